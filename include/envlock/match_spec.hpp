@@ -1,0 +1,98 @@
+#pragma once
+// envlock/match_spec.hpp — conda MatchSpec: a query over package records.
+//
+// Follows conda's MatchSpec (conda/models/match_spec.py) and rattler_conda_types::MatchSpec.
+// Accepted spellings:
+//   numpy                          name only
+//   numpy 1.26.*  /  numpy >=1.26,<2  /  numpy 1.26.4 py312h*_0    name version [build]
+//   numpy=1.26=py312*  /  numpy==1.26.4                                conda '=' forms
+//   conda-forge::numpy  /  conda-forge/linux-64::numpy                 channel[/subdir]::name
+//   numpy[version='>=1.26', build=py312*, build_number='>=2', md5=..., sha256=..., subdir=...,
+//         channel=..., license=..., track_features=..., fn=..., url=...]          bracket keys
+//   https://host/channel/linux-64/numpy-1.26.4-py312h_0.conda[#sha256]          a package URL
+// Bracket values win over positional ones, as in conda. Names are matched case-insensitively
+// after lower-casing (conda normalises names to lower case).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envlock/result.hpp"
+#include "envlock/version.hpp"
+
+namespace envlock {
+
+struct PackageRecord;
+struct RepoDataRecord;
+
+/// A string pattern as conda uses for names and build strings: exact text, a glob with `*`
+/// (conda translates `*` to `.*` and anchors it), or a regex written `^...$`.
+class StringMatcher {
+ public:
+  StringMatcher() = default;  ///< matches everything (`*`)
+  static Result<StringMatcher> parse(std::string_view text);
+  [[nodiscard]] bool matches(std::string_view s) const;
+  [[nodiscard]] bool is_exact() const { return kind_ == Kind::Exact; }
+  [[nodiscard]] bool is_any() const { return kind_ == Kind::Glob && text_ == "*"; }
+  [[nodiscard]] const std::string& to_string() const { return text_; }
+  friend bool operator==(const StringMatcher& a, const StringMatcher& b) { return a.text_ == b.text_; }
+
+ private:
+  enum class Kind { Exact, Glob, Regex };
+  Kind kind_ = Kind::Glob;
+  std::string text_ = "*";
+};
+
+/// A constraint on a record's build number: `5`, `==5`, `>=5`, `<5`, `!=5`, ...
+class BuildNumberSpec {
+ public:
+  enum class Op { Eq, Ne, Lt, Le, Gt, Ge };
+  static Result<BuildNumberSpec> parse(std::string_view text);
+  [[nodiscard]] bool matches(std::uint64_t build_number) const;
+  [[nodiscard]] std::string to_string() const;  ///< e.g. ">=5"; "5" prints as "5"
+  [[nodiscard]] Op op() const { return op_; }
+  [[nodiscard]] std::uint64_t value() const { return value_; }
+  friend bool operator==(const BuildNumberSpec&, const BuildNumberSpec&) = default;
+
+ private:
+  Op op_ = Op::Eq;
+  std::uint64_t value_ = 0;
+  bool explicit_op_ = false;
+};
+
+struct MatchSpec {
+  std::optional<std::string> channel;   ///< channel name or URL as written (credentials kept only in memory)
+  std::optional<std::string> subdir;    ///< from `channel/subdir::` or `[subdir=...]`
+  StringMatcher name;                   ///< usually exact; `*` allowed in bracket-only specs
+  std::optional<VersionSpec> version;
+  std::optional<StringMatcher> build;
+  std::optional<BuildNumberSpec> build_number;
+  std::optional<std::string> md5;
+  std::optional<std::string> sha256;
+  std::optional<std::string> license;
+  std::optional<std::string> file_name;  ///< `fn=`
+  std::optional<std::string> url;        ///< a package URL spec, or `url=`
+  std::vector<std::string> track_features;
+  bool optional = false;                 ///< `[optional]` (conda's constrains marker)
+
+  /// Parses a MatchSpec. Errors name the input, the character position and the rule
+  /// (unbalanced bracket, unknown bracket key, bad version, `::` without a name, ...).
+  static Result<MatchSpec> parse(std::string_view text);
+
+  /// Canonical spelling, round-trippable: `channel/subdir::name version build[key=value,...]`
+  /// with the version and build positional when they are plain, brackets otherwise.
+  [[nodiscard]] std::string to_string() const;
+
+  /// The name when it is an exact name (most specs); empty otherwise.
+  [[nodiscard]] std::string exact_name() const;
+
+  /// True when `record` satisfies every field of the spec (channel checked by name/URL match).
+  [[nodiscard]] bool matches(const PackageRecord& record) const;
+  [[nodiscard]] bool matches(const RepoDataRecord& record) const;
+
+  friend bool operator==(const MatchSpec&, const MatchSpec&);
+};
+
+}  // namespace envlock

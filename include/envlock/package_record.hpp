@@ -1,0 +1,104 @@
+#pragma once
+// envlock/package_record.hpp — one type per stage of a package's life (as rattler does):
+//   PackageRecord   what the archive declares (info/index.json) and repodata lists per file;
+//   RepoDataRecord  + where it comes from: url, file name, channel;
+//   PrefixRecord    + what it installed: conda-meta/<name>-<version>-<build>.json.
+// JSON (de)serialisation follows the conda layout: repodata.json entries (CEP-15/CEP-16 keys),
+// info/index.json, and conda's PrefixRecord (conda/models/records.py). Unknown keys are ignored
+// on read; writing emits keys in a fixed (sorted) order so output is byte-stable.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "envlock/result.hpp"
+#include "envlock/version.hpp"
+
+namespace envlock {
+
+/// conda's `noarch` field: absent, `generic`, or `python` (legacy `noarch: true` is generic).
+enum class NoArchKind { None, Generic, Python };
+
+struct PackageRecord {
+  std::string name;                          ///< lower-case package name
+  Version version;
+  std::string build;                         ///< build string, e.g. "py312h1234567_0"
+  std::uint64_t build_number = 0;
+  std::string subdir;                        ///< linux-64, noarch, ...
+  std::vector<std::string> depends;          ///< MatchSpec strings, as written
+  std::vector<std::string> constrains;       ///< MatchSpec strings (conda's run_constrained)
+  std::vector<std::string> track_features;   ///< split from the space/comma separated string
+  std::string features;                      ///< legacy `features` string, kept verbatim
+  std::string license;
+  std::string license_family;
+  std::string md5;                           ///< lower-case hex, may be empty
+  std::string sha256;                        ///< lower-case hex, may be empty
+  std::optional<std::uint64_t> size;         ///< archive size in bytes
+  std::optional<std::uint64_t> timestamp;    ///< milliseconds since epoch (seconds are converted)
+  NoArchKind noarch = NoArchKind::None;
+  std::string arch;                          ///< legacy field, kept when present
+  std::string platform;                      ///< legacy field, kept when present
+  std::string python_site_packages_path;     ///< CEP-17, when present
+
+  /// "name-version-build", conda's dist name (also the package cache folder name).
+  [[nodiscard]] std::string dist_name() const;
+
+  /// Reads one record from a repodata.json entry or info/index.json object.
+  /// Errors name the missing or mistyped key. `timestamp` given in seconds is scaled to ms.
+  static Result<PackageRecord> from_json(const nlohmann::json& j);
+  /// Writes the record in repodata/index.json shape (empty optional fields omitted).
+  void to_json(nlohmann::json& j) const;
+
+  friend bool operator==(const PackageRecord&, const PackageRecord&) = default;
+};
+
+struct RepoDataRecord : PackageRecord {
+  std::string url;        ///< full download URL (credential-free when written anywhere)
+  std::string file_name;  ///< e.g. numpy-1.26.4-py312h_0.conda
+  std::string channel;    ///< channel URL (credential-free), e.g. https://conda.anaconda.org/conda-forge
+
+  static Result<RepoDataRecord> from_json(const nlohmann::json& j);
+  void to_json(nlohmann::json& j) const;
+  friend bool operator==(const RepoDataRecord&, const RepoDataRecord&) = default;
+};
+
+/// One file a package installed, as in conda-meta `paths_data.paths` (paths.json v1).
+struct PathEntry {
+  enum class Type { HardLink, SoftLink, Directory };
+  enum class PlaceholderMode { None, Text, Binary };
+  std::string path;                  ///< relative to the prefix, '/'-separated
+  Type type = Type::HardLink;
+  std::string sha256;                ///< of the file as installed in the prefix (after relocation)
+  std::optional<std::uint64_t> size_in_bytes;
+  std::string prefix_placeholder;    ///< non-empty when the file was relocated
+  PlaceholderMode file_mode = PlaceholderMode::None;
+  bool no_link = false;
+  friend bool operator==(const PathEntry&, const PathEntry&) = default;
+};
+
+struct PrefixRecord : RepoDataRecord {
+  std::vector<std::string> files;        ///< every installed path, relative, sorted
+  std::vector<PathEntry> paths;          ///< paths_data (paths_version 1)
+  std::string package_tarball_full_path; ///< the archive in the package cache
+  std::string extracted_package_dir;     ///< the extracted folder in the package cache
+  std::string requested_spec;            ///< the spec the user asked for, if any
+  std::string link_type = "hardlink";   ///< "hardlink" | "softlink" | "copy" (conda: link.type 1/2/3)
+
+  /// Reads conda-meta/<dist>.json as conda writes it.
+  static Result<PrefixRecord> from_json(const nlohmann::json& j);
+  void to_json(nlohmann::json& j) const;
+  friend bool operator==(const PrefixRecord&, const PrefixRecord&) = default;
+};
+
+/// Splits `name-version-build.conda` / `.tar.bz2` into its parts; nullopt when the name does not
+/// have that shape. The extension is returned with its dot.
+struct ArchiveName {
+  std::string name, version, build, extension;
+};
+std::optional<ArchiveName> parse_archive_name(std::string_view file_name);
+
+}  // namespace envlock

@@ -1,0 +1,72 @@
+#pragma once
+// envlock/virtual_packages.hpp — conda virtual packages (`__unix`, `__linux`, `__glibc`,
+// `__archspec`, `__cuda`, `__osx`, `__win`): what this host offers, and overrides.
+//
+// Detection follows conda (conda/plugins/virtual_packages/*) and rattler_virtual_packages:
+//   __unix     = 0=0 on Unix hosts
+//   __linux    = <kernel release, numeric part of uname -r, e.g. 6.1.0>=0
+//   __glibc    = <gnu_get_libc_version()>=0
+//   __archspec = 1=<microarchitecture>, for x86-64 the psABI level from CPUID (x86_64_v1..v4),
+//                otherwise the machine name (aarch64, ppc64le, ...)
+//   __cuda     = <max CUDA version the driver supports>=0, from libcuda.so.1 loaded at run time
+//                (cuInit + cuDriverGetVersion in a child process, so a broken driver cannot take
+//                envlock down); absent — not 0 — when there is no usable driver.
+// Overrides, as conda: CONDA_OVERRIDE_CUDA, CONDA_OVERRIDE_GLIBC, CONDA_OVERRIDE_LINUX,
+// CONDA_OVERRIDE_ARCHSPEC, CONDA_OVERRIDE_OSX, CONDA_OVERRIDE_WIN. A set, non-empty value replaces
+// the detected version (archspec: the build); an empty value removes the package; a value that is
+// not a valid conda version is an error naming the variable.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envlock/result.hpp"
+
+namespace envlock {
+
+struct VirtualPackage {
+  std::string name;     ///< e.g. "__cuda"
+  std::string version;  ///< e.g. "12.4"
+  std::string build;    ///< e.g. "0", or the microarchitecture for __archspec
+
+  /// "name=version=build" — the spelling used in manifests and lockfiles.
+  [[nodiscard]] std::string to_string() const;
+  /// Parses "__cuda=12.4", "__cuda=12.4=0" or "__archspec=1=x86_64_v3"; build defaults to "0".
+  static Result<VirtualPackage> parse(std::string_view text);
+  friend bool operator==(const VirtualPackage&, const VirtualPackage&) = default;
+};
+
+/// Where detection reads the outside world; tests replace each part.
+struct HostProbe {
+  /// Returns the value of an environment variable, or nullopt when unset.
+  std::function<std::optional<std::string>(const std::string&)> getenv;
+  /// Kernel release string (uname -r), e.g. "6.1.0-18-amd64".
+  std::function<std::string()> kernel_release;
+  /// glibc version, e.g. "2.36"; empty when not glibc.
+  std::function<std::string()> glibc_version;
+  /// The __archspec build: x86_64_v1..v4 from CPUID, or the machine name.
+  std::function<std::string()> microarchitecture;
+  /// Max CUDA version the driver supports ("12.4"), or nullopt without a usable driver.
+  std::function<std::optional<std::string>()> cuda_driver_version;
+
+  /// The real host: process environment, uname, gnu_get_libc_version, CPUID, libcuda.so.1
+  /// (path overridable with ENVLOCK_LIBCUDA for tests with a fake driver library).
+  static HostProbe system();
+};
+
+/// Detects this host's virtual packages with overrides applied, sorted by name.
+/// Errors: ErrorKind::Parse for an unparsable CONDA_OVERRIDE_* value, naming the variable.
+Result<std::vector<VirtualPackage>> detect_virtual_packages(const HostProbe& probe);
+
+/// x86-64 psABI level of this CPU from CPUID ("x86_64_v1".."x86_64_v4"); on other machines the
+/// uname machine name.
+std::string detect_microarchitecture();
+
+/// Calls cuInit(0) and cuDriverGetVersion through `library` (dlopen) inside a forked child with a
+/// timeout (milliseconds). Returns "major.minor", or nullopt when the library is missing, cuInit
+/// fails, the child crashes or times out.
+std::optional<std::string> detect_cuda_driver_version(const std::string& library = "libcuda.so.1",
+                                                      int timeout_ms = 5000);
+
+}  // namespace envlock

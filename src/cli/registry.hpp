@@ -1,0 +1,48 @@
+#pragma once
+// The command table: every command file registers one entry (name, one-line summary, setup).
+// main.cpp builds the CLI11 app from the table, sorted by name, so help and dispatch come from
+// one place. A command's setup adds its options to `sub` and installs a callback that stores the
+// command's exit code in `ctx.exit_code`.
+//
+// Exit codes (documented in docs/cli.md): 0 ok, 1 failure, 2 usage error; commands may document
+// more (probe: 3 = no GPU where the lockfile needs one).
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "envlock/result.hpp"
+
+namespace envlock::cli {
+
+struct Context {
+  bool json = false;       ///< --json: machine-readable output on stdout
+  bool color = false;      ///< colour allowed: stdout is a TTY and NO_COLOR is unset
+  bool stderr_tty = false; ///< progress displays allowed
+  int exit_code = 0;
+};
+
+using SetupFn = void (*)(CLI::App& sub, Context& ctx);
+
+struct CommandInfo {
+  const char* name;
+  const char* summary;
+  SetupFn setup;
+};
+
+std::vector<CommandInfo>& command_table();
+
+struct RegisterCommand {
+  RegisterCommand(const char* name, const char* summary, SetupFn setup) {
+    command_table().push_back({name, summary, setup});
+  }
+};
+
+/// Prints `error` on stderr in envlock's style ("error: " + Error::to_string()) or, with --json,
+/// as {"error": {...}} on stdout. Returns the exit code for its kind (Usage -> 2, else 1).
+int report_error(const Context& ctx, const Error& error);
+
+/// Prints a warning line on stderr ("warning: ...").
+void warn(const std::string& message);
+
+}  // namespace envlock::cli
