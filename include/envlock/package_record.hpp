@@ -8,6 +8,7 @@
 // on read; writing emits keys in a fixed (sorted) order so output is byte-stable.
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,5 +101,9 @@ struct ArchiveName {
   std::string name, version, build, extension;
 };
 std::optional<ArchiveName> parse_archive_name(std::string_view file_name);
+
+/// Reads every `conda-meta/*.json` of an environment prefix (conda, mamba, pixi or envlock made),
+/// sorted by name. A record that cannot be read is an error naming the file (ErrorKind::Parse).
+Result<std::vector<PrefixRecord>> read_conda_meta(const std::filesystem::path& prefix);
 
 }  // namespace envlock
