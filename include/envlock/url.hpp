@@ -1,0 +1,28 @@
+#pragma once
+// envlock/url.hpp — URL helpers shared by every module that prints or writes a URL.
+//
+// Credentials never leave memory: anaconda.org-style tokens in the path (`/t/<token>/`) and
+// userinfo (`user:pass@host`) are stripped from every URL written to a lockfile, snapshot, log
+// or terminal. Query strings are kept (they are part of content addresses on some servers) except
+// for the keys `token`, `access_token`, `api_key`, `key`, `password`, `sig`, `signature`, whose
+// values are removed.
+
+#include <string>
+#include <string_view>
+
+namespace envlock {
+
+/// Returns `url` with userinfo, `/t/<token>/` path segments and secret query values removed.
+/// Not a URL (no "scheme://")? Returned unchanged. Idempotent.
+/// Examples: https://user:pw@host/c -> https://host/c;
+///           https://conda.anaconda.org/t/abc-123/chan/linux-64/x.conda
+///             -> https://conda.anaconda.org/chan/linux-64/x.conda
+std::string redact_url(std::string_view url);
+
+/// True when `url` carries credentials that redact_url() would remove.
+bool url_has_credentials(std::string_view url);
+
+/// Joins a base URL and a relative path with exactly one '/' between them.
+std::string url_join(std::string_view base, std::string_view path);
+
+}  // namespace envlock
