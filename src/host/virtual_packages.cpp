@@ -1,0 +1,135 @@
+#include "envlock/virtual_packages.hpp"
+
+#include <gnu/libc-version.h>
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "envlock/version.hpp"
+
+namespace envlock {
+
+std::string VirtualPackage::to_string() const { return name + "=" + version + "=" + build; }
+
+Result<VirtualPackage> VirtualPackage::parse(std::string_view text) {
+  VirtualPackage vp;
+  const std::string s(text);
+  const std::size_t first = s.find('=');
+  vp.name = s.substr(0, first);
+  if (vp.name.size() < 3 || !vp.name.starts_with("__")) {
+    return parse_error("virtual package", s, 0, "expected a name starting with '__', e.g. __cuda=12.4");
+  }
+  if (first == std::string::npos) {
+    vp.version = "0";
+    vp.build = "0";
+    return vp;
+  }
+  const std::size_t second = s.find('=', first + 1);
+  vp.version = s.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1);
+  vp.build = second == std::string::npos ? "0" : s.substr(second + 1);
+  if (auto v = Version::parse(vp.version); !v) {
+    return parse_error("virtual package", s, first + 1, "the version is not a conda version: " + v.error().message);
+  }
+  if (vp.build.empty()) return parse_error("virtual package", s, s.size(), "empty build string after '='");
+  return vp;
+}
+
+HostProbe HostProbe::system() {
+  HostProbe p;
+  p.getenv = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  p.kernel_release = [] {
+    struct utsname u {};
+    return uname(&u) == 0 ? std::string(u.release) : std::string();
+  };
+  p.glibc_version = [] { return std::string(gnu_get_libc_version()); };
+  p.microarchitecture = [] { return detect_microarchitecture(); };
+  p.cuda_driver_version = [getenv = p.getenv]() -> std::optional<std::string> {
+    const auto lib = getenv("ENVLOCK_LIBCUDA");
+    return detect_cuda_driver_version(lib && !lib->empty() ? *lib : "libcuda.so.1");
+  };
+  return p;
+}
+
+namespace {
+
+// The leading dotted-numeric part of a kernel release: "6.1.0-18-amd64" -> "6.1.0".
+std::string numeric_release(const std::string& release) {
+  std::size_t end = 0;
+  while (end < release.size() && (std::isdigit(static_cast<unsigned char>(release[end])) || release[end] == '.')) ++end;
+  std::string out = release.substr(0, end);
+  while (!out.empty() && out.back() == '.') out.pop_back();
+  return out.empty() ? "0" : out;
+}
+
+// Applies CONDA_OVERRIDE_<var>: unset -> keep `detected`; empty -> remove; else validated value.
+Result<std::optional<std::string>> apply_override(const HostProbe& probe, const std::string& var,
+                                                  std::optional<std::string> detected, bool is_version) {
+  const auto value = probe.getenv ? probe.getenv(var) : std::nullopt;
+  if (!value) return detected;
+  if (value->empty()) return std::optional<std::string>{};
+  if (is_version) {
+    if (auto v = Version::parse(*value); !v) {
+      Error e = v.error();
+      e.where = var;
+      e.message = "invalid value '" + *value + "': " + v.error().message;
+      e.hint = "set " + var + " to a version such as 12.4, or to an empty value to remove the package";
+      return e;
+    }
+  } else if (value->find_first_of(" =,|") != std::string::npos) {
+    Error e;
+    e.kind = ErrorKind::Parse;
+    e.where = var;
+    e.message = "invalid value '" + *value + "': a build string may not contain spaces, '=', ',' or '|'";
+    e.hint = "use a microarchitecture name such as x86_64_v3";
+    return e;
+  }
+  return std::optional<std::string>{*value};
+}
+
+}  // namespace
+
+Result<std::vector<VirtualPackage>> detect_virtual_packages(const HostProbe& probe) {
+  std::vector<VirtualPackage> out;
+  out.push_back({"__unix", "0", "0"});
+
+  auto linux_v = apply_override(probe, "CONDA_OVERRIDE_LINUX",
+                                probe.kernel_release ? std::optional(numeric_release(probe.kernel_release())) : std::nullopt, true);
+  if (!linux_v) return linux_v.error();
+  if (*linux_v) out.push_back({"__linux", **linux_v, "0"});
+
+  std::optional<std::string> glibc;
+  if (probe.glibc_version) {
+    std::string g = probe.glibc_version();
+    if (!g.empty()) glibc = g;
+  }
+  auto glibc_v = apply_override(probe, "CONDA_OVERRIDE_GLIBC", glibc, true);
+  if (!glibc_v) return glibc_v.error();
+  if (*glibc_v) out.push_back({"__glibc", **glibc_v, "0"});
+
+  std::optional<std::string> arch;
+  if (probe.microarchitecture) {
+    std::string a = probe.microarchitecture();
+    if (!a.empty()) arch = a;
+  }
+  auto arch_v = apply_override(probe, "CONDA_OVERRIDE_ARCHSPEC", arch, false);
+  if (!arch_v) return arch_v.error();
+  if (*arch_v) out.push_back({"__archspec", "1", **arch_v});
+
+  // Only ask the driver when no override decides the answer: loading libcuda is slow.
+  const auto cuda_override = probe.getenv ? probe.getenv("CONDA_OVERRIDE_CUDA") : std::nullopt;
+  std::optional<std::string> cuda;
+  if (!cuda_override && probe.cuda_driver_version) cuda = probe.cuda_driver_version();
+  auto cuda_v = apply_override(probe, "CONDA_OVERRIDE_CUDA", cuda, true);
+  if (!cuda_v) return cuda_v.error();
+  if (*cuda_v) out.push_back({"__cuda", **cuda_v, "0"});
+
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+}  // namespace envlock
