@@ -1,0 +1,52 @@
+// envlock info — what envlock sees on this machine: versions, platform, cache, virtual packages.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "envlock/build_info.hpp"
+#include "envlock/paths.hpp"
+#include "envlock/platform.hpp"
+#include "envlock/solver_info.hpp"
+#include "envlock/virtual_packages.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+namespace {
+
+int run_info(const Context& ctx) {
+  auto vps = detect_virtual_packages(HostProbe::system());
+  if (!vps) return report_error(ctx, vps.error());
+  const std::string platform = Platform::host().to_string();
+  if (ctx.json) {
+    nlohmann::json j;
+    j["version"] = ENVLOCK_VERSION_STRING;
+    j["libsolv_version"] = libsolv_version();
+    j["platform"] = platform;
+    j["cache_dir"] = cache_root().string();
+    j["pkgs_dir"] = package_cache_dir().string();
+    j["virtual_packages"] = nlohmann::json::array();
+    for (const auto& vp : *vps) {
+      j["virtual_packages"].push_back({{"name", vp.name}, {"version", vp.version}, {"build", vp.build}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "envlock version   : " << ENVLOCK_VERSION_STRING << "\n"
+            << "libsolv version   : " << libsolv_version() << " (conda)\n"
+            << "platform          : " << platform << "\n"
+            << "cache directory   : " << cache_root().string() << "\n"
+            << "package cache     : " << package_cache_dir().string() << "\n"
+            << "virtual packages  :";
+  if (vps->empty()) std::cout << " (none)";
+  std::cout << "\n";
+  for (const auto& vp : *vps) std::cout << "  " << vp.to_string() << "\n";
+  return 0;
+}
+
+void setup(CLI::App& sub, Context& ctx) {
+  sub.callback([&ctx] { ctx.exit_code = run_info(ctx); });
+}
+
+const RegisterCommand reg{"info", "show envlock's version, this host's platform and virtual packages", &setup};
+
+}  // namespace
+}  // namespace envlock::cli
