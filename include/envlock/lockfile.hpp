@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envlock/package_record.hpp"
@@ -77,6 +78,63 @@ struct Lockfile {
   /// Writes atomically (temporary file in the same directory, fsync, rename): an existing
   /// lockfile is never truncated or half-written.
   [[nodiscard]] Status write(const std::filesystem::path& path) const;
+
+  /// The locked platform `platform` of environment `environment`, or nullptr.
+  [[nodiscard]] const LockedPlatform* find(std::string_view environment,
+                                           std::string_view platform) const;
 };
+
+/// The packages of one locked platform in install order: every package after the packages its
+/// `depends` name (dependencies first), ties broken by name, so the order is deterministic.
+/// Dependencies outside the set (virtual packages, unlocked names) are ignored; a dependency
+/// cycle is broken at the alphabetically first package still waiting.
+std::vector<const LockedPackage*> install_order(const LockedPlatform& platform);
+
+/// conda's explicit spec file for one locked platform:
+///     # This file may be used to create an environment using:
+///     # $ conda create --name <env> --file <this file>
+///     # platform: linux-64
+///     @EXPLICIT
+///     <url>#<sha256>          (one line per package, install order; `#<md5>` when no sha256)
+/// URLs are credential-free. Errors: ErrorKind::Integrity when a package has no url.
+Result<std::string> to_explicit(const LockedPlatform& platform);
+
+struct Manifest;
+
+/// Why a lockfile no longer satisfies its manifest (`envlock lock --check`).
+struct StaleReason {
+  enum class Kind {
+    ManifestHash,          ///< the manifest's solve inputs changed since the lock
+    MissingEnvironment,    ///< an environment of the manifest is not in the lockfile
+    ExtraEnvironment,      ///< the lockfile has an environment the manifest no longer has
+    MissingPlatform,       ///< an environment lacks one of its platforms
+    ExtraPlatform,         ///< an environment is locked for a platform no longer requested
+    SpecNotSatisfied,      ///< a requested spec matches no locked record (or the wrong one)
+    DependencyMissing,     ///< a locked record depends on a name absent from the set
+    DependencyNotSatisfied,///< ... on a name whose locked record does not match the spec
+    ConstraintViolated,    ///< a locked record's `constrains` excludes another locked record
+    BaseChanged,           ///< the environment's base layer differs from the manifest's
+    BasePinMoved,          ///< a base-layer pin differs between the base and the project
+    ChannelsChanged,       ///< the channels (URLs or order) differ from the manifest's
+    VirtualPackagesChanged,///< the assumed virtual packages differ from the manifest's
+  };
+  Kind kind = Kind::ManifestHash;
+  std::string environment;  ///< empty for file-wide reasons
+  std::string platform;     ///< empty for environment-wide reasons
+  std::string package;      ///< the package concerned, when one is
+  std::string message;      ///< one line, e.g. "numpy >=2 (envlock.yaml line 9) is not
+                            ///< satisfied by locked numpy 1.26.4"
+};
+
+/// Stable kebab-case name of a kind ("manifest-hash", "spec-not-satisfied", ...), for --json.
+std::string_view to_string(StaleReason::Kind kind);
+
+/// Checks, without network or solving, that `lockfile` still satisfies `manifest`: manifest hash,
+/// environments and platforms present (and no extra ones), base layer names and base pins
+/// identical, channels unchanged, virtual packages unchanged, every requested spec matched by a
+/// locked record, every `depends` of every locked record satisfied inside the set (virtual
+/// packages by the locked virtual_packages), `constrains` respected. Returns every reason found,
+/// in a deterministic order (environment, platform, then check order); empty means fresh.
+std::vector<StaleReason> check_lockfile(const Manifest& manifest, const Lockfile& lockfile);
 
 }  // namespace envlock

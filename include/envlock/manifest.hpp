@@ -1,0 +1,172 @@
+#pragma once
+// envlock/manifest.hpp — what a project asks for: `envlock.yaml`, or a conda `environment.yml`.
+//
+// The manifest is the input of `envlock lock` and the yardstick of `envlock lock --check`.
+// Its reference page is docs/manifest.md. Shape of envlock.yaml:
+//
+//   name: vision                       # free text, not part of the solve
+//   channel-alias: https://conda.anaconda.org   # optional; base URL for channel names
+//   channels: [conda-forge, ./local-channel, https://host/chan, file:///srv/chan]
+//   platforms: [linux-64, osx-arm64]   # conda subdirs; default: the host's
+//   channel-priority: strict           # strict (default) | flexible | disabled
+//   dependencies: [python 3.12.*, numpy >=1.26]   # the environment `default`
+//   environments:
+//     base:  {dependencies: [python 3.12.*, pytorch 2.4.*]}
+//     train: {base: base, dependencies: [lightning], channels: [...], platforms: [...]}
+//   virtual-packages:
+//     linux-64: [__cuda=12.4, __glibc=2.28]
+//   reference: {command: python train.py --smoke, metric: "json:loss", tolerance: 0.01}
+//
+// A conda environment.yml (name, channels, dependencies, with an optional `pip:` list inside
+// dependencies) is read into the same model: its dependencies form the environment `default`;
+// its `pip:` entries are carried as unresolved pip requirements and a warning is recorded.
+// conda-lock's extensions (`platforms`, `# [linux64]` selector comments) are understood too.
+//
+// Errors are envlock::Error values (ErrorKind::Parse or Io) whose `where` is `file:line:col`
+// (1-based) and whose `detail` shows the offending line with a caret under the column.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envlock/lockfile.hpp"
+#include "envlock/match_spec.hpp"
+#include "envlock/result.hpp"
+#include "envlock/virtual_packages.hpp"
+
+namespace envlock {
+
+/// A place in a manifest file: 1-based line and column; 0 when unknown.
+struct SourceLocation {
+  std::string file;  ///< the path as given to load_manifest (or the `source` of parse_manifest)
+  int line = 0;
+  int column = 0;
+  /// "file:line:col", or "file:line" / "file" when the parts are unknown.
+  [[nodiscard]] std::string to_string() const;
+  friend bool operator==(const SourceLocation&, const SourceLocation&) = default;
+};
+
+/// The default channel alias: a channel name `conda-forge` means `<alias>/conda-forge`.
+inline constexpr std::string_view kDefaultChannelAlias = "https://conda.anaconda.org";
+
+/// A channel as the manifest names it, and where its packages are fetched from.
+struct Channel {
+  enum class Kind {
+    Named,           ///< `conda-forge`, `pytorch/label/nightly`: `<channel_alias>/<name>`
+    Url,             ///< `http://` or `https://` URL
+    LocalDirectory,  ///< `file://` URL, or a directory path (relative to the manifest's folder)
+  };
+  Kind kind = Kind::Named;
+  std::string spelling;  ///< as written in the manifest, e.g. "conda-forge", "./chan"
+  /// The base URL, no trailing slash: `https://conda.anaconda.org/conda-forge`,
+  /// `file:///abs/path/chan`, `https://user:tok@host/chan`. May hold credentials in memory:
+  /// pass it through redact_url() before writing or printing it.
+  std::string url;
+  SourceLocation location;
+
+  /// The credential-free URL (redact_url(url)): what lockfiles record and messages print.
+  [[nodiscard]] std::string public_url() const;
+  /// For a LocalDirectory channel: the absolute directory; empty otherwise.
+  [[nodiscard]] std::filesystem::path local_path() const;
+  friend bool operator==(const Channel&, const Channel&) = default;
+};
+
+/// Resolves one channel spelling. `manifest_dir` anchors relative directory paths;
+/// `channel_alias` prefixes names. A name is any text without `://` that is not a path
+/// (a path starts with `/`, `./`, `../` or `~/`, or names an existing directory under
+/// manifest_dir). Errors (ErrorKind::Parse): empty text, an unsupported URL scheme.
+Result<Channel> resolve_channel(std::string_view spelling, const std::filesystem::path& manifest_dir,
+                                std::string_view channel_alias = kDefaultChannelAlias);
+
+enum class ChannelPriority {
+  Strict,    ///< a package name is taken only from the highest-priority channel that has it
+  Flexible,  ///< lower-priority channels may supply a name when the higher ones cannot solve
+  Disabled,  ///< channels are ignored when ranking; version and build decide
+};
+/// "strict" | "flexible" | "disabled".
+std::string_view to_string(ChannelPriority priority);
+
+/// One dependency of an environment as the manifest requested it.
+struct RequestedSpec {
+  MatchSpec spec;
+  std::string text;          ///< exactly as written (trimmed), e.g. "numpy >=2"
+  SourceLocation location;   ///< where `text` starts in the manifest
+  /// conda-lock selector from a trailing `# [linux64]` comment (`linux`, `linux64`, `osx`,
+  /// `osx64`, `arm64`, `win`, `win64`, `unix`, ...); empty when the spec applies everywhere.
+  std::string selector;
+
+  /// True when the spec applies to `platform` (a subdir): no selector, or the selector names it.
+  [[nodiscard]] bool applies_to(std::string_view platform) const;
+};
+
+/// One environment (layer) of the manifest.
+struct ManifestEnvironment {
+  std::string name;
+  std::vector<RequestedSpec> dependencies;
+  std::string base;                                  ///< the base layer's name, or empty
+  std::optional<std::vector<Channel>> channels;      ///< overrides Manifest::channels when set
+  std::optional<std::vector<std::string>> platforms; ///< overrides Manifest::platforms when set
+  std::vector<PipPackage> pip;  ///< unresolved pip requirements (`requirement` holds the text)
+  SourceLocation location;      ///< where the environment is declared
+};
+
+struct Manifest {
+  enum class Format {
+    Envlock,           ///< envlock.yaml
+    CondaEnvironment,  ///< conda's environment.yml (and conda-lock's extensions of it)
+  };
+  Format format = Format::Envlock;
+  std::filesystem::path path;       ///< the file read (as given); empty for parsed text
+  std::filesystem::path directory;  ///< the folder relative channel paths are resolved against
+  std::string name;
+  std::string channel_alias = std::string(kDefaultChannelAlias);
+  std::vector<Channel> channels;    ///< priority order (first = highest)
+  std::vector<std::string> platforms;  ///< subdirs, as listed (host's subdir when not given)
+  bool platforms_from_host = false;    ///< true when `platforms` was absent
+  /// Environments by name; top-level `dependencies` is the environment `default`.
+  std::map<std::string, ManifestEnvironment> environments;
+  /// platform -> virtual packages assumed when locking for it (sorted by name).
+  std::map<std::string, std::vector<VirtualPackage>> virtual_packages;
+  ChannelPriority channel_priority = ChannelPriority::Strict;
+  std::optional<ReferenceRun> reference;  ///< command, metric, tolerance; no recorded value
+  /// Non-fatal findings to show the user (ignored keys, pip requirements left unresolved).
+  std::vector<std::string> warnings;
+
+  /// The environment called `name`, or nullptr.
+  [[nodiscard]] const ManifestEnvironment* environment(std::string_view name) const;
+  /// The channels an environment solves against: its own, else the manifest's.
+  [[nodiscard]] const std::vector<Channel>& channels_for(const ManifestEnvironment& env) const;
+  /// The platforms an environment is locked for: its own, else the manifest's.
+  [[nodiscard]] const std::vector<std::string>& platforms_for(const ManifestEnvironment& env) const;
+  /// The virtual packages declared for `platform` (empty when none are declared).
+  [[nodiscard]] const std::vector<VirtualPackage>& virtual_packages_for(std::string_view platform) const;
+  /// Environment names ordered so that every base comes before the environments built on it
+  /// (ties by name). Cycles are rejected when loading, so this always succeeds.
+  [[nodiscard]] std::vector<std::string> layer_order() const;
+};
+
+/// Reads a manifest file. The format is chosen by content: a file with `environments`,
+/// `virtual-packages`, `channel-priority`, `reference` or `channel-alias`, or whose file name
+/// contains "envlock", is envlock.yaml; anything else is read as a conda environment.yml.
+/// Errors: ErrorKind::Io (missing/unreadable file), ErrorKind::Parse (YAML syntax, unknown
+/// key in envlock.yaml, wrong type, bad MatchSpec, unknown platform, bad virtual package,
+/// unknown base environment, base cycle), each with `where` = file:line:col.
+Result<Manifest> load_manifest(const std::filesystem::path& path);
+
+/// Parses manifest text. `source` names it in errors; `directory` anchors relative channel
+/// paths; `format` as for load_manifest when nullopt.
+Result<Manifest> parse_manifest(const std::string& text, const std::string& source,
+                                const std::filesystem::path& directory,
+                                std::optional<Manifest::Format> format = std::nullopt);
+
+/// "sha256:<64 hex>" over the inputs that change a solve, in a canonical form: channel URLs
+/// (credential-free) and their order, channel priority, platforms, every environment's
+/// canonical specs (MatchSpec::to_string, sorted), selectors, base, channel and platform
+/// overrides, pip requirements, and the virtual packages. Not included: `name`, `reference`,
+/// comments, key order, spacing — editing those does not make a lockfile stale.
+std::string manifest_hash(const Manifest& manifest);
+
+}  // namespace envlock
