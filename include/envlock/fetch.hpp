@@ -1,0 +1,123 @@
+#pragma once
+// envlock/fetch.hpp — downloads over http(s):// and file:// into files, verified while streaming.
+//
+// The one place envlock transfers bytes (libcurl lives only in src/fetch; no libcurl type crosses
+// this header). Every download:
+//   * lands in `<destination>.partial` and is renamed onto `destination` only after the size and
+//     the digest match (sha256 preferred; md5 only when no sha256 is expected) — a killed process or
+//     a failed check never leaves a file at `destination`;
+//   * is hashed while the bytes arrive (OpenSSL EVP, see envlock/hash.hpp), never re-read;
+//   * resumes a `.partial` left by an earlier attempt or process with an HTTP Range request
+//     (RFC 9110 §14) when the server answers 206, and restarts from zero when it does not;
+//   * is retried with exponential backoff on transient failures (connection refused/reset/dropped,
+//     timeouts, HTTP 408, 425, 429, 500, 502, 503, 504); never on 4xx client errors or digest
+//     mismatches (a mismatch deletes the `.partial` so the next attempt starts clean);
+//   * takes credentials from ~/.netrc (or FetchOptions::netrc_file) through libcurl's own netrc
+//     support and from `user:pass@` in the URL; every URL that reaches an Error, a FetchResult or a
+//     progress callback goes through redact_url() (envlock/url.hpp), so nothing secret is printed.
+//
+// Conditional requests (RFC 9110 §13) for repodata: set FetchRequest::if_none_match (an ETag) and/or
+// if_modified_since (a Last-Modified value, sent verbatim); a 304 answer leaves `destination`
+// untouched and returns FetchResult::not_modified = true.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envlock/result.hpp"
+
+namespace envlock {
+
+/// Whether the server may send a compressed representation (HTTP Content-Encoding).
+enum class AcceptEncoding : bool {
+  Identity,  ///< bytes exactly as stored (package archives; allows resume with Range)
+  Any,       ///< gzip/deflate/br/zstd decoded by libcurl (repodata.json); resume is disabled and
+             ///< size/digest are checked on the decoded bytes
+};
+
+/// One file to download.
+struct FetchRequest {
+  std::string url;                        ///< http://, https:// or file:// (may hold user:pass@)
+  std::filesystem::path destination;      ///< final path; its parent directory must exist
+  std::string sha256;                     ///< expected digest, hex (any case); empty = not checked
+  std::string md5;                        ///< expected digest, hex; checked only when sha256 empty
+  std::optional<std::uint64_t> size;      ///< expected size in bytes; nullopt = not checked
+  std::string if_none_match;              ///< ETag from an earlier response; sent as If-None-Match
+  std::string if_modified_since;          ///< Last-Modified from an earlier response, verbatim
+  AcceptEncoding accept_encoding = AcceptEncoding::Identity;
+  std::string label;                      ///< shown in progress and errors (e.g. the package's
+                                          ///< file name); defaults to the URL's last segment
+};
+
+/// What a successful download produced.
+struct FetchResult {
+  std::filesystem::path path;        ///< == request.destination
+  std::string url;                   ///< the URL fetched, redacted (after redirects)
+  long http_status = 0;              ///< final HTTP status (200, 206, 304); 0 for file://
+  bool not_modified = false;         ///< true on 304: destination untouched, digests empty
+  std::string etag;                  ///< response ETag header, verbatim (quotes kept); may be empty
+  std::string last_modified;         ///< response Last-Modified header, verbatim; may be empty
+  std::string cache_control;         ///< response Cache-Control header, verbatim; may be empty
+  std::uint64_t size = 0;            ///< bytes in the final file
+  std::string sha256;                ///< lower-case hex digest of the final file
+  std::string md5;                   ///< lower-case hex digest of the final file
+  unsigned attempts = 0;             ///< transfers started (1 = no retry)
+  std::uint64_t resumed_from = 0;    ///< bytes taken over from an existing .partial (0 = none)
+};
+
+/// A snapshot of a batch's progress, for a TTY display or plain log lines.
+struct FetchProgress {
+  std::size_t files_total = 0;        ///< requests in the batch
+  std::size_t files_done = 0;         ///< finished (successfully or not)
+  std::size_t files_failed = 0;       ///< of files_done, how many failed
+  std::size_t files_active = 0;       ///< transfers running now
+  std::uint64_t bytes_done = 0;       ///< bytes received so far (all files, resumed bytes included)
+  std::uint64_t bytes_total = 0;      ///< sum of known sizes (expected size or Content-Length);
+                                      ///< a lower bound while some sizes are unknown
+  double bytes_per_second = 0;        ///< recent transfer rate (bytes/s), smoothed
+  std::string current;                ///< label of the transfer that last made progress
+};
+
+/// Called from the thread running fetch_all, at most about ten times a second and once when the
+/// batch ends. It must not call back into fetch functions.
+using FetchProgressCallback = std::function<void(const FetchProgress&)>;
+
+/// Knobs for a batch; the defaults suit a package install.
+struct FetchOptions {
+  std::size_t parallel = 8;                          ///< concurrent transfers (>= 1)
+  unsigned max_retries = 4;                          ///< retries after the first attempt
+  std::chrono::milliseconds retry_base_delay{250};   ///< backoff: base * 2^(attempt-1), capped
+  std::chrono::milliseconds retry_max_delay{8000};   ///< cap of one backoff wait
+  std::chrono::seconds connect_timeout{30};          ///< per connection attempt
+  /// A transfer slower than low_speed_limit bytes/s for low_speed_time is aborted (then retried).
+  std::uint64_t low_speed_limit = 1;
+  std::chrono::seconds low_speed_time{60};
+  bool use_netrc = true;                             ///< read credentials from netrc (optional)
+  std::filesystem::path netrc_file;                  ///< empty: $NETRC, else ~/.netrc
+  std::string user_agent;                            ///< empty: "envlock/<version>"
+  FetchProgressCallback on_progress;                 ///< optional
+};
+
+/// Downloads one file (a batch of one). Errors (Error::where is the redacted URL):
+///   ErrorKind::Network   HTTP status >= 400, connection failures, timeouts (after retries);
+///   ErrorKind::Integrity size or digest mismatch: message names expected and actual digest and
+///                        size; nothing is left at destination or in `.partial`;
+///   ErrorKind::Io        the destination cannot be written (no space, permission);
+///   ErrorKind::Usage     an unsupported URL scheme or an empty URL/destination.
+Result<FetchResult> fetch_to_file(const FetchRequest& request, const FetchOptions& options = {});
+
+/// Downloads every request in parallel (libcurl multi, at most options.parallel at once).
+/// Returns one result per request, in the order of `requests`. One failure does not stop the
+/// others. Two requests with the same destination are a usage error for the second.
+std::vector<Result<FetchResult>> fetch_all(const std::vector<FetchRequest>& requests,
+                                           const FetchOptions& options = {});
+
+/// The path a download is written to before it is verified: `<destination>.partial`.
+std::filesystem::path partial_path(const std::filesystem::path& destination);
+
+}  // namespace envlock
