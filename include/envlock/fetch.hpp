@@ -64,8 +64,9 @@ struct FetchResult {
   std::string last_modified;         ///< response Last-Modified header, verbatim; may be empty
   std::string cache_control;         ///< response Cache-Control header, verbatim; may be empty
   std::uint64_t size = 0;            ///< bytes in the final file
-  std::string sha256;                ///< lower-case hex digest of the final file
-  std::string md5;                   ///< lower-case hex digest of the final file
+  std::string sha256;                ///< lower-case hex SHA-256 of the final file (always computed)
+  std::string md5;                   ///< lower-case hex MD5 of the final file; computed only when
+                                     ///< the request expected an md5 and no sha256
   unsigned attempts = 0;             ///< transfers started (1 = no retry)
   std::uint64_t resumed_from = 0;    ///< bytes taken over from an existing .partial (0 = none)
 };

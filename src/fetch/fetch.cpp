@@ -1,0 +1,805 @@
+// fetch.cpp — fetch_all over libcurl multi: parallel transfers into `.partial` files, hashed while
+// streaming, resumed with Range, retried with backoff, renamed only after verification.
+// See envlock/fetch.hpp for the contract. libcurl is used here and nowhere else in envlock.
+#include "envlock/fetch.hpp"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+
+#include "envlock/build_info.hpp"
+#include "envlock/hash.hpp"
+#include "envlock/url.hpp"
+
+namespace envlock {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+      throw std::runtime_error("libcurl: global initialisation failed");
+    }
+  });
+}
+
+struct EasyDeleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct MultiDeleter {
+  void operator()(CURLM* m) const { curl_multi_cleanup(m); }
+};
+struct SlistDeleter {
+  void operator()(curl_slist* s) const { curl_slist_free_all(s); }
+};
+using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
+using MultiHandle = std::unique_ptr<CURLM, MultiDeleter>;
+using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
+
+/// An owned file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  [[nodiscard]] int get() const { return fd_; }
+  [[nodiscard]] bool valid() const { return fd_ >= 0; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+enum class Scheme { Http, File, Unsupported };
+
+Scheme scheme_of(std::string_view url) {
+  auto starts = [&](std::string_view prefix) {
+    if (url.size() < prefix.size()) return false;
+    for (std::size_t i = 0; i < prefix.size(); ++i) {
+      char c = url[i];
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+      if (c != prefix[i]) return false;
+    }
+    return true;
+  };
+  if (starts("http://") || starts("https://")) return Scheme::Http;
+  if (starts("file://")) return Scheme::File;
+  return Scheme::Unsupported;
+}
+
+std::string last_segment(std::string_view url) {
+  std::string_view u = url.substr(0, url.find_first_of("?#"));
+  auto slash = u.rfind('/');
+  return std::string(slash == std::string_view::npos ? u : u.substr(slash + 1));
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+std::string ascii_lower(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return std::string(s);
+}
+
+/// HTTP statuses worth another try (RFC 9110 §15.5.9, §15.6; RFC 6585 429; RFC 8470 425).
+bool transient_status(long status) {
+  return status == 408 || status == 425 || status == 429 || status == 500 || status == 502 ||
+         status == 503 || status == 504;
+}
+
+/// libcurl failures worth another try: the network, not the request, was at fault.
+bool transient_curl(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP3:
+    case CURLE_QUIC_CONNECT_ERROR:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string status_text(long status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 408: return "Request Timeout";
+    case 410: return "Gone";
+    case 416: return "Range Not Satisfiable";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "";
+  }
+}
+
+std::string size_text(std::uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
+
+/// State of one request across its attempts.
+struct Transfer {
+  std::size_t index = 0;
+  const FetchRequest* req = nullptr;
+  Scheme scheme = Scheme::Http;
+  std::string label;
+  std::string redacted;  // redact_url(req->url)
+  std::filesystem::path partial;
+
+  // Per attempt.
+  EasyHandle easy;
+  HeaderList headers;
+  std::array<char, CURL_ERROR_SIZE> errbuf{};
+  Fd fd;
+  std::optional<Hasher> sha;
+  std::optional<Hasher> md5;
+  std::uint64_t written = 0;        // bytes now in the .partial file
+  std::uint64_t resumed_from = 0;   // bytes taken over at the start of this attempt
+  bool resume_requested = false;
+  std::optional<std::uint64_t> content_length;  // of this response's body
+  std::string etag, last_modified, cache_control, retry_after;
+  std::optional<Error> abort_error;  // set by a callback that stopped the transfer
+
+  // Across attempts.
+  unsigned attempts = 0;
+  bool restart_from_zero = false;  // drop any .partial before the next attempt
+  bool fresh_retry_used = false;   // a digest mismatch after resume already retried from zero
+  Clock::time_point not_before{};
+  std::uint64_t max_resumed_from = 0;
+};
+
+bool md5_only(const FetchRequest& r) { return r.sha256.empty() && !r.md5.empty(); }
+
+void reset_hashers(Transfer& t) {
+  t.sha.emplace(HashAlgorithm::Sha256);
+  if (md5_only(*t.req)) {
+    t.md5.emplace(HashAlgorithm::Md5);
+  } else {
+    t.md5.reset();
+  }
+}
+
+size_t on_header(char* data, size_t size, size_t nitems, void* userp) {
+  auto* t = static_cast<Transfer*>(userp);
+  const size_t n = size * nitems;
+  std::string_view line(data, n);
+  if (line.size() >= 5 && line.substr(0, 5) == "HTTP/") {
+    // A new response (after a redirect or an interim 1xx): forget the previous one's headers.
+    t->etag.clear();
+    t->last_modified.clear();
+    t->cache_control.clear();
+    t->retry_after.clear();
+    return n;
+  }
+  auto colon = line.find(':');
+  if (colon == std::string_view::npos) return n;
+  std::string name = ascii_lower(std::string(line.substr(0, colon)));
+  std::string value = trim(line.substr(colon + 1));
+  if (name == "etag") t->etag = value;
+  else if (name == "last-modified") t->last_modified = value;
+  else if (name == "cache-control") t->cache_control = value;
+  else if (name == "retry-after") t->retry_after = value;
+  return n;
+}
+
+bool write_all(int fd, const char* data, size_t n, int& err) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      return false;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+size_t on_body(char* data, size_t size, size_t nmemb, void* userp) {
+  auto* t = static_cast<Transfer*>(userp);
+  const size_t n = size * nmemb;
+  if (!t->content_length) {
+    curl_off_t cl = -1;
+    if (curl_easy_getinfo(t->easy.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK &&
+        cl >= 0) {
+      t->content_length = static_cast<std::uint64_t>(cl);
+    }
+  }
+  const auto& req = *t->req;
+  if (req.size && t->written + n > *req.size) {
+    t->abort_error = Error{ErrorKind::Integrity, t->redacted,
+                           "size mismatch for " + t->label + ": the server sent more than the expected " +
+                               size_text(*req.size),
+                           "", "the file on the server differs from the record; refresh the "
+                               "lockfile or repodata, or report it to the channel's maintainers"};
+    return 0;
+  }
+  int err = 0;
+  if (!write_all(t->fd.get(), data, n, err)) {
+    t->abort_error = Error{ErrorKind::Io, t->partial.string(),
+                           "cannot write download of " + t->label + ": " + errno_text(err),
+                           "", err == ENOSPC ? "free some disk space and run the command again" : ""};
+    return 0;
+  }
+  t->sha->update(data, n);
+  if (t->md5) t->md5->update(data, n);
+  t->written += n;
+  return n;
+}
+
+/// Reads an existing partial file into the hashers; false on read failure.
+bool hash_existing(Transfer& t, std::uint64_t bytes) {
+  Fd in(::open(t.partial.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return false;
+  std::vector<char> buf(1 << 16);
+  std::uint64_t left = bytes;
+  while (left > 0) {
+    ssize_t r = ::read(in.get(), buf.data(), std::min<std::uint64_t>(buf.size(), left));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    t.sha->update(buf.data(), static_cast<size_t>(r));
+    if (t.md5) t.md5->update(buf.data(), static_cast<size_t>(r));
+    left -= static_cast<std::uint64_t>(r);
+  }
+  return true;
+}
+
+class Batch {
+ public:
+  Batch(const std::vector<FetchRequest>& requests, const FetchOptions& options)
+      : options_(options), results_(requests.size()) {
+    transfers_.resize(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      Transfer& t = transfers_[i];
+      t.index = i;
+      t.req = &requests[i];
+      t.scheme = scheme_of(requests[i].url);
+      t.redacted = redact_url(requests[i].url);
+      t.label = requests[i].label.empty() ? last_segment(t.redacted) : requests[i].label;
+      if (!requests[i].destination.empty()) t.partial = partial_path(requests[i].destination);
+    }
+    progress_.files_total = requests.size();
+  }
+
+  std::vector<Result<FetchResult>> run();
+
+ private:
+  enum class StartOutcome { Started, Finished };
+
+  std::optional<Error> validate(const Transfer& t, std::set<std::string>& seen) const;
+  StartOutcome start(Transfer& t);
+  void finish(Transfer& t, CURLcode code);
+  void verify_and_commit(Transfer& t, long status);
+  void retry_or_fail(Transfer& t, Error error, std::chrono::milliseconds delay);
+  void fail(Transfer& t, Error error);
+  void succeed(Transfer& t, FetchResult result);
+  std::chrono::milliseconds backoff(const Transfer& t) const;
+  void report_progress(bool force);
+  std::uint64_t bytes_in_flight() const;
+
+  const FetchOptions& options_;
+  std::vector<Transfer> transfers_;
+  std::vector<std::optional<Result<FetchResult>>> results_;
+  MultiHandle multi_;
+  std::deque<std::size_t> ready_;
+  std::vector<std::size_t> waiting_;  // in backoff
+  std::set<std::size_t> active_;
+  FetchProgress progress_;
+  std::uint64_t bytes_finished_ = 0;  // bytes of completed transfers
+  std::map<std::size_t, std::uint64_t> known_totals_;
+  Clock::time_point last_report_{};
+  Clock::time_point rate_time_{};
+  std::uint64_t rate_bytes_ = 0;
+};
+
+std::optional<Error> Batch::validate(const Transfer& t, std::set<std::string>& seen) const {
+  const FetchRequest& r = *t.req;
+  if (r.url.empty()) return Error{ErrorKind::Usage, "", "download request without a URL"};
+  if (t.scheme == Scheme::Unsupported) {
+    return Error{ErrorKind::Usage, t.redacted, "unsupported URL scheme",
+                 "", "use an http://, https:// or file:// URL"};
+  }
+  if (r.destination.empty()) {
+    return Error{ErrorKind::Usage, t.redacted, "download request without a destination path"};
+  }
+  if (!r.sha256.empty() && !is_hex_digest(r.sha256, HashAlgorithm::Sha256)) {
+    return Error{ErrorKind::Usage, t.redacted,
+                 "expected sha256 of " + t.label + " is not 64 hex digits: '" + r.sha256 + "'"};
+  }
+  if (!r.md5.empty() && !is_hex_digest(r.md5, HashAlgorithm::Md5)) {
+    return Error{ErrorKind::Usage, t.redacted,
+                 "expected md5 of " + t.label + " is not 32 hex digits: '" + r.md5 + "'"};
+  }
+  std::string key = std::filesystem::absolute(r.destination).lexically_normal().string();
+  if (!seen.insert(key).second) {
+    return Error{ErrorKind::Usage, t.redacted,
+                 "two downloads in one batch write to the same file " + r.destination.string()};
+  }
+  return std::nullopt;
+}
+
+std::chrono::milliseconds Batch::backoff(const Transfer& t) const {
+  using std::chrono::milliseconds;
+  // Server-sent Retry-After (delta-seconds form) wins, within the cap.
+  if (!t.retry_after.empty() &&
+      std::all_of(t.retry_after.begin(), t.retry_after.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+      t.retry_after.size() < 8) {
+    return std::min(milliseconds(std::stol(t.retry_after) * 1000), options_.retry_max_delay);
+  }
+  const unsigned shift = std::min(t.attempts > 0 ? t.attempts - 1 : 0u, 20u);
+  auto delay = options_.retry_base_delay * (1LL << shift);
+  return std::min(std::chrono::duration_cast<milliseconds>(delay), options_.retry_max_delay);
+}
+
+void Batch::fail(Transfer& t, Error error) {
+  t.fd.reset();
+  // Keep a non-empty partial of a transfer that only failed on the network: a later run resumes
+  // it. Anything else (integrity, I/O, client error) leaves nothing behind.
+  std::error_code ec;
+  const bool keep = error.kind == ErrorKind::Network && t.scheme == Scheme::Http &&
+                    t.req->accept_encoding == AcceptEncoding::Identity && t.written > 0 &&
+                    t.req->if_none_match.empty() && t.req->if_modified_since.empty();
+  if (!keep && !t.partial.empty()) std::filesystem::remove(t.partial, ec);
+  if (t.attempts > 1 && error.kind == ErrorKind::Network) {
+    error.detail += (error.detail.empty() ? "" : "\n");
+    error.detail += "gave up after " + std::to_string(t.attempts) + " attempts";
+  }
+  results_[t.index] = std::move(error);
+  progress_.files_done++;
+  progress_.files_failed++;
+  bytes_finished_ += t.written;
+}
+
+void Batch::succeed(Transfer& t, FetchResult result) {
+  progress_.files_done++;
+  bytes_finished_ += result.size;
+  known_totals_[t.index] = result.size;
+  results_[t.index] = std::move(result);
+}
+
+void Batch::retry_or_fail(Transfer& t, Error error, std::chrono::milliseconds delay) {
+  if (t.attempts > options_.max_retries) {
+    fail(t, std::move(error));
+    return;
+  }
+  t.not_before = Clock::now() + delay;
+  waiting_.push_back(t.index);
+}
+
+Batch::StartOutcome Batch::start(Transfer& t) {
+  const FetchRequest& req = *t.req;
+  t.attempts++;
+  t.abort_error.reset();
+  t.content_length.reset();
+  t.etag.clear();
+  t.last_modified.clear();
+  t.cache_control.clear();
+  t.retry_after.clear();
+  t.errbuf.fill('\0');
+  t.resume_requested = false;
+  t.resumed_from = 0;
+  t.written = 0;
+  reset_hashers(t);
+
+  const bool conditional = !req.if_none_match.empty() || !req.if_modified_since.empty();
+  const bool may_resume = t.scheme == Scheme::Http && req.accept_encoding == AcceptEncoding::Identity &&
+                          !conditional && !t.restart_from_zero;
+  std::error_code ec;
+  if (t.restart_from_zero) std::filesystem::remove(t.partial, ec);
+  t.restart_from_zero = false;
+
+  std::uint64_t existing = 0;
+  struct stat st {};
+  if (may_resume && ::stat(t.partial.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    existing = static_cast<std::uint64_t>(st.st_size);
+    if (req.size && existing > *req.size) existing = 0;
+  }
+  if (existing > 0 && !hash_existing(t, existing)) {
+    existing = 0;
+    reset_hashers(t);
+  }
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (existing > 0 ? 0 : O_TRUNC);
+  t.fd = Fd(::open(t.partial.c_str(), flags, 0644));
+  if (!t.fd.valid()) {
+    const int err = errno;
+    fail(t, Error{ErrorKind::Io, t.partial.string(),
+                  "cannot create the download file for " + t.label + ": " + errno_text(err), "",
+                  err == ENOENT ? "the destination directory must exist" : ""});
+    return StartOutcome::Finished;
+  }
+  if (existing > 0) {
+    if (::ftruncate(t.fd.get(), static_cast<off_t>(existing)) != 0 ||
+        ::lseek(t.fd.get(), static_cast<off_t>(existing), SEEK_SET) < 0) {
+      fail(t, Error{ErrorKind::Io, t.partial.string(), "cannot reopen partial download: " + errno_text(errno)});
+      return StartOutcome::Finished;
+    }
+    t.written = existing;
+    t.resumed_from = existing;
+    t.max_resumed_from = std::max(t.max_resumed_from, existing);
+    if (req.size && existing == *req.size) {
+      // Everything is already here (an earlier run was stopped before the rename): verify locally.
+      verify_and_commit(t, 0);
+      return StartOutcome::Finished;
+    }
+    t.resume_requested = true;
+  }
+
+  if (!t.easy) t.easy.reset(curl_easy_init());
+  else curl_easy_reset(t.easy.get());
+  if (!t.easy) throw std::bad_alloc();
+  CURL* e = t.easy.get();
+  curl_easy_setopt(e, CURLOPT_URL, req.url.c_str());
+  curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf.data());
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_FAILONERROR, 1L);
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https,file");
+  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count() * 1000));
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(options_.low_speed_limit));
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
+  const std::string agent =
+      options_.user_agent.empty() ? std::string("envlock/") + ENVLOCK_VERSION_STRING : options_.user_agent;
+  curl_easy_setopt(e, CURLOPT_USERAGENT, agent.c_str());  // libcurl copies option strings
+  if (options_.use_netrc) {
+    curl_easy_setopt(e, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
+    std::string netrc = options_.netrc_file.string();
+    if (netrc.empty()) {
+      if (const char* env = std::getenv("NETRC"); env != nullptr && *env != '\0') netrc = env;
+    }
+    if (!netrc.empty()) curl_easy_setopt(e, CURLOPT_NETRC_FILE, netrc.c_str());
+  }
+  if (req.accept_encoding == AcceptEncoding::Any) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+  if (t.resume_requested) {
+    curl_easy_setopt(e, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(existing));
+  }
+  curl_slist* list = nullptr;
+  if (!req.if_none_match.empty()) list = curl_slist_append(list, ("If-None-Match: " + req.if_none_match).c_str());
+  if (!req.if_modified_since.empty()) {
+    list = curl_slist_append(list, ("If-Modified-Since: " + req.if_modified_since).c_str());
+  }
+  t.headers.reset(list);
+  if (list != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, list);
+
+  if (req.size) known_totals_[t.index] = *req.size;
+  curl_multi_add_handle(multi_.get(), e);
+  active_.insert(t.index);
+  return StartOutcome::Started;
+}
+
+void Batch::verify_and_commit(Transfer& t, long status) {
+  const FetchRequest& req = *t.req;
+  const std::string actual_sha = t.sha->hex_digest();
+  const std::string actual_md5 = t.md5 ? t.md5->hex_digest() : std::string();
+  t.fd.reset();
+
+  std::string problem;
+  if (req.size && t.written != *req.size) {
+    problem = "size";
+  } else if (!req.sha256.empty() && !digest_equal(req.sha256, actual_sha)) {
+    problem = "sha256";
+  } else if (md5_only(req) && !digest_equal(req.md5, actual_md5)) {
+    problem = "md5";
+  }
+  if (!problem.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(t.partial, ec);
+    if (t.resumed_from > 0 && !t.fresh_retry_used) {
+      // The bytes kept from an earlier attempt may be the culprit: try once more from zero.
+      t.fresh_retry_used = true;
+      t.restart_from_zero = true;
+      t.not_before = Clock::now();
+      waiting_.push_back(t.index);
+      return;
+    }
+    std::string detail;
+    detail += "  url:      " + t.redacted + "\n";
+    if (problem == "md5") {
+      detail += "  expected: md5 " + ascii_lower(req.md5) +
+                (req.size ? ", " + size_text(*req.size) : std::string()) + "\n";
+      detail += "  actual:   md5 " + actual_md5 + ", " + size_text(t.written);
+    } else {
+      const std::string want = req.sha256.empty() ? std::string("(not recorded)") : ascii_lower(req.sha256);
+      detail += "  expected: sha256 " + want + (req.size ? ", " + size_text(*req.size) : std::string()) + "\n";
+      detail += "  actual:   sha256 " + actual_sha + ", " + size_text(t.written);
+    }
+    fail(t, Error{ErrorKind::Integrity, t.redacted, problem + " mismatch for " + t.label, detail,
+                  "the file on the server differs from the record; nothing was kept. Refresh the "
+                  "lockfile or repodata, or report it to the channel's maintainers"});
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::rename(t.partial, req.destination, ec);
+  if (ec) {
+    std::filesystem::remove(t.partial, ec);
+    fail(t, Error{ErrorKind::Io, req.destination.string(), "cannot move the verified download of " + t.label +
+                                                             " into place: " + ec.message()});
+    return;
+  }
+  FetchResult r;
+  r.path = req.destination;
+  r.url = t.redacted;
+  if (t.easy) {
+    char* eff = nullptr;
+    if (curl_easy_getinfo(t.easy.get(), CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff != nullptr) {
+      r.url = redact_url(eff);
+    }
+  }
+  r.http_status = status;
+  r.etag = t.etag;
+  r.last_modified = t.last_modified;
+  r.cache_control = t.cache_control;
+  r.size = t.written;
+  r.sha256 = actual_sha;
+  r.md5 = actual_md5;
+  r.attempts = t.attempts;
+  r.resumed_from = t.max_resumed_from;
+  succeed(t, std::move(r));
+}
+
+void Batch::finish(Transfer& t, CURLcode code) {
+  curl_multi_remove_handle(multi_.get(), t.easy.get());
+  active_.erase(t.index);
+  long status = 0;
+  curl_easy_getinfo(t.easy.get(), CURLINFO_RESPONSE_CODE, &status);
+
+  if (t.abort_error) {
+    Error err = *t.abort_error;
+    t.abort_error.reset();
+    if (err.kind == ErrorKind::Integrity) {
+      std::error_code ec;
+      t.fd.reset();
+      std::filesystem::remove(t.partial, ec);
+      if (t.resumed_from > 0 && !t.fresh_retry_used) {
+        t.fresh_retry_used = true;
+        t.restart_from_zero = true;
+        t.not_before = Clock::now();
+        waiting_.push_back(t.index);
+        return;
+      }
+      err.detail = "  url:      " + t.redacted + "\n  expected: " + size_text(t.req->size.value_or(0)) +
+                   "\n  actual:   more than " + size_text(t.req->size.value_or(0));
+    }
+    fail(t, std::move(err));
+    return;
+  }
+
+  if (code == CURLE_OK) {
+    if (status == 304) {
+      t.fd.reset();
+      std::error_code ec;
+      std::filesystem::remove(t.partial, ec);
+      FetchResult r;
+      r.path = t.req->destination;
+      r.url = t.redacted;
+      r.http_status = 304;
+      r.not_modified = true;
+      r.etag = t.etag;
+      r.last_modified = t.last_modified;
+      r.cache_control = t.cache_control;
+      r.attempts = t.attempts;
+      progress_.files_done++;
+      results_[t.index] = std::move(r);
+      return;
+    }
+    verify_and_commit(t, status);
+    return;
+  }
+
+  t.fd.reset();
+  if (code == CURLE_RANGE_ERROR || (code == CURLE_HTTP_RETURNED_ERROR && status == 416 && t.resume_requested)) {
+    // The server cannot continue the partial file: start again from zero.
+    t.restart_from_zero = true;
+    retry_or_fail(t, Error{ErrorKind::Network, t.redacted, "the server refused to resume " + t.label},
+                  std::chrono::milliseconds(0));
+    return;
+  }
+  if (code == CURLE_HTTP_RETURNED_ERROR) {
+    std::string text = status_text(status);
+    Error err{ErrorKind::Network, t.redacted,
+              "HTTP " + std::to_string(status) + (text.empty() ? "" : " " + text) + " for " + t.label};
+    if (status == 401 || status == 403) {
+      err.hint = "check the credentials for this host in ~/.netrc (or $NETRC)";
+    } else if (status == 404 || status == 410) {
+      err.hint = "the file is not on the server; check the channel URL, or refresh the lockfile";
+    }
+    if (transient_status(status)) {
+      retry_or_fail(t, std::move(err), backoff(t));
+    } else {
+      fail(t, std::move(err));
+    }
+    return;
+  }
+  std::string why = t.errbuf[0] != '\0' ? std::string(t.errbuf.data()) : curl_easy_strerror(code);
+  // libcurl's message may quote the URL it was given; never let credentials through.
+  if (url_has_credentials(t.req->url)) {
+    const std::string& raw = t.req->url;
+    for (auto pos = why.find(raw); pos != std::string::npos; pos = why.find(raw)) {
+      why.replace(pos, raw.size(), t.redacted);
+    }
+  }
+  Error err{ErrorKind::Network, t.redacted, "download of " + t.label + " failed: " + why};
+  if (code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING) {
+    err.hint = "the connection was dropped; run the command again to resume the download";
+  }
+  if (t.scheme == Scheme::Http && transient_curl(code)) {
+    retry_or_fail(t, std::move(err), backoff(t));
+  } else {
+    fail(t, std::move(err));
+  }
+}
+
+std::uint64_t Batch::bytes_in_flight() const {
+  std::uint64_t sum = 0;
+  for (std::size_t i : active_) sum += transfers_[i].written;
+  return sum;
+}
+
+void Batch::report_progress(bool force) {
+  if (!options_.on_progress) return;
+  const auto now = Clock::now();
+  if (!force && now - last_report_ < std::chrono::milliseconds(100)) return;
+  last_report_ = now;
+  progress_.files_active = active_.size();
+  progress_.bytes_done = bytes_finished_ + bytes_in_flight();
+  std::uint64_t total = 0;
+  for (const auto& [i, n] : known_totals_) total += n;
+  for (std::size_t i : active_) {
+    const Transfer& t = transfers_[i];
+    if (!known_totals_.count(i) && t.content_length) total += *t.content_length + t.resumed_from;
+    if (t.written > 0) progress_.current = t.label;
+  }
+  progress_.bytes_total = std::max(total, progress_.bytes_done);
+  const double dt = std::chrono::duration<double>(now - rate_time_).count();
+  if (rate_time_ == Clock::time_point{}) {
+    rate_time_ = now;
+    rate_bytes_ = progress_.bytes_done;
+  } else if (dt >= 0.25) {
+    const double inst = static_cast<double>(progress_.bytes_done - std::min(rate_bytes_, progress_.bytes_done)) / dt;
+    progress_.bytes_per_second = progress_.bytes_per_second == 0 ? inst : 0.7 * progress_.bytes_per_second + 0.3 * inst;
+    rate_time_ = now;
+    rate_bytes_ = progress_.bytes_done;
+  }
+  options_.on_progress(progress_);
+}
+
+std::vector<Result<FetchResult>> Batch::run() {
+  global_init();
+  std::set<std::string> seen;
+  for (Transfer& t : transfers_) {
+    if (auto err = validate(t, seen)) {
+      results_[t.index] = std::move(*err);
+      progress_.files_done++;
+      progress_.files_failed++;
+    } else {
+      ready_.push_back(t.index);
+    }
+  }
+  multi_.reset(curl_multi_init());
+  if (!multi_) throw std::bad_alloc();
+  const std::size_t parallel = std::max<std::size_t>(1, options_.parallel);
+  curl_multi_setopt(multi_.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(parallel));
+
+  while (!ready_.empty() || !waiting_.empty() || !active_.empty()) {
+    const auto now = Clock::now();
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (transfers_[*it].not_before <= now) {
+        ready_.push_back(*it);
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    while (active_.size() < parallel && !ready_.empty()) {
+      const std::size_t i = ready_.front();
+      ready_.pop_front();
+      start(transfers_[i]);
+    }
+    int running = 0;
+    curl_multi_perform(multi_.get(), &running);
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi_.get(), &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Transfer* t = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+      finish(*t, msg->data.result);
+    }
+    report_progress(false);
+    if (!ready_.empty() && active_.size() < parallel) continue;
+    long timeout_ms = 100;
+    for (std::size_t i : waiting_) {
+      auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(transfers_[i].not_before - Clock::now());
+      timeout_ms = std::min<long>(timeout_ms, std::max<long>(0, static_cast<long>(wait.count())));
+    }
+    if (!active_.empty() || !waiting_.empty()) curl_multi_poll(multi_.get(), nullptr, 0, static_cast<int>(timeout_ms), nullptr);
+  }
+  report_progress(true);
+
+  std::vector<Result<FetchResult>> out;
+  out.reserve(results_.size());
+  for (auto& r : results_) out.push_back(std::move(*r));
+  return out;
+}
+
+}  // namespace
+
+std::filesystem::path partial_path(const std::filesystem::path& destination) {
+  std::filesystem::path p = destination;
+  p += ".partial";
+  return p;
+}
+
+std::vector<Result<FetchResult>> fetch_all(const std::vector<FetchRequest>& requests, const FetchOptions& options) {
+  Batch batch(requests, options);
+  return batch.run();
+}
+
+Result<FetchResult> fetch_to_file(const FetchRequest& request, const FetchOptions& options) {
+  std::vector<FetchRequest> one{request};
+  auto results = fetch_all(one, options);
+  return std::move(results.front());
+}
+
+}  // namespace envlock
