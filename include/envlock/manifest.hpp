@@ -75,9 +75,11 @@ struct Channel {
 };
 
 /// Resolves one channel spelling. `manifest_dir` anchors relative directory paths;
-/// `channel_alias` prefixes names. A name is any text without `://` that is not a path
-/// (a path starts with `/`, `./`, `../` or `~/`, or names an existing directory under
-/// manifest_dir). Errors (ErrorKind::Parse): empty text, an unsupported URL scheme.
+/// `channel_alias` prefixes names. A path starts with `/`, `./`, `../` or `~/` (or is `.`/`..`);
+/// any other text without `://` is a name (`conda-forge`, `pytorch/label/nightly`).
+/// conda's `defaults` is not special here (load_manifest expands it; see docs/manifest.md).
+/// Errors (ErrorKind::Parse, `where` empty): empty text, an unsupported URL scheme, a relative
+/// file:// URL, a name with spaces.
 Result<Channel> resolve_channel(std::string_view spelling, const std::filesystem::path& manifest_dir,
                                 std::string_view channel_alias = kDefaultChannelAlias);
 

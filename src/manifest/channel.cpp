@@ -1,0 +1,97 @@
+// Channel spellings -> base URLs (conda's rules: names under the channel alias, URLs as they are,
+// directories as file:// URLs), and SourceLocation rendering.
+#include <cctype>
+#include <cstdlib>
+
+#include "envlock/manifest.hpp"
+#include "envlock/url.hpp"
+
+namespace envlock {
+
+std::string SourceLocation::to_string() const {
+  std::string out = file;
+  if (line > 0) {
+    out += ":" + std::to_string(line);
+    if (column > 0) out += ":" + std::to_string(column);
+  }
+  return out;
+}
+
+std::string Channel::public_url() const { return redact_url(url); }
+
+std::filesystem::path Channel::local_path() const {
+  constexpr std::string_view kFile = "file://";
+  if (kind != Kind::LocalDirectory || !url.starts_with(kFile)) return {};
+  return std::filesystem::path(url.substr(kFile.size()));
+}
+
+namespace {
+
+std::string strip_trailing_slashes(std::string s) {
+  while (s.size() > 1 && s.back() == '/' && !s.ends_with("://")) s.pop_back();
+  return s;
+}
+
+bool is_path_spelling(std::string_view s) {
+  return s == "." || s == ".." || s.starts_with("/") || s.starts_with("./") ||
+         s.starts_with("../") || s.starts_with("~/");
+}
+
+}  // namespace
+
+Result<Channel> resolve_channel(std::string_view spelling, const std::filesystem::path& manifest_dir,
+                                std::string_view channel_alias) {
+  std::string text(spelling);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.pop_back();
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.erase(0, 1);
+  if (text.empty())
+    return Error{ErrorKind::Parse, "", "empty channel", "",
+                 "write a channel name (conda-forge), a URL, or a directory path"};
+  Channel ch;
+  ch.spelling = text;
+  std::size_t scheme = text.find("://");
+  if (scheme != std::string::npos) {
+    std::string s = text.substr(0, scheme);
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (s == "http" || s == "https") {
+      ch.kind = Channel::Kind::Url;
+      ch.url = strip_trailing_slashes(text);
+    } else if (s == "file") {
+      ch.kind = Channel::Kind::LocalDirectory;
+      std::string path = text.substr(scheme + 3);
+      if (path.empty() || path.front() != '/')
+        return Error{ErrorKind::Parse, "", "file URL '" + text + "' is not absolute", "",
+                     "write file:///absolute/path, or a path relative to the manifest (./channel)"};
+      ch.url = "file://" + strip_trailing_slashes(std::filesystem::path(path).lexically_normal().string());
+    } else {
+      return Error{ErrorKind::Parse, "", "unsupported URL scheme '" + s + "' in channel '" + redact_url(text) + "'",
+                   "", "channels are names, http(s):// or file:// URLs, or directory paths"};
+    }
+    return ch;
+  }
+  if (is_path_spelling(text)) {
+    ch.kind = Channel::Kind::LocalDirectory;
+    std::filesystem::path p;
+    if (text.starts_with("~/")) {
+      const char* home = std::getenv("HOME");
+      if (home == nullptr || *home == '\0')
+        return Error{ErrorKind::Parse, "", "channel '" + text + "' starts with ~ but HOME is not set", "",
+                     "write the absolute path of the channel directory"};
+      p = std::filesystem::path(home) / text.substr(2);
+    } else if (text.starts_with("/")) {
+      p = text;
+    } else {
+      p = std::filesystem::absolute(manifest_dir.empty() ? std::filesystem::path(".") : manifest_dir) / text;
+    }
+    ch.url = "file://" + strip_trailing_slashes(p.lexically_normal().string());
+    return ch;
+  }
+  if (text.find_first_of(" \t#\\") != std::string::npos)
+    return Error{ErrorKind::Parse, "", "channel name '" + text + "' contains a space, '#' or '\\'", "",
+                 "a channel is a name (conda-forge), a URL, or a path starting with ./ or /"};
+  ch.kind = Channel::Kind::Named;
+  ch.url = strip_trailing_slashes(std::string(channel_alias)) + "/" + strip_trailing_slashes(text);
+  return ch;
+}
+
+}  // namespace envlock

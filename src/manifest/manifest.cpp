@@ -1,0 +1,630 @@
+// envlock.yaml and conda environment.yml -> Manifest (yaml-cpp), with file:line:col errors.
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "envlock/manifest.hpp"
+#include "envlock/platform.hpp"
+#include "envlock/url.hpp"
+#include "yaml_source.hpp"
+
+namespace envlock {
+
+// ---- Manifest accessors --------------------------------------------------------------------
+
+const ManifestEnvironment* Manifest::environment(std::string_view env_name) const {
+  auto it = environments.find(std::string(env_name));
+  return it == environments.end() ? nullptr : &it->second;
+}
+
+const std::vector<Channel>& Manifest::channels_for(const ManifestEnvironment& env) const {
+  return env.channels ? *env.channels : channels;
+}
+
+const std::vector<std::string>& Manifest::platforms_for(const ManifestEnvironment& env) const {
+  return env.platforms ? *env.platforms : platforms;
+}
+
+const std::vector<VirtualPackage>& Manifest::virtual_packages_for(std::string_view platform) const {
+  static const std::vector<VirtualPackage> kNone;
+  auto it = virtual_packages.find(std::string(platform));
+  return it == virtual_packages.end() ? kNone : it->second;
+}
+
+std::vector<std::string> Manifest::layer_order() const {
+  std::vector<std::string> out;
+  std::set<std::string> placed;
+  // Repeated passes over the sorted names: deterministic, and short chains make this cheap.
+  while (out.size() < environments.size()) {
+    bool progress = false;
+    for (const auto& [env_name, env] : environments) {
+      if (placed.count(env_name)) continue;
+      if (env.base.empty() || placed.count(env.base) || !environments.count(env.base)) {
+        out.push_back(env_name);
+        placed.insert(env_name);
+        progress = true;
+      }
+    }
+    if (!progress) {  // a cycle (rejected at load time); keep the rest in name order
+      for (const auto& kv : environments)
+        if (placed.insert(kv.first).second) out.push_back(kv.first);
+    }
+  }
+  return out;
+}
+
+std::string_view to_string(ChannelPriority priority) {
+  switch (priority) {
+    case ChannelPriority::Strict: return "strict";
+    case ChannelPriority::Flexible: return "flexible";
+    case ChannelPriority::Disabled: return "disabled";
+  }
+  return "strict";
+}
+
+// ---- conda-lock selectors ------------------------------------------------------------------
+
+namespace {
+
+bool selector_matches(std::string_view sel, std::string_view platform) {
+  std::size_t dash = platform.find('-');
+  if (dash == std::string_view::npos) return false;  // noarch: selectors never name it
+  std::string_view os = platform.substr(0, dash);
+  std::string_view arch = platform.substr(dash + 1);
+  if (sel == platform || sel == os) return true;
+  if (sel == "unix") return os == "linux" || os == "osx" || os == "freebsd" || os == "emscripten";
+  std::string joined = std::string(os) + std::string(arch);
+  if (sel == joined) return true;  // linux64, osx64, win64, osxarm64, linuxaarch64
+  if (arch != "64" && arch != "32" && sel == arch) return true;  // aarch64, arm64, ppc64le
+  return false;
+}
+
+}  // namespace
+
+bool RequestedSpec::applies_to(std::string_view platform) const {
+  return selector.empty() || selector_matches(selector, platform);
+}
+
+// ---- the parser -----------------------------------------------------------------------------
+
+namespace {
+
+using yaml::kind_name;
+
+constexpr std::string_view kDefaultsMain = "https://repo.anaconda.com/pkgs/main";
+constexpr std::string_view kDefaultsR = "https://repo.anaconda.com/pkgs/r";
+
+const std::vector<std::string_view> kEnvlockKeys = {
+    "name", "channel-alias", "channels", "platforms", "channel-priority", "dependencies",
+    "environments", "virtual-packages", "reference"};
+const std::vector<std::string_view> kEnvlockOnlyKeys = {
+    "channel-alias", "channel-priority", "environments", "virtual-packages", "reference"};
+const std::vector<std::string_view> kCondaKeys = {"name", "channels", "dependencies", "platforms"};
+const std::vector<std::string_view> kEnvironmentKeys = {"dependencies", "base", "channels", "platforms"};
+
+std::string join(const std::vector<std::string_view>& v, std::string_view sep) {
+  std::string out;
+  for (auto s : v) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
+  return out;
+}
+
+bool contains(const std::vector<std::string_view>& v, std::string_view s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+/// PEP 503 normalised project name: lower case, runs of `-`, `_`, `.` become one `-`.
+std::string pep503(std::string_view name) {
+  std::string out;
+  bool sep = false;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.') {
+      sep = true;
+      continue;
+    }
+    if (sep && !out.empty()) out += '-';
+    sep = false;
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+PipPackage pip_requirement(const std::string& text) {
+  PipPackage p;
+  p.requirement = text;
+  if (text.starts_with("-")) {  // an option line (-e, --extra-index-url, -r): no name unless #egg=
+    static const std::regex egg(R"(#egg=([A-Za-z0-9._-]+))");
+    std::smatch m;
+    if (std::regex_search(text, m, egg)) p.name = pep503(m[1].str());
+    return p;
+  }
+  static const std::regex req(R"(^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, req)) return p;  // a path or URL: kept as requirement text only
+  p.name = pep503(m[1].str());
+  std::string rest = trim(m[3].str());
+  static const std::regex pinned(R"(^===?\s*([^\s,;]+)$)");
+  static const std::regex direct(R"(^@\s*(\S+://\S+)$)");
+  std::smatch r;
+  if (std::regex_match(rest, r, pinned)) p.version = r[1].str();
+  if (std::regex_match(rest, r, direct)) p.url = redact_url(r[1].str());
+  return p;
+}
+
+class Parser {
+ public:
+  Parser(const yaml::Source& src, std::filesystem::path directory)
+      : src_(src), dir_(std::move(directory)) {}
+
+  Result<Manifest> parse(std::optional<Manifest::Format> format);
+
+ private:
+  SourceLocation loc(const YAML::Node& n) const {
+    SourceLocation l{src_.name(), 0, 0};
+    const YAML::Mark m = n.Mark();
+    if (!m.is_null() && m.line >= 0) {
+      l.line = m.line + 1;
+      l.column = m.column + 1;
+    }
+    return l;
+  }
+  Result<std::string> scalar(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsScalar())
+      return src_.error_at(n, what + " must be a string, found " + kind_name(n));
+    return n.Scalar();
+  }
+  Result<std::vector<Channel>> channels(const YAML::Node& n);
+  Result<std::vector<std::string>> platforms(const YAML::Node& n, const std::string& what);
+  Status dependencies(const YAML::Node& n, ManifestEnvironment& env);
+  Status environments(const YAML::Node& n);
+  Status virtual_packages(const YAML::Node& n);
+  Status reference(const YAML::Node& n);
+  Status check_layers();
+
+  const yaml::Source& src_;
+  std::filesystem::path dir_;
+  Manifest m_;
+  std::map<std::string, YAML::Mark> base_marks_;  ///< env -> where its `base:` is written
+  std::map<std::string, YAML::Mark> env_marks_;
+};
+
+Result<std::vector<Channel>> Parser::channels(const YAML::Node& n) {
+  if (!n.IsSequence())
+    return src_.error_at(n, "channels must be a list, found " + kind_name(n),
+                         "write e.g. `channels: [conda-forge]`");
+  std::vector<Channel> out;
+  std::set<std::string> seen;
+  for (const auto& item : n) {
+    auto text = scalar(item, "a channel");
+    if (!text) return text.error();
+    std::string t = trim(*text);
+    if (t == "nodefaults") continue;  // conda: "do not add defaults" — envlock never adds them
+    std::vector<std::string> spellings;
+    if (t == "defaults") {
+      spellings = {std::string(kDefaultsMain), std::string(kDefaultsR)};
+    } else {
+      spellings = {t};
+    }
+    for (const auto& s : spellings) {
+      auto ch = resolve_channel(s, dir_, m_.channel_alias);
+      if (!ch) {
+        Error e = src_.error_at(item, ch.error().message, ch.error().hint);
+        return e;
+      }
+      ch->location = loc(item);
+      if (t == "defaults") ch->spelling = "defaults";
+      if (!seen.insert(ch->url).second)
+        return src_.error_at(item, "channel '" + redact_url(s) + "' is listed twice",
+                             "list each channel once, in priority order");
+      out.push_back(std::move(*ch));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> Parser::platforms(const YAML::Node& n, const std::string& what) {
+  std::vector<YAML::Node> items;
+  if (n.IsScalar()) {
+    items.push_back(n);
+  } else if (n.IsSequence()) {
+    for (const auto& i : n) items.push_back(i);
+  } else {
+    return src_.error_at(n, what + " must be a list of subdirs, found " + kind_name(n),
+                         "write e.g. `platforms: [linux-64, osx-arm64]`");
+  }
+  if (items.empty())
+    return src_.error_at(n, what + " is empty", "list at least one subdir, e.g. linux-64");
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    auto text = scalar(item, "a platform");
+    if (!text) return text.error();
+    auto p = Platform::parse(trim(*text));
+    if (!p) return src_.error_at(item, p.error().message, p.error().hint);
+    if (std::find(out.begin(), out.end(), p->to_string()) != out.end())
+      return src_.error_at(item, "platform '" + p->to_string() + "' is listed twice");
+    out.push_back(p->to_string());
+  }
+  return out;
+}
+
+Status Parser::dependencies(const YAML::Node& n, ManifestEnvironment& env) {
+  if (n.IsNull()) return ok_status();
+  if (!n.IsSequence())
+    return src_.error_at(n, "dependencies must be a list of MatchSpecs, found " + kind_name(n),
+                         "write e.g. `dependencies: [python 3.12.*, numpy >=1.26]`");
+  static const std::regex selector_re(R"(\s#\s*\[\s*([A-Za-z0-9_-]+)\s*\])");
+  for (const auto& item : n) {
+    if (item.IsMap()) {
+      if (item.size() != 1 || !item["pip"])
+        return src_.error_at(item, "a dependency must be a MatchSpec string or a `pip:` list",
+                             "write `- numpy >=1.26`, or `- pip: [requests]` for PyPI packages");
+      auto st = yaml::check_unique_keys(src_, item);
+      if (!st) return st.error();
+      const YAML::Node pip = item["pip"];
+      if (pip.IsNull()) continue;
+      if (!pip.IsSequence())
+        return src_.error_at(pip, "`pip:` must be a list of requirements, found " + kind_name(pip));
+      std::size_t count = 0;
+      for (const auto& req : pip) {
+        auto text = scalar(req, "a pip requirement");
+        if (!text) return text.error();
+        env.pip.push_back(pip_requirement(trim(*text)));
+        ++count;
+      }
+      if (count > 0)
+        m_.warnings.push_back(loc(item).to_string() + ": " + std::to_string(count) +
+                              " pip requirement" + (count == 1 ? "" : "s") + " of environment '" +
+                              env.name + "' carried unresolved into the lockfile (envlock does not resolve PyPI packages)");
+      continue;
+    }
+    auto text = scalar(item, "a dependency");
+    if (!text) return text.error();
+    RequestedSpec rs;
+    rs.text = trim(*text);
+    rs.location = loc(item);
+    if (rs.text.empty()) return src_.error_at(item, "empty dependency", "remove the empty list entry");
+    auto spec = MatchSpec::parse(rs.text);
+    if (!spec) {
+      Error e = src_.error_at(item, "invalid MatchSpec '" + rs.text + "': " + spec.error().message,
+                              spec.error().hint.empty()
+                                  ? "a MatchSpec reads like `numpy >=1.26,<2`, `python=3.12` or `conda-forge::pytorch 2.4.*`"
+                                  : spec.error().hint);
+      if (!spec.error().detail.empty()) e.detail += (e.detail.empty() ? "" : "\n") + spec.error().detail;
+      return e;
+    }
+    rs.spec = std::move(*spec);
+    // conda-lock selector comment after the spec on the same line: `- cudatoolkit  # [linux64]`.
+    const YAML::Mark mk = item.Mark();
+    if (!mk.is_null() && mk.line >= 0) {
+      std::string rest(src_.line(mk.line + 1).substr(
+          std::min<std::size_t>(static_cast<std::size_t>(mk.column), src_.line(mk.line + 1).size())));
+      std::smatch sm;
+      if (std::regex_search(rest, sm, selector_re)) {
+        std::string sel = sm[1].str();
+        bool known = false;
+        for (const auto& p : Platform::known()) known = known || selector_matches(sel, p);
+        if (!known) {
+          YAML::Mark at = mk;
+          at.column += static_cast<int>(sm.position(1));
+          return src_.error_at(at, "unknown platform selector '[" + sel + "]'",
+                               "use an OS (linux, osx, win, unix), an OS with bits (linux64, osx64, win64), an arch (aarch64, arm64, ppc64le) or a subdir (linux-64)");
+        }
+        rs.selector = sel;
+      }
+    }
+    env.dependencies.push_back(std::move(rs));
+  }
+  return ok_status();
+}
+
+Status Parser::environments(const YAML::Node& n) {
+  if (!n.IsMap())
+    return src_.error_at(n, "environments must be a map of name -> {dependencies, base, channels, platforms}, found " + kind_name(n));
+  if (auto st = yaml::check_unique_keys(src_, n); !st) return st.error();
+  for (const auto& kv : n) {
+    const std::string env_name = kv.first.Scalar();
+    static const std::regex name_re(R"(^[A-Za-z0-9][A-Za-z0-9._-]*$)");
+    if (!std::regex_match(env_name, name_re))
+      return src_.error_at(kv.first, "environment name '" + env_name + "' is not a plain name",
+                           "use letters, digits, '.', '_' and '-' (it appears in lockfiles and on the command line)");
+    if (m_.environments.count(env_name))
+      return src_.error_at(kv.first, "environment '" + env_name + "' is defined twice",
+                           env_name == "default" ? "top-level `dependencies` already define the environment `default`" : "");
+    ManifestEnvironment env;
+    env.name = env_name;
+    env.location = loc(kv.first);
+    env_marks_[env_name] = kv.first.Mark();
+    const YAML::Node body = kv.second;
+    if (!body.IsMap())
+      return src_.error_at(body.IsNull() ? kv.first : body,
+                           "environment '" + env_name + "' must be a map with `dependencies`, found " + kind_name(body),
+                           "write e.g. `" + env_name + ": {dependencies: [numpy]}`");
+    if (auto st = yaml::check_unique_keys(src_, body); !st) return st.error();
+    for (const auto& e : body) {
+      const std::string key = e.first.Scalar();
+      if (!contains(kEnvironmentKeys, key))
+        return src_.error_at(e.first, "unknown key '" + key + "' in environment '" + env_name + "'",
+                             "an environment has: " + join(kEnvironmentKeys, ", "));
+    }
+    if (body["dependencies"]) {
+      if (auto st = dependencies(body["dependencies"], env); !st) return st.error();
+    }
+    if (body["base"]) {
+      auto b = scalar(body["base"], "base");
+      if (!b) return b.error();
+      env.base = trim(*b);
+      base_marks_[env_name] = body["base"].Mark();
+    }
+    if (body["channels"]) {
+      auto c = channels(body["channels"]);
+      if (!c) return c.error();
+      env.channels = std::move(*c);
+    }
+    if (body["platforms"]) {
+      auto p = platforms(body["platforms"], "platforms of environment '" + env_name + "'");
+      if (!p) return p.error();
+      env.platforms = std::move(*p);
+    }
+    m_.environments.emplace(env_name, std::move(env));
+  }
+  return ok_status();
+}
+
+Status Parser::virtual_packages(const YAML::Node& n) {
+  if (!n.IsMap())
+    return src_.error_at(n, "virtual-packages must be a map of platform -> list, found " + kind_name(n),
+                         "write e.g. `virtual-packages: {linux-64: [__cuda=12.4, __glibc=2.28]}`");
+  if (auto st = yaml::check_unique_keys(src_, n); !st) return st.error();
+  for (const auto& kv : n) {
+    auto p = Platform::parse(trim(kv.first.Scalar()));
+    if (!p) return src_.error_at(kv.first, p.error().message, p.error().hint);
+    if (!kv.second.IsSequence())
+      return src_.error_at(kv.second.IsNull() ? kv.first : kv.second,
+                           "virtual packages of " + p->to_string() + " must be a list, found " + kind_name(kv.second),
+                           "write e.g. `" + p->to_string() + ": [__cuda=12.4, __glibc=2.28]`");
+    std::vector<VirtualPackage> list;
+    for (const auto& item : kv.second) {
+      auto text = scalar(item, "a virtual package");
+      if (!text) return text.error();
+      std::string t = trim(*text);
+      if (!t.starts_with("__"))
+        return src_.error_at(item, "'" + t + "' is not a virtual package (their names start with `__`)",
+                             "write e.g. __cuda=12.4, __glibc=2.28, __archspec=1=x86_64_v3");
+      auto vp = VirtualPackage::parse(t);
+      if (!vp) return src_.error_at(item, vp.error().message, vp.error().hint);
+      for (const auto& have : list)
+        if (have.name == vp->name)
+          return src_.error_at(item, "virtual package '" + vp->name + "' is listed twice for " + p->to_string());
+      list.push_back(std::move(*vp));
+    }
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    m_.virtual_packages[p->to_string()] = std::move(list);
+  }
+  return ok_status();
+}
+
+Status Parser::reference(const YAML::Node& n) {
+  if (!n.IsMap())
+    return src_.error_at(n, "reference must be a map {command, metric, tolerance}, found " + kind_name(n));
+  if (auto st = yaml::check_unique_keys(src_, n); !st) return st.error();
+  ReferenceRun r;
+  for (const auto& kv : n) {
+    const std::string key = kv.first.Scalar();
+    if (key == "command" || key == "metric") {
+      auto v = scalar(kv.second, "reference." + key);
+      if (!v) return v.error();
+      if (trim(*v).empty()) return src_.error_at(kv.second, "reference." + key + " is empty");
+      (key == "command" ? r.command : r.metric) = *v;
+    } else if (key == "tolerance") {
+      double t = 0;
+      try {
+        t = kv.second.as<double>();
+      } catch (const YAML::Exception&) {
+        return src_.error_at(kv.second, "reference.tolerance must be a number, found " + kind_name(kv.second),
+                             "write an absolute tolerance, e.g. `tolerance: 0.01`");
+      }
+      if (!std::isfinite(t) || t < 0)
+        return src_.error_at(kv.second, "reference.tolerance must be a finite number >= 0");
+      r.tolerance = t;
+    } else {
+      return src_.error_at(kv.first, "unknown key '" + key + "' in reference",
+                           "reference has: command, metric, tolerance");
+    }
+  }
+  if (r.command.empty()) return src_.error_at(n, "reference has no `command`", "add the command to run, e.g. `command: python eval.py`");
+  if (r.metric.empty())
+    return src_.error_at(n, "reference has no `metric`", "add `metric: json:<key>` or `metric: regex:<pattern with one group>`");
+  m_.reference = std::move(r);
+  return ok_status();
+}
+
+Status Parser::check_layers() {
+  for (const auto& [env_name, env] : m_.environments) {
+    if (env.base.empty()) continue;
+    const YAML::Mark at = base_marks_[env_name];
+    if (env.base == env_name) return src_.error_at(at, "environment '" + env_name + "' cannot be its own base");
+    const ManifestEnvironment* base = m_.environment(env.base);
+    if (base == nullptr) {
+      std::string names;
+      for (const auto& kv : m_.environments) names += (names.empty() ? "" : ", ") + kv.first;
+      return src_.error_at(at, "base '" + env.base + "' of environment '" + env_name + "' is not an environment of this manifest",
+                           "known environments: " + names);
+    }
+    // Walk the chain: a cycle never ends at an environment without base.
+    std::set<std::string> seen{env_name};
+    for (const ManifestEnvironment* e = base; e != nullptr && !e->base.empty(); e = m_.environment(e->base)) {
+      if (!seen.insert(e->name).second)
+        return src_.error_at(at, "environment '" + env_name + "' has a cycle of base layers through '" + e->name + "'",
+                             "a base layer must not (indirectly) be built on its project");
+    }
+    for (const auto& p : m_.platforms_for(env)) {
+      const auto& bp = m_.platforms_for(*base);
+      if (std::find(bp.begin(), bp.end(), p) == bp.end())
+        return src_.error_at(at, "environment '" + env_name + "' is locked for " + p + " but its base '" + env.base + "' is not",
+                             "add " + p + " to the platforms of '" + env.base + "', or drop it from '" + env_name + "'");
+    }
+  }
+  for (const auto& [env_name, env] : m_.environments) {
+    if (m_.channels_for(env).empty()) {
+      auto it = env_marks_.find(env_name);
+      return src_.error_at(it == env_marks_.end() ? YAML::Mark() : it->second,
+                           "environment '" + env_name + "' has no channels",
+                           "add `channels: [conda-forge]` (a name, URL or directory) to the manifest");
+    }
+  }
+  return ok_status();
+}
+
+Result<Manifest> Parser::parse(std::optional<Manifest::Format> format) {
+  auto loaded = src_.load();
+  if (!loaded) return loaded.error();
+  const YAML::Node root = *loaded;
+  if (root.IsNull() || !root.IsDefined())
+    return Error{ErrorKind::Parse, src_.name(), "the manifest is empty", "",
+                 "a manifest needs at least `channels` and `dependencies`; see docs/manifest.md"};
+  if (!root.IsMap())
+    return src_.error_at(root, "a manifest must be a YAML map at the top level, found " + kind_name(root),
+                         "start with `channels:` and `dependencies:`; see docs/manifest.md");
+  if (auto st = yaml::check_unique_keys(src_, root); !st) return st.error();
+
+  if (format) {
+    m_.format = *format;
+  } else {
+    bool envlock = src_.name().find("envlock") != std::string::npos;
+    for (const auto& kv : root) envlock = envlock || contains(kEnvlockOnlyKeys, kv.first.Scalar());
+    m_.format = envlock ? Manifest::Format::Envlock : Manifest::Format::CondaEnvironment;
+  }
+  const bool conda = m_.format == Manifest::Format::CondaEnvironment;
+  m_.directory = dir_;
+
+  for (const auto& kv : root) {
+    const std::string key = kv.first.Scalar();
+    if (conda ? contains(kCondaKeys, key) : contains(kEnvlockKeys, key)) continue;
+    if (conda) {
+      if (key == "subdirs" && !root["dependencies"])
+        return src_.error_at(kv.first, "this is a conda-lock virtual-packages file, not an environment file",
+                             "declare virtual packages in envlock.yaml under `virtual-packages:`, e.g. `linux-64: [__cuda=12.4]`");
+      m_.warnings.push_back(src_.where(kv.first.Mark()) + ": key '" + key +
+                            "' of environment.yml is ignored by envlock");
+      continue;
+    }
+    return src_.error_at(kv.first, "unknown key '" + key + "'", "envlock.yaml keys are: " + join(kEnvlockKeys, ", "));
+  }
+
+  if (root["name"]) {
+    auto n = scalar(root["name"], "name");
+    if (!n) return n.error();
+    m_.name = trim(*n);
+  }
+  if (root["channel-alias"]) {
+    auto a = scalar(root["channel-alias"], "channel-alias");
+    if (!a) return a.error();
+    std::string alias = trim(*a);
+    if (!(alias.starts_with("https://") || alias.starts_with("http://") || alias.starts_with("file:///")))
+      return src_.error_at(root["channel-alias"], "channel-alias must be an http(s):// or file:/// URL",
+                           "the default is " + std::string(kDefaultChannelAlias));
+    while (alias.size() > 1 && alias.back() == '/') alias.pop_back();
+    m_.channel_alias = alias;
+  }
+  if (root["channels"]) {
+    auto c = channels(root["channels"]);
+    if (!c) return c.error();
+    m_.channels = std::move(*c);
+  } else if (conda) {
+    // conda's behaviour for an environment.yml without channels: its `defaults`.
+    for (auto url : {kDefaultsMain, kDefaultsR}) {
+      auto ch = resolve_channel(url, dir_, m_.channel_alias);
+      ch->spelling = "defaults";
+      m_.channels.push_back(*ch);
+    }
+    m_.warnings.push_back(src_.name() + ": no `channels`: using conda's defaults (" + std::string(kDefaultsMain) +
+                          ", " + std::string(kDefaultsR) + ")");
+  }
+  if (root["platforms"]) {
+    auto p = platforms(root["platforms"], "platforms");
+    if (!p) return p.error();
+    m_.platforms = std::move(*p);
+  } else {
+    m_.platforms = {Platform::host().to_string()};
+    m_.platforms_from_host = true;
+  }
+  if (root["channel-priority"]) {
+    auto v = scalar(root["channel-priority"], "channel-priority");
+    if (!v) return v.error();
+    std::string s = trim(*v);
+    if (s == "strict") m_.channel_priority = ChannelPriority::Strict;
+    else if (s == "flexible") m_.channel_priority = ChannelPriority::Flexible;
+    else if (s == "disabled") m_.channel_priority = ChannelPriority::Disabled;
+    else
+      return src_.error_at(root["channel-priority"], "unknown channel-priority '" + s + "'",
+                           "use strict (the default), flexible or disabled");
+  }
+  if (root["dependencies"]) {
+    ManifestEnvironment env;
+    env.name = "default";
+    env.location = loc(root["dependencies"]);
+    env_marks_["default"] = root["dependencies"].Mark();
+    if (auto st = dependencies(root["dependencies"], env); !st) return st.error();
+    m_.environments.emplace("default", std::move(env));
+  }
+  if (root["environments"]) {
+    if (auto st = environments(root["environments"]); !st) return st.error();
+  }
+  if (root["virtual-packages"]) {
+    if (auto st = virtual_packages(root["virtual-packages"]); !st) return st.error();
+  }
+  if (root["reference"]) {
+    if (auto st = reference(root["reference"]); !st) return st.error();
+  }
+  if (m_.environments.empty())
+    return src_.error_at(root, "nothing to lock: no `dependencies` and no `environments`",
+                         "add `dependencies: [...]` (the environment `default`) or `environments:`");
+  if (auto st = check_layers(); !st) return st.error();
+  return std::move(m_);
+}
+
+}  // namespace
+
+Result<Manifest> parse_manifest(const std::string& text, const std::string& source,
+                                const std::filesystem::path& directory,
+                                std::optional<Manifest::Format> format) {
+  yaml::Source src(text, source);
+  Parser parser(src, directory);
+  return parser.parse(format);
+}
+
+Result<Manifest> load_manifest(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return Error{ErrorKind::Io, path.string(), "is a directory, not a manifest file", "",
+                 "pass the manifest file, e.g. " + (path / "envlock.yaml").string()};
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error{ErrorKind::Io, path.string(), "cannot open the manifest: " + std::string(std::strerror(errno)), "",
+                 "check the path given with -f"};
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return Error{ErrorKind::Io, path.string(), "cannot read the manifest", "", ""};
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  auto m = parse_manifest(buf.str(), path.string(), std::filesystem::absolute(dir, ec).lexically_normal());
+  if (m) m->path = path;
+  return m;
+}
+
+}  // namespace envlock
