@@ -1,0 +1,206 @@
+#pragma once
+// envlock/install.hpp — bringing an environment prefix up from extracted packages, atomically.
+//
+// The installer takes packages that are already downloaded, hash-checked and extracted into the
+// package cache (see package_cache.hpp) and makes a prefix that conda, mamba and pixi recognise:
+//
+//   1. host check      check_host(): the lockfile's virtual packages and every record's
+//                      `__glibc` / `__cuda` / `__linux` / `__archspec` / `__unix` / `__osx` /
+//                      `__win` depends against this host, before anything is downloaded;
+//   2. staging         the new prefix is assembled in `<parent>/.<name>.envlock-stage-<id>`, a
+//                      sibling of the prefix (so on the same filesystem);
+//   3. linking         each file of `info/paths.json` (conda package format, paths_version 1; old
+//                      packages: `info/files` + `info/has_prefix`) is hard-linked from the package
+//                      cache, copied when it must be rewritten, when it is listed in
+//                      `info/no_link`, across filesystems, or with LinkMode::Copy; symlinks stay
+//                      symlinks; `directory` entries become empty directories. A file that is
+//                      rewritten is always a new inode: nothing ever writes through a hard link
+//                      into the package cache;
+//   4. relocation      text placeholders are replaced by the prefix; binary placeholders are
+//                      replaced and NUL-padded to the same length (refused, naming the file, when
+//                      the prefix is longer than the placeholder); shebangs longer than 127 bytes
+//                      are rewritten to `#!/usr/bin/env <program>` (conda's rule);
+//   5. noarch: python  `site-packages/` goes to `lib/pythonX.Y/site-packages/` (X.Y from the
+//                      environment's `python` record, or its CEP-17 `python_site_packages_path`),
+//                      `python-scripts/` to `bin/`, and `info/link.json` entry points become
+//                      `bin/<name>` scripts (conda's template);
+//   6. conda-meta      `conda-meta/<name>-<version>-<build>.json` (PrefixRecord), an appended
+//                      `conda-meta/history` block, and `conda-meta/envlock` (JSON: which lockfile,
+//                      by sha256, and which environment and platform made the prefix);
+//   7. post-link       `bin/.<name>-post-link.sh` run with `/bin/sh` as conda does (PREFIX,
+//                      PKG_NAME, PKG_VERSION, PKG_BUILDNUM, ROOT_PREFIX set; PATH starting with
+//                      the prefix's bin/), in the staging directory — PREFIX is the staging path,
+//                      so a failing script leaves the previous environment untouched;
+//                      `$PREFIX/.messages.txt` is collected and removed as conda does;
+//   8. swap            a new prefix: rename(stage, prefix). An existing prefix:
+//                      renameat2(RENAME_EXCHANGE) swaps the two directories in one step, then the
+//                      old tree is deleted. A process killed at any moment therefore leaves the
+//                      old environment or the new one, never a mix; leftovers of a killed run
+//                      (stage and old trees) are removed by the next run on that prefix.
+//
+// Changing an existing prefix is a transaction over records: packages whose dist name and
+// archive hash are unchanged are carried over (their files hard-linked from the old prefix, so
+// post-link results stay), new or changed ones are linked from the cache, removed ones are
+// dropped; files no record owns (pip installs, user files) are carried over as they are.
+// One installer per prefix at a time: `<parent>/.<name>.envlock-lock` is held with flock(2).
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envlock/package_record.hpp"
+#include "envlock/result.hpp"
+#include "envlock/virtual_packages.hpp"
+
+namespace envlock {
+
+// ---------------------------------------------------------------------------------------------
+// Host check
+
+/// One requirement this host does not meet.
+struct HostMismatch {
+  std::string package;      ///< "pytorch 2.3.1", or "lockfile" for the lockfile's virtual packages
+  std::string requirement;  ///< the requirement as written, e.g. "__cuda >=12.0"
+  std::string host;         ///< what the host has, e.g. "this host's driver supports CUDA 11.8"
+  /// "pytorch 2.3.1 needs __cuda >=12.0; this host's driver supports CUDA 11.8"
+  [[nodiscard]] std::string to_string() const;
+};
+
+/// Compares what a lockfile platform needs with what the host offers (detect_virtual_packages).
+/// `locked_virtuals` are the virtual packages the lockfile was solved with: the host must offer
+/// each of them at the same or a newer version (`__archspec`: the same or a higher x86-64 level).
+/// Every `__*` entry in each record's `depends` is a MatchSpec the host's virtual package must
+/// satisfy. Returns every mismatch (empty: the host fits), in record order.
+/// MatchSpecs that do not parse are reported as mismatches naming the spec.
+std::vector<HostMismatch> check_host(const std::vector<RepoDataRecord>& records,
+                                     const std::vector<VirtualPackage>& locked_virtuals,
+                                     const std::vector<VirtualPackage>& host);
+
+/// The ErrorKind::Incompatible error for `mismatches` (non-empty): the first one as the message,
+/// all of them in `detail`, and the `--ignore-host` hint.
+Error host_mismatch_error(const std::vector<HostMismatch>& mismatches);
+
+// ---------------------------------------------------------------------------------------------
+// Relocation primitives (conda's rules; exposed for tests and for snapshot redeploy)
+
+/// conda's default placeholder for `info/has_prefix` lines that name only a path.
+inline constexpr std::string_view kDefaultPrefixPlaceholder = "/opt/anaconda1anaconda2anaconda3";
+/// The longest shebang line conda leaves alone (bytes after `#!`, Linux's historical limit).
+inline constexpr std::size_t kMaxShebangLength = 127;
+
+/// Replaces every occurrence of `placeholder` in `data` by `prefix` (text mode). Returns the
+/// number of replacements.
+std::size_t replace_text_placeholder(std::string& data, std::string_view placeholder,
+                                     std::string_view prefix);
+
+/// Binary mode: each occurrence of `placeholder` up to the next NUL byte is rewritten to `prefix`
+/// + the rest of that C string, padded with NUL bytes so that the file length and every offset
+/// stay the same. Errors (ErrorKind::Incompatible) when `prefix` is longer than `placeholder`,
+/// naming both lengths; `data` is then unchanged. `where` names the file in the error.
+Result<std::size_t> replace_binary_placeholder(std::string& data, std::string_view placeholder,
+                                               std::string_view prefix, const std::string& where);
+
+/// When the first line of `data` is a shebang longer than kMaxShebangLength bytes, rewrites it to
+/// `#!/usr/bin/env <basename of the interpreter>[ <arguments>]` (conda's replace_long_shebang).
+/// Returns true when it rewrote the line.
+bool rewrite_long_shebang(std::string& data);
+
+// ---------------------------------------------------------------------------------------------
+// Installing
+
+/// How files reach the prefix. Hardlink falls back to a copy per file when linking fails
+/// (another filesystem) and for files that are rewritten.
+enum class LinkMode { Hardlink, Copy };
+/// Whether post-link scripts run (`--no-scripts` gives No).
+enum class RunScripts : bool { No, Yes };
+
+/// A package ready to link: its record and where the package cache holds it.
+struct PackageToLink {
+  RepoDataRecord record;
+  std::filesystem::path extracted_dir;  ///< the extracted package folder (has info/)
+  std::filesystem::path archive_path;   ///< the archive in the package cache (recorded only)
+  std::string requested_spec;           ///< the manifest spec that asked for it, or empty
+};
+
+/// Who made a prefix: written to `conda-meta/envlock` (JSON, keys sorted) by every install.
+struct PrefixOrigin {
+  std::string lockfile;       ///< the lockfile's file name as given (no directories of the user)
+  std::string lockfile_hash;  ///< "sha256:<hex>" of the lockfile bytes
+  std::string manifest_hash;  ///< the lockfile's manifest_hash, may be empty
+  std::string environment;    ///< environment name in the lockfile
+  std::string platform;       ///< subdir installed, e.g. "linux-64"
+  std::string command;        ///< "install" or "create" (for conda-meta/history)
+};
+
+/// Progress: called once per package as it is linked (index from 0), from the calling thread.
+using LinkProgress = std::function<void(std::size_t index, std::size_t total, const RepoDataRecord&)>;
+
+struct InstallOptions {
+  LinkMode link_mode = LinkMode::Hardlink;
+  RunScripts scripts = RunScripts::Yes;
+  PrefixOrigin origin;
+  LinkProgress progress;  ///< optional
+};
+
+/// What an install did, by conda dist name ("name-version-build"), sorted.
+struct InstallReport {
+  std::vector<std::string> installed;  ///< linked from the package cache
+  std::vector<std::string> removed;    ///< were in the old prefix, not in the new one
+  std::vector<std::string> kept;       ///< unchanged, carried over from the old prefix
+  std::uint64_t files_linked = 0;      ///< hard links made to the package cache
+  std::uint64_t files_copied = 0;      ///< copies, including every relocated file
+  std::uint64_t files_relocated = 0;   ///< files whose placeholders were replaced
+  std::vector<std::string> clobbered;  ///< paths two packages both wrote (the later one wins)
+  std::vector<std::string> messages;   ///< `.messages.txt` contents from post-link scripts
+};
+
+/// Makes `prefix` hold exactly `packages`, linked in the order given (pass install_order() from
+/// lockfile.hpp: dependencies first, so post-link scripts see their dependencies), atomically
+/// (see the file comment). `prefix` need not exist; an existing non-empty directory without
+/// `conda-meta/` is refused (ErrorKind::Usage) so envlock never swallows an unrelated folder.
+/// Errors: ErrorKind::Incompatible (binary placeholder too short, noarch: python without a
+/// python record), ErrorKind::Integrity (package dir without info/ or with a path escaping the
+/// prefix), ErrorKind::Io (disk full, permissions: naming the file), a failed post-link script
+/// (ErrorKind::Io, with its output). On any error the previous prefix is left as it was.
+Result<InstallReport> install_packages(const std::filesystem::path& prefix,
+                                       const std::vector<PackageToLink>& packages,
+                                       const InstallOptions& options);
+
+/// Reads `conda-meta/envlock`; nullopt when the prefix has none (not made by envlock).
+Result<std::optional<PrefixOrigin>> read_prefix_origin(const std::filesystem::path& prefix);
+
+/// Deletes an environment that envlock made (it has `conda-meta/envlock`), atomically: the prefix
+/// is first renamed aside, then deleted. Anything else is refused (ErrorKind::Usage).
+Status remove_environment(const std::filesystem::path& prefix);
+
+// ---------------------------------------------------------------------------------------------
+// Verifying
+
+/// One file that differs from its conda-meta record.
+struct FileDrift {
+  enum class Kind { Modified, Missing, Extra };
+  Kind kind = Kind::Modified;
+  std::string path;     ///< relative to the prefix, '/'-separated
+  std::string package;  ///< owning dist name; empty for Extra
+  std::string reason;   ///< e.g. "sha256 e3b0... != recorded 5f2a...", "size 10 != recorded 12"
+};
+
+struct VerifyReport {
+  std::size_t packages = 0;        ///< records checked
+  std::size_t files_checked = 0;   ///< recorded paths checked
+  std::vector<FileDrift> drift;    ///< sorted by path
+  [[nodiscard]] bool clean() const { return drift.empty(); }
+};
+
+/// Checks every path of every `conda-meta/*.json` record: regular files by size and sha256 as
+/// installed, symlinks by being symlinks, directories by existing. Files under the prefix that no
+/// record owns are Extra, except `conda-meta/`, `__pycache__/` folders and `*.pyc` (Python writes
+/// those at run time) and `.messages.txt`. Errors: the prefix has no conda-meta (ErrorKind::Usage),
+/// a record does not parse (ErrorKind::Parse).
+Result<VerifyReport> verify_prefix(const std::filesystem::path& prefix);
+
+}  // namespace envlock

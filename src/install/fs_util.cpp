@@ -1,0 +1,160 @@
+// POSIX file helpers for the installer.
+#include "fs_util.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <system_error>
+
+#include "envlock/hash.hpp"
+
+namespace envlock::detail {
+
+Error io_error(const std::filesystem::path& path, const std::string& what, int err) {
+  Error e{ErrorKind::Io, path.string(), what + ": " + std::strerror(err), "", ""};
+  if (err == ENOSPC || err == EDQUOT) {
+    e.hint = "free some space on that filesystem (or choose a prefix on another one) and retry";
+  } else if (err == EACCES || err == EPERM || err == EROFS) {
+    e.hint = "check the permissions of that path, or choose a prefix you can write to";
+  }
+  return e;
+}
+
+std::string sha256_bytes(std::string_view data) { return hash_bytes(data, HashAlgorithm::Sha256); }
+
+Result<std::string> sha256_file(const std::filesystem::path& path) {
+  return hash_file(path, HashAlgorithm::Sha256);
+}
+
+Result<std::string> read_file(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(path, "cannot open", errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return io_error(path, "cannot stat", err);
+  }
+  if (static_cast<unsigned long long>(st.st_size) > (4ULL << 30)) {
+    ::close(fd);
+    return Error{ErrorKind::Io, path.string(), "file larger than 4 GiB cannot be relocated", "", ""};
+  }
+  std::string data;
+  data.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return io_error(path, "cannot read", err);
+    }
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  data.resize(done);
+  ::close(fd);
+  return data;
+}
+
+namespace {
+Status write_all(int fd, const std::filesystem::path& path, std::string_view data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return io_error(path, "cannot write", errno);
+    done += static_cast<std::size_t>(n);
+  }
+  return ok_status();
+}
+}  // namespace
+
+Status write_new_file(const std::filesystem::path& path, std::string_view data, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return io_error(path, "cannot create", errno);
+  Status st = write_all(fd, path, data);
+  if (st.ok() && ::fchmod(fd, mode & 07777) != 0) st = io_error(path, "cannot chmod", errno);
+  if (::close(fd) != 0 && st.ok()) st = io_error(path, "cannot close", errno);
+  return st;
+}
+
+Status write_file_atomic(const std::filesystem::path& path, std::string_view data, mode_t mode) {
+  std::random_device rd;
+  const std::filesystem::path tmp =
+      path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(rd()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return io_error(tmp, "cannot create", errno);
+  Status st = write_all(fd, tmp, data);
+  if (st.ok() && ::fchmod(fd, mode & 07777) != 0) st = io_error(tmp, "cannot chmod", errno);
+  if (st.ok() && ::fsync(fd) != 0) st = io_error(tmp, "cannot fsync", errno);
+  if (::close(fd) != 0 && st.ok()) st = io_error(tmp, "cannot close", errno);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = io_error(path, "cannot rename into place", errno);
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
+}
+
+Status copy_regular_file(const std::filesystem::path& from, const std::filesystem::path& to,
+                         mode_t mode) {
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return io_error(from, "cannot open", errno);
+  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0) {
+    const int err = errno;
+    ::close(in);
+    return io_error(to, "cannot create", err);
+  }
+  Status st = ok_status();
+  bool fallback = false;
+  for (;;) {
+    const ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
+    if (n > 0) continue;
+    if (n == 0) break;
+    if (errno == EINTR) continue;
+    if (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) {
+      fallback = true;
+      break;
+    }
+    st = io_error(to, "cannot copy from " + from.string(), errno);
+    break;
+  }
+  if (st.ok() && fallback) {
+    char buffer[1 << 16];
+    for (;;) {
+      const ssize_t n = ::read(in, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        st = io_error(from, "cannot read", errno);
+        break;
+      }
+      if (n == 0) break;
+      st = write_all(out, to, std::string_view(buffer, static_cast<std::size_t>(n)));
+      if (!st.ok()) break;
+    }
+  }
+  if (st.ok() && ::fchmod(out, mode & 07777) != 0) st = io_error(to, "cannot chmod", errno);
+  ::close(in);
+  if (::close(out) != 0 && st.ok()) st = io_error(to, "cannot close", errno);
+  return st;
+}
+
+Status make_dirs(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return io_error(path, "cannot create directory", ec.value());
+  return ok_status();
+}
+
+Status remove_tree(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return io_error(path, "cannot remove", ec.value());
+  return ok_status();
+}
+
+}  // namespace envlock::detail

@@ -1,0 +1,42 @@
+#pragma once
+// Small POSIX file helpers for the installer (private to src/install). Every failure is an
+// ErrorKind::Io error naming the file and the system's reason.
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "envlock/result.hpp"
+
+namespace envlock::detail {
+
+/// ErrorKind::Io for `path`: "<what>: <strerror(err)>", with a hint for ENOSPC/EACCES/EROFS.
+Error io_error(const std::filesystem::path& path, const std::string& what, int err);
+
+/// sha256 (lower-case hex) of bytes in memory / of a file (errors name the file).
+std::string sha256_bytes(std::string_view data);
+Result<std::string> sha256_file(const std::filesystem::path& path);
+
+/// Reads a whole file (bounded: files over 4 GiB are refused).
+Result<std::string> read_file(const std::filesystem::path& path);
+
+/// Creates `path` (must not exist) with `data` and permission bits `mode`.
+Status write_new_file(const std::filesystem::path& path, std::string_view data, mode_t mode);
+
+/// Writes `data` to `path` through a temporary sibling and rename(2): readers see the old or the
+/// new content, never a part.
+Status write_file_atomic(const std::filesystem::path& path, std::string_view data, mode_t mode);
+
+/// Copies the bytes of regular file `from` into new file `to` with permission bits `mode`
+/// (copy_file_range, falling back to read/write).
+Status copy_regular_file(const std::filesystem::path& from, const std::filesystem::path& to,
+                         mode_t mode);
+
+/// mkdir -p that reports errors as values.
+Status make_dirs(const std::filesystem::path& path);
+
+/// rm -rf that reports errors as values; a missing path is fine.
+Status remove_tree(const std::filesystem::path& path);
+
+}  // namespace envlock::detail

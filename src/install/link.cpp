@@ -1,0 +1,368 @@
+// Linking one extracted package: paths.json (or files + has_prefix), relocation, noarch: python.
+#include "link.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "fs_util.hpp"
+
+namespace envlock::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// One entry to link, as read from the package's info/.
+struct SourceEntry {
+  std::string path;  ///< inside the package
+  PathEntry::Type type = PathEntry::Type::HardLink;
+  std::string sha256;
+  std::optional<std::uint64_t> size;
+  std::string placeholder;
+  PathEntry::PlaceholderMode mode = PathEntry::PlaceholderMode::None;
+  bool no_link = false;
+};
+
+Error integrity(const PackageToLink& p, const std::string& message, const std::string& hint = "") {
+  return Error{ErrorKind::Integrity, p.record.dist_name(), message, "", hint};
+}
+
+/// Splits a has_prefix line as shlex would for the simple cases conda-build writes:
+/// whitespace-separated tokens, double or single quotes grouping.
+std::vector<std::string> split_words(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_token = false;
+  char quote = 0;
+  for (char c : line) {
+    if (quote) {
+      if (c == quote) quote = 0;
+      else cur += c;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+      in_token = true;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      if (in_token) out.push_back(cur), cur.clear(), in_token = false;
+    } else {
+      cur += c;
+      in_token = true;
+    }
+  }
+  if (in_token) out.push_back(cur);
+  return out;
+}
+
+Result<std::vector<SourceEntry>> read_paths(const PackageToLink& p) {
+  const fs::path info = p.extracted_dir / "info";
+  std::vector<SourceEntry> out;
+  std::error_code ec;
+  if (fs::exists(info / "paths.json", ec)) {
+    auto text = read_file(info / "paths.json");
+    if (!text) return text.error();
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("paths") || !j["paths"].is_array()) {
+      return integrity(p, "info/paths.json is not valid JSON with a \"paths\" list",
+                       "the cached package is damaged; delete it from the package cache and retry");
+    }
+    for (const auto& e : j["paths"]) {
+      if (!e.is_object() || !e.contains("_path") || !e["_path"].is_string()) {
+        return integrity(p, "info/paths.json has an entry without a \"_path\" string");
+      }
+      SourceEntry s;
+      s.path = e["_path"].get<std::string>();
+      const std::string type = e.value("path_type", std::string("hardlink"));
+      if (type == "softlink") s.type = PathEntry::Type::SoftLink;
+      else if (type == "directory") s.type = PathEntry::Type::Directory;
+      else s.type = PathEntry::Type::HardLink;
+      if (e.contains("sha256") && e["sha256"].is_string()) s.sha256 = e["sha256"].get<std::string>();
+      if (e.contains("size_in_bytes") && e["size_in_bytes"].is_number_unsigned())
+        s.size = e["size_in_bytes"].get<std::uint64_t>();
+      if (e.contains("prefix_placeholder") && e["prefix_placeholder"].is_string()) {
+        s.placeholder = e["prefix_placeholder"].get<std::string>();
+        s.mode = e.value("file_mode", std::string("text")) == "binary" ? PathEntry::PlaceholderMode::Binary
+                                                                         : PathEntry::PlaceholderMode::Text;
+      }
+      s.no_link = e.value("no_link", false);
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+  // Old packages: info/files lists the paths; info/has_prefix names placeholders; info/no_link.
+  if (!fs::exists(info / "files", ec)) {
+    return integrity(p, "the package has neither info/paths.json nor info/files",
+                     "the cached package is damaged; delete it from the package cache and retry");
+  }
+  std::map<std::string, std::pair<std::string, PathEntry::PlaceholderMode>> prefixed;
+  if (fs::exists(info / "has_prefix", ec)) {
+    std::ifstream in(info / "has_prefix");
+    std::string line;
+    while (std::getline(in, line)) {
+      auto words = split_words(line);
+      if (words.size() == 1) {
+        prefixed[words[0]] = {std::string(kDefaultPrefixPlaceholder), PathEntry::PlaceholderMode::Text};
+      } else if (words.size() == 3) {
+        prefixed[words[2]] = {words[0], words[1] == "binary" ? PathEntry::PlaceholderMode::Binary
+                                                             : PathEntry::PlaceholderMode::Text};
+      }
+    }
+  }
+  std::set<std::string> no_link;
+  if (fs::exists(info / "no_link", ec)) {
+    std::ifstream in(info / "no_link");
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty()) no_link.insert(line);
+  }
+  std::ifstream in(info / "files");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    SourceEntry s;
+    s.path = line;
+    if (auto it = prefixed.find(line); it != prefixed.end()) {
+      s.placeholder = it->second.first;
+      s.mode = it->second.second;
+    }
+    s.no_link = no_link.count(line) > 0;
+    struct stat st {};
+    if (::lstat((p.extracted_dir / line).c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+      s.type = PathEntry::Type::SoftLink;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+struct NoarchPython {
+  bool active = false;
+  std::vector<std::string> entry_points;
+};
+
+Result<NoarchPython> read_link_json(const PackageToLink& p) {
+  NoarchPython out;
+  out.active = p.record.noarch == NoArchKind::Python;
+  const fs::path link = p.extracted_dir / "info" / "link.json";
+  std::error_code ec;
+  if (!fs::exists(link, ec)) return out;
+  auto text = read_file(link);
+  if (!text) return text.error();
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return integrity(p, "info/link.json is not valid JSON");
+  if (j.contains("noarch") && j["noarch"].is_object()) {
+    const auto& n = j["noarch"];
+    if (n.value("type", std::string()) == "python") out.active = true;
+    if (n.contains("entry_points") && n["entry_points"].is_array())
+      for (const auto& e : n["entry_points"])
+        if (e.is_string()) out.entry_points.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+/// Creates the parent folders of `dest` and removes whatever is at `dest` (clobbering).
+Status prepare_destination(const fs::path& dest, const std::string& rel, LinkResult& result) {
+  if (auto st = make_dirs(dest.parent_path()); !st) return st;
+  struct stat st {};
+  if (::lstat(dest.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return Error{ErrorKind::Integrity, rel, "a file would replace a directory another package installed",
+                   "", "two packages in this environment disagree about this path"};
+    }
+    if (::unlink(dest.c_str()) != 0) return io_error(dest, "cannot replace", errno);
+    result.clobbered.push_back(rel);
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+bool safe_relative_path(std::string_view rel) {
+  if (rel.empty() || rel.front() == '/') return false;
+  std::size_t start = 0;
+  while (start <= rel.size()) {
+    std::size_t end = rel.find('/', start);
+    if (end == std::string_view::npos) end = rel.size();
+    std::string_view seg = rel.substr(start, end - start);
+    if (seg.empty() || seg == "." || seg == "..") return false;
+    start = end + 1;
+  }
+  return rel.find('\0') == std::string_view::npos;
+}
+
+Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) {
+  std::error_code ec;
+  if (!fs::is_directory(p.extracted_dir / "info", ec)) {
+    return integrity(p, "the package folder " + p.extracted_dir.string() + " has no info/ folder",
+                     "the package cache entry is incomplete; delete it and retry");
+  }
+  auto entries = read_paths(p);
+  if (!entries) return entries.error();
+  auto noarch = read_link_json(p);
+  if (!noarch) return noarch.error();
+  if (noarch->active && ctx.site_packages.empty()) {
+    return Error{ErrorKind::Incompatible, p.record.dist_name(),
+                 "is a noarch: python package, but the environment has no python record",
+                 "", "add python to the environment's specs and lock again"};
+  }
+
+  LinkResult result;
+  PrefixRecord& rec = result.record;
+  static_cast<RepoDataRecord&>(rec) = p.record;
+  rec.package_tarball_full_path = p.archive_path.string();
+  rec.extracted_package_dir = p.extracted_dir.string();
+  rec.requested_spec = p.requested_spec;
+  bool any_linked = false;
+
+  for (const auto& e : *entries) {
+    if (!safe_relative_path(e.path)) {
+      return integrity(p, "info/paths.json names an unsafe path \"" + e.path + "\"",
+                       "refusing a package that would write outside the prefix");
+    }
+    std::string target = e.path;
+    if (noarch->active) {
+      if (target.starts_with("site-packages/")) target = ctx.site_packages + target.substr(13);
+      else if (target.starts_with("python-scripts/")) target = "bin" + target.substr(14);
+    }
+    const fs::path src = p.extracted_dir / e.path;
+    const fs::path dest = ctx.stage / target;
+    PathEntry out;
+    out.path = target;
+    out.type = e.type;
+    out.no_link = e.no_link;
+
+    if (e.type == PathEntry::Type::Directory) {
+      if (auto st = make_dirs(dest); !st) return st.error();
+      rec.paths.push_back(std::move(out));
+      rec.files.push_back(target);
+      continue;
+    }
+    struct stat sst {};
+    if (::lstat(src.c_str(), &sst) != 0) {
+      return integrity(p, "the package lists \"" + e.path + "\" but its cache folder lacks it",
+                       "the package cache entry is damaged; delete " + p.extracted_dir.string() +
+                           " and retry");
+    }
+    if (auto st = prepare_destination(dest, target, result); !st) return st.error();
+
+    if (S_ISLNK(sst.st_mode)) {
+      std::error_code lec;
+      const fs::path link_target = fs::read_symlink(src, lec);
+      if (lec) return io_error(src, "cannot read symlink", lec.value());
+      if (::symlink(link_target.c_str(), dest.c_str()) != 0) return io_error(dest, "cannot create symlink", errno);
+      out.type = PathEntry::Type::SoftLink;
+      out.sha256 = e.sha256;
+      out.size_in_bytes = e.size;
+    } else if (!S_ISREG(sst.st_mode)) {
+      return integrity(p, "\"" + e.path + "\" is neither a file nor a symlink in the package");
+    } else if (e.mode != PathEntry::PlaceholderMode::None) {
+      auto data = read_file(src);
+      if (!data) return data.error();
+      std::size_t n = 0;
+      if (e.mode == PathEntry::PlaceholderMode::Binary) {
+        auto r = replace_binary_placeholder(*data, e.placeholder, ctx.target_prefix,
+                                            p.record.dist_name() + ": " + target);
+        if (!r) return r.error();
+        n = *r;
+      } else {
+        n = replace_text_placeholder(*data, e.placeholder, ctx.target_prefix);
+        rewrite_long_shebang(*data);
+      }
+      if (auto st = write_new_file(dest, *data, sst.st_mode); !st) return st.error();
+      out.sha256 = sha256_bytes(*data);
+      out.size_in_bytes = data->size();
+      out.prefix_placeholder = e.placeholder;
+      out.file_mode = e.mode;
+      ++result.copied;
+      if (n > 0) ++result.relocated;
+    } else {
+      bool linked = false;
+      if (ctx.mode == LinkMode::Hardlink && !e.no_link) {
+        if (::link(src.c_str(), dest.c_str()) == 0) {
+          linked = true;
+        } else if (errno != EXDEV && errno != EMLINK && errno != EPERM && errno != ENOTSUP) {
+          return io_error(dest, "cannot hard-link from " + src.string(), errno);
+        }
+      }
+      if (linked) {
+        ++result.linked;
+        any_linked = true;
+      } else {
+        if (auto st = copy_regular_file(src, dest, sst.st_mode); !st) return st.error();
+        ++result.copied;
+      }
+      if (!e.sha256.empty()) {
+        out.sha256 = e.sha256;
+      } else {
+        auto h = sha256_file(dest);
+        if (!h) return h.error();
+        out.sha256 = *h;
+      }
+      out.size_in_bytes = static_cast<std::uint64_t>(sst.st_size);
+    }
+    rec.files.push_back(target);
+    rec.paths.push_back(std::move(out));
+  }
+
+  // noarch: python entry points, as conda writes them (conda/core/portability.py).
+  for (const auto& spec : noarch->entry_points) {
+    const auto eq = spec.find('=');
+    const auto colon = spec.find(':', eq == std::string::npos ? 0 : eq);
+    if (eq == std::string::npos || colon == std::string::npos) {
+      return integrity(p, "info/link.json has an entry point \"" + spec +
+                              "\" that is not \"name = module:function\"");
+    }
+    const std::string name = trim(std::string_view(spec).substr(0, eq));
+    const std::string module = trim(std::string_view(spec).substr(eq + 1, colon - eq - 1));
+    const std::string func = trim(std::string_view(spec).substr(colon + 1));
+    if (!safe_relative_path(name) || name.find('/') != std::string::npos || module.empty() || func.empty()) {
+      return integrity(p, "info/link.json has an unusable entry point \"" + spec + "\"");
+    }
+    const std::string import_name = func.substr(0, func.find('.'));
+    std::string script = "#!" + ctx.target_prefix + "/bin/python" + ctx.python_xy + "\n";
+    if (ctx.target_prefix.find(' ') != std::string::npos) script = "#!/usr/bin/env python" + ctx.python_xy + "\n";
+    script +=
+        "# -*- coding: utf-8 -*-\n"
+        "import re\n"
+        "import sys\n"
+        "\n"
+        "from " + module + " import " + import_name + "\n"
+        "\n"
+        "if __name__ == '__main__':\n"
+        "    sys.argv[0] = re.sub(r'(-script\\.pyw?|\\.exe)?$', '', sys.argv[0])\n"
+        "    sys.exit(" + func + "())\n";
+    rewrite_long_shebang(script);
+    const std::string target = "bin/" + name;
+    const fs::path dest = ctx.stage / target;
+    if (auto st = prepare_destination(dest, target, result); !st) return st.error();
+    if (auto st = write_new_file(dest, script, 0755); !st) return st.error();
+    PathEntry out;
+    out.path = target;
+    out.type = PathEntry::Type::HardLink;
+    out.sha256 = sha256_bytes(script);
+    out.size_in_bytes = script.size();
+    rec.files.push_back(target);
+    rec.paths.push_back(std::move(out));
+    ++result.copied;
+  }
+
+  std::sort(rec.files.begin(), rec.files.end());
+  std::sort(rec.paths.begin(), rec.paths.end(),
+            [](const PathEntry& a, const PathEntry& b) { return a.path < b.path; });
+  rec.link_type = (ctx.mode == LinkMode::Hardlink && any_linked) ? "hardlink" : "copy";
+  return result;
+}
+
+}  // namespace envlock::detail

@@ -1,0 +1,494 @@
+// The install transaction: stage, link, carry over, conda-meta, post-link, swap; and remove.
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "envlock/install.hpp"
+#include "envlock/url.hpp"
+#include "fs_util.hpp"
+#include "link.hpp"
+
+extern char** environ;
+
+namespace envlock {
+
+namespace fs = std::filesystem;
+using detail::io_error;
+
+namespace {
+
+constexpr const char* kOriginFile = "envlock";
+
+/// Sibling names of a prefix: `<parent>/.<name>.envlock-<what>`.
+fs::path sibling(const fs::path& prefix, const std::string& what) {
+  return prefix.parent_path() / ("." + prefix.filename().string() + ".envlock-" + what);
+}
+
+/// Holds flock(2) on the prefix's lock file for the lifetime of the object.
+class PrefixLock {
+ public:
+  static Result<PrefixLock> acquire(const fs::path& prefix) {
+    const fs::path path = sibling(prefix, "lock");
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return io_error(path, "cannot create the prefix lock file", errno);
+    while (::flock(fd, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return io_error(path, "cannot lock", err);
+    }
+    return PrefixLock(fd);
+  }
+  PrefixLock(PrefixLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  PrefixLock& operator=(PrefixLock&&) = delete;
+  ~PrefixLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  explicit PrefixLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+fs::path normalized_prefix(const fs::path& prefix) {
+  fs::path p = fs::absolute(prefix).lexically_normal();
+  if (p.has_filename()) return p;
+  return p.parent_path();
+}
+
+/// Removes the leftovers of an earlier, killed run: staging trees, and an old tree moved aside by
+/// the two-rename fallback (restored when the prefix itself is missing).
+Status recover(const fs::path& prefix) {
+  std::error_code ec;
+  const std::string stage_prefix = "." + prefix.filename().string() + ".envlock-stage-";
+  const std::string old_prefix = "." + prefix.filename().string() + ".envlock-old-";
+  std::vector<fs::path> stages, olds;
+  for (const auto& entry : fs::directory_iterator(prefix.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(stage_prefix)) stages.push_back(entry.path());
+    if (name.starts_with(old_prefix)) olds.push_back(entry.path());
+  }
+  if (ec) return io_error(prefix.parent_path(), "cannot list", ec.value());
+  const bool prefix_exists = fs::exists(fs::symlink_status(prefix));
+  if (!prefix_exists && !olds.empty()) {
+    if (::rename(olds.front().c_str(), prefix.c_str()) != 0)
+      return io_error(prefix, "cannot restore the previous environment from " + olds.front().string(), errno);
+    olds.erase(olds.begin());
+  }
+  for (const auto& p : stages)
+    if (auto st = detail::remove_tree(p); !st) return st;
+  for (const auto& p : olds)
+    if (auto st = detail::remove_tree(p); !st) return st;
+  return ok_status();
+}
+
+std::string python_xy(const RepoDataRecord& python) {
+  const std::string& v = python.version.to_string();
+  const auto first = v.find('.');
+  if (first == std::string::npos) return v;
+  const auto second = v.find('.', first + 1);
+  return v.substr(0, second);
+}
+
+/// The archive identity used to decide that an installed package is unchanged.
+bool same_package(const PrefixRecord& installed, const RepoDataRecord& wanted) {
+  if (installed.dist_name() != wanted.dist_name()) return false;
+  if (!installed.sha256.empty() && !wanted.sha256.empty()) return installed.sha256 == wanted.sha256;
+  if (!installed.md5.empty() && !wanted.md5.empty()) return installed.md5 == wanted.md5;
+  return false;
+}
+
+/// Hard-links (or re-creates, for symlinks) `rel` from the old prefix into the stage.
+Status carry_path(const fs::path& old_root, const fs::path& stage, const std::string& rel) {
+  const fs::path src = old_root / rel;
+  const fs::path dst = stage / rel;
+  struct stat st {};
+  if (::lstat(src.c_str(), &st) != 0) return io_error(src, "cannot stat", errno);
+  if (S_ISDIR(st.st_mode)) return detail::make_dirs(dst);
+  if (auto s = detail::make_dirs(dst.parent_path()); !s) return s;
+  struct stat existing {};
+  if (::lstat(dst.c_str(), &existing) == 0) return ok_status();  // a new package owns it now
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    const fs::path target = fs::read_symlink(src, ec);
+    if (ec) return io_error(src, "cannot read symlink", ec.value());
+    if (::symlink(target.c_str(), dst.c_str()) != 0) return io_error(dst, "cannot create symlink", errno);
+    return ok_status();
+  }
+  if (!S_ISREG(st.st_mode)) return ok_status();  // sockets, fifos: not carried
+  if (::link(src.c_str(), dst.c_str()) == 0) return ok_status();
+  return detail::copy_regular_file(src, dst, st.st_mode);
+}
+
+/// Runs `bin/.<name>-post-link.sh` in the stage as conda does; collects .messages.txt.
+Status run_post_link(const fs::path& stage, const RepoDataRecord& record,
+                     std::vector<std::string>& messages) {
+  const fs::path script = stage / "bin" / ("." + record.name + "-post-link.sh");
+  std::error_code ec;
+  if (!fs::exists(script, ec)) return ok_status();
+
+  std::vector<std::string> env_strings;
+  const std::set<std::string> overridden = {"PREFIX", "PKG_NAME", "PKG_VERSION", "PKG_BUILDNUM",
+                                            "ROOT_PREFIX", "PATH"};
+  std::string path_var = (stage / "bin").string();
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "PATH") path_var += ":" + kv.substr(5);
+    if (overridden.count(key)) continue;
+    env_strings.push_back(std::move(kv));
+  }
+  env_strings.push_back("PREFIX=" + stage.string());
+  env_strings.push_back("ROOT_PREFIX=" + stage.string());
+  env_strings.push_back("PKG_NAME=" + record.name);
+  env_strings.push_back("PKG_VERSION=" + record.version.to_string());
+  env_strings.push_back("PKG_BUILDNUM=" + std::to_string(record.build_number));
+  env_strings.push_back("PATH=" + path_var);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return io_error(script, "cannot create a pipe", errno);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
+  posix_spawn_file_actions_addchdir_np(&actions, stage.c_str());
+  std::string sh = "/bin/sh", x = "-x", path = script.string();
+  char* argv[] = {sh.data(), x.data(), path.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = ::posix_spawn(&pid, "/bin/sh", &actions, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipefd[1]);
+  if (rc != 0) {
+    ::close(pipefd[0]);
+    return io_error(script, "cannot start /bin/sh", rc);
+  }
+  std::string output;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(pipefd[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (output.size() < (1u << 20)) output.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(pipefd[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const fs::path msg = stage / ".messages.txt";
+  if (fs::exists(msg, ec)) {
+    if (auto text = detail::read_file(msg); text && !text->empty()) messages.push_back(*text);
+    fs::remove(msg, ec);
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    while (!output.empty() && output.back() == '\n') output.pop_back();
+    const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                              : "was killed by signal " + std::to_string(WTERMSIG(status));
+    return Error{ErrorKind::Io, record.dist_name(), "post-link script " + how,
+                 "script: bin/." + record.name + "-post-link.sh\noutput:\n" + output,
+                 "nothing was changed; fix the package or pass --no-scripts to skip post-link scripts"};
+  }
+  return ok_status();
+}
+
+std::string history_line(char sign, const RepoDataRecord& r) {
+  std::string channel = redact_url(r.channel);
+  while (channel.ends_with('/')) channel.pop_back();
+  if (!r.subdir.empty() && !channel.ends_with("/" + r.subdir)) channel += "/" + r.subdir;
+  return std::string(1, sign) + channel + "::" + r.dist_name();
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+nlohmann::json origin_json(const PrefixOrigin& o) {
+  return nlohmann::json{{"environment", o.environment},
+                        {"envlock_version", ENVLOCK_INSTALL_VERSION},
+                        {"lockfile", o.lockfile},
+                        {"lockfile_hash", o.lockfile_hash},
+                        {"manifest_hash", o.manifest_hash},
+                        {"platform", o.platform}};
+}
+
+/// Makes the stage hold everything; returns the report. The prefix is not touched.
+Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
+                                  const std::vector<PrefixRecord>& old_records, bool has_old,
+                                  const std::vector<PackageToLink>& packages,
+                                  const InstallOptions& options) {
+  InstallReport report;
+  detail::LinkContext ctx;
+  ctx.stage = stage;
+  ctx.target_prefix = prefix.string();
+  ctx.mode = options.link_mode;
+  for (const auto& p : packages) {
+    if (p.record.name == "python") {
+      ctx.python_xy = python_xy(p.record);
+      ctx.site_packages = p.record.python_site_packages_path.empty()
+                              ? "lib/python" + ctx.python_xy + "/site-packages"
+                              : p.record.python_site_packages_path;
+    }
+  }
+
+  std::map<std::string, const PrefixRecord*> old_by_name;
+  for (const auto& r : old_records) old_by_name[r.name] = &r;
+  std::set<std::string> new_names;
+  for (const auto& p : packages) new_names.insert(p.record.name);
+
+  std::vector<PrefixRecord> records;
+  std::vector<const PackageToLink*> linked;
+  std::error_code ec;
+  for (std::size_t i = 0; i < packages.size(); ++i) {
+    const PackageToLink& p = packages[i];
+    if (options.progress) options.progress(i, packages.size(), p.record);
+    auto it = old_by_name.find(p.record.name);
+    if (it != old_by_name.end() && same_package(*it->second, p.record)) {
+      bool complete = true;
+      for (const auto& f : it->second->files)
+        if (!fs::exists(fs::symlink_status(prefix / f, ec))) complete = false;
+      if (complete) {
+        for (const auto& f : it->second->files)
+          if (auto st = carry_path(prefix, stage, f); !st) return st.error();
+        PrefixRecord kept = *it->second;
+        kept.requested_spec = p.requested_spec;
+        records.push_back(std::move(kept));
+        report.kept.push_back(p.record.dist_name());
+        continue;
+      }
+    }
+    auto result = detail::link_package(ctx, p);
+    if (!result) return result.error();
+    report.files_linked += result->linked;
+    report.files_copied += result->copied;
+    report.files_relocated += result->relocated;
+    for (auto& c : result->clobbered) report.clobbered.push_back(std::move(c));
+    records.push_back(std::move(result->record));
+    report.installed.push_back(p.record.dist_name());
+    linked.push_back(&p);
+  }
+  for (const auto& r : old_records)
+    if (!new_names.count(r.name)) report.removed.push_back(r.dist_name());
+  // Old records replaced by another build of the same name count as removed too.
+  for (const auto& r : old_records)
+    if (new_names.count(r.name) &&
+        std::find(report.kept.begin(), report.kept.end(), r.dist_name()) == report.kept.end())
+      report.removed.push_back(r.dist_name());
+
+  // Files in the old prefix that no record owns (pip installs, user files) stay.
+  if (has_old) {
+    std::set<std::string> owned;
+    for (const auto& r : old_records)
+      for (const auto& f : r.files) owned.insert(f);
+    for (auto it = fs::recursive_directory_iterator(prefix, fs::directory_options::none, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      const std::string rel = it->path().lexically_relative(prefix).generic_string();
+      if (rel == "conda-meta") {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_directory(ec) && !it->is_symlink(ec)) continue;
+      if (owned.count(rel)) continue;
+      if (auto st = carry_path(prefix, stage, rel); !st) return st.error();
+    }
+    if (ec) return io_error(prefix, "cannot walk the existing environment", ec.value());
+  }
+
+  // conda-meta: records, history, origin; other files conda-meta held (pinned, ...) carried.
+  const fs::path meta = stage / "conda-meta";
+  if (auto st = detail::make_dirs(meta); !st) return st.error();
+  std::set<std::string> old_record_files;
+  for (const auto& r : old_records) old_record_files.insert(r.dist_name() + ".json");
+  std::string history;
+  if (has_old) {
+    for (const auto& entry : fs::directory_iterator(prefix / "conda-meta", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name == "history") {
+        if (auto text = detail::read_file(entry.path()); text) history = *text;
+        continue;
+      }
+      if (name == kOriginFile || old_record_files.count(name) || !entry.is_regular_file()) continue;
+      if (auto st = carry_path(prefix, stage, "conda-meta/" + name); !st) return st.error();
+    }
+  }
+  for (const auto& r : records) {
+    nlohmann::json j;
+    r.to_json(j);
+    if (auto st = detail::write_new_file(meta / (r.dist_name() + ".json"), j.dump(2) + "\n", 0644); !st)
+      return st.error();
+  }
+  if (!history.empty() && !history.ends_with('\n')) history += '\n';
+  history += "==> " + utc_now() + " <==\n";
+  history += "# cmd: envlock " + options.origin.command;
+  if (!options.origin.lockfile.empty()) history += " -l " + options.origin.lockfile;
+  if (!options.origin.environment.empty()) history += " -e " + options.origin.environment;
+  history += "\n# envlock version: " + std::string(ENVLOCK_INSTALL_VERSION) + "\n";
+  std::vector<std::string> lines;
+  for (const auto& r : old_records)
+    if (std::find(report.removed.begin(), report.removed.end(), r.dist_name()) != report.removed.end())
+      lines.push_back(history_line('-', r));
+  for (const auto* p : linked) lines.push_back(history_line('+', p->record));
+  std::sort(lines.begin(), lines.end());
+  for (const auto& l : lines) history += l + "\n";
+  if (auto st = detail::write_new_file(meta / "history", history, 0644); !st) return st.error();
+  if (auto st = detail::write_new_file(meta / kOriginFile, origin_json(options.origin).dump(2) + "\n", 0644); !st)
+    return st.error();
+
+  if (options.scripts == RunScripts::Yes) {
+    for (const auto* p : linked)
+      if (auto st = run_post_link(stage, p->record, report.messages); !st) return st.error();
+  }
+
+  std::sort(report.installed.begin(), report.installed.end());
+  std::sort(report.removed.begin(), report.removed.end());
+  std::sort(report.kept.begin(), report.kept.end());
+  std::sort(report.clobbered.begin(), report.clobbered.end());
+  return report;
+}
+
+}  // namespace
+
+Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vector<PackageToLink>& packages,
+                                       const InstallOptions& options) {
+  const fs::path prefix = normalized_prefix(prefix_in);
+  if (prefix == prefix.root_path()) {
+    return Error{ErrorKind::Usage, prefix.string(), "refusing to install into the filesystem root", "",
+                 "choose a dedicated folder as the prefix"};
+  }
+  if (auto st = detail::make_dirs(prefix.parent_path()); !st) return st.error();
+  auto lock = PrefixLock::acquire(prefix);
+  if (!lock) return lock.error();
+  if (auto st = recover(prefix); !st) return st.error();
+
+  std::error_code ec;
+  const auto status = fs::symlink_status(prefix, ec);
+  bool has_old = false;
+  std::vector<PrefixRecord> old_records;
+  if (fs::exists(status)) {
+    if (!fs::is_directory(status)) {
+      return Error{ErrorKind::Usage, prefix.string(), "exists and is not a directory", "",
+                   "choose another prefix, or remove that file"};
+    }
+    const bool empty = fs::is_empty(prefix, ec);
+    if (!empty) {
+      if (!fs::is_directory(prefix / "conda-meta", ec)) {
+        return Error{ErrorKind::Usage, prefix.string(),
+                     "is a non-empty folder that is not an environment (it has no conda-meta/)", "",
+                     "choose a new or empty folder as the prefix"};
+      }
+      auto recs = read_conda_meta(prefix);
+      if (!recs) return recs.error();
+      old_records = std::move(*recs);
+    }
+    has_old = !empty;
+  }
+
+  std::random_device rd;
+  const fs::path stage = sibling(prefix, "stage-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+  if (::mkdir(stage.c_str(), 0755) != 0) return io_error(stage, "cannot create the staging folder", errno);
+
+  auto report = build_stage(prefix, stage, old_records, has_old, packages, options);
+  if (!report) {
+    (void)detail::remove_tree(stage);
+    return report.error();
+  }
+
+  if (fs::exists(status)) {
+    if (::renameat2(AT_FDCWD, stage.c_str(), AT_FDCWD, prefix.c_str(), RENAME_EXCHANGE) == 0) {
+      (void)detail::remove_tree(stage);  // now the old tree
+      return report;
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) {
+      const int err = errno;
+      (void)detail::remove_tree(stage);
+      return io_error(prefix, "cannot swap the new environment into place", err);
+    }
+    // Filesystems without RENAME_EXCHANGE: move the old tree aside, then the new one in; a kill
+    // between the two renames is repaired by recover() on the next run.
+    const fs::path old = sibling(prefix, "old-" + std::to_string(::getpid()));
+    if (::rename(prefix.c_str(), old.c_str()) != 0) {
+      const int err = errno;
+      (void)detail::remove_tree(stage);
+      return io_error(prefix, "cannot move the previous environment aside", err);
+    }
+    if (::rename(stage.c_str(), prefix.c_str()) != 0) {
+      const int err = errno;
+      ::rename(old.c_str(), prefix.c_str());
+      (void)detail::remove_tree(stage);
+      return io_error(prefix, "cannot move the new environment into place", err);
+    }
+    (void)detail::remove_tree(old);
+    return report;
+  }
+  if (::rename(stage.c_str(), prefix.c_str()) != 0) {
+    const int err = errno;
+    (void)detail::remove_tree(stage);
+    return io_error(prefix, "cannot move the new environment into place", err);
+  }
+  return report;
+}
+
+Result<std::optional<PrefixOrigin>> read_prefix_origin(const fs::path& prefix) {
+  const fs::path path = prefix / "conda-meta" / kOriginFile;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::optional<PrefixOrigin>{};
+  auto text = detail::read_file(path);
+  if (!text) return text.error();
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Error{ErrorKind::Parse, path.string(), "is not a JSON object", "",
+                 "the file was edited or damaged; install the environment again"};
+  }
+  PrefixOrigin o;
+  o.lockfile = j.value("lockfile", "");
+  o.lockfile_hash = j.value("lockfile_hash", "");
+  o.manifest_hash = j.value("manifest_hash", "");
+  o.environment = j.value("environment", "");
+  o.platform = j.value("platform", "");
+  return std::optional<PrefixOrigin>(std::move(o));
+}
+
+Status remove_environment(const fs::path& prefix_in) {
+  const fs::path prefix = normalized_prefix(prefix_in);
+  std::error_code ec;
+  if (!fs::is_directory(prefix, ec)) {
+    return Error{ErrorKind::Usage, prefix.string(), "is not an environment folder", "",
+                 "check the path given with -p"};
+  }
+  auto lock = PrefixLock::acquire(prefix);
+  if (!lock) return lock.error();
+  auto origin = read_prefix_origin(prefix);
+  if (!origin) return origin.error();
+  if (!*origin) {
+    return Error{ErrorKind::Usage, prefix.string(),
+                 "was not made by envlock (no conda-meta/envlock); refusing to delete it", "",
+                 "remove it with the tool that made it"};
+  }
+  const fs::path aside = sibling(prefix, "stage-remove-" + std::to_string(::getpid()));
+  if (::rename(prefix.c_str(), aside.c_str()) != 0) return io_error(prefix, "cannot move aside for removal", errno);
+  if (auto st = detail::remove_tree(aside); !st) return st;
+  fs::remove(sibling(prefix, "lock"), ec);
+  return ok_status();
+}
+
+}  // namespace envlock
