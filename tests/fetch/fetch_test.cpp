@@ -1,0 +1,444 @@
+// Tests of envlock/fetch.hpp: real channels through file:// and tests/support/http_server.py, and
+// every failure a download can meet (status errors, retries, a dropped connection, resume, digest
+// and size mismatch, credentials).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "envlock/fetch.hpp"
+#include "envlock/hash.hpp"
+#include "support/http_server.hpp"
+
+namespace fs = std::filesystem;
+using envlock::ErrorKind;
+using envlock::FetchOptions;
+using envlock::FetchRequest;
+using envlock::HashAlgorithm;
+using envlock::testing::HttpServer;
+
+namespace {
+
+const fs::path kCorpus = fs::path(ENVLOCK_SHARED_DIR) / "corpus/packages";
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f << bytes;
+}
+
+FetchOptions fast_retries() {
+  FetchOptions o;
+  o.retry_base_delay = std::chrono::milliseconds(5);
+  o.retry_max_delay = std::chrono::milliseconds(20);
+  o.max_retries = 3;
+  o.use_netrc = false;
+  return o;
+}
+
+class Fetch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("envlock-fetch-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "srv");
+    fs::create_directories(dir_ / "out");
+    // A deterministic 300 kB payload for transfer-fault tests.
+    std::mt19937 rng(42);
+    payload_.resize(300000);
+    for (char& c : payload_) c = static_cast<char>(rng() & 0xff);
+    write_file(dir_ / "srv/payload.bin", payload_);
+    payload_sha_ = envlock::hash_bytes(payload_, HashAlgorithm::Sha256);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  FetchRequest payload_request(const HttpServer& s) const {
+    FetchRequest r;
+    r.url = s.url("/payload.bin");
+    r.destination = dir_ / "out/payload.bin";
+    r.sha256 = payload_sha_;
+    r.size = payload_.size();
+    return r;
+  }
+
+  /// Nothing of a failed download is left behind.
+  void expect_no_leftovers(const fs::path& dest) const {
+    EXPECT_FALSE(fs::exists(dest)) << dest;
+    EXPECT_FALSE(fs::exists(envlock::partial_path(dest))) << envlock::partial_path(dest);
+  }
+
+  fs::path dir_;
+  std::string payload_;
+  std::string payload_sha_;
+};
+
+TEST_F(Fetch, FileUrlRealPackageVerified) {
+  const fs::path pkg = kCorpus / "conda__conda/tests__data__conda_format_repo__linux-64__zlib-1.2.11-h7b6447c_3.conda";
+  if (!fs::exists(pkg)) GTEST_SKIP() << "shared corpus absent: " << pkg;
+  FetchRequest r;
+  r.url = "file://" + pkg.string();
+  r.destination = dir_ / "out/zlib-1.2.11-h7b6447c_3.conda";
+  r.sha256 = "f33afff2144e1d6c4cf2e3e184937db8bf825b4537df74662aea5ee207b6a31b";
+  r.size = 105917;
+  auto res = envlock::fetch_to_file(r);
+  ASSERT_TRUE(res.ok()) << res.error().to_string();
+  EXPECT_EQ(res->size, 105917u);
+  EXPECT_EQ(res->sha256, r.sha256);
+  EXPECT_EQ(res->http_status, 0);
+  EXPECT_EQ(res->attempts, 1u);
+  EXPECT_EQ(read_file(r.destination), read_file(pkg));
+  EXPECT_FALSE(fs::exists(envlock::partial_path(r.destination)));
+}
+
+TEST_F(Fetch, RealChannelInParallelOverHttp) {
+  const fs::path src = kCorpus / "JanCaha__conda-channel";
+  if (!fs::exists(src)) GTEST_SKIP() << "shared corpus absent: " << src;
+  fs::create_directories(dir_ / "srv/linux-64");
+  for (const auto& e : fs::directory_iterator(src)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("linux-64__", 0) == 0) fs::copy_file(e.path(), dir_ / "srv/linux-64" / name.substr(10));
+  }
+  auto repodata = nlohmann::json::parse(read_file(dir_ / "srv/linux-64/repodata.json"));
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+
+  std::vector<FetchRequest> reqs;
+  std::uint64_t total = 0;
+  for (const auto& [fn, rec] : repodata["packages.conda"].items()) {
+    FetchRequest r;
+    r.url = server.url("/linux-64/" + fn);
+    r.destination = dir_ / "out" / fn;
+    r.sha256 = rec["sha256"].get<std::string>();
+    r.size = rec["size"].get<std::uint64_t>();
+    total += *r.size;
+    reqs.push_back(r);
+  }
+  ASSERT_EQ(reqs.size(), 22u);
+  FetchOptions opts = fast_retries();
+  opts.parallel = 4;
+  envlock::FetchProgress last;
+  int calls = 0;
+  opts.on_progress = [&](const envlock::FetchProgress& p) {
+    ++calls;
+    EXPECT_LE(p.files_active, 4u);
+    EXPECT_LE(p.bytes_done, p.bytes_total);
+    last = p;
+  };
+  auto results = envlock::fetch_all(reqs, opts);
+  ASSERT_EQ(results.size(), reqs.size());
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].error().to_string();
+    EXPECT_EQ(results[i]->path, reqs[i].destination);
+    EXPECT_EQ(results[i]->sha256, reqs[i].sha256);
+    EXPECT_EQ(results[i]->http_status, 200);
+    EXPECT_EQ(results[i]->etag, "\"" + reqs[i].sha256 + "\"");
+    EXPECT_FALSE(results[i]->last_modified.empty());
+    EXPECT_EQ(envlock::hash_file(reqs[i].destination, HashAlgorithm::Sha256).value(), reqs[i].sha256);
+  }
+  EXPECT_GE(calls, 1);
+  EXPECT_EQ(last.files_total, 22u);
+  EXPECT_EQ(last.files_done, 22u);
+  EXPECT_EQ(last.files_failed, 0u);
+  EXPECT_EQ(last.bytes_done, total);
+  EXPECT_EQ(last.bytes_total, total);
+}
+
+TEST_F(Fetch, Sha256MismatchRefusedWithBothDigests) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  r.sha256 = std::string(64, 'a');
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(res.ok());
+  const auto& e = res.error();
+  EXPECT_EQ(e.kind, ErrorKind::Integrity);
+  EXPECT_EQ(e.where, r.url);
+  const std::string text = e.to_string();
+  EXPECT_NE(text.find("sha256 mismatch for payload.bin"), std::string::npos) << text;
+  EXPECT_NE(text.find("expected: sha256 " + std::string(64, 'a') + ", 300000 bytes"), std::string::npos) << text;
+  EXPECT_NE(text.find("actual:   sha256 " + payload_sha_ + ", 300000 bytes"), std::string::npos) << text;
+  expect_no_leftovers(r.destination);
+  EXPECT_EQ(server.request_count("/payload.bin"), 1);  // a mismatch is not retried
+}
+
+TEST_F(Fetch, SizeMismatchRefused) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  r.size = 1000;  // the server sends more
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.error().kind, ErrorKind::Integrity);
+  EXPECT_NE(res.error().to_string().find("expected: 1000 bytes"), std::string::npos) << res.error().to_string();
+  expect_no_leftovers(r.destination);
+
+  r.size = payload_.size() + 5;  // the server sends less
+  auto shorter = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(shorter.ok());
+  EXPECT_EQ(shorter.error().kind, ErrorKind::Integrity);
+  EXPECT_NE(shorter.error().to_string().find("size mismatch"), std::string::npos);
+  EXPECT_NE(shorter.error().to_string().find("actual:   sha256 " + payload_sha_ + ", 300000 bytes"),
+            std::string::npos)
+      << shorter.error().to_string();
+  expect_no_leftovers(r.destination);
+}
+
+TEST_F(Fetch, Md5OnlyWhenNoSha256) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  r.sha256.clear();
+  r.md5 = envlock::hash_bytes(payload_, HashAlgorithm::Md5);
+  auto ok = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  EXPECT_EQ(ok->md5, r.md5);
+  EXPECT_EQ(ok->sha256, payload_sha_);
+  fs::remove(r.destination);
+
+  r.md5 = std::string(32, '0');
+  auto bad = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().to_string().find("md5 mismatch"), std::string::npos) << bad.error().to_string();
+  expect_no_leftovers(r.destination);
+
+  // With a sha256 present, a wrong md5 is not consulted.
+  r.sha256 = payload_sha_;
+  auto both = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(both.ok()) << both.error().to_string();
+  EXPECT_TRUE(both->md5.empty());
+}
+
+TEST_F(Fetch, NotFoundIsNotRetried) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r;
+  r.url = server.url("/missing.conda");
+  r.destination = dir_ / "out/missing.conda";
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.error().kind, ErrorKind::Network);
+  EXPECT_EQ(res.error().message, "HTTP 404 Not Found for missing.conda");
+  EXPECT_EQ(res.error().where, r.url);
+  EXPECT_FALSE(res.error().hint.empty());
+  EXPECT_EQ(server.request_count("/missing.conda"), 1);
+  expect_no_leftovers(r.destination);
+}
+
+TEST_F(Fetch, ServerErrorRetriedThenSucceeds) {
+  HttpServer server(dir_ / "srv", {"--fail", "/payload.bin=500:2"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(res.ok()) << res.error().to_string();
+  EXPECT_EQ(res->attempts, 3u);
+  EXPECT_EQ(server.request_count("/payload.bin"), 3);
+  EXPECT_EQ(read_file(r.destination), payload_);
+}
+
+TEST_F(Fetch, PersistentServerErrorGivesUp) {
+  HttpServer server(dir_ / "srv", {"--fail", "/payload.bin=503"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  FetchOptions o = fast_retries();
+  o.max_retries = 2;
+  auto res = envlock::fetch_to_file(r, o);
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.error().kind, ErrorKind::Network);
+  EXPECT_EQ(res.error().message, "HTTP 503 Service Unavailable for payload.bin");
+  EXPECT_NE(res.error().detail.find("gave up after 3 attempts"), std::string::npos);
+  EXPECT_EQ(server.request_count("/payload.bin"), 3);
+  expect_no_leftovers(r.destination);
+}
+
+TEST_F(Fetch, DroppedConnectionResumesWithRange) {
+  const fs::path log = dir_ / "requests.log";
+  HttpServer server(dir_ / "srv", {"--drop", "/payload.bin=100000:1", "--log", log.string()});
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(res.ok()) << res.error().to_string();
+  EXPECT_EQ(res->attempts, 2u);
+  EXPECT_EQ(res->resumed_from, 100000u);
+  EXPECT_EQ(res->http_status, 206);
+  EXPECT_EQ(read_file(r.destination), payload_);
+  const std::string requests = read_file(log);
+  EXPECT_NE(requests.find("\"range\": \"bytes=100000-\""), std::string::npos) << requests;
+}
+
+TEST_F(Fetch, DroppedConnectionWithoutRangeSupportRestarts) {
+  HttpServer server(dir_ / "srv", {"--drop", "/payload.bin=100000:1", "--no-range"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(res.ok()) << res.error().to_string();
+  EXPECT_EQ(res->http_status, 200);
+  EXPECT_EQ(res->sha256, payload_sha_);
+  EXPECT_EQ(read_file(r.destination), payload_);
+}
+
+TEST_F(Fetch, DroppedConnectionEveryTimeKeepsPartialForLater) {
+  FetchRequest r;
+  {
+    HttpServer server(dir_ / "srv", {"--drop", "/payload.bin=1000:10"});
+    ASSERT_TRUE(server.ok()) << server.error();
+    r = payload_request(server);
+    FetchOptions o = fast_retries();
+    o.max_retries = 1;
+    auto res = envlock::fetch_to_file(r, o);
+    ASSERT_FALSE(res.ok());
+    EXPECT_EQ(res.error().kind, ErrorKind::Network);
+    EXPECT_NE(res.error().hint.find("resume"), std::string::npos) << res.error().to_string();
+    EXPECT_NE(res.error().detail.find("gave up after 2 attempts"), std::string::npos) << res.error().to_string();
+    EXPECT_FALSE(fs::exists(r.destination));
+    // Two attempts each kept 1000 bytes: the second resumed the first.
+    ASSERT_TRUE(fs::exists(envlock::partial_path(r.destination)));
+    EXPECT_EQ(fs::file_size(envlock::partial_path(r.destination)), 2000u);
+  }
+  // A later run (a new server, as after a restart) continues from there.
+  HttpServer healthy(dir_ / "srv");
+  ASSERT_TRUE(healthy.ok()) << healthy.error();
+  r.url = healthy.url("/payload.bin");
+  auto again = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(again->resumed_from, 2000u);
+  EXPECT_EQ(read_file(r.destination), payload_);
+}
+
+TEST_F(Fetch, PartialFromEarlierRunIsResumed) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  write_file(envlock::partial_path(r.destination), payload_.substr(0, 123456));
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(res.ok()) << res.error().to_string();
+  EXPECT_EQ(res->resumed_from, 123456u);
+  EXPECT_EQ(res->attempts, 1u);
+  EXPECT_EQ(read_file(r.destination), payload_);
+  EXPECT_FALSE(fs::exists(envlock::partial_path(r.destination)));
+}
+
+TEST_F(Fetch, CompletePartialIsVerifiedWithoutNetwork) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  write_file(envlock::partial_path(r.destination), payload_);
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(res.ok()) << res.error().to_string();
+  EXPECT_EQ(server.request_count("/payload.bin"), 0);
+  EXPECT_EQ(read_file(r.destination), payload_);
+}
+
+TEST_F(Fetch, CorruptPartialIsDiscardedAndRefetched) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  write_file(envlock::partial_path(r.destination), std::string(50000, 'Z'));
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(res.ok()) << res.error().to_string();
+  EXPECT_EQ(res->attempts, 2u);
+  EXPECT_EQ(server.request_count("/payload.bin"), 2);
+  EXPECT_EQ(read_file(r.destination), payload_);
+}
+
+TEST_F(Fetch, NetrcCredentialsAndRedaction) {
+  HttpServer server(dir_ / "srv", {"--auth", "alice:s3cret-pw"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+
+  auto denied = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.error().message, "HTTP 401 Unauthorized for payload.bin");
+  EXPECT_NE(denied.error().hint.find("netrc"), std::string::npos);
+
+  const fs::path netrc = dir_ / "netrc";
+  write_file(netrc, "machine 127.0.0.1\nlogin alice\npassword s3cret-pw\n");
+  FetchOptions o = fast_retries();
+  o.use_netrc = true;
+  o.netrc_file = netrc;
+  auto ok = envlock::fetch_to_file(r, o);
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  EXPECT_EQ(read_file(r.destination), payload_);
+
+  // Credentials in the URL work, and never appear in results or errors.
+  fs::remove(r.destination);
+  r.url = "http://alice:s3cret-pw@127.0.0.1:" + std::to_string(server.port()) + "/payload.bin";
+  auto inurl = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(inurl.ok()) << inurl.error().to_string();
+  EXPECT_EQ(inurl->url.find("s3cret"), std::string::npos) << inurl->url;
+  r.url = "http://alice:s3cret-pw@127.0.0.1:" + std::to_string(server.port()) + "/nothing-here";
+  r.destination = dir_ / "out/nothing";
+  auto missing = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().to_string().find("s3cret"), std::string::npos) << missing.error().to_string();
+  EXPECT_EQ(missing.error().where, server.url("/nothing-here"));
+}
+
+TEST_F(Fetch, ConditionalRequestNotModified) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  auto first = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(first.ok()) << first.error().to_string();
+  ASSERT_FALSE(first->etag.empty());
+  r.if_none_match = first->etag;
+  r.if_modified_since = first->last_modified;
+  auto second = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(second.ok()) << second.error().to_string();
+  EXPECT_TRUE(second->not_modified);
+  EXPECT_EQ(second->http_status, 304);
+  EXPECT_EQ(read_file(r.destination), payload_);
+  EXPECT_FALSE(fs::exists(envlock::partial_path(r.destination)));
+}
+
+TEST_F(Fetch, UsageErrors) {
+  std::vector<FetchRequest> reqs(4);
+  reqs[0].url = "ftp://example.org/x.conda";
+  reqs[0].destination = dir_ / "out/x.conda";
+  reqs[1].url = "file://" + (dir_ / "srv/payload.bin").string();
+  reqs[1].destination = dir_ / "out/same";
+  reqs[2].url = "file://" + (dir_ / "srv/payload.bin").string();
+  reqs[2].destination = dir_ / "out/./same";
+  reqs[3].url = "file://" + (dir_ / "srv/payload.bin").string();
+  reqs[3].destination = dir_ / "out/y";
+  reqs[3].sha256 = "xyz";
+  auto res = envlock::fetch_all(reqs, fast_retries());
+  ASSERT_EQ(res.size(), 4u);
+  ASSERT_FALSE(res[0].ok());
+  EXPECT_EQ(res[0].error().kind, ErrorKind::Usage);
+  EXPECT_EQ(res[0].error().message, "unsupported URL scheme");
+  EXPECT_TRUE(res[1].ok()) << res[1].error().to_string();
+  ASSERT_FALSE(res[2].ok());
+  EXPECT_EQ(res[2].error().kind, ErrorKind::Usage);
+  ASSERT_FALSE(res[3].ok());
+  EXPECT_NE(res[3].error().message.find("not 64 hex digits"), std::string::npos);
+}
+
+TEST_F(Fetch, MissingLocalFileAndMissingDirectory) {
+  FetchRequest r;
+  r.url = "file://" + (dir_ / "srv/absent.conda").string();
+  r.destination = dir_ / "out/absent.conda";
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.error().kind, ErrorKind::Network);
+  expect_no_leftovers(r.destination);
+
+  r.url = "file://" + (dir_ / "srv/payload.bin").string();
+  r.destination = dir_ / "no/such/dir/payload.bin";
+  auto nodir = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(nodir.ok());
+  EXPECT_EQ(nodir.error().kind, ErrorKind::Io);
+  EXPECT_NE(nodir.error().hint.find("directory must exist"), std::string::npos);
+}
+
+}  // namespace

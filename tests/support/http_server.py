@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""A small HTTP server for envlock's tests: serves one directory on 127.0.0.1.
+
+It prints `PORT <n>` (the free port it bound) as its first line on stdout, then serves until
+killed. Fault switches make the failure cases of a download reproducible:
+
+  --root DIR              directory to serve (required)
+  --fail PATH=STATUS[:N]  answer STATUS (e.g. 404, 500) for PATH; with :N only the first N requests
+                          to PATH fail, later ones are served normally (PATH is the URL path,
+                          e.g. /linux-64/x.conda; `*` matches every path)
+  --drop PATH=BYTES[:N]   send the headers and BYTES bytes of the body of PATH, then close the
+                          connection (the first N requests; default 1)
+  --auth USER:PASS        require HTTP basic auth on every request (401 otherwise)
+  --no-range              ignore Range headers (always answer 200 with the whole file)
+  --log FILE              append one JSON line per request: {"path", "status", "range", "auth"}
+
+Range (RFC 9110 §14: `bytes=N-` and `bytes=N-M`) is honoured with 206 / 416; every response has an
+ETag (sha256 of the content, quoted) and Last-Modified, and If-None-Match gives 304.
+`GET /__stats` returns {"<path>": <request count>, ...} as JSON (not counted itself).
+"""
+import argparse
+import base64
+import email.utils
+import hashlib
+import http.server
+import json
+import os
+import sys
+import threading
+import urllib.parse
+
+
+def parse_rule(text, what):
+    if "=" not in text:
+        sys.exit(f"--{what} expects PATH=VALUE[:N], got {text!r}")
+    path, value = text.rsplit("=", 1)
+    count = None
+    if ":" in value:
+        value, n = value.split(":", 1)
+        count = int(n)
+    return path, int(value), count
+
+
+class State:
+    def __init__(self, args):
+        self.root = os.path.realpath(args.root)
+        self.fail = {}
+        for rule in args.fail or []:
+            path, status, count = parse_rule(rule, "fail")
+            self.fail[path] = [status, count]
+        self.drop = {}
+        for rule in args.drop or []:
+            path, nbytes, count = parse_rule(rule, "drop")
+            self.drop[path] = [nbytes, 1 if count is None else count]
+        self.auth = args.auth
+        self.no_range = args.no_range
+        self.log = args.log
+        self.counts = {}
+        self.lock = threading.Lock()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state = None  # set in main
+
+    def log_message(self, fmt, *args):  # keep stderr quiet
+        pass
+
+    def _record(self, path, status):
+        st = self.state
+        if st.log:
+            line = json.dumps({"path": path, "status": status,
+                               "range": self.headers.get("Range"),
+                               "auth": self.headers.get("Authorization") is not None})
+            with st.lock, open(st.log, "a") as f:
+                f.write(line + "\n")
+
+    def _send_status(self, path, status, extra=None):
+        body = f"{status}\n".encode()
+        self.send_response(status)
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        self._record(path, status)
+
+    def do_HEAD(self):
+        self.do_GET()
+
+    def do_GET(self):
+        st = self.state
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        if path == "/__stats":
+            with st.lock:
+                body = json.dumps(st.counts, sort_keys=True).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        with st.lock:
+            st.counts[path] = st.counts.get(path, 0) + 1
+            fail = st.fail.get(path) or st.fail.get("*")
+            fail_status = None
+            if fail is not None and (fail[1] is None or fail[1] > 0):
+                fail_status = fail[0]
+                if fail[1] is not None:
+                    fail[1] -= 1
+            drop = st.drop.get(path)
+            drop_bytes = None
+            if drop is not None and drop[1] > 0:
+                drop_bytes = drop[0]
+                drop[1] -= 1
+
+        if st.auth is not None:
+            want = "Basic " + base64.b64encode(st.auth.encode()).decode()
+            if self.headers.get("Authorization") != want:
+                self._send_status(path, 401, {"WWW-Authenticate": 'Basic realm="envlock-test"'})
+                return
+        if fail_status is not None:
+            self._send_status(path, fail_status)
+            return
+        full = os.path.realpath(os.path.join(st.root, path.lstrip("/")))
+        if not (full == st.root or full.startswith(st.root + os.sep)) or not os.path.isfile(full):
+            self._send_status(path, 404)
+            return
+        with open(full, "rb") as f:
+            data = f.read()
+        etag = '"' + hashlib.sha256(data).hexdigest() + '"'
+        last_modified = email.utils.formatdate(os.path.getmtime(full), usegmt=True)
+        if self.headers.get("If-None-Match") == etag:
+            self._send_status(path, 304, {"ETag": etag, "Last-Modified": last_modified})
+            return
+
+        status, start, end = 200, 0, len(data)
+        rng = self.headers.get("Range")
+        if rng and not st.no_range and rng.startswith("bytes="):
+            first, _, last = rng[len("bytes="):].partition("-")
+            start = int(first) if first else 0
+            end = int(last) + 1 if last else len(data)
+            if start >= len(data) or end > len(data) or start >= end:
+                self._send_status(path, 416, {"Content-Range": f"bytes */{len(data)}"})
+                return
+            status = 206
+        body = data[start:end]
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("ETag", etag)
+        self.send_header("Last-Modified", last_modified)
+        self.send_header("Accept-Ranges", "none" if st.no_range else "bytes")
+        if status == 206:
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        self.end_headers()
+        self._record(path, status)
+        if self.command == "HEAD":
+            return
+        if drop_bytes is not None:
+            self.wfile.write(body[:drop_bytes])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        self.wfile.write(body)
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # Clients that hang up mid-response (a download aborted on purpose) are expected here.
+        pass
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--fail", action="append")
+    ap.add_argument("--drop", action="append")
+    ap.add_argument("--auth")
+    ap.add_argument("--no-range", action="store_true")
+    ap.add_argument("--log")
+    args = ap.parse_args()
+    Handler.state = State(args)
+    server = QuietServer(("127.0.0.1", 0), Handler)
+    print(f"PORT {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
