@@ -84,6 +84,12 @@ struct Lockfile {
                                            std::string_view platform) const;
 };
 
+/// Writes `content` to `path` atomically: a temporary file in the same directory, fsync, rename
+/// over `path`, fsync of the directory. A crash leaves the old file or the new one, never a
+/// mix; an existing file is never truncated. New files get mode 0644. Errors: ErrorKind::Io
+/// naming the path and the system error.
+Status write_file_atomic(const std::filesystem::path& path, std::string_view content);
+
 /// The packages of one locked platform in install order: every package after the packages its
 /// `depends` name (dependencies first), ties broken by name, so the order is deterministic.
 /// Dependencies outside the set (virtual packages, unlocked names) are ignored; a dependency
@@ -95,7 +101,7 @@ std::vector<const LockedPackage*> install_order(const LockedPlatform& platform);
 ///     # $ conda create --name <env> --file <this file>
 ///     # platform: linux-64
 ///     @EXPLICIT
-///     <url>#<sha256>          (one line per package, install order; `#<md5>` when no sha256)
+///     <url>#sha256:<hex>      (one line per package, install order; `#<md5>` when no sha256)
 /// URLs are credential-free. Errors: ErrorKind::Integrity when a package has no url.
 Result<std::string> to_explicit(const LockedPlatform& platform);
 

@@ -1,0 +1,263 @@
+// check_lockfile: does a lockfile still satisfy its manifest? No network, no solve.
+#include <algorithm>
+#include <map>
+
+#include "envlock/lockfile.hpp"
+#include "envlock/manifest.hpp"
+#include "envlock/match_spec.hpp"
+#include "envlock/url.hpp"
+
+namespace envlock {
+
+std::string_view to_string(StaleReason::Kind kind) {
+  using K = StaleReason::Kind;
+  switch (kind) {
+    case K::ManifestHash: return "manifest-hash";
+    case K::MissingEnvironment: return "missing-environment";
+    case K::ExtraEnvironment: return "extra-environment";
+    case K::MissingPlatform: return "missing-platform";
+    case K::ExtraPlatform: return "extra-platform";
+    case K::SpecNotSatisfied: return "spec-not-satisfied";
+    case K::DependencyMissing: return "dependency-missing";
+    case K::DependencyNotSatisfied: return "dependency-not-satisfied";
+    case K::ConstraintViolated: return "constraint-violated";
+    case K::BaseChanged: return "base-changed";
+    case K::BasePinMoved: return "base-pin-moved";
+    case K::ChannelsChanged: return "channels-changed";
+    case K::VirtualPackagesChanged: return "virtual-packages-changed";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using K = StaleReason::Kind;
+
+std::string pin(const LockedPackage& p) {
+  return p.name + " " + p.version.to_string() + " " + p.build;
+}
+
+std::string where_requested(const RequestedSpec& rs) {
+  std::string file = std::filesystem::path(rs.location.file).filename().string();
+  if (file.empty()) file = "manifest";
+  if (rs.location.line > 0) return file + " line " + std::to_string(rs.location.line);
+  return file;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "(none)" : out;
+}
+
+/// Parsed `depends` / `constrains` strings, parsed once per distinct text.
+class SpecCache {
+ public:
+  const Result<MatchSpec>& get(const std::string& text) {
+    auto it = cache_.find(text);
+    if (it == cache_.end()) it = cache_.emplace(text, MatchSpec::parse(text)).first;
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, Result<MatchSpec>> cache_;
+};
+
+class Checker {
+ public:
+  Checker(const Manifest& m, const Lockfile& l) : m_(m), l_(l) {}
+
+  std::vector<StaleReason> run() {
+    const std::string want = manifest_hash(m_);
+    if (l_.manifest_hash != want)
+      add(K::ManifestHash, "", "", "",
+          "the manifest changed since the lock (lockfile has " + (l_.manifest_hash.empty() ? "no hash" : l_.manifest_hash) +
+              ", the manifest now hashes to " + want + ")");
+    for (const auto& [name, env] : m_.environments) {
+      auto it = l_.environments.find(name);
+      if (it == l_.environments.end()) {
+        add(K::MissingEnvironment, name, "", "", "environment '" + name + "' of the manifest is not in the lockfile");
+        continue;
+      }
+      environment(env, it->second);
+    }
+    for (const auto& [name, env] : l_.environments)
+      if (!m_.environments.count(name))
+        add(K::ExtraEnvironment, name, "", "", "environment '" + name + "' is locked but no longer in the manifest");
+    return std::move(out_);
+  }
+
+ private:
+  void add(K kind, const std::string& env, const std::string& platform, const std::string& package, std::string message) {
+    out_.push_back(StaleReason{kind, env, platform, package, std::move(message)});
+  }
+
+  void environment(const ManifestEnvironment& env, const LockedEnvironment& locked) {
+    if (env.base != locked.base)
+      add(K::BaseChanged, env.name, "", "",
+          "environment '" + env.name + "' is built on " + (env.base.empty() ? "no base" : "'" + env.base + "'") +
+              " in the manifest but on " + (locked.base.empty() ? "no base" : "'" + locked.base + "'") + " in the lockfile");
+    const auto& platforms = m_.platforms_for(env);
+    for (const auto& platform : platforms) {
+      auto it = locked.platforms.find(platform);
+      if (it == locked.platforms.end()) {
+        add(K::MissingPlatform, env.name, platform, "",
+            "environment '" + env.name + "' is not locked for " + platform);
+        continue;
+      }
+      this->platform(env, locked, platform, it->second);
+    }
+    for (const auto& [platform, lp] : locked.platforms)
+      if (std::find(platforms.begin(), platforms.end(), platform) == platforms.end())
+        add(K::ExtraPlatform, env.name, platform, "",
+            "environment '" + env.name + "' is locked for " + platform + ", which the manifest no longer lists");
+  }
+
+  void platform(const ManifestEnvironment& env, const LockedEnvironment& locked, const std::string& platform,
+                const LockedPlatform& lp) {
+    const std::string ctx = env.name + "/" + platform;
+    // Channels, in priority order.
+    std::vector<std::string> want;
+    for (const auto& ch : m_.channels_for(env)) want.push_back(ch.public_url());
+    std::vector<std::string> have;
+    for (const auto& c : lp.channels) have.push_back(redact_url(c));
+    if (want != have)
+      add(K::ChannelsChanged, env.name, platform, "",
+          ctx + ": channels changed: the manifest has [" + join(want) + "], the lockfile [" + join(have) + "]");
+    // Virtual packages, when the manifest declares them for this platform.
+    const auto& vps = m_.virtual_packages_for(platform);
+    if (!vps.empty()) {
+      std::vector<std::string> w, h;
+      for (const auto& vp : vps) w.push_back(vp.to_string());
+      for (const auto& vp : lp.virtual_packages) h.push_back(vp.to_string());
+      std::sort(w.begin(), w.end());
+      std::sort(h.begin(), h.end());
+      if (w != h)
+        add(K::VirtualPackagesChanged, env.name, platform, "",
+            ctx + ": virtual packages changed: the manifest declares [" + join(w) + "], the lockfile assumed [" + join(h) + "]");
+    }
+
+    std::map<std::string, const LockedPackage*> by_name;
+    for (const auto& p : lp.packages) by_name.emplace(p.name, &p);
+
+    // Requested specs.
+    for (const auto& rs : env.dependencies) {
+      if (!rs.applies_to(platform)) continue;
+      const std::string name = rs.spec.exact_name();
+      if (!name.empty()) {
+        auto it = by_name.find(name);
+        if (it == by_name.end()) {
+          add(K::SpecNotSatisfied, env.name, platform, name,
+              rs.text + " (" + where_requested(rs) + ") is not satisfied: no " + name + " is locked for " + ctx);
+        } else if (!rs.spec.matches(static_cast<const RepoDataRecord&>(*it->second))) {
+          add(K::SpecNotSatisfied, env.name, platform, name,
+              rs.text + " (" + where_requested(rs) + ") is not satisfied by locked " + name + " " +
+                  it->second->version.to_string() + " " + it->second->build + " (" + ctx + ")");
+        }
+        continue;
+      }
+      const bool any = std::any_of(lp.packages.begin(), lp.packages.end(), [&](const LockedPackage& p) {
+        return rs.spec.matches(static_cast<const RepoDataRecord&>(p));
+      });
+      if (!any)
+        add(K::SpecNotSatisfied, env.name, platform, "",
+            rs.text + " (" + where_requested(rs) + ") is not satisfied by any locked package of " + ctx);
+    }
+
+    // depends and constrains of every locked record, inside the set.
+    for (const auto& p : lp.packages) {
+      for (const auto& dep : p.depends) {
+        const auto& spec = specs_.get(dep);
+        if (!spec) {
+          add(K::DependencyNotSatisfied, env.name, platform, p.name,
+              ctx + ": " + pin(p) + " depends on '" + dep + "', which cannot be read: " + spec.error().message);
+          continue;
+        }
+        const std::string name = spec->exact_name();
+        if (name.empty()) continue;  // a glob dependency: not checkable by name
+        if (name.starts_with("__")) {
+          virtual_dependency(env.name, platform, ctx, p, dep, *spec, lp);
+          continue;
+        }
+        auto it = by_name.find(name);
+        if (it == by_name.end()) {
+          add(K::DependencyMissing, env.name, platform, p.name,
+              ctx + ": " + pin(p) + " depends on '" + dep + "' but no " + name + " is locked");
+        } else if (!spec->matches(static_cast<const RepoDataRecord&>(*it->second))) {
+          add(K::DependencyNotSatisfied, env.name, platform, p.name,
+              ctx + ": " + pin(p) + " depends on '" + dep + "', not satisfied by locked " + pin(*it->second));
+        }
+      }
+      for (const auto& con : p.constrains) {
+        const auto& spec = specs_.get(con);
+        if (!spec) continue;  // conda ignores unreadable constraints too; the lock step reports them
+        const std::string name = spec->exact_name();
+        auto it = by_name.find(name);
+        if (name.empty() || it == by_name.end()) continue;  // constrains only bind what is present
+        if (!spec->matches(static_cast<const RepoDataRecord&>(*it->second)))
+          add(K::ConstraintViolated, env.name, platform, p.name,
+              ctx + ": " + pin(p) + " constrains '" + con + "', violated by locked " + pin(*it->second));
+      }
+    }
+
+    // Base pins: every package of the base's lock for this platform, unchanged.
+    if (!env.base.empty() && env.base == locked.base) {
+      const LockedPlatform* base = l_.find(env.base, platform);
+      if (base != nullptr) {
+        for (const auto& bp : base->packages) {
+          auto it = by_name.find(bp.name);
+          if (it == by_name.end()) {
+            add(K::BasePinMoved, env.name, platform, bp.name,
+                ctx + ": base pin " + pin(bp) + " (layer " + bp.layer + ") is missing from the project layer");
+          } else {
+            const LockedPackage& q = *it->second;
+            if (q.version.to_string() != bp.version.to_string() || q.build != bp.build || q.subdir != bp.subdir ||
+                redact_url(q.url) != redact_url(bp.url) || q.sha256 != bp.sha256)
+              add(K::BasePinMoved, env.name, platform, bp.name,
+                  ctx + ": base pin " + pin(bp) + " (layer " + bp.layer + ") is " + pin(q) + " in the project layer");
+          }
+        }
+      }
+    }
+  }
+
+  void virtual_dependency(const std::string& env, const std::string& platform, const std::string& ctx,
+                          const LockedPackage& p, const std::string& dep, const MatchSpec& spec,
+                          const LockedPlatform& lp) {
+    const std::string name = spec.exact_name();
+    auto vp = std::find_if(lp.virtual_packages.begin(), lp.virtual_packages.end(),
+                           [&](const VirtualPackage& v) { return v.name == name; });
+    if (vp == lp.virtual_packages.end()) {
+      add(K::DependencyMissing, env, platform, p.name,
+          ctx + ": " + pin(p) + " depends on '" + dep + "' but the lock assumes no " + name + " virtual package");
+      return;
+    }
+    PackageRecord r;
+    r.name = vp->name;
+    auto v = Version::parse(vp->version);
+    if (!v) {
+      add(K::DependencyNotSatisfied, env, platform, p.name,
+          ctx + ": virtual package " + vp->to_string() + " has an unreadable version");
+      return;
+    }
+    r.version = std::move(*v);
+    r.build = vp->build;
+    r.subdir = platform;
+    if (!spec.matches(r))
+      add(K::DependencyNotSatisfied, env, platform, p.name,
+          ctx + ": " + pin(p) + " depends on '" + dep + "', not satisfied by the assumed " + vp->to_string());
+  }
+
+  const Manifest& m_;
+  const Lockfile& l_;
+  SpecCache specs_;
+  std::vector<StaleReason> out_;
+};
+
+}  // namespace
+
+std::vector<StaleReason> check_lockfile(const Manifest& manifest, const Lockfile& lockfile) {
+  return Checker(manifest, lockfile).run();
+}
+
+}  // namespace envlock

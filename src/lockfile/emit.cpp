@@ -1,0 +1,213 @@
+// Lockfile::to_yaml — envlock's own emitter, so the bytes are fixed by this file alone:
+// fixed key order, sorted environments/platforms/packages, block style, 2-space indent, and
+// quoting that keeps every string a string under YAML 1.1 and 1.2 readers (PyYAML, yaml-cpp,
+// ruamel): versions such as 1.10 or 2 are always quoted.
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <string>
+
+#include "envlock/lockfile.hpp"
+#include "envlock/url.hpp"
+
+namespace envlock {
+namespace {
+
+bool is_reserved_word(std::string_view s) {
+  std::string l(s);
+  for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const char* const kWords[] = {"y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"};
+  return std::any_of(std::begin(kWords), std::end(kWords), [&](const char* w) { return l == w; });
+}
+
+bool plain_safe(std::string_view s) {
+  if (s.empty() || is_reserved_word(s)) return false;
+  const unsigned char first = static_cast<unsigned char>(s.front());
+  if (!(std::isalpha(first) || first == '_' || first == '/')) return false;  // no digits: never a number
+  if (s.back() == ' ' || s.back() == ':') return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_.+-/=<>!*,:@%~?&#| ").find(c) != std::string_view::npos;
+    if (!ok) return false;
+    if (c == ':' && i + 1 < s.size() && s[i + 1] == ' ') return false;  // "a: b" would be a map
+    if (c == '#' && i > 0 && s[i - 1] == ' ') return false;             // " #" starts a comment
+  }
+  return true;
+}
+
+/// A YAML scalar for `s`: plain when unambiguous, else double-quoted with escapes.
+std::string q(std::string_view s) {
+  if (plain_safe(s)) return std::string(s);
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string number(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".eE") == std::string::npos && s.find("inf") == std::string::npos &&
+      s.find("nan") == std::string::npos)
+    s += ".0";  // keep it a float for YAML readers
+  return s;
+}
+
+class Out {
+ public:
+  void kv(int indent, std::string_view key, std::string_view value) { line(indent, std::string(key) + ": " + std::string(value)); }
+  void key(int indent, std::string_view k) { line(indent, std::string(k) + ":"); }
+  void list(int indent, std::string_view k, const std::vector<std::string>& items) {
+    if (items.empty()) {
+      kv(indent, k, "[]");
+      return;
+    }
+    key(indent, k);
+    for (const auto& i : items) line(indent + 2, "- " + q(i));
+  }
+  void line(int indent, const std::string& text) {
+    text_.append(static_cast<std::size_t>(indent), ' ');
+    text_ += text;
+    text_ += '\n';
+  }
+  std::string take() { return std::move(text_); }
+
+ private:
+  std::string text_;
+};
+
+void emit_package(Out& o, int ind, const LockedPackage& p) {
+  // `- name:` opens the item; the other keys align under `name`.
+  o.line(ind, "- name: " + q(p.name));
+  const int k = ind + 2;
+  o.kv(k, "version", q(p.version.to_string()));
+  o.kv(k, "build", q(p.build));
+  o.kv(k, "build_number", std::to_string(p.build_number));
+  o.kv(k, "subdir", q(p.subdir));
+  if (p.noarch != NoArchKind::None) o.kv(k, "noarch", p.noarch == NoArchKind::Python ? "python" : "generic");
+  o.kv(k, "channel", q(redact_url(p.channel)));
+  const std::string url = redact_url(p.url);
+  o.kv(k, "url", q(url));
+  const std::string base = url.substr(url.find_last_of('/') + 1);
+  if (!p.file_name.empty() && p.file_name != base) o.kv(k, "file_name", q(p.file_name));
+  if (!p.sha256.empty()) o.kv(k, "sha256", q(p.sha256));
+  if (!p.md5.empty()) o.kv(k, "md5", q(p.md5));
+  if (p.size) o.kv(k, "size", std::to_string(*p.size));
+  o.list(k, "depends", p.depends);
+  o.list(k, "constrains", p.constrains);
+  if (!p.license.empty()) o.kv(k, "license", q(p.license));
+  if (!p.license_family.empty()) o.kv(k, "license_family", q(p.license_family));
+  if (p.timestamp) o.kv(k, "timestamp", std::to_string(*p.timestamp));
+  o.list(k, "track_features", p.track_features);
+  if (!p.features.empty()) o.kv(k, "features", q(p.features));
+  if (!p.python_site_packages_path.empty()) o.kv(k, "python_site_packages_path", q(p.python_site_packages_path));
+  if (!p.arch.empty()) o.kv(k, "arch", q(p.arch));
+  if (!p.platform.empty()) o.kv(k, "platform", q(p.platform));
+  o.kv(k, "layer", q(p.layer));
+}
+
+void emit_pip(Out& o, int ind, const PipPackage& p) {
+  o.line(ind, "- name: " + q(p.name));
+  const int k = ind + 2;
+  if (!p.version.empty()) o.kv(k, "version", q(p.version));
+  if (!p.url.empty()) o.kv(k, "url", q(redact_url(p.url)));
+  if (!p.sha256.empty()) o.kv(k, "sha256", q(p.sha256));
+  if (!p.requirement.empty()) o.kv(k, "requirement", q(p.requirement));
+}
+
+template <class T, class Key>
+std::vector<const T*> sorted(const std::vector<T>& v, Key key) {
+  std::vector<const T*> out;
+  for (const auto& x : v) out.push_back(&x);
+  std::stable_sort(out.begin(), out.end(), [&](const T* a, const T* b) { return key(*a) < key(*b); });
+  return out;
+}
+
+}  // namespace
+
+std::string Lockfile::to_yaml() const {
+  Out o;
+  o.line(0, "# envlock.lock — written by `envlock lock`; do not edit by hand. Format: docs/lockfile.md");
+  o.kv(0, "version", std::to_string(version));
+  o.kv(0, "manifest_hash", q(manifest_hash));
+  if (environments.empty()) {
+    o.kv(0, "environments", "{}");
+    return o.take();
+  }
+  o.key(0, "environments");
+  for (const auto& [env_name, env] : environments) {
+    o.key(2, q(env_name));
+    if (!env.base.empty()) o.kv(4, "base", q(env.base));
+    std::vector<std::string> requested = env.requested;
+    std::sort(requested.begin(), requested.end());
+    o.list(4, "requested", requested);
+    if (env.reference) {
+      const ReferenceRun& r = *env.reference;
+      o.key(4, "reference");
+      o.kv(6, "command", q(r.command));
+      o.kv(6, "metric", q(r.metric));
+      o.kv(6, "tolerance", number(r.tolerance));
+      if (r.recorded_value) o.kv(6, "recorded_value", number(*r.recorded_value));
+      if (!r.recorded_host.empty()) {
+        o.key(6, "recorded_host");
+        for (const auto& [k, v] : r.recorded_host) o.kv(8, q(k), q(v));
+      }
+    }
+    if (env.platforms.empty()) {
+      o.kv(4, "platforms", "{}");
+      continue;
+    }
+    o.key(4, "platforms");
+    for (const auto& [platform, lp] : env.platforms) {
+      o.key(6, q(platform));
+      std::vector<std::string> channels;
+      for (const auto& c : lp.channels) channels.push_back(redact_url(c));
+      o.list(8, "channels", channels);  // priority order: not sorted
+      std::vector<std::string> vps;
+      for (const auto* vp : sorted(lp.virtual_packages, [](const VirtualPackage& v) { return v.name; }))
+        vps.push_back(vp->to_string());
+      o.list(8, "virtual_packages", vps);
+      auto pkgs = sorted(lp.packages, [](const LockedPackage& p) { return std::tie(p.name, p.subdir, p.build); });
+      if (pkgs.empty()) {
+        o.kv(8, "packages", "[]");
+      } else {
+        o.key(8, "packages");
+        for (const auto* p : pkgs) emit_package(o, 10, *p);
+      }
+      if (!lp.pip.empty()) {
+        o.key(8, "pip");
+        for (const auto* p : sorted(lp.pip, [](const PipPackage& x) { return std::tie(x.name, x.requirement); }))
+          emit_pip(o, 10, *p);
+      }
+    }
+  }
+  return o.take();
+}
+
+Status Lockfile::write(const std::filesystem::path& path) const { return write_file_atomic(path, to_yaml()); }
+
+const LockedPlatform* Lockfile::find(std::string_view environment, std::string_view platform) const {
+  auto e = environments.find(std::string(environment));
+  if (e == environments.end()) return nullptr;
+  auto p = e->second.platforms.find(std::string(platform));
+  return p == e->second.platforms.end() ? nullptr : &p->second;
+}
+
+}  // namespace envlock

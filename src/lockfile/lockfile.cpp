@@ -1,0 +1,381 @@
+// Lockfile::parse / read — envlock.lock (YAML, format version 1) read with yaml-cpp and validated:
+// every error names file:line:col and shows the offending line.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "envlock/lockfile.hpp"
+#include "envlock/url.hpp"
+#include "yaml_source.hpp"
+
+namespace envlock {
+namespace {
+
+using yaml::kind_name;
+
+class Reader {
+ public:
+  explicit Reader(const yaml::Source& src) : src_(src) {}
+  Result<Lockfile> read();
+
+ private:
+  Result<std::string> str(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsScalar()) return src_.error_at(n, what + " must be a string, found " + kind_name(n));
+    return n.Scalar();
+  }
+  Result<std::uint64_t> uint(const YAML::Node& n, const std::string& what) const {
+    if (n.IsScalar()) {
+      const std::string& s = n.Scalar();
+      std::uint64_t v = 0;
+      bool ok = !s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+      for (char c : s) {
+        if (!ok) break;
+        if (v > (std::numeric_limits<std::uint64_t>::max() - static_cast<std::uint64_t>(c - '0')) / 10) ok = false;
+        v = v * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      if (ok) return v;
+    }
+    return src_.error_at(n, what + " must be a non-negative integer, found " + kind_name(n));
+  }
+  Result<double> real(const YAML::Node& n, const std::string& what) const {
+    try {
+      if (n.IsScalar()) return n.as<double>();
+    } catch (const YAML::Exception&) {
+    }
+    return src_.error_at(n, what + " must be a number, found " + kind_name(n));
+  }
+  Result<std::vector<std::string>> strings(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsSequence()) return src_.error_at(n, what + " must be a list, found " + kind_name(n));
+    std::vector<std::string> out;
+    for (const auto& i : n) {
+      auto s = str(i, "an entry of " + what);
+      if (!s) return s.error();
+      out.push_back(*s);
+    }
+    return out;
+  }
+  /// Checks the keys of a map: unique, each in `allowed`, and each of `required` present.
+  Status keys(const YAML::Node& n, const std::string& what, std::initializer_list<std::string_view> allowed,
+              std::initializer_list<std::string_view> required) const {
+    if (!n.IsMap()) return src_.error_at(n, what + " must be a map, found " + kind_name(n));
+    if (auto st = yaml::check_unique_keys(src_, n); !st) return st;
+    for (const auto& kv : n) {
+      const std::string& k = kv.first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+        std::string list;
+        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        return src_.error_at(kv.first, "unknown key '" + k + "' in " + what, "allowed keys: " + list);
+      }
+    }
+    for (auto r : required)
+      if (!n[std::string(r)])
+        return src_.error_at(n, what + " has no `" + std::string(r) + "`",
+                             "the lockfile is incomplete; re-create it with `envlock lock`");
+    return ok_status();
+  }
+  Status hex(const YAML::Node& n, const std::string& what, std::size_t len, std::string& out) const {
+    auto s = str(n, what);
+    if (!s) return s.error();
+    bool ok = s->size() == len && std::all_of(s->begin(), s->end(), [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+    if (!ok)
+      return src_.error_at(n, what + " must be " + std::to_string(len) + " lower-case hex digits, found '" + *s + "'");
+    out = *s;
+    return ok_status();
+  }
+  Status url(const YAML::Node& n, const std::string& what, std::string& out) const {
+    auto s = str(n, what);
+    if (!s) return s.error();
+    if (url_has_credentials(*s))
+      return src_.error_at(n, what + " carries credentials", "lockfiles must be credential-free; re-create it with `envlock lock`");
+    out = *s;
+    return ok_status();
+  }
+
+  Result<LockedPackage> package(const YAML::Node& n, const std::string& where);
+  Result<PipPackage> pip(const YAML::Node& n);
+  Result<LockedPlatform> platform(const std::string& name, const YAML::Node& n);
+  Result<LockedEnvironment> environment(const std::string& name, const YAML::Node& n);
+
+  const yaml::Source& src_;
+};
+
+Result<LockedPackage> Reader::package(const YAML::Node& n, const std::string& where) {
+  if (auto st = keys(n, "a package of " + where,
+                     {"name", "version", "build", "build_number", "subdir", "noarch", "channel", "url", "file_name",
+                      "sha256", "md5", "size", "depends", "constrains", "license", "license_family", "timestamp",
+                      "track_features", "features", "python_site_packages_path", "arch", "platform", "layer"},
+                     {"name", "version", "build", "build_number", "subdir", "channel", "url", "layer"});
+      !st)
+    return st.error();
+  LockedPackage p;
+  auto name = str(n["name"], "name");
+  if (!name) return name.error();
+  p.name = *name;
+  if (p.name.empty()) return src_.error_at(n["name"], "empty package name");
+  auto v = str(n["version"], "version of " + p.name);
+  if (!v) return v.error();
+  auto version = Version::parse(*v);
+  if (!version) {
+    Error e = src_.error_at(n["version"], "invalid version '" + *v + "' of " + p.name + ": " + version.error().message);
+    return e;
+  }
+  p.version = std::move(*version);
+  auto build = str(n["build"], "build of " + p.name);
+  if (!build) return build.error();
+  p.build = *build;
+  auto bn = uint(n["build_number"], "build_number of " + p.name);
+  if (!bn) return bn.error();
+  p.build_number = *bn;
+  auto subdir = str(n["subdir"], "subdir of " + p.name);
+  if (!subdir) return subdir.error();
+  p.subdir = *subdir;
+  if (n["noarch"]) {
+    auto na = str(n["noarch"], "noarch of " + p.name);
+    if (!na) return na.error();
+    if (*na == "python") p.noarch = NoArchKind::Python;
+    else if (*na == "generic") p.noarch = NoArchKind::Generic;
+    else return src_.error_at(n["noarch"], "noarch of " + p.name + " must be python or generic, found '" + *na + "'");
+  }
+  if (auto st = url(n["channel"], "channel of " + p.name, p.channel); !st) return st.error();
+  if (auto st = url(n["url"], "url of " + p.name, p.url); !st) return st.error();
+  if (p.url.empty()) return src_.error_at(n["url"], "empty url of " + p.name);
+  if (n["file_name"]) {
+    auto f = str(n["file_name"], "file_name of " + p.name);
+    if (!f) return f.error();
+    p.file_name = *f;
+  } else {
+    p.file_name = p.url.substr(p.url.find_last_of('/') + 1);
+    if (auto hash = p.file_name.find('#'); hash != std::string::npos) p.file_name.resize(hash);
+  }
+  if (n["sha256"])
+    if (auto st = hex(n["sha256"], "sha256 of " + p.name, 64, p.sha256); !st) return st.error();
+  if (n["md5"])
+    if (auto st = hex(n["md5"], "md5 of " + p.name, 32, p.md5); !st) return st.error();
+  if (n["size"]) {
+    auto s = uint(n["size"], "size of " + p.name);
+    if (!s) return s.error();
+    p.size = *s;
+  }
+  if (n["timestamp"]) {
+    auto t = uint(n["timestamp"], "timestamp of " + p.name);
+    if (!t) return t.error();
+    p.timestamp = *t;
+  }
+  for (auto [key, field] : {std::pair{"depends", &p.depends}, std::pair{"constrains", &p.constrains},
+                            std::pair{"track_features", &p.track_features}}) {
+    if (!n[key]) continue;
+    auto l = strings(n[key], std::string(key) + " of " + p.name);
+    if (!l) return l.error();
+    *field = std::move(*l);
+  }
+  for (auto [key, field] : {std::pair{"license", &p.license}, std::pair{"license_family", &p.license_family},
+                            std::pair{"features", &p.features},
+                            std::pair{"python_site_packages_path", &p.python_site_packages_path},
+                            std::pair{"arch", &p.arch}, std::pair{"platform", &p.platform},
+                            std::pair{"layer", &p.layer}}) {
+    if (!n[key]) continue;
+    auto s = str(n[key], std::string(key) + " of " + p.name);
+    if (!s) return s.error();
+    *field = *s;
+  }
+  if (p.layer.empty()) return src_.error_at(n["layer"], "empty layer of " + p.name, "a layer names the environment whose solve introduced the package");
+  return p;
+}
+
+Result<PipPackage> Reader::pip(const YAML::Node& n) {
+  if (auto st = keys(n, "a pip entry", {"name", "version", "url", "sha256", "requirement"}, {"name"}); !st)
+    return st.error();
+  PipPackage p;
+  for (auto [key, field] : {std::pair{"name", &p.name}, std::pair{"version", &p.version},
+                            std::pair{"requirement", &p.requirement}}) {
+    if (!n[key]) continue;
+    auto s = str(n[key], std::string("pip ") + key);
+    if (!s) return s.error();
+    *field = *s;
+  }
+  if (n["url"])
+    if (auto st = url(n["url"], "pip url", p.url); !st) return st.error();
+  if (n["sha256"])
+    if (auto st = hex(n["sha256"], "pip sha256", 64, p.sha256); !st) return st.error();
+  if (p.name.empty() && p.requirement.empty())
+    return src_.error_at(n, "a pip entry needs a name or a requirement");
+  return p;
+}
+
+Result<LockedPlatform> Reader::platform(const std::string& name, const YAML::Node& n) {
+  const std::string where = "platform " + name;
+  if (auto st = keys(n, where, {"channels", "virtual_packages", "packages", "pip"}, {"channels", "packages"}); !st)
+    return st.error();
+  LockedPlatform lp;
+  lp.platform = name;
+  auto channels = strings(n["channels"], "channels of " + where);
+  if (!channels) return channels.error();
+  std::size_t i = 0;
+  for (const auto& c : *channels) {
+    if (url_has_credentials(c))
+      return src_.error_at(n["channels"][i], "channel carries credentials", "lockfiles must be credential-free; re-create it with `envlock lock`");
+    ++i;
+  }
+  lp.channels = std::move(*channels);
+  if (n["virtual_packages"]) {
+    const YAML::Node vps = n["virtual_packages"];
+    if (!vps.IsSequence()) return src_.error_at(vps, "virtual_packages of " + where + " must be a list, found " + kind_name(vps));
+    for (const auto& item : vps) {
+      auto s = str(item, "a virtual package");
+      if (!s) return s.error();
+      auto vp = VirtualPackage::parse(*s);
+      if (!vp) return src_.error_at(item, vp.error().message, vp.error().hint);
+      lp.virtual_packages.push_back(std::move(*vp));
+    }
+  }
+  const YAML::Node pkgs = n["packages"];
+  if (!pkgs.IsSequence()) return src_.error_at(pkgs, "packages of " + where + " must be a list, found " + kind_name(pkgs));
+  std::set<std::string> names;
+  for (const auto& item : pkgs) {
+    auto p = package(item, where);
+    if (!p) return p.error();
+    if (!names.insert(p->name).second)
+      return src_.error_at(item, "package '" + p->name + "' is locked twice for " + where,
+                           "a platform locks one record per name; re-create the lockfile with `envlock lock`");
+    lp.packages.push_back(std::move(*p));
+  }
+  std::sort(lp.packages.begin(), lp.packages.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  if (n["pip"]) {
+    const YAML::Node pips = n["pip"];
+    if (!pips.IsSequence()) return src_.error_at(pips, "pip of " + where + " must be a list, found " + kind_name(pips));
+    for (const auto& item : pips) {
+      auto p = pip(item);
+      if (!p) return p.error();
+      lp.pip.push_back(std::move(*p));
+    }
+  }
+  return lp;
+}
+
+Result<LockedEnvironment> Reader::environment(const std::string& name, const YAML::Node& n) {
+  const std::string where = "environment " + name;
+  if (auto st = keys(n, where, {"base", "requested", "reference", "platforms"}, {"platforms"}); !st) return st.error();
+  LockedEnvironment env;
+  env.name = name;
+  if (n["base"]) {
+    auto b = str(n["base"], "base of " + where);
+    if (!b) return b.error();
+    env.base = *b;
+  }
+  if (n["requested"]) {
+    auto r = strings(n["requested"], "requested of " + where);
+    if (!r) return r.error();
+    env.requested = std::move(*r);
+  }
+  if (n["reference"]) {
+    const YAML::Node r = n["reference"];
+    if (auto st = keys(r, "reference of " + where, {"command", "metric", "tolerance", "recorded_value", "recorded_host"},
+                       {"command", "metric"});
+        !st)
+      return st.error();
+    ReferenceRun run;
+    auto c = str(r["command"], "reference command");
+    if (!c) return c.error();
+    run.command = *c;
+    auto m = str(r["metric"], "reference metric");
+    if (!m) return m.error();
+    run.metric = *m;
+    if (r["tolerance"]) {
+      auto t = real(r["tolerance"], "reference tolerance");
+      if (!t) return t.error();
+      run.tolerance = *t;
+    }
+    if (r["recorded_value"]) {
+      auto v = real(r["recorded_value"], "reference recorded_value");
+      if (!v) return v.error();
+      run.recorded_value = *v;
+    }
+    if (r["recorded_host"]) {
+      const YAML::Node h = r["recorded_host"];
+      if (!h.IsMap()) return src_.error_at(h, "recorded_host must be a map, found " + kind_name(h));
+      if (auto st = yaml::check_unique_keys(src_, h); !st) return st.error();
+      for (const auto& kv : h) {
+        auto v = str(kv.second, "recorded_host." + kv.first.Scalar());
+        if (!v) return v.error();
+        run.recorded_host[kv.first.Scalar()] = *v;
+      }
+    }
+    env.reference = std::move(run);
+  }
+  const YAML::Node platforms = n["platforms"];
+  if (!platforms.IsMap()) return src_.error_at(platforms, "platforms of " + where + " must be a map, found " + kind_name(platforms));
+  if (auto st = yaml::check_unique_keys(src_, platforms); !st) return st.error();
+  for (const auto& kv : platforms) {
+    auto lp = platform(kv.first.Scalar(), kv.second);
+    if (!lp) return lp.error();
+    env.platforms.emplace(kv.first.Scalar(), std::move(*lp));
+  }
+  return env;
+}
+
+Result<Lockfile> Reader::read() {
+  auto loaded = src_.load();
+  if (!loaded) return loaded.error();
+  const YAML::Node root = *loaded;
+  if (!root.IsMap())
+    return Error{ErrorKind::Parse, src_.where(root.Mark()), "not an envlock lockfile: expected a YAML map with `version: 1`, found " + kind_name(root),
+                 "", "create one with `envlock lock`"};
+  // The version first: a newer format is refused by name, whatever else it contains.
+  if (!root["version"])
+    return src_.error_at(root, "not an envlock lockfile: no `version`", "envlock lockfiles start with `version: 1`");
+  auto v = uint(root["version"], "version");
+  if (!v) return v.error();
+  if (*v > static_cast<std::uint64_t>(Lockfile::kFormatVersion))
+    return src_.error_at(root["version"],
+                         "lockfile format version " + std::to_string(*v) + " is newer than this envlock reads (version " +
+                             std::to_string(Lockfile::kFormatVersion) + ")",
+                         "upgrade envlock to read it; the file is left as it is");
+  if (*v < 1) return src_.error_at(root["version"], "lockfile format version " + std::to_string(*v) + " does not exist");
+  if (auto st = keys(root, "the lockfile", {"version", "manifest_hash", "environments"}, {"version", "environments"}); !st)
+    return st.error();
+  Lockfile lf;
+  lf.version = static_cast<int>(*v);
+  if (root["manifest_hash"]) {
+    auto h = str(root["manifest_hash"], "manifest_hash");
+    if (!h) return h.error();
+    lf.manifest_hash = *h;
+  }
+  const YAML::Node envs = root["environments"];
+  if (!envs.IsMap()) return src_.error_at(envs, "environments must be a map, found " + kind_name(envs));
+  if (auto st = yaml::check_unique_keys(src_, envs); !st) return st.error();
+  for (const auto& kv : envs) {
+    auto env = environment(kv.first.Scalar(), kv.second);
+    if (!env) return env.error();
+    lf.environments.emplace(kv.first.Scalar(), std::move(*env));
+  }
+  for (const auto& [name, env] : lf.environments)
+    if (!env.base.empty() && !lf.environments.count(env.base))
+      return src_.error_at(envs[name]["base"], "base '" + env.base + "' of environment " + name + " is not in the lockfile");
+  return lf;
+}
+
+}  // namespace
+
+Result<Lockfile> Lockfile::parse(const std::string& text, const std::string& source) {
+  yaml::Source src(text, source);
+  return Reader(src).read();
+}
+
+Result<Lockfile> Lockfile::read(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error{ErrorKind::Io, path.string(), std::string("cannot open the lockfile: ") + std::strerror(errno), "",
+                 "create it with `envlock lock -f envlock.yaml`, or pass the right path with -l"};
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return Error{ErrorKind::Io, path.string(), "cannot read the lockfile", "", ""};
+  return parse(buf.str(), path.string());
+}
+
+}  // namespace envlock
