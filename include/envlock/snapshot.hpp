@@ -1,0 +1,365 @@
+#pragma once
+// envlock/snapshot.hpp — freeze a drifted host into a snapshot, compare snapshots, check whether a
+// target can run one, turn one into a lockfile, and redeploy it.
+//
+// Capture reads the host only through a `HostSeam`: a root folder (`/` for this machine, any
+// folder holding a host tree for tests or a mounted disk) and one command runner. Nothing is read
+// from the process environment beyond `$HOME` (to find `~/.conda/environments.txt`), and nothing
+// secret is recorded: no environment variables, no tokens (URLs pass through redact_url), no user
+// or host names beyond the prefix paths themselves, GPU UUIDs only on request.
+//
+// The snapshot file (YAML, format version 1, documented in docs/snapshot.md) is an envlock.lock
+// document (the `version` and `environments` keys, written by Lockfile::to_yaml, so `envlock diff`
+// and `envlock list` read its conda part) followed by a `snapshot:` section holding the host facts,
+// the prefixes, drift, pip distributions and capture problems. Output is deterministic: keys and
+// lists sorted, no clock unless a timestamp is asked for.
+//
+// Standards followed: conda's PrefixRecord (conda-meta/*.json, paths.json v1), PEP 376/627
+// (*.dist-info, RECORD, INSTALLER), PEP 610 (direct_url.json), PEP 600 (manylinux wheel tags),
+// deb822 (/var/lib/dpkg/status), os-release(5), ELF gABI + the GNU symbol versioning extension
+// (.gnu.version_d), NVIDIA's nvidia-smi -q -x log format.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envlock/lockfile.hpp"
+#include "envlock/package_record.hpp"
+#include "envlock/result.hpp"
+
+namespace envlock {
+
+// ---------------------------------------------------------------------------------------------
+// The seam to the outside world
+// ---------------------------------------------------------------------------------------------
+
+/// Where capture reads the host. Every fact comes from a file under `root` or from `run`; the
+/// live-only probes (CPUID, sysconf, uname) are used only when `live` is true.
+struct HostSeam {
+  std::filesystem::path root = "/";  ///< the host's `/`; paths in the snapshot are host paths
+  bool live = false;                  ///< true: `root` is this running machine
+  /// Home folders (host paths, e.g. "/home/ana") whose `.conda/environments.txt` and
+  /// `.conda/envs/` are searched when no prefix is given.
+  std::vector<std::filesystem::path> home_dirs;
+  /// Runs a command (argv[0] looked up in PATH) and returns its standard output, or an error when
+  /// it cannot be started, exits non-zero or runs past its time limit. Empty: no commands are run
+  /// (a host tree that is not this machine). Used for `nvidia-smi -q -x` and `rpm -qa`.
+  std::function<Result<std::string>(const std::vector<std::string>& argv)> run;
+
+  /// This machine: root `/`, live probes on, `$HOME` as the home folder, commands run with a
+  /// 20-second limit each.
+  static HostSeam system();
+  /// A host tree in `root`: no live probes, no commands; home folders are `<root>/root` and every
+  /// `<root>/home/*`.
+  static HostSeam tree(const std::filesystem::path& root);
+
+  /// The local path of host path `host_path` (absolute, as seen on the host), following symbolic
+  /// links inside the tree: absolute link targets are read relative to `root`, so a tree never
+  /// escapes into the machine that reads it. Returns nullopt when a component is missing or the
+  /// links loop.
+  [[nodiscard]] std::optional<std::filesystem::path> resolve(const std::filesystem::path& host_path) const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Host facts
+// ---------------------------------------------------------------------------------------------
+
+/// /etc/os-release (os-release(5)); empty strings for keys the file lacks.
+struct OsRelease {
+  std::string id;                ///< "debian", "ubuntu", "rhel"
+  std::string version_id;        ///< "12", "22.04"
+  std::string version_codename;  ///< "bookworm"
+  std::string pretty_name;       ///< "Debian GNU/Linux 12 (bookworm)"
+  friend bool operator==(const OsRelease&, const OsRelease&) = default;
+};
+
+/// Parses os-release text: KEY=value lines, values optionally in single or double quotes with
+/// shell backslash escapes, `#` comments. `source` names the file in errors. A line that is not
+/// KEY=value is an error naming file:line.
+Result<OsRelease> parse_os_release(std::string_view text, const std::string& source);
+
+/// The symbol versions an ELF shared object defines (its `.gnu.version_d` section), e.g.
+/// "GLIBC_2.2.5", "GLIBCXX_3.4.30", "CXXABI_1.3.13", and its machine.
+struct ElfVersionInfo {
+  std::string machine;                ///< "x86_64", "aarch64", "ppc64le", "s390x", ... (from e_machine)
+  std::vector<std::string> versions;  ///< definitions in file order, the base (soname) entry excluded
+};
+
+/// Reads `path` as an ELF file (32/64-bit, either byte order) and lists its version definitions.
+/// Errors: Io when unreadable; Parse (naming the file and the offset) when it is not ELF, is
+/// truncated, or a table points outside the file. A file without `.gnu.version_d` gives an empty
+/// list.
+Result<ElfVersionInfo> read_elf_version_definitions(const std::filesystem::path& path);
+
+/// The greatest version among `versions` named `<prefix><n>.<n>...` ("GLIBCXX_" -> "3.4.30"),
+/// compared number by number; empty when none has that prefix.
+std::string max_symbol_version(const std::vector<std::string>& versions, std::string_view prefix);
+
+/// Compares dotted numeric versions ("2.17" < "2.36", "3.4.9" < "3.4.30"): negative, 0, positive.
+/// Non-numeric parts compare as 0.
+int compare_dotted(std::string_view a, std::string_view b);
+
+/// One installed system package.
+struct SystemPackage {
+  std::string name;
+  std::string version;       ///< dpkg: with epoch ("1:2.3-4"); rpm: version-release
+  std::string architecture;  ///< "amd64", "all", "x86_64", "noarch"
+  std::string status;        ///< dpkg's Status field ("install ok installed"); "installed" for rpm
+  friend bool operator==(const SystemPackage&, const SystemPackage&) = default;
+};
+
+/// Parses /var/lib/dpkg/status (deb822 stanzas separated by blank lines, continuation lines start
+/// with a space or tab). Every stanza is kept, whatever its status, sorted by name then
+/// architecture. Errors (Parse, "file:line: ...") for a stanza without Package, a field line
+/// without ':', or a continuation line before any field.
+Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, const std::string& source);
+
+/// Parses `rpm -qa --queryformat '%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\t%{ARCH}\n'` output
+/// (the query capture runs); epoch 0 is dropped from the version. Lines with another shape are
+/// an error naming the line.
+Result<std::vector<SystemPackage>> parse_rpm_query(std::string_view text, const std::string& source);
+
+/// One NVIDIA GPU.
+struct GpuInfo {
+  std::string name;                ///< product name, e.g. "NVIDIA A100-SXM4-80GB"
+  std::string architecture;        ///< "Ampere", when the driver reports it
+  std::string compute_capability;  ///< "8.0", when known (NVML); empty from nvidia-smi XML
+  std::optional<std::uint64_t> memory_mib;  ///< total framebuffer memory in MiB
+  std::string uuid;                ///< only with CaptureOptions::include_ids
+  friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
+};
+
+/// NVIDIA driver facts.
+struct NvidiaFacts {
+  std::string driver_version;  ///< "535.104.05"
+  std::string cuda_version;    ///< the newest CUDA the driver supports, "12.2"; may be empty
+  std::vector<GpuInfo> gpus;   ///< in bus order as the driver lists them
+  friend bool operator==(const NvidiaFacts&, const NvidiaFacts&) = default;
+};
+
+/// The driver version from /proc/driver/nvidia/version text ("NVRM version: NVIDIA UNIX x86_64
+/// Kernel Module  535.104.05  ..."); Parse error naming `source` when no version is found.
+Result<std::string> parse_nvidia_proc_version(std::string_view text, const std::string& source);
+
+/// Reads `nvidia-smi -q -x` output (any DTD version): driver_version, cuda_version, and per
+/// <gpu>: product_name, product_architecture, fb_memory_usage/total, uuid (kept only when
+/// `include_ids`). Errors (Parse) name `source` and the XML line for malformed XML or a root
+/// element other than nvidia_smi_log.
+Result<NvidiaFacts> parse_nvidia_smi_xml(std::string_view text, const std::string& source, bool include_ids);
+
+/// Everything capture records about the host outside conda prefixes.
+struct HostFacts {
+  std::string platform;            ///< conda subdir of the host, e.g. "linux-64"
+  OsRelease os;
+  std::string kernel;              ///< kernel release, "6.1.0-18-amd64"
+  std::string glibc;               ///< "2.36": the newest GLIBC_ version libc.so.6 defines
+  std::string libstdcxx_glibcxx;   ///< "3.4.30": newest GLIBCXX_ of the system libstdc++.so.6
+  std::string libstdcxx_cxxabi;    ///< "1.3.13": newest CXXABI_
+  std::string cpu_arch;            ///< "x86_64", "aarch64"
+  std::string cpu_level;           ///< __archspec build: "x86_64_v3"; the arch elsewhere
+  std::optional<std::uint64_t> page_size;  ///< bytes
+  std::optional<NvidiaFacts> nvidia;       ///< absent: no NVIDIA driver found
+  std::string system_package_manager;      ///< "dpkg", "rpm", or empty
+  std::vector<SystemPackage> system_packages;  ///< sorted by name, architecture
+  friend bool operator==(const HostFacts&, const HostFacts&) = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Prefixes: conda records, pip distributions, drift
+// ---------------------------------------------------------------------------------------------
+
+/// How a pip distribution was installed (PEP 610 direct_url.json).
+enum class PipSource {
+  Index,      ///< no direct_url.json: from an index, pinnable as name==version
+  Editable,   ///< dir_info.editable: a working tree, never a pin
+  Vcs,        ///< vcs_info: a git/hg/... checkout at a commit
+  Archive,    ///< archive_info: a wheel or sdist from a URL or file
+  Directory,  ///< dir_info without editable: built from a local folder
+};
+
+/// One file listed in a RECORD (PEP 376): path relative to site-packages, hash, size.
+struct RecordEntry {
+  std::string path;    ///< as written in RECORD ('/'-separated, may start with ../ for scripts)
+  std::string sha256;  ///< lower-case hex (RECORD holds urlsafe base64); empty for unhashed rows
+  std::optional<std::uint64_t> size;
+  friend bool operator==(const RecordEntry&, const RecordEntry&) = default;
+};
+
+/// A Python distribution found as `<site-packages>/<name>-<version>.dist-info`.
+struct PipDistribution {
+  std::string name;              ///< as METADATA's Name
+  std::string version;           ///< as METADATA's Version
+  std::string installer;         ///< INSTALLER's first line ("pip", "uv", "conda"); may be empty
+  PipSource source = PipSource::Index;
+  std::string url;               ///< direct_url.json url, credentials stripped
+  std::string vcs;               ///< "git", ... for Vcs
+  std::string commit_id;         ///< for Vcs
+  std::string requested_revision;///< for Vcs, when recorded
+  std::string archive_sha256;    ///< for Archive, when recorded
+  std::string dist_info;         ///< prefix-relative path of the .dist-info folder
+  std::vector<std::string> wheel_tags;  ///< WHEEL's Tag lines, e.g. "cp311-cp311-manylinux_2_17_x86_64"
+  std::vector<RecordEntry> files;       ///< RECORD rows, paths relative to site-packages
+  std::string shadows;           ///< name of the conda package this install replaced, if any
+  friend bool operator==(const PipDistribution&, const PipDistribution&) = default;
+
+  /// PEP 503 normalised name: lower case, runs of `-_.` as one `-`.
+  [[nodiscard]] std::string normalized_name() const;
+  /// "name==version" for Index installs; otherwise a PEP 508 direct reference
+  /// ("name @ git+https://...@<commit>", "name @ file:///..."), never a plain pin.
+  [[nodiscard]] std::string requirement() const;
+};
+
+/// Reads one `.dist-info` folder (local path) of a prefix; `prefix_relative` is how the folder is
+/// named in the snapshot. Errors (Parse/Io, naming the file): METADATA missing or without
+/// Name/Version, RECORD missing (a dist-info without RECORD cannot be verified or restored), a
+/// malformed RECORD row or hash, direct_url.json that is not valid JSON.
+Result<PipDistribution> read_dist_info(const std::filesystem::path& dist_info_dir,
+                                       const std::string& prefix_relative);
+
+/// A file whose content no longer matches what its owner installed.
+struct ModifiedFile {
+  std::string path;      ///< prefix-relative
+  std::string owner;     ///< conda package name, or "pip:<name>"
+  std::string expected_sha256;
+  std::string actual_sha256;  ///< empty when only the size was compared
+  std::optional<std::uint64_t> expected_size;
+  std::optional<std::uint64_t> actual_size;
+  friend bool operator==(const ModifiedFile&, const ModifiedFile&) = default;
+};
+
+/// Drift of one prefix against its own records.
+struct Drift {
+  std::vector<ModifiedFile> modified;  ///< sorted by path
+  std::vector<std::string> unowned;    ///< files no conda record or pip RECORD lists, sorted
+  /// package (conda name, or "pip:<name>") -> its missing files, sorted
+  std::map<std::string, std::vector<std::string>> missing;
+  bool hashed = false;                 ///< false: sizes only (CaptureOptions::hash_files off)
+  [[nodiscard]] bool empty() const { return modified.empty() && unowned.empty() && missing.empty(); }
+  friend bool operator==(const Drift&, const Drift&) = default;
+};
+
+/// One conda package of a captured prefix.
+struct CapturedPackage {
+  RepoDataRecord record;            ///< url/channel credential-free
+  std::vector<std::string> files;   ///< prefix-relative paths it installed, sorted
+  std::string shadowed_by;          ///< "pip:<name>" when a pip install replaced it
+  friend bool operator==(const CapturedPackage&, const CapturedPackage&) = default;
+};
+
+/// One captured conda environment.
+struct CapturedEnvironment {
+  std::string name;                       ///< "base" for a conda installation, else the folder name
+  std::string prefix;                     ///< host path
+  std::string platform;                   ///< subdir of its packages (noarch ignored); host's when none
+  std::vector<CapturedPackage> packages;  ///< sorted by name
+  std::vector<PipDistribution> pip;       ///< installed by something other than conda, sorted
+  Drift drift;
+  friend bool operator==(const CapturedEnvironment&, const CapturedEnvironment&) = default;
+};
+
+/// A fact capture could not read. The snapshot is then partial and says so.
+struct CaptureProblem {
+  std::string where;    ///< file, prefix or fact
+  std::string message;
+  friend bool operator==(const CaptureProblem&, const CaptureProblem&) = default;
+};
+
+/// A whole snapshot.
+struct Snapshot {
+  static constexpr int kFormatVersion = 1;
+  int format_version = kFormatVersion;
+  std::string timestamp;                     ///< ISO 8601 UTC, only with --timestamp
+  HostFacts host;
+  std::vector<CapturedEnvironment> environments;  ///< sorted by name
+  std::vector<CaptureProblem> problems;           ///< empty: complete capture
+  [[nodiscard]] bool complete() const { return problems.empty(); }
+
+  /// The deterministic YAML text (see the file comment).
+  [[nodiscard]] std::string to_yaml() const;
+  /// Parses snapshot text; `source` names the file in errors ("file:line:col: ..."). A newer
+  /// format version is refused naming both versions.
+  static Result<Snapshot> parse(const std::string& text, const std::string& source);
+  static Result<Snapshot> read(const std::filesystem::path& path);
+  /// Writes atomically (temporary file beside `path`, fsync, rename).
+  [[nodiscard]] Status write(const std::filesystem::path& path) const;
+
+  friend bool operator==(const Snapshot&, const Snapshot&) = default;
+};
+
+/// What to capture.
+struct CaptureOptions {
+  std::vector<std::filesystem::path> prefixes;  ///< host paths; empty: discover (see HostSeam)
+  bool include_ids = false;   ///< record GPU UUIDs
+  bool hash_files = true;     ///< sha256 every owned file (false: compare sizes only)
+  std::string timestamp;      ///< written as is when non-empty
+  /// Saved command outputs used instead of running commands ("nvidia-smi", "rpm").
+  std::map<std::string, std::filesystem::path> command_outputs;
+};
+
+/// Reads the host facts through `seam`; what cannot be read is added to `problems`.
+HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options,
+                             std::vector<CaptureProblem>& problems);
+
+/// Captures one prefix (host path). A prefix without conda-meta is an error; unreadable records
+/// or dist-info folders are added to `problems` and skipped.
+Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const std::filesystem::path& prefix,
+                                           const std::string& host_platform, const CaptureOptions& options,
+                                           std::vector<CaptureProblem>& problems);
+
+/// The conda prefixes of the host: `~/.conda/environments.txt` entries and `envs/*` below them,
+/// plus `~/.conda/envs/*`, keeping those with a conda-meta folder; sorted, unique.
+std::vector<std::filesystem::path> discover_prefixes(const HostSeam& seam);
+
+/// Captures host facts and every prefix. Never fails as a whole: what could not be read is listed
+/// in Snapshot::problems.
+Snapshot capture(const HostSeam& seam, const CaptureOptions& options);
+
+// ---------------------------------------------------------------------------------------------
+// Using a snapshot
+// ---------------------------------------------------------------------------------------------
+
+/// The conda part of a snapshot as a lockfile: one environment per captured prefix, its records
+/// on its platform, pip distributions as PipPackage entries (requirement() text for non-index
+/// installs), and the capture host's virtual packages. Shadowed conda records are left out
+/// (pip's install is what ran there). manifest_hash is empty: no manifest made it.
+Lockfile to_lockfile(const Snapshot& snapshot);
+
+/// One requirement the target does not meet.
+struct FailedRequirement {
+  std::string requirement;  ///< "__glibc >=2.34", "platform linux-64", "libstdc++ GLIBCXX_3.4.30"
+  std::string needed_by;    ///< package ("pytorch 2.3.1"), "pip:<name> <version>" or "snapshot"
+  std::string target_has;   ///< what the target offers ("2.31", "none")
+  friend bool operator==(const FailedRequirement&, const FailedRequirement&) = default;
+  /// "pytorch 2.3.1 needs __cuda >=12.0; the target has 11.8"
+  [[nodiscard]] std::string to_string() const;
+};
+
+/// Checks whether `target` can run environment `env` of `snapshot`: platform; each record's
+/// `__glibc`, `__cuda`, `__linux`, `__archspec` dependencies (and constrains on them); manylinux
+/// tags of pip wheels against glibc; the system libstdc++ when the environment ships none
+/// (libstdcxx/libstdcxx-ng absent) against the capture host's. Empty: compatible.
+std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, const CapturedEnvironment& env,
+                                                   const HostFacts& target);
+
+/// One change between two snapshots.
+struct SnapshotChange {
+  enum class Kind { Added, Removed, Changed };
+  Kind kind = Kind::Changed;
+  std::string section;   ///< "host", "system", "conda:<env>", "pip:<env>", "drift:<env>", "environment"
+  std::string name;      ///< fact, package or environment name
+  std::string before;    ///< old value (empty when added)
+  std::string after;     ///< new value (empty when removed)
+  friend bool operator==(const SnapshotChange&, const SnapshotChange&) = default;
+};
+
+/// Differences from `a` to `b`, sorted by section then name: environments added/removed, conda
+/// packages (version-build, channel), pip distributions, drift counts, host facts (platform, os,
+/// kernel, glibc, libstdc++, CPU, page size, driver, CUDA, GPUs) and system packages.
+std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b);
+
+}  // namespace envlock

@@ -1,0 +1,107 @@
+// Differences between two snapshots: environments, conda packages, pip distributions, drift,
+// host facts and system packages.
+#include <algorithm>
+#include <map>
+
+#include "envlock/snapshot.hpp"
+
+namespace envlock {
+
+namespace {
+
+using Kind = SnapshotChange::Kind;
+
+void compare_maps(const std::map<std::string, std::string>& a, const std::map<std::string, std::string>& b,
+                  const std::string& section, std::vector<SnapshotChange>& out) {
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    if (it == b.end()) out.push_back({Kind::Removed, section, k, v, ""});
+    else if (it->second != v) out.push_back({Kind::Changed, section, k, v, it->second});
+  }
+  for (const auto& [k, v] : b) {
+    if (!a.count(k)) out.push_back({Kind::Added, section, k, "", v});
+  }
+}
+
+std::map<std::string, std::string> host_map(const HostFacts& h) {
+  std::map<std::string, std::string> m{
+      {"platform", h.platform},
+      {"os", h.os.id + (h.os.version_id.empty() ? "" : " " + h.os.version_id)},
+      {"kernel", h.kernel},
+      {"glibc", h.glibc},
+      {"libstdc++ GLIBCXX", h.libstdcxx_glibcxx},
+      {"libstdc++ CXXABI", h.libstdcxx_cxxabi},
+      {"cpu arch", h.cpu_arch},
+      {"cpu level", h.cpu_level},
+      {"page size", h.page_size ? std::to_string(*h.page_size) : ""},
+      {"nvidia driver", h.nvidia ? h.nvidia->driver_version : ""},
+      {"cuda (driver)", h.nvidia ? h.nvidia->cuda_version : ""},
+  };
+  if (h.nvidia) {
+    std::string gpus;
+    for (const auto& g : h.nvidia->gpus) gpus += (gpus.empty() ? "" : ", ") + g.name;
+    m["gpus"] = gpus;
+  }
+  for (auto it = m.begin(); it != m.end();) it = it->second.empty() ? m.erase(it) : std::next(it);
+  return m;
+}
+
+std::map<std::string, std::string> conda_map(const CapturedEnvironment& e) {
+  std::map<std::string, std::string> m;
+  for (const auto& p : e.packages) {
+    std::string v = p.record.version.to_string() + " " + p.record.build;
+    if (!p.record.channel.empty()) v += " (" + p.record.channel + ")";
+    if (!p.shadowed_by.empty()) v += " [shadowed by " + p.shadowed_by + "]";
+    m[p.record.name] = v;
+  }
+  return m;
+}
+
+std::map<std::string, std::string> pip_map(const CapturedEnvironment& e) {
+  std::map<std::string, std::string> m;
+  for (const auto& d : e.pip) m[d.normalized_name()] = d.requirement() + (d.installer.empty() ? "" : " [" + d.installer + "]");
+  return m;
+}
+
+std::map<std::string, std::string> drift_map(const CapturedEnvironment& e) {
+  std::size_t missing = 0;
+  for (const auto& [pkg, files] : e.drift.missing) missing += files.size();
+  return {{"modified files", std::to_string(e.drift.modified.size())},
+          {"unowned files", std::to_string(e.drift.unowned.size())},
+          {"missing files", std::to_string(missing)}};
+}
+
+}  // namespace
+
+std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b) {
+  std::vector<SnapshotChange> out;
+  compare_maps(host_map(a.host), host_map(b.host), "host", out);
+  std::map<std::string, std::string> sa, sb;
+  for (const auto& p : a.host.system_packages) sa[p.name + (p.architecture.empty() ? "" : ":" + p.architecture)] = p.version;
+  for (const auto& p : b.host.system_packages) sb[p.name + (p.architecture.empty() ? "" : ":" + p.architecture)] = p.version;
+  compare_maps(sa, sb, "system", out);
+
+  std::map<std::string, const CapturedEnvironment*> ea, eb;
+  for (const auto& e : a.environments) ea[e.name] = &e;
+  for (const auto& e : b.environments) eb[e.name] = &e;
+  for (const auto& [name, env] : ea) {
+    auto it = eb.find(name);
+    if (it == eb.end()) {
+      out.push_back({Kind::Removed, "environment", name, env->prefix, ""});
+      continue;
+    }
+    if (env->prefix != it->second->prefix) out.push_back({Kind::Changed, "environment", name, env->prefix, it->second->prefix});
+    compare_maps(conda_map(*env), conda_map(*it->second), "conda:" + name, out);
+    compare_maps(pip_map(*env), pip_map(*it->second), "pip:" + name, out);
+    compare_maps(drift_map(*env), drift_map(*it->second), "drift:" + name, out);
+  }
+  for (const auto& [name, env] : eb) {
+    if (!ea.count(name)) out.push_back({Kind::Added, "environment", name, "", env->prefix});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const SnapshotChange& x, const SnapshotChange& y) {
+    return std::tie(x.section, x.name) < std::tie(y.section, y.name);
+  });
+  return out;
+}
+
+}  // namespace envlock

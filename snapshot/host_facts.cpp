@@ -1,0 +1,285 @@
+// Host facts read through a HostSeam: os-release, kernel, glibc and libstdc++ versions (ELF
+// version definitions), CPU architecture and x86-64 level, page size, NVIDIA driver, system packages.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "envlock/snapshot.hpp"
+#include "envlock/virtual_packages.hpp"
+
+namespace envlock {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<std::string> read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// Reads a host file through the seam; nullopt when missing.
+std::optional<std::string> host_file(const HostSeam& seam, const fs::path& host_path, fs::path* local_out = nullptr) {
+  auto local = seam.resolve(host_path);
+  if (!local) return std::nullopt;
+  if (local_out != nullptr) *local_out = *local;
+  return read_text(*local);
+}
+
+// Finds a shared library by soname in the usual library folders (multiarch first).
+std::optional<std::pair<fs::path, fs::path>> find_library(const HostSeam& seam, const std::string& soname) {
+  std::vector<fs::path> dirs;
+  for (const char* base : {"/lib", "/usr/lib"}) {
+    auto local = seam.resolve(base);
+    if (!local) continue;
+    std::vector<fs::path> multi;
+    std::error_code ec;
+    for (fs::directory_iterator it(*local, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string n = it->path().filename().string();
+      if (n.find("-linux-gnu") != std::string::npos) multi.push_back(fs::path(base) / n);
+    }
+    std::sort(multi.begin(), multi.end());
+    dirs.insert(dirs.end(), multi.begin(), multi.end());
+  }
+  for (const char* d : {"/lib64", "/usr/lib64", "/lib", "/usr/lib"}) dirs.emplace_back(d);
+  for (const auto& d : dirs) {
+    const fs::path host = d / soname;
+    if (auto local = seam.resolve(host); local && fs::is_regular_file(*local)) return std::make_pair(host, *local);
+  }
+  return std::nullopt;
+}
+
+// x86-64 psABI level from /proc/cpuinfo flag names (the same feature sets as detect_microarchitecture).
+std::string level_from_cpuinfo_flags(const std::set<std::string>& f) {
+  auto all = [&](std::initializer_list<const char*> names) {
+    return std::all_of(names.begin(), names.end(), [&](const char* n) { return f.count(n) > 0; });
+  };
+  const bool v2 = all({"cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2", "ssse3"});
+  const bool v3 = v2 && all({"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"});
+  const bool v4 = v3 && all({"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"});
+  return v4 ? "x86_64_v4" : v3 ? "x86_64_v3" : v2 ? "x86_64_v2" : "x86_64_v1";
+}
+
+std::string platform_for(const std::string& arch) {
+  if (arch == "x86_64") return "linux-64";
+  if (arch == "i686" || arch == "i386") return "linux-32";
+  if (arch == "aarch64") return "linux-aarch64";
+  if (arch == "ppc64le") return "linux-ppc64le";
+  if (arch == "s390x") return "linux-s390x";
+  if (arch == "armv7l") return "linux-armv7l";
+  if (arch == "riscv64") return "linux-riscv64";
+  return "";
+}
+
+std::optional<std::string> command_output(const HostSeam& seam, const CaptureOptions& options, const std::string& tool,
+                                          const std::vector<std::string>& argv, std::vector<CaptureProblem>& problems,
+                                          bool missing_is_problem) {
+  if (auto it = options.command_outputs.find(tool); it != options.command_outputs.end()) {
+    auto text = read_text(it->second);
+    if (!text) {
+      problems.push_back({it->second.string(), "cannot read the saved " + tool + " output"});
+      return std::nullopt;
+    }
+    return text;
+  }
+  if (!seam.run) return std::nullopt;
+  auto out = seam.run(argv);
+  if (!out) {
+    if (missing_is_problem) problems.push_back({out.error().where, out.error().message});
+    return std::nullopt;
+  }
+  return *out;
+}
+
+}  // namespace
+
+Result<OsRelease> parse_os_release(std::string_view text, const std::string& source) {
+  OsRelease os;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    const auto eq = t.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Error{ErrorKind::Parse, source + ":" + std::to_string(lineno), "expected KEY=value", "  " + t,
+                   "os-release(5) lines are KEY=value; fix or remove this line"};
+    }
+    const std::string key = t.substr(0, eq);
+    std::string raw = t.substr(eq + 1), value;
+    char quote = 0;
+    if (!raw.empty() && (raw[0] == '"' || raw[0] == '\'')) quote = raw[0];
+    for (std::size_t i = quote ? 1 : 0; i < raw.size(); ++i) {
+      const char c = raw[i];
+      if (quote && c == quote) break;
+      if (c == '\\' && quote != '\'' && i + 1 < raw.size()) {
+        value += raw[++i];
+        continue;
+      }
+      value += c;
+    }
+    if (key == "ID") os.id = value;
+    else if (key == "VERSION_ID") os.version_id = value;
+    else if (key == "VERSION_CODENAME") os.version_codename = value;
+    else if (key == "PRETTY_NAME") os.pretty_name = value;
+  }
+  return os;
+}
+
+HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options, std::vector<CaptureProblem>& problems) {
+  HostFacts h;
+
+  // os-release: /etc/os-release, else /usr/lib/os-release (os-release(5)).
+  {
+    fs::path local;
+    auto text = host_file(seam, "/etc/os-release", &local);
+    if (!text) text = host_file(seam, "/usr/lib/os-release", &local);
+    if (!text) {
+      problems.push_back({"/etc/os-release", "missing: the operating system is not recorded"});
+    } else if (auto os = parse_os_release(*text, "/etc/os-release"); !os) {
+      problems.push_back({os.error().where, os.error().message});
+    } else {
+      h.os = *os;
+    }
+  }
+
+  // Kernel release.
+  if (seam.live) {
+    struct utsname u {};
+    if (uname(&u) == 0) h.kernel = u.release;
+  } else if (auto k = host_file(seam, "/proc/sys/kernel/osrelease")) {
+    h.kernel = trim(*k);
+  }
+  if (h.kernel.empty()) problems.push_back({"/proc/sys/kernel/osrelease", "missing: the kernel release is not recorded"});
+
+  // glibc and the CPU architecture from libc.so.6.
+  if (auto libc = find_library(seam, "libc.so.6")) {
+    if (auto info = read_elf_version_definitions(libc->second); !info) {
+      problems.push_back({libc->first.string(), info.error().message});
+    } else {
+      h.glibc = max_symbol_version(info->versions, "GLIBC_");
+      h.cpu_arch = info->machine;
+      if (h.glibc.empty()) problems.push_back({libc->first.string(), "defines no GLIBC_ versions: not glibc?"});
+    }
+  } else {
+    problems.push_back({"libc.so.6", "not found in /lib, /usr/lib (multiarch folders), /lib64, /usr/lib64: glibc is not recorded"});
+  }
+  if (seam.live) {
+    struct utsname u {};
+    if (uname(&u) == 0) h.cpu_arch = u.machine;
+  }
+
+  // The system libstdc++.
+  if (auto lib = find_library(seam, "libstdc++.so.6")) {
+    if (auto info = read_elf_version_definitions(lib->second); !info) {
+      problems.push_back({lib->first.string(), info.error().message});
+    } else {
+      h.libstdcxx_glibcxx = max_symbol_version(info->versions, "GLIBCXX_");
+      h.libstdcxx_cxxabi = max_symbol_version(info->versions, "CXXABI_");
+    }
+  }  // no system libstdc++ is a fact, not a failure: conda environments ship their own
+
+  // CPU level.
+  if (seam.live) {
+    h.cpu_level = detect_microarchitecture();
+  } else if (h.cpu_arch == "x86_64") {
+    if (auto info = host_file(seam, "/proc/cpuinfo")) {
+      std::istringstream in(*info);
+      std::string line;
+      while (std::getline(in, line)) {
+        if (!line.starts_with("flags")) continue;
+        const auto colon = line.find(':');
+        std::set<std::string> flags;
+        std::istringstream fl(colon == std::string::npos ? "" : line.substr(colon + 1));
+        for (std::string f; fl >> f;) flags.insert(f);
+        h.cpu_level = level_from_cpuinfo_flags(flags);
+        break;
+      }
+    }
+    if (h.cpu_level.empty()) problems.push_back({"/proc/cpuinfo", "no CPU flags: the x86-64 level is not recorded"});
+  } else {
+    h.cpu_level = h.cpu_arch;
+  }
+  h.platform = platform_for(h.cpu_arch);
+
+  // Page size.
+  if (seam.live) {
+    const long ps = sysconf(_SC_PAGESIZE);
+    if (ps > 0) h.page_size = static_cast<std::uint64_t>(ps);
+  } else if (auto smaps = host_file(seam, "/proc/self/smaps")) {
+    const auto at = smaps->find("KernelPageSize:");
+    if (at != std::string::npos) {
+      std::istringstream in(smaps->substr(at + 15));
+      std::uint64_t kb = 0;
+      if (in >> kb) h.page_size = kb * 1024;
+    }
+  }
+  if (!h.page_size) problems.push_back({"page size", "not readable (no /proc/self/smaps in the host tree)"});
+
+  // NVIDIA: /proc/driver/nvidia/version for the driver, nvidia-smi -q -x for CUDA and GPUs.
+  const auto proc_version = host_file(seam, "/proc/driver/nvidia/version");
+  const auto smi = command_output(seam, options, "nvidia-smi", {"nvidia-smi", "-q", "-x"}, problems, proc_version.has_value());
+  if (proc_version || smi) {
+    NvidiaFacts nv;
+    if (smi) {
+      if (auto parsed = parse_nvidia_smi_xml(*smi, "nvidia-smi -q -x", options.include_ids); !parsed) {
+        problems.push_back({parsed.error().where, parsed.error().message});
+      } else {
+        nv = *parsed;
+      }
+    }
+    if (proc_version) {
+      if (auto v = parse_nvidia_proc_version(*proc_version, "/proc/driver/nvidia/version"); !v) {
+        problems.push_back({v.error().where, v.error().message});
+      } else {
+        nv.driver_version = *v;  // the loaded kernel module is the authority
+      }
+    }
+    if (nv.cuda_version.empty() && seam.live) {
+      if (auto cuda = detect_cuda_driver_version()) nv.cuda_version = *cuda;
+    }
+    h.nvidia = nv;
+  }
+
+  // System packages: dpkg's status database, else rpm.
+  if (auto status = host_file(seam, "/var/lib/dpkg/status")) {
+    h.system_package_manager = "dpkg";
+    if (auto pkgs = parse_dpkg_status(*status, "/var/lib/dpkg/status"); !pkgs) {
+      problems.push_back({pkgs.error().where, pkgs.error().message});
+    } else {
+      h.system_packages = std::move(*pkgs);
+    }
+  } else if (seam.resolve("/var/lib/rpm") || options.command_outputs.count("rpm")) {
+    h.system_package_manager = "rpm";
+    const auto out = command_output(seam, options, "rpm",
+                                    {"rpm", "-qa", "--queryformat", "%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n"},
+                                    problems, true);
+    if (!out) {
+      if (!seam.run && !options.command_outputs.count("rpm")) {
+        problems.push_back({"/var/lib/rpm", "an rpm database is present but commands are not run on a host tree; pass the saved `rpm -qa` output"});
+      }
+    } else if (auto pkgs = parse_rpm_query(*out, "rpm -qa"); !pkgs) {
+      problems.push_back({pkgs.error().where, pkgs.error().message});
+    } else {
+      h.system_packages = std::move(*pkgs);
+    }
+  }
+  return h;
+}
+
+}  // namespace envlock

@@ -1,0 +1,152 @@
+// HostSeam: the root folder and command runner capture reads the host through.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <system_error>
+
+#include "envlock/snapshot.hpp"
+
+extern char** environ;
+
+namespace envlock {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string join_argv(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// Runs argv with stdout captured, stderr discarded, stdin from /dev/null; kills it after
+// `limit_ms`. Output is bounded to 64 MiB.
+Result<std::string> run_command(const std::vector<std::string>& argv, int limit_ms) {
+  const std::string what = join_argv(argv);
+  if (argv.empty()) return Error{ErrorKind::Usage, "", "empty command", "", ""};
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return Error{ErrorKind::Io, what, std::strerror(errno), "", ""};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(out[1]);
+  if (rc != 0) {
+    close(out[0]);
+    return Error{ErrorKind::Io, what, std::string("cannot run: ") + std::strerror(rc), "", ""};
+  }
+  std::string output;
+  bool timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit_ms);
+  char buf[65536];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) { timed_out = true; break; }
+    pollfd p{out[0], POLLIN, 0};
+    const int pr = poll(&p, 1, static_cast<int>(left));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) { timed_out = pr == 0; break; }
+    const ssize_t n = read(out[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    output.append(buf, static_cast<std::size_t>(n));
+    if (output.size() > (64u << 20)) { timed_out = true; break; }
+  }
+  close(out[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (timed_out) {
+    return Error{ErrorKind::Io, what, "did not finish within " + std::to_string(limit_ms / 1000) + " s (or its output was too large)", "", ""};
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                              : "was killed by signal " + std::to_string(WTERMSIG(status));
+    return Error{ErrorKind::Io, what, how, "", ""};
+  }
+  return output;
+}
+
+}  // namespace
+
+HostSeam HostSeam::system() {
+  HostSeam seam;
+  seam.root = "/";
+  seam.live = true;
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') seam.home_dirs.emplace_back(home);
+  seam.run = [](const std::vector<std::string>& argv) { return run_command(argv, 20000); };
+  return seam;
+}
+
+HostSeam HostSeam::tree(const fs::path& root) {
+  HostSeam seam;
+  seam.root = root;
+  seam.live = false;
+  std::error_code ec;
+  if (fs::is_directory(root / "root", ec)) seam.home_dirs.emplace_back("/root");
+  std::vector<fs::path> homes;
+  for (fs::directory_iterator it(root / "home", ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) homes.push_back(fs::path("/home") / it->path().filename());
+  }
+  std::sort(homes.begin(), homes.end());
+  seam.home_dirs.insert(seam.home_dirs.end(), homes.begin(), homes.end());
+  return seam;
+}
+
+std::optional<fs::path> HostSeam::resolve(const fs::path& host_path) const {
+  if (live) {
+    std::error_code ec;
+    if (!fs::exists(host_path, ec)) return std::nullopt;
+    return host_path;
+  }
+  // Walk component by component, resolving links against the tree's root.
+  std::vector<std::string> pending;
+  for (const auto& part : host_path.relative_path()) pending.push_back(part.string());
+  std::reverse(pending.begin(), pending.end());
+  fs::path current;  // relative to root
+  int hops = 0;
+  while (!pending.empty()) {
+    const std::string part = pending.back();
+    pending.pop_back();
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      current = current.has_parent_path() ? current.parent_path() : fs::path();
+      continue;
+    }
+    const fs::path local = root / current / part;
+    std::error_code ec;
+    const auto st = fs::symlink_status(local, ec);
+    if (ec || !fs::exists(st)) return std::nullopt;
+    if (fs::is_symlink(st)) {
+      if (++hops > 40) return std::nullopt;
+      const fs::path target = fs::read_symlink(local, ec);
+      if (ec) return std::nullopt;
+      std::vector<std::string> parts;
+      for (const auto& p : target.relative_path()) parts.push_back(p.string());
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) pending.push_back(*it);
+      if (target.is_absolute()) current.clear();
+      continue;
+    }
+    current /= part;
+  }
+  return root / current;
+}
+
+}  // namespace envlock

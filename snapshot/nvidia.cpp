@@ -1,0 +1,89 @@
+// NVIDIA driver facts: /proc/driver/nvidia/version and `nvidia-smi -q -x` (read with libxml2).
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#include <cctype>
+#include <memory>
+#include <regex>
+
+#include "envlock/snapshot.hpp"
+
+namespace envlock {
+
+namespace {
+
+struct DocFree {
+  void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
+};
+
+std::string text_of(xmlNode* n) {
+  if (n == nullptr) return "";
+  xmlChar* c = xmlNodeGetContent(n);
+  std::string s = c != nullptr ? reinterpret_cast<const char*>(c) : "";
+  xmlFree(c);
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  s = s.substr(b, e - b);
+  return s == "N/A" ? "" : s;
+}
+
+xmlNode* child(xmlNode* n, const char* name) {
+  if (n == nullptr) return nullptr;
+  for (xmlNode* c = n->children; c != nullptr; c = c->next) {
+    if (c->type == XML_ELEMENT_NODE && xmlStrcmp(c->name, BAD_CAST name) == 0) return c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Result<std::string> parse_nvidia_proc_version(std::string_view text, const std::string& source) {
+  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." or
+  // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build ..."
+  static const std::regex re(R"(NVRM version:.*?Module(?:\s+for\s+\S+)?\s+([0-9]+\.[0-9]+(?:\.[0-9]+)?)\b)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_search(text.begin(), text.end(), m, re)) {
+    return Error{ErrorKind::Parse, source, "no driver version in the `NVRM version:` line", "",
+                 "expected a line like `NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05 ...`"};
+  }
+  return m[1].str();
+}
+
+Result<NvidiaFacts> parse_nvidia_smi_xml(std::string_view text, const std::string& source, bool include_ids) {
+  // No network, no external DTD loading, no entity expansion: the input is untrusted.
+  std::unique_ptr<xmlDoc, DocFree> doc(xmlReadMemory(text.data(), static_cast<int>(text.size()), source.c_str(), nullptr,
+                                                     XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
+  if (!doc) {
+    const xmlError* err = xmlGetLastError();
+    const std::string where = source + (err != nullptr && err->line > 0 ? ":" + std::to_string(err->line) : "");
+    std::string msg = err != nullptr && err->message != nullptr ? err->message : "malformed XML";
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    return Error{ErrorKind::Parse, where, "not valid nvidia-smi XML: " + msg, "", "capture it again with `nvidia-smi -q -x`"};
+  }
+  xmlNode* root = xmlDocGetRootElement(doc.get());
+  if (root == nullptr || xmlStrcmp(root->name, BAD_CAST "nvidia_smi_log") != 0) {
+    return Error{ErrorKind::Parse, source,
+                 "the root element is <" + std::string(root != nullptr ? reinterpret_cast<const char*>(root->name) : "") +
+                     ">, not <nvidia_smi_log>",
+                 "", "pass the output of `nvidia-smi -q -x`"};
+  }
+  NvidiaFacts nv;
+  nv.driver_version = text_of(child(root, "driver_version"));
+  nv.cuda_version = text_of(child(root, "cuda_version"));
+  for (xmlNode* g = root->children; g != nullptr; g = g->next) {
+    if (g->type != XML_ELEMENT_NODE || xmlStrcmp(g->name, BAD_CAST "gpu") != 0) continue;
+    GpuInfo gpu;
+    gpu.name = text_of(child(g, "product_name"));
+    gpu.architecture = text_of(child(g, "product_architecture"));
+    if (include_ids) gpu.uuid = text_of(child(g, "uuid"));
+    const std::string total = text_of(child(child(g, "fb_memory_usage"), "total"));  // "24576 MiB"
+    if (!total.empty() && std::isdigit(static_cast<unsigned char>(total[0]))) {
+      gpu.memory_mib = std::stoull(total);
+    }
+    nv.gpus.push_back(std::move(gpu));
+  }
+  return nv;
+}
+
+}  // namespace envlock

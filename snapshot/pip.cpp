@@ -1,0 +1,241 @@
+// pip-installed distributions: *.dist-info (PEP 376/627: METADATA, INSTALLER, RECORD, WHEEL) and
+// PEP 610 direct_url.json.
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "envlock/snapshot.hpp"
+#include "envlock/url.hpp"
+
+namespace envlock {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<std::string> slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// RFC 4180 rows: fields separated by ',', optionally double-quoted with "" as an escaped quote.
+// Returns false for an unterminated quote.
+bool split_csv_row(const std::string& line, std::vector<std::string>& out) {
+  out.clear();
+  std::string field;
+  bool quoted = false, was_quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"') {
+        if (i + 1 < line.size() && line[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else {
+        field += c;
+      }
+    } else if (c == '"' && field.empty() && !was_quoted) {
+      quoted = was_quoted = true;
+    } else if (c == ',') {
+      out.push_back(std::move(field));
+      field.clear();
+      was_quoted = false;
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  if (quoted) return false;
+  out.push_back(std::move(field));
+  return true;
+}
+
+// "sha256=<urlsafe base64, no padding>" -> lower-case hex; empty on failure.
+std::string record_hash_to_hex(std::string_view b64) {
+  std::string std_b64(b64);
+  for (char& c : std_b64) {
+    if (c == '-') c = '+';
+    else if (c == '_') c = '/';
+  }
+  while (std_b64.size() % 4 != 0) std_b64 += '=';
+  std::string raw(std_b64.size() / 4 * 3 + 1, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(raw.data()),
+                                reinterpret_cast<const unsigned char*>(std_b64.data()), static_cast<int>(std_b64.size()));
+  if (n < 32) return "";
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 32; ++i) {
+    const auto b = static_cast<unsigned char>(raw[static_cast<std::size_t>(i)]);
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+// RFC 822-style headers of METADATA: stops at the first blank line (the body follows).
+std::map<std::string, std::string> read_headers(const std::string& text) {
+  std::map<std::string, std::string> h;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) break;
+    if (line[0] == ' ' || line[0] == '\t') continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (!h.count(key)) h[key] = trim(std::string_view(line).substr(colon + 1));
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string PipDistribution::normalized_name() const {
+  std::string out;
+  bool sep = false;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.') {
+      sep = true;
+      continue;
+    }
+    if (sep && !out.empty()) out += '-';
+    sep = false;
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+std::string PipDistribution::requirement() const {
+  switch (source) {
+    case PipSource::Index: return name + "==" + version;
+    case PipSource::Vcs: {
+      std::string u = vcs + "+" + url;
+      if (!commit_id.empty()) u += "@" + commit_id;
+      return name + " @ " + u;
+    }
+    case PipSource::Archive:
+      return name + " @ " + url + (archive_sha256.empty() ? "" : "#sha256=" + archive_sha256);
+    case PipSource::Editable:
+    case PipSource::Directory: return name + " @ " + url;
+  }
+  return name + "==" + version;
+}
+
+Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& prefix_relative) {
+  PipDistribution d;
+  d.dist_info = prefix_relative;
+  const auto metadata = slurp(dir / "METADATA");
+  if (!metadata) {
+    return Error{ErrorKind::Io, prefix_relative + "/METADATA", "missing: the distribution's name and version are unknown", "",
+                 "reinstall the distribution (pip install --force-reinstall --no-deps <name>)"};
+  }
+  const auto headers = read_headers(*metadata);
+  if (auto it = headers.find("name"); it != headers.end()) d.name = it->second;
+  if (auto it = headers.find("version"); it != headers.end()) d.version = it->second;
+  if (d.name.empty() || d.version.empty()) {
+    return Error{ErrorKind::Parse, prefix_relative + "/METADATA", "has no Name or Version header", "",
+                 "core metadata (PEP 566) needs both; reinstall the distribution"};
+  }
+  if (auto inst = slurp(dir / "INSTALLER")) {
+    std::istringstream in(*inst);
+    std::string first;
+    std::getline(in, first);
+    d.installer = trim(first);
+  }
+  if (auto wheel = slurp(dir / "WHEEL")) {
+    std::istringstream in(*wheel);
+    for (std::string line; std::getline(in, line);) {
+      if (line.starts_with("Tag:")) d.wheel_tags.push_back(trim(std::string_view(line).substr(4)));
+    }
+    std::sort(d.wheel_tags.begin(), d.wheel_tags.end());
+  }
+  const auto record = slurp(dir / "RECORD");
+  if (!record) {
+    return Error{ErrorKind::Io, prefix_relative + "/RECORD",
+                 "missing: " + d.name + " " + d.version + " lists no installed files, so it cannot be verified or restored", "",
+                 "reinstall it with pip (pip install --force-reinstall --no-deps " + d.name + "==" + d.version + ")"};
+  }
+  {
+    std::istringstream in(*record);
+    std::string line;
+    int lineno = 0;
+    std::vector<std::string> cols;
+    while (std::getline(in, line)) {
+      ++lineno;
+      if (trim(line).empty()) continue;
+      const std::string where = prefix_relative + "/RECORD:" + std::to_string(lineno);
+      if (!split_csv_row(line, cols) || cols.size() != 3 || cols[0].empty()) {
+        return Error{ErrorKind::Parse, where, "expected `path,hash,size`", "  " + line, "RECORD rows are CSV (PEP 376)"};
+      }
+      RecordEntry e;
+      e.path = cols[0];
+      if (!cols[1].empty()) {
+        if (!cols[1].starts_with("sha256=")) {
+          return Error{ErrorKind::Parse, where, "unsupported hash `" + cols[1].substr(0, cols[1].find('=')) + "`", "  " + line,
+                       "envlock checks sha256 RECORD hashes, which pip always writes"};
+        }
+        e.sha256 = record_hash_to_hex(std::string_view(cols[1]).substr(7));
+        if (e.sha256.empty()) return Error{ErrorKind::Parse, where, "the sha256 is not 32 bytes of urlsafe base64", "  " + line, ""};
+      }
+      if (!cols[2].empty()) {
+        std::uint64_t size = 0;
+        for (char c : cols[2]) {
+          if (c < '0' || c > '9' || size > (UINT64_MAX - 9) / 10) {
+            return Error{ErrorKind::Parse, where, "the size is not a number", "  " + line, ""};
+          }
+          size = size * 10 + static_cast<std::uint64_t>(c - '0');
+        }
+        e.size = size;
+      }
+      d.files.push_back(std::move(e));
+    }
+    std::sort(d.files.begin(), d.files.end(), [](const RecordEntry& a, const RecordEntry& b) { return a.path < b.path; });
+  }
+  if (auto direct = slurp(dir / "direct_url.json")) {
+    const auto j = nlohmann::json::parse(*direct, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("url") || !j["url"].is_string()) {
+      return Error{ErrorKind::Parse, prefix_relative + "/direct_url.json", "not a PEP 610 document (a JSON object with a url)", "",
+                   "reinstall the distribution"};
+    }
+    d.url = redact_url(j["url"].get<std::string>());
+    if (j.contains("vcs_info") && j["vcs_info"].is_object()) {
+      const auto& v = j["vcs_info"];
+      d.source = PipSource::Vcs;
+      d.vcs = v.value("vcs", "");
+      d.commit_id = v.value("commit_id", "");
+      d.requested_revision = v.value("requested_revision", "");
+    } else if (j.contains("archive_info") && j["archive_info"].is_object()) {
+      const auto& a = j["archive_info"];
+      d.source = PipSource::Archive;
+      if (a.contains("hashes") && a["hashes"].is_object()) d.archive_sha256 = a["hashes"].value("sha256", "");
+      if (d.archive_sha256.empty()) {
+        const std::string h = a.value("hash", "");  // legacy "sha256=<hex>"
+        if (h.starts_with("sha256=")) d.archive_sha256 = h.substr(7);
+      }
+    } else if (j.contains("dir_info") && j["dir_info"].is_object()) {
+      d.source = j["dir_info"].value("editable", false) ? PipSource::Editable : PipSource::Directory;
+    } else {
+      return Error{ErrorKind::Parse, prefix_relative + "/direct_url.json", "has none of vcs_info, archive_info, dir_info", "",
+                   "PEP 610 requires exactly one of them"};
+    }
+  }
+  return d;
+}
+
+}  // namespace envlock

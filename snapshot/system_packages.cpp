@@ -1,0 +1,114 @@
+// System package databases: /var/lib/dpkg/status (deb822 stanzas) and `rpm -qa` query output.
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "envlock/snapshot.hpp"
+
+namespace envlock {
+
+namespace {
+
+void sort_packages(std::vector<SystemPackage>& pkgs) {
+  std::sort(pkgs.begin(), pkgs.end(), [](const SystemPackage& a, const SystemPackage& b) {
+    return std::tie(a.name, a.architecture, a.version) < std::tie(b.name, b.architecture, b.version);
+  });
+}
+
+std::string strip(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+}  // namespace
+
+Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, const std::string& source) {
+  std::vector<SystemPackage> out;
+  std::map<std::string, std::string> fields;
+  int stanza_line = 0;
+  bool have_field = false;
+  auto finish = [&](int end_line) -> Status {
+    if (fields.empty()) return ok_status();
+    auto it = fields.find("package");
+    if (it == fields.end() || it->second.empty()) {
+      return Error{ErrorKind::Parse, source + ":" + std::to_string(stanza_line),
+                   "a stanza (lines " + std::to_string(stanza_line) + "-" + std::to_string(end_line) + ") has no Package field",
+                   "", "every stanza of a dpkg status file starts with `Package: <name>`; the file may be damaged"};
+    }
+    SystemPackage p;
+    p.name = it->second;
+    p.version = fields["version"];
+    p.architecture = fields["architecture"];
+    p.status = fields["status"];
+    out.push_back(std::move(p));
+    fields.clear();
+    have_field = false;
+    return ok_status();
+  };
+  std::istringstream in{std::string(text)};
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (strip(line).empty()) {
+      if (auto s = finish(lineno - 1); !s) return s.error();
+      continue;
+    }
+    if (line[0] == ' ' || line[0] == '\t') {
+      if (!have_field) {
+        return Error{ErrorKind::Parse, source + ":" + std::to_string(lineno), "a continuation line comes before any field",
+                     "  " + line, "continuation lines (starting with a space) belong to the field above them"};
+      }
+      continue;  // multi-line values (Description, Conffiles) are not recorded
+    }
+    if (line[0] == '#') continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos || colon == 0) {
+      return Error{ErrorKind::Parse, source + ":" + std::to_string(lineno), "expected `Field: value`", "  " + line,
+                   "dpkg status lines are `Field: value` or continuation lines starting with a space"};
+    }
+    if (fields.empty()) stanza_line = lineno;
+    std::string key = line.substr(0, colon);
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    fields[key] = strip(std::string_view(line).substr(colon + 1));
+    have_field = true;
+  }
+  if (auto s = finish(lineno); !s) return s.error();
+  sort_packages(out);
+  return out;
+}
+
+Result<std::vector<SystemPackage>> parse_rpm_query(std::string_view text, const std::string& source) {
+  std::vector<SystemPackage> out;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (strip(line).empty()) continue;
+    std::vector<std::string> cols;
+    std::size_t start = 0;
+    for (;;) {
+      const auto tab = line.find('\t', start);
+      cols.push_back(strip(std::string_view(line).substr(start, tab == std::string::npos ? std::string::npos : tab - start)));
+      if (tab == std::string::npos) break;
+      start = tab + 1;
+    }
+    if (cols.size() != 3 || cols[0].empty() || cols[1].empty()) {
+      return Error{ErrorKind::Parse, source + ":" + std::to_string(lineno), "expected NAME<tab>EPOCH:VERSION-RELEASE<tab>ARCH",
+                   "  " + line, "produce it with rpm -qa --queryformat '%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n'"};
+    }
+    SystemPackage p;
+    p.name = cols[0];
+    p.version = cols[1].starts_with("0:") ? cols[1].substr(2) : cols[1];
+    p.architecture = cols[2] == "(none)" ? "" : cols[2];
+    p.status = "installed";
+    out.push_back(std::move(p));
+  }
+  sort_packages(out);
+  return out;
+}
+
+}  // namespace envlock
