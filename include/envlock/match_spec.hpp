@@ -10,8 +10,14 @@
 //   numpy[version='>=1.26', build=py312*, build_number='>=2', md5=..., sha256=..., subdir=...,
 //         channel=..., license=..., track_features=..., fn=..., url=...]          bracket keys
 //   https://host/channel/linux-64/numpy-1.26.4-py312h_0.conda[#sha256]          a package URL
+//   numpy[optional]  /  ray[default,data] >=2.9                      bare bracket words
+//   mkl@                                                             conda's legacy feature spec
 // Bracket values win over positional ones, as in conda. Names are matched case-insensitively
-// after lower-casing (conda normalises names to lower case).
+// after lower-casing (conda normalises names to lower case). A `#` starts a comment (conda),
+// except after a package URL, where `#<md5 or sha256>` pins the archive's hash (rattler).
+// Not accepted (conda rejects them too): unknown bracket keys such as rattler's `when=`,
+// `name:spec` with a single colon. conda's `(optional)` parenthesis section is not supported;
+// parentheses group version constraints instead (rattler).
 
 #include <cstdint>
 #include <optional>
@@ -27,11 +33,14 @@ namespace envlock {
 struct PackageRecord;
 struct RepoDataRecord;
 
-/// A string pattern as conda uses for names and build strings: exact text, a glob with `*`
-/// (conda translates `*` to `.*` and anchors it), or a regex written `^...$`.
+/// A string pattern as conda uses for names and build strings (conda's GlobStrMatch): exact text,
+/// a glob with `*` (conda translates `*` to `.*` and anchors it), or a regex written `^...$`
+/// (ECMAScript syntax, searched over the whole string). Matching is case-sensitive; MatchSpec
+/// lower-cases names on both sides.
 class StringMatcher {
  public:
   StringMatcher() = default;  ///< matches everything (`*`)
+  /// Errors (ErrorKind::Parse): empty text, an invalid regex, a regex missing its `^` or `$`.
   static Result<StringMatcher> parse(std::string_view text);
   [[nodiscard]] bool matches(std::string_view s) const;
   [[nodiscard]] bool is_exact() const { return kind_ == Kind::Exact; }
@@ -45,10 +54,12 @@ class StringMatcher {
   std::string text_ = "*";
 };
 
-/// A constraint on a record's build number: `5`, `==5`, `>=5`, `<5`, `!=5`, ...
+/// A constraint on a record's build number (conda's BuildNumberMatch): `5`, `==5`, `=5`, `>=5`,
+/// `<5`, `!=5`, `*` (read as `>=0`). Values are non-negative integers.
 class BuildNumberSpec {
  public:
   enum class Op { Eq, Ne, Lt, Le, Gt, Ge };
+  /// Errors (ErrorKind::Parse): empty text, an unknown operator, a value that is not an integer.
   static Result<BuildNumberSpec> parse(std::string_view text);
   [[nodiscard]] bool matches(std::uint64_t build_number) const;
   [[nodiscard]] std::string to_string() const;  ///< e.g. ">=5"; "5" prints as "5"
@@ -74,7 +85,9 @@ struct MatchSpec {
   std::optional<std::string> license;
   std::optional<std::string> file_name;  ///< `fn=`
   std::optional<std::string> url;        ///< a package URL spec, or `url=`
-  std::vector<std::string> track_features;
+  std::vector<std::string> track_features;  ///< `[track_features='a b']`, sorted, no duplicates
+  std::vector<std::string> extras;       ///< bare bracket words (`ray[default,data]`): pip-style
+                                         ///< extras; conda ignores them when matching, so do we
   bool optional = false;                 ///< `[optional]` (conda's constrains marker)
 
   /// Parses a MatchSpec. Errors name the input, the character position and the rule
@@ -88,8 +101,13 @@ struct MatchSpec {
   /// The name when it is an exact name (most specs); empty otherwise.
   [[nodiscard]] std::string exact_name() const;
 
-  /// True when `record` satisfies every field of the spec (channel checked by name/URL match).
+  /// True when `record` satisfies every field of the spec: name (case-insensitive), version,
+  /// build, build_number, md5, sha256, license (case-insensitive), subdir and track_features
+  /// (the same set, as conda's FeatureMatch). A PackageRecord carries no channel, URL or file
+  /// name, so those fields are not checked here.
   [[nodiscard]] bool matches(const PackageRecord& record) const;
+  /// As above, and also channel (by channel name, e.g. `conda-forge` matches
+  /// https://conda.anaconda.org/conda-forge[/linux-64], or by full URL), url and file name.
   [[nodiscard]] bool matches(const RepoDataRecord& record) const;
 
   friend bool operator==(const MatchSpec&, const MatchSpec&);

@@ -69,11 +69,27 @@ struct RepoDataRecord : PackageRecord {
 
 /// One file a package installed, as in conda-meta `paths_data.paths` (paths.json v1).
 struct PathEntry {
-  enum class Type { HardLink, SoftLink, Directory };
+  /// conda's PathType (conda/models/enums.py): files from the archive are HardLink/SoftLink/
+  /// Directory; the others are files conda made while linking noarch python packages
+  /// (`pyc_file`, `unix_python_entry_point`, `windows_python_entry_point_script`,
+  /// `windows_python_entry_point_exe`, `linked_package_record`).
+  enum class Type {
+    HardLink,
+    SoftLink,
+    Directory,
+    PycFile,
+    UnixPythonEntryPoint,
+    WindowsPythonEntryPointScript,
+    WindowsPythonEntryPointExe,
+    LinkedPackageRecord
+  };
   enum class PlaceholderMode { None, Text, Binary };
   std::string path;                  ///< relative to the prefix, '/'-separated
   Type type = Type::HardLink;
-  std::string sha256;                ///< of the file as installed in the prefix (after relocation)
+  std::string sha256;                ///< of the file as installed in the prefix (after relocation);
+                                     ///< read from `sha256_in_prefix`, else from `sha256`
+  std::string sha256_in_package;     ///< of the file inside the archive (paths.json `sha256`) when
+                                     ///< it differs from `sha256` (a relocated file); else empty
   std::optional<std::uint64_t> size_in_bytes;
   std::string prefix_placeholder;    ///< non-empty when the file was relocated
   PlaceholderMode file_mode = PlaceholderMode::None;
@@ -89,14 +105,17 @@ struct PrefixRecord : RepoDataRecord {
   std::string requested_spec;            ///< the spec the user asked for, if any
   std::string link_type = "hardlink";   ///< "hardlink" | "softlink" | "copy" (conda: link.type 1/2/3)
 
-  /// Reads conda-meta/<dist>.json as conda writes it.
+  /// Reads conda-meta/<dist>.json as conda writes it: the RepoDataRecord keys plus `files`,
+  /// `paths_data` (paths_version 1), `package_tarball_full_path`, `extracted_package_dir`,
+  /// `requested_spec` and `link` ({source, type: 1 hardlink, 2 softlink, 3 copy}).
   static Result<PrefixRecord> from_json(const nlohmann::json& j);
   void to_json(nlohmann::json& j) const;
   friend bool operator==(const PrefixRecord&, const PrefixRecord&) = default;
 };
 
-/// Splits `name-version-build.conda` / `.tar.bz2` into its parts; nullopt when the name does not
-/// have that shape. The extension is returned with its dot.
+/// Splits `name-version-build.conda` / `.tar.bz2` into its parts (conda: rsplit('-', 2) after the
+/// extension); nullopt when the name does not have that shape (no extension, fewer than three
+/// non-empty parts, a '/' in it). The extension is returned with its dot.
 struct ArchiveName {
   std::string name, version, build, extension;
 };

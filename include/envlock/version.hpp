@@ -80,10 +80,17 @@ class Version {
 /// `!=1.2.*` is "does not start with". Round trip: parse(s.to_string()) == s.
 class VersionSpec {
  public:
-  enum class Op { Any, Eq, Ne, Lt, Le, Gt, Ge, StartsWith, NotStartsWith, Compatible, And, Or };
+  /// Any: `*`. Eq..Ge: relational against version(). StartsWith: `1.2.*` / `=1.2` / `1.2*`.
+  /// NotStartsWith: `!=1.2.*`. Compatible: `~=1.2`. And/Or: children(). Glob: a `*` inside the
+  /// version (`1.*.3`), matched as conda does, as a glob over the lower-cased version text.
+  /// Regex: `^...$`, an ECMAScript regular expression over the version text (conda: Python re).
+  enum class Op { Any, Eq, Ne, Lt, Le, Gt, Ge, StartsWith, NotStartsWith, Compatible, And, Or, Glob, Regex };
 
   VersionSpec() = default;  ///< matches every version (`*`)
 
+  /// Parses a constraint. Errors (ErrorKind::Parse) name the input, the character position and
+  /// the rule: empty constraint, unbalanced parenthesis, unknown operator (`=>`, `!1.2`), `~=`
+  /// with `.*`, a bad version (see Version::parse), an invalid regex.
   static Result<VersionSpec> parse(std::string_view text);
 
   [[nodiscard]] bool matches(const Version& v) const;
@@ -96,6 +103,7 @@ class VersionSpec {
   [[nodiscard]] Op op() const { return op_; }
   [[nodiscard]] const Version& version() const { return version_; }       ///< leaf operand
   [[nodiscard]] const std::vector<VersionSpec>& children() const { return children_; }  ///< And/Or
+  [[nodiscard]] const std::string& pattern() const { return pattern_; }   ///< Glob/Regex text
 
   friend bool operator==(const VersionSpec& a, const VersionSpec& b);
 
@@ -103,6 +111,7 @@ class VersionSpec {
   Op op_ = Op::Any;
   Version version_;
   std::vector<VersionSpec> children_;
+  std::string pattern_;
   friend class VersionSpecParser;
 };
 
