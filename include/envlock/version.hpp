@@ -6,14 +6,18 @@
 // * epoch: a non-negative integer followed by `!` (default 0); compared first.
 // * the version is lower-cased; `-` and `_` separate components like `.` (conda rule: when the
 //   text has no `-`, `_` is a separator, as in `1_2`; when it has `-`, `-` is the separator);
-// * each component is split into alternating numeric / alphabetic parts ("1a2" -> 1, "a", 2);
+// * each component is split into runs of digits, of `*`, and of other characters
+//   ("1a2" -> 1, "a", 2); a component that does not start with a digit gets a leading 0
+//   (`1.a1 == 1.0a1`); a trailing `_` stays on the last component (`1.0_` -> 1, [0, "_"]);
 //   numbers compare as integers, strings lexicographically, with the special strings
 //   `*` < `dev` < `_` (internal) < any other string < "" (release) < `post`; a number is greater
 //   than any string except `post` (so `1.0a1 < 1.0 < 1.0post1`, `1.0dev < 1.0a < 1.0b < 1.0rc`);
 //   other strings (`a`, `alpha`, `b`, `beta`, `c`, `rc`) compare as plain lower-case strings,
 //   exactly as conda and libsolv do (this is not PEP 440);
 // * trailing zero components are padded: `1.0 == 1.0.0`, `1.1 < 1.1.1`;
-// * local versions (`+...`) are compared after the release when releases are equal.
+// * local versions (`+...`) are compared after the release when releases are equal, with the
+//   same rules and padding: `1.0 < 1.0+1`, but `1.0+abc < 1.0` (a text part sorts below the
+//   padding 0). libsolv deviates here: it sorts every local version above the plain release.
 // A Version keeps its source spelling: to_string() gives back exactly what was parsed
 // (`1.00` stays `1.00` although it equals `1.0`). Round trip: parse(v.to_string()) == v.
 

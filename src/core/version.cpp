@@ -11,7 +11,6 @@ namespace envlock {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 std::string lower(std::string_view s) {
@@ -116,8 +115,9 @@ Version::Component split_component(std::string_view comp) {
     }
     i = j;
   }
-  // Components that start with a letter get a leading 0 so numbers and strings stay in phase.
-  if (!comp.empty() && is_alpha(comp[0])) parts.insert(parts.begin(), zero_part());
+  // Components that do not start with a digit get a leading 0 so numbers and strings stay in
+  // phase (conda: `if v[k][0].isdigit(): ... else: [fillvalue] + c`).
+  if (!comp.empty() && !is_digit(comp[0])) parts.insert(parts.begin(), zero_part());
   return parts;
 }
 
@@ -495,9 +495,10 @@ class VersionSpecParser {
       return s;
     }
     if (leaf.back() == '*') {
-      // `1.2.*` and conda's legacy `1.2*` both mean "starts with 1.2".
+      // `1.2.*` and conda's legacy `1.2*` both mean "starts with 1.2" (conda strips every
+      // trailing '*', then every trailing '.').
       std::size_t vend = start + stripped.size();
-      if (vend > start && text_[vend - 1] == '.') --vend;
+      while (vend > start && text_[vend - 1] == '.') --vend;
       auto s = version_at(start, vend);
       if (!s) return s;
       s->op_ = Op::StartsWith;
