@@ -1,0 +1,79 @@
+#pragma once
+// envlock/channel.hpp — channel repodata: reading `<channel>/<subdir>/repodata.json` into
+// RepoDataRecords, from local directories, file:// and http(s):// channels, with a cache.
+//
+// Channels themselves (names, URLs, directories) are resolved by envlock/manifest.hpp
+// (resolve_channel); this header loads what they serve.
+//
+// Repodata format: conda's repodata.json (`info`, `packages` for .tar.bz2, `packages.conda` for
+// .conda, `removed`), with CEP-15 `info.base_url` (repodata_version 2) deciding where package
+// files are downloaded from. When one package exists as both `.tar.bz2` and `.conda`, only the
+// `.conda` record is kept (conda and libsolv do the same; it is the faster format to extract).
+//
+// Sources, per channel and subdir (the platform's subdir and `noarch`):
+//   local directory / file://   `<dir>/<subdir>/repodata.json.zst`, else `repodata.json`; read in
+//                               place, never cached.
+//   http(s)://                  `repodata.json.zst` first, `repodata.json` when the server has no
+//                               .zst (404); stored under the repodata cache
+//                               (`<cache>/repodata/<key>.json` + `<key>.state.json`), revalidated
+//                               with If-None-Match / If-Modified-Since (a 304 reuses the copy).
+//                               All subdirs of all channels are fetched in parallel.
+// Credentials come from ~/.netrc (or $NETRC) or from `user:pass@` / `/t/<token>/` in the channel
+// URL; they are used for the transfer only: records, cache state, errors and messages carry
+// redact_url() URLs.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envlock/manifest.hpp"
+#include "envlock/package_record.hpp"
+#include "envlock/result.hpp"
+
+namespace envlock {
+
+/// The parsed repodata of one channel subdir.
+struct SubdirRepodata {
+  std::string channel;       ///< credential-free channel URL (records' `channel`)
+  std::string subdir;        ///< linux-64, noarch, ...
+  std::string source;        ///< credential-free URL or path the bytes were read from
+  std::string content_hash;  ///< "sha256:<hex>" of the JSON text (after decompression)
+  bool present = true;       ///< false when the channel has no such subdir (records empty)
+  std::vector<RepoDataRecord> records;  ///< in file order (.conda preferred over .tar.bz2)
+  std::vector<std::string> warnings;    ///< records skipped, with the reason
+};
+
+/// Parses repodata.json text. `source` names it in errors and `channel_url` (credential-free)
+/// and `subdir` fill each record's `channel`/`subdir`; `url` is `<base>/<file name>` where base
+/// is CEP-15's `info.base_url` (absolute, or relative to the subdir URL) or
+/// `<channel_url>/<subdir>`.
+/// Errors (ErrorKind::Parse): malformed JSON, named as `source:line:col`; a record that is not an
+/// object or lacks `name`/`version` (naming the file name key). A record whose version conda
+/// cannot read is skipped with a warning, as conda does.
+Result<SubdirRepodata> parse_repodata(std::string_view json, const std::string& source,
+                                      const std::string& channel_url, const std::string& subdir);
+
+/// How repodata is obtained.
+struct RepodataOptions {
+  bool offline = false;              ///< http(s) channels: use the cache only, never the network
+  std::filesystem::path cache_dir;   ///< empty: repodata_cache_dir() (envlock/paths.hpp)
+  std::filesystem::path netrc_file;  ///< empty: $NETRC, else ~/.netrc
+  unsigned max_retries = 3;          ///< retries of a transient HTTP failure (500, 503, reset)
+};
+
+/// Loads `subdirs` (each given subdir and `noarch`, deduplicated) of every channel, in channel
+/// order then subdir order. A subdir the channel lacks is returned with present = false.
+/// Errors: ErrorKind::Io (a local channel directory that does not exist, or has none of the
+/// subdirs), ErrorKind::Network (HTTP failures other than a missing subdir; every subdir of a
+/// channel missing: "channel not found"; --offline without a cached copy), ErrorKind::Parse
+/// (malformed repodata, `file:line:col`). `where` is the credential-free URL or path.
+Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& channels,
+                                                  const std::vector<std::string>& subdirs,
+                                                  const RepodataOptions& options = {});
+
+/// Decompresses a zstd frame sequence (repodata.json.zst). ErrorKind::Parse naming `source` on
+/// corrupt input; output is bounded to 4 GiB.
+Result<std::string> zstd_decompress(std::string_view compressed, const std::string& source);
+
+}  // namespace envlock

@@ -1,0 +1,98 @@
+#pragma once
+// envlock/lock.hpp — locking a manifest: every environment x platform solved into a Lockfile.
+//
+// lock_manifest() is what `envlock lock` runs and what `envlock create` calls when no lockfile
+// exists. For each environment, in layer order (a base before the environments built on it),
+// and each of its platforms:
+//   1. the repodata of the environment's channels for the platform's subdir and `noarch` is
+//      loaded (envlock/channel.hpp), once per channel list and platform;
+//   2. the specs that apply to the platform are solved (envlock/solver.hpp) with the virtual
+//      packages assumed for that platform (see lock_virtual_packages), the base layer's locked
+//      records pinned, and — for a re-lock — the previous lock's records preferred;
+//   3. the answer becomes a LockedPlatform; each package records its layer (the environment
+//      whose solve introduced it; base pins keep the base's layer).
+// The lock never depends on the machine that runs it: no host detection enters the result.
+//
+// Minimal updates: with LockOptions::previous set, every previously locked record that still fits
+// is kept; `update` names packages that are solved afresh (they and whatever must move with
+// them); `update_all` ignores the previous lock.
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envlock/channel.hpp"
+#include "envlock/lockfile.hpp"
+#include "envlock/manifest.hpp"
+#include "envlock/result.hpp"
+#include "envlock/solver.hpp"
+#include "envlock/virtual_packages.hpp"
+
+namespace envlock {
+
+/// Findings of a lock that are not the lockfile itself.
+struct LockDiagnostics {
+  /// Advice for the user, e.g. that this host has a GPU but no `__cuda` is declared.
+  std::vector<std::string> hints;
+  /// Non-fatal findings of the lock itself (repodata records skipped); the manifest's own
+  /// warnings stay in Manifest::warnings.
+  std::vector<std::string> warnings;
+  /// Set when the lock failed because a request cannot be satisfied.
+  struct Conflict {
+    std::string environment;
+    std::string platform;
+    Explanation explanation;
+  };
+  std::optional<Conflict> conflict;
+};
+
+struct LockOptions {
+  /// The existing lockfile, for minimal updates; nullopt locks afresh.
+  std::optional<Lockfile> previous;
+  /// Package names to solve afresh although `previous` locks them (`--update NAME...`).
+  std::vector<std::string> update;
+  /// Ignore `previous` entirely (`--update-all`).
+  bool update_all = false;
+  /// Offline mode, cache folder and netrc for repodata.
+  RepodataOptions repodata;
+  /// Folder of the `.solv` cache; nullopt: `<cache root>/solv`; an empty path disables it.
+  std::optional<std::filesystem::path> solv_cache_dir;
+  /// Reads environment variables (CONDA_OVERRIDE_*); null: the process environment.
+  std::function<std::optional<std::string>(const std::string&)> getenv;
+  /// The host's CUDA driver version, only used for the GPU hint; null: detected with
+  /// detect_cuda_driver_version() when some platform declares no `__cuda`.
+  std::function<std::optional<std::string>()> cuda_driver_version;
+  /// Receives hints, warnings and the structured conflict; may be null.
+  LockDiagnostics* diagnostics = nullptr;
+};
+
+/// Virtual packages envlock assumes for a platform when the manifest declares none, chosen as
+/// the oldest systems the mainstream channels still build for (as pixi does):
+///   linux-*   __unix=0=0, __linux=4.18=0, __glibc=2.28=0, __archspec=1=<x86_64|aarch64|ppc64le|...>
+///   osx-64    __unix=0=0, __osx=13.0=0, __archspec=1=x86_64
+///   osx-arm64 __unix=0=0, __osx=13.0=0, __archspec=1=arm64
+///   win-*     __win=0=0, __archspec=1=<x86_64|arm64|...>
+///   noarch    none
+/// Never `__cuda`: a GPU must be declared (`virtual-packages: {linux-64: [__cuda=12.4]}`).
+std::vector<VirtualPackage> default_virtual_packages(const std::string& platform);
+
+/// The virtual packages a lock assumes for `platform`: the defaults, replaced name by name by
+/// the manifest's `virtual-packages` for the platform, then by CONDA_OVERRIDE_CUDA (linux, win),
+/// CONDA_OVERRIDE_GLIBC and CONDA_OVERRIDE_LINUX (linux), CONDA_OVERRIDE_OSX (osx),
+/// CONDA_OVERRIDE_WIN (win) and CONDA_OVERRIDE_ARCHSPEC (the __archspec build): a non-empty value
+/// sets the version, an empty one removes the package. Sorted by name.
+/// Errors: ErrorKind::Parse naming the variable when an override is not a conda version.
+Result<std::vector<VirtualPackage>> lock_virtual_packages(
+    const Manifest& manifest, const std::string& platform,
+    const std::function<std::optional<std::string>(const std::string&)>& getenv);
+
+/// Locks every environment of `manifest` for each of its platforms.
+/// Errors: those of load_repodata (channels), ErrorKind::Unsatisfiable naming the environment and
+/// platform with the explanation tree as `detail` (also in diagnostics->conflict),
+/// ErrorKind::Usage for an `update` name that is neither locked nor requested, or a base layer
+/// not locked for a platform its project needs.
+Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& options);
+
+}  // namespace envlock

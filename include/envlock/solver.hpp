@@ -1,0 +1,136 @@
+#pragma once
+// envlock/solver.hpp — one conda solve: available records + requested specs -> chosen records.
+//
+// The solver is pure: it takes a plain task (the records of every channel subdir, the requested
+// MatchSpecs, the virtual packages assumed for the target platform, the records a base layer
+// pins, the records a previous lock chose) and does no I/O apart from the optional `.solv` cache.
+// It is backed by libsolv in conda mode (DISTTYPE_CONDA, pool_conda_matchspec for `depends` and
+// `constrains`); no libsolv type crosses this header.
+//
+// Preferences follow conda as libsolv implements them for conda: fewer track_features first,
+// then the highest version, then the highest build number, then the build string (libsolv's
+// order). Record timestamps do not take part in the ranking (libsolv has no such step); the
+// channel URL, subdir and file name make every tie-break deterministic regardless of the order
+// records were read in.
+//
+// Results map back to the caller's own records: a Solution holds pointers into SolveTask::repos
+// and SolveTask::pinned; no record is rebuilt from libsolv strings.
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "envlock/manifest.hpp"
+#include "envlock/match_spec.hpp"
+#include "envlock/package_record.hpp"
+#include "envlock/result.hpp"
+#include "envlock/virtual_packages.hpp"
+
+namespace envlock {
+
+/// The records of one channel subdir, borrowed from the caller (they must outlive the solve).
+struct SolverRepo {
+  std::string channel;  ///< credential-free channel URL, used in messages
+  std::string subdir;   ///< linux-64, noarch, ...
+  /// Channel rank: 0 is the first (highest-priority) channel of the manifest, 1 the next, ...
+  /// Every subdir of one channel shares its rank.
+  int channel_rank = 0;
+  /// "sha256:<hex>" of the repodata bytes the records came from; keys the `.solv` cache.
+  /// Empty: this repo is never cached.
+  std::string content_hash;
+  const std::vector<RepoDataRecord>* records = nullptr;
+};
+
+/// A requested spec with what messages need to name it.
+struct SolveSpec {
+  MatchSpec spec;
+  std::string text;    ///< as the user wrote it, e.g. "numpy >=2"
+  std::string origin;  ///< where it was written, e.g. "envlock.yaml:9:5"; may be empty
+};
+
+/// A record that must be part of the answer exactly (a base layer pin), and where it comes from.
+struct PinnedRecord {
+  RepoDataRecord record;
+  std::string layer;  ///< the environment whose lock pinned it, e.g. "base"
+};
+
+struct SolveTask {
+  std::vector<SolverRepo> repos;
+  std::vector<SolveSpec> specs;
+  /// The virtual packages assumed on the target platform (`__glibc`, `__cuda`, ...). Records
+  /// that depend on a virtual package not listed here cannot be chosen.
+  std::vector<VirtualPackage> virtual_packages;
+  /// Base layer pins: each is installed exactly (it is matched to the identical record of a
+  /// repo by channel, subdir and file name, or added as it is); no other record of a pinned
+  /// name can be chosen.
+  std::vector<PinnedRecord> pinned;
+  /// Records of a previous lock: preferred over any other record of their name when they still
+  /// fit (minimal updates). Those no longer offered by any repo are ignored.
+  std::vector<RepoDataRecord> preferred;
+  ChannelPriority channel_priority = ChannelPriority::Strict;
+  /// Folder for the `.solv` cache of loaded repos (keyed by content hash and libsolv version);
+  /// empty disables the cache. A cache entry that cannot be read is rebuilt, never fatal.
+  std::filesystem::path solv_cache_dir;
+};
+
+/// One chosen record, with where it came from.
+struct SolvedPackage {
+  const RepoDataRecord* record = nullptr;  ///< points into a SolverRepo's records or pinned[]
+  std::size_t repo = 0;          ///< index into SolveTask::repos; unused when from_pin
+  std::size_t index = 0;         ///< index into that repo's records, or into SolveTask::pinned
+  bool from_pin = false;         ///< true when the record is a base layer pin
+};
+
+/// The answer of a successful solve: every chosen record (virtual packages excluded), sorted
+/// by name.
+struct Solution {
+  std::vector<SolvedPackage> packages;
+};
+
+/// One node of an unsatisfiability explanation. Roots are the requested specs and base pins
+/// that take part in a conflict; children say through which packages and why.
+struct ProblemNode {
+  enum class Kind {
+    Requested,  ///< a spec of the manifest: text = the spec, detail = its origin
+    Pinned,     ///< a base layer pin: text = "name version build", detail = the layer
+    Packages,   ///< candidate records of one name: text = "name v1, v2 (n builds)"
+    Requires,   ///< a dependency: text = the MatchSpec of a `depends` entry
+    Conflict,   ///< why a package cannot be chosen: text explains, e.g. the pin it clashes with
+    Missing,    ///< nothing provides a spec: text names it, detail = the versions that exist
+  };
+  Kind kind = Kind::Requested;
+  std::string text;
+  std::string detail;
+  std::vector<ProblemNode> children;
+};
+
+/// Why a solve has no answer, grouped by requested spec.
+struct Explanation {
+  std::vector<ProblemNode> roots;
+  /// A tree drawn with `├─ └─ │`, one node per line, two-space indented under `indent`.
+  [[nodiscard]] std::string to_text(const std::string& indent = "  ") const;
+  /// {"conflicts": [{"kind": "requested", "text": ..., "detail": ..., "children": [...]}, ...]}
+  void to_json(nlohmann::json& j) const;
+};
+
+/// A finished solve: a Solution, or an Explanation when the request cannot be satisfied.
+struct SolveOutcome {
+  bool solved = false;
+  Solution solution;        ///< when solved
+  Explanation explanation;  ///< when not solved
+};
+
+/// Solves `task`. Returns the outcome (solved or explained); an Error only for input the solver
+/// cannot use: a `depends` string libsolv cannot parse is not an error (such a dependency simply
+/// has no provider), but a requested spec without an exact name is (ErrorKind::Usage).
+Result<SolveOutcome> solve(const SolveTask& task);
+
+/// The records of `repos` matching `spec`, newest first (version, then build number, then
+/// timestamp), deduplicated by channel/subdir/file name. Used by `envlock search`; pure.
+std::vector<const RepoDataRecord*> find_records(const std::vector<SolverRepo>& repos,
+                                                const MatchSpec& spec);
+
+}  // namespace envlock

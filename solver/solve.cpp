@@ -1,0 +1,359 @@
+// envlock::solve — builds a libsolv pool (conda disttype) from the caller's records, adds the
+// jobs of a SolveTask, solves, and maps the answer back to the caller's records by index.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string_view>
+#include <system_error>
+#include <unistd.h>
+
+#include <solv/solvversion.h>
+
+#include "envlock/solver.hpp"
+#include "solve_context.hpp"
+
+namespace envlock {
+
+namespace solv {
+
+const RepoDataRecord* SolveContext::record(Id p) const {
+  if (p <= 0 || static_cast<std::size_t>(p) >= origins.size()) return nullptr;
+  const Origin& o = origins[static_cast<std::size_t>(p)];
+  switch (o.kind) {
+    case Origin::Kind::Repo: return &(*task.repos[o.repo].records)[o.index];
+    case Origin::Kind::Pin: return &task.pinned[o.index].record;
+    case Origin::Kind::Virtual: return &virtual_records[o.index];
+    case Origin::Kind::None: break;
+  }
+  return nullptr;
+}
+
+std::string SolveContext::describe(Id p) const {
+  const RepoDataRecord* r = record(p);
+  if (r == nullptr) return pool.str(pool.get()->solvables[p].name);
+  std::string out = r->name + " " + r->version.to_string();
+  if (!r->build.empty()) out += " " + r->build;
+  return out;
+}
+
+std::vector<Id> SolveContext::all_named(const std::string& name) const {
+  auto it = by_name.find(name);
+  return it == by_name.end() ? std::vector<Id>{} : it->second;
+}
+
+}  // namespace solv
+
+namespace {
+
+using namespace envlock::solv;
+
+constexpr std::string_view kSolvCacheFormat = "envlock-solv-1";
+
+/// The name a dependency string is about: its first token, lower-cased.
+std::string dep_name(std::string_view dep) {
+  std::size_t start = 0;
+  if (auto colons = dep.rfind("::"); colons != std::string_view::npos) start = colons + 2;
+  std::size_t end = start;
+  while (end < dep.size() && dep[end] != ' ' && dep[end] != '=' && dep[end] != '<' && dep[end] != '>' &&
+         dep[end] != '!' && dep[end] != '~' && dep[end] != '[')
+    ++end;
+  std::string name(dep.substr(start, end - start));
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+/// A libsolv dependency for a conda MatchSpec string; a spec libsolv cannot read becomes a
+/// dependency on a name no package has, so the record needing it simply cannot be chosen.
+Id conda_dep(Pool* pool, const std::string& spec) {
+  Id id = pool_conda_matchspec(pool, spec.c_str());
+  if (id == 0) id = pool_str2id(pool, ("<unreadable spec: " + spec + ">").c_str(), 1);
+  return id;
+}
+
+void add_solvable(Pool* pool, Repo* repo, Repodata* data, const PackageRecord& r) {
+  Id p = repo_add_solvable(repo);
+  Solvable* s = pool_id2solvable(pool, p);
+  s->name = pool_str2id(pool, r.name.c_str(), 1);
+  s->evr = pool_str2id(pool, r.version.to_string().c_str(), 1);
+  repodata_add_poolstr_array(data, p, SOLVABLE_BUILDFLAVOR, r.build.c_str());
+  repodata_set_str(data, p, SOLVABLE_BUILDVERSION, std::to_string(r.build_number).c_str());
+  for (const auto& dep : r.depends) s->requires_ = repo_addid_dep(repo, s->requires_, conda_dep(pool, dep), 0);
+  for (const auto& c : r.constrains) repodata_add_idarray(data, p, SOLVABLE_CONSTRAINS, conda_dep(pool, c));
+  for (const auto& tf : r.track_features)
+    if (!tf.empty()) repodata_add_idarray(data, p, SOLVABLE_TRACK_FEATURES, pool_str2id(pool, tf.c_str(), 1));
+  if (r.timestamp) repodata_set_num(data, p, SOLVABLE_BUILDTIME, *r.timestamp / 1000);
+  s->provides = repo_addid_dep(repo, s->provides, pool_rel2id(pool, s->name, s->evr, REL_EQ, 1), 0);
+}
+
+/// The order solvables are added in: independent of the order records were read in, so that
+/// shuffled repodata gives the same pool and the same answer.
+std::vector<std::size_t> canonical_order(const std::vector<RepoDataRecord>& records) {
+  std::vector<std::size_t> order(records.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = records[a];
+    const auto& y = records[b];
+    return std::tie(x.name, x.version.to_string(), x.build_number, x.build, x.file_name, x.url) <
+           std::tie(y.name, y.version.to_string(), y.build_number, y.build, y.file_name, y.url);
+  });
+  return order;
+}
+
+std::filesystem::path solv_cache_path(const SolveTask& task, const SolverRepo& repo) {
+  std::string hex = repo.content_hash;
+  if (auto colon = hex.find(':'); colon != std::string::npos) hex = hex.substr(colon + 1);
+  return task.solv_cache_dir /
+         (hex + "-" + std::string(kSolvCacheFormat) + "-libsolv" + solv_version + ".solv");
+}
+
+/// Loads a cached repo; false (and an empty repo) when the cache entry is missing or unusable.
+bool load_cached(Repo* repo, const std::filesystem::path& path, std::size_t expected) {
+  FILE* fp = std::fopen(path.c_str(), "rb");
+  if (fp == nullptr) return false;
+  int rc = repo_add_solv(repo, fp, 0);
+  std::fclose(fp);
+  if (rc != 0 || static_cast<std::size_t>(repo->nsolvables) != expected) {
+    repo_empty(repo, 1);
+    return false;
+  }
+  return true;
+}
+
+/// Writes the repo to the cache atomically; a failure only costs the next run the rebuild.
+void store_cached(Repo* repo, const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) return;
+  auto tmp = path;
+  tmp += ".partial-" + std::to_string(::getpid());
+  FILE* fp = std::fopen(tmp.c_str(), "wb");
+  if (fp == nullptr) return;
+  bool ok = repo_write(repo, fp) == 0;
+  ok = (std::fflush(fp) == 0) && ok;
+  ok = (std::fclose(fp) == 0) && ok;
+  if (ok) std::filesystem::rename(tmp, path, ec);
+  if (!ok || ec) std::filesystem::remove(tmp, ec);
+}
+
+/// conda-like "name version build" records for the virtual packages.
+RepoDataRecord virtual_record(const VirtualPackage& vp) {
+  RepoDataRecord r;
+  r.name = vp.name;
+  if (auto v = Version::parse(vp.version)) r.version = *v;
+  r.build = vp.build.empty() ? "0" : vp.build;
+  r.channel = "@virtual";
+  return r;
+}
+
+/// Names reachable from the requests through `depends` (plus every virtual package): the only
+/// records libsolv needs to see. Constrains do not pull packages in and are not followed.
+std::set<std::string> reachable_names(const SolveContext& ctx) {
+  std::set<std::string> seen;
+  std::vector<std::string> todo;
+  auto visit = [&](const std::string& n) {
+    if (seen.insert(n).second) todo.push_back(n);
+  };
+  for (const auto& s : ctx.task.specs) visit(s.spec.exact_name());
+  for (const auto& p : ctx.task.pinned) visit(p.record.name);
+  for (const auto& v : ctx.task.virtual_packages) visit(v.name);
+  while (!todo.empty()) {
+    std::string n = todo.back();
+    todo.pop_back();
+    auto it = ctx.by_name.find(n);
+    if (it == ctx.by_name.end()) continue;
+    for (Id p : it->second)
+      if (const RepoDataRecord* r = ctx.record(p))
+        for (const auto& d : r->depends) visit(dep_name(d));
+  }
+  return seen;
+}
+
+std::string record_key(const RepoDataRecord& r) { return r.channel + "/" + r.subdir + "/" + r.file_name; }
+
+}  // namespace
+
+Result<SolveOutcome> solve(const SolveTask& task) {
+  SolveContext ctx(task);
+  Pool* pool = ctx.pool.get();
+  ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
+
+  for (const auto& s : task.specs)
+    if (s.spec.exact_name().empty())
+      return Error{ErrorKind::Usage, s.origin, "spec '" + s.text + "' does not name one package", "",
+                   "write an exact package name (globs are for `envlock search`)"};
+
+  // One libsolv repo per channel subdir, ranked by channel.
+  std::map<std::string, Id> by_key;  // channel/subdir/file -> solvable, to match pins and locks
+  for (std::size_t ri = 0; ri < task.repos.size(); ++ri) {
+    const SolverRepo& in = task.repos[ri];
+    if (in.records == nullptr) continue;
+    const auto& records = *in.records;
+    std::string repo_name = in.channel + "/" + in.subdir;
+    Repo* repo = repo_create(pool, repo_name.c_str());
+    repo->priority = task.channel_priority == ChannelPriority::Disabled ? 0 : -in.channel_rank;
+    repo->subpriority = in.subdir == "noarch" ? 0 : 1;
+    std::vector<std::size_t> order = canonical_order(records);
+    bool cached = false;
+    std::filesystem::path cache_file;
+    if (!task.solv_cache_dir.empty() && !in.content_hash.empty()) {
+      cache_file = solv_cache_path(task, in);
+      cached = load_cached(repo, cache_file, records.size());
+    }
+    if (!cached) {
+      Repodata* data = repo_add_repodata(repo, 0);
+      for (std::size_t i : order) add_solvable(pool, repo, data, records[i]);
+      repo_internalize(repo);
+      if (!cache_file.empty()) store_cached(repo, cache_file);
+    }
+    Id first = repo->start;
+    ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      Id p = first + static_cast<Id>(k);
+      ctx.origins[static_cast<std::size_t>(p)] = {Origin::Kind::Repo, ri, order[k]};
+      by_key.emplace(record_key(records[order[k]]), p);
+    }
+  }
+
+  // Virtual packages: one repo of plain solvables.
+  {
+    Repo* repo = repo_create(pool, "@virtual");
+    Repodata* data = repo_add_repodata(repo, 0);
+    for (const auto& vp : task.virtual_packages) ctx.virtual_records.push_back(virtual_record(vp));
+    for (const auto& r : ctx.virtual_records) add_solvable(pool, repo, data, r);
+    repo_internalize(repo);
+    ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
+    for (std::size_t k = 0; k < ctx.virtual_records.size(); ++k)
+      ctx.origins[static_cast<std::size_t>(repo->start) + k] = {Origin::Kind::Virtual, 0, k};
+  }
+
+  // Base pins: the identical record of a repo, or the pinned record added as it is.
+  {
+    Repo* repo = nullptr;
+    Repodata* data = nullptr;
+    ctx.pin_solvables.resize(task.pinned.size());
+    for (std::size_t i = 0; i < task.pinned.size(); ++i) {
+      const auto& rec = task.pinned[i].record;
+      auto it = by_key.find(record_key(rec));
+      if (it != by_key.end()) {
+        ctx.pin_solvables[i] = it->second;
+        continue;
+      }
+      if (repo == nullptr) {
+        repo = repo_create(pool, "@pinned");
+        repo->priority = 1;
+        data = repo_add_repodata(repo, 0);
+      }
+      add_solvable(pool, repo, data, rec);
+      Id p = pool->nsolvables - 1;
+      ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
+      ctx.origins[static_cast<std::size_t>(p)] = {Origin::Kind::Pin, 0, i};
+      ctx.pin_solvables[i] = p;
+    }
+    if (repo != nullptr) repo_internalize(repo);
+  }
+
+  for (Id p = 2; p < pool->nsolvables; ++p)
+    if (const RepoDataRecord* r = ctx.record(p)) ctx.by_name[r->name].push_back(p);
+
+  // Offer libsolv only the records the request can reach.
+  std::set<std::string> names = reachable_names(ctx);
+  ctx.considered.assign(static_cast<std::size_t>(pool->nsolvables), false);
+  for (Id p = 2; p < pool->nsolvables; ++p)
+    if (const RepoDataRecord* r = ctx.record(p)) ctx.considered[static_cast<std::size_t>(p)] = names.count(r->name) > 0;
+  ctx.pool.set_considered(ctx.considered);
+  pool_addfileprovides(pool);
+  pool_createwhatprovides(pool);
+
+  // Jobs: requested specs (matched by envlock's MatchSpec), pins, preferences.
+  OwnedQueue jobs;
+  ctx.spec_candidates.resize(task.specs.size());
+  std::vector<std::size_t> unmatched;
+  for (std::size_t i = 0; i < task.specs.size(); ++i) {
+    const MatchSpec& spec = task.specs[i].spec;
+    for (Id p : ctx.all_named(spec.exact_name())) {
+      if (!ctx.considered[static_cast<std::size_t>(p)]) continue;
+      const RepoDataRecord* r = ctx.record(p);
+      if (r != nullptr && spec.matches(*r)) ctx.spec_candidates[i].push_back(p);
+    }
+    if (ctx.spec_candidates[i].empty()) unmatched.push_back(i);
+  }
+  if (!unmatched.empty()) {
+    SolveOutcome out;
+    for (std::size_t i : unmatched) {
+      const SolveSpec& s = task.specs[i];
+      ProblemNode root{ProblemNode::Kind::Requested, s.text, s.origin, {}};
+      std::vector<Id> all = ctx.all_named(s.spec.exact_name());
+      ProblemNode missing{ProblemNode::Kind::Missing, "no package matches '" + s.text + "'", "", {}};
+      if (all.empty()) {
+        missing.detail = "no package named '" + s.spec.exact_name() + "' in the channels for this platform";
+      } else {
+        missing.detail = "versions that exist: " + summarize_versions(ctx, all);
+      }
+      root.children.push_back(std::move(missing));
+      out.explanation.roots.push_back(std::move(root));
+    }
+    return out;
+  }
+  for (std::size_t i = 0; i < task.specs.size(); ++i) {
+    OwnedQueue sel;
+    for (Id p : ctx.spec_candidates[i]) sel.push(p);
+    jobs.push2(SOLVER_INSTALL | SOLVER_SOLVABLE_ONE_OF, pool_queuetowhatprovides(pool, sel.get()));
+    ctx.job_origins.push_back({JobOrigin::Kind::Spec, i});
+  }
+  for (std::size_t i = 0; i < ctx.pin_solvables.size(); ++i) {
+    jobs.push2(SOLVER_INSTALL | SOLVER_SOLVABLE, ctx.pin_solvables[i]);
+    ctx.job_origins.push_back({JobOrigin::Kind::Pin, i});
+  }
+  for (const auto& rec : task.preferred) {
+    auto it = by_key.find(record_key(rec));
+    if (it == by_key.end() || !ctx.considered[static_cast<std::size_t>(it->second)]) continue;
+    jobs.push2(SOLVER_FAVOR | SOLVER_SOLVABLE, it->second);
+    ctx.job_origins.push_back({JobOrigin::Kind::Favor, 0});
+  }
+
+  OwnedSolver solver(pool);
+  solver_set_flag(solver.get(), SOLVER_FLAG_ALLOW_DOWNGRADE, 1);
+  if (task.channel_priority == ChannelPriority::Strict)
+    solver_set_flag(solver.get(), SOLVER_FLAG_STRICT_REPO_PRIORITY, 1);
+
+  SolveOutcome out;
+  if (solver_solve(solver.get(), jobs.get()) != 0) {
+    out.explanation = explain_problems(ctx, solver.get());
+    return out;
+  }
+
+  Transaction* trans = solver_create_transaction(solver.get());
+  OwnedQueue installed;
+  transaction_installedresult(trans, installed.get());
+  transaction_free(trans);
+  out.solved = true;
+  for (int k = 0; k < installed.size(); ++k) {
+    Id p = installed[k];
+    const Origin& o = ctx.origins[static_cast<std::size_t>(p)];
+    if (o.kind == Origin::Kind::Repo)
+      out.solution.packages.push_back({&(*task.repos[o.repo].records)[o.index], o.repo, o.index, false});
+    else if (o.kind == Origin::Kind::Pin)
+      out.solution.packages.push_back({&task.pinned[o.index].record, 0, o.index, true});
+  }
+  // A pin matched to a repo record is still a pin.
+  std::set<Id> pins(ctx.pin_solvables.begin(), ctx.pin_solvables.end());
+  for (int k = 0, n = 0; k < installed.size(); ++k) {
+    Id p = installed[k];
+    const Origin& o = ctx.origins[static_cast<std::size_t>(p)];
+    if (o.kind != Origin::Kind::Repo && o.kind != Origin::Kind::Pin) continue;
+    if (o.kind == Origin::Kind::Repo && pins.count(p) > 0) {
+      auto& sp = out.solution.packages[static_cast<std::size_t>(n)];
+      sp.from_pin = true;
+      for (std::size_t i = 0; i < ctx.pin_solvables.size(); ++i)
+        if (ctx.pin_solvables[i] == p) sp.index = i;
+      sp.record = &task.pinned[sp.index].record;
+    }
+    ++n;
+  }
+  std::sort(out.solution.packages.begin(), out.solution.packages.end(),
+            [](const SolvedPackage& a, const SolvedPackage& b) { return a.record->name < b.record->name; });
+  return out;
+}
+
+}  // namespace envlock

@@ -1,0 +1,258 @@
+// lock_manifest: channels -> repodata -> one solve per environment x platform -> Lockfile.
+#include "envlock/lock.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "envlock/paths.hpp"
+#include "envlock/url.hpp"
+
+namespace envlock {
+
+namespace {
+
+using Getenv = std::function<std::optional<std::string>(const std::string&)>;
+
+std::optional<std::string> process_getenv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+/// The __archspec build of a subdir's CPU family.
+std::string archspec_of(const std::string& platform) {
+  auto dash = platform.find('-');
+  std::string arch = dash == std::string::npos ? "" : platform.substr(dash + 1);
+  if (arch == "64") return "x86_64";
+  if (arch == "32") return "x86";
+  return arch;  // aarch64, arm64, ppc64le, s390x, armv7l, riscv64, ...
+}
+
+void set_vp(std::vector<VirtualPackage>& vps, VirtualPackage vp) {
+  for (auto& v : vps)
+    if (v.name == vp.name) {
+      v = std::move(vp);
+      return;
+    }
+  vps.push_back(std::move(vp));
+}
+
+void remove_vp(std::vector<VirtualPackage>& vps, const std::string& name) {
+  vps.erase(std::remove_if(vps.begin(), vps.end(), [&](const VirtualPackage& v) { return v.name == name; }),
+            vps.end());
+}
+
+/// Version-less key for caching loaded repodata: the channel URLs (with credentials, as they
+/// are fetched) and the platform.
+std::string repo_key(const std::vector<Channel>& channels, const std::string& platform) {
+  std::string key = platform;
+  for (const auto& c : channels) key += "\n" + c.url;
+  return key;
+}
+
+const LockedPlatform* find_locked(const Lockfile& lock, const std::string& env, const std::string& platform) {
+  auto e = lock.environments.find(env);
+  if (e == lock.environments.end()) return nullptr;
+  auto p = e->second.platforms.find(platform);
+  return p == e->second.platforms.end() ? nullptr : &p->second;
+}
+
+std::string describe_location(const Manifest& m, const ManifestEnvironment& env) {
+  if (env.location.line > 0) return env.location.to_string();
+  return m.path.empty() ? std::string() : m.path.string();
+}
+
+}  // namespace
+
+std::vector<VirtualPackage> default_virtual_packages(const std::string& platform) {
+  std::vector<VirtualPackage> out;
+  if (platform.starts_with("linux-")) {
+    out = {{"__archspec", "1", archspec_of(platform)}, {"__glibc", "2.28", "0"}, {"__linux", "4.18", "0"},
+           {"__unix", "0", "0"}};
+  } else if (platform.starts_with("osx-")) {
+    out = {{"__archspec", "1", archspec_of(platform)}, {"__osx", "13.0", "0"}, {"__unix", "0", "0"}};
+  } else if (platform.starts_with("win-")) {
+    out = {{"__archspec", "1", archspec_of(platform)}, {"__win", "0", "0"}};
+  } else if (platform.starts_with("freebsd-")) {
+    out = {{"__archspec", "1", archspec_of(platform)}, {"__unix", "0", "0"}};
+  }
+  return out;
+}
+
+Result<std::vector<VirtualPackage>> lock_virtual_packages(const Manifest& manifest, const std::string& platform,
+                                                          const Getenv& getenv_in) {
+  const Getenv& getenv = getenv_in ? getenv_in : Getenv(process_getenv);
+  std::vector<VirtualPackage> vps = default_virtual_packages(platform);
+  for (const auto& vp : manifest.virtual_packages_for(platform)) set_vp(vps, vp);
+
+  struct Override {
+    const char* variable;
+    const char* package;
+    bool applies;
+  };
+  bool linux = platform.starts_with("linux-"), osx = platform.starts_with("osx-"), win = platform.starts_with("win-");
+  const Override overrides[] = {
+      {"CONDA_OVERRIDE_CUDA", "__cuda", linux || win},  {"CONDA_OVERRIDE_GLIBC", "__glibc", linux},
+      {"CONDA_OVERRIDE_LINUX", "__linux", linux},       {"CONDA_OVERRIDE_OSX", "__osx", osx},
+      {"CONDA_OVERRIDE_WIN", "__win", win},
+  };
+  for (const auto& o : overrides) {
+    if (!o.applies) continue;
+    auto value = getenv(o.variable);
+    if (!value) continue;
+    if (value->empty()) {
+      remove_vp(vps, o.package);
+      continue;
+    }
+    if (!Version::parse(*value))
+      return Error{ErrorKind::Parse, o.variable, "'" + *value + "' is not a conda version", "",
+                   std::string("set ") + o.variable + " to a version such as 12.4, or to an empty value to drop " +
+                       o.package};
+    set_vp(vps, {o.package, *value, "0"});
+  }
+  if (auto arch = getenv("CONDA_OVERRIDE_ARCHSPEC"); arch && platform != "noarch") {
+    if (arch->empty())
+      remove_vp(vps, "__archspec");
+    else
+      set_vp(vps, {"__archspec", "1", *arch});
+  }
+  std::sort(vps.begin(), vps.end(), [](const VirtualPackage& a, const VirtualPackage& b) { return a.name < b.name; });
+  return vps;
+}
+
+Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& options) {
+  LockDiagnostics scratch;
+  LockDiagnostics& diag = options.diagnostics != nullptr ? *options.diagnostics : scratch;
+
+  const Lockfile* previous = (options.previous && !options.update_all) ? &*options.previous : nullptr;
+  std::set<std::string> update(options.update.begin(), options.update.end());
+
+  // Every --update name must mean something: locked before, or requested now.
+  for (const auto& name : update) {
+    bool known = false;
+    if (options.previous)
+      for (const auto& [en, env] : options.previous->environments)
+        for (const auto& [pn, plat] : env.platforms)
+          for (const auto& p : plat.packages) known = known || p.name == name;
+    for (const auto& [en, env] : manifest.environments)
+      for (const auto& d : env.dependencies) known = known || d.spec.exact_name() == name;
+    if (!known)
+      return Error{ErrorKind::Usage, name, "--update names a package that is neither locked nor requested", "",
+                   "check the spelling against `envlock list`"};
+  }
+
+  std::filesystem::path solv_dir = options.solv_cache_dir ? *options.solv_cache_dir : cache_root() / "solv";
+
+  // The GPU hint: only when some platform of the host's kind lacks a declared __cuda.
+  bool cuda_declared_everywhere = true;
+  for (const auto& [en, env] : manifest.environments)
+    for (const auto& p : manifest.platforms_for(env)) {
+      if (!(p.starts_with("linux-") || p.starts_with("win-"))) continue;
+      bool has = false;
+      for (const auto& vp : manifest.virtual_packages_for(p)) has = has || vp.name == "__cuda";
+      cuda_declared_everywhere = cuda_declared_everywhere && has;
+    }
+  if (!cuda_declared_everywhere) {
+    auto driver = options.cuda_driver_version ? options.cuda_driver_version() : detect_cuda_driver_version();
+    if (driver)
+      diag.hints.push_back("this host has an NVIDIA driver supporting CUDA " + *driver +
+                           ", but the manifest declares no __cuda: the lock assumes no GPU; add "
+                           "`virtual-packages: {linux-64: [__cuda=" + *driver +
+                           "]}` to lock GPU builds");
+  }
+
+  std::map<std::string, std::vector<SubdirRepodata>> loaded;  // repo_key -> repodata
+  Lockfile lock;
+  lock.manifest_hash = manifest_hash(manifest);
+
+  for (const auto& env_name : manifest.layer_order()) {
+    const ManifestEnvironment& env = *manifest.environment(env_name);
+    const auto& channels = manifest.channels_for(env);
+    LockedEnvironment le;
+    le.name = env.name;
+    le.base = env.base;
+    for (const auto& d : env.dependencies) le.requested.push_back(d.text);
+    if (env.name == "default" || manifest.environments.size() == 1) le.reference = manifest.reference;
+
+    for (const auto& platform : manifest.platforms_for(env)) {
+      auto vps = lock_virtual_packages(manifest, platform, options.getenv);
+      if (!vps) return vps.error();
+
+      std::string key = repo_key(channels, platform);
+      auto it = loaded.find(key);
+      if (it == loaded.end()) {
+        auto repodata = load_repodata(channels, {platform}, options.repodata);
+        if (!repodata) return repodata.error();
+        for (const auto& sd : *repodata)
+          for (const auto& w : sd.warnings) diag.warnings.push_back(w);
+        it = loaded.emplace(key, std::move(*repodata)).first;
+      }
+
+      SolveTask task;
+      task.channel_priority = manifest.channel_priority;
+      task.virtual_packages = *vps;
+      task.solv_cache_dir = solv_dir;
+      std::map<std::string, int> rank;
+      for (const auto& c : channels) rank.emplace(c.public_url(), static_cast<int>(rank.size()));
+      for (const auto& sd : it->second) {
+        if (!sd.present) continue;
+        task.repos.push_back({sd.channel, sd.subdir, rank[sd.channel], sd.content_hash, &sd.records});
+      }
+      for (const auto& d : env.dependencies)
+        if (d.applies_to(platform)) task.specs.push_back({d.spec, d.text, d.location.to_string()});
+
+      if (!env.base.empty()) {
+        const LockedPlatform* base = find_locked(lock, env.base, platform);
+        if (base == nullptr)
+          return Error{ErrorKind::Usage, describe_location(manifest, env),
+                       "environment '" + env.name + "' builds on '" + env.base + "', which is not locked for " +
+                           platform,
+                       "", "list " + platform + " in the platforms of '" + env.base + "' too"};
+        for (const auto& p : base->packages) task.pinned.push_back({static_cast<const RepoDataRecord&>(p), p.layer});
+      }
+      if (previous != nullptr)
+        if (const LockedPlatform* prev = find_locked(*previous, env.name, platform))
+          for (const auto& p : prev->packages)
+            if (update.count(p.name) == 0) task.preferred.push_back(p);
+
+      auto outcome = solve(task);
+      if (!outcome) return outcome.error();
+      if (!outcome->solved) {
+        std::string text = outcome->explanation.to_text("  ");
+        if (!text.empty() && text.back() == '\n') text.pop_back();
+        diag.conflict = LockDiagnostics::Conflict{env.name, platform, outcome->explanation};
+        return Error{ErrorKind::Unsatisfiable, describe_location(manifest, env),
+                     "cannot solve environment '" + env.name + "' for " + platform +
+                         ": the requested packages conflict",
+                     text,
+                     env.base.empty() ? "relax one of the specs named above"
+                                      : "relax one of the specs named above, or change the base layer '" + env.base +
+                                            "' and lock again"};
+      }
+
+      LockedPlatform lp;
+      lp.platform = platform;
+      for (const auto& c : channels) lp.channels.push_back(c.public_url());
+      lp.virtual_packages = *vps;
+      for (const auto& sp : outcome->solution.packages) {
+        LockedPackage pkg;
+        static_cast<RepoDataRecord&>(pkg) = *sp.record;
+        pkg.url = redact_url(pkg.url);
+        pkg.channel = redact_url(pkg.channel);
+        pkg.layer = sp.from_pin ? task.pinned[sp.index].layer : env.name;
+        lp.packages.push_back(std::move(pkg));
+      }
+      std::sort(lp.packages.begin(), lp.packages.end(),
+                [](const LockedPackage& a, const LockedPackage& b) { return a.name < b.name; });
+      lp.pip = env.pip;
+      std::sort(lp.pip.begin(), lp.pip.end(), [](const PipPackage& a, const PipPackage& b) { return a.name < b.name; });
+      le.platforms.emplace(platform, std::move(lp));
+    }
+    lock.environments.emplace(env.name, std::move(le));
+  }
+  return lock;
+}
+
+}  // namespace envlock
