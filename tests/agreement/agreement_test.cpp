@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <string_view>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,7 +44,8 @@ const std::vector<std::string> kVersions = {
     "1.1.1",    "1.2",      "1.2.3",     "1.2.10",    "1.10",    "1.10.0",    "1.9.9",     "2.0",
     "2.0.0a0",  "2.1",      "2.10",      "3.0",       "1!0.5",   "1!1.0",     "1.0+local", "1.0+2",
     "1.0+abc",  "2024.1.1", "20240101",  "1.0.1c",    "1.1.1w",  "0.4.1.rc",  "1.2.3.4",   "1.2a",
-    "1.2a1",    "R15B01",   "1.2.3.post2", "3.12.0rc3", "11.8",  "12.0.1"};
+    "1.2a1",    "R15B01",   "1.2.3.post2", "3.12.0rc3", "11.8",  "12.0.1",  "1.0_",      "01.0",
+    "1.0.0.0",  "1.0-rc1",  "1.0.rc.1",  "1.0.A1",    "9.9.9999999999999999999", "2.0a"};
 
 const std::vector<std::string> kBuilds = {"py312h1234567_0", "py311habcdef0_1", "0", "cuda118_2"};
 
@@ -51,7 +53,8 @@ const std::vector<std::string> kBuilds = {"py312h1234567_0", "py311habcdef0_1", 
 const std::vector<std::string> kOperands = {"1",       "1.0",       "1.0.0",  "1.2",     "1.10",   "2.0",
                                             "1.0a1",   "1.0rc1",    "1.0dev", "1.0.post1", "1!1.0", "1.0+local",
                                             "1.0_1",   "1.1.1w",    "2024.1", "0.4.1.rc", "1.2a",  "3.12",
-                                            "11.8",    "1.0.1c",    "r15b01"};
+                                            "11.8",    "1.0.1c",    "r15b01", "1.0_",     "01.0",    "1.0-rc1",
+                                            "1.0.a1",  "9.9.9999999999999999998"};
 
 std::vector<std::string> generated_specs() {
   std::vector<std::string> specs;
@@ -124,11 +127,28 @@ bool has_text_local(const std::string& s) {
   return false;
 }
 
+// A version ending in '_' or '-' (`1.0_`, conda's openssl work-around), in a spec or a record.
+bool has_trailing_separator(const std::string& s) {
+  for (std::size_t i = 1; i < s.size(); ++i) {
+    if ((s[i] == '_' || s[i] == '-') && std::isalnum(static_cast<unsigned char>(s[i - 1])) &&
+        (i + 1 == s.size() || std::string_view(" ,|()=<>!~.*").find(s[i + 1]) != std::string_view::npos)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 const std::vector<Deviation> kKnownDeviations = {
     {"LocalVersionWithText",
      "conda pads a missing local part with 0 and sorts text below numbers, so 1.0+abc < 1.0; "
      "libsolv (conda.c pool_evrcmp_conda_int) sorts any local version above none, so 1.0+abc > 1.0",
      [](const std::string& spec, const std::string& version) { return has_text_local(spec) || has_text_local(version); }},
+    {"TrailingUnderscore",
+     "conda keeps a trailing '_' (or '-') on the last component, so 1.0_ is [1],[0,'_'] and sorts "
+     "below 1.0; libsolv (conda.c solv_vercmp_conda) skips separators, so 1.0_ == 1.0",
+     [](const std::string& spec, const std::string& version) {
+       return has_trailing_separator(spec) || has_trailing_separator(version);
+     }},
 };
 
 struct Rec {
@@ -236,6 +256,22 @@ TEST_F(Agreement, LocalVersionWithTextDeviation) {
   EXPECT_LT(*Version::parse("1.0+local"), *Version::parse("1.0"));
   EXPECT_GT(*Version::parse("1.0+2"), *Version::parse("1.0"));                 // both agree here
   EXPECT_TRUE(libsolv_matches("pkg >=1.0").count({"1.0+2", "0"}));
+}
+
+// Regression case for the deviation TrailingUnderscore, with the concrete answers.
+TEST_F(Agreement, TrailingUnderscoreDeviation) {
+  auto m = MatchSpec::parse("pkg ==1.0");
+  ASSERT_TRUE(m);
+  const Rec* under = nullptr;
+  for (const auto& r : recs_) {
+    if (r.version == "1.0_" && r.build == "0") under = &r;
+  }
+  ASSERT_NE(under, nullptr);
+  EXPECT_FALSE(m->matches(under->record));                              // conda: 1.0_ != 1.0
+  EXPECT_TRUE(libsolv_matches("pkg ==1.0").count({"1.0_", "0"}));        // libsolv: 1.0_ == 1.0
+  EXPECT_LT(*Version::parse("1.0_"), *Version::parse("1.0"));
+  EXPECT_LT(*Version::parse("1.0_"), *Version::parse("1.0a"));  // conda: "DEV" < "_" < "a"
+  EXPECT_GT(*Version::parse("1.0_"), *Version::parse("1.0dev"));
 }
 
 // The same comparison over real repodata: every record of a corpus repodata file loaded with
