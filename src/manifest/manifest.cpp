@@ -188,6 +188,24 @@ class Parser {
       return src_.error_at(n, what + " must be a string, found " + kind_name(n));
     return n.Scalar();
   }
+  /// A RequestedSpec from the scalar `node` holding `text` (already trimmed).
+  Result<RequestedSpec> requested(const YAML::Node& node, std::string text) const {
+    RequestedSpec rs;
+    rs.text = std::move(text);
+    rs.location = loc(node);
+    if (rs.text.empty()) return src_.error_at(node, "empty dependency", "remove the empty list entry");
+    auto spec = MatchSpec::parse(rs.text);
+    if (!spec) {
+      Error e = src_.error_at(node, "invalid MatchSpec '" + rs.text + "': " + spec.error().message,
+                              spec.error().hint.empty()
+                                  ? "a MatchSpec reads like `numpy >=1.26,<2`, `python=3.12` or `conda-forge::pytorch 2.4.*`"
+                                  : spec.error().hint);
+      if (!spec.error().detail.empty()) e.detail += (e.detail.empty() ? "" : "\n") + spec.error().detail;
+      return e;
+    }
+    rs.spec = std::move(*spec);
+    return rs;
+  }
   Result<std::vector<Channel>> channels(const YAML::Node& n);
   Result<std::vector<std::string>> platforms(const YAML::Node& n, const std::string& what);
   Status dependencies(const YAML::Node& n, ManifestEnvironment& env);
@@ -268,7 +286,33 @@ Status Parser::dependencies(const YAML::Node& n, ManifestEnvironment& env) {
     return src_.error_at(n, "dependencies must be a list of MatchSpecs, found " + kind_name(n),
                          "write e.g. `dependencies: [python 3.12.*, numpy >=1.26]`");
   static const std::regex selector_re(R"(\s#\s*\[\s*([A-Za-z0-9_-]+)\s*\])");
+  auto known_selector = [](const std::string& sel) {
+    bool known = false;
+    for (const auto& p : Platform::known()) known = known || selector_matches(sel, p);
+    return known;
+  };
+  const std::string selector_hint =
+      "use an OS (linux, osx, win, unix), an OS with bits (linux64, osx64, win64), an arch (aarch64, arm64, ppc64le) "
+      "or a subdir (linux-64)";
   for (const auto& item : n) {
+    if (item.IsMap() && item.size() == 1 && item.begin()->first.IsScalar() &&
+        item.begin()->first.Scalar().starts_with("sel(")) {
+      // mamba's environment-file selector: `- sel(linux): cudatoolkit`.
+      static const std::regex sel_re(R"(^sel\(\s*([A-Za-z0-9_-]+)\s*\)$)");
+      const YAML::Node key = item.begin()->first;
+      const YAML::Node value = item.begin()->second;
+      std::smatch sm;
+      const std::string k = key.Scalar();
+      if (!std::regex_match(k, sm, sel_re) || !known_selector(sm[1].str()))
+        return src_.error_at(key, "unknown selector '" + k + "'", selector_hint);
+      auto text = scalar(value, "a dependency");
+      if (!text) return text.error();
+      auto rs = requested(value, trim(*text));
+      if (!rs) return rs.error();
+      rs->selector = sm[1].str();
+      env.dependencies.push_back(std::move(*rs));
+      continue;
+    }
     if (item.IsMap()) {
       if (item.size() != 1 || !item["pip"])
         return src_.error_at(item, "a dependency must be a MatchSpec string or a `pip:` list",
@@ -294,20 +338,9 @@ Status Parser::dependencies(const YAML::Node& n, ManifestEnvironment& env) {
     }
     auto text = scalar(item, "a dependency");
     if (!text) return text.error();
-    RequestedSpec rs;
-    rs.text = trim(*text);
-    rs.location = loc(item);
-    if (rs.text.empty()) return src_.error_at(item, "empty dependency", "remove the empty list entry");
-    auto spec = MatchSpec::parse(rs.text);
-    if (!spec) {
-      Error e = src_.error_at(item, "invalid MatchSpec '" + rs.text + "': " + spec.error().message,
-                              spec.error().hint.empty()
-                                  ? "a MatchSpec reads like `numpy >=1.26,<2`, `python=3.12` or `conda-forge::pytorch 2.4.*`"
-                                  : spec.error().hint);
-      if (!spec.error().detail.empty()) e.detail += (e.detail.empty() ? "" : "\n") + spec.error().detail;
-      return e;
-    }
-    rs.spec = std::move(*spec);
+    auto parsed = requested(item, trim(*text));
+    if (!parsed) return parsed.error();
+    RequestedSpec rs = std::move(*parsed);
     // conda-lock selector comment after the spec on the same line: `- cudatoolkit  # [linux64]`.
     const YAML::Mark mk = item.Mark();
     if (!mk.is_null() && mk.line >= 0) {
@@ -316,13 +349,10 @@ Status Parser::dependencies(const YAML::Node& n, ManifestEnvironment& env) {
       std::smatch sm;
       if (std::regex_search(rest, sm, selector_re)) {
         std::string sel = sm[1].str();
-        bool known = false;
-        for (const auto& p : Platform::known()) known = known || selector_matches(sel, p);
-        if (!known) {
+        if (!known_selector(sel)) {
           YAML::Mark at = mk;
           at.column += static_cast<int>(sm.position(1));
-          return src_.error_at(at, "unknown platform selector '[" + sel + "]'",
-                               "use an OS (linux, osx, win, unix), an OS with bits (linux64, osx64, win64), an arch (aarch64, arm64, ppc64le) or a subdir (linux-64)");
+          return src_.error_at(at, "unknown platform selector '[" + sel + "]'", selector_hint);
         }
         rs.selector = sel;
       }

@@ -1,0 +1,357 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "envlock/manifest.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Line numbers matter: tests assert them.
+const char* const kManifest =
+    "name: vision\n"                                        // 1
+    "channels:\n"                                           // 2
+    "  - conda-forge\n"                                     // 3
+    "  - ./local-chan\n"                                    // 4
+    "  - https://user:secret@example.com/t/tok-123/chan/\n" // 5
+    "platforms: [linux-64, osx-arm64]\n"                    // 6
+    "channel-priority: flexible\n"                          // 7
+    "dependencies:\n"                                       // 8
+    "  - numpy >=2\n"                                       // 9
+    "  - python 3.12.*\n"                                   // 10
+    "environments:\n"                                       // 11
+    "  train:\n"                                            // 12
+    "    base: default\n"                                   // 13
+    "    dependencies:\n"                                   // 14
+    "      - pytorch 2.4.*   # [linux64]\n"                 // 15
+    "      - lightning\n"                                   // 16
+    "    platforms: [linux-64]\n"                           // 17
+    "virtual-packages:\n"                                   // 18
+    "  linux-64: [__glibc=2.28, __cuda=12.4]\n"             // 19
+    "reference: {command: python eval.py, metric: 'json:loss', tolerance: 0.05}\n";  // 20
+
+Result<Manifest> parse(const std::string& text, std::optional<Manifest::Format> f = std::nullopt) {
+  return parse_manifest(text, "envlock.yaml", "/proj", f);
+}
+
+TEST(Manifest, ReadsEveryPart) {
+  auto m = parse(kManifest);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ(m->format, Manifest::Format::Envlock);
+  EXPECT_EQ(m->name, "vision");
+  ASSERT_EQ(m->channels.size(), 3u);
+  EXPECT_EQ(m->channels[0].kind, Channel::Kind::Named);
+  EXPECT_EQ(m->channels[0].url, "https://conda.anaconda.org/conda-forge");
+  EXPECT_EQ(m->channels[1].kind, Channel::Kind::LocalDirectory);
+  EXPECT_EQ(m->channels[1].url, "file:///proj/local-chan");
+  EXPECT_EQ(m->channels[1].local_path(), fs::path("/proj/local-chan"));
+  EXPECT_EQ(m->channels[2].kind, Channel::Kind::Url);
+  EXPECT_EQ(m->channels[2].url, "https://user:secret@example.com/t/tok-123/chan");  // kept in memory
+  EXPECT_EQ(m->channels[2].public_url(), "https://example.com/chan");
+  EXPECT_EQ(m->channels[2].location.line, 5);
+  EXPECT_EQ(m->platforms, (std::vector<std::string>{"linux-64", "osx-arm64"}));
+  EXPECT_FALSE(m->platforms_from_host);
+  EXPECT_EQ(m->channel_priority, ChannelPriority::Flexible);
+
+  ASSERT_EQ(m->environments.size(), 2u);
+  const ManifestEnvironment* def = m->environment("default");
+  ASSERT_NE(def, nullptr);
+  ASSERT_EQ(def->dependencies.size(), 2u);
+  EXPECT_EQ(def->dependencies[0].text, "numpy >=2");
+  EXPECT_EQ(def->dependencies[0].spec.exact_name(), "numpy");
+  EXPECT_EQ(def->dependencies[0].location.to_string(), "envlock.yaml:9:5");
+  EXPECT_EQ(def->base, "");
+  EXPECT_EQ(m->platforms_for(*def), m->platforms);
+
+  const ManifestEnvironment* train = m->environment("train");
+  ASSERT_NE(train, nullptr);
+  EXPECT_EQ(train->base, "default");
+  ASSERT_EQ(train->dependencies.size(), 2u);
+  EXPECT_EQ(train->dependencies[0].text, "pytorch 2.4.*");
+  EXPECT_EQ(train->dependencies[0].selector, "linux64");
+  EXPECT_TRUE(train->dependencies[0].applies_to("linux-64"));
+  EXPECT_FALSE(train->dependencies[0].applies_to("osx-arm64"));
+  EXPECT_EQ(train->dependencies[1].selector, "");
+  EXPECT_EQ(m->platforms_for(*train), std::vector<std::string>{"linux-64"});
+  EXPECT_EQ(&m->channels_for(*train), &m->channels);
+
+  const auto& vps = m->virtual_packages_for("linux-64");
+  ASSERT_EQ(vps.size(), 2u);
+  EXPECT_EQ(vps[0].to_string(), "__cuda=12.4=0");  // sorted by name
+  EXPECT_EQ(vps[1].to_string(), "__glibc=2.28=0");
+  EXPECT_TRUE(m->virtual_packages_for("osx-arm64").empty());
+
+  ASSERT_TRUE(m->reference.has_value());
+  EXPECT_EQ(m->reference->command, "python eval.py");
+  EXPECT_EQ(m->reference->metric, "json:loss");
+  EXPECT_DOUBLE_EQ(m->reference->tolerance, 0.05);
+  EXPECT_EQ(m->layer_order(), (std::vector<std::string>{"default", "train"}));
+}
+
+TEST(Manifest, PlatformsDefaultToTheHost) {
+  auto m = parse("channels: [conda-forge]\ndependencies: [python]\n");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_TRUE(m->platforms_from_host);
+  ASSERT_EQ(m->platforms.size(), 1u);
+  EXPECT_FALSE(m->platforms[0].empty());
+  EXPECT_EQ(m->channel_priority, ChannelPriority::Strict);
+}
+
+TEST(Manifest, ChannelAliasAndEnvironmentChannels) {
+  auto m = parse(
+      "channel-alias: https://mirror.example.org/conda/\n"
+      "channels: [conda-forge]\n"
+      "environments:\n"
+      "  gpu: {dependencies: [pytorch], channels: [pytorch, file:///srv/chan/]}\n");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ(m->channels[0].url, "https://mirror.example.org/conda/conda-forge");
+  const auto& chans = m->channels_for(*m->environment("gpu"));
+  ASSERT_EQ(chans.size(), 2u);
+  EXPECT_EQ(chans[0].url, "https://mirror.example.org/conda/pytorch");
+  EXPECT_EQ(chans[1].url, "file:///srv/chan");
+  EXPECT_EQ(chans[1].kind, Channel::Kind::LocalDirectory);
+  EXPECT_EQ(m->environment("default"), nullptr);
+}
+
+TEST(Manifest, ResolveChannel) {
+  auto named = resolve_channel("pytorch/label/nightly", "/p");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->url, "https://conda.anaconda.org/pytorch/label/nightly");
+  auto up = resolve_channel("../chan", "/p/q");
+  ASSERT_TRUE(up.ok());
+  EXPECT_EQ(up->url, "file:///p/chan");
+  auto bad = resolve_channel("ftp://host/chan", "/p");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "unsupported URL scheme 'ftp' in channel 'ftp://host/chan'");
+  auto rel = resolve_channel("file://chan", "/p");
+  ASSERT_FALSE(rel.ok());
+  EXPECT_EQ(rel.error().message, "file URL 'file://chan' is not absolute");
+  EXPECT_FALSE(resolve_channel("  ", "/p").ok());
+}
+
+TEST(Manifest, LayerOrderPutsBasesFirst) {
+  auto m = parse(
+      "channels: [conda-forge]\n"
+      "environments:\n"
+      "  a: {base: c, dependencies: [x]}\n"
+      "  b: {dependencies: [y]}\n"
+      "  c: {base: b, dependencies: [z]}\n");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ(m->layer_order(), (std::vector<std::string>{"b", "c", "a"}));
+}
+
+// ---- errors: file:line:col, the offending line and a caret ----------------------------------
+
+Error parse_error_of(const std::string& text) {
+  auto m = parse(text);
+  EXPECT_FALSE(m.ok());
+  return m ? Error{} : m.error();
+}
+
+TEST(ManifestErrors, YamlSyntax) {
+  Error e = parse_error_of("channels: [conda-forge\ndependencies: [python]\n");
+  EXPECT_EQ(e.kind, ErrorKind::Parse);
+  EXPECT_TRUE(e.where.starts_with("envlock.yaml:")) << e.where;
+  EXPECT_NE(e.message.find("invalid YAML"), std::string::npos) << e.message;
+}
+
+TEST(ManifestErrors, UnknownKeyShowsTheLineAndCaret) {
+  Error e = parse_error_of("channels: [conda-forge]\ndependencies: [python]\nplatfroms: [linux-64]\n");
+  EXPECT_EQ(e.where, "envlock.yaml:3:1");
+  EXPECT_EQ(e.message, "unknown key 'platfroms'");
+  EXPECT_EQ(e.detail, "  platfroms: [linux-64]\n  ^");
+  EXPECT_NE(e.hint.find("platforms"), std::string::npos);
+  EXPECT_EQ(e.to_string().substr(0, e.where.size() + 2), "envlock.yaml:3:1: ");
+}
+
+TEST(ManifestErrors, BadMatchSpecPointsAtTheSpec) {
+  Error e = parse_error_of("channels: [conda-forge]\ndependencies:\n  - python\n  - numpy >=>2\n");
+  EXPECT_EQ(e.where, "envlock.yaml:4:5");
+  EXPECT_TRUE(e.message.starts_with("invalid MatchSpec 'numpy >=>2'")) << e.message;
+  EXPECT_TRUE(e.detail.starts_with("    - numpy >=>2\n      ^")) << e.detail;
+}
+
+TEST(ManifestErrors, EachRuleNamesThePlace) {
+  struct Case {
+    const char* text;
+    const char* where;
+    const char* message_start;
+  };
+  const Case cases[] = {
+      {"channels: [conda-forge]\nplatforms: [linux-65]\ndependencies: [x]\n", "envlock.yaml:2:13",
+       "unknown platform (conda subdir) 'linux-65'"},
+      {"channels: [conda-forge]\nchannel-priority: strictest\ndependencies: [x]\n", "envlock.yaml:2:19",
+       "unknown channel-priority 'strictest'"},
+      {"channels: [conda-forge]\nenvironments:\n  p: {base: nope, dependencies: [x]}\n", "envlock.yaml:3:13",
+       "base 'nope' of environment 'p' is not an environment of this manifest"},
+      {"channels: [conda-forge]\nenvironments:\n  a: {base: b}\n  b: {base: a}\n", "envlock.yaml:3:13",
+       "environment 'a' has a cycle of base layers"},
+      {"channels: [conda-forge]\nplatforms: [linux-64]\nenvironments:\n  a: {dependencies: [x]}\n"
+       "  b: {base: a, platforms: [osx-64]}\n",
+       "envlock.yaml:5:13", "environment 'b' is locked for osx-64 but its base 'a' is not"},
+      {"channels: [conda-forge]\ndependencies: [x]\nvirtual-packages:\n  linux-64: [cuda=12]\n", "envlock.yaml:4:14",
+       "'cuda=12' is not a virtual package"},
+      {"channels: [conda-forge]\ndependencies: [x]\nreference: {command: a, metric: b, tolerance: -1}\n",
+       "envlock.yaml:3:47", "reference.tolerance must be a finite number >= 0"},
+      {"channels: [conda-forge]\ndependencies: [x]\nreference: {command: a}\n", "envlock.yaml:3:12",
+       "reference has no `metric`"},
+      {"channels: [conda-forge]\ndependencies: [x]\nchannels: [bioconda]\n", "envlock.yaml:3:1", "duplicate key 'channels'"},
+      {"channels: conda-forge\ndependencies: [x]\n", "envlock.yaml:1:11", "channels must be a list"},
+      {"channels: [conda-forge, conda-forge]\ndependencies: [x]\n", "envlock.yaml:1:25",
+       "channel 'conda-forge' is listed twice"},
+      {"dependencies: [x]\nenvironments:\n  default: {dependencies: [y]}\n", "envlock.yaml:3:3",
+       "environment 'default' is defined twice"},
+      {"environments:\n  a: {dependencies: [x], extra: 1}\n", "envlock.yaml:2:26", "unknown key 'extra' in environment 'a'"},
+      {"environments:\n  a: {dependencies: [x]}\n", "envlock.yaml:2:3", "environment 'a' has no channels"},
+      {"channels: [conda-forge]\ndependencies:\n  - x  # [linux128]\n", "envlock.yaml:3:11",
+       "unknown platform selector '[linux128]'"},
+      {"channels: [conda-forge]\ndependencies:\n  - {conda: x}\n", "envlock.yaml:3:5",
+       "a dependency must be a MatchSpec string or a `pip:` list"},
+      {"channels: [conda-forge]\nname: x\n", "envlock.yaml:1:1", "nothing to lock"},
+      {"- a\n- b\n", "envlock.yaml:1:1", "a manifest must be a YAML map"},
+  };
+  for (const auto& c : cases) {
+    Error e = parse_error_of(c.text);
+    EXPECT_EQ(e.where, c.where) << c.text << "\n" << e.to_string();
+    EXPECT_TRUE(e.message.starts_with(c.message_start)) << c.text << "\n" << e.to_string();
+    EXPECT_FALSE(e.detail.empty()) << c.text;
+    EXPECT_EQ(e.kind, ErrorKind::Parse);
+  }
+  Error empty = parse_error_of("# nothing\n");
+  EXPECT_EQ(empty.message, "the manifest is empty");
+}
+
+TEST(ManifestErrors, MissingFileIsAnIoError) {
+  auto m = load_manifest("/nonexistent/envlock.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().kind, ErrorKind::Io);
+  EXPECT_EQ(m.error().where, "/nonexistent/envlock.yaml");
+}
+
+// ---- conda environment.yml ----------------------------------------------------------------
+
+TEST(EnvironmentYml, PipSelectorsDefaultsAndIgnoredKeys) {
+  auto m = parse_manifest(
+      "name: ml\n"
+      "channels: [pytorch, defaults, nodefaults]\n"
+      "prefix: /opt/conda/envs/ml\n"
+      "dependencies:\n"
+      "  - python=3.11\n"
+      "  - cudatoolkit=11.8  # [linux]\n"
+      "  - pip\n"
+      "  - pip:\n"
+      "    - --extra-index-url https://download.pytorch.org/whl/cu121\n"
+      "    - torch==2.4.0+cu121\n"
+      "    - jsonargparse[signatures]>=4.27.7\n"
+      "    - -e git+https://github.com/openai/CLIP.git@main#egg=clip\n",
+      "environment.yml", "/proj");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ(m->format, Manifest::Format::CondaEnvironment);
+  ASSERT_EQ(m->channels.size(), 3u);
+  EXPECT_EQ(m->channels[0].url, "https://conda.anaconda.org/pytorch");
+  EXPECT_EQ(m->channels[1].url, "https://repo.anaconda.com/pkgs/main");
+  EXPECT_EQ(m->channels[2].url, "https://repo.anaconda.com/pkgs/r");
+  const ManifestEnvironment* env = m->environment("default");
+  ASSERT_NE(env, nullptr);
+  ASSERT_EQ(env->dependencies.size(), 3u);
+  EXPECT_EQ(env->dependencies[1].selector, "linux");
+  EXPECT_TRUE(env->dependencies[1].applies_to("linux-aarch64"));
+  EXPECT_FALSE(env->dependencies[1].applies_to("win-64"));
+  ASSERT_EQ(env->pip.size(), 4u);
+  EXPECT_EQ(env->pip[0].name, "");
+  EXPECT_EQ(env->pip[0].requirement, "--extra-index-url https://download.pytorch.org/whl/cu121");
+  EXPECT_EQ(env->pip[1].name, "torch");
+  EXPECT_EQ(env->pip[1].version, "2.4.0+cu121");
+  EXPECT_EQ(env->pip[2].name, "jsonargparse");
+  EXPECT_EQ(env->pip[2].version, "");
+  EXPECT_EQ(env->pip[3].name, "clip");
+  ASSERT_EQ(m->warnings.size(), 2u);
+  EXPECT_NE(m->warnings[0].find("key 'prefix' of environment.yml is ignored"), std::string::npos) << m->warnings[0];
+  EXPECT_NE(m->warnings[1].find("environment.yml:8:5: 4 pip requirements of environment 'default' carried unresolved"),
+            std::string::npos)
+      << m->warnings[1];
+}
+
+TEST(EnvironmentYml, MambaSelectors) {
+  auto m = parse_manifest("channels: [conda-forge]\ndependencies:\n  - sel(osx): appnope\n  - python\n", "env.yml", "/p");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const auto& deps = m->environment("default")->dependencies;
+  ASSERT_EQ(deps.size(), 2u);
+  EXPECT_EQ(deps[0].text, "appnope");
+  EXPECT_EQ(deps[0].selector, "osx");
+  EXPECT_EQ(deps[0].location.to_string(), "env.yml:3:15");
+  EXPECT_TRUE(deps[0].applies_to("osx-arm64"));
+  EXPECT_FALSE(deps[0].applies_to("linux-64"));
+  auto bad = parse_manifest("channels: [conda-forge]\ndependencies:\n  - sel(plan9): x\n", "env.yml", "/p");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().where, "env.yml:3:5");
+  EXPECT_EQ(bad.error().message, "unknown selector 'sel(plan9)'");
+}
+
+TEST(EnvironmentYml, NoChannelsMeansCondaDefaults) {
+  auto m = parse_manifest("dependencies: [python]\n", "environment.yml", "/p");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  ASSERT_EQ(m->channels.size(), 2u);
+  EXPECT_EQ(m->channels[0].spelling, "defaults");
+  EXPECT_EQ(m->warnings.size(), 1u);
+}
+
+TEST(EnvironmentYml, VirtualPackagesFileIsRefusedWithAReason) {
+  auto m = parse_manifest("subdirs:\n  linux-64:\n    packages:\n      __glibc: 2.17\n", "virtual-packages.yml", "/p");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().where, "virtual-packages.yml:1:1");
+  EXPECT_EQ(m.error().message, "this is a conda-lock virtual-packages file, not an environment file");
+}
+
+TEST(EnvironmentYml, LoadsFromDiskWithRelativeChannels) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-manifest-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "chan");
+  {
+    std::ofstream(dir / "environment.yml") << "channels: [./chan]\ndependencies: [zlib]\n";
+  }
+  auto m = load_manifest(dir / "environment.yml");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ(m->channels[0].local_path(), (dir / "chan").lexically_normal());
+  EXPECT_EQ(m->path, dir / "environment.yml");
+  fs::remove_all(dir);
+}
+
+// ---- the manifest hash ---------------------------------------------------------------------
+
+std::string hash_of(const std::string& text) {
+  auto m = parse(text);
+  EXPECT_TRUE(m.ok()) << (m ? "" : m.error().to_string());
+  return m ? manifest_hash(*m) : "";
+}
+
+TEST(ManifestHash, IgnoresPresentationButNotSolveInputs) {
+  const std::string base = "channels: [conda-forge, bioconda]\nplatforms: [linux-64, osx-64]\ndependencies: [numpy >=2, python 3.12.*]\n";
+  const std::string h = hash_of(base);
+  ASSERT_TRUE(h.starts_with("sha256:"));
+  EXPECT_EQ(h.size(), 7u + 64u);
+  // Same solve inputs, different presentation.
+  EXPECT_EQ(h, hash_of("# a comment\nname: other\nplatforms: [osx-64, linux-64]\n"
+                       "dependencies:\n  - python 3.12.*\n  - numpy >=2\nchannels: [conda-forge, bioconda]\n"
+                       "reference: {command: x, metric: y}\n"));
+  // Solve inputs.
+  EXPECT_NE(h, hash_of("channels: [bioconda, conda-forge]\nplatforms: [linux-64, osx-64]\ndependencies: [numpy >=2, python 3.12.*]\n"));
+  EXPECT_NE(h, hash_of("channels: [conda-forge, bioconda]\nplatforms: [linux-64]\ndependencies: [numpy >=2, python 3.12.*]\n"));
+  EXPECT_NE(h, hash_of("channels: [conda-forge, bioconda]\nplatforms: [linux-64, osx-64]\ndependencies: [numpy >=2.1, python 3.12.*]\n"));
+  EXPECT_NE(h, hash_of(base + "channel-priority: disabled\n"));
+  EXPECT_NE(h, hash_of(base + "virtual-packages: {linux-64: [__cuda=12.4]}\n"));
+  EXPECT_NE(hash_of(base + "virtual-packages: {linux-64: [__cuda=12.4]}\n"),
+            hash_of(base + "virtual-packages: {linux-64: [__cuda=12.6]}\n"));
+}
+
+TEST(ManifestHash, CredentialsDoNotChangeIt) {
+  EXPECT_EQ(hash_of("channels: [https://a:b@host.example/t/tok1/c]\ndependencies: [x]\n"),
+            hash_of("channels: [https://host.example/t/tok2/c]\ndependencies: [x]\n"));
+}
+
+}  // namespace
+}  // namespace envlock
