@@ -282,6 +282,7 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
       }
       if (auto st = write_new_file(dest, *data, sst.st_mode); !st) return st.error();
       out.sha256 = sha256_bytes(*data);
+      if (!e.sha256.empty() && e.sha256 != out.sha256) out.sha256_in_package = e.sha256;
       out.size_in_bytes = data->size();
       out.prefix_placeholder = e.placeholder;
       out.file_mode = e.mode;

@@ -1,0 +1,482 @@
+// Unit tests of the installer on packages the tests lay out as a package cache would hold them
+// (info/index.json, info/paths.json, info/link.json, files).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "envlock/hash.hpp"
+#include "envlock/install.hpp"
+
+namespace fs = std::filesystem;
+using namespace envlock;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const fs::path& p, const std::string& data, fs::perms perms = fs::perms::owner_read | fs::perms::owner_write) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << data;
+  fs::permissions(p, perms | fs::perms::owner_read | fs::perms::owner_write);
+}
+
+const std::string kBinPh = "/opt/placeholder_placehold_placehold_placehold_placehold_placehold";  // 67
+const std::string kTextPh = "/opt/anaconda1anaconda2anaconda3";
+
+struct FakeFile {
+  std::string path;
+  std::string content;
+  bool executable = false;
+  std::string file_mode;     ///< "", "text", "binary"
+  std::string placeholder;
+  std::string symlink_to;    ///< non-empty: a symlink
+};
+
+class Installer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("envlock-install-test-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "pkgs");
+    prefix_ = root_ / "envs" / "demo";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  PackageToLink make_package(const std::string& name, const std::string& version, const std::vector<FakeFile>& files,
+                             const std::string& noarch = "", const std::vector<std::string>& entry_points = {},
+                             const std::string& build = "0") {
+    const std::string dist = name + "-" + version + "-" + build;
+    const fs::path dir = root_ / "pkgs" / dist;
+    fs::remove_all(dir);
+    nlohmann::json paths = nlohmann::json::array();
+    for (const auto& f : files) {
+      nlohmann::json e{{"_path", f.path}};
+      if (!f.symlink_to.empty()) {
+        fs::create_directories((dir / f.path).parent_path());
+        fs::create_symlink(f.symlink_to, dir / f.path);
+        e["path_type"] = "softlink";
+      } else {
+        spit(dir / f.path, f.content, f.executable ? fs::perms::owner_exec : fs::perms::none);
+        e["path_type"] = "hardlink";
+        e["sha256"] = hash_bytes(f.content, HashAlgorithm::Sha256);
+        e["size_in_bytes"] = f.content.size();
+        if (!f.file_mode.empty()) {
+          e["file_mode"] = f.file_mode;
+          e["prefix_placeholder"] = f.placeholder;
+        }
+      }
+      paths.push_back(e);
+    }
+    spit(dir / "info" / "paths.json", nlohmann::json{{"paths", paths}, {"paths_version", 1}}.dump());
+    nlohmann::json index{{"name", name}, {"version", version}, {"build", build}, {"build_number", 0},
+                         {"subdir", noarch.empty() ? "linux-64" : "noarch"}};
+    if (!noarch.empty()) index["noarch"] = noarch;
+    spit(dir / "info" / "index.json", index.dump());
+    if (!noarch.empty()) {
+      nlohmann::json link{{"noarch", {{"type", noarch}}}, {"package_metadata_version", 1}};
+      if (!entry_points.empty()) link["noarch"]["entry_points"] = entry_points;
+      spit(dir / "info" / "link.json", link.dump());
+    }
+    auto rec = RepoDataRecord::from_json(index);
+    EXPECT_TRUE(rec.ok()) << (rec.ok() ? "" : rec.error().to_string());
+    PackageToLink p;
+    p.record = *rec;
+    p.record.file_name = dist + ".conda";
+    p.record.channel = "file:///channel";
+    p.record.url = "file:///channel/" + p.record.subdir + "/" + p.record.file_name;
+    p.record.sha256 = hash_bytes(dist + slurp(dir / "info" / "paths.json"), HashAlgorithm::Sha256);
+    p.extracted_dir = dir;
+    p.archive_path = root_ / "pkgs" / p.record.file_name;
+    return p;
+  }
+
+  InstallOptions options(RunScripts scripts = RunScripts::Yes) {
+    InstallOptions o;
+    o.scripts = scripts;
+    o.origin.command = "install";
+    o.origin.lockfile = "envlock.lock";
+    o.origin.lockfile_hash = "sha256:" + std::string(64, 'a');
+    o.origin.environment = "default";
+    o.origin.platform = "linux-64";
+    return o;
+  }
+
+  std::vector<fs::path> siblings() {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(prefix_.parent_path()))
+      if (e.path() != prefix_ && e.path().filename().string().find("envlock-lock") == std::string::npos)
+        out.push_back(e.path());
+    return out;
+  }
+
+  fs::path root_, prefix_;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(Relocate, TextPlaceholderReplacedEverywhere) {
+  std::string data = "a=/opt/ph/bin\nb=/opt/ph/lib:/opt/ph\n";
+  EXPECT_EQ(replace_text_placeholder(data, "/opt/ph", "/home/u/env"), 3u);
+  EXPECT_EQ(data, "a=/home/u/env/bin\nb=/home/u/env/lib:/home/u/env\n");
+  std::string none = "nothing here";
+  EXPECT_EQ(replace_text_placeholder(none, "/opt/ph", "/x"), 0u);
+  EXPECT_EQ(none, "nothing here");
+}
+
+TEST(Relocate, BinaryPlaceholderKeepsLengthAndPadsWithNul) {
+  const std::string ph = "/opt/placeholder_long_enough";
+  std::string data = std::string("\x7f" "ELF", 4) + ph + "/lib/x.so" + std::string(1, '\0') + "tail" + ph +
+                     std::string(1, '\0');
+  const std::size_t size = data.size();
+  auto n = replace_binary_placeholder(data, ph, "/env", "test.bin");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2u);
+  EXPECT_EQ(data.size(), size);
+  const std::string first = "/env/lib/x.so" + std::string(ph.size() - 4, '\0') + std::string(1, '\0');
+  EXPECT_EQ(data.substr(4, first.size()), first);
+  EXPECT_EQ(data.substr(4 + first.size(), 4), "tail");
+  EXPECT_EQ(data.substr(8 + first.size()), "/env" + std::string(ph.size() - 4 + 1, '\0'));
+}
+
+TEST(Relocate, BinaryPlaceholderRefusesALongerPrefix) {
+  std::string data = std::string("xx/opt/ph\0yy", 12);
+  const std::string before = data;
+  auto n = replace_binary_placeholder(data, "/opt/ph", "/a/much/longer/prefix", "pkg-1-0: lib/x.so");
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.error().kind, ErrorKind::Incompatible);
+  EXPECT_EQ(n.error().where, "pkg-1-0: lib/x.so");
+  EXPECT_NE(n.error().message.find("(21 > 7 bytes)"), std::string::npos) << n.error().message;
+  EXPECT_EQ(data, before);
+}
+
+TEST(Relocate, LongShebangBecomesEnvForm) {
+  const std::string prefix = "/very" + std::string(130, 'x');
+  std::string script = "#!" + prefix + "/bin/python3.11 -u\nprint(1)\n";
+  EXPECT_TRUE(rewrite_long_shebang(script));
+  EXPECT_EQ(script, "#!/usr/bin/env python3.11 -u\nprint(1)\n");
+  std::string short_one = "#!/env/bin/python3.11\nprint(1)\n";
+  EXPECT_FALSE(rewrite_long_shebang(short_one));
+  EXPECT_EQ(short_one, "#!/env/bin/python3.11\nprint(1)\n");
+  std::string not_script = "hello";
+  EXPECT_FALSE(rewrite_long_shebang(not_script));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(HostCheck, NamesPackageRequirementAndHost) {
+  RepoDataRecord torch;
+  torch.name = "pytorch";
+  torch.version = *Version::parse("2.3.1");
+  torch.depends = {"__cuda >=12.0", "__glibc >=2.17,<3.0.a0", "python >=3.11"};
+  const std::vector<VirtualPackage> host{{"__cuda", "11.8", "0"}, {"__glibc", "2.36", "0"},
+                                         {"__linux", "6.1.0", "0"}, {"__unix", "0", "0"}};
+  auto m = check_host({torch}, {}, host);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].to_string(), "pytorch 2.3.1 needs __cuda >=12.0; this host's driver supports CUDA 11.8");
+
+  auto none = check_host({torch}, {}, {{"__glibc", "2.36", "0"}});
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].host, "this host has no usable NVIDIA driver (no __cuda)");
+
+  const std::vector<VirtualPackage> newer{{"__cuda", "12.4", "0"}, {"__glibc", "2.36", "0"}};
+  EXPECT_TRUE(check_host({torch}, {}, newer).empty());
+  Error e = host_mismatch_error(m);
+  EXPECT_EQ(e.kind, ErrorKind::Incompatible);
+  EXPECT_NE(e.hint.find("--ignore-host"), std::string::npos);
+}
+
+TEST(HostCheck, LockedVirtualPackagesAreMinimums) {
+  const std::vector<VirtualPackage> locked{{"__glibc", "2.28", "0"}, {"__archspec", "1", "x86_64_v3"}};
+  EXPECT_TRUE(check_host({}, locked, {{"__glibc", "2.36", "0"}, {"__archspec", "1", "x86_64_v4"}}).empty());
+  auto m = check_host({}, locked, {{"__glibc", "2.17", "0"}, {"__archspec", "1", "x86_64_v2"}});
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].requirement, "__glibc >=2.28");
+  EXPECT_EQ(m[0].host, "this host has glibc 2.17");
+  EXPECT_EQ(m[1].host, "this host's CPU is x86_64_v2");
+}
+
+TEST(HostCheck, ArchspecLevelsAreOrdered) {
+  RepoDataRecord r;
+  r.name = "optimized";
+  r.version = *Version::parse("1.0");
+  r.depends = {"__archspec 1 x86_64_v3"};
+  EXPECT_TRUE(check_host({r}, {}, {{"__archspec", "1", "x86_64_v4"}}).empty());
+  EXPECT_EQ(check_host({r}, {}, {{"__archspec", "1", "x86_64_v2"}}).size(), 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST_F(Installer, LinksRelocatesAndRecords) {
+  const std::string text = "#!/bin/sh\necho " + kTextPh + "/share\n";
+  const std::string binary = std::string("BIN\0", 4) + kBinPh + "/lib" + std::string(1, '\0') + "end";
+  auto p = make_package("tool", "1.2", {{"bin/tool", text, true, "text", kTextPh},
+                                        {"lib/libtool.so", binary, false, "binary", kBinPh},
+                                        {"share/tool/data.txt", "plain data\n"},
+                                        {"lib/libtool.so.1", "", false, "", "", "libtool.so"}});
+  auto report = install_packages(prefix_, {p}, options());
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  EXPECT_EQ(report->installed, std::vector<std::string>{"tool-1.2-0"});
+  EXPECT_EQ(report->files_linked, 1u);
+  EXPECT_EQ(report->files_relocated, 2u);
+
+  EXPECT_EQ(slurp(prefix_ / "bin/tool"), "#!/bin/sh\necho " + prefix_.string() + "/share\n");
+  EXPECT_TRUE((fs::status(prefix_ / "bin/tool").permissions() & fs::perms::owner_exec) != fs::perms::none);
+  const std::string installed_bin = slurp(prefix_ / "lib/libtool.so");
+  EXPECT_EQ(installed_bin.size(), binary.size());
+  EXPECT_EQ(installed_bin.substr(4, prefix_.string().size() + 4), prefix_.string() + "/lib");
+  EXPECT_EQ(slurp(p.extracted_dir / "lib/libtool.so"), binary) << "the cache copy must stay untouched";
+  EXPECT_TRUE(fs::is_symlink(prefix_ / "lib/libtool.so.1"));
+  EXPECT_EQ(fs::read_symlink(prefix_ / "lib/libtool.so.1"), "libtool.so");
+
+  struct stat a {}, b {};
+  ASSERT_EQ(::stat((prefix_ / "share/tool/data.txt").c_str(), &a), 0);
+  ASSERT_EQ(::stat((p.extracted_dir / "share/tool/data.txt").c_str(), &b), 0);
+  EXPECT_EQ(a.st_ino, b.st_ino) << "unchanged files are hard links into the package cache";
+  ASSERT_EQ(::stat((prefix_ / "bin/tool").c_str(), &a), 0);
+  ASSERT_EQ(::stat((p.extracted_dir / "bin/tool").c_str(), &b), 0);
+  EXPECT_NE(a.st_ino, b.st_ino) << "relocated files are new files";
+
+  auto records = read_conda_meta(prefix_);
+  ASSERT_TRUE(records.ok()) << records.error().to_string();
+  ASSERT_EQ(records->size(), 1u);
+  const PrefixRecord& rec = records->front();
+  EXPECT_EQ(rec.files, (std::vector<std::string>{"bin/tool", "lib/libtool.so", "lib/libtool.so.1",
+                                                  "share/tool/data.txt"}));
+  EXPECT_EQ(rec.link_type, "hardlink");
+  EXPECT_EQ(rec.extracted_package_dir, p.extracted_dir.string());
+  for (const auto& e : rec.paths) {
+    if (e.type != PathEntry::Type::HardLink) continue;
+    EXPECT_EQ(e.sha256, *hash_file(prefix_ / e.path, HashAlgorithm::Sha256)) << e.path;
+    EXPECT_EQ(*e.size_in_bytes, fs::file_size(prefix_ / e.path)) << e.path;
+  }
+  const std::string history = slurp(prefix_ / "conda-meta/history");
+  EXPECT_NE(history.find("# cmd: envlock install -l envlock.lock -e default"), std::string::npos) << history;
+  EXPECT_NE(history.find("+file:///channel/linux-64::tool-1.2-0\n"), std::string::npos) << history;
+  auto origin = read_prefix_origin(prefix_);
+  ASSERT_TRUE(origin.ok() && origin->has_value());
+  EXPECT_EQ((*origin)->lockfile_hash, "sha256:" + std::string(64, 'a'));
+  EXPECT_EQ((*origin)->environment, "default");
+  EXPECT_TRUE(siblings().empty()) << "no staging folder may be left behind";
+
+  auto verify = verify_prefix(prefix_);
+  ASSERT_TRUE(verify.ok()) << verify.error().to_string();
+  EXPECT_TRUE(verify->clean());
+  EXPECT_EQ(verify->files_checked, 4u);
+}
+
+TEST_F(Installer, CopyModeSharesNoInode) {
+  auto p = make_package("data", "1", {{"share/d.txt", "d\n"}});
+  auto o = options();
+  o.link_mode = LinkMode::Copy;
+  ASSERT_TRUE(install_packages(prefix_, {p}, o).ok());
+  struct stat a {}, b {};
+  ::stat((prefix_ / "share/d.txt").c_str(), &a);
+  ::stat((p.extracted_dir / "share/d.txt").c_str(), &b);
+  EXPECT_NE(a.st_ino, b.st_ino);
+  EXPECT_EQ(read_conda_meta(prefix_)->front().link_type, "copy");
+}
+
+TEST_F(Installer, PrefixLongerThanBinaryPlaceholderIsRefusedAndOldEnvironmentStays) {
+  auto v1 = make_package("tool", "1", {{"share/v", "one\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {v1}, options()).ok());
+  const std::string binary = std::string("\0", 1) + "/opt/short" + std::string(1, '\0');
+  auto v2 = make_package("tool", "2", {{"lib/x.so", binary, false, "binary", "/opt/short"}, {"share/v", "two\n"}});
+  auto r = install_packages(prefix_, {v2}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Incompatible);
+  EXPECT_EQ(r.error().where, "tool-2-0: lib/x.so");
+  EXPECT_NE(r.error().hint.find("shorter prefix"), std::string::npos);
+  EXPECT_EQ(slurp(prefix_ / "share/v"), "one\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "lib/x.so"));
+  EXPECT_EQ(read_conda_meta(prefix_)->front().version.to_string(), "1");
+  EXPECT_TRUE(siblings().empty());
+}
+
+TEST_F(Installer, NoarchPythonGoesToSitePackagesWithEntryPoints) {
+  auto python = make_package("python", "3.11.7", {{"bin/python3.11", "#!/bin/sh\n", true}});
+  auto pkg = make_package("demo", "1.0", {{"site-packages/demo/__init__.py", "def main():\n    return 0\n"},
+                                          {"python-scripts/demo-tool", "#!" + kTextPh + "/bin/python\n", true,
+                                           "text", kTextPh}},
+                          "python", {"demo-cli = demo.cli:main"}, "pyh_0");
+  auto r = install_packages(prefix_, {python, pkg}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(fs::exists(prefix_ / "lib/python3.11/site-packages/demo/__init__.py"));
+  EXPECT_EQ(slurp(prefix_ / "bin/demo-tool"), "#!" + prefix_.string() + "/bin/python\n");
+  const std::string ep = slurp(prefix_ / "bin/demo-cli");
+  EXPECT_TRUE(ep.starts_with("#!" + prefix_.string() + "/bin/python3.11\n")) << ep;
+  EXPECT_NE(ep.find("from demo.cli import main\n"), std::string::npos) << ep;
+  EXPECT_NE(ep.find("sys.exit(main())"), std::string::npos) << ep;
+  EXPECT_TRUE((fs::status(prefix_ / "bin/demo-cli").permissions() & fs::perms::owner_exec) != fs::perms::none);
+  auto records = read_conda_meta(prefix_);
+  ASSERT_TRUE(records.ok());
+  const auto& demo = (*records)[0].name == "demo" ? (*records)[0] : (*records)[1];
+  EXPECT_EQ(demo.files, (std::vector<std::string>{"bin/demo-cli", "bin/demo-tool",
+                                                   "lib/python3.11/site-packages/demo/__init__.py"}));
+  ASSERT_TRUE(verify_prefix(prefix_)->clean());
+
+  fs::remove_all(root_ / "envs");
+  auto alone = install_packages(prefix_, {pkg}, options());
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(alone.error().kind, ErrorKind::Incompatible);
+  EXPECT_EQ(alone.error().where, "demo-1.0-pyh_0");
+  EXPECT_FALSE(fs::exists(prefix_));
+}
+
+TEST_F(Installer, ChangingAPrefixKeepsUnchangedAndUserFilesAndDropsRemoved) {
+  auto a = make_package("a", "1", {{"share/a", "a\n"}});
+  auto b = make_package("b", "1", {{"share/b", "b\n"}});
+  auto c = make_package("c", "1", {{"share/c", "c\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {a, b}, options()).ok());
+  spit(prefix_ / "notes/user.txt", "mine\n");
+  spit(prefix_ / "conda-meta/pinned", "a 1\n");
+  auto r = install_packages(prefix_, {a, c}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->kept, std::vector<std::string>{"a-1-0"});
+  EXPECT_EQ(r->installed, std::vector<std::string>{"c-1-0"});
+  EXPECT_EQ(r->removed, std::vector<std::string>{"b-1-0"});
+  EXPECT_TRUE(fs::exists(prefix_ / "share/a"));
+  EXPECT_TRUE(fs::exists(prefix_ / "share/c"));
+  EXPECT_FALSE(fs::exists(prefix_ / "share/b"));
+  EXPECT_EQ(slurp(prefix_ / "notes/user.txt"), "mine\n");
+  EXPECT_EQ(slurp(prefix_ / "conda-meta/pinned"), "a 1\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/b-1-0.json"));
+  const std::string history = slurp(prefix_ / "conda-meta/history");
+  EXPECT_NE(history.find("+file:///channel/linux-64::b-1-0"), std::string::npos);
+  EXPECT_NE(history.find("-file:///channel/linux-64::b-1-0"), std::string::npos);
+  EXPECT_NE(history.find("+file:///channel/linux-64::c-1-0"), std::string::npos);
+  auto v = verify_prefix(prefix_);
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->drift.size(), 1u);
+  EXPECT_EQ(v->drift[0].path, "notes/user.txt");
+  EXPECT_EQ(v->drift[0].kind, FileDrift::Kind::Extra);
+  EXPECT_TRUE(siblings().empty());
+}
+
+TEST_F(Installer, PostLinkScriptsRunAsCondaRunsThem) {
+  auto p = make_package("hook", "2.1",
+                        {{"bin/.hook-post-link.sh",
+                          "echo \"$PKG_NAME $PKG_VERSION $PKG_BUILDNUM\" > \"$PREFIX/share-marker\"\n"
+                          "echo 'hello from hook' > \"$PREFIX/.messages.txt\"\n",
+                          true}});
+  auto r = install_packages(prefix_, {p}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(slurp(prefix_ / "share-marker"), "hook 2.1 0\n");
+  EXPECT_EQ(r->messages, std::vector<std::string>{"hello from hook\n"});
+  EXPECT_FALSE(fs::exists(prefix_ / ".messages.txt"));
+
+  fs::remove_all(root_ / "envs");
+  ASSERT_TRUE(install_packages(prefix_, {p}, options(RunScripts::No)).ok());
+  EXPECT_FALSE(fs::exists(prefix_ / "share-marker"));
+}
+
+TEST_F(Installer, FailingPostLinkLeavesThePreviousEnvironment) {
+  auto good = make_package("base", "1", {{"share/base", "base\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {good}, options()).ok());
+  auto bad = make_package("broken", "1", {{"bin/.broken-post-link.sh", "echo 'cannot configure'\nexit 3\n", true}});
+  auto r = install_packages(prefix_, {good, bad}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "broken-1-0");
+  EXPECT_EQ(r.error().message, "post-link script exited with status 3");
+  EXPECT_NE(r.error().detail.find("cannot configure"), std::string::npos) << r.error().detail;
+  EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/broken-1-0.json"));
+  EXPECT_FALSE(fs::exists(prefix_ / "bin/.broken-post-link.sh"));
+  EXPECT_TRUE(fs::exists(prefix_ / "share/base"));
+  EXPECT_TRUE(siblings().empty());
+  EXPECT_TRUE(install_packages(prefix_, {good, bad}, options(RunScripts::No)).ok());
+}
+
+TEST_F(Installer, VerifyReportsModifiedMissingAndExtra) {
+  auto p = make_package("v", "1", {{"share/one", "1\n"}, {"share/two", "2\n"}, {"share/three", "3\n"}});
+  auto o = options();
+  o.link_mode = LinkMode::Copy;  // editing a hard link would edit the package cache
+  ASSERT_TRUE(install_packages(prefix_, {p}, o).ok());
+  spit(prefix_ / "share/one", "X\n");       // same size, other bytes
+  spit(prefix_ / "share/three", "three\n"); // other size
+  fs::remove(prefix_ / "share/two");
+  spit(prefix_ / "share/new", "n\n");
+  spit(prefix_ / "lib/python3.11/site-packages/__pycache__/m.cpython-311.pyc", "pyc");
+  auto v = verify_prefix(prefix_);
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->drift.size(), 4u);
+  EXPECT_EQ(v->drift[0].path, "share/new");
+  EXPECT_EQ(v->drift[0].kind, FileDrift::Kind::Extra);
+  EXPECT_EQ(v->drift[1].path, "share/one");
+  EXPECT_EQ(v->drift[1].kind, FileDrift::Kind::Modified);
+  EXPECT_TRUE(v->drift[1].reason.starts_with("sha256 ")) << v->drift[1].reason;
+  EXPECT_EQ(v->drift[2].path, "share/three");
+  EXPECT_EQ(v->drift[2].reason, "size 6 != recorded 2");
+  EXPECT_EQ(v->drift[3].path, "share/two");
+  EXPECT_EQ(v->drift[3].kind, FileDrift::Kind::Missing);
+  EXPECT_EQ(v->drift[3].package, "v-1-0");
+}
+
+TEST_F(Installer, RefusesToSwallowAFolderThatIsNotAnEnvironment) {
+  spit(prefix_ / "important.txt", "keep me\n");
+  auto p = make_package("x", "1", {{"share/x", "x\n"}});
+  auto r = install_packages(prefix_, {p}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Usage);
+  EXPECT_EQ(slurp(prefix_ / "important.txt"), "keep me\n");
+  auto rm = remove_environment(prefix_);
+  ASSERT_FALSE(rm.ok());
+  EXPECT_NE(rm.error().message.find("was not made by envlock"), std::string::npos);
+  EXPECT_TRUE(fs::exists(prefix_ / "important.txt"));
+}
+
+TEST_F(Installer, RemoveDeletesAnEnvironmentEnvlockMade) {
+  auto p = make_package("x", "1", {{"share/x", "x\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {p}, options()).ok());
+  ASSERT_TRUE(remove_environment(prefix_).ok());
+  EXPECT_FALSE(fs::exists(prefix_));
+  EXPECT_TRUE(fs::exists(p.extracted_dir / "share/x")) << "the package cache is not touched";
+  EXPECT_TRUE(siblings().empty());
+}
+
+TEST_F(Installer, UnsafePathsAreRefused) {
+  auto p = make_package("evil", "1", {{"share/ok", "ok\n"}});
+  spit(p.extracted_dir / "info/paths.json",
+       R"({"paths":[{"_path":"../../outside","path_type":"hardlink"}],"paths_version":1})");
+  auto r = install_packages(prefix_, {p}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Integrity);
+  EXPECT_NE(r.error().message.find("../../outside"), std::string::npos);
+  EXPECT_FALSE(fs::exists(prefix_));
+  EXPECT_FALSE(fs::exists(root_ / "outside"));
+}
+
+TEST_F(Installer, LeftoversOfAKilledRunAreCleanedAndOldTreeRestored) {
+  auto p = make_package("x", "1", {{"share/x", "x\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {p}, options()).ok());
+  // A run killed between the two renames of the fallback swap: prefix moved aside, stage ready.
+  fs::rename(prefix_, prefix_.parent_path() / ".demo.envlock-old-123");
+  fs::create_directories(prefix_.parent_path() / ".demo.envlock-stage-123-9/share");
+  auto q = make_package("y", "1", {{"share/y", "y\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {p, q}, options()).ok());
+  EXPECT_TRUE(fs::exists(prefix_ / "share/x"));
+  EXPECT_TRUE(fs::exists(prefix_ / "share/y"));
+  EXPECT_EQ(*read_conda_meta(prefix_)->front().requested_spec.data(), '\0');
+  EXPECT_TRUE(siblings().empty());
+}
+
+TEST_F(Installer, OldStyleHasPrefixPackagesAreRelocated) {
+  auto p = make_package("old", "1", {{"bin/old", "#!/bin/sh\necho " + kTextPh + "\n", true}});
+  fs::remove(p.extracted_dir / "info/paths.json");
+  spit(p.extracted_dir / "info/files", "bin/old\n");
+  spit(p.extracted_dir / "info/has_prefix", "bin/old\n");
+  ASSERT_TRUE(install_packages(prefix_, {p}, options()).ok());
+  EXPECT_EQ(slurp(prefix_ / "bin/old"), "#!/bin/sh\necho " + prefix_.string() + "\n");
+  ASSERT_TRUE(verify_prefix(prefix_)->clean());
+}
+
+}  // namespace
