@@ -1,0 +1,81 @@
+#pragma once
+// envlock/extract.hpp — unpacking conda package archives, safely, without temporary copies.
+//
+// Formats (conda's package formats, https://docs.conda.io/projects/conda/en/latest/user-guide/
+// concepts/packages.html):
+//   .tar.bz2  a bzip2-compressed tar holding info/ and the package files;
+//   .conda    (CEP-2 "conda package format v2") a ZIP (stored) holding metadata.json,
+//             info-<dist>.tar.zst (the info/ folder) and pkg-<dist>.tar.zst (everything else;
+//             absent in packages without files). Members are found by base name, also when a
+//             tool stored them below a folder of the ZIP.
+// Both inner tars of a .conda are streamed straight out of the ZIP into the destination; nothing
+// is decompressed into a temporary file. libarchive is used here and nowhere else in envlock; no
+// libarchive type crosses this header.
+//
+// Untrusted input: every entry is checked before anything is written for it. Refused, with the
+// archive, the inner tar and the entry named (ErrorKind::Integrity):
+//   * absolute paths, and paths with a `..` component;
+//   * entries written through a symlink made by an earlier entry;
+//   * symlinks whose target is absolute or resolves (through the package's other symlinks) to a
+//     place outside the package directory; hard links to such places;
+//   * character/block devices, FIFOs and sockets;
+//   * more than ExtractLimits::max_total_bytes of file content or max_entries entries;
+//   * a corrupt or truncated archive, and an archive without info/index.json.
+// File modes keep the owner's permission bits and group/other read and execute (masked with 0755:
+// setuid/setgid/sticky and group/other write dropped, so a shared cache cannot be altered through
+// a world-writable file); modification times are kept for files (Python's .pyc validation
+// compares them); owners are not restored. A symlink entry with an empty target (made on hosts
+// without symlinks; POSIX cannot create one) is written as an empty file, as the .tar.bz2 form
+// of such packages holds it.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include "envlock/result.hpp"
+
+namespace envlock {
+
+/// The two conda archive formats.
+enum class ArchiveFormat { Conda, TarBz2 };
+
+/// Format from a file name's extension (".conda" or ".tar.bz2"); nullopt for anything else.
+std::optional<ArchiveFormat> archive_format(std::string_view file_name);
+
+/// Bounds against archive bombs. The defaults fit the largest real packages (CUDA libraries are a
+/// few GiB unpacked) with a wide margin.
+struct ExtractLimits {
+  std::uint64_t max_total_bytes = 64ULL << 30;  ///< sum of regular file sizes, in bytes
+  std::uint64_t max_entries = 2'000'000;        ///< entries of all inner archives together
+};
+
+/// What an extraction wrote.
+struct ExtractStats {
+  std::uint64_t files = 0;        ///< regular files (hard links included)
+  std::uint64_t directories = 0;  ///< directories created (listed or implied by a path)
+  std::uint64_t symlinks = 0;     ///< symbolic links
+  std::uint64_t bytes = 0;        ///< bytes of file content written
+};
+
+/// Extracts `archive` (format from its extension) into the existing directory `directory`.
+/// Not atomic: on error the directory holds whatever was written so far; callers that need
+/// all-or-nothing use extract_package(). Errors: ErrorKind::Integrity (unsafe entry, corrupt
+/// archive, limits exceeded; `where` is the archive path), ErrorKind::Io (cannot write),
+/// ErrorKind::Usage (not a .conda or .tar.bz2 file name).
+Result<ExtractStats> extract_into(const std::filesystem::path& archive, const std::filesystem::path& directory,
+                                  const ExtractLimits& limits = {});
+
+/// Called with the staging directory after a successful extraction, before it is renamed into
+/// place (e.g. to write a completion marker). A failure aborts the extraction.
+using BeforeCommit = std::function<Status(const std::filesystem::path& staging)>;
+
+/// Extracts `archive` into `destination`, all or nothing: the archive is unpacked into a fresh
+/// sibling directory (`.<name>.extracting-<pid>-<n>`, same filesystem), `before_commit` runs, and
+/// the directory is renamed onto `destination`, which must not exist (ErrorKind::Io otherwise).
+/// On any failure the staging directory is removed and `destination` is untouched.
+Result<ExtractStats> extract_package(const std::filesystem::path& archive, const std::filesystem::path& destination,
+                                     const ExtractLimits& limits = {}, const BeforeCommit& before_commit = {});
+
+}  // namespace envlock
