@@ -39,7 +39,8 @@ struct PackageRecord {
   std::string md5;                           ///< lower-case hex, may be empty
   std::string sha256;                        ///< lower-case hex, may be empty
   std::optional<std::uint64_t> size;         ///< archive size in bytes
-  std::optional<std::uint64_t> timestamp;    ///< milliseconds since epoch (seconds are converted)
+  std::optional<std::uint64_t> timestamp;    ///< milliseconds since epoch; JSON values up to
+                                             ///< 253402300799 are seconds and are scaled (conda)
   NoArchKind noarch = NoArchKind::None;
   std::string arch;                          ///< legacy field, kept when present
   std::string platform;                      ///< legacy field, kept when present

@@ -142,7 +142,12 @@ Result<PackageRecord> PackageRecord::from_json(const json& j) {
     if (it->is_string()) {
       r.track_features = split_features(it->get<std::string>());
     } else {
-      ENVLOCK_TRY(read_strings(j, "track_features", r.track_features, where));
+      // A list (rattler writes one): entries are trimmed and empty ones dropped, as conda does.
+      std::vector<std::string> entries;
+      ENVLOCK_TRY(read_strings(j, "track_features", entries, where));
+      for (const auto& entry : entries) {
+        for (auto& f : split_features(entry)) r.track_features.push_back(std::move(f));
+      }
     }
   }
   if (auto it = j.find("features"); it != j.end() && it->is_array()) {
@@ -199,7 +204,12 @@ void PackageRecord::to_json(json& j) const {
   if (!md5.empty()) j["md5"] = md5;
   if (!sha256.empty()) j["sha256"] = sha256;
   if (size) j["size"] = *size;
-  if (timestamp) j["timestamp"] = *timestamp;
+  if (timestamp) {
+    // Readers take values up to kMaxSecondsTimestamp as seconds; a whole-second time that small
+    // (before 1978 in ms) is therefore written in seconds so it reads back the same.
+    bool as_seconds = *timestamp <= kMaxSecondsTimestamp && *timestamp % 1000 == 0;
+    j["timestamp"] = as_seconds ? *timestamp / 1000 : *timestamp;
+  }
   if (noarch == NoArchKind::Python) j["noarch"] = "python";
   if (noarch == NoArchKind::Generic) j["noarch"] = "generic";
   if (!arch.empty()) j["arch"] = arch;

@@ -48,6 +48,11 @@ const Version::Part& zero_part() {
   return zero;
 }
 
+// conda spells "dev" as "DEV" so that it sorts below every other (lower-case) string.
+std::string_view sort_key(const Version::Part& p) {
+  return p.text == "dev" ? std::string_view("DEV") : std::string_view(p.text);
+}
+
 // The order of one part, as conda's VersionOrder.__lt__: strings < numbers < "post" (infinity);
 // numbers compare as integers; strings compare as text, with "dev" spelled "DEV" so that
 // '*' < 'DEV' < '_' < 'a'...
@@ -64,9 +69,7 @@ int compare_part(const Version::Part& a, const Version::Part& b) {
     int c = a.text.compare(b.text);
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
-  const std::string& ka = a.text == "dev" ? std::string("DEV") : a.text;
-  const std::string& kb = b.text == "dev" ? std::string("DEV") : b.text;
-  int c = ka.compare(kb);
+  int c = sort_key(a).compare(sort_key(b));
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
 
@@ -94,7 +97,6 @@ int compare_components(const std::vector<Version::Component>& a,
   return 0;
 }
 
-std::string sort_key(const Version::Part& p) { return p.text == "dev" ? "DEV" : p.text; }
 
 // Splits one component into runs of digits, runs of '*', and runs of anything else
 // (conda's version_split_re = "([0-9]+|[*]+|[^0-9*]+)"), converting as conda does.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/match_spec.hpp"
+#include "envlock/package_record.hpp"
 #include "envlock/version.hpp"
 
 namespace envlock {
@@ -30,6 +31,13 @@ const std::map<std::string, std::string> kCondaRejects = {
     {"win-dependency[when=\"__win\"]", "rattler's conditional dependency; conda: \"Cannot match on field(s): when\""},
     {"package[when=\"side-dependency=0.2\"]",
      "rattler's conditional dependency; conda: \"Cannot match on field(s): when\""},
+};
+
+// Repodata records that conda rejects too, by file and record: envlock must refuse them.
+const std::map<std::string, std::string> kRejectedRecords = {
+    {"test-data__channels__dummy-noarch-str-not-empty__linux-64__repodata.json: bar-1-xxx",
+     "rattler's own negative test: noarch \"notempty-this-should-fail\" (conda's NoarchType "
+     "accepts only python, generic or a boolean)"},
 };
 
 // The records of one file: `packages` + `packages.conda` of a repodata.json, or every value of
@@ -55,6 +63,9 @@ std::vector<const json*> records_of(const json& j) {
 struct Strings {
   std::set<std::string> versions, specs;
   std::size_t files = 0, records = 0;
+  std::vector<std::string> record_failures;  // "file: key: error" for records that did not read
+  std::size_t records_round_tripped = 0;   // or, for kRejectedRecords, rejected as expected
+  std::set<std::string> rejected_records;
 };
 
 Strings collect() {
@@ -65,13 +76,38 @@ Strings collect() {
       if (!e.is_regular_file() || e.path().extension() != ".json") continue;
       std::ifstream in(e.path(), std::ios::binary);
       json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded()) continue;
+      // channeldata.json lists packages by name (no records); it is not repodata.
+      if (j.is_discarded() || e.path().filename().string().find("channeldata") != std::string::npos) continue;
       auto recs = records_of(j);
       const bool named_repodata = e.path().filename().string().find("repodata") != std::string::npos;
       if (recs.empty() && !named_repodata) continue;
       ++s.files;
+      // patch_instructions.json files hold partial records (only the patched keys).
+      const bool partial = e.path().filename().string().find("patch_instructions") != std::string::npos;
       for (const json* r : recs) {
         ++s.records;
+        // Every record reads as a RepoDataRecord and survives a JSON round trip.
+        if (partial) {
+          ++s.records_round_tripped;
+        } else if (auto rec = RepoDataRecord::from_json(*r); !rec) {
+          const std::string key = e.path().filename().string() + ": " + rec.error().where;
+          if (kRejectedRecords.count(key)) {
+            ++s.records_round_tripped;
+            s.rejected_records.insert(key);
+          } else {
+            s.record_failures.push_back(key + ": " + rec.error().to_string());
+          }
+        } else {
+          json out;
+          rec->to_json(out);
+          auto back = RepoDataRecord::from_json(out);
+          if (back && *back == *rec) {
+            ++s.records_round_tripped;
+          } else {
+            s.record_failures.push_back(e.path().filename().string() + ": " + rec->dist_name() +
+                                        ": JSON round trip changed the record");
+          }
+        }
         if (auto v = r->find("version"); v != r->end() && v->is_string()) s.versions.insert(v->get<std::string>());
         for (const char* key : {"depends", "constrains"}) {
           auto it = r->find(key);
@@ -105,6 +141,18 @@ TEST(Corpus, EveryVersionParsesAndRoundTrips) {
     ASSERT_TRUE(back) << text;
     EXPECT_EQ(*back, *v) << text;
     EXPECT_EQ(back->compare(*v), std::strong_ordering::equal) << text;
+  }
+}
+
+TEST(Corpus, EveryRepodataRecordReadsAndRoundTrips) {
+  if (!fs::exists(kCorpus / "repodata")) GTEST_SKIP() << "corpus not available at " << kCorpus;
+  const Strings& s = corpus();
+  std::string failures;
+  for (const auto& f : s.record_failures) failures += "  " + f + "\n";
+  EXPECT_TRUE(s.record_failures.empty()) << s.record_failures.size() << " records failed:\n" << failures;
+  EXPECT_EQ(s.records_round_tripped, s.records);
+  for (const auto& [key, reason] : kRejectedRecords) {
+    EXPECT_TRUE(s.rejected_records.count(key)) << "listed as rejected (" << reason << ") but read: " << key;
   }
 }
 
