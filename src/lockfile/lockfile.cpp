@@ -91,10 +91,19 @@ class Reader {
   Status url(const YAML::Node& n, const std::string& what, std::string& out) const {
     auto s = str(n, what);
     if (!s) return s.error();
-    if (url_has_credentials(*s))
-      return src_.error_at(n, what + " carries credentials", "lockfiles must be credential-free; re-create it with `envlock lock`");
+    if (url_has_credentials(*s)) return credentials_error(n, what, *s);
     out = *s;
     return ok_status();
+  }
+
+  /// The error for a URL with credentials; the line shown has them redacted too.
+  Error credentials_error(const YAML::Node& n, const std::string& what, const std::string& raw) const {
+    Error e = src_.error_at(n, what + " carries credentials",
+                            "lockfiles must be credential-free; re-create it with `envlock lock`");
+    const std::string clean = redact_url(raw);
+    for (std::size_t at = e.detail.find(raw); at != std::string::npos; at = e.detail.find(raw, at + clean.size()))
+      e.detail.replace(at, raw.size(), clean);
+    return e;
   }
 
   Result<LockedPackage> package(const YAML::Node& n, const std::string& where);
@@ -218,8 +227,7 @@ Result<LockedPlatform> Reader::platform(const std::string& name, const YAML::Nod
   if (!channels) return channels.error();
   std::size_t i = 0;
   for (const auto& c : *channels) {
-    if (url_has_credentials(c))
-      return src_.error_at(n["channels"][i], "channel carries credentials", "lockfiles must be credential-free; re-create it with `envlock lock`");
+    if (url_has_credentials(c)) return credentials_error(n["channels"][i], "a channel of " + where, c);
     ++i;
   }
   lp.channels = std::move(*channels);

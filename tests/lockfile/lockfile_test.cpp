@@ -1,0 +1,355 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "envlock/lockfile.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+LockedPackage pkg(const std::string& name, const std::string& version, const std::string& build,
+                  std::vector<std::string> depends = {}, const std::string& layer = "default") {
+  LockedPackage p;
+  p.name = name;
+  p.version = Version::parse(version).value();
+  p.build = build;
+  p.build_number = 0;
+  p.subdir = "linux-64";
+  p.channel = "https://conda.anaconda.org/conda-forge";
+  p.file_name = name + "-" + version + "-" + build + ".conda";
+  p.url = p.channel + "/linux-64/" + p.file_name;
+  p.sha256 = std::string(64, 'a');
+  p.md5 = std::string(32, 'b');
+  p.size = 1234;
+  p.depends = std::move(depends);
+  p.license = "BSD-3-Clause";
+  p.timestamp = 1700000000000;
+  p.layer = layer;
+  return p;
+}
+
+Lockfile small() {
+  Lockfile lf;
+  lf.manifest_hash = "sha256:" + std::string(64, 'c');
+  LockedEnvironment env;
+  env.name = "default";
+  env.requested = {"python 3.12.*", "numpy >=1.26"};
+  LockedPlatform lp;
+  lp.platform = "linux-64";
+  lp.channels = {"https://conda.anaconda.org/conda-forge"};
+  lp.virtual_packages = {VirtualPackage{"__glibc", "2.28", "0"}};
+  lp.packages = {pkg("python", "3.12.1", "h1_0", {"libzlib >=1.2.13,<2.0a0"}), pkg("libzlib", "1.3.1", "h2_1"),
+                 pkg("numpy", "1.26.4", "py312h3_0", {"python >=3.12,<3.13.0a0", "libzlib"})};
+  lp.packages[2].constrains = {"numpy-base <0a0"};
+  lp.packages[2].build_number = 7;
+  env.platforms["linux-64"] = lp;
+  lf.environments["default"] = env;
+  return lf;
+}
+
+const char* const kSmallYaml = R"(# envlock.lock — written by `envlock lock`; do not edit by hand. Format: docs/lockfile.md
+version: 1
+manifest_hash: sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc
+environments:
+  default:
+    requested:
+      - numpy >=1.26
+      - python 3.12.*
+    platforms:
+      linux-64:
+        channels:
+          - https://conda.anaconda.org/conda-forge
+        virtual_packages:
+          - __glibc=2.28=0
+        packages:
+          - name: libzlib
+            version: "1.3.1"
+            build: h2_1
+            build_number: 0
+            subdir: linux-64
+            channel: https://conda.anaconda.org/conda-forge
+            url: https://conda.anaconda.org/conda-forge/linux-64/libzlib-1.3.1-h2_1.conda
+            sha256: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+            md5: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
+            size: 1234
+            depends: []
+            constrains: []
+            license: BSD-3-Clause
+            timestamp: 1700000000000
+            track_features: []
+            layer: default
+          - name: numpy
+            version: "1.26.4"
+            build: py312h3_0
+            build_number: 7
+            subdir: linux-64
+            channel: https://conda.anaconda.org/conda-forge
+            url: https://conda.anaconda.org/conda-forge/linux-64/numpy-1.26.4-py312h3_0.conda
+            sha256: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+            md5: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
+            size: 1234
+            depends:
+              - python >=3.12,<3.13.0a0
+              - libzlib
+            constrains:
+              - numpy-base <0a0
+            license: BSD-3-Clause
+            timestamp: 1700000000000
+            track_features: []
+            layer: default
+          - name: python
+            version: "3.12.1"
+            build: h1_0
+            build_number: 0
+            subdir: linux-64
+            channel: https://conda.anaconda.org/conda-forge
+            url: https://conda.anaconda.org/conda-forge/linux-64/python-3.12.1-h1_0.conda
+            sha256: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+            md5: bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
+            size: 1234
+            depends:
+              - libzlib >=1.2.13,<2.0a0
+            constrains: []
+            license: BSD-3-Clause
+            timestamp: 1700000000000
+            track_features: []
+            layer: default
+)";
+
+TEST(LockfileFormat, GoldenText) { EXPECT_EQ(small().to_yaml(), kSmallYaml); }
+
+TEST(LockfileFormat, RoundTripIsByteIdentical) {
+  const Lockfile lf = small();
+  auto back = Lockfile::parse(lf.to_yaml(), "envlock.lock");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->manifest_hash, lf.manifest_hash);
+  const LockedPlatform* lp = back->find("default", "linux-64");
+  ASSERT_NE(lp, nullptr);
+  ASSERT_EQ(lp->packages.size(), 3u);
+  EXPECT_EQ(lp->packages[0].name, "libzlib");  // sorted on read
+  EXPECT_EQ(lp->packages[1], [&] {
+    auto p = small().environments["default"].platforms["linux-64"].packages[2];
+    return p;
+  }());
+  EXPECT_EQ(back->to_yaml(), lf.to_yaml());
+  EXPECT_EQ(back->find("default", "osx-64"), nullptr);
+  EXPECT_EQ(back->find("nope", "linux-64"), nullptr);
+}
+
+TEST(LockfileFormat, ShuffledInputGivesTheSameBytes) {
+  const std::string want = small().to_yaml();
+  std::mt19937 rng(42);
+  for (int i = 0; i < 20; ++i) {
+    Lockfile lf = small();
+    auto& lp = lf.environments["default"].platforms["linux-64"];
+    std::shuffle(lp.packages.begin(), lp.packages.end(), rng);
+    std::shuffle(lf.environments["default"].requested.begin(), lf.environments["default"].requested.end(), rng);
+    EXPECT_EQ(lf.to_yaml(), want);
+  }
+}
+
+TEST(LockfileFormat, QuotesWhatYamlWouldMisread) {
+  Lockfile lf = small();
+  auto& p = lf.environments["default"].platforms["linux-64"].packages[0];
+  p.build = "0";                 // a number
+  p.license = "yes";             // a YAML 1.1 boolean
+  p.depends = {"foo: bar", "x #y", "[weird]", "tab\there", "quote\"s"};
+  p.track_features = {"null"};
+  const std::string text = lf.to_yaml();
+  EXPECT_NE(text.find("build: \"0\"\n"), std::string::npos);
+  EXPECT_NE(text.find("license: \"yes\"\n"), std::string::npos);
+  EXPECT_NE(text.find("- \"foo: bar\"\n"), std::string::npos);
+  EXPECT_NE(text.find("- \"x #y\"\n"), std::string::npos);
+  EXPECT_NE(text.find("- \"tab\\there\"\n"), std::string::npos);
+  EXPECT_NE(text.find("- \"quote\\\"s\"\n"), std::string::npos);
+  auto back = Lockfile::parse(text, "x.lock");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  const auto& q = back->find("default", "linux-64")->packages;
+  auto it = std::find_if(q.begin(), q.end(), [&](const auto& r) { return r.name == p.name; });
+  ASSERT_NE(it, q.end());
+  EXPECT_EQ(*it, p);
+}
+
+TEST(LockfileFormat, CredentialsNeverWritten) {
+  Lockfile lf = small();
+  auto& lp = lf.environments["default"].platforms["linux-64"];
+  lp.channels = {"https://user:pw@conda.example.com/t/tk-1234/private"};
+  lp.packages[0].url = "https://conda.example.com/t/tk-1234/private/linux-64/x-1-0.conda";
+  lp.packages[0].channel = "https://user:pw@conda.example.com/private";
+  const std::string text = lf.to_yaml();
+  EXPECT_EQ(text.find("tk-1234"), std::string::npos);
+  EXPECT_EQ(text.find("pw@"), std::string::npos);
+  EXPECT_NE(text.find("https://conda.example.com/private/linux-64/x-1-0.conda"), std::string::npos);
+  // A lockfile that carries credentials is refused when read.
+  std::string bad = kSmallYaml;
+  const std::string from = "url: https://conda.anaconda.org/conda-forge/linux-64/numpy";
+  bad.replace(bad.find(from), from.size(), "url: https://conda.anaconda.org/t/secret-tok/conda-forge/linux-64/numpy");
+  auto r = Lockfile::parse(bad, "envlock.lock");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "envlock.lock:38:18");
+  EXPECT_EQ(r.error().message, "url of numpy carries credentials");
+  EXPECT_EQ(r.error().detail.find("secret-tok"), std::string::npos) << "the error must not echo the token";
+}
+
+TEST(LockfileFormat, NewerVersionIsRefusedNamingBoth) {
+  auto r = Lockfile::parse("version: 2\nsomething_new: {}\n", "envlock.lock");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Parse);
+  EXPECT_EQ(r.error().where, "envlock.lock:1:10");
+  EXPECT_EQ(r.error().message, "lockfile format version 2 is newer than this envlock reads (version 1)");
+}
+
+TEST(LockfileFormat, ErrorsNameFileLineColumn) {
+  struct Case {
+    std::string from, to, where, message;
+  };
+  const std::vector<Case> cases = {
+      {"sha256: aaaa", "sha256: zzzz", "envlock.lock:23:21", "sha256 of libzlib must be 64 lower-case hex digits"},
+      {"build_number: 7", "build_number: -7", "envlock.lock:35:27", "build_number of numpy must be a non-negative integer"},
+      {"version: \"1.26.4\"", "version: \"1..2\"", "envlock.lock:33:22", "invalid version '1..2' of numpy"},
+      {"          - name: numpy", "          - name: libzlib", "envlock.lock:32:13",
+       "package 'libzlib' is locked twice for platform linux-64"},
+      {"            layer: default\n          - name: python", "            lyer: default\n          - name: python",
+       "envlock.lock:50:13", "unknown key 'lyer' in a package of platform linux-64"},
+      {"version: 1\n", "", "envlock.lock:2:1", "not an envlock lockfile: no `version`"},
+      {"        channels:\n", "        channels: 5\n", "envlock.lock:11:19", "channels of platform linux-64 must be a list"},
+      {"    requested:", "    base: nowhere\n    requested:", "envlock.lock:6:11",
+       "base 'nowhere' of environment default is not in the lockfile"},
+      {"md5: bbbb", "md5: bbbb\n            md5: bbbb", "envlock.lock:25:13", "duplicate key 'md5'"},
+      {"            layer: default\n          - name: numpy", "          - name: numpy", "envlock.lock:16:13",
+       "a package of platform linux-64 has no `layer`"},
+      {"  default:\n", "  default: [\n", "envlock.lock:", "invalid YAML"},
+  };
+  for (const auto& c : cases) {
+    std::string text = kSmallYaml;
+    auto at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from;
+    text.replace(at, c.from.size(), c.to);
+    auto r = Lockfile::parse(text, "envlock.lock");
+    ASSERT_FALSE(r.ok()) << c.from;
+    EXPECT_TRUE(r.error().where.starts_with(c.where)) << c.from << "\n" << r.error().to_string();
+    EXPECT_TRUE(r.error().message.starts_with(c.message)) << c.from << "\n" << r.error().to_string();
+    EXPECT_FALSE(r.error().detail.empty()) << c.from;
+  }
+  auto empty = Lockfile::parse("", "envlock.lock");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_TRUE(empty.error().message.starts_with("not an envlock lockfile")) << empty.error().to_string();
+}
+
+// ---- atomic writes ---------------------------------------------------------------------------
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("envlock-lockfile-" + std::to_string(::getpid()) + "-" +
+                                               std::to_string(counter++));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  static inline int counter = 0;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(LockfileWrite, ReplacesAtomicallyAndLeavesNoTemporaries) {
+  TempDir dir;
+  const fs::path path = dir.path / "envlock.lock";
+  { std::ofstream(path) << "old contents\n"; }
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  const Lockfile lf = small();
+  auto st = lf.write(path);
+  ASSERT_TRUE(st.ok()) << st.error().to_string();
+  EXPECT_EQ(slurp(path), lf.to_yaml());
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++entries;
+  EXPECT_EQ(entries, 1);
+  auto back = Lockfile::read(path);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->to_yaml(), lf.to_yaml());
+}
+
+TEST(LockfileWrite, FailureLeavesTheOldFile) {
+  TempDir dir;
+  const fs::path missing = dir.path / "no-such-dir" / "envlock.lock";
+  auto st = small().write(missing);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind, ErrorKind::Io);
+  EXPECT_EQ(st.error().where, missing.string());
+  // Target is a directory: rename fails, the directory and its content stay.
+  fs::create_directories(dir.path / "taken" / "x");
+  auto st2 = write_file_atomic(dir.path / "taken", "new");
+  ASSERT_FALSE(st2.ok());
+  EXPECT_TRUE(fs::is_directory(dir.path / "taken" / "x"));
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++entries;
+  EXPECT_EQ(entries, 1) << "the temporary file must be removed";
+}
+
+TEST(LockfileRead, MissingFileIsAnIoError) {
+  auto r = Lockfile::read("/nonexistent/envlock.lock");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Io);
+  EXPECT_EQ(r.error().where, "/nonexistent/envlock.lock");
+}
+
+// ---- install order and @EXPLICIT -------------------------------------------------------------
+
+TEST(Explicit, DependenciesFirstTiesByName) {
+  LockedPlatform lp;
+  lp.platform = "linux-64";
+  lp.packages = {pkg("a", "1", "0", {"c >=1", "__glibc >=2.17"}), pkg("b", "1", "0", {"c"}),
+                 pkg("c", "1", "0", {"d 1.*"}), pkg("d", "1", "0"), pkg("e", "1", "0", {"conda-forge::d"})};
+  std::vector<std::string> names;
+  for (const auto* p : install_order(lp)) names.push_back(p->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"d", "c", "a", "b", "e"}));
+}
+
+TEST(Explicit, CyclesAreBrokenDeterministically) {
+  LockedPlatform lp;
+  lp.packages = {pkg("y", "1", "0", {"x"}), pkg("x", "1", "0", {"y"}), pkg("z", "1", "0", {"x"})};
+  std::vector<std::string> names;
+  for (const auto* p : install_order(lp)) names.push_back(p->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "y", "z"}));
+}
+
+TEST(Explicit, WritesCondaExplicitFormat) {
+  const Lockfile lf = small();
+  auto text = to_explicit(*lf.find("default", "linux-64"));
+  ASSERT_TRUE(text.ok()) << text.error().to_string();
+  const std::string a64(64, 'a');
+  EXPECT_EQ(*text,
+            "# This file may be used to create an environment using:\n"
+            "# $ conda create --name <env> --file <this file>\n"
+            "# platform: linux-64\n"
+            "@EXPLICIT\n"
+            "https://conda.anaconda.org/conda-forge/linux-64/libzlib-1.3.1-h2_1.conda#sha256:" + a64 + "\n"
+            "https://conda.anaconda.org/conda-forge/linux-64/python-3.12.1-h1_0.conda#sha256:" + a64 + "\n"
+            "https://conda.anaconda.org/conda-forge/linux-64/numpy-1.26.4-py312h3_0.conda#sha256:" + a64 + "\n");
+  LockedPlatform md5_only = *lf.find("default", "linux-64");
+  md5_only.packages.resize(1);
+  md5_only.packages[0].sha256.clear();
+  md5_only.packages[0].url = "https://u:p@host/t/abc/c/linux-64/python-3.12.1-h1_0.conda";
+  auto t2 = to_explicit(md5_only);
+  ASSERT_TRUE(t2.ok());
+  EXPECT_NE(t2->find("\nhttps://host/c/linux-64/python-3.12.1-h1_0.conda#" + std::string(32, 'b') + "\n"),
+            std::string::npos)
+      << *t2;
+  md5_only.packages[0].url.clear();
+  auto t3 = to_explicit(md5_only);
+  ASSERT_FALSE(t3.ok());
+  EXPECT_EQ(t3.error().where, "python");
+}
+
+}  // namespace
+}  // namespace envlock
