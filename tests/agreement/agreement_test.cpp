@@ -216,6 +216,15 @@ TEST_F(Agreement, MatchSpecAgreesWithLibsolvOnEveryTriple) {
     auto m = MatchSpec::parse(spec);
     ASSERT_TRUE(m) << m.error().to_string();
     const auto chosen = libsolv_matches(spec);
+    // The canonical spelling envlock writes (lockfiles, messages) means the same to envlock and,
+    // when it has no bracket section, to libsolv.
+    const std::string canonical = m->to_string();
+    auto back = MatchSpec::parse(canonical);
+    ASSERT_TRUE(back) << spec << " -> " << canonical;
+    EXPECT_EQ(*back, *m) << spec << " -> " << canonical;
+    if (canonical.find('[') == std::string::npos) {
+      EXPECT_EQ(libsolv_matches(canonical), chosen) << spec << " -> " << canonical;
+    }
     for (const auto& rec : recs_) {
       bool ours = m->matches(rec.record);
       bool theirs = chosen.count({rec.version, rec.build}) > 0;
