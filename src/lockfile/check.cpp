@@ -124,15 +124,17 @@ class Checker {
     if (want != have)
       add(K::ChannelsChanged, env.name, platform, "",
           ctx + ": channels changed: the manifest has [" + join(want) + "], the lockfile [" + join(have) + "]");
-    // Virtual packages, when the manifest declares them for this platform.
-    const auto& vps = m_.virtual_packages_for(platform);
-    if (!vps.empty()) {
-      std::vector<std::string> w, h;
-      for (const auto& vp : vps) w.push_back(vp.to_string());
+    // Virtual packages: each one the manifest declares for this platform was assumed as declared.
+    // (The lock adds per-platform defaults for the undeclared ones; those are not compared.)
+    {
+      std::vector<std::string> w, h, differ;
       for (const auto& vp : lp.virtual_packages) h.push_back(vp.to_string());
-      std::sort(w.begin(), w.end());
+      for (const auto& vp : m_.virtual_packages_for(platform)) {
+        w.push_back(vp.to_string());
+        if (std::find(h.begin(), h.end(), vp.to_string()) == h.end()) differ.push_back(vp.to_string());
+      }
       std::sort(h.begin(), h.end());
-      if (w != h)
+      if (!differ.empty())
         add(K::VirtualPackagesChanged, env.name, platform, "",
             ctx + ": virtual packages changed: the manifest declares [" + join(w) + "], the lockfile assumed [" + join(h) + "]");
     }

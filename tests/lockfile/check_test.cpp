@@ -52,7 +52,8 @@ Lockfile fresh(const Manifest& m) {
   LockedPlatform base;
   base.platform = "linux-64";
   base.channels = {"https://conda.anaconda.org/conda-forge"};
-  base.virtual_packages = {VirtualPackage{"__glibc", "2.28", "0"}};
+  // The lock adds defaults for undeclared virtual packages (__unix here); only declared ones count.
+  base.virtual_packages = {VirtualPackage{"__glibc", "2.28", "0"}, VirtualPackage{"__unix", "0", "0"}};
   base.packages = {pkg("numpy", "2.1.0", {"python >=3.12,<3.13.0a0", "__glibc >=2.17"}, "base"),
                    pkg("python", "3.12.1", {}, "base", {"numpy >=1.20"})};
   LockedPlatform train = base;
@@ -224,7 +225,7 @@ TEST(CheckLockfile, ChannelsAndVirtualPackagesChanged) {
             "https://conda.anaconda.org/bioconda], the lockfile [https://conda.anaconda.org/conda-forge]");
   EXPECT_EQ(rs[2].message,
             "base/linux-64: virtual packages changed: the manifest declares [__glibc=2.17=0], the lockfile assumed "
-            "[__glibc=2.28=0]");
+            "[__glibc=2.28=0, __unix=0=0]");
 }
 
 TEST(CheckLockfile, SelectorsLimitWhereASpecMustHold) {
