@@ -162,6 +162,12 @@ const char* const kBracketKeys[] = {"name",    "version", "build",   "build_numb
 Result<StringMatcher> StringMatcher::parse(std::string_view text) {
   std::string input(text);
   if (text.empty()) return parse_error("invalid string pattern", input, 0, "empty pattern");
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (is_space(c) || c == '\'' || c == '"' || static_cast<unsigned char>(c) < 0x20) {
+      return parse_error("invalid string pattern", input, i, "spaces, quotes and control characters are not allowed");
+    }
+  }
   StringMatcher m;
   m.text_ = input;
   if (text.front() == '^' || text.back() == '$') {
@@ -327,12 +333,25 @@ Result<MatchSpec> MatchSpec::parse(std::string_view text) {
 
   MatchSpec spec;
   // conda's legacy feature spec `mkl@`.
-  if (s.back() == '@' && s.find_first_of(" =<>[") == std::string_view::npos) {
+  if (s.size() > 1 && s.back() == '@' &&
+      std::all_of(s.begin(), s.end() - 1, [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+      })) {
     spec.track_features = {std::string(s.substr(0, s.size() - 1))};
     return spec;
   }
-  // Step 1: strip a '#' comment and a ' if ' condition (conda ignores both).
-  if (std::size_t hash = s.find('#'); hash != std::string_view::npos) s = trim(s.substr(0, hash));
+  // Step 1: strip a '#' comment and a ' if ' condition (conda ignores both). A '#' inside the
+  // bracket section (`[url='...#sha256']`) is part of a value, not a comment.
+  {
+    std::size_t open = s.find('['), close = s.rfind(']');
+    for (std::size_t hash = s.find('#'); hash != std::string_view::npos; hash = s.find('#', hash + 1)) {
+      bool in_brackets = open != std::string_view::npos && close != std::string_view::npos && open < hash && hash < close;
+      if (!in_brackets) {
+        s = trim(s.substr(0, hash));
+        break;
+      }
+    }
+  }
   if (std::size_t cond = s.find(" if "); cond != std::string_view::npos) s = trim(s.substr(0, cond));
   if (s.empty()) return spec_error(input, 0, "empty match spec");
   const std::size_t base = static_cast<std::size_t>(s.data() - text.data());

@@ -439,6 +439,9 @@ class VersionSpecParser {
         return parse_error("invalid version constraint", input_, start,
                            "a regex must start with '^' and end with '$'");
       }
+      if (std::size_t q = leaf.find_first_of("'\""); q != std::string_view::npos) {
+        return parse_error("invalid version constraint", input_, start + q, "quotes are not allowed in a version regex");
+      }
       try {
         std::regex check{std::string(leaf)};
       } catch (const std::regex_error&) {
@@ -487,8 +490,10 @@ class VersionSpecParser {
     while (!stripped.empty() && stripped.back() == '*') stripped.remove_suffix(1);
     if (stripped.find('*') != std::string_view::npos) {
       for (std::size_t i = 0; i < leaf.size(); ++i) {
-        if (is_space(leaf[i])) {
-          return parse_error("invalid version constraint", input_, start + i, "a space inside a version");
+        char lc = static_cast<char>(std::tolower(static_cast<unsigned char>(leaf[i])));
+        if (!is_version_char(lc) && lc != '-') {
+          return parse_error("invalid version constraint", input_, start + i,
+                             "invalid character '" + std::string(1, leaf[i]) + "' in a version glob");
         }
       }
       VersionSpec s;
