@@ -385,15 +385,13 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
   }
   locks.clear();
 
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    // A duplicate of an earlier record gets the representative's result.
+    if (!results[i]) results[i] = *results[by_dist[plans[i].dist].front()];
+  }
   std::vector<Result<CacheEntry>> out;
   out.reserve(records.size());
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    if (!results[i]) {
-      // A duplicate of an earlier record: the representative's result.
-      results[i] = *results[by_dist[plans[i].dist].front()];
-    }
-    out.push_back(std::move(*results[i]));
-  }
+  for (auto& r : results) out.push_back(std::move(*r));
   return out;
 }
 

@@ -73,6 +73,11 @@ class HttpServer {
   /// Requests the server has seen for `path` (from GET /__stats, fetched with python's urllib so
   /// the count does not depend on the code under test).
   [[nodiscard]] int request_count(const std::string& path) const {
+    auto all = request_counts();
+    return all.contains(path) ? all[path].get<int>() : 0;
+  }
+  /// Every path's request count, as one JSON object {"<path>": n}.
+  [[nodiscard]] nlohmann::json request_counts() const {
     const std::string cmd = "python3 -c \"import urllib.request;print(urllib.request.urlopen('" +
                             url("/__stats") + "').read().decode())\"";
     std::string text;
@@ -83,8 +88,7 @@ class HttpServer {
       ::pclose(p);
     }
     auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains(path)) return 0;
-    return j[path].get<int>();
+    return j.is_discarded() ? nlohmann::json::object() : j;
   }
 
  private:
