@@ -42,10 +42,15 @@ class StringMatcher {
   StringMatcher() = default;  ///< matches everything (`*`)
   /// Errors (ErrorKind::Parse): empty text, an invalid regex, a regex missing its `^` or `$`.
   static Result<StringMatcher> parse(std::string_view text);
+  /// True when `s` matches in full (exact text, glob or regex; case-sensitive).
   [[nodiscard]] bool matches(std::string_view s) const;
+  /// True for plain text without `*` or `^...$` (the text is then the only match).
   [[nodiscard]] bool is_exact() const { return kind_ == Kind::Exact; }
+  /// True for `*`, which matches everything.
   [[nodiscard]] bool is_any() const { return kind_ == Kind::Glob && text_ == "*"; }
+  /// The pattern as written; parse(to_string()) gives an equal matcher.
   [[nodiscard]] const std::string& to_string() const { return text_; }
+  /// Equal when the pattern text is equal.
   friend bool operator==(const StringMatcher& a, const StringMatcher& b) { return a.text_ == b.text_; }
 
  private:
@@ -61,10 +66,12 @@ class BuildNumberSpec {
   enum class Op { Eq, Ne, Lt, Le, Gt, Ge };
   /// Errors (ErrorKind::Parse): empty text, an unknown operator, a value that is not an integer.
   static Result<BuildNumberSpec> parse(std::string_view text);
+  /// True when `build_number` satisfies the constraint.
   [[nodiscard]] bool matches(std::uint64_t build_number) const;
-  [[nodiscard]] std::string to_string() const;  ///< e.g. ">=5"; "5" prints as "5"
-  [[nodiscard]] Op op() const { return op_; }
-  [[nodiscard]] std::uint64_t value() const { return value_; }
+  [[nodiscard]] std::string to_string() const;  ///< e.g. ">=5"; "5" prints as "5", "=5" as "==5"
+  [[nodiscard]] Op op() const { return op_; }              ///< the comparison
+  [[nodiscard]] std::uint64_t value() const { return value_; }  ///< the right-hand side
+  /// Equal when operator, value and spelling (`5` vs `==5`) are equal.
   friend bool operator==(const BuildNumberSpec&, const BuildNumberSpec&) = default;
 
  private:
@@ -110,6 +117,7 @@ struct MatchSpec {
   /// https://conda.anaconda.org/conda-forge[/linux-64], or by full URL), url and file name.
   [[nodiscard]] bool matches(const RepoDataRecord& record) const;
 
+  /// Field-wise equality (versions by value, patterns by text).
   friend bool operator==(const MatchSpec&, const MatchSpec&);
 };
 

@@ -63,7 +63,10 @@ struct RepoDataRecord : PackageRecord {
   std::string file_name;  ///< e.g. numpy-1.26.4-py312h_0.conda
   std::string channel;    ///< channel URL (credential-free), e.g. https://conda.anaconda.org/conda-forge
 
+  /// Reads a record with `url`, `fn` and `channel` keys (as conda-meta and lockfiles hold them);
+  /// missing keys stay empty, and `fn` defaults to the last segment of `url`.
   static Result<RepoDataRecord> from_json(const nlohmann::json& j);
+  /// Writes the PackageRecord keys plus `url`, `fn`, `channel` (when not empty).
   void to_json(nlohmann::json& j) const;
   friend bool operator==(const RepoDataRecord&, const RepoDataRecord&) = default;
 };
@@ -110,6 +113,8 @@ struct PrefixRecord : RepoDataRecord {
   /// `paths_data` (paths_version 1), `package_tarball_full_path`, `extracted_package_dir`,
   /// `requested_spec` and `link` ({source, type: 1 hardlink, 2 softlink, 3 copy}).
   static Result<PrefixRecord> from_json(const nlohmann::json& j);
+  /// Writes conda-meta JSON: the RepoDataRecord keys, `files`, `paths_data` (paths_version 1),
+  /// `link` {source: extracted_package_dir, type}, and the cache paths and requested spec when set.
   void to_json(nlohmann::json& j) const;
   friend bool operator==(const PrefixRecord&, const PrefixRecord&) = default;
 };

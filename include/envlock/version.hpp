@@ -52,8 +52,10 @@ class Version {
   /// The source spelling, exactly as parsed.
   [[nodiscard]] const std::string& to_string() const { return source_; }
 
-  [[nodiscard]] std::uint64_t epoch() const { return epoch_; }
+  [[nodiscard]] std::uint64_t epoch() const { return epoch_; }  ///< 0 when not written
+  /// The release components, split into parts as conda does (`1.2a` -> [[1], [2, "a"]]).
   [[nodiscard]] const std::vector<Component>& release() const { return release_; }
+  /// The local version components (after `+`); empty when there is none.
   [[nodiscard]] const std::vector<Component>& local() const { return local_; }
 
   /// Three-way comparison by value in conda order (not by spelling).
@@ -97,18 +99,21 @@ class VersionSpec {
   /// with `.*`, a bad version (see Version::parse), an invalid regex.
   static Result<VersionSpec> parse(std::string_view text);
 
+  /// True when `v` satisfies the constraint (conda's VersionSpec.match).
   [[nodiscard]] bool matches(const Version& v) const;
+  /// True for `*`.
   [[nodiscard]] bool is_any() const { return op_ == Op::Any; }
 
   /// Normalized spelling: no spaces, operators kept as written (`1.2.*` for starts-with,
   /// `==1.2` for exact). Groups are parenthesized only where `|` sits inside `,`.
   [[nodiscard]] std::string to_string() const;
 
-  [[nodiscard]] Op op() const { return op_; }
+  [[nodiscard]] Op op() const { return op_; }                             ///< the node kind
   [[nodiscard]] const Version& version() const { return version_; }       ///< leaf operand
   [[nodiscard]] const std::vector<VersionSpec>& children() const { return children_; }  ///< And/Or
   [[nodiscard]] const std::string& pattern() const { return pattern_; }   ///< Glob/Regex text
 
+  /// Structural equality; leaf versions compare by value (`==1.0` equals `1.0.0`).
   friend bool operator==(const VersionSpec& a, const VersionSpec& b);
 
  private:
