@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <tuple>
 #include <string_view>
 #include <system_error>
 #include <unistd.h>
@@ -71,7 +73,7 @@ Id conda_dep(Pool* pool, const std::string& spec) {
   return id;
 }
 
-void add_solvable(Pool* pool, Repo* repo, Repodata* data, const PackageRecord& r) {
+Id add_solvable(Pool* pool, Repo* repo, Repodata* data, const PackageRecord& r) {
   Id p = repo_add_solvable(repo);
   Solvable* s = pool_id2solvable(pool, p);
   s->name = pool_str2id(pool, r.name.c_str(), 1);
@@ -84,6 +86,7 @@ void add_solvable(Pool* pool, Repo* repo, Repodata* data, const PackageRecord& r
     if (!tf.empty()) repodata_add_idarray(data, p, SOLVABLE_TRACK_FEATURES, pool_str2id(pool, tf.c_str(), 1));
   if (r.timestamp) repodata_set_num(data, p, SOLVABLE_BUILDTIME, *r.timestamp / 1000);
   s->provides = repo_addid_dep(repo, s->provides, pool_rel2id(pool, s->name, s->evr, REL_EQ, 1), 0);
+  return p;
 }
 
 /// The order solvables are added in: independent of the order records were read in, so that
@@ -113,7 +116,8 @@ bool load_cached(Repo* repo, const std::filesystem::path& path, std::size_t expe
   if (fp == nullptr) return false;
   int rc = repo_add_solv(repo, fp, 0);
   std::fclose(fp);
-  if (rc != 0 || static_cast<std::size_t>(repo->nsolvables) != expected) {
+  if (rc != 0 || static_cast<std::size_t>(repo->nsolvables) != expected ||
+      static_cast<std::size_t>(repo->end - repo->start) != expected) {
     repo_empty(repo, 1);
     return false;
   }
@@ -200,16 +204,19 @@ Result<SolveOutcome> solve(const SolveTask& task) {
       cache_file = solv_cache_path(task, in);
       cached = load_cached(repo, cache_file, records.size());
     }
-    if (!cached) {
+    std::vector<Id> ids;
+    ids.reserve(order.size());
+    if (cached) {
+      for (std::size_t k = 0; k < order.size(); ++k) ids.push_back(repo->start + static_cast<Id>(k));
+    } else {
       Repodata* data = repo_add_repodata(repo, 0);
-      for (std::size_t i : order) add_solvable(pool, repo, data, records[i]);
+      for (std::size_t i : order) ids.push_back(add_solvable(pool, repo, data, records[i]));
       repo_internalize(repo);
       if (!cache_file.empty()) store_cached(repo, cache_file);
     }
-    Id first = repo->start;
     ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
     for (std::size_t k = 0; k < order.size(); ++k) {
-      Id p = first + static_cast<Id>(k);
+      Id p = ids[k];
       ctx.origins[static_cast<std::size_t>(p)] = {Origin::Kind::Repo, ri, order[k]};
       by_key.emplace(record_key(records[order[k]]), p);
     }
@@ -220,11 +227,12 @@ Result<SolveOutcome> solve(const SolveTask& task) {
     Repo* repo = repo_create(pool, "@virtual");
     Repodata* data = repo_add_repodata(repo, 0);
     for (const auto& vp : task.virtual_packages) ctx.virtual_records.push_back(virtual_record(vp));
-    for (const auto& r : ctx.virtual_records) add_solvable(pool, repo, data, r);
+    std::vector<Id> ids;
+    for (const auto& r : ctx.virtual_records) ids.push_back(add_solvable(pool, repo, data, r));
     repo_internalize(repo);
     ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
-    for (std::size_t k = 0; k < ctx.virtual_records.size(); ++k)
-      ctx.origins[static_cast<std::size_t>(repo->start) + k] = {Origin::Kind::Virtual, 0, k};
+    for (std::size_t k = 0; k < ids.size(); ++k)
+      ctx.origins[static_cast<std::size_t>(ids[k])] = {Origin::Kind::Virtual, 0, k};
   }
 
   // Base pins: the identical record of a repo, or the pinned record added as it is.
@@ -244,8 +252,7 @@ Result<SolveOutcome> solve(const SolveTask& task) {
         repo->priority = 1;
         data = repo_add_repodata(repo, 0);
       }
-      add_solvable(pool, repo, data, rec);
-      Id p = pool->nsolvables - 1;
+      Id p = add_solvable(pool, repo, data, rec);
       ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
       ctx.origins[static_cast<std::size_t>(p)] = {Origin::Kind::Pin, 0, i};
       ctx.pin_solvables[i] = p;
@@ -328,28 +335,15 @@ Result<SolveOutcome> solve(const SolveTask& task) {
   transaction_installedresult(trans, installed.get());
   transaction_free(trans);
   out.solved = true;
+  std::map<Id, std::size_t> pin_of;  // a pin matched to a repo record is still a pin
+  for (std::size_t i = 0; i < ctx.pin_solvables.size(); ++i) pin_of.emplace(ctx.pin_solvables[i], i);
   for (int k = 0; k < installed.size(); ++k) {
     Id p = installed[k];
     const Origin& o = ctx.origins[static_cast<std::size_t>(p)];
-    if (o.kind == Origin::Kind::Repo)
+    if (auto pin = pin_of.find(p); pin != pin_of.end())
+      out.solution.packages.push_back({&task.pinned[pin->second].record, o.repo, pin->second, true});
+    else if (o.kind == Origin::Kind::Repo)
       out.solution.packages.push_back({&(*task.repos[o.repo].records)[o.index], o.repo, o.index, false});
-    else if (o.kind == Origin::Kind::Pin)
-      out.solution.packages.push_back({&task.pinned[o.index].record, 0, o.index, true});
-  }
-  // A pin matched to a repo record is still a pin.
-  std::set<Id> pins(ctx.pin_solvables.begin(), ctx.pin_solvables.end());
-  for (int k = 0, n = 0; k < installed.size(); ++k) {
-    Id p = installed[k];
-    const Origin& o = ctx.origins[static_cast<std::size_t>(p)];
-    if (o.kind != Origin::Kind::Repo && o.kind != Origin::Kind::Pin) continue;
-    if (o.kind == Origin::Kind::Repo && pins.count(p) > 0) {
-      auto& sp = out.solution.packages[static_cast<std::size_t>(n)];
-      sp.from_pin = true;
-      for (std::size_t i = 0; i < ctx.pin_solvables.size(); ++i)
-        if (ctx.pin_solvables[i] == p) sp.index = i;
-      sp.record = &task.pinned[sp.index].record;
-    }
-    ++n;
   }
   std::sort(out.solution.packages.begin(), out.solution.packages.end(),
             [](const SolvedPackage& a, const SolvedPackage& b) { return a.record->name < b.record->name; });

@@ -1,0 +1,370 @@
+// The solver over hand-made records (preferences, channel priority, pins, explanations) and over
+// real conda-forge repodata from the shared corpus.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "channel/corpus_channel.hpp"
+#include "envlock/channel.hpp"
+#include "envlock/solver.hpp"
+
+namespace envlock {
+namespace {
+
+using testing::TempDir;
+
+RepoDataRecord rec(const std::string& name, const std::string& version, const std::string& build = "0",
+                   std::uint64_t build_number = 0, std::vector<std::string> depends = {},
+                   const std::string& channel = "https://example.org/chan-a", const std::string& subdir = "linux-64") {
+  RepoDataRecord r;
+  r.name = name;
+  r.version = *Version::parse(version);
+  r.build = build;
+  r.build_number = build_number;
+  r.depends = std::move(depends);
+  r.subdir = subdir;
+  r.channel = channel;
+  r.file_name = name + "-" + version + "-" + build + ".conda";
+  r.url = channel + "/" + subdir + "/" + r.file_name;
+  return r;
+}
+
+SolveSpec spec(const std::string& text) {
+  auto s = MatchSpec::parse(text);
+  EXPECT_TRUE(s.ok()) << text;
+  return {*s, text, "test"};
+}
+
+/// name -> "version build" of a solution.
+std::map<std::string, std::string> picked(const SolveOutcome& out) {
+  std::map<std::string, std::string> m;
+  for (const auto& p : out.solution.packages) m[p.record->name] = p.record->version.to_string() + " " + p.record->build;
+  return m;
+}
+
+SolveTask one_repo_task(const std::vector<RepoDataRecord>& records) {
+  SolveTask t;
+  t.repos.push_back({"https://example.org/chan-a", "linux-64", 0, "", &records});
+  return t;
+}
+
+TEST(Solver, PicksHighestVersionThenBuildNumber) {
+  std::vector<RepoDataRecord> records{rec("a", "1.0"), rec("a", "1.10", "h1_0", 0), rec("a", "1.10", "h1_2", 2),
+                                      rec("a", "1.9")};
+  auto task = one_repo_task(records);
+  task.specs = {spec("a")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok()) << out.error().to_string();
+  ASSERT_TRUE(out->solved);
+  EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{{"a", "1.10 h1_2"}}));
+  // The answer points at the caller's own record.
+  EXPECT_EQ(out->solution.packages[0].record, &records[2]);
+  EXPECT_EQ(out->solution.packages[0].index, 2u);
+}
+
+TEST(Solver, TrackFeaturesAreDeprioritised) {
+  auto featured = rec("torch", "2.0", "cuda_0", 5);
+  featured.track_features = {"cuda"};
+  std::vector<RepoDataRecord> records{featured, rec("torch", "2.0", "cpu_0", 0)};
+  auto task = one_repo_task(records);
+  task.specs = {spec("torch")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out)["torch"], "2.0 cpu_0");
+}
+
+TEST(Solver, FollowsDependenciesAndVirtualPackages) {
+  std::vector<RepoDataRecord> records{
+      rec("app", "2.0", "gpu_0", 0, {"libcuda-rt >=12", "__cuda >=12"}), rec("app", "1.0", "cpu_0", 0, {"zlib 1.*"}),
+      rec("libcuda-rt", "12.1"), rec("zlib", "1.3"), rec("zlib", "2.0")};
+  auto task = one_repo_task(records);
+  task.specs = {spec("app")};
+  // No __cuda assumed: the GPU build cannot be chosen.
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{{"app", "1.0 cpu_0"}, {"zlib", "1.3 0"}}));
+  // With __cuda 12.4 declared it can, and the virtual package itself is not part of the answer.
+  task.virtual_packages = {{"__cuda", "12.4", "0"}};
+  out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{{"app", "2.0 gpu_0"}, {"libcuda-rt", "12.1 0"}}));
+}
+
+TEST(Solver, ChannelPriorityStrictFlexibleDisabled) {
+  std::vector<RepoDataRecord> high{rec("lib", "1.0", "0", 0, {}, "https://example.org/high")};
+  std::vector<RepoDataRecord> low{rec("lib", "2.0", "0", 0, {}, "https://example.org/low"),
+                                  rec("only-low", "1.0", "0", 0, {}, "https://example.org/low")};
+  SolveTask t;
+  t.repos = {{"https://example.org/high", "linux-64", 0, "", &high}, {"https://example.org/low", "linux-64", 1, "", &low}};
+  t.specs = {spec("lib"), spec("only-low")};
+
+  t.channel_priority = ChannelPriority::Strict;
+  auto out = solve(t);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out)["lib"], "1.0 0");
+  EXPECT_EQ(picked(*out)["only-low"], "1.0 0");  // names the high channel lacks still come from low
+
+  t.channel_priority = ChannelPriority::Disabled;
+  out = solve(t);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out)["lib"], "2.0 0");
+
+  // Strict: a version only the lower channel has is refused, with the reason named.
+  t.channel_priority = ChannelPriority::Strict;
+  t.specs = {spec("lib >=2")};
+  out = solve(t);
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->solved);
+  EXPECT_NE(out->explanation.to_text().find("strict channel priority"), std::string::npos) << out->explanation.to_text();
+
+  // Flexible: the lower channel may supply it.
+  t.channel_priority = ChannelPriority::Flexible;
+  out = solve(t);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out)["lib"], "2.0 0");
+}
+
+TEST(Solver, PreferredRecordsAreKeptWhenTheyStillFit) {
+  std::vector<RepoDataRecord> records{rec("a", "1.0", "0", 0, {"b"}), rec("a", "2.0", "0", 0, {"b"}), rec("b", "1.0"),
+                                      rec("b", "2.0")};
+  auto task = one_repo_task(records);
+  task.specs = {spec("a")};
+  task.preferred = {records[0], records[2]};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{{"a", "1.0 0"}, {"b", "1.0 0"}}));
+  // A preferred record that no longer fits the request is dropped, the rest stay.
+  task.specs = {spec("a >=2")};
+  out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{{"a", "2.0 0"}, {"b", "1.0 0"}}));
+}
+
+TEST(Solver, BasePinIsKeptAndMarked) {
+  std::vector<RepoDataRecord> records{rec("python", "3.9.0"), rec("python", "3.10.0"),
+                                      rec("numpy", "1.0", "0", 0, {"python >=3.9"})};
+  auto task = one_repo_task(records);
+  task.pinned = {{records[0], "base"}};
+  task.specs = {spec("numpy")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{{"numpy", "1.0 0"}, {"python", "3.9.0 0"}}));
+  for (const auto& p : out->solution.packages) EXPECT_EQ(p.from_pin, p.record->name == "python");
+}
+
+TEST(Solver, BasePinConflictNamesThePinAndTheChain) {
+  std::vector<RepoDataRecord> records{rec("python", "3.9.0", "h_cp39"), rec("python", "3.11.2", "h_cp311"),
+                                      rec("torch", "2.5", "py311", 0, {"python >=3.11,<3.12"}),
+                                      rec("lightning", "2.4", "0", 0, {"torch >=2.5"})};
+  auto task = one_repo_task(records);
+  task.pinned = {{records[0], "base"}};
+  task.specs = {spec("lightning")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok());
+  ASSERT_FALSE(out->solved);
+  std::string text = out->explanation.to_text();
+  EXPECT_NE(text.find("lightning (requested at test)"), std::string::npos) << text;
+  EXPECT_NE(text.find("requires torch >=2.5"), std::string::npos) << text;
+  EXPECT_NE(text.find("requires python >=3.11,<3.12"), std::string::npos) << text;
+  EXPECT_NE(text.find("conflicts with python 3.9.0 h_cp39"), std::string::npos) << text;
+  EXPECT_NE(text.find("pinned by the base layer 'base'"), std::string::npos) << text;
+
+  nlohmann::json j;
+  out->explanation.to_json(j);
+  ASSERT_TRUE(j["conflicts"].is_array());
+  EXPECT_EQ(j["conflicts"][0]["kind"], "requested");
+  EXPECT_EQ(j["conflicts"][0]["text"], "lightning");
+}
+
+TEST(Solver, UnknownNameAndMissingVersionListWhatExists) {
+  std::vector<RepoDataRecord> records{rec("numpy", "1.26.4"), rec("numpy", "2.0.1")};
+  auto task = one_repo_task(records);
+  task.specs = {spec("numpy >=3"), spec("scipy")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok());
+  ASSERT_FALSE(out->solved);
+  std::string text = out->explanation.to_text();
+  EXPECT_NE(text.find("numpy >=3 (requested at test)"), std::string::npos) << text;
+  EXPECT_NE(text.find("versions that exist: 2.0.1, 1.26.4"), std::string::npos) << text;
+  EXPECT_NE(text.find("no package named 'scipy'"), std::string::npos) << text;
+}
+
+TEST(Solver, MissingDependencyIsExplained) {
+  std::vector<RepoDataRecord> records{rec("app", "1.0", "0", 0, {"libfoo >=2"}), rec("libfoo", "1.5")};
+  auto task = one_repo_task(records);
+  task.specs = {spec("app")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok());
+  ASSERT_FALSE(out->solved);
+  std::string text = out->explanation.to_text();
+  EXPECT_NE(text.find("nothing provides libfoo >=2"), std::string::npos) << text;
+  EXPECT_NE(text.find("versions that exist: 1.5"), std::string::npos) << text;
+}
+
+TEST(Solver, ConstrainsAreRespected) {
+  auto a = rec("a", "1.0");
+  a.constrains = {"b <2"};
+  std::vector<RepoDataRecord> records{a, rec("b", "1.0"), rec("b", "2.0")};
+  auto task = one_repo_task(records);
+  task.specs = {spec("a"), spec("b")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out)["b"], "1.0 0");
+}
+
+TEST(Solver, SpecWithoutExactNameIsAUsageError) {
+  std::vector<RepoDataRecord> records{rec("a", "1.0")};
+  auto task = one_repo_task(records);
+  task.specs = {spec("a*")};
+  auto out = solve(task);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error().kind, ErrorKind::Usage);
+}
+
+TEST(Solver, FindRecordsNewestFirst) {
+  std::vector<RepoDataRecord> records{rec("a", "1.0"), rec("a", "1.10", "b1", 1), rec("a", "1.10", "b0", 0),
+                                      rec("ab", "3.0"), rec("a", "1.9")};
+  std::vector<SolverRepo> repos{{"https://example.org/chan-a", "linux-64", 0, "", &records}};
+  auto found = find_records(repos, *MatchSpec::parse("a >=1.5"));
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0]->build, "b1");
+  EXPECT_EQ(found[1]->build, "b0");
+  EXPECT_EQ(found[2]->version.to_string(), "1.9");
+}
+
+// --- real repodata ---------------------------------------------------------------------------
+
+struct CorpusRepos {
+  std::vector<SubdirRepodata> data;
+  std::vector<SolverRepo> repos() const {
+    std::vector<SolverRepo> out;
+    for (const auto& d : data) out.push_back({d.channel, d.subdir, 0, d.content_hash, &d.records});
+    return out;
+  }
+};
+
+CorpusRepos load_subset(const std::filesystem::path& dir, const std::string& platform) {
+  testing::make_conda_forge_subset(dir, {platform});
+  auto ch = resolve_channel(dir.string(), dir);
+  EXPECT_TRUE(ch.ok());
+  auto data = load_repodata({*ch}, {platform});
+  EXPECT_TRUE(data.ok()) << (data.ok() ? "" : data.error().to_string());
+  return {data.ok() ? std::move(*data) : std::vector<SubdirRepodata>{}};
+}
+
+/// Every `depends` of every chosen record is matched by a chosen record or a virtual package.
+void expect_closed(const SolveOutcome& out, const std::vector<VirtualPackage>& vps) {
+  for (const auto& p : out.solution.packages) {
+    for (const auto& d : p.record->depends) {
+      auto ms = MatchSpec::parse(d);
+      ASSERT_TRUE(ms.ok()) << d;
+      bool ok = false;
+      for (const auto& q : out.solution.packages) ok = ok || ms->matches(*q.record);
+      for (const auto& v : vps) ok = ok || ms->exact_name() == v.name;
+      EXPECT_TRUE(ok) << p.record->dist_name() << " depends on " << d << ", which nothing in the answer satisfies";
+    }
+  }
+}
+
+TEST(SolverCorpus, LocksCpythonFromTheCondaForgeSubset) {
+  ENVLOCK_REQUIRE_CORPUS();
+  TempDir tmp("solver");
+  auto c = load_subset(tmp.path() / "cf", "linux-64");
+  auto repos = c.repos();
+  SolveTask t;
+  t.repos = repos;
+  t.virtual_packages = {{"__glibc", "2.28", "0"}, {"__unix", "0", "0"}, {"__linux", "4.18", "0"}};
+  t.specs = {spec("python 3.9.* *_cpython"), spec("pip")};
+  auto out = solve(t);
+  ASSERT_TRUE(out.ok()) << out.error().to_string();
+  ASSERT_TRUE(out->solved) << out->explanation.to_text();
+  auto m = picked(*out);
+  EXPECT_EQ(m["python"], "3.9.19 h0755675_0_cpython");
+  EXPECT_TRUE(m.count("openssl") && m.count("libzlib") && m.count("setuptools") && m.count("wheel"));
+  EXPECT_EQ(m.count("pypy3.9"), 0u);
+  expect_closed(*out, t.virtual_packages);
+  // Records are the loader's own: channel and URL as read from the local channel.
+  for (const auto& p : out->solution.packages) EXPECT_TRUE(p.record->url.starts_with("file://")) << p.record->url;
+}
+
+TEST(SolverCorpus, ShuffledRepodataGivesTheSameAnswer) {
+  ENVLOCK_REQUIRE_CORPUS();
+  TempDir tmp("solver");
+  auto c = load_subset(tmp.path() / "cf", "linux-64");
+  auto solve_names = [](const std::vector<SubdirRepodata>& data) {
+    SolveTask t;
+    for (const auto& d : data) t.repos.push_back({d.channel, d.subdir, 0, "", &d.records});
+    t.virtual_packages = {{"__glibc", "2.17", "0"}, {"__unix", "0", "0"}};
+    t.specs = {spec("python 3.9.*"), spec("pip"), spec("curl")};
+    auto out = solve(t);
+    std::vector<std::string> files;
+    if (out.ok() && out->solved)
+      for (const auto& p : out->solution.packages) files.push_back(p.record->subdir + "/" + p.record->file_name);
+    return files;
+  };
+  auto first = solve_names(c.data);
+  ASSERT_FALSE(first.empty());
+  std::mt19937 rng(12345);
+  for (int round = 0; round < 3; ++round) {
+    auto shuffled = c.data;
+    for (auto& d : shuffled) std::shuffle(d.records.begin(), d.records.end(), rng);
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    EXPECT_EQ(solve_names(shuffled), first) << "round " << round;
+  }
+}
+
+TEST(SolverCorpus, SolvCacheGivesTheSameAnswerAndIsReused) {
+  ENVLOCK_REQUIRE_CORPUS();
+  TempDir tmp("solver");
+  auto c = load_subset(tmp.path() / "cf", "linux-64");
+  SolveTask t;
+  t.repos = c.repos();
+  t.virtual_packages = {{"__glibc", "2.28", "0"}, {"__unix", "0", "0"}};
+  t.specs = {spec("python 3.9.*"), spec("zstd")};
+  auto plain = solve(t);
+  ASSERT_TRUE(plain.ok() && plain->solved);
+  t.solv_cache_dir = tmp.path() / "solv";
+  auto cold = solve(t);
+  ASSERT_TRUE(cold.ok() && cold->solved);
+  std::size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(t.solv_cache_dir)) {
+    EXPECT_EQ(e.path().extension(), ".solv");
+    ++entries;
+  }
+  EXPECT_EQ(entries, 2u);  // linux-64 and noarch
+  auto warm = solve(t);
+  ASSERT_TRUE(warm.ok() && warm->solved);
+  EXPECT_EQ(picked(*plain), picked(*cold));
+  EXPECT_EQ(picked(*plain), picked(*warm));
+  // A damaged cache entry is rebuilt, not fatal.
+  for (const auto& e : std::filesystem::directory_iterator(t.solv_cache_dir)) testing::spit(e.path(), "garbage");
+  auto again = solve(t);
+  ASSERT_TRUE(again.ok() && again->solved);
+  EXPECT_EQ(picked(*plain), picked(*again));
+}
+
+TEST(SolverCorpus, PytorchChannelSearchAndTrackFeatures) {
+  ENVLOCK_REQUIRE_CORPUS();
+  auto text = testing::slurp(testing::corpus_repodata_dir() / "conda__rattler/test-data__channels__pytorch__linux-64__repodata.json");
+  auto data = parse_repodata(text, "pytorch/linux-64/repodata.json", "https://conda.anaconda.org/pytorch", "linux-64");
+  ASSERT_TRUE(data.ok()) << data.error().to_string();
+  std::vector<SolverRepo> repos{{data->channel, "linux-64", 0, "", &data->records}};
+  auto found = find_records(repos, *MatchSpec::parse("magma-cuda1*"));
+  ASSERT_FALSE(found.empty());
+  for (std::size_t i = 1; i < found.size(); ++i) {
+    if (found[i - 1]->name == found[i]->name) EXPECT_GE(found[i - 1]->version, found[i]->version);
+  }
+  // cuda92 exists only as a track_features marker package; it is still installable on its own.
+  SolveTask t;
+  t.repos = repos;
+  t.specs = {spec("cuda92")};
+  auto out = solve(t);
+  ASSERT_TRUE(out.ok() && out->solved) << (out.ok() ? out->explanation.to_text() : out.error().to_string());
+  EXPECT_EQ(picked(*out).count("cuda92"), 1u);
+}
+
+}  // namespace
+}  // namespace envlock
