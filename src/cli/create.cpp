@@ -1,0 +1,124 @@
+// envlock create -f MANIFEST [-e ENV] [-p PREFIX] [--locked|--frozen] [--copy] [--ignore-host]
+//                [--no-scripts]
+// The main job: lock when the lockfile beside the manifest is missing or stale, then install.
+//   (default)  lock when the lockfile is missing or no longer satisfies the manifest;
+//   --locked   fail (exit 1) instead of re-locking a missing or stale lockfile;
+//   --frozen   install the lockfile as it is, without checking it against the manifest.
+// These are the meanings pixi and uv give the two flags.
+#include <iostream>
+
+#include "envlock/lock.hpp"
+#include "envlock/lockfile.hpp"
+#include "envlock/manifest.hpp"
+#include "install_run.hpp"
+
+namespace envlock::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CreateArgs {
+  std::string manifest;
+  std::string environment;
+  std::string prefix;
+  bool locked = false;
+  bool frozen = false;
+  bool copy = false;
+  bool ignore_host = false;
+  bool no_scripts = false;
+};
+
+Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::optional<Lockfile> previous,
+                          const fs::path& path) {
+  LockDiagnostics diagnostics;
+  LockOptions options;
+  options.previous = std::move(previous);
+  options.diagnostics = &diagnostics;
+  auto lockfile = lock_manifest(manifest, options);
+  for (const auto& w : diagnostics.warnings) warn(w);
+  if (!ctx.json)
+    for (const auto& h : diagnostics.hints) std::cerr << "hint: " << h << "\n";
+  if (!lockfile) return lockfile.error();
+  if (auto st = lockfile->write(path); !st) return st.error();
+  if (!ctx.json) std::cerr << "locked " << manifest.path.string() << " -> " << path.string() << "\n";
+  return lockfile;
+}
+
+int run_create(const Context& ctx, const CreateArgs& args) {
+  if (args.locked && args.frozen) {
+    return report_error(ctx, Error{ErrorKind::Usage, "", "--locked and --frozen cannot be combined",
+                                   "", "--locked checks the lockfile; --frozen uses it without checking"});
+  }
+  auto manifest = load_manifest(args.manifest);
+  if (!manifest) return report_error(ctx, manifest.error());
+  for (const auto& w : manifest->warnings) warn(w);
+  const fs::path dir = fs::absolute(args.manifest).parent_path();
+  const fs::path lock_path = dir / "envlock.lock";
+
+  std::optional<Lockfile> lockfile;
+  std::error_code ec;
+  if (fs::exists(lock_path, ec)) {
+    auto read = Lockfile::read(lock_path);
+    if (!read) return report_error(ctx, read.error());
+    lockfile = std::move(*read);
+  }
+  if (args.frozen) {
+    if (!lockfile) {
+      return report_error(ctx, Error{ErrorKind::Stale, lock_path.string(), "does not exist, and --frozen never locks",
+                                     "", "run `envlock lock -f " + args.manifest + "` first, or drop --frozen"});
+    }
+  } else if (!lockfile) {
+    if (args.locked) {
+      return report_error(ctx, Error{ErrorKind::Stale, lock_path.string(), "does not exist, and --locked never locks",
+                                     "", "run `envlock lock -f " + args.manifest + "` and commit the lockfile"});
+    }
+    auto fresh = lock_now(ctx, *manifest, std::nullopt, lock_path);
+    if (!fresh) return report_error(ctx, fresh.error());
+    lockfile = std::move(*fresh);
+  } else {
+    const auto reasons = check_lockfile(*manifest, *lockfile);
+    if (!reasons.empty()) {
+      if (args.locked) {
+        Error e{ErrorKind::Stale, lock_path.string(), "no longer matches " + args.manifest + ": " + reasons.front().message,
+                "", "run `envlock lock -f " + args.manifest + "` to update it, or drop --locked"};
+        e.detail = "every reason:";
+        for (const auto& r : reasons) e.detail += "\n  " + r.message;
+        return report_error(ctx, e);
+      }
+      if (!ctx.json) std::cerr << "the lockfile is stale (" << reasons.front().message << "); locking again\n";
+      auto fresh = lock_now(ctx, *manifest, std::move(lockfile), lock_path);
+      if (!fresh) return report_error(ctx, fresh.error());
+      lockfile = std::move(*fresh);
+    }
+  }
+
+  auto env = choose_environment(*lockfile, args.environment, lock_path.string());
+  if (!env) return report_error(ctx, env.error());
+  InstallRequest request;
+  request.lockfile_path = lock_path;
+  request.environment = *env;
+  request.prefix = args.prefix.empty() ? dir / ".envlock" / "envs" / *env : fs::path(args.prefix);
+  request.link_mode = args.copy ? LinkMode::Copy : LinkMode::Hardlink;
+  request.scripts = args.no_scripts ? RunScripts::No : RunScripts::Yes;
+  request.ignore_host = args.ignore_host;
+  request.command = "create";
+  return run_install(ctx, *lockfile, request);
+}
+
+void setup(CLI::App& sub, Context& ctx) {
+  auto args = std::make_shared<CreateArgs>();
+  sub.add_option("-f,--file", args->manifest, "the manifest (envlock.yaml or environment.yml)")->required();
+  sub.add_option("-e,--environment", args->environment, "environment to create (default: the only one, or 'default')");
+  sub.add_option("-p,--prefix", args->prefix, "where to create it (default: .envlock/envs/<env> beside the manifest)");
+  sub.add_flag("--locked", args->locked, "fail instead of locking when the lockfile is missing or stale");
+  sub.add_flag("--frozen", args->frozen, "install the lockfile as it is, without checking it against the manifest");
+  sub.add_flag("--copy", args->copy, "copy files instead of hard-linking them from the package cache");
+  sub.add_flag("--ignore-host", args->ignore_host, "install even when this host does not meet the lockfile's requirements");
+  sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' post-link scripts");
+  sub.callback([&ctx, args] { ctx.exit_code = run_create(ctx, *args); });
+}
+
+const RegisterCommand reg{"create", "create an environment from a manifest: lock if needed, then install", &setup};
+
+}  // namespace
+}  // namespace envlock::cli

@@ -1,0 +1,106 @@
+// envlock list -p PREFIX | -l LOCKFILE [-e ENV] [--platform P]
+// What an environment holds, or what a lockfile pins for one environment and platform, in one
+// shape: {name, version, build, build_number, channel, url, sha256, layer} per package, by name.
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "envlock/install.hpp"
+#include "envlock/lockfile.hpp"
+#include "envlock/platform.hpp"
+#include "envlock/url.hpp"
+#include "install_run.hpp"
+
+namespace envlock::cli {
+namespace {
+
+struct ListArgs {
+  std::string prefix;
+  std::string lockfile;
+  std::string environment;
+  std::string platform;
+};
+
+struct Row {
+  std::string name, version, build;
+  std::uint64_t build_number = 0;
+  std::string channel, url, sha256, layer;
+};
+
+Row row_of(const RepoDataRecord& r, const std::string& layer) {
+  return Row{r.name, r.version.to_string(), r.build, r.build_number, redact_url(r.channel), redact_url(r.url),
+             r.sha256, layer};
+}
+
+int print_rows(const Context& ctx, std::vector<Row> rows) {
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.name < b.name; });
+  if (ctx.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& r : rows) {
+      j.push_back({{"name", r.name}, {"version", r.version}, {"build", r.build}, {"build_number", r.build_number},
+                   {"channel", r.channel}, {"url", r.url}, {"sha256", r.sha256},
+                   {"layer", r.layer.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.layer)}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::size_t wn = 4, wv = 7, wb = 5;
+  for (const auto& r : rows) {
+    wn = std::max(wn, r.name.size());
+    wv = std::max(wv, r.version.size());
+    wb = std::max(wb, r.build.size());
+  }
+  std::cout << std::left << std::setw(static_cast<int>(wn + 2)) << "name" << std::setw(static_cast<int>(wv + 2))
+            << "version" << std::setw(static_cast<int>(wb + 2)) << "build" << "channel\n";
+  for (const auto& r : rows) {
+    std::cout << std::left << std::setw(static_cast<int>(wn + 2)) << r.name << std::setw(static_cast<int>(wv + 2))
+              << r.version << std::setw(static_cast<int>(wb + 2)) << r.build << r.channel
+              << (r.layer.empty() ? "" : "  [" + r.layer + "]") << "\n";
+  }
+  return 0;
+}
+
+int run_list(const Context& ctx, const ListArgs& args) {
+  if (args.prefix.empty() == args.lockfile.empty()) {
+    return report_error(ctx, Error{ErrorKind::Usage, "", "give exactly one of -p PREFIX or -l LOCKFILE", "",
+                                   "envlock list -p PREFIX  or  envlock list -l envlock.lock [-e ENV]"});
+  }
+  std::vector<Row> rows;
+  if (!args.prefix.empty()) {
+    auto records = read_conda_meta(args.prefix);
+    if (!records) return report_error(ctx, records.error());
+    for (const auto& r : *records) rows.push_back(row_of(r, ""));
+    return print_rows(ctx, std::move(rows));
+  }
+  auto lockfile = Lockfile::read(args.lockfile);
+  if (!lockfile) return report_error(ctx, lockfile.error());
+  auto env = choose_environment(*lockfile, args.environment, args.lockfile);
+  if (!env) return report_error(ctx, env.error());
+  const std::string platform = args.platform.empty() ? Platform::host().to_string() : args.platform;
+  const LockedPlatform* locked = lockfile->find(*env, platform);
+  if (locked == nullptr) {
+    std::string have;
+    for (const auto& [p, lp] : lockfile->environments.at(*env).platforms) have += (have.empty() ? "" : ", ") + p;
+    return report_error(ctx, Error{ErrorKind::Usage, args.lockfile,
+                                   "environment '" + *env + "' is not locked for " + platform,
+                                   "locked platforms: " + (have.empty() ? std::string("(none)") : have),
+                                   "choose one with --platform"});
+  }
+  for (const auto& p : locked->packages) rows.push_back(row_of(p, p.layer));
+  return print_rows(ctx, std::move(rows));
+}
+
+void setup(CLI::App& sub, Context& ctx) {
+  auto args = std::make_shared<ListArgs>();
+  sub.add_option("-p,--prefix", args->prefix, "an environment folder");
+  sub.add_option("-l,--lockfile", args->lockfile, "a lockfile (envlock.lock)");
+  sub.add_option("-e,--environment", args->environment, "environment in the lockfile");
+  sub.add_option("--platform", args->platform, "platform in the lockfile (default: this host's)");
+  sub.callback([&ctx, args] { ctx.exit_code = run_list(ctx, *args); });
+}
+
+const RegisterCommand reg{"list", "list the packages of an environment or of a lockfile", &setup};
+
+}  // namespace
+}  // namespace envlock::cli

@@ -1,0 +1,68 @@
+// envlock verify -p PREFIX — every installed file against its conda-meta record (sha256, size);
+// modified, missing and extra files; exit 1 on drift.
+// The checks are gathered in VerifyArgs/run_verify so further checks (a reference run, a clean
+// environment) can be added as options beside -p.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "envlock/install.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+namespace {
+
+struct VerifyArgs {
+  std::string prefix;
+};
+
+const char* kind_name(FileDrift::Kind k) {
+  switch (k) {
+    case FileDrift::Kind::Modified: return "modified";
+    case FileDrift::Kind::Missing: return "missing";
+    case FileDrift::Kind::Extra: return "extra";
+  }
+  return "modified";
+}
+
+int run_verify(const Context& ctx, const VerifyArgs& args) {
+  auto report = verify_prefix(args.prefix);
+  if (!report) return report_error(ctx, report.error());
+  if (ctx.json) {
+    nlohmann::json j;
+    j["prefix"] = args.prefix;
+    j["packages"] = report->packages;
+    j["files_checked"] = report->files_checked;
+    j["clean"] = report->clean();
+    j["modified"] = nlohmann::json::array();
+    j["missing"] = nlohmann::json::array();
+    j["extra"] = nlohmann::json::array();
+    for (const auto& d : report->drift) {
+      nlohmann::json e{{"path", d.path}, {"reason", d.reason}};
+      if (!d.package.empty()) e["package"] = d.package;
+      j[kind_name(d.kind)].push_back(std::move(e));
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    for (const auto& d : report->drift) {
+      std::cout << kind_name(d.kind) << "  " << d.path;
+      if (!d.package.empty()) std::cout << "  (" << d.package << ": " << d.reason << ")";
+      else std::cout << "  (" << d.reason << ")";
+      std::cout << "\n";
+    }
+    std::cout << args.prefix << ": " << report->packages << " packages, " << report->files_checked
+              << " files checked: " << (report->clean() ? "no drift" : std::to_string(report->drift.size()) + " drifted")
+              << "\n";
+  }
+  return report->clean() ? 0 : 1;
+}
+
+void setup(CLI::App& sub, Context& ctx) {
+  auto args = std::make_shared<VerifyArgs>();
+  sub.add_option("-p,--prefix", args->prefix, "the environment to check")->required();
+  sub.callback([&ctx, args] { ctx.exit_code = run_verify(ctx, *args); });
+}
+
+const RegisterCommand reg{"verify", "check every file of an environment against its recorded sha256 and size", &setup};
+
+}  // namespace
+}  // namespace envlock::cli

@@ -1,0 +1,588 @@
+// End-to-end tests through the envlock executable: the fixture channel (the README's main job),
+// the real channels of ../shared/corpus/packages over file:// and HTTP, bad inputs, and SIGKILL
+// at random moments of `envlock install`.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "envlock/hash.hpp"
+#include "envlock/install.hpp"
+#include "envlock/lockfile.hpp"
+#include "support/http_server.hpp"
+#include "support/run_command.hpp"
+
+namespace fs = std::filesystem;
+using namespace envlock;
+using envlock::testing::envlock_cmd;
+using envlock::testing::run_command;
+
+namespace {
+
+const fs::path kShared = ENVLOCK_SHARED_DIR;
+const fs::path kCorpus = kShared / "corpus";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const fs::path& p, const std::string& data) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << data;
+}
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+/// Rebuilds a corpus channel (files named <prefix><subdir>__<file>) under `dest`.
+void corpus_channel(const std::string& src_prefix, const fs::path& dest, const std::vector<std::string>& subdirs) {
+  for (const auto& sd : subdirs) {
+    fs::create_directories(dest / sd);
+    const fs::path dir = (kCorpus / "packages" / src_prefix).parent_path();
+    const std::string stem = fs::path(src_prefix).filename().string() + sd + "__";
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      if (name.starts_with(stem)) fs::copy_file(e.path(), dest / sd / name.substr(stem.size()));
+    }
+  }
+}
+
+/// Every record of `subdir`'s repodata whose archive is present, as locked records (one per name:
+/// the last file name in order), with URLs under `base_url`.
+std::vector<LockedPackage> channel_records(const fs::path& channel, const std::string& subdir,
+                                           const std::string& base_url,
+                                           const std::set<std::string>& skip = {}) {
+  std::map<std::string, LockedPackage> by_name;
+  auto j = nlohmann::json::parse(slurp(channel / subdir / "repodata.json"));
+  for (const char* key : {"packages", "packages.conda"}) {
+    if (!j.contains(key)) continue;
+    for (auto it = j[key].begin(); it != j[key].end(); ++it) {
+      if (!fs::exists(channel / subdir / it.key())) continue;
+      auto rec = PackageRecord::from_json(it.value());
+      EXPECT_TRUE(rec.ok()) << it.key();
+      if (!rec.ok() || skip.count(rec->name)) continue;
+      LockedPackage p;
+      static_cast<PackageRecord&>(p) = *rec;
+      p.file_name = it.key();
+      p.channel = base_url;
+      p.url = base_url + "/" + subdir + "/" + it.key();
+      p.layer = "default";
+      auto& slot = by_name[p.name];
+      if (slot.name.empty() || slot.file_name < p.file_name) slot = p;
+    }
+  }
+  std::vector<LockedPackage> out;
+  for (auto& [n, p] : by_name) out.push_back(p);
+  return out;
+}
+
+Lockfile make_lockfile(std::vector<LockedPackage> packages, const std::string& platform = "linux-64",
+                       std::vector<VirtualPackage> vps = {}) {
+  Lockfile lf;
+  lf.manifest_hash = "sha256:" + std::string(64, '0');
+  LockedEnvironment env;
+  env.name = "default";
+  LockedPlatform lp;
+  lp.platform = platform;
+  lp.virtual_packages = std::move(vps);
+  std::sort(packages.begin(), packages.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::set<std::string> channels;
+  for (const auto& p : packages) channels.insert(p.channel);
+  lp.channels.assign(channels.begin(), channels.end());
+  lp.packages = std::move(packages);
+  env.platforms[platform] = std::move(lp);
+  lf.environments["default"] = std::move(env);
+  return lf;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("envlock-cli-install-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    env_ = {{"ENVLOCK_PKGS_DIR", (root_ / "pkgs").string()}, {"NO_COLOR", "1"}};
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  bool have_corpus() const { return fs::exists(kCorpus / "packages"); }
+
+  fs::path write_lock(const Lockfile& lf, const std::string& name = "envlock.lock") {
+    const fs::path p = root_ / name;
+    auto st = lf.write(p);
+    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().to_string());
+    return p;
+  }
+
+  envlock::testing::CommandResult envlock(const std::string& args,
+                                          const std::map<std::string, std::string>& extra = {}) {
+    auto env = env_;
+    for (const auto& [k, v] : extra) env[k] = v;
+    return run_command(envlock_cmd() + " " + args, env);
+  }
+
+  fs::path make_fixture_channel() {
+    const fs::path channel = root_ / "channel";
+    auto r = run_command("'" + std::string(ENVLOCK_SOURCE_DIR) + "/scripts/make-fixture-channel' " + q(channel));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return channel;
+  }
+
+  fs::path root_;
+  std::map<std::string, std::string> env_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The README's main job: create from a manifest over the fixture channel, run a program from it.
+
+TEST_F(Cli, CreateFromTheExampleManifestAndRunItsPrograms) {
+  const fs::path channel = make_fixture_channel();
+  const fs::path project = root_ / "project";
+  spit(project / "envlock.yaml", "name: example\nchannels: [" + channel.string() +
+                                     "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-demo >=1.0\n  - envlock-greet\n");
+  auto r = envlock("create -f " + q(project / "envlock.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("envlock-greet 1.0.0: post-link ran"), std::string::npos) << r.out;
+  const fs::path prefix = project / ".envlock/envs/default";
+  ASSERT_TRUE(fs::exists(project / "envlock.lock"));
+  ASSERT_TRUE(fs::exists(prefix / "conda-meta/envlock"));
+
+  auto demo = run_command(q(prefix / "bin/envlock-demo"));
+  ASSERT_EQ(demo.exit_code, 0) << demo.out << demo.err;
+  EXPECT_NE(demo.out.find("Hello from an environment that envlock made."), std::string::npos) << demo.out;
+  EXPECT_NE(demo.out.find("envlock-hello: running from " + prefix.string() + "\n"), std::string::npos) << demo.out;
+  EXPECT_NE(demo.out.find("imported from " + (prefix / "lib").string()), std::string::npos) << demo.out;
+  auto greet = run_command(q(prefix / "bin/envlock-greet"));
+  ASSERT_EQ(greet.exit_code, 0) << greet.err;
+  EXPECT_NE(greet.out.find("envlock-greet: prefix is " + prefix.string() + "\n"), std::string::npos) << greet.out;
+  EXPECT_EQ(slurp(prefix / "etc/envlock-greet-post-link.done"), "envlock-greet\n");
+
+  // The lockfile is fresh now: --locked and --frozen install it again without locking.
+  auto locked = envlock("create --locked -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(locked.exit_code, 0) << locked.err;
+  EXPECT_EQ(locked.err.find("locked "), std::string::npos) << locked.err;
+  EXPECT_NE(locked.out.find("0 installed, 4 unchanged, 0 removed"), std::string::npos) << locked.out;
+  EXPECT_EQ(envlock("create --frozen -f " + q(project / "envlock.yaml")).exit_code, 0);
+
+  // A manifest change makes the lockfile stale: --locked refuses, the default re-locks.
+  spit(project / "envlock.yaml", "name: example\nchannels: [" + channel.string() +
+                                     "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-greet\n");
+  auto stale = envlock("create --locked -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(stale.exit_code, 1);
+  EXPECT_NE(stale.err.find("no longer matches"), std::string::npos) << stale.err;
+  auto relock = envlock("create -f " + q(project / "envlock.yaml") + " --json");
+  ASSERT_EQ(relock.exit_code, 0) << relock.err;
+  auto j = nlohmann::json::parse(relock.out);
+  ASSERT_EQ(j["removed"].size(), 2u) << relock.out;
+  EXPECT_EQ(j["removed"][0], "envlock-demo-1.0.0-pyh_0");
+  EXPECT_TRUE(std::string(j["removed"][1]).starts_with("python-")) << relock.out;
+  EXPECT_FALSE(fs::exists(prefix / "bin/envlock-demo"));
+  EXPECT_EQ(run_command(q(prefix / "bin/envlock-greet")).exit_code, 0);
+}
+
+TEST_F(Cli, VerifyListAndRemoveOnTheFixtureEnvironment) {
+  const fs::path channel = make_fixture_channel();
+  auto records = channel_records(channel, "linux-64", "file://" + channel.string());
+  auto noarch = channel_records(channel, "noarch", "file://" + channel.string());
+  records.insert(records.end(), noarch.begin(), noarch.end());
+  const fs::path lock = write_lock(make_lockfile(records));
+  const fs::path prefix = root_ / "env";
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix) + " --copy");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  auto clean = envlock("verify -p " + q(prefix) + " --json");
+  ASSERT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+  auto cj = nlohmann::json::parse(clean.out);
+  EXPECT_EQ(cj["clean"], true);
+  EXPECT_EQ(cj["packages"], 4);
+
+  // Edit one file, delete another, add a third: verify names each and exits 1.
+  spit(prefix / "share/envlock-hello/greeting.txt", "Hello from somewhere else!!!!!!!!!!!!!!!!!!!!\n");
+  fs::remove(prefix / "bin/envlock-greet");
+  spit(prefix / "bin/stray", "x");
+  auto drift = envlock("verify -p " + q(prefix) + " --json");
+  EXPECT_EQ(drift.exit_code, 1);
+  auto dj = nlohmann::json::parse(drift.out);
+  ASSERT_EQ(dj["modified"].size(), 1u);
+  EXPECT_EQ(dj["modified"][0]["path"], "share/envlock-hello/greeting.txt");
+  EXPECT_EQ(dj["modified"][0]["package"], "envlock-hello-1.0.0-0");
+  ASSERT_EQ(dj["missing"].size(), 1u);
+  EXPECT_EQ(dj["missing"][0]["path"], "bin/envlock-greet");
+  ASSERT_EQ(dj["extra"].size(), 1u);
+  EXPECT_EQ(dj["extra"][0]["path"], "bin/stray");
+  auto text = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("modified  share/envlock-hello/greeting.txt  (envlock-hello-1.0.0-0: sha256 "), std::string::npos)
+      << text.out;
+
+  // list: the prefix and the lockfile give the same records in one shape.
+  auto from_prefix = envlock("list -p " + q(prefix) + " --json");
+  auto from_lock = envlock("list -l " + q(lock) + " --json");
+  ASSERT_EQ(from_prefix.exit_code, 0) << from_prefix.err;
+  ASSERT_EQ(from_lock.exit_code, 0) << from_lock.err;
+  auto lp = nlohmann::json::parse(from_prefix.out);
+  auto ll = nlohmann::json::parse(from_lock.out);
+  ASSERT_EQ(lp.size(), 4u);
+  ASSERT_EQ(ll.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    for (const char* key : {"name", "version", "build", "build_number", "channel", "url", "sha256"})
+      EXPECT_EQ(lp[i][key], ll[i][key]) << key;
+    EXPECT_TRUE(lp[i]["layer"].is_null());
+    EXPECT_EQ(ll[i]["layer"], "default");
+  }
+  EXPECT_EQ(lp[0]["name"], "envlock-demo");
+  EXPECT_EQ(lp[0]["url"], "file://" + channel.string() + "/noarch/envlock-demo-1.0.0-pyh_0.conda");
+
+  // remove: refuses a folder envlock did not make, deletes the one it made.
+  fs::create_directories(root_ / "other/conda-meta");
+  auto refuse = envlock("remove -p " + q(root_ / "other"));
+  EXPECT_EQ(refuse.exit_code, 2);
+  EXPECT_NE(refuse.err.find("was not made by envlock"), std::string::npos) << refuse.err;
+  EXPECT_TRUE(fs::exists(root_ / "other/conda-meta"));
+  auto rm = envlock("remove -p " + q(prefix));
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_FALSE(fs::exists(prefix));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real channels from the corpus.
+
+struct RealChannel {
+  const char* label;
+  const char* prefix;  ///< corpus file prefix before the subdir
+  std::vector<std::string> subdirs;
+  std::set<std::string> skip;
+};
+
+TEST_F(Cli, InstallsTheRealCorpusChannelsThroughFileUrls) {
+  if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent: the real-channel test needs it";
+  const std::vector<RealChannel> channels = {
+      {"jancaha", "JanCaha__conda-channel/", {"linux-64", "noarch"}, {}},
+      {"test-recipes", "conda__conda/tests__data__test-recipes__", {"noarch"}, {"failing_post_link"}},
+      {"pixi-dummy", "prefix-dev__pixi/tests__data__channels__channels__dummy_channel_1__", {"linux-64", "noarch"}, {}},
+      {"zlib-tarbz2", "conda__conda/tests__data__conda_format_repo__", {"linux-64", "noarch"}, {}},
+  };
+  for (const auto& c : channels) {
+    SCOPED_TRACE(c.label);
+    const fs::path dir = root_ / "channels" / c.label;
+    corpus_channel(c.prefix, dir, c.subdirs);
+    std::vector<LockedPackage> records;
+    for (const auto& sd : c.subdirs) {
+      auto more = channel_records(dir, sd, "file://" + dir.string(), c.skip);
+      records.insert(records.end(), more.begin(), more.end());
+    }
+    ASSERT_FALSE(records.empty());
+    const fs::path lock = write_lock(make_lockfile(records), std::string(c.label) + ".lock");
+    const fs::path prefix = root_ / "envs" / c.label;
+    auto r = envlock("install -l " + q(lock) + " -p " + q(prefix) + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["installed"].size(), records.size());
+    auto installed = read_conda_meta(prefix);
+    ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+    ASSERT_EQ(installed->size(), records.size());
+    for (const auto& rec : *installed) {
+      EXPECT_FALSE(rec.url.empty());
+      for (const auto& f : rec.files) EXPECT_TRUE(fs::exists(fs::symlink_status(prefix / f))) << rec.name << ": " << f;
+    }
+    auto v = verify_prefix(prefix);
+    ASSERT_TRUE(v.ok());
+    EXPECT_TRUE(v->clean()) << (v->drift.empty() ? "" : v->drift[0].path + ": " + v->drift[0].reason);
+  }
+}
+
+TEST_F(Cli, CondaMetaRecordsHaveTheShapeCondaWrites) {
+  if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent: the conda-meta comparison needs it";
+  const fs::path dir = root_ / "zlib";
+  corpus_channel("conda__conda/tests__data__conda_format_repo__", dir, {"linux-64"});
+  auto records = channel_records(dir, "linux-64", "file://" + dir.string());
+  const fs::path prefix = root_ / "env";
+  ASSERT_EQ(envlock("install -l " + q(write_lock(make_lockfile(records))) + " -p " + q(prefix)).exit_code, 0);
+  auto ours = nlohmann::json::parse(slurp(prefix / "conda-meta/zlib-1.2.11-h7b6447c_3.json"));
+  auto theirs = nlohmann::json::parse(slurp(
+      kCorpus / "prefix/conda__conda/tests__data__env_metadata__envpy313tosx_whl__conda-meta__libzlib-1.3.1-h8359307_2.json"));
+  // Every key envlock writes is one conda writes, with the same JSON type.
+  for (auto it = ours.begin(); it != ours.end(); ++it) {
+    ASSERT_TRUE(theirs.contains(it.key())) << "conda has no key " << it.key();
+    EXPECT_EQ(it.value().type_name(), theirs[it.key()].type_name()) << it.key();
+  }
+  // ...and the keys tools rely on are all there.
+  for (const char* key : {"name", "version", "build", "build_number", "channel", "subdir", "url", "fn", "md5",
+                          "sha256", "depends", "files", "paths_data", "link", "extracted_package_dir",
+                          "package_tarball_full_path"})
+    EXPECT_TRUE(ours.contains(key)) << key;
+  EXPECT_EQ(ours["paths_data"]["paths_version"], 1);
+  EXPECT_EQ(ours["link"]["type"], 1);
+  const auto& path0 = ours["paths_data"]["paths"][0];
+  for (auto it = path0.begin(); it != path0.end(); ++it)
+    EXPECT_TRUE(theirs["paths_data"]["paths"][0].contains(it.key()) || it.key() == "prefix_placeholder" ||
+                it.key() == "file_mode")
+        << it.key();
+  EXPECT_EQ(ours["fn"], "zlib-1.2.11-h7b6447c_3.tar.bz2") << "the last file name in order is the .tar.bz2";
+  const std::string history = slurp(prefix / "conda-meta/history");
+  EXPECT_NE(history.find("+file://" + dir.string() + "/linux-64::zlib-1.2.11-h7b6447c_3\n"), std::string::npos) << history;
+}
+
+TEST_F(Cli, InstallsOverHttpAndRefusesTheCorruptChannel) {
+  if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent: the HTTP install test needs it";
+  const fs::path dir = root_ / "www";
+  corpus_channel("prefix-dev__pixi/tests__data__channels__channels__dummy_channel_1__", dir, {"linux-64"});
+  corpus_channel("conda__conda-index/tests__index_data__corrupt__", dir / "corrupt", {"noarch"});
+  envlock::testing::HttpServer server(dir);
+  ASSERT_TRUE(server.ok()) << server.error();
+  const std::string base = server.url("");
+  auto records = channel_records(dir, "linux-64", base);
+  const fs::path prefix = root_ / "env";
+  auto r = envlock("install -l " + q(write_lock(make_lockfile(records))) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(fs::exists(prefix / "conda-meta/dummy-a-0.1.0-hb0f4dca_0.json"));
+
+  // bad_package.tar.bz2: 16 bytes that are not an archive; locked with their true hash.
+  const fs::path bad = dir / "corrupt/noarch/bad_package.tar.bz2";
+  LockedPackage p;
+  p.name = "bad_package";
+  p.version = *Version::parse("1.0");
+  p.build = "0";
+  p.subdir = "noarch";
+  p.file_name = "bad_package-1.0-0.tar.bz2";
+  fs::copy_file(bad, dir / "corrupt/noarch" / p.file_name);
+  p.sha256 = *hash_file(bad, HashAlgorithm::Sha256);
+  p.size = fs::file_size(bad);
+  p.channel = base + "/corrupt";
+  p.url = base + "/corrupt/noarch/" + p.file_name;
+  auto bad_records = records;
+  bad_records.push_back(p);
+  auto refused = envlock("install -l " + q(write_lock(make_lockfile(bad_records), "bad.lock")) + " -p " + q(prefix));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("bad_package-1.0-0"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("the prefix was not touched"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(prefix / "conda-meta/bad_package-1.0-0.json"));
+  EXPECT_TRUE(verify_prefix(prefix)->clean());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input: each a clear message, non-zero exit, the previous environment intact.
+
+class BadInput : public Cli {
+ protected:
+  void SetUp() override {
+    Cli::SetUp();
+    channel_ = make_fixture_channel();
+    good_ = channel_records(channel_, "linux-64", "file://" + channel_.string());
+    prefix_ = root_ / "env";
+    auto r = envlock("install -l " + q(write_lock(make_lockfile(good_), "good.lock")) + " -p " + q(prefix_));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    before_ = slurp(prefix_ / "conda-meta/history");
+  }
+  void expect_intact() {
+    EXPECT_EQ(slurp(prefix_ / "conda-meta/history"), before_);
+    auto v = verify_prefix(prefix_);
+    ASSERT_TRUE(v.ok());
+    EXPECT_TRUE(v->clean());
+    EXPECT_EQ(run_command(q(prefix_ / "bin/envlock-hello")).exit_code, 0);
+    for (const auto& e : fs::directory_iterator(prefix_.parent_path()))
+      EXPECT_EQ(e.path().filename().string().find("envlock-stage"), std::string::npos) << e.path();
+  }
+  fs::path channel_, prefix_;
+  std::vector<LockedPackage> good_;
+  std::string before_;
+};
+
+TEST_F(BadInput, HashMismatchIsRefusedAndTheCacheNotPoisoned) {
+  auto records = good_;
+  for (auto& r : records)
+    if (r.name == "envlock-hello") r.sha256 = std::string(64, 'f');
+  fs::remove_all(root_ / "pkgs");
+  auto r = envlock("install -l " + q(write_lock(make_lockfile(records), "bad.lock")) + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("envlock-hello-1.0.0-0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ffffffff"), std::string::npos) << "the expected digest is shown: " << r.err;
+  expect_intact();
+  bool cached = false;
+  for (const auto& e : fs::directory_iterator(root_ / "pkgs"))
+    if (e.path().filename().string().starts_with("envlock-hello")) cached = cached || !e.path().string().ends_with(".lock");
+  EXPECT_FALSE(cached) << "a mismatching archive must not stay in the package cache";
+}
+
+TEST_F(BadInput, TruncatedArchiveIsRefused) {
+  const fs::path archive = channel_ / "linux-64/envlock-hello-1.0.0-0.conda";
+  std::string data = slurp(archive);
+  data.resize(data.size() / 2);
+  spit(archive, data);
+  auto records = good_;
+  for (auto& r : records) {
+    if (r.name != "envlock-hello") continue;
+    r.sha256 = hash_bytes(data, HashAlgorithm::Sha256);
+    r.md5.clear();
+    r.size = data.size();
+  }
+  fs::remove_all(root_ / "pkgs");
+  auto r = envlock("install -l " + q(write_lock(make_lockfile(records), "bad.lock")) + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("envlock-hello-1.0.0-0"), std::string::npos) << r.err;
+  expect_intact();
+}
+
+TEST_F(BadInput, PrefixLongerThanTheBinaryPlaceholderIsRefused) {
+  const fs::path deep = root_ / std::string(120, 'a') / std::string(120, 'b') / "env";
+  auto r = envlock("install -l " + q(root_ / "good.lock") + " -p " + q(deep));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("envlock-hello-1.0.0-0: bin/envlock-hello"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("longer than the binary prefix placeholder"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(deep));
+  expect_intact();
+}
+
+TEST_F(BadInput, LockfileWithoutThisPlatformIsRefused) {
+  auto r = envlock("install -l " + q(write_lock(make_lockfile(good_, "osx-arm64"), "mac.lock")) + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is not locked for this host's platform linux-64"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("locked platforms: osx-arm64"), std::string::npos) << r.err;
+  expect_intact();
+}
+
+TEST_F(BadInput, HostThatDoesNotFitIsRefusedBeforeDownloading) {
+  auto records = good_;
+  for (auto& r : records)
+    if (r.name == "envlock-hello") r.depends.push_back("__cuda >=12.0");
+  const fs::path lock = write_lock(make_lockfile(records), "gpu.lock");
+  fs::remove_all(root_ / "pkgs");
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix_), {{"CONDA_OVERRIDE_CUDA", "11.8"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("error: envlock-hello 1.0.0 needs __cuda >=12.0; this host's driver supports CUDA 11.8"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(root_ / "pkgs") && !fs::is_empty(root_ / "pkgs")) << "nothing may be downloaded";
+  expect_intact();
+  auto forced = envlock("install --ignore-host -l " + q(lock) + " -p " + q(prefix_), {{"CONDA_OVERRIDE_CUDA", "11.8"}});
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(forced.err.find("warning: --ignore-host"), std::string::npos) << forced.err;
+}
+
+TEST_F(BadInput, RealPackageNeedingANewerGlibcIsRefused) {
+  if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent";
+  const fs::path dir = root_ / "fake";
+  corpus_channel("conda__conda/tests__data__test-recipes__", dir, {"linux-fake"});
+  auto records = channel_records(dir, "linux-fake", "file://" + dir.string());
+  auto r = envlock("install -l " + q(write_lock(make_lockfile(records), "glibc.lock")) + " -p " + q(prefix_),
+                   {{"CONDA_OVERRIDE_GLIBC", "2.17"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("virtualdep-package 2.0 needs __glibc >=2.28; this host has glibc 2.17"), std::string::npos)
+      << r.err;
+  expect_intact();
+}
+
+TEST_F(BadInput, FailingPostLinkOfARealPackageLeavesTheEnvironment) {
+  if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent";
+  const fs::path dir = root_ / "recipes";
+  corpus_channel("conda__conda/tests__data__test-recipes__", dir, {"noarch"});
+  auto records = good_;
+  for (const auto& p : channel_records(dir, "noarch", "file://" + dir.string()))
+    if (p.name == "failing_post_link") records.push_back(p);
+  ASSERT_EQ(records.size(), good_.size() + 1);
+  auto r = envlock("install -l " + q(write_lock(make_lockfile(records), "post.lock")) + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("failing_post_link-1.0-0: post-link script exited with status 1"), std::string::npos) << r.err;
+  expect_intact();
+}
+
+// ---------------------------------------------------------------------------------------------
+// SIGKILL at random moments: the prefix is always the old environment or the new one.
+
+std::set<std::string> dists(const fs::path& prefix) {
+  std::set<std::string> out;
+  auto records = read_conda_meta(prefix);
+  if (!records) return {"<unreadable: " + records.error().to_string() + ">"};
+  for (const auto& r : *records) out.insert(r.dist_name());
+  return out;
+}
+
+TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
+  const fs::path channel = make_fixture_channel();
+  auto linux = channel_records(channel, "linux-64", "file://" + channel.string());
+  auto noarch = channel_records(channel, "noarch", "file://" + channel.string());
+  std::vector<LockedPackage> old_set, new_set = linux;
+  for (const auto& p : linux)
+    if (p.name == "envlock-hello") old_set.push_back(p);
+  new_set.insert(new_set.end(), noarch.begin(), noarch.end());
+  const fs::path old_lock = write_lock(make_lockfile(old_set), "old.lock");
+  const fs::path new_lock = write_lock(make_lockfile(new_set), "new.lock");
+  const fs::path prefix = root_ / "env";
+
+  ASSERT_EQ(envlock("install -l " + q(new_lock) + " -p " + q(prefix)).exit_code, 0);  // warm the cache
+  const auto new_dists = dists(prefix);
+  ASSERT_EQ(envlock("install -l " + q(old_lock) + " -p " + q(prefix)).exit_code, 0);
+  const auto old_dists = dists(prefix);
+  ASSERT_NE(old_dists, new_dists);
+
+  for (const auto& [k, v] : env_) ::setenv(k.c_str(), v.c_str(), 1);
+  auto spawn = [&](const fs::path& lock) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+      ::execl(ENVLOCK_BINARY, ENVLOCK_BINARY, "install", "--copy", "-l", lock.c_str(), "-p", prefix.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return pid;
+  };
+  // How long a full install takes here, so kills spread over its whole life.
+  const auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = spawn(new_lock);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const auto full_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+
+  std::mt19937 rng(20261130);
+  int saw_old = 0, saw_new = 0;
+  for (int run = 0; run < 100; ++run) {
+    const bool forward = run % 2 == 0;  // alternate old->new and new->old
+    const fs::path target = forward ? new_lock : old_lock;
+    const auto& from = forward ? old_dists : new_dists;
+    const auto& to = forward ? new_dists : old_dists;
+    if (dists(prefix) != from) {
+      ASSERT_EQ(envlock("install --copy -l " + q(forward ? old_lock : new_lock) + " -p " + q(prefix)).exit_code, 0);
+    }
+    std::uniform_int_distribution<long> delay(0, static_cast<long>(full_us * 1.2));
+    pid = spawn(target);
+    ::usleep(static_cast<useconds_t>(delay(rng)));
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    SCOPED_TRACE("run " + std::to_string(run));
+    ASSERT_TRUE(fs::is_directory(prefix)) << "the prefix vanished";
+    const auto now = dists(prefix);
+    ASSERT_TRUE(now == from || now == to) << "a mix of old and new";
+    auto v = verify_prefix(prefix);
+    ASSERT_TRUE(v.ok()) << v.error().to_string();
+    ASSERT_TRUE(v->clean()) << v->drift.front().path << ": " << v->drift.front().reason;
+    auto origin = read_prefix_origin(prefix);
+    ASSERT_TRUE(origin.ok() && origin->has_value());
+    EXPECT_EQ((*origin)->lockfile, (now == new_dists ? new_lock : old_lock).filename().string());
+    (now == old_dists ? saw_old : saw_new)++;
+  }
+  for (const auto& [k, v] : env_) ::unsetenv(k.c_str());
+  EXPECT_GT(saw_old, 0);
+  EXPECT_GT(saw_new, 0);
+  // The next run cleans whatever a killed run left beside the prefix.
+  ASSERT_EQ(envlock("install -l " + q(new_lock) + " -p " + q(prefix)).exit_code, 0);
+  for (const auto& e : fs::directory_iterator(prefix.parent_path()))
+    EXPECT_EQ(e.path().filename().string().find("envlock-stage"), std::string::npos) << e.path();
+}
+
+}  // namespace
