@@ -243,35 +243,31 @@ std::strong_ordering Version::compare(const Version& other) const {
 }
 
 bool Version::starts_with(const Version& prefix) const {
-  // conda's VersionOrder.startswith, with the epoch as the first component of `version`.
-  auto with_epoch = [](const Version& v) {
-    std::vector<Component> out;
-    out.reserve(v.release_.size() + 1);
-    out.push_back(Component{number_part(std::to_string(v.epoch_))});
-    out.insert(out.end(), v.release_.begin(), v.release_.end());
-    return out;
+  // conda's VersionOrder.startswith, where `version` is [epoch] + release; without copies.
+  const bool local = !prefix.local_.empty();
+  if (local && (epoch_ != prefix.epoch_ || compare_components(release_, prefix.release_) != 0)) return false;
+  const Component e1{number_part(std::to_string(epoch_))};
+  const Component e2{number_part(std::to_string(prefix.epoch_))};
+  auto size = [&](const Version& v) { return local ? v.local_.size() : v.release_.size() + 1; };
+  auto at = [&](const Version& v, const Component& epoch, std::size_t i) -> const Component& {
+    if (local) return v.local_[i];
+    return i == 0 ? epoch : v.release_[i - 1];
   };
-  std::vector<Component> t1, t2;
-  if (!prefix.local_.empty()) {
-    if (epoch_ != prefix.epoch_ || compare_components(release_, prefix.release_) != 0) return false;
-    t1 = local_;
-    t2 = prefix.local_;
-  } else {
-    t1 = with_epoch(*this);
-    t2 = with_epoch(prefix);
-  }
-  std::size_t nt = t2.size() - 1;
-  std::vector<Component> h1(t1.begin(), t1.begin() + static_cast<std::ptrdiff_t>(std::min(nt, t1.size())));
-  std::vector<Component> h2(t2.begin(), t2.begin() + static_cast<std::ptrdiff_t>(nt));
-  if (compare_components(h1, h2) != 0) return false;
   static const Component empty;
-  const Component& v1 = t1.size() <= nt ? empty : t1[nt];
-  const Component& v2 = t2[nt];
+  const std::size_t n1 = size(*this), nt = size(prefix) - 1;
+  // Every component before the prefix's last one is equal (missing ones count as 0).
+  for (std::size_t i = 0; i < nt; ++i) {
+    if (compare_component(i < n1 ? at(*this, e1, i) : empty, at(prefix, e2, i)) != 0) return false;
+  }
+  // In the prefix's last component, every part before its last one is equal ...
+  const Component& v1 = nt < n1 ? at(*this, e1, nt) : empty;
+  const Component& v2 = at(prefix, e2, nt);
   if (v2.empty()) return true;
-  std::size_t np = v2.size() - 1;
-  Component p1(v1.begin(), v1.begin() + static_cast<std::ptrdiff_t>(std::min(np, v1.size())));
-  Component p2(v2.begin(), v2.begin() + static_cast<std::ptrdiff_t>(np));
-  if (compare_component(p1, p2) != 0) return false;
+  const std::size_t np = v2.size() - 1;
+  for (std::size_t i = 0; i < np; ++i) {
+    if (compare_part(i < v1.size() ? v1[i] : zero_part(), v2[i]) != 0) return false;
+  }
+  // ... and the last part is equal, or for a string, a prefix of this version's string.
   const Part& c1 = v1.size() <= np ? zero_part() : v1[np];
   const Part& c2 = v2[np];
   if (!c2.is_number && c2.text != "post") {
