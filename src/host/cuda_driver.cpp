@@ -1,70 +1,498 @@
-// The CUDA driver's supported CUDA version, asked of libcuda.so.1 at run time.
+// The NVIDIA vendor libraries (libcuda.so.1, libnvidia-ml.so.1), asked at run time.
 //
-// The vendor library is loaded in a forked child: a missing, half-installed or crashing driver
-// can only kill the child, never envlock. The child writes the answer to a pipe; the parent waits
-// at most `timeout_ms` and kills the child after that.
+// Each library is loaded in a forked child: a missing, half-installed, crashing or hanging driver
+// can only kill the child, never envlock. The child writes one `key=value` line per fact to a
+// pipe, and a `step=<function>` line before each vendor call, so that when it dies the parent
+// knows in which call. The parent reads until end of file or the deadline, kills the child after
+// the deadline, and reaps it.
 #include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "envlock/probe.hpp"
 #include "envlock/virtual_packages.hpp"
 
 namespace envlock {
 namespace {
 
-using CuInitFn = int (*)(unsigned int);
-using CuDriverGetVersionFn = int (*)(int*);
+// ---- child side: only write(2) and snprintf, no allocation of ours after the fork ----
 
-// Runs in the child: returns the driver version integer (e.g. 12040), or -1.
-int query_in_child(const std::string& library) {
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) return -1;
-  auto cu_init = reinterpret_cast<CuInitFn>(dlsym(handle, "cuInit"));
-  auto get_version = reinterpret_cast<CuDriverGetVersionFn>(dlsym(handle, "cuDriverGetVersion"));
-  if (cu_init == nullptr || get_version == nullptr) return -1;
-  if (cu_init(0) != 0) return -1;
+void emit(int fd, const char* key, const char* value) {
+  char line[512];
+  const int n = std::snprintf(line, sizeof line, "%s=%s\n", key, value);
+  if (n <= 0) return;
+  const std::size_t len = static_cast<std::size_t>(n) < sizeof line ? static_cast<std::size_t>(n) : sizeof line - 1;
+  std::size_t done = 0;
+  while (done < len) {
+    const ssize_t w = write(fd, line + done, len - done);
+    if (w <= 0) return;
+    done += static_cast<std::size_t>(w);
+  }
+}
+
+void emit_int(int fd, const char* key, long long value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld", value);
+  emit(fd, key, buf);
+}
+
+// Strips newlines so a vendor string cannot break the line protocol.
+void emit_text(int fd, const char* key, const char* value) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s", value != nullptr ? value : "");
+  for (char* p = buf; *p != '\0'; ++p) {
+    if (*p == '\n' || *p == '\r') *p = ' ';
+  }
+  emit(fd, key, buf);
+}
+
+template <class Fn>
+Fn symbol(void* handle, const char* name) {
+  return reinterpret_cast<Fn>(dlsym(handle, name));
+}
+
+// CUDA driver API types (cuda.h): CUresult and CUdevice are int.
+using CuInit = int (*)(unsigned int);
+using CuDriverGetVersion = int (*)(int*);
+using CuDeviceGetCount = int (*)(int*);
+using CuDeviceGet = int (*)(int*, int);
+using CuDeviceGetName = int (*)(char*, int, int);
+using CuDeviceGetAttribute = int (*)(int*, int, int);
+using CuDeviceTotalMem = int (*)(std::size_t*, int);
+using CuGetErrorName = int (*)(int, const char**);
+constexpr int kCcMajorAttribute = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+constexpr int kCcMinorAttribute = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+
+void cuda_child(int fd, const char* library) {
+  void* h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    emit_text(fd, "dlerror", dlerror());
+    return;
+  }
+  emit(fd, "loaded", "1");
+  auto init = symbol<CuInit>(h, "cuInit");
+  auto driver_version = symbol<CuDriverGetVersion>(h, "cuDriverGetVersion");
+  auto get_count = symbol<CuDeviceGetCount>(h, "cuDeviceGetCount");
+  auto get = symbol<CuDeviceGet>(h, "cuDeviceGet");
+  auto get_name = symbol<CuDeviceGetName>(h, "cuDeviceGetName");
+  auto get_attribute = symbol<CuDeviceGetAttribute>(h, "cuDeviceGetAttribute");
+  auto total_mem = symbol<CuDeviceTotalMem>(h, "cuDeviceTotalMem_v2");
+  auto error_name = symbol<CuGetErrorName>(h, "cuGetErrorName");
+  const std::pair<const char*, bool> required[] = {
+      {"cuInit", init != nullptr}, {"cuDriverGetVersion", driver_version != nullptr},
+      {"cuDeviceGetCount", get_count != nullptr}, {"cuDeviceGet", get != nullptr},
+      {"cuDeviceGetName", get_name != nullptr}, {"cuDeviceGetAttribute", get_attribute != nullptr},
+      {"cuDeviceTotalMem_v2", total_mem != nullptr}};
+  for (const auto& [name, present] : required) {
+    if (!present) {
+      emit(fd, "missing_symbol", name);
+      return;
+    }
+  }
+  // cuDriverGetVersion works without cuInit and tells what an old driver supports even when
+  // cuInit fails.
+  emit(fd, "step", "cuDriverGetVersion");
   int version = 0;
-  if (get_version(&version) != 0 || version <= 0) return -1;
-  return version;
+  if (driver_version(&version) == 0) emit_int(fd, "driver_version", version);
+  emit(fd, "step", "cuInit");
+  const int rc = init(0);
+  emit_int(fd, "init", rc);
+  if (error_name != nullptr) {
+    emit(fd, "step", "cuGetErrorName");
+    const char* name = nullptr;
+    if (error_name(rc, &name) == 0 && name != nullptr) emit_text(fd, "init_name", name);
+  }
+  if (rc != 0) {
+    emit(fd, "done", "1");
+    return;
+  }
+  emit(fd, "step", "cuDeviceGetCount");
+  int count = 0;
+  if (get_count(&count) != 0) count = 0;
+  emit_int(fd, "count", count);
+  for (int i = 0; i < count && i < 64; ++i) {
+    int dev = 0;
+    if (get(&dev, i) != 0) continue;
+    char key[64];
+    char name[256] = {0};
+    emit(fd, "step", "cuDeviceGetName");
+    if (get_name(name, sizeof name - 1, dev) == 0) {
+      std::snprintf(key, sizeof key, "dev.%d.name", i);
+      emit_text(fd, key, name);
+    }
+    emit(fd, "step", "cuDeviceGetAttribute");
+    int major = 0, minor = 0;
+    if (get_attribute(&major, kCcMajorAttribute, dev) == 0 && get_attribute(&minor, kCcMinorAttribute, dev) == 0) {
+      std::snprintf(key, sizeof key, "dev.%d.cc", i);
+      char cc[32];
+      std::snprintf(cc, sizeof cc, "%d.%d", major, minor);
+      emit(fd, key, cc);
+    }
+    emit(fd, "step", "cuDeviceTotalMem_v2");
+    std::size_t bytes = 0;
+    if (total_mem(&bytes, dev) == 0) {
+      std::snprintf(key, sizeof key, "dev.%d.memory", i);
+      emit_int(fd, key, static_cast<long long>(bytes));
+    }
+  }
+  emit(fd, "done", "1");
+}
+
+// NVML types (nvml.h): nvmlReturn_t is int, nvmlDevice_t an opaque pointer.
+using NvmlDeviceHandle = void*;
+struct NvmlMemory {
+  unsigned long long total, free, used;
+};
+using NvmlInit = int (*)();
+using NvmlShutdown = int (*)();
+using NvmlErrorString = const char* (*)(int);
+using NvmlDriverVersion = int (*)(char*, unsigned);
+using NvmlCount = int (*)(unsigned*);
+using NvmlHandle = int (*)(unsigned, NvmlDeviceHandle*);
+using NvmlName = int (*)(NvmlDeviceHandle, char*, unsigned);
+using NvmlMemoryInfo = int (*)(NvmlDeviceHandle, NvmlMemory*);
+using NvmlCc = int (*)(NvmlDeviceHandle, int*, int*);
+using NvmlMig = int (*)(NvmlDeviceHandle, unsigned*, unsigned*);
+
+void nvml_child(int fd, const char* library) {
+  void* h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    emit_text(fd, "dlerror", dlerror());
+    return;
+  }
+  emit(fd, "loaded", "1");
+  auto init = symbol<NvmlInit>(h, "nvmlInit_v2");
+  auto shutdown = symbol<NvmlShutdown>(h, "nvmlShutdown");
+  auto error_string = symbol<NvmlErrorString>(h, "nvmlErrorString");
+  auto driver = symbol<NvmlDriverVersion>(h, "nvmlSystemGetDriverVersion");
+  auto count_fn = symbol<NvmlCount>(h, "nvmlDeviceGetCount_v2");
+  auto handle_fn = symbol<NvmlHandle>(h, "nvmlDeviceGetHandleByIndex_v2");
+  auto name_fn = symbol<NvmlName>(h, "nvmlDeviceGetName");
+  // Optional: older drivers lack some; their facts are then left out.
+  auto uuid_fn = symbol<NvmlName>(h, "nvmlDeviceGetUUID");
+  auto memory_fn = symbol<NvmlMemoryInfo>(h, "nvmlDeviceGetMemoryInfo");
+  auto cc_fn = symbol<NvmlCc>(h, "nvmlDeviceGetCudaComputeCapability");
+  auto mig_fn = symbol<NvmlMig>(h, "nvmlDeviceGetMigMode");
+  const std::pair<const char*, bool> required[] = {
+      {"nvmlInit_v2", init != nullptr}, {"nvmlShutdown", shutdown != nullptr},
+      {"nvmlSystemGetDriverVersion", driver != nullptr}, {"nvmlDeviceGetCount_v2", count_fn != nullptr},
+      {"nvmlDeviceGetHandleByIndex_v2", handle_fn != nullptr}, {"nvmlDeviceGetName", name_fn != nullptr}};
+  for (const auto& [name, present] : required) {
+    if (!present) {
+      emit(fd, "missing_symbol", name);
+      return;
+    }
+  }
+  emit(fd, "step", "nvmlInit_v2");
+  const int rc = init();
+  emit_int(fd, "init", rc);
+  if (rc != 0) {
+    if (error_string != nullptr) emit_text(fd, "init_name", error_string(rc));
+    emit(fd, "done", "1");
+    return;
+  }
+  emit(fd, "step", "nvmlSystemGetDriverVersion");
+  char version[96] = {0};
+  if (driver(version, sizeof version - 1) == 0) emit_text(fd, "driver", version);
+  emit(fd, "step", "nvmlDeviceGetCount_v2");
+  unsigned count = 0;
+  if (count_fn(&count) != 0) count = 0;
+  emit_int(fd, "count", count);
+  for (unsigned i = 0; i < count && i < 64; ++i) {
+    NvmlDeviceHandle dev = nullptr;
+    emit(fd, "step", "nvmlDeviceGetHandleByIndex_v2");
+    if (handle_fn(i, &dev) != 0) continue;
+    char key[64];
+    char text[256] = {0};
+    emit(fd, "step", "nvmlDeviceGetName");
+    if (name_fn(dev, text, 96) == 0) {
+      std::snprintf(key, sizeof key, "dev.%u.name", i);
+      emit_text(fd, key, text);
+    }
+    if (uuid_fn != nullptr) {
+      emit(fd, "step", "nvmlDeviceGetUUID");
+      std::memset(text, 0, sizeof text);
+      if (uuid_fn(dev, text, 96) == 0) {
+        std::snprintf(key, sizeof key, "dev.%u.uuid", i);
+        emit_text(fd, key, text);
+      }
+    }
+    if (memory_fn != nullptr) {
+      emit(fd, "step", "nvmlDeviceGetMemoryInfo");
+      NvmlMemory memory{};
+      if (memory_fn(dev, &memory) == 0) {
+        std::snprintf(key, sizeof key, "dev.%u.memory", i);
+        emit_int(fd, key, static_cast<long long>(memory.total));
+      }
+    }
+    if (cc_fn != nullptr) {
+      emit(fd, "step", "nvmlDeviceGetCudaComputeCapability");
+      int major = 0, minor = 0;
+      if (cc_fn(dev, &major, &minor) == 0) {
+        std::snprintf(key, sizeof key, "dev.%u.cc", i);
+        char cc[32];
+        std::snprintf(cc, sizeof cc, "%d.%d", major, minor);
+        emit(fd, key, cc);
+      }
+    }
+    if (mig_fn != nullptr) {
+      emit(fd, "step", "nvmlDeviceGetMigMode");
+      unsigned current = 0, pending = 0;
+      if (mig_fn(dev, &current, &pending) == 0) {
+        std::snprintf(key, sizeof key, "dev.%u.mig", i);
+        char mig[32];
+        std::snprintf(mig, sizeof mig, "%u,%u", current, pending);
+        emit(fd, key, mig);
+      }
+    }
+  }
+  emit(fd, "step", "nvmlShutdown");
+  shutdown();
+  emit(fd, "done", "1");
+}
+
+// ---- parent side ----
+
+struct ChildAnswer {
+  std::map<std::string, std::string> facts;  // last value per key
+  std::string step;                          // last step line seen
+  bool timed_out = false;
+  int signal = 0;                            // the signal that ended the child, 0 if none
+  std::string fork_error;
+};
+
+ChildAnswer run_child(void (*body)(int, const char*), const std::string& library, int timeout_ms) {
+  ChildAnswer answer;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    answer.fork_error = std::string("pipe: ") + std::strerror(errno);
+    return answer;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    answer.fork_error = std::string("fork: ") + std::strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
+    return answer;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    // A new process group, so a library's helper processes die with the child on timeout.
+    setpgid(0, 0);
+    body(fds[1], library.c_str());
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string buffer;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      answer.timed_out = true;
+      break;
+    }
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int ready = poll(&pfd, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      answer.timed_out = true;
+      break;
+    }
+    char chunk[4096];
+    const ssize_t n = read(fds[0], chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // end of file: the child exited or died
+    buffer.append(chunk, static_cast<std::size_t>(n));
+    if (buffer.size() > (1u << 20)) break;  // a bounded answer
+  }
+  close(fds[0]);
+  if (answer.timed_out) {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!answer.timed_out && WIFSIGNALED(status)) answer.signal = WTERMSIG(status);
+
+  std::size_t start = 0;
+  while (start < buffer.size()) {
+    std::size_t end = buffer.find('\n', start);
+    if (end == std::string::npos) break;  // a torn last line is dropped
+    const std::string line = buffer.substr(start, end - start);
+    start = end + 1;
+    const std::size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq);
+    if (key == "step") answer.step = line.substr(eq + 1);
+    answer.facts[key] = line.substr(eq + 1);
+  }
+  return answer;
+}
+
+std::optional<int> to_int(const std::map<std::string, std::string>& facts, const std::string& key) {
+  const auto it = facts.find(key);
+  if (it == facts.end()) return std::nullopt;
+  try {
+    return std::stoi(it->second);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string get(const std::map<std::string, std::string>& facts, const std::string& key) {
+  const auto it = facts.find(key);
+  return it == facts.end() ? std::string() : it->second;
+}
+
+void parse_cc(const std::string& text, int& major, int& minor) {
+  if (std::sscanf(text.c_str(), "%d.%d", &major, &minor) != 2) major = minor = 0;
+}
+
+std::uint64_t to_u64(const std::string& text) {
+  try {
+    return text.empty() ? 0 : std::stoull(text);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// Common fields of both queries: how the child ended.
+template <class Query>
+void fill_outcome(Query& q, const ChildAnswer& a) {
+  q.step = a.step;
+  if (!a.fork_error.empty()) {
+    q.outcome = VendorOutcome::ChildFailed;
+    q.error = a.fork_error;
+  } else if (a.timed_out) {
+    q.outcome = VendorOutcome::TimedOut;
+    q.error = "no answer";
+  } else if (a.signal != 0) {
+    q.outcome = VendorOutcome::Crashed;
+    q.error = std::string("SIG") + (sigabbrev_np(a.signal) != nullptr ? sigabbrev_np(a.signal) : std::to_string(a.signal).c_str());
+  } else if (a.facts.count("dlerror")) {
+    q.outcome = VendorOutcome::LibraryMissing;
+    q.error = get(a.facts, "dlerror");
+  } else if (a.facts.count("missing_symbol")) {
+    q.outcome = VendorOutcome::SymbolMissing;
+    q.error = get(a.facts, "missing_symbol");
+  } else if (!a.facts.count("done")) {
+    q.outcome = VendorOutcome::Crashed;
+    q.error = "the child exited before finishing";
+  } else {
+    q.outcome = VendorOutcome::Ok;
+    q.step.clear();
+  }
 }
 
 }  // namespace
 
+const char* to_string(VendorOutcome outcome) {
+  switch (outcome) {
+    case VendorOutcome::Ok: return "ok";
+    case VendorOutcome::LibraryMissing: return "library-missing";
+    case VendorOutcome::SymbolMissing: return "symbol-missing";
+    case VendorOutcome::Crashed: return "crashed";
+    case VendorOutcome::TimedOut: return "timed-out";
+    case VendorOutcome::ChildFailed: return "child-failed";
+  }
+  return "child-failed";
+}
+
+std::string cuda_error_name(int code) {
+  switch (code) {
+    case 0: return "CUDA_SUCCESS";
+    case 1: return "CUDA_ERROR_INVALID_VALUE";
+    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+    case 4: return "CUDA_ERROR_DEINITIALIZED";
+    case 34: return "CUDA_ERROR_STUB_LIBRARY";
+    case 35: return "CUDA_ERROR_INSUFFICIENT_DRIVER";
+    case 100: return "CUDA_ERROR_NO_DEVICE";
+    case 101: return "CUDA_ERROR_INVALID_DEVICE";
+    case 304: return "CUDA_ERROR_OPERATING_SYSTEM";
+    case 803: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    case 804: return "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE";
+    case 999: return "CUDA_ERROR_UNKNOWN";
+    default: return "CUDA error " + std::to_string(code);
+  }
+}
+
+CudaDriverQuery query_cuda_driver(const std::string& library, int timeout_ms) {
+  CudaDriverQuery q;
+  q.library = library;
+  const ChildAnswer a = run_child(&cuda_child, library, timeout_ms);
+  fill_outcome(q, a);
+  q.driver_version = to_int(a.facts, "driver_version");
+  q.init_result = to_int(a.facts, "init");
+  if (q.init_result) {
+    q.init_error_name = get(a.facts, "init_name");
+    if (q.init_error_name.empty()) q.init_error_name = cuda_error_name(*q.init_result);
+  }
+  const int count = to_int(a.facts, "count").value_or(0);
+  for (int i = 0; i < count; ++i) {
+    const std::string prefix = "dev." + std::to_string(i) + ".";
+    if (!a.facts.count(prefix + "name")) continue;
+    CudaDevice d;
+    d.ordinal = i;
+    d.name = get(a.facts, prefix + "name");
+    parse_cc(get(a.facts, prefix + "cc"), d.cc_major, d.cc_minor);
+    d.total_memory_bytes = to_u64(get(a.facts, prefix + "memory"));
+    q.devices.push_back(std::move(d));
+  }
+  return q;
+}
+
+NvmlQuery query_nvml(const std::string& library, int timeout_ms) {
+  NvmlQuery q;
+  q.library = library;
+  const ChildAnswer a = run_child(&nvml_child, library, timeout_ms);
+  fill_outcome(q, a);
+  q.init_result = to_int(a.facts, "init");
+  q.init_error = get(a.facts, "init_name");
+  q.driver_version = get(a.facts, "driver");
+  const int count = to_int(a.facts, "count").value_or(0);
+  for (int i = 0; i < count; ++i) {
+    const std::string prefix = "dev." + std::to_string(i) + ".";
+    if (!a.facts.count(prefix + "name")) continue;
+    NvmlDevice d;
+    d.index = static_cast<unsigned>(i);
+    d.name = get(a.facts, prefix + "name");
+    d.uuid = get(a.facts, prefix + "uuid");
+    parse_cc(get(a.facts, prefix + "cc"), d.cc_major, d.cc_minor);
+    d.total_memory_bytes = to_u64(get(a.facts, prefix + "memory"));
+    const std::string mig = get(a.facts, prefix + "mig");
+    unsigned current = 0, pending = 0;
+    if (!mig.empty() && std::sscanf(mig.c_str(), "%u,%u", &current, &pending) == 2) {
+      d.mig_current = current != 0;
+      d.mig_pending = pending != 0;
+    }
+    q.devices.push_back(std::move(d));
+  }
+  return q;
+}
+
 std::optional<std::string> detect_cuda_driver_version(const std::string& library, int timeout_ms) {
-  int fds[2];
-  if (pipe(fds) != 0) return std::nullopt;
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
+  const CudaDriverQuery q = query_cuda_driver(library, timeout_ms);
+  if (q.outcome != VendorOutcome::Ok || !q.init_result || *q.init_result != 0 || !q.driver_version ||
+      *q.driver_version <= 0) {
     return std::nullopt;
   }
-  if (pid == 0) {
-    close(fds[0]);
-    const int version = query_in_child(library);
-    const ssize_t n = write(fds[1], &version, sizeof version);
-    _exit(n == static_cast<ssize_t>(sizeof version) ? 0 : 1);
-  }
-  close(fds[1]);
-  int version = -1;
-  pollfd pfd{fds[0], POLLIN, 0};
-  const int ready = poll(&pfd, 1, timeout_ms);
-  bool got = false;
-  if (ready > 0) got = read(fds[0], &version, sizeof version) == static_cast<ssize_t>(sizeof version);
-  close(fds[0]);
-  if (!got) kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!got || version <= 0) return std::nullopt;
-  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+  const int v = *q.driver_version;
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
 }  // namespace envlock

@@ -1,0 +1,245 @@
+#pragma once
+// envlock/probe.hpp — is the GPU usable here, and does the driver fit what the packages need?
+//
+// `envlock probe` answers before a job is queued. It gathers facts in three layers:
+//   1. the driver: the kernel module (`/proc/driver/nvidia/version`), the device nodes
+//      (`/dev/nvidia*`, readable and writable by this user), `libcuda.so.1` and
+//      `libnvidia-ml.so.1` loaded with dlopen (no link-time dependency), the `cuInit` result with
+//      the CUDA error name, `cuDriverGetVersion` and NVML's driver version string;
+//   2. the devices: for each GPU its name, compute capability, total memory, whether it is
+//      visible under CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES, and its MIG mode;
+//      container hints (`/.dockerenv`, `/run/.containerenv`, cgroup, NVIDIA container variables);
+//   3. the packages (a lockfile environment or an installed prefix): the CUDA version they were
+//      built for (`__cuda` depends and constrains, `cuda-version`, `cudatoolkit`, `cuda-cudart`)
+//      against what the driver supports (NVIDIA's minimum driver per CUDA major, see
+//      docs/probe.md for the release-note sources), CPU-only framework builds in an environment
+//      that asks for CUDA, and the lowest compute capability the CUDA major still supports
+//      against the devices found.
+// Every vendor call runs in a forked child with a timeout: a crashing or hanging driver library
+// kills only the child, and the probe reports where it died. Tests point the probe at fake
+// libraries (ENVLOCK_LIBCUDA, ENVLOCK_LIBNVML) and a fake root folder; the code path is the same
+// on a real NVIDIA host.
+//
+// Exit codes of `envlock probe` (ProbeReport::exit_code): 0 every check passed (warnings
+// allowed), 1 a check failed, 3 the packages need a GPU and this host has no usable one (and
+// nothing else failed in the packages themselves).
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "envlock/package_record.hpp"
+#include "envlock/virtual_packages.hpp"
+
+namespace envlock {
+
+// ---------------------------------------------------------------------------------------------
+// Vendor queries (each in a forked child)
+
+/// How a query of a vendor library ended.
+enum class VendorOutcome {
+  Ok,              ///< the library answered (its init call may still have returned an error)
+  LibraryMissing,  ///< dlopen failed (`error` holds dlerror())
+  SymbolMissing,   ///< a required symbol is absent: a half-installed driver (`error` names it)
+  Crashed,         ///< the child died from a signal inside `step` (`error` names the signal)
+  TimedOut,        ///< the child did not finish within the timeout inside `step`
+  ChildFailed,     ///< fork/pipe failed; `error` has strerror
+};
+
+/// "ok", "library-missing", "symbol-missing", "crashed", "timed-out", "child-failed".
+const char* to_string(VendorOutcome outcome);
+
+/// One GPU as the CUDA driver API sees it (ordinals count visible devices only).
+struct CudaDevice {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0;  ///< compute capability, e.g. 9 and 0 for sm_90
+  int cc_minor = 0;
+  std::uint64_t total_memory_bytes = 0;
+};
+
+/// What libcuda.so.1 answered.
+struct CudaDriverQuery {
+  std::string library;          ///< the path or soname given to dlopen
+  VendorOutcome outcome = VendorOutcome::LibraryMissing;
+  std::string error;            ///< dlerror text, missing symbol, or signal name
+  std::string step;             ///< the vendor function running when the child crashed/hung
+  std::optional<int> init_result;     ///< cuInit(0)'s CUresult
+  std::string init_error_name;        ///< from cuGetErrorName, e.g. "CUDA_ERROR_NO_DEVICE"
+  std::optional<int> driver_version;  ///< cuDriverGetVersion, e.g. 12040 for CUDA 12.4
+  std::vector<CudaDevice> devices;    ///< visible devices, when cuInit succeeded
+};
+
+/// One GPU as NVML sees it: every physical device, whatever CUDA_VISIBLE_DEVICES says.
+struct NvmlDevice {
+  unsigned index = 0;
+  std::string name;
+  std::string uuid;  ///< "GPU-8c7b...", empty when NVML does not say
+  int cc_major = 0;
+  int cc_minor = 0;
+  std::uint64_t total_memory_bytes = 0;
+  std::optional<bool> mig_current;  ///< nullopt: the device does not support MIG
+  std::optional<bool> mig_pending;
+};
+
+/// What libnvidia-ml.so.1 answered.
+struct NvmlQuery {
+  std::string library;
+  VendorOutcome outcome = VendorOutcome::LibraryMissing;
+  std::string error;
+  std::string step;
+  std::optional<int> init_result;  ///< nvmlInit_v2's nvmlReturn_t
+  std::string init_error;          ///< nvmlErrorString of a failed init
+  std::string driver_version;      ///< nvmlSystemGetDriverVersion, e.g. "550.54.14"
+  std::vector<NvmlDevice> devices;
+};
+
+/// Loads `library` with dlopen in a forked child and calls cuInit(0), cuGetErrorName,
+/// cuDriverGetVersion, cuDeviceGetCount, and per device cuDeviceGet, cuDeviceGetName,
+/// cuDeviceGetAttribute (compute capability) and cuDeviceTotalMem_v2. Waits at most
+/// `timeout_ms` milliseconds, then kills the child. Never throws; a crash is an outcome.
+CudaDriverQuery query_cuda_driver(const std::string& library = "libcuda.so.1", int timeout_ms = 10000);
+
+/// Loads `library` in a forked child and calls nvmlInit_v2, nvmlSystemGetDriverVersion,
+/// nvmlDeviceGetCount_v2 and per device nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetName,
+/// nvmlDeviceGetUUID, nvmlDeviceGetMemoryInfo, nvmlDeviceGetCudaComputeCapability,
+/// nvmlDeviceGetMigMode, then nvmlShutdown. Same child and timeout rules as query_cuda_driver.
+NvmlQuery query_nvml(const std::string& library = "libnvidia-ml.so.1", int timeout_ms = 10000);
+
+/// The name of a CUresult when the library cannot say (cuda.h's names for the codes a probe
+/// meets: 0, 1, 2, 3, 4, 34, 35, 100, 101, 304, 803, 804, 999); "CUDA error <n>" otherwise.
+std::string cuda_error_name(int code);
+
+// ---------------------------------------------------------------------------------------------
+// Host facts
+
+/// Where the probe reads the outside world. Tests give a fake root and environment.
+struct ProbeHost {
+  std::filesystem::path root = "/";  ///< files are read under it: proc/driver/nvidia/version, dev/
+  /// Environment lookup (CUDA_VISIBLE_DEVICES, NVIDIA_*); nullopt when unset.
+  std::function<std::optional<std::string>(const std::string&)> getenv;
+  std::string libcuda = "libcuda.so.1";       ///< dlopen name or path
+  std::string libnvml = "libnvidia-ml.so.1";  ///< dlopen name or path
+  int timeout_ms = 10000;                     ///< per vendor library
+
+  /// This host: root "/", the process environment, libraries from ENVLOCK_LIBCUDA and
+  /// ENVLOCK_LIBNVML when set (paths to fake libraries in tests), else the sonames.
+  static ProbeHost system();
+};
+
+/// A `/dev/nvidia*` node and whether this user may open it for reading and writing.
+struct DeviceNode {
+  std::string path;  ///< as on the host, e.g. "/dev/nvidia0" (without the probe root)
+  bool accessible = false;
+};
+
+/// Everything the probe learned about the host, before any verdict.
+struct HostFacts {
+  bool kernel_module = false;          ///< /proc/driver/nvidia/version exists
+  std::string kernel_module_version;   ///< e.g. "550.54.14"; empty when not found in the file
+  std::string kernel_module_line;      ///< the file's first line, trimmed
+  std::vector<DeviceNode> device_nodes;  ///< sorted by path
+  CudaDriverQuery cuda;
+  NvmlQuery nvml;
+  std::optional<std::string> cuda_visible_devices;    ///< the variable, when set
+  std::optional<std::string> nvidia_visible_devices;  ///< the variable, when set
+  std::vector<std::string> container_hints;  ///< e.g. "/.dockerenv exists", sorted
+  std::map<std::string, std::string> container_env;  ///< NVIDIA_* container runtime variables
+};
+
+/// Gathers the host facts (files under `host.root`, both vendor queries).
+HostFacts gather_host_facts(const ProbeHost& host);
+
+/// Whether physical device `index` (with `uuid`, possibly empty) is visible under a
+/// CUDA_VISIBLE_DEVICES value (comma-separated indices, `GPU-`/`MIG-` UUID prefixes; as the CUDA
+/// driver does, the list ends at the first entry that names no device). nullopt value: all
+/// visible. An empty value hides every device.
+bool visible_under(const std::optional<std::string>& cuda_visible_devices, unsigned index,
+                   const std::string& uuid, unsigned device_count);
+
+// ---------------------------------------------------------------------------------------------
+// Package facts
+
+/// NVIDIA's minimum Linux x86_64 driver for applications built with CUDA `major` (minor version
+/// compatibility from CUDA 11 on; for 10.x and older the toolkit's own driver), e.g. "525.60.13"
+/// for 12. `minor` matters only before CUDA 11. Empty when the version is unknown to envlock.
+std::string minimum_driver_for_cuda(int major, int minor);
+
+/// The lowest compute capability (major*10+minor) that CUDA `major` still builds for: 30 for
+/// CUDA 10, 35 for 11, 50 for 12, 75 for 13. 0 when unknown.
+int minimum_compute_capability_for_cuda(int major);
+
+/// What the packages of an environment need from the GPU side.
+struct PackageCudaFacts {
+  /// The CUDA version the packages were built for ("12.4"), and the record that says so
+  /// ("cuda-version 12.4"). Empty when no record names one.
+  std::string cuda_version;
+  std::string cuda_version_source;
+  /// Every `__cuda` MatchSpec of the records' depends and constrains, as "pkg: spec".
+  std::vector<std::string> cuda_specs;
+  /// Why the environment needs a GPU ("pytorch 2.3.1 (cuda120_py312...) depends on __cuda",
+  /// "the lockfile was solved with __cuda=12.4"); empty: a CPU environment.
+  std::vector<std::string> gpu_reasons;
+  /// CPU-only builds of GPU frameworks ("pytorch 2.3.1 build cpu_generic_py312h_0",
+  /// "cpuonly 2.0 is installed").
+  std::vector<std::string> cpu_only_builds;
+  [[nodiscard]] bool needs_gpu() const { return !gpu_reasons.empty(); }
+};
+
+/// Reads the GPU side of `records`. `requested` are the manifest's specs (a spec naming cuda,
+/// `pytorch-gpu`, `*cuda*` builds marks a CUDA environment); `solved_with` the lockfile's
+/// virtual packages (a `__cuda` among them marks one too).
+PackageCudaFacts analyze_packages(const std::vector<RepoDataRecord>& records,
+                                  const std::vector<std::string>& requested,
+                                  const std::vector<VirtualPackage>& solved_with);
+
+// ---------------------------------------------------------------------------------------------
+// Verdicts
+
+enum class Verdict { Pass, Info, Warn, Fail };
+/// "pass", "info", "warn", "fail".
+const char* to_string(Verdict verdict);
+
+/// One line of the report.
+struct ProbeCheck {
+  std::string id;       ///< stable key, e.g. "driver.cuinit", "device.0", "packages.cpu-build"
+  Verdict verdict = Verdict::Info;
+  std::string summary;  ///< what was found, one line
+  std::string source;   ///< how it was found: a file, a library call, a record
+  std::string hint;     ///< what to do (only for warn/fail)
+  bool no_gpu = false;  ///< a failure that means "no usable GPU on this host" (exit code 3)
+};
+
+struct ProbeReport {
+  HostFacts host;
+  std::optional<PackageCudaFacts> packages;
+  std::string packages_source;  ///< "envlock.lock environment train (linux-64)" or the prefix
+  std::vector<ProbeCheck> checks;
+
+  /// 0 all pass (warnings allowed), 3 packages need a GPU and none is usable while the packages
+  /// themselves are fine, 1 any other failure.
+  [[nodiscard]] int exit_code() const;
+  /// The report as JSON: {"exit_code", "verdict", "checks": [...], "driver": {...},
+  /// "devices": [...], "container": {...}, "packages": {...}}; keys sorted, deterministic.
+  [[nodiscard]] nlohmann::json to_json() const;
+  /// Human text: one line per check with its verdict, hints indented below.
+  [[nodiscard]] std::string to_text(bool color) const;
+};
+
+/// Judges the facts: driver checks, device checks, container hints and, with `packages`, the
+/// package checks.
+ProbeReport evaluate_probe(HostFacts host, std::optional<PackageCudaFacts> packages,
+                           std::string packages_source = {});
+
+/// The probe facts worth recording next to a reference value (lockfile `recorded_host`):
+/// driver version, CUDA driver version, GPU count and per GPU name and compute capability.
+/// No host names, user names or paths. Keys sorted.
+std::map<std::string, std::string> recorded_host_facts(const HostFacts& host);
+
+}  // namespace envlock

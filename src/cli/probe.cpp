@@ -1,0 +1,80 @@
+// `envlock probe [-l LOCKFILE [-e ENV]] [-p PREFIX] [--root DIR] [--driver-timeout S] [--json]`:
+// is the GPU usable here, and does the driver fit the packages? Exit codes: 0 pass, 1 a failure,
+// 2 usage, 3 the packages need a GPU and this host has none usable (docs/probe.md).
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "envlock/probe.hpp"
+#include "envlock/reference.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+namespace {
+
+struct ProbeOptions {
+  std::string lockfile;
+  std::string environment;
+  std::string prefix;
+  std::string root = "/";
+  int timeout_s = 10;
+};
+
+int run_probe(const ProbeOptions& o, const Context& ctx) {
+  if (!o.environment.empty() && o.lockfile.empty()) {
+    return report_error(ctx, {ErrorKind::Usage, "-e", "-e/--environment needs -l/--lockfile", "", "pass -l envlock.lock -e " + o.environment});
+  }
+  if (o.timeout_s < 1) {
+    return report_error(ctx, {ErrorKind::Usage, "--driver-timeout", "the timeout must be at least 1 second", "", ""});
+  }
+  std::optional<PackageCudaFacts> packages;
+  std::string source;
+  if (!o.lockfile.empty() || !o.prefix.empty()) {
+    std::optional<Lockfile> lockfile;
+    std::string env_name;
+    if (!o.lockfile.empty()) {
+      auto lf = Lockfile::read(o.lockfile);
+      if (!lf) return report_error(ctx, lf.error());
+      auto name = pick_environment(*lf, o.environment);
+      if (!name) return report_error(ctx, name.error());
+      env_name = *name;
+      lockfile = std::move(*lf);
+    }
+    std::optional<std::filesystem::path> prefix;
+    if (!o.prefix.empty()) prefix = o.prefix;
+    auto facts = package_facts(lockfile ? &*lockfile : nullptr, env_name, prefix,
+                               std::filesystem::path(o.lockfile).filename().string());
+    if (!facts) return report_error(ctx, facts.error());
+    packages = std::move(facts->first);
+    source = std::move(facts->second);
+  }
+  ProbeHost host = ProbeHost::system();
+  host.root = o.root;
+  host.timeout_ms = o.timeout_s * 1000;
+  const ProbeReport report = evaluate_probe(gather_host_facts(host), std::move(packages), source);
+  if (ctx.json) {
+    std::cout << report.to_json().dump(2) << "\n";
+  } else {
+    std::cout << report.to_text(ctx.color);
+  }
+  return report.exit_code();
+}
+
+void setup(CLI::App& sub, Context& ctx) {
+  auto o = std::make_shared<ProbeOptions>();
+  sub.add_option("-l,--lockfile", o->lockfile, "check the packages of this lockfile against the driver and GPUs");
+  sub.add_option("-e,--environment", o->environment, "the lockfile environment (default: the only one, or `default`)");
+  sub.add_option("-p,--prefix", o->prefix, "check the packages installed in this prefix (conda-meta)");
+  sub.add_option("--root", o->root, "read /proc and /dev under this folder instead of / (chroots, tests)");
+  sub.add_option("--driver-timeout", o->timeout_s, "seconds to wait for each NVIDIA library before killing the query")
+      ->default_val(10);
+  sub.footer(
+      "Exit codes: 0 every check passed (warnings allowed), 1 a check failed, 2 usage error,\n"
+      "3 the packages need a GPU and this host has no usable one. See docs/probe.md.");
+  sub.callback([o, &ctx] { ctx.exit_code = run_probe(*o, ctx); });
+}
+
+RegisterCommand reg{"probe", "check the NVIDIA driver, GPUs and container against a lockfile's CUDA needs", &setup};
+
+}  // namespace
+}  // namespace envlock::cli

@@ -1,0 +1,182 @@
+// `envlock reference record -l LOCKFILE [-e ENV] [-p PREFIX] [--timeout S] [--keep-env VAR]`:
+// runs the lockfile environment's reference command and records its metric, with this host's
+// probe facts, in the lockfile. Without -p the command runs in a throwaway environment made by
+// `envlock install`. Also implements the --reference/--clean flags of `envlock verify`.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "envlock/reference.hpp"
+#include "reference_cli.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The installer: this executable's `install -l LOCKFILE -e ENV -p PREFIX`, its output sent to
+// stderr so that --json keeps stdout for the report.
+CreateEnvironment installer(const std::string& lockfile, const std::string& environment) {
+  return [lockfile, environment](const fs::path& prefix) -> Status {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return Error{ErrorKind::Internal, "/proc/self/exe", "cannot find the envlock executable: " + ec.message(), "", ""};
+    std::vector<std::string> args = {self.string(), "install", "-l", lockfile, "-p", prefix.string()};
+    if (!environment.empty()) {
+      args.push_back("-e");
+      args.push_back(environment);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) return Error{ErrorKind::Io, "fork", std::strerror(errno), "", ""};
+    if (pid == 0) {
+      dup2(STDERR_FILENO, STDOUT_FILENO);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return ok_status();
+    const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                              : "was killed by signal " + std::to_string(WTERMSIG(status));
+    return Error{ErrorKind::Io, lockfile, "envlock install " + how, "",
+                 "run `envlock install -l " + lockfile + " -p <prefix>` by hand to see why"};
+  };
+}
+
+void print_outcome(const ReferenceOutcome& o, const std::string& lockfile, const std::string& environment, const Context& ctx) {
+  if (ctx.json) {
+    nlohmann::json j = {{"status", to_string(o.status)}, {"lockfile", lockfile}, {"environment", environment},
+                        {"command", o.command}, {"metric", o.metric}, {"message", o.message}};
+    j["value"] = o.value ? nlohmann::json(*o.value) : nlohmann::json(nullptr);
+    if (!o.hint.empty()) j["hint"] = o.hint;
+    if (!o.ok()) j["output_tail"] = o.output_tail;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  if (o.ok()) {
+    std::cout << "recorded " << o.message << " for environment " << environment << " in " << lockfile << "\n";
+    return;
+  }
+  std::cerr << "error: reference run: " << o.message << "\n  command: " << o.command << "\n";
+  if (!o.output_tail.empty()) std::cerr << "  output (last lines):\n" << o.output_tail << (o.output_tail.back() == '\n' ? "" : "\n");
+  if (!o.hint.empty()) std::cerr << "hint: " << o.hint << "\n";
+}
+
+struct RecordOptions {
+  std::string lockfile = "envlock.lock";
+  std::string environment;
+  std::string prefix;
+  int timeout_s = 600;
+  std::vector<std::string> keep_env;
+};
+
+int run_record(const RecordOptions& o, const Context& ctx) {
+  if (o.timeout_s < 1) return report_error(ctx, {ErrorKind::Usage, "--timeout", "the timeout must be at least 1 second", "", ""});
+  ReferenceRunOptions options;
+  options.timeout_s = o.timeout_s;
+  options.keep_env = o.keep_env;
+  const ProbeHost host = ProbeHost::system();
+
+  fs::path prefix = o.prefix;
+  fs::path scratch;
+  if (prefix.empty()) {
+    // A throwaway environment, as verify --clean makes.
+    std::error_code ec;
+    std::string tmpl = (fs::temp_directory_path(ec) / "envlock-reference-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return report_error(ctx, {ErrorKind::Io, tmpl, "cannot create a temporary directory", "", "set TMPDIR to a writable directory"});
+    }
+    scratch = tmpl;
+    prefix = scratch / "env";
+    if (auto st = installer(o.lockfile, o.environment)(prefix); !st) {
+      fs::remove_all(scratch, ec);
+      return report_error(ctx, st.error());
+    }
+  }
+  auto outcome = record_reference(o.lockfile, o.environment, prefix, host, options);
+  if (!scratch.empty()) {
+    std::error_code ec;
+    fs::remove_all(scratch, ec);
+  }
+  if (!outcome) return report_error(ctx, outcome.error());
+  std::string env_name = o.environment;
+  if (env_name.empty()) {
+    if (auto lf = Lockfile::read(o.lockfile)) {
+      if (auto n = pick_environment(*lf, "")) env_name = *n;
+    }
+  }
+  print_outcome(*outcome, o.lockfile, env_name, ctx);
+  return outcome->ok() ? 0 : 1;
+}
+
+void setup(CLI::App& sub, Context& ctx) {
+  sub.require_subcommand(1);
+  CLI::App* record = sub.add_subcommand("record", "run the reference command and record its metric in the lockfile");
+  record->fallthrough();
+  auto o = std::make_shared<RecordOptions>();
+  record->add_option("-l,--lockfile", o->lockfile, "the lockfile to record into")->default_val("envlock.lock");
+  record->add_option("-e,--environment", o->environment, "the lockfile environment (default: the only one, or `default`)");
+  record->add_option("-p,--prefix", o->prefix, "run in this installed environment (default: a throwaway one)");
+  record->add_option("--timeout", o->timeout_s, "seconds before the reference command is killed")->default_val(600);
+  record->add_option("--keep-env", o->keep_env, "pass this caller variable through to the command (repeatable)");
+  record->callback([o, &ctx] { ctx.exit_code = run_record(*o, ctx); });
+}
+
+RegisterCommand reg{"reference", "record the reference run's metric in the lockfile", &setup};
+
+}  // namespace
+
+void add_verify_reference_flags(CLI::App& sub, VerifyReferenceFlags& flags) {
+  sub.add_flag("--reference", flags.reference, "run the lockfile's reference command and compare with the recorded metric");
+  sub.add_flag("--clean", flags.clean, "build a throwaway environment from the lockfile, probe it and run the reference there");
+  sub.add_flag("--keep", flags.keep, "with --clean: keep the throwaway environment and print its path");
+  sub.add_option("--timeout", flags.timeout_s, "seconds before the reference command is killed")->default_val(600);
+  sub.add_option("--keep-env", flags.keep_env, "pass this caller variable through to the reference command (repeatable)");
+}
+
+bool verify_reference_requested(const VerifyReferenceFlags& flags) { return flags.reference || flags.clean; }
+
+int run_verify_reference(const VerifyReferenceFlags& flags, const std::string& lockfile, const std::string& environment,
+                         const std::string& prefix, const Context& ctx) {
+  if (flags.keep && !flags.clean) return report_error(ctx, {ErrorKind::Usage, "--keep", "--keep only applies to --clean", "", ""});
+  if (flags.clean && !prefix.empty()) {
+    return report_error(ctx, {ErrorKind::Usage, "-p", "--clean builds its own environment; -p does not apply", "",
+                              "drop -p, or use --reference -p PREFIX to verify an existing environment"});
+  }
+  if (!flags.clean && prefix.empty()) {
+    return report_error(ctx, {ErrorKind::Usage, "--reference", "--reference needs the environment to run in", "", "pass -p PREFIX, or --clean"});
+  }
+  if (flags.timeout_s < 1) return report_error(ctx, {ErrorKind::Usage, "--timeout", "the timeout must be at least 1 second", "", ""});
+  VerifyRequest request;
+  request.lockfile = lockfile.empty() ? "envlock.lock" : lockfile;
+  request.environment = environment;
+  if (!prefix.empty()) request.prefix = fs::path(prefix);
+  request.clean = flags.clean;
+  request.keep = flags.keep;
+  request.create = installer(request.lockfile.string(), environment);
+  request.probe_host = ProbeHost::system();
+  request.reference_options.timeout_s = flags.timeout_s;
+  request.reference_options.keep_env = flags.keep_env;
+  auto report = verify_environment(request);
+  if (!report) return report_error(ctx, report.error());
+  if (ctx.json) {
+    std::cout << report->to_json().dump(2) << "\n";
+  } else {
+    std::cout << report->to_text(ctx.color);
+  }
+  return report->exit_code();
+}
+
+}  // namespace envlock::cli

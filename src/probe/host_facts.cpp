@@ -1,0 +1,136 @@
+// Host facts for the probe: files under the probe root, the environment, both vendor queries.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <system_error>
+
+#include "envlock/probe.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> read_small_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text(64 * 1024, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
+}
+
+std::string trim(std::string s) {
+  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." and
+// "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build ..."
+std::string kernel_module_version(const std::string& first_line) {
+  static const std::regex re(R"(Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?))");
+  std::smatch m;
+  if (std::regex_search(first_line, m, re)) return m[1].str();
+  return {};
+}
+
+}  // namespace
+
+ProbeHost ProbeHost::system() {
+  ProbeHost host;
+  host.getenv = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  if (const char* lib = std::getenv("ENVLOCK_LIBCUDA"); lib != nullptr && *lib != '\0') host.libcuda = lib;
+  if (const char* lib = std::getenv("ENVLOCK_LIBNVML"); lib != nullptr && *lib != '\0') host.libnvml = lib;
+  return host;
+}
+
+HostFacts gather_host_facts(const ProbeHost& host) {
+  HostFacts facts;
+  const fs::path& root = host.root;
+  auto env = [&](const std::string& name) -> std::optional<std::string> {
+    return host.getenv ? host.getenv(name) : std::nullopt;
+  };
+
+  if (auto text = read_small_file(root / "proc/driver/nvidia/version")) {
+    facts.kernel_module = true;
+    std::string first = text->substr(0, text->find('\n'));
+    facts.kernel_module_line = trim(first);
+    facts.kernel_module_version = kernel_module_version(facts.kernel_module_line);
+  }
+
+  std::error_code ec;
+  for (fs::directory_iterator it(root / "dev", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with("nvidia")) continue;
+    std::error_code type_ec;
+    if (it->is_directory(type_ec)) continue;  // nvidia-caps/ holds MIG capabilities
+    DeviceNode node;
+    node.path = "/dev/" + name;
+    node.accessible = access(it->path().c_str(), R_OK | W_OK) == 0;
+    facts.device_nodes.push_back(std::move(node));
+  }
+  std::sort(facts.device_nodes.begin(), facts.device_nodes.end(),
+            [](const DeviceNode& a, const DeviceNode& b) { return a.path < b.path; });
+
+  facts.cuda_visible_devices = env("CUDA_VISIBLE_DEVICES");
+  facts.nvidia_visible_devices = env("NVIDIA_VISIBLE_DEVICES");
+  for (const char* name : {"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_REQUIRE_CUDA",
+                           "NVIDIA_DISABLE_REQUIRE", "NVIDIA_MIG_CONFIG_DEVICES"}) {
+    if (auto v = env(name)) facts.container_env[name] = *v;
+  }
+
+  if (fs::exists(root / ".dockerenv", ec)) facts.container_hints.push_back("/.dockerenv exists (Docker)");
+  if (fs::exists(root / "run/.containerenv", ec)) facts.container_hints.push_back("/run/.containerenv exists (Podman)");
+  if (auto cgroup = read_small_file(root / "proc/1/cgroup")) {
+    for (const char* word : {"docker", "kubepods", "containerd", "libpod", "lxc"}) {
+      if (cgroup->find(word) != std::string::npos) {
+        facts.container_hints.push_back(std::string("the cgroup of PID 1 mentions ") + word);
+      }
+    }
+  }
+  if (auto c = env("container"); c && !c->empty()) facts.container_hints.push_back("container=" + *c + " is set");
+  if (env("KUBERNETES_SERVICE_HOST")) facts.container_hints.push_back("KUBERNETES_SERVICE_HOST is set (Kubernetes pod)");
+  std::sort(facts.container_hints.begin(), facts.container_hints.end());
+
+  facts.cuda = query_cuda_driver(host.libcuda, host.timeout_ms);
+  facts.nvml = query_nvml(host.libnvml, host.timeout_ms);
+  return facts;
+}
+
+bool visible_under(const std::optional<std::string>& cuda_visible_devices, unsigned index,
+                   const std::string& uuid, unsigned device_count) {
+  if (!cuda_visible_devices) return true;
+  std::stringstream list(*cuda_visible_devices);
+  std::string entry;
+  while (std::getline(list, entry, ',')) {
+    entry = trim(entry);
+    if (entry.empty()) return false;
+    if (std::isdigit(static_cast<unsigned char>(entry[0]))) {
+      char* end = nullptr;
+      const unsigned long i = std::strtoul(entry.c_str(), &end, 10);
+      if (*end != '\0' || i >= device_count) return false;  // the driver stops at a bad entry
+      if (i == index) return true;
+    } else if (entry.starts_with("GPU-")) {
+      if (!uuid.empty() && uuid.starts_with(entry)) return true;
+    } else if (entry.starts_with("MIG-")) {
+      // Legacy MIG names embed the parent GPU's UUID: MIG-GPU-<uuid>/<gi>/<ci>.
+      const std::string parent = entry.substr(4, entry.find('/') == std::string::npos ? std::string::npos : entry.find('/') - 4);
+      if (!uuid.empty() && parent.starts_with("GPU-") && uuid.starts_with(parent)) return true;
+    } else {
+      return false;
+    }
+  }
+  return false;
+}
+
+}  // namespace envlock

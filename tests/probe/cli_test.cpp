@@ -1,0 +1,192 @@
+// `envlock probe` and `envlock reference record` end to end through the CLI, with the fake NVIDIA
+// libraries selected by ENVLOCK_LIBCUDA / ENVLOCK_LIBNVML and a fake root.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "envlock/lockfile.hpp"
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::envlock_cmd;
+using testing::run_command;
+
+class ProbeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("envlock-probe-cli-" + std::to_string(getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "root/proc/driver/nvidia");
+    std::ofstream(dir_ / "root/proc/driver/nvidia/version")
+        << "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu Feb 22 01:44:30 UTC 2024\n";
+    fs::create_directories(dir_ / "root/dev");
+    for (const char* n : {"nvidiactl", "nvidia-uvm", "nvidia0"}) std::ofstream(dir_ / "root/dev" / n) << "";
+    std::ofstream(dir_ / "gpu.conf") << "gpu.count=1\ngpu.0.name=NVIDIA H100 80GB HBM3\ngpu.0.cc=9.0\n"
+                                        "gpu.0.memory=85520809984\ncuda.driver_version=12040\nnvml.driver=550.54.14\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::map<std::string, std::string> fake_env() const {
+    return {{"ENVLOCK_LIBCUDA", FAKE_LIBCUDA},
+            {"ENVLOCK_LIBNVML", FAKE_LIBNVML},
+            {"ENVLOCK_FAKE_GPU_CONFIG", (dir_ / "gpu.conf").string()},
+            {"CUDA_VISIBLE_DEVICES", "\x01unset"}};
+  }
+  std::map<std::string, std::string> no_driver_env() const {
+    return {{"ENVLOCK_LIBCUDA", "/nonexistent/libcuda.so.1"}, {"ENVLOCK_LIBNVML", "/nonexistent/libnvidia-ml.so.1"}};
+  }
+  std::string probe(const std::string& args) const {
+    return envlock_cmd() + " probe --root '" + (dir_ / "root").string() + "' " + args;
+  }
+
+  static LockedPackage pkg(const std::string& name, const std::string& version, const std::string& build,
+                           std::vector<std::string> depends = {}) {
+    LockedPackage p;
+    p.name = name;
+    p.version = *Version::parse(version);
+    p.build = build;
+    p.subdir = "linux-64";
+    p.depends = std::move(depends);
+    p.channel = "https://conda.anaconda.org/conda-forge";
+    p.file_name = name + "-" + version + "-" + build + ".conda";
+    p.url = p.channel + "/linux-64/" + p.file_name;
+    p.sha256 = std::string(64, 'a');
+    p.layer = "default";
+    return p;
+  }
+
+  fs::path lockfile(const std::vector<LockedPackage>& packages, const std::string& requested) {
+    Lockfile lf;
+    lf.manifest_hash = "sha256:" + std::string(64, '0');
+    LockedEnvironment env;
+    env.name = "default";
+    env.requested = {requested};
+    LockedPlatform lp;
+    lp.platform = "linux-64";
+    lp.channels = {"https://conda.anaconda.org/conda-forge"};
+    lp.packages = packages;
+    env.platforms["linux-64"] = lp;
+    ReferenceRun r;
+    r.command = "echo '{\"loss\": 0.25}'";
+    r.metric = "json:loss";
+    r.tolerance = 0.01;
+    env.reference = r;
+    lf.environments["default"] = env;
+    const fs::path path = dir_ / "envlock.lock";
+    const auto st = lf.write(path);
+    EXPECT_TRUE(st.ok()) << st.error().to_string();
+    return path;
+  }
+
+  fs::path cuda_lockfile(const std::string& pytorch_build) {
+    return lockfile({pkg("cuda-version", "12.4", "h3060b56_3"), pkg("cuda-cudart", "12.4.127", "h99ab3db_0"),
+                     pkg("pytorch", "2.3.1", pytorch_build, {"__cuda"})},
+                    "pytorch 2.3.*");
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ProbeCli, JsonReportOnAHealthyFakeGpu) {
+  auto r = run_command(probe("--json"), fake_env());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("exit_code"), 0);
+  EXPECT_EQ(j.at("driver").at("kernel_module_version"), "550.54.14");
+  EXPECT_EQ(j.at("driver").at("cuda_version"), "12.4");
+  EXPECT_EQ(j.at("driver").at("nvml").at("driver_version"), "550.54.14");
+  ASSERT_EQ(j.at("devices").size(), 1u);
+  EXPECT_EQ(j.at("devices")[0].at("name"), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(j.at("devices")[0].at("compute_capability"), "9.0");
+}
+
+TEST_F(ProbeCli, TextReportSaysPass) {
+  auto r = run_command(probe(""), fake_env());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("pass  driver.cuinit: cuInit(0) = CUDA_SUCCESS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("probe: pass"), std::string::npos);
+}
+
+TEST_F(ProbeCli, CudaLockfileOnAHealthyGpuPasses) {
+  const fs::path lock = cuda_lockfile("cuda120_py312h26b3cf7_300");
+  auto r = run_command(probe("--json -l '" + lock.string() + "'"), fake_env());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("packages").at("cuda_version"), "12.4");
+  EXPECT_EQ(j.at("packages").at("needs_gpu"), true);
+}
+
+TEST_F(ProbeCli, CudaLockfileWithoutAGpuExits3) {
+  const fs::path lock = cuda_lockfile("cuda120_py312h26b3cf7_300");
+  fs::remove_all(dir_ / "root/proc");
+  fs::remove_all(dir_ / "root/dev");
+  auto r = run_command(probe("-l '" + lock.string() + "'"), no_driver_env());
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("no usable GPU"), std::string::npos) << r.out;
+}
+
+TEST_F(ProbeCli, CpuOnlyBuildInACudaLockfileExits1) {
+  const fs::path lock = lockfile({pkg("cuda-version", "12.4", "h3060b56_3"), pkg("pytorch", "2.3.1", "cpu_generic_py312h_0")},
+                                 "pytorch-gpu");
+  auto r = run_command(probe("--json -l '" + lock.string() + "'"), fake_env());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  bool found = false;
+  for (const auto& c : j.at("checks")) {
+    if (c.at("id") == "packages.cpu-build") {
+      found = true;
+      EXPECT_EQ(c.at("verdict"), "fail");
+    }
+  }
+  EXPECT_TRUE(found) << r.out;
+}
+
+TEST_F(ProbeCli, UsageErrorsExit2) {
+  EXPECT_EQ(run_command(probe("-e train"), fake_env()).exit_code, 2);
+  auto missing = run_command(probe("-l '" + (dir_ / "missing.lock").string() + "'"), fake_env());
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("missing.lock"), std::string::npos) << missing.err;
+}
+
+TEST_F(ProbeCli, ReferenceRecordStoresTheMetric) {
+  const fs::path lock = cuda_lockfile("cuda120_py312h26b3cf7_300");
+  fs::create_directories(dir_ / "env/conda-meta");
+  auto r = run_command(envlock_cmd() + " reference record --json -l '" + lock.string() + "' -p '" + (dir_ / "env").string() + "'",
+                       fake_env());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("value"), 0.25);
+  auto lf = Lockfile::read(lock);
+  ASSERT_TRUE(lf.ok());
+  const auto& ref = *lf->environments.at("default").reference;
+  EXPECT_DOUBLE_EQ(ref.recorded_value.value_or(-1), 0.25);
+  EXPECT_EQ(ref.recorded_host.at("gpu.0.name"), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(ref.recorded_host.at("cuda_driver_version"), "12.4");
+}
+
+TEST_F(ProbeCli, ReferenceRecordOfAHangingCommandTimesOut) {
+  Lockfile lf;
+  lf.manifest_hash = "sha256:" + std::string(64, '0');
+  LockedEnvironment env;
+  env.name = "default";
+  ReferenceRun ref;
+  ref.command = "sleep 60";
+  ref.metric = "json:loss";
+  env.reference = ref;
+  lf.environments["default"] = env;
+  ASSERT_TRUE(lf.write(dir_ / "hang.lock").ok());
+  fs::create_directories(dir_ / "env/conda-meta");
+  auto r = run_command(envlock_cmd() + " reference record --timeout 1 -l '" + (dir_ / "hang.lock").string() + "' -p '" +
+                       (dir_ / "env").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("did not finish within 1 s"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace envlock
