@@ -20,7 +20,8 @@
 // A conda environment.yml (name, channels, dependencies, with an optional `pip:` list inside
 // dependencies) is read into the same model: its dependencies form the environment `default`;
 // its `pip:` entries are carried as unresolved pip requirements and a warning is recorded.
-// conda-lock's extensions (`platforms`, `# [linux64]` selector comments) are understood too.
+// conda-lock's extensions (`platforms`, `# [linux64]` selector comments) and mamba's
+// `- sel(linux): spec` selectors are understood too.
 //
 // Errors are envlock::Error values (ErrorKind::Parse or Io) whose `where` is `file:line:col`
 // (1-based) and whose `detail` shows the offending line with a caret under the column.
@@ -96,8 +97,9 @@ struct RequestedSpec {
   MatchSpec spec;
   std::string text;          ///< exactly as written (trimmed), e.g. "numpy >=2"
   SourceLocation location;   ///< where `text` starts in the manifest
-  /// conda-lock selector from a trailing `# [linux64]` comment (`linux`, `linux64`, `osx`,
-  /// `osx64`, `arm64`, `win`, `win64`, `unix`, ...); empty when the spec applies everywhere.
+  /// Platform selector from a trailing conda-lock comment `# [linux64]` or a mamba
+  /// `sel(linux):` key (`linux`, `linux64`, `osx`, `osx64`, `arm64`, `win`, `win64`, `unix`,
+  /// a subdir, ...); empty when the spec applies everywhere.
   std::string selector;
 
   /// True when the spec applies to `platform` (a subdir): no selector, or the selector names it.
