@@ -212,23 +212,30 @@ Result<Version> Version::parse(std::string_view text) {
   if (release.empty()) {
     return parse_error("invalid version", input, rest_off, "empty version after the epoch");
   }
-  // A trailing '_' (or '-') stays attached to the last component (openssl-like `1.0.2_`).
+  // A trailing '_' (or '-') stays attached to the last component (openssl-like `1.0.2_`):
+  // conda splits the text before it and appends "_" to the last piece, which may be empty
+  // (`1._` -> [1], [0, "_"]; `_` -> [0, "_"]).
   bool trailing_underscore = release.back() == '_';
   std::string_view body = trailing_underscore ? release.substr(0, release.size() - 1) : release;
-  if (body.empty()) {
+  bool empty_last = trailing_underscore && (body.empty() || body.back() == '.' || body.back() == '_');
+  if (empty_last && !body.empty()) body.remove_suffix(1);
+  if (!body.empty()) {
+    auto rel = split_components(body, rest_off, input);
+    if (!rel) return rel.error();
+    out.release_ = std::move(*rel);
+  } else if (!trailing_underscore) {
     return parse_error("invalid version", input, rest_off, "empty version component");
   }
-  auto rel = split_components(body, rest_off, input);
-  if (!rel) return rel.error();
-  out.release_ = std::move(*rel);
-  if (trailing_underscore) {
+  if (empty_last) {
+    out.release_.push_back(split_component("_"));
+  } else if (trailing_underscore) {
     // conda appends '_' to the last component's text before splitting it into parts.
-    Part p;
-    p.text = "_";
     Component& lastc = out.release_.back();
     if (!lastc.empty() && !lastc.back().is_number && lastc.back().text != "*") {
       lastc.back().text += "_";
     } else {
+      Part p;
+      p.text = "_";
       lastc.push_back(std::move(p));
     }
   }

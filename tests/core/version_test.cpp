@@ -55,6 +55,12 @@ TEST(Version, KeepsSpellingComparesByValue) {
   EXPECT_LT(V("9.9"), V("1!0.1"));
   EXPECT_LT(V("20231231"), V("123456789012345678901234567890"));  // beyond 64 bits
   EXPECT_EQ(V(" 1.2 ").to_string(), "1.2");
+  // conda's trailing '_' rule, including an empty last piece.
+  EXPECT_EQ(V("1._").release().size(), 2u);
+  EXPECT_EQ(V("1._"), V("1.0_"));
+  EXPECT_EQ(V("_").release().size(), 1u);
+  EXPECT_LT(V("1.0_"), V("1.0"));
+  EXPECT_EQ(V("1.0-"), V("1.0_"));
   EXPECT_EQ(V("2!1.2+local.7").epoch(), 2u);
   EXPECT_EQ(V("2!1.2+local.7").local().size(), 2u);
 }
