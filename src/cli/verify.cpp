@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/install.hpp"
+#include "reference_cli.hpp"
 #include "registry.hpp"
 
 namespace envlock::cli {
@@ -13,6 +14,9 @@ namespace {
 
 struct VerifyArgs {
   std::string prefix;
+  std::string lockfile;       // --reference / --clean (src/cli/reference.cpp)
+  std::string environment;
+  VerifyReferenceFlags reference;
 };
 
 const char* kind_name(FileDrift::Kind k) {
@@ -58,8 +62,20 @@ int run_verify(const Context& ctx, const VerifyArgs& args) {
 
 void setup(CLI::App& sub, Context& ctx) {
   auto args = std::make_shared<VerifyArgs>();
-  sub.add_option("-p,--prefix", args->prefix, "the environment to check")->required();
-  sub.callback([&ctx, args] { ctx.exit_code = run_verify(ctx, *args); });
+  sub.add_option("-p,--prefix", args->prefix, "the environment to check");
+  sub.add_option("-l,--lockfile", args->lockfile, "with --reference/--clean: the lockfile (default envlock.lock)");
+  sub.add_option("-e,--environment", args->environment, "with --reference/--clean: the lockfile environment");
+  add_verify_reference_flags(sub, args->reference);
+  sub.callback([&ctx, args] {
+    if (verify_reference_requested(args->reference)) {
+      ctx.exit_code = run_verify_reference(args->reference, args->lockfile, args->environment, args->prefix, ctx);
+    } else if (args->prefix.empty()) {
+      ctx.exit_code = report_error(ctx, {ErrorKind::Usage, "verify", "-p/--prefix is required", "",
+                                         "pass -p PREFIX, or --clean -l LOCKFILE for a throwaway environment"});
+    } else {
+      ctx.exit_code = run_verify(ctx, *args);
+    }
+  });
 }
 
 const RegisterCommand reg{"verify", "check every file of an environment against its recorded sha256 and size", &setup};

@@ -188,5 +188,68 @@ TEST_F(ProbeCli, ReferenceRecordOfAHangingCommandTimesOut) {
   EXPECT_NE(r.err.find("did not finish within 1 s"), std::string::npos) << r.err;
 }
 
+
+TEST_F(ProbeCli, VerifyUsageErrorsExit2) {
+  EXPECT_EQ(run_command(envlock_cmd() + " verify --reference").exit_code, 2);
+  EXPECT_EQ(run_command(envlock_cmd() + " verify --keep --reference -p '" + dir_.string() + "'").exit_code, 2);
+  EXPECT_EQ(run_command(envlock_cmd() + " verify --clean -p '" + dir_.string() + "'").exit_code, 2);
+  EXPECT_EQ(run_command(envlock_cmd() + " verify").exit_code, 2);
+}
+
+// The README's example environment (manifests/example over the fixture channel) with a reference
+// command that runs the environment's python and imports its package: record, then verify on a
+// clean throwaway environment, pass; change the recorded value, fail.
+TEST_F(ProbeCli, VerifyCleanOnTheReadmeExampleEnvironment) {
+  const fs::path script = fs::path(ENVLOCK_SOURCE_DIR) / "scripts/make-fixture-channel";
+  if (!fs::exists(script)) GTEST_SKIP() << "no " << script;
+  const fs::path channel = dir_ / "channel";
+  auto made = run_command("'" + script.string() + "' '" + channel.string() + "'");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const fs::path project = dir_ / "project";
+  fs::create_directories(project);
+  std::ofstream(project / "envlock.yaml")
+      << "name: example\nchannels: [" << channel.string() << "]\nplatforms: [linux-64]\n"
+      << "dependencies:\n  - envlock-demo >=1.0\n  - envlock-greet\n"
+      << "reference:\n  command: python -c 'import json, envlock_demo; print(json.dumps({\"loss\": 0.25}))'\n"
+      << "  metric: json:loss\n  tolerance: 0.01\n";
+  fs::create_directories(dir_ / "tmp");
+  auto env = no_driver_env();
+  env["ENVLOCK_PKGS_DIR"] = (dir_ / "pkgs").string();
+  env["TMPDIR"] = (dir_ / "tmp").string();
+  env["NO_COLOR"] = "1";
+  const std::string lock = "'" + (project / "envlock.lock").string() + "'";
+
+  auto created = run_command(envlock_cmd() + " create -f '" + (project / "envlock.yaml").string() + "'", env);
+  ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
+
+  auto recorded = run_command(envlock_cmd() + " reference record --timeout 120 -l " + lock, env);
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.out << recorded.err;
+  EXPECT_NE(recorded.out.find("recorded json:loss = 0.25"), std::string::npos) << recorded.out;
+  auto lf = Lockfile::read(project / "envlock.lock");
+  ASSERT_TRUE(lf.ok()) << lf.error().to_string();
+  EXPECT_DOUBLE_EQ(lf->environments.at("default").reference->recorded_value.value_or(-1), 0.25);
+
+  auto clean = run_command(envlock_cmd() + " verify --clean --json --timeout 120 -l " + lock, env);
+  ASSERT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+  const auto j = nlohmann::json::parse(clean.out);
+  EXPECT_EQ(j.at("reference").at("status"), "pass");
+  EXPECT_EQ(j.at("reference").at("value"), 0.25);
+  EXPECT_EQ(j.at("probe").at("packages").at("needs_gpu"), false);
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp")) << "the throwaway environment was not removed";
+
+  auto existing = run_command(envlock_cmd() + " verify --reference -l " + lock + " -p '" +
+                              (project / ".envlock/envs/default").string() + "'", env);
+  EXPECT_EQ(existing.exit_code, 0) << existing.out << existing.err;
+  EXPECT_NE(existing.out.find("verify: pass"), std::string::npos) << existing.out;
+
+  lf->environments.at("default").reference->recorded_value = 0.5;
+  ASSERT_TRUE(lf->write(project / "envlock.lock").ok());
+  auto changed = run_command(envlock_cmd() + " verify --clean --timeout 120 -l " + lock, env);
+  EXPECT_EQ(changed.exit_code, 1) << changed.out << changed.err;
+  EXPECT_NE(changed.out.find("json:loss = 0.25, recorded 0.5 (difference 0.25 > tolerance 0.01)"), std::string::npos)
+      << changed.out;
+  EXPECT_NE(changed.out.find("hosts (recording host | this host)"), std::string::npos) << changed.out;
+}
+
 }  // namespace
 }  // namespace envlock
