@@ -49,9 +49,9 @@ std::map<std::string, std::string> host_map(const HostFacts& h) {
 std::map<std::string, std::string> conda_map(const CapturedEnvironment& e) {
   std::map<std::string, std::string> m;
   for (const auto& p : e.packages) {
+    if (!p.shadowed_by.empty()) continue;  // replaced by a pip install: not installed (pip section)
     std::string v = p.record.version.to_string() + " " + p.record.build;
     if (!p.record.channel.empty()) v += " (" + p.record.channel + ")";
-    if (!p.shadowed_by.empty()) v += " [shadowed by " + p.shadowed_by + "]";
     m[p.record.name] = v;
   }
   return m;

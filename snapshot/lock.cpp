@@ -43,6 +43,7 @@ Lockfile to_lockfile(const Snapshot& snapshot) {
       if (!p.shadowed_by.empty()) continue;  // pip's install is what ran there
       LockedPackage lpkg;
       static_cast<RepoDataRecord&>(lpkg) = p.record;
+      lpkg.layer = env.name;
       lp.packages.push_back(std::move(lpkg));
       if (!p.record.channel.empty() && std::find(channels.begin(), channels.end(), p.record.channel) == channels.end()) {
         channels.push_back(p.record.channel);

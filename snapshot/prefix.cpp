@@ -315,7 +315,9 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     if (!r.paths.empty()) {
       for (const auto& pe : r.paths) {
         if (owner[pe.path] != r.name) continue;  // overwritten by a later package or pip
-        check_file(pe.path, r.name, pe.sha256, pe.size_in_bytes, pe.type);
+        // A text placeholder changes the size; paths_data records the size in the package.
+        const bool text_relocated = !pe.prefix_placeholder.empty() && pe.file_mode != PathEntry::PlaceholderMode::Binary;
+        check_file(pe.path, r.name, pe.sha256, text_relocated ? std::nullopt : pe.size_in_bytes, pe.type);
       }
     } else {
       for (const auto& f : r.files) {
@@ -336,7 +338,12 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
         if (it->is_directory()) it.disable_recursion_pending();
         continue;
       }
-      if (it->is_directory(ec) && !it->is_symlink(ec)) continue;
+      if (it->is_directory(ec) && !it->is_symlink(ec)) {
+        // Nested environments (a base prefix's envs/) and the package cache are not this prefix's files.
+        const bool nested = fs::is_directory(it->path() / "conda-meta", ec);
+        if (nested || (it.depth() == 0 && (rel == "envs" || rel == "pkgs"))) it.disable_recursion_pending();
+        continue;
+      }
       if (ignored_runtime_file(rel) || owner.count(rel)) continue;
       env.drift.unowned.push_back(rel);
     }

@@ -362,4 +362,50 @@ struct SnapshotChange {
 /// kernel, glibc, libstdc++, CPU, page size, driver, CUDA, GPUs) and system packages.
 std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b);
 
+// ---------------------------------------------------------------------------------------------
+// Redeploy
+// ---------------------------------------------------------------------------------------------
+
+/// Knobs for deploy_snapshot().
+struct DeployOptions {
+  std::string environment;              ///< which captured environment; empty: the only one
+  std::filesystem::path package_cache;  ///< empty: the default package cache (package_cache.hpp)
+  /// Where the pip-installed files are read from: the captured prefix on this machine (a
+  /// redeploy on the same host or a host tree with the prefix mounted). Empty: `prefix` of the
+  /// snapshot as a path of this machine.
+  std::filesystem::path pip_source;
+  bool without_pip = false;             ///< install the conda part only; pip installs go to the checklist
+};
+
+/// What a deploy did, and what a person still has to do.
+struct DeployReport {
+  std::string environment;
+  std::vector<std::string> installed;     ///< conda dist names linked, sorted
+  std::vector<std::string> pip_restored;  ///< "name version", sorted
+  /// Never done by envlock: system packages and drivers that differ from the capture host,
+  /// drift not reproduced, pip installs left out. One human-readable line each.
+  std::vector<std::string> checklist;
+};
+
+/// The differences between the capture host and `target` a person must handle by hand: the
+/// NVIDIA driver, system packages missing or at another version (same package manager only),
+/// glibc and OS release. One line each, sorted by kind then name.
+std::vector<std::string> host_checklist(const HostFacts& captured, const HostFacts& target);
+
+/// Redeploys environment `options.environment` of `snapshot` into `prefix` on this machine:
+///  1. check_compatibility() against `target` — any failed requirement refuses the deploy
+///     (ErrorKind::Incompatible, each requirement in `detail`);
+///  2. every pip-installed file is read from the captured prefix (DeployOptions::pip_source) and
+///     checked against its RECORD sha256 into a staging folder beside `prefix`, before anything
+///     is installed (ErrorKind::Integrity naming the file when one no longer matches; ErrorKind::Io
+///     when the source is gone: use without_pip);
+///  3. the recorded conda records (shadowed ones left out) go through the package cache (download,
+///     sha256 check, extract) and install_packages() — the installer of `envlock install`, which
+///     builds the prefix in a staging directory and renames it into place;
+///  4. the staged pip files are moved into the new prefix.
+/// `prefix` must not exist or be an empty folder (ErrorKind::Usage otherwise). On any failure the
+/// prefix is left as it was: not created, or removed again when step 4 fails.
+Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const std::filesystem::path& prefix, const HostFacts& target,
+                                     const DeployOptions& options);
+
 }  // namespace envlock

@@ -1,0 +1,238 @@
+// Redeploy a captured environment: compatibility check, pip files staged and hash-checked, conda
+// records through the package cache and the installer of `envlock install`, pip files moved in.
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "envlock/hash.hpp"
+#include "envlock/install.hpp"
+#include "envlock/package_cache.hpp"
+#include "envlock/snapshot.hpp"
+
+namespace envlock {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<std::string> normalize_relative(const std::string& p) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= p.size()) {
+    const auto slash = p.find('/', start);
+    const std::string part = p.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part == "..") {
+      if (parts.empty()) return std::nullopt;
+      parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  std::string out;
+  for (const auto& part : parts) out += (out.empty() ? "" : "/") + part;
+  return out;
+}
+
+std::optional<std::string> sha256_of(const fs::path& p) {
+  auto d = digest_file(p);
+  if (!d) return std::nullopt;
+  return d->sha256;
+}
+
+// Copies every pip-installed file of `env` from `source` into `stage`, checking RECORD hashes.
+Result<std::vector<std::string>> stage_pip_files(const CapturedEnvironment& env, const fs::path& source, const fs::path& stage) {
+  std::vector<std::string> restored;
+  for (const auto& d : env.pip) {
+    const std::string site = d.dist_info.substr(0, d.dist_info.rfind('/'));
+    for (const auto& e : d.files) {
+      const auto rel = normalize_relative(site + "/" + e.path);
+      if (!rel || rel->ends_with(".pyc") || rel->find("__pycache__/") != std::string::npos) continue;
+      const fs::path from = source / *rel;
+      std::error_code ec;
+      if (!fs::exists(fs::symlink_status(from, ec))) {
+        return Error{ErrorKind::Io, from.string(), "pip:" + d.name + " " + d.version + ": the installed file is gone", "",
+                     "deploy on the captured host (or mount its prefix and pass --pip-source), or use --without-pip"};
+      }
+      if (!e.sha256.empty()) {
+        const auto actual = sha256_of(from);
+        if (!actual || *actual != e.sha256) {
+          return Error{ErrorKind::Integrity, from.string(),
+                       "pip:" + d.name + " " + d.version + ": sha256 " + (actual ? *actual : "(unreadable)") +
+                           " does not match RECORD's " + e.sha256,
+                       "", "the file changed since pip installed it; reinstall the distribution on the source and capture again"};
+        }
+      }
+      const fs::path to = stage / *rel;
+      fs::create_directories(to.parent_path(), ec);
+      if (!ec) fs::copy(from, to, fs::copy_options::overwrite_existing | fs::copy_options::copy_symlinks, ec);
+      if (ec) return Error{ErrorKind::Io, to.string(), "cannot stage a pip file: " + ec.message(), "", ""};
+    }
+    restored.push_back(d.name + " " + d.version);
+  }
+  std::sort(restored.begin(), restored.end());
+  return restored;
+}
+
+// Moves the staged tree into `prefix` (same filesystem: renames).
+Status move_tree(const fs::path& stage, const fs::path& prefix) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (fs::recursive_directory_iterator it(stage, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_directory(ec) || it->is_symlink(ec)) files.push_back(it->path());
+  }
+  if (ec) return Error{ErrorKind::Io, stage.string(), "cannot read the staged pip files: " + ec.message(), "", ""};
+  for (const auto& f : files) {
+    const fs::path to = prefix / f.lexically_relative(stage);
+    fs::create_directories(to.parent_path(), ec);
+    if (!ec) fs::rename(f, to, ec);
+    if (ec) return Error{ErrorKind::Io, to.string(), "cannot move a pip file into the prefix: " + ec.message(), "", ""};
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+std::vector<std::string> host_checklist(const HostFacts& captured, const HostFacts& target) {
+  std::vector<std::string> out;
+  const std::string had_driver = captured.nvidia ? captured.nvidia->driver_version : "";
+  const std::string has_driver = target.nvidia ? target.nvidia->driver_version : "";
+  if (had_driver != has_driver) {
+    out.push_back("driver: NVIDIA " + (had_driver.empty() ? std::string("none") : had_driver) + " on the capture host; this host has " +
+                  (has_driver.empty() ? std::string("none") : has_driver));
+  }
+  if (captured.glibc != target.glibc) out.push_back("glibc: " + captured.glibc + " on the capture host; this host has " + target.glibc);
+  if (captured.os.id != target.os.id || captured.os.version_id != target.os.version_id) {
+    out.push_back("os: " + captured.os.id + " " + captured.os.version_id + " on the capture host; this host has " + target.os.id + " " +
+                  target.os.version_id);
+  }
+  if (!captured.system_package_manager.empty() && captured.system_package_manager == target.system_package_manager) {
+    std::map<std::string, std::string> have;
+    for (const auto& p : target.system_packages) {
+      if (p.status.empty() || p.status.ends_with("installed")) have[p.name + ":" + p.architecture] = p.version;
+    }
+    for (const auto& p : captured.system_packages) {
+      if (!p.status.empty() && !p.status.ends_with("installed")) continue;
+      const auto it = have.find(p.name + ":" + p.architecture);
+      if (it == have.end()) {
+        out.push_back("system package: " + p.name + " " + p.version + " (" + p.architecture + ") is not installed here");
+      } else if (it->second != p.version) {
+        out.push_back("system package: " + p.name + " " + p.version + " (" + p.architecture + ") is " + it->second + " here");
+      }
+    }
+  }
+  return out;
+}
+
+Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& prefix, const HostFacts& target,
+                                     const DeployOptions& options) {
+  // Which environment.
+  const CapturedEnvironment* env = nullptr;
+  if (options.environment.empty()) {
+    if (snapshot.environments.size() != 1) {
+      std::string names;
+      for (const auto& e : snapshot.environments) names += (names.empty() ? "" : ", ") + e.name;
+      return Error{ErrorKind::Usage, "", "the snapshot holds " + std::to_string(snapshot.environments.size()) + " environments (" +
+                                             names + "); name one", "", "pass --env NAME"};
+    }
+    env = &snapshot.environments.front();
+  } else {
+    for (const auto& e : snapshot.environments) {
+      if (e.name == options.environment) env = &e;
+    }
+    if (env == nullptr) return Error{ErrorKind::Usage, options.environment, "no such environment in the snapshot", "", ""};
+  }
+  std::error_code ec;
+  if (fs::exists(prefix, ec) && !(fs::is_directory(prefix, ec) && fs::is_empty(prefix, ec))) {
+    return Error{ErrorKind::Usage, prefix.string(), "the target prefix exists and is not empty", "",
+                 "deploy into a new prefix; remove the old one first with `envlock remove -p`"};
+  }
+
+  // 1. Compatibility.
+  const auto failed = check_compatibility(snapshot, *env, target);
+  if (!failed.empty()) {
+    std::string detail;
+    for (const auto& f : failed) detail += (detail.empty() ? "  - " : "\n  - ") + f.to_string();
+    return Error{ErrorKind::Incompatible, env->name, "this host cannot run the snapshot: " + failed.front().to_string(), detail,
+                 "deploy on a host that meets every requirement listed"};
+  }
+
+  DeployReport report;
+  report.environment = env->name;
+  report.checklist = host_checklist(snapshot.host, target);
+
+  // 2. pip files, staged beside the prefix before anything is installed.
+  const fs::path parent = prefix.has_parent_path() ? prefix.parent_path() : fs::path(".");
+  fs::create_directories(parent, ec);
+  const fs::path stage = parent / ("." + prefix.filename().string() + ".envlock-pip-" + std::to_string(getpid()));
+  fs::remove_all(stage, ec);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(p, e);
+    }
+  } cleanup{stage};
+  if (options.without_pip) {
+    for (const auto& d : env->pip) report.checklist.push_back("pip: " + d.requirement() + " was not restored (--without-pip)");
+  } else if (!env->pip.empty()) {
+    fs::create_directories(stage, ec);
+    if (ec) return Error{ErrorKind::Io, stage.string(), "cannot create a staging folder: " + ec.message(), "", ""};
+    const fs::path source = options.pip_source.empty() ? fs::path(env->prefix) : options.pip_source;
+    auto staged = stage_pip_files(*env, source, stage);
+    if (!staged) return staged.error();
+    report.pip_restored = std::move(*staged);
+  }
+  for (const auto& d : env->pip) {
+    if (d.source == PipSource::Editable) report.checklist.push_back("pip: " + d.name + " is an editable install of " + d.url + "; that folder must exist here");
+  }
+  if (!env->drift.modified.empty() || !env->drift.unowned.empty()) {
+    report.checklist.push_back("drift: " + std::to_string(env->drift.modified.size()) + " modified and " +
+                               std::to_string(env->drift.unowned.size()) +
+                               " unowned files of the captured prefix are not reproduced (see the snapshot's drift section)");
+  }
+
+  // 3. conda records, in install order, through the package cache and the installer.
+  LockedPlatform lp;
+  lp.platform = env->platform;
+  for (const auto& p : env->packages) {
+    if (!p.shadowed_by.empty()) continue;
+    LockedPackage lpkg;
+    static_cast<RepoDataRecord&>(lpkg) = p.record;
+    lpkg.layer = env->name;
+    lp.packages.push_back(std::move(lpkg));
+  }
+  auto cache = options.package_cache.empty() ? PackageCache::open_default() : PackageCache::open(options.package_cache);
+  if (!cache) return cache.error();
+  const auto order = install_order(lp);
+  std::vector<RepoDataRecord> records;
+  for (const auto* p : order) records.push_back(static_cast<const RepoDataRecord&>(*p));
+  auto entries = cache->ensure_all(records);
+  std::vector<PackageToLink> to_link;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (!entries[i]) return entries[i].error();
+    to_link.push_back({records[i], entries[i]->extracted_dir, entries[i]->archive, ""});
+  }
+  InstallOptions io;
+  io.origin.lockfile = "snapshot";
+  io.origin.environment = env->name;
+  io.origin.platform = env->platform;
+  io.origin.command = "install";
+  auto installed = install_packages(prefix, to_link, io);
+  if (!installed) return installed.error();
+  report.installed = installed->installed;
+
+  // 4. pip files into the new prefix; undo the install when that fails.
+  if (!report.pip_restored.empty()) {
+    if (auto st = move_tree(stage, prefix); !st) {
+      (void)remove_environment(prefix);
+      return st.error();
+    }
+  }
+  return report;
+}
+
+}  // namespace envlock

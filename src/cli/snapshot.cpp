@@ -1,0 +1,299 @@
+// envlock snapshot capture|check|deploy|diff|lock — freeze a drifted host, check a target, redeploy,
+// compare snapshots, turn a snapshot into a lockfile. Exit codes: 0 ok; 1 failure (or, for check, an
+// incompatible target); 2 usage; 3 capture wrote a partial snapshot (problems listed).
+#include <ctime>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "envlock/snapshot.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kind_word(SnapshotChange::Kind k) {
+  switch (k) {
+    case SnapshotChange::Kind::Added: return "added";
+    case SnapshotChange::Kind::Removed: return "removed";
+    case SnapshotChange::Kind::Changed: return "changed";
+  }
+  return "changed";
+}
+
+nlohmann::json problems_json(const std::vector<CaptureProblem>& problems) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& p : problems) j.push_back({{"where", p.where}, {"message", p.message}});
+  return j;
+}
+
+// ----- capture -------------------------------------------------------------------------------
+
+struct CaptureArgs {
+  std::string root = "/";
+  std::vector<std::string> prefixes;
+  std::string output;
+  bool include_ids = false;
+  bool no_hash = false;
+  bool timestamp = false;
+  std::string nvidia_smi_xml;
+  std::string rpm_qa;
+};
+
+int run_capture(const Context& ctx, const CaptureArgs& a) {
+  HostSeam seam = fs::path(a.root) == fs::path("/") ? HostSeam::system() : HostSeam::tree(a.root);
+  if (!fs::is_directory(seam.root)) {
+    return report_error(ctx, Error{ErrorKind::Usage, a.root, "--root is not a folder", "", "pass the folder that holds the host's /"});
+  }
+  CaptureOptions opt;
+  for (const auto& p : a.prefixes) {
+    fs::path pp(p);
+    if (pp.is_relative()) {
+      if (!seam.live) {
+        return report_error(ctx, Error{ErrorKind::Usage, p, "a prefix inside --root must be an absolute host path", "",
+                                       "write it as the host sees it, e.g. /opt/conda/envs/train"});
+      }
+      pp = fs::absolute(pp);
+    }
+    opt.prefixes.push_back(pp.lexically_normal());
+  }
+  opt.include_ids = a.include_ids;
+  opt.hash_files = !a.no_hash;
+  if (!a.nvidia_smi_xml.empty()) opt.command_outputs["nvidia-smi"] = a.nvidia_smi_xml;
+  if (!a.rpm_qa.empty()) opt.command_outputs["rpm"] = a.rpm_qa;
+  if (a.timestamp) {
+    char buf[32];
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    opt.timestamp = buf;
+  }
+  const Snapshot snap = capture(seam, opt);
+  if (!a.output.empty()) {
+    if (auto st = snap.write(a.output); !st) return report_error(ctx, st.error());
+  } else if (!ctx.json) {
+    std::cout << snap.to_yaml();
+  }
+  if (ctx.json) {
+    nlohmann::json j;
+    j["output"] = a.output;
+    j["complete"] = snap.complete();
+    j["problems"] = problems_json(snap.problems);
+    j["environments"] = nlohmann::json::array();
+    for (const auto& e : snap.environments) {
+      std::size_t missing = 0;
+      for (const auto& [pkg, files] : e.drift.missing) missing += files.size();
+      j["environments"].push_back({{"name", e.name},
+                                   {"prefix", e.prefix},
+                                   {"platform", e.platform},
+                                   {"packages", e.packages.size()},
+                                   {"pip", e.pip.size()},
+                                   {"modified_files", e.drift.modified.size()},
+                                   {"unowned_files", e.drift.unowned.size()},
+                                   {"missing_files", missing}});
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    for (const auto& e : snap.environments) {
+      std::size_t missing = 0;
+      for (const auto& [pkg, files] : e.drift.missing) missing += files.size();
+      std::cerr << "captured " << e.name << " (" << e.prefix << "): " << e.packages.size() << " conda packages, " << e.pip.size()
+                << " pip distributions; drift: " << e.drift.modified.size() << " modified, " << e.drift.unowned.size()
+                << " unowned, " << missing << " missing files\n";
+    }
+  }
+  if (!snap.complete()) {
+    warn("the snapshot is PARTIAL: " + std::to_string(snap.problems.size()) + " fact(s) could not be captured:");
+    for (const auto& p : snap.problems) std::cerr << "  " << p.where << ": " << p.message << "\n";
+    return 3;
+  }
+  return 0;
+}
+
+// ----- check ------------------------------------------------------------------------------------
+
+int run_check(const Context& ctx, const std::string& file, const std::string& env_name) {
+  auto snap = Snapshot::read(file);
+  if (!snap) return report_error(ctx, snap.error());
+  HostSeam seam = HostSeam::system();
+  std::vector<CaptureProblem> problems;
+  const HostFacts target = capture_host_facts(seam, {}, problems);
+  nlohmann::json j = nlohmann::json::array();
+  bool any = false, matched = false;
+  for (const auto& env : snap->environments) {
+    if (!env_name.empty() && env.name != env_name) continue;
+    matched = true;
+    const auto failed = check_compatibility(*snap, env, target);
+    any = any || !failed.empty();
+    nlohmann::json fj = nlohmann::json::array();
+    for (const auto& f : failed) fj.push_back({{"requirement", f.requirement}, {"needed_by", f.needed_by}, {"target_has", f.target_has}});
+    j.push_back({{"environment", env.name}, {"compatible", failed.empty()}, {"failed", fj}});
+    if (!ctx.json) {
+      std::cout << env.name << ": " << (failed.empty() ? "this host can run it" : "this host cannot run it") << "\n";
+      for (const auto& f : failed) std::cout << "  - " << f.to_string() << "\n";
+    }
+  }
+  if (!matched) {
+    return report_error(ctx, Error{ErrorKind::Usage, file, "no environment named '" + env_name + "' in the snapshot", "",
+                                   "list them with `envlock snapshot check " + file + "`"});
+  }
+  if (ctx.json) std::cout << j.dump(2) << "\n";
+  return any ? 1 : 0;
+}
+
+// ----- deploy -----------------------------------------------------------------------------------
+
+struct DeployArgs {
+  std::string file;
+  std::string prefix;
+  std::string env;
+  std::string pip_source;
+  std::string pkgs_dir;
+  bool without_pip = false;
+};
+
+int run_deploy(const Context& ctx, const DeployArgs& a) {
+  auto snap = Snapshot::read(a.file);
+  if (!snap) return report_error(ctx, snap.error());
+  if (!snap->complete()) warn("the snapshot is partial: what was not captured is not deployed");
+  HostSeam seam = HostSeam::system();
+  std::vector<CaptureProblem> problems;
+  const HostFacts target = capture_host_facts(seam, {}, problems);
+  DeployOptions opt;
+  opt.environment = a.env;
+  opt.pip_source = a.pip_source;
+  opt.package_cache = a.pkgs_dir;
+  opt.without_pip = a.without_pip;
+  auto report = deploy_snapshot(*snap, fs::absolute(a.prefix), target, opt);
+  if (!report) return report_error(ctx, report.error());
+  if (ctx.json) {
+    std::cout << nlohmann::json{{"environment", report->environment},
+                                {"prefix", fs::absolute(a.prefix).string()},
+                                {"installed", report->installed},
+                                {"pip_restored", report->pip_restored},
+                                {"checklist", report->checklist}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << "deployed " << report->environment << " into " << fs::absolute(a.prefix).string() << ": " << report->installed.size()
+            << " conda packages, " << report->pip_restored.size() << " pip distributions\n";
+  if (!report->checklist.empty()) {
+    std::cout << "to do by hand (envlock never installs system packages or drivers):\n";
+    for (const auto& line : report->checklist) std::cout << "  [ ] " << line << "\n";
+  }
+  return 0;
+}
+
+// ----- diff -------------------------------------------------------------------------------------
+
+int run_diff(const Context& ctx, const std::string& a, const std::string& b) {
+  auto sa = Snapshot::read(a);
+  if (!sa) return report_error(ctx, sa.error());
+  auto sb = Snapshot::read(b);
+  if (!sb) return report_error(ctx, sb.error());
+  const auto changes = diff_snapshots(*sa, *sb);
+  if (ctx.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& c : changes) {
+      j.push_back({{"kind", kind_word(c.kind)}, {"section", c.section}, {"name", c.name}, {"before", c.before}, {"after", c.after}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  if (changes.empty()) {
+    std::cout << "no differences\n";
+    return 0;
+  }
+  std::string section;
+  for (const auto& c : changes) {
+    if (c.section != section) {
+      section = c.section;
+      std::cout << section << ":\n";
+    }
+    switch (c.kind) {
+      case SnapshotChange::Kind::Added: std::cout << "  + " << c.name << " " << c.after << "\n"; break;
+      case SnapshotChange::Kind::Removed: std::cout << "  - " << c.name << " " << c.before << "\n"; break;
+      case SnapshotChange::Kind::Changed: std::cout << "  ~ " << c.name << ": " << c.before << " -> " << c.after << "\n"; break;
+    }
+  }
+  return 0;
+}
+
+// ----- lock -------------------------------------------------------------------------------------
+
+int run_lock(const Context& ctx, const std::string& file, const std::string& output) {
+  auto snap = Snapshot::read(file);
+  if (!snap) return report_error(ctx, snap.error());
+  if (!snap->complete()) {
+    warn("the snapshot is partial (" + std::to_string(snap->problems.size()) + " problem(s)); the lockfile holds what it captured");
+  }
+  const Lockfile lock = to_lockfile(*snap);
+  if (auto st = lock.write(output); !st) return report_error(ctx, st.error());
+  std::size_t packages = 0;
+  for (const auto& [name, env] : lock.environments) {
+    for (const auto& [plat, lp] : env.platforms) packages += lp.packages.size() + lp.pip.size();
+  }
+  if (ctx.json) {
+    std::cout << nlohmann::json{{"output", output}, {"environments", lock.environments.size()}, {"packages", packages}}.dump(2) << "\n";
+  } else {
+    std::cerr << "wrote " << output << ": " << lock.environments.size() << " environment(s), " << packages << " package(s)\n";
+  }
+  return 0;
+}
+
+void setup(CLI::App& sub, Context& ctx) {
+  sub.require_subcommand(1);
+
+  auto* cap = sub.add_subcommand("capture", "record this host (or a host tree) exactly: conda prefixes, pip, drift, system facts");
+  cap->fallthrough();
+  static CaptureArgs ca;
+  cap->add_option("--root", ca.root, "read a host tree mounted at DIR instead of this machine")->capture_default_str();
+  cap->add_option("-p,--prefix", ca.prefixes, "capture these prefixes (default: ~/.conda/environments.txt and envs folders)");
+  cap->add_option("-o,--output", ca.output, "write the snapshot here (default: standard output)");
+  cap->add_flag("--include-ids", ca.include_ids, "record GPU UUIDs");
+  cap->add_flag("--no-hash", ca.no_hash, "compare file sizes only (faster; modified files of equal size go unnoticed)");
+  cap->add_flag("--timestamp", ca.timestamp, "record the capture time (makes the file differ between captures)");
+  cap->add_option("--nvidia-smi-xml", ca.nvidia_smi_xml, "a saved `nvidia-smi -q -x` output to read instead of running it");
+  cap->add_option("--rpm-qa", ca.rpm_qa, "a saved `rpm -qa --queryformat ...` output (see docs/snapshot.md)");
+  cap->callback([&ctx] { ctx.exit_code = run_capture(ctx, ca); });
+
+  auto* chk = sub.add_subcommand("check", "can this host run a snapshot? every failed requirement is named");
+  chk->fallthrough();
+  static std::string check_file, check_env;
+  chk->add_option("SNAPSHOT", check_file, "the snapshot file")->required();
+  chk->add_option("-e,--env", check_env, "only this environment");
+  chk->callback([&ctx] { ctx.exit_code = run_check(ctx, check_file, check_env); });
+
+  auto* dep = sub.add_subcommand("deploy", "bring a captured environment up in a new prefix, without solving");
+  dep->fallthrough();
+  static DeployArgs da;
+  dep->add_option("SNAPSHOT", da.file, "the snapshot file")->required();
+  dep->add_option("-p,--prefix", da.prefix, "the new prefix (must not exist, or be empty)")->required();
+  dep->add_option("-e,--env", da.env, "the environment to deploy (needed when the snapshot holds several)");
+  dep->add_option("--pip-source", da.pip_source, "where the captured prefix's pip files are (default: its recorded path)");
+  dep->add_option("--pkgs-dir", da.pkgs_dir, "package cache folder (default: $ENVLOCK_PKGS_DIR or the user cache)");
+  dep->add_flag("--without-pip", da.without_pip, "deploy the conda packages only; pip installs are listed to do by hand");
+  dep->callback([&ctx] { ctx.exit_code = run_deploy(ctx, da); });
+
+  auto* dif = sub.add_subcommand("diff", "what changed between two snapshots: packages, pip, drift, host facts");
+  dif->fallthrough();
+  static std::string diff_a, diff_b;
+  dif->add_option("A", diff_a, "the older snapshot")->required();
+  dif->add_option("B", diff_b, "the newer snapshot")->required();
+  dif->callback([&ctx] { ctx.exit_code = run_diff(ctx, diff_a, diff_b); });
+
+  auto* lck = sub.add_subcommand("lock", "turn a snapshot into an envlock.lock");
+  lck->fallthrough();
+  static std::string lock_file, lock_out = "envlock.lock";
+  lck->add_option("SNAPSHOT", lock_file, "the snapshot file")->required();
+  lck->add_option("-o,--output", lock_out, "the lockfile to write")->capture_default_str();
+  lck->callback([&ctx] { ctx.exit_code = run_lock(ctx, lock_file, lock_out); });
+}
+
+const RegisterCommand reg{"snapshot", "capture a drifted host, redeploy it, compare snapshots, make a lockfile", &setup};
+
+}  // namespace
+}  // namespace envlock::cli

@@ -1,0 +1,261 @@
+// Redeploy round trip on this machine with real packages from the corpus (the JanCaha linux-64
+// channel, over file://): make an environment, drift it (edit a file, pip over a conda package),
+// capture, deploy into a new prefix, and check that the new prefix verifies clean and holds the
+// same conda packages and pip distributions. Also: refusals name the requirement and leave the
+// target untouched.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "envlock/hash.hpp"
+#include "envlock/install.hpp"
+#include "envlock/snapshot.hpp"
+#include "snapshot/fake_host.hpp"
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+using testing::corpus_dir;
+using testing::slurp;
+namespace fs = std::filesystem;
+
+std::string b64_sha256(const std::string& bytes) {
+  // RECORD's encoding: urlsafe base64 of the raw digest, no padding.
+  Hasher h(HashAlgorithm::Sha256);
+  h.update(bytes);
+  const std::string hex = h.hex_digest();
+  std::string raw;
+  for (std::size_t i = 0; i < hex.size(); i += 2) raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < raw.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(raw[i]) << 16) | (static_cast<unsigned char>(raw[i + 1]) << 8) |
+                       static_cast<unsigned char>(raw[i + 2]);
+    out += tbl[v >> 18];
+    out += tbl[(v >> 12) & 63];
+    out += tbl[(v >> 6) & 63];
+    out += tbl[v & 63];
+  }
+  const unsigned v = (static_cast<unsigned char>(raw[i]) << 16) | (static_cast<unsigned char>(raw[i + 1]) << 8);
+  out += tbl[v >> 18];
+  out += tbl[(v >> 12) & 63];
+  out += tbl[(v >> 6) & 63];
+  return out;  // 32 bytes -> 43 characters
+}
+
+struct RoundTrip {
+  fs::path dir;
+  HostFacts here;
+  DeployOptions options;
+  Snapshot seed;
+  RoundTrip() {
+    dir = fs::temp_directory_path() / ("envlock-deploy-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    const fs::path chan = dir / "channel/linux-64";
+    fs::create_directories(chan);
+    const fs::path src = corpus_dir() / "packages/JanCaha__conda-channel";
+    const auto repodata = nlohmann::json::parse(slurp(src / "linux-64__repodata.json"));
+    CapturedEnvironment env;
+    env.name = "geo";
+    env.platform = "linux-64";
+    for (const std::string fn : {"libsimplerasters-0.9.0-h29872b0_0.conda", "libviewshed-5.0.0-h29872b0_0.conda"}) {
+      fs::copy_file(src / ("linux-64__" + fn), chan / fn);
+      auto rec = RepoDataRecord::from_json(repodata["packages.conda"][fn]);
+      EXPECT_TRUE(rec.ok()) << rec.error().to_string();
+      rec->file_name = fn;
+      rec->channel = "file://" + (dir / "channel").string();
+      rec->url = rec->channel + "/linux-64/" + fn;
+      CapturedPackage p;
+      p.record = *rec;
+      env.packages.push_back(p);
+    }
+    seed.environments.push_back(env);
+    HostSeam seam = HostSeam::system();
+    seam.run = nullptr;
+    std::vector<CaptureProblem> problems;
+    here = capture_host_facts(seam, {}, problems);
+    seed.host = here;
+    options.package_cache = dir / "pkgs";
+  }
+  ~RoundTrip() { fs::remove_all(dir); }
+};
+
+TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  // "Create" the environment from the seed through deploy (the installer of envlock install).
+  const fs::path a = t.dir / "host-a/envs/geo";
+  auto made = deploy_snapshot(t.seed, a, t.here, t.options);
+  ASSERT_TRUE(made.ok()) << made.error().to_string();
+  EXPECT_EQ(made->installed.size(), 2u);
+  ASSERT_TRUE(verify_prefix(a).ok());
+  EXPECT_TRUE(verify_prefix(a)->clean());
+
+  // Drift: edit a file libviewshed installed; pip-install a distribution over libsimplerasters.
+  std::string edited;
+  for (const auto& e : fs::recursive_directory_iterator(a / "include")) {
+    if (e.is_regular_file()) {
+      edited = e.path().lexically_relative(a).generic_string();
+      break;
+    }
+  }
+  ASSERT_FALSE(edited.empty());
+  std::ofstream(a / edited, std::ios::app) << "// edited by hand\n";
+  const std::string site = "lib/python3.12/site-packages/";
+  const std::string module = "import math\n";
+  const std::string installer = "pip\n";
+  const std::string metadata = "Metadata-Version: 2.1\nName: libsimplerasters\nVersion: 0.9.1\n";
+  fs::create_directories(a / site / "libsimplerasters-0.9.1.dist-info");
+  std::ofstream(a / site / "simplerasters.py") << module;
+  std::ofstream(a / site / "libsimplerasters-0.9.1.dist-info/INSTALLER") << installer;
+  std::ofstream(a / site / "libsimplerasters-0.9.1.dist-info/METADATA") << metadata;
+  std::ofstream(a / site / "libsimplerasters-0.9.1.dist-info/RECORD")
+      << "simplerasters.py,sha256=" << b64_sha256(module) << "," << module.size() << "\n"
+      << "libsimplerasters-0.9.1.dist-info/INSTALLER,sha256=" << b64_sha256(installer) << "," << installer.size() << "\n"
+      << "libsimplerasters-0.9.1.dist-info/METADATA,sha256=" << b64_sha256(metadata) << "," << metadata.size() << "\n"
+      << "libsimplerasters-0.9.1.dist-info/RECORD,,\n";
+
+  // Capture, through the file.
+  HostSeam seam = HostSeam::system();
+  seam.run = nullptr;
+  CaptureOptions copt;
+  copt.prefixes = {a};
+  const Snapshot captured = capture(seam, copt);
+  ASSERT_EQ(captured.environments.size(), 1u);
+  const auto& env = captured.environments[0];
+  ASSERT_EQ(env.drift.modified.size(), 1u);
+  EXPECT_EQ(env.drift.modified[0].path, edited);
+  EXPECT_EQ(env.drift.modified[0].owner, "libviewshed");
+  ASSERT_EQ(env.pip.size(), 1u);
+  EXPECT_EQ(env.pip[0].shadows, "libsimplerasters");
+  const fs::path file = t.dir / "geo.snapshot.yaml";
+  ASSERT_TRUE(captured.write(file).ok());
+  const auto reread = Snapshot::read(file);
+  ASSERT_TRUE(reread.ok()) << reread.error().to_string();
+
+  // Deploy into a new prefix: the shadowed conda record is replaced by the pip install.
+  const fs::path b = t.dir / "host-b/envs/geo";
+  auto deployed = deploy_snapshot(*reread, b, t.here, t.options);
+  ASSERT_TRUE(deployed.ok()) << deployed.error().to_string();
+  EXPECT_EQ(deployed->installed, std::vector<std::string>{"libviewshed-5.0.0-h29872b0_0"});
+  EXPECT_EQ(deployed->pip_restored, std::vector<std::string>{"libsimplerasters 0.9.1"});
+  EXPECT_TRUE(std::any_of(deployed->checklist.begin(), deployed->checklist.end(),
+                          [](const std::string& l) { return l.starts_with("drift: 1 modified"); }));
+  EXPECT_EQ(slurp(b / site / "simplerasters.py"), module);
+  const auto verify = verify_prefix(b);
+  ASSERT_TRUE(verify.ok()) << verify.error().to_string();
+  // verify_prefix checks conda records; the pip files it sees as extra are exactly pip's RECORD.
+  for (const auto& d : verify->drift) {
+    const bool pip_file = d.kind == FileDrift::Kind::Extra && d.path.starts_with(site);
+    EXPECT_TRUE(pip_file) << d.path << ": " << d.reason;
+  }
+
+  // The deployed prefix holds what was captured: no conda or pip difference.
+  copt.prefixes = {b};
+  const Snapshot again = capture(seam, copt);
+  for (const auto& c : diff_snapshots(captured, again)) {
+    EXPECT_TRUE(c.section != "conda:geo" && c.section != "pip:geo") << c.section << " " << c.name << ": " << c.before << " -> " << c.after;
+  }
+  EXPECT_TRUE(again.environments[0].drift.modified.empty());
+  EXPECT_TRUE(again.environments[0].drift.unowned.empty());
+}
+
+TEST(Deploy, RefusesTooOldGlibcAndDriverNamingThePackageAndLeavesTheTargetUntouched) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  t.seed.environments[0].packages[0].record.depends.push_back("__glibc >=2.99");
+  t.seed.environments[0].packages[1].record.depends.push_back("__cuda >=12.0");
+  HostFacts old = t.here;
+  old.nvidia = NvidiaFacts{"470.74", "11.4", {}};
+  const fs::path target = t.dir / "never";
+  const auto r = deploy_snapshot(t.seed, target, old, t.options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Incompatible);
+  EXPECT_NE(r.error().message.find("libsimplerasters 0.9.0 needs __glibc >=2.99"), std::string::npos) << r.error().to_string();
+  EXPECT_NE(r.error().detail.find("libviewshed 5.0.0 needs __cuda >=12.0; the target has 11.4"), std::string::npos)
+      << r.error().to_string();
+  EXPECT_FALSE(fs::exists(target));
+  EXPECT_FALSE(fs::exists(t.dir / "pkgs" / "libviewshed-5.0.0-h29872b0_0")) << "nothing downloaded before the check";
+}
+
+TEST(Deploy, AChangedPipFileOrACorruptArchiveLeavesNothingBehind) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  // A pip distribution whose file no longer matches its RECORD hash.
+  PipDistribution d;
+  d.name = "toy";
+  d.version = "1.0";
+  d.installer = "pip";
+  d.dist_info = "lib/python3.12/site-packages/toy-1.0.dist-info";
+  d.files = {{"toy.py", std::string(64, 'a'), 5}};
+  t.seed.environments[0].pip = {d};
+  const fs::path source = t.dir / "source";
+  fs::create_directories(source / "lib/python3.12/site-packages");
+  std::ofstream(source / "lib/python3.12/site-packages/toy.py") << "x = 1";
+  t.options.pip_source = source;
+  const fs::path target = t.dir / "target";
+  auto r = deploy_snapshot(t.seed, target, t.here, t.options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Integrity);
+  EXPECT_NE(r.error().message.find("pip:toy 1.0"), std::string::npos) << r.error().to_string();
+  EXPECT_FALSE(fs::exists(target));
+  // Without pip: a corrupt package archive (wrong sha256 in the record) is refused, target untouched.
+  t.options.without_pip = true;
+  t.seed.environments[0].packages[0].record.sha256 = std::string(64, '0');
+  r = deploy_snapshot(t.seed, target, t.here, t.options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Integrity) << r.error().to_string();
+  EXPECT_FALSE(fs::exists(target));
+  for (const auto& e : fs::directory_iterator(t.dir)) {
+    EXPECT_FALSE(e.path().filename().string().starts_with(".target")) << "staging left: " << e.path();
+  }
+}
+
+TEST(Deploy, SnapshotToLockfileToEnvlockInstallGivesTheSameEnvironment) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const fs::path a = t.dir / "a/geo";
+  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+  HostSeam seam = HostSeam::system();
+  seam.run = nullptr;
+  CaptureOptions copt;
+  copt.prefixes = {a};
+  const Snapshot captured = capture(seam, copt);
+  const fs::path snap = t.dir / "a.yaml", lock = t.dir / "envlock.lock", c = t.dir / "c/geo";
+  ASSERT_TRUE(captured.write(snap).ok());
+  const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", t.options.package_cache.string()}};
+  const auto l = testing::run_command(testing::envlock_cmd() + " snapshot lock '" + snap.string() + "' -o '" + lock.string() + "'", env);
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  const auto i = testing::run_command(testing::envlock_cmd() + " install -l '" + lock.string() + "' -e geo -p '" + c.string() + "'", env);
+  ASSERT_EQ(i.exit_code, 0) << i.out << i.err;
+  const auto v = testing::run_command(testing::envlock_cmd() + " verify -p '" + c.string() + "'", env);
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  copt.prefixes = {c};
+  const Snapshot installed = capture(seam, copt);
+  for (const auto& ch : diff_snapshots(captured, installed)) {
+    EXPECT_NE(ch.section, "conda:geo") << ch.name << ": " << ch.before << " -> " << ch.after;
+  }
+  ASSERT_EQ(installed.environments.size(), 1u);
+  EXPECT_TRUE(installed.environments[0].drift.empty());
+}
+
+TEST(Deploy, ChecklistNamesDriverAndSystemPackageDifferences) {
+  HostFacts captured, target;
+  captured.nvidia = NvidiaFacts{"535.54.03", "12.2", {}};
+  captured.system_package_manager = target.system_package_manager = "dpkg";
+  captured.system_packages = {{"libcudnn8", "8.9.7.29-1+cuda12.2", "amd64", "install ok installed"},
+                              {"openssh-server", "1:9.2p1-2", "amd64", "install ok installed"},
+                              {"old", "1", "amd64", "deinstall ok config-files"}};
+  target.system_packages = {{"openssh-server", "1:9.2p1-2+deb12u2", "amd64", "install ok installed"}};
+  const auto list = host_checklist(captured, target);
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0], "driver: NVIDIA 535.54.03 on the capture host; this host has none");
+  EXPECT_EQ(list[1], "system package: libcudnn8 8.9.7.29-1+cuda12.2 (amd64) is not installed here");
+  EXPECT_EQ(list[2], "system package: openssh-server 1:9.2p1-2 (amd64) is 1:9.2p1-2+deb12u2 here");
+}
+
+}  // namespace
+}  // namespace envlock

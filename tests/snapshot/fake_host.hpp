@@ -1,0 +1,110 @@
+#pragma once
+// tests/snapshot/fake_host.hpp — host trees assembled in a temporary folder for capture tests:
+// real files from this machine (libc.so.6, libstdc++.so.6) and from ../shared/corpus (conda-meta
+// records, pip dist-info, a dpkg status file, nvidia-smi XML), laid out as on a Debian host.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace envlock::testing {
+
+namespace fs = std::filesystem;
+
+inline fs::path corpus_dir() { return fs::path(ENVLOCK_SHARED_DIR) / "corpus"; }
+inline bool have_corpus() { return fs::is_directory(corpus_dir() / "prefix"); }
+#define SKIP_WITHOUT_CORPUS()                                                                 \
+  if (!::envlock::testing::have_corpus())                                                     \
+  GTEST_SKIP() << "../shared/corpus is absent: corpus-based snapshot tests need it (see "    \
+                  "../shared/corpus/SOURCES.md)"
+
+inline std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// The corpus folder of the real osx-arm64 python 3.13t prefix (conda's env_metadata tests).
+inline const char* kPy313Prefix = "conda__conda/tests__data__env_metadata__envpy313tosx_whl__";
+
+class FakeHost {
+ public:
+  FakeHost() {
+    static int n = 0;
+    root_ = fs::temp_directory_path() / ("envlock-fakehost-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  ~FakeHost() { fs::remove_all(root_); }
+  FakeHost(const FakeHost&) = delete;
+  FakeHost& operator=(const FakeHost&) = delete;
+
+  [[nodiscard]] const fs::path& root() const { return root_; }
+  [[nodiscard]] fs::path local(const fs::path& host_path) const { return root_ / host_path.relative_path(); }
+
+  void write(const fs::path& host_path, const std::string& content) const {
+    fs::create_directories(local(host_path).parent_path());
+    std::ofstream(local(host_path), std::ios::binary) << content;
+  }
+  void copy(const fs::path& host_path, const fs::path& from) const {
+    fs::create_directories(local(host_path).parent_path());
+    fs::copy_file(from, local(host_path), fs::copy_options::overwrite_existing);
+  }
+
+  /// A Debian-like base: /lib -> usr/lib (relative link), this machine's libc.so.6 and
+  /// libstdc++ (soname link to the versioned file, as Debian ships it), os-release, /proc files.
+  void base_system() const {
+    fs::create_directories(root_ / "usr/lib/x86_64-linux-gnu");
+    fs::create_directory_symlink("usr/lib", root_ / "lib");
+    copy("/usr/lib/x86_64-linux-gnu/libc.so.6", fs::canonical("/lib/x86_64-linux-gnu/libc.so.6"));
+    const fs::path cxx = fs::canonical("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+    copy("/usr/lib/x86_64-linux-gnu" / cxx.filename(), cxx);
+    // An absolute link target: must resolve inside the tree, not on this machine.
+    fs::create_symlink("/usr/lib/x86_64-linux-gnu" / cxx.filename(), local("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"));
+    write("/etc/os-release",
+          "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\nVERSION_ID=\"12\"\n"
+          "VERSION=\"12 (bookworm)\"\nVERSION_CODENAME=bookworm\nID=debian\n");
+    write("/proc/sys/kernel/osrelease", "6.1.0-18-amd64\n");
+    write("/proc/cpuinfo",
+          "processor\t: 0\nflags\t\t: fpu sse sse2 pni ssse3 fma cx16 sse4_1 sse4_2 movbe popcnt xsave avx f16c "
+          "lahf_lm abm bmi1 avx2 bmi2\n\n");
+    write("/proc/self/smaps", "00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/dbus-daemon\nKernelPageSize:        4 kB\n");
+  }
+
+  /// NVIDIA facts: the kernel module's version file and a saved `nvidia-smi -q -x` (returned
+  /// path, for CaptureOptions::command_outputs).
+  fs::path nvidia(const std::string& proc_line, const std::string& smi_corpus_file) const {
+    write("/proc/driver/nvidia/version", proc_line + "\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n");
+    return corpus_dir() / "gpu" / smi_corpus_file;
+  }
+
+  void dpkg_status(const std::string& corpus_file) const {
+    copy("/var/lib/dpkg/status", corpus_dir() / "hostinfo/aquasecurity__trivy" / corpus_file);
+  }
+
+  /// The real python 3.13t prefix from the corpus at `host_prefix`: its conda-meta records and
+  /// history, and the dist-info files that survive in the corpus (imagesize installed by pip,
+  /// pip's own dist-info as the conda package `pip` installed it).
+  void corpus_prefix(const fs::path& host_prefix) const {
+    const fs::path dir = corpus_dir() / "prefix";
+    const std::string tag = std::string(kPy313Prefix);
+    for (const auto& entry : fs::directory_iterator(dir / "conda__conda")) {
+      const std::string n = entry.path().filename().string();
+      if (!n.starts_with(tag.substr(tag.find('/') + 1))) continue;
+      std::string rel = n.substr(tag.size() - tag.find('/') - 1);
+      for (std::size_t at; (at = rel.find("__")) != std::string::npos;) rel.replace(at, 2, "/");
+      copy(host_prefix / rel, entry.path());
+    }
+    // RECORD lists INSTALLER with the sha256 of "pip\n": pip installed imagesize.
+    write(host_prefix / "lib/python3.13t/site-packages/imagesize-1.4.1.dist-info/INSTALLER", "pip\n");
+  }
+
+ private:
+  fs::path root_;
+};
+
+}  // namespace envlock::testing

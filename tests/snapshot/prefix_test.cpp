@@ -1,0 +1,307 @@
+// Prefix capture: conda-meta records, pip dist-info, shadowing, drift, corrupt input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "envlock/hash.hpp"
+#include "envlock/snapshot.hpp"
+#include "snapshot/fake_host.hpp"
+
+namespace envlock {
+namespace {
+
+using testing::FakeHost;
+using testing::corpus_dir;
+using testing::slurp;
+namespace fs = std::filesystem;
+
+std::string sha256_hex(const std::string& bytes) {
+  Hasher h(HashAlgorithm::Sha256);
+  h.update(bytes);
+  return h.hex_digest();
+}
+
+const CapturedPackage* find_pkg(const CapturedEnvironment& env, const std::string& name) {
+  for (const auto& p : env.packages) {
+    if (p.record.name == name) return &p;
+  }
+  return nullptr;
+}
+
+// ----- pip dist-info ---------------------------------------------------------------------------
+
+TEST(DistInfo, RealImagesizeInstalledByPip) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.corpus_prefix("/opt/env");
+  const fs::path dir = host.local("/opt/env/lib/python3.13t/site-packages/imagesize-1.4.1.dist-info");
+  const auto d = read_dist_info(dir, "lib/python3.13t/site-packages/imagesize-1.4.1.dist-info");
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  EXPECT_EQ(d->name, "imagesize");
+  EXPECT_EQ(d->version, "1.4.1");
+  EXPECT_EQ(d->installer, "pip");
+  EXPECT_EQ(d->source, PipSource::Index);
+  EXPECT_EQ(d->requirement(), "imagesize==1.4.1");
+  // RECORD's urlsafe-base64 hash of INSTALLER decodes to the sha256 of the bytes pip wrote.
+  const auto installer = std::find_if(d->files.begin(), d->files.end(),
+                                      [](const RecordEntry& e) { return e.path == "imagesize-1.4.1.dist-info/INSTALLER"; });
+  ASSERT_NE(installer, d->files.end());
+  EXPECT_EQ(installer->sha256, sha256_hex("pip\n"));
+  EXPECT_EQ(installer->size, 4u);
+  // Unhashed rows (RECORD itself, .pyc) keep an empty hash.
+  const auto record = std::find_if(d->files.begin(), d->files.end(),
+                                   [](const RecordEntry& e) { return e.path == "imagesize-1.4.1.dist-info/RECORD"; });
+  ASSERT_NE(record, d->files.end());
+  EXPECT_TRUE(record->sha256.empty());
+  EXPECT_FALSE(record->size.has_value());
+}
+
+TEST(DistInfo, WithoutRecordIsAnErrorNamingRecord) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.corpus_prefix("/opt/env");
+  const fs::path dir = host.local("/opt/env/lib/python3.13t/site-packages/imagesize-1.4.1.dist-info");
+  fs::remove(dir / "RECORD");
+  const auto d = read_dist_info(dir, "site/imagesize-1.4.1.dist-info");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().where, "site/imagesize-1.4.1.dist-info/RECORD");
+  EXPECT_NE(d.error().message.find("imagesize 1.4.1"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().hint.find("--force-reinstall"), std::string::npos);
+}
+
+TEST(DistInfo, EditableAndVcsInstallsAreNeverPlainPins) {
+  FakeHost host;
+  const fs::path site = host.local("/env/lib/python3.11/site-packages");
+  auto make = [&](const std::string& name, const std::string& direct_url) {
+    const fs::path d = site / (name + "-0.1.dist-info");
+    fs::create_directories(d);
+    std::ofstream(d / "METADATA") << "Metadata-Version: 2.1\nName: " << name << "\nVersion: 0.1\n\nbody\n";
+    std::ofstream(d / "INSTALLER") << "pip\n";
+    std::ofstream(d / "RECORD") << name << "-0.1.dist-info/METADATA,,\n";
+    std::ofstream(d / "direct_url.json") << direct_url;
+    return read_dist_info(d, name + "-0.1.dist-info");
+  };
+  const auto editable = make("mylib", R"({"url": "file:///home/user/src/mylib", "dir_info": {"editable": true}})");
+  ASSERT_TRUE(editable.ok()) << editable.error().to_string();
+  EXPECT_EQ(editable->source, PipSource::Editable);
+  EXPECT_EQ(editable->requirement(), "mylib @ file:///home/user/src/mylib");
+  const auto vcs = make("tool", R"({"url": "https://user:tok@github.com/org/tool.git",
+      "vcs_info": {"vcs": "git", "commit_id": "4f1c7a1e0f0e1d2c3b4a59687766554433221100", "requested_revision": "main"}})");
+  ASSERT_TRUE(vcs.ok()) << vcs.error().to_string();
+  EXPECT_EQ(vcs->source, PipSource::Vcs);
+  EXPECT_EQ(vcs->url, "https://github.com/org/tool.git") << "credentials stripped";
+  EXPECT_EQ(vcs->requirement(), "tool @ git+https://github.com/org/tool.git@4f1c7a1e0f0e1d2c3b4a59687766554433221100");
+  const auto archive = make("whl", R"({"url": "https://example.org/whl-0.1-py3-none-any.whl", "archive_info": {"hashes": {"sha256": "ab"}}})");
+  ASSERT_TRUE(archive.ok());
+  EXPECT_EQ(archive->requirement(), "whl @ https://example.org/whl-0.1-py3-none-any.whl#sha256=ab");
+  const auto broken = make("bad", R"({"url": 5})");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.error().where, "bad-0.1.dist-info/direct_url.json");
+}
+
+TEST(DistInfo, MalformedRecordRowNamesTheLine) {
+  FakeHost host;
+  const fs::path d = host.local("/env/site/x-1.dist-info");
+  fs::create_directories(d);
+  std::ofstream(d / "METADATA") << "Name: x\nVersion: 1\n";
+  std::ofstream(d / "RECORD") << "x/__init__.py,sha256=AAAA,0\n";
+  const auto r = read_dist_info(d, "site/x-1.dist-info");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "site/x-1.dist-info/RECORD:1");
+  std::ofstream(d / "RECORD") << "\"x/a,b.py\",,\n\"unterminated,,\n";
+  const auto q = read_dist_info(d, "site/x-1.dist-info");
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.error().where, "site/x-1.dist-info/RECORD:2");
+}
+
+// ----- the real corpus prefix --------------------------------------------------------------------
+
+TEST(PrefixCapture, RealPython313PrefixFromTheCorpus) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.corpus_prefix("/home/ana/miniforge3/envs/for_pip");
+  std::vector<CaptureProblem> problems;
+  CaptureOptions opt;
+  const auto env = capture_prefix(HostSeam::tree(host.root()), "/home/ana/miniforge3/envs/for_pip", "linux-64", opt, problems);
+  ASSERT_TRUE(env.ok()) << env.error().to_string();
+  EXPECT_TRUE(problems.empty()) << problems.front().where << ": " << problems.front().message;
+  EXPECT_EQ(env->name, "for_pip");
+  EXPECT_EQ(env->prefix, "/home/ana/miniforge3/envs/for_pip");
+  EXPECT_EQ(env->platform, "osx-arm64");
+  ASSERT_EQ(env->packages.size(), 16u);
+  const auto* python = find_pkg(*env, "python");
+  ASSERT_NE(python, nullptr);
+  EXPECT_EQ(python->record.version.to_string(), "3.13.2");
+  EXPECT_EQ(python->record.build, "hfd29fff_1_cp313t");
+  EXPECT_EQ(python->record.channel, "https://conda.anaconda.org/conda-forge");
+  EXPECT_EQ(python->record.url, "https://conda.anaconda.org/conda-forge/osx-arm64/python-3.13.2-hfd29fff_1_cp313t.conda");
+  EXPECT_EQ(python->files.size(), 1875u);
+  EXPECT_TRUE(python->shadowed_by.empty());
+  // pip's own dist-info belongs to the conda package pip; only imagesize was installed by pip.
+  ASSERT_EQ(env->pip.size(), 1u);
+  EXPECT_EQ(env->pip[0].name, "imagesize");
+  EXPECT_EQ(env->pip[0].installer, "pip");
+  EXPECT_TRUE(env->pip[0].shadows.empty());
+  // The corpus holds the records, not the files: every package with files has them missing;
+  // imagesize's modules are missing too, and its INSTALLER (written by the test) matches RECORD.
+  EXPECT_EQ(env->drift.missing.at("python").size(), 1875u);
+  EXPECT_EQ(env->drift.missing.count("python_abi"), 0u) << "python_abi installs no files";
+  EXPECT_TRUE(env->drift.missing.count("pip:imagesize"));
+  EXPECT_TRUE(env->drift.modified.empty());
+  EXPECT_TRUE(env->drift.unowned.empty()) << env->drift.unowned.front();
+}
+
+TEST(PrefixCapture, PipOverACondaPackageShadowsIt) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.corpus_prefix("/opt/conda/envs/x");
+  // `pip install --upgrade pip` over conda's pip: the conda dist-info goes, pip writes its own.
+  const fs::path site = host.local("/opt/conda/envs/x/lib/python3.13t/site-packages");
+  fs::remove_all(site / "pip-25.0.1.dist-info");
+  fs::create_directories(site / "pip-25.1.dist-info");
+  std::ofstream(site / "pip-25.1.dist-info/METADATA") << "Metadata-Version: 2.1\nName: pip\nVersion: 25.1\n";
+  std::ofstream(site / "pip-25.1.dist-info/INSTALLER") << "pip\n";
+  std::ofstream(site / "pip-25.1.dist-info/RECORD")
+      << "pip-25.1.dist-info/INSTALLER,sha256=zuuue4knoyJ-UwPPXg8fezS7VCrXJQrAP7zeNuwvFQg,4\npip-25.1.dist-info/RECORD,,\n";
+  std::vector<CaptureProblem> problems;
+  const auto env = capture_prefix(HostSeam::tree(host.root()), "/opt/conda/envs/x", "linux-64", {}, problems);
+  ASSERT_TRUE(env.ok()) << env.error().to_string();
+  const auto* pip = find_pkg(*env, "pip");
+  ASSERT_NE(pip, nullptr);
+  EXPECT_EQ(pip->shadowed_by, "pip:pip");
+  ASSERT_EQ(env->pip.size(), 2u);
+  EXPECT_EQ(env->pip[1].name, "pip");
+  EXPECT_EQ(env->pip[1].shadows, "pip");
+  EXPECT_EQ(env->drift.missing.count("pip"), 0u) << "a shadowed record's files are not drift";
+  // In a lockfile the shadowed conda record is left out; pip's install is pinned instead.
+  Snapshot s;
+  s.environments.push_back(*env);
+  const Lockfile lock = to_lockfile(s);
+  const auto& lp = lock.environments.at("x").platforms.at("osx-arm64");
+  EXPECT_EQ(lp.packages.size(), 15u);
+  EXPECT_TRUE(std::none_of(lp.packages.begin(), lp.packages.end(), [](const LockedPackage& p) { return p.name == "pip"; }));
+  ASSERT_EQ(lp.pip.size(), 2u);
+  EXPECT_EQ(lp.pip[1].name, "pip");
+  EXPECT_EQ(lp.pip[1].version, "25.1");
+}
+
+TEST(PrefixCapture, CorruptCondaMetaIsReportedAndTheRestCaptured) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.corpus_prefix("/opt/env");
+  host.write("/opt/env/conda-meta/broken-1.0-0.json", "{\"name\": \"broken\", \"version\": ");
+  host.write("/opt/env/conda-meta/noversion-1.0-0.json", R"({"name": "noversion", "build": "0"})");
+  std::vector<CaptureProblem> problems;
+  const auto env = capture_prefix(HostSeam::tree(host.root()), "/opt/env", "linux-64", {}, problems);
+  ASSERT_TRUE(env.ok()) << env.error().to_string();
+  EXPECT_EQ(env->packages.size(), 16u);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].where, "/opt/env/conda-meta/broken-1.0-0.json");
+  EXPECT_NE(problems[0].message.find("not valid JSON"), std::string::npos);
+  EXPECT_EQ(problems[1].where, "/opt/env/conda-meta/noversion-1.0-0.json");
+  EXPECT_NE(problems[1].message.find("version"), std::string::npos) << problems[1].message;
+}
+
+TEST(PrefixCapture, NotAPrefixIsAUsageError) {
+  FakeHost host;
+  host.write("/srv/data/file.txt", "x");
+  std::vector<CaptureProblem> problems;
+  const auto env = capture_prefix(HostSeam::tree(host.root()), "/srv/data", "linux-64", {}, problems);
+  ASSERT_FALSE(env.ok());
+  EXPECT_EQ(env.error().where, "/srv/data");
+  EXPECT_NE(env.error().message.find("conda-meta"), std::string::npos);
+}
+
+// ----- drift on real files -----------------------------------------------------------------------
+
+// A prefix with two packages whose records carry the real sha256 and sizes of their files.
+struct DriftPrefix {
+  FakeHost host;
+  fs::path local;
+  DriftPrefix() {
+    local = host.local("/opt/envs/app");
+    auto add = [&](const std::string& name, const std::vector<std::pair<std::string, std::string>>& files) {
+      nlohmann::json paths = nlohmann::json::array(), list = nlohmann::json::array();
+      for (const auto& [path, content] : files) {
+        host.write("/opt/envs/app/" + path, content);
+        paths.push_back({{"_path", path}, {"path_type", "hardlink"}, {"sha256", sha256_hex(content)}, {"size_in_bytes", content.size()}});
+        list.push_back(path);
+      }
+      nlohmann::json rec = {{"name", name}, {"version", "1.0"}, {"build", "h0_0"}, {"build_number", 0}, {"subdir", "linux-64"},
+                            {"channel", "https://conda.anaconda.org/conda-forge/linux-64"},
+                            {"url", "https://conda.anaconda.org/conda-forge/linux-64/" + name + "-1.0-h0_0.conda"},
+                            {"fn", name + "-1.0-h0_0.conda"}, {"depends", nlohmann::json::array()},
+                            {"files", list}, {"paths_data", {{"paths", paths}, {"paths_version", 1}}}};
+      host.write("/opt/envs/app/conda-meta/" + name + "-1.0-h0_0.json", rec.dump(1));
+    };
+    add("libfoo", {{"lib/libfoo.so.1", std::string(5000, 'f')}, {"include/foo.h", "int foo(void);\n"}});
+    add("footool", {{"bin/foo", "#!/bin/sh\necho foo\n"}, {"share/foo/data.txt", "data\n"}});
+  }
+};
+
+TEST(Drift, ModifiedMissingAndUnownedFiles) {
+  DriftPrefix p;
+  std::ofstream(p.local / "include/foo.h") << "int foo(int);\n";  // same size, other content
+  std::ofstream(p.local / "bin/foo", std::ios::app) << "echo more\n";
+  fs::remove(p.local / "share/foo/data.txt");
+  std::ofstream(p.local / "notes.txt") << "by hand\n";
+  fs::create_directories(p.local / "lib/python3.11/__pycache__");
+  std::ofstream(p.local / "lib/python3.11/__pycache__/x.cpython-311.pyc") << "runtime";
+  std::vector<CaptureProblem> problems;
+  const auto env = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems);
+  ASSERT_TRUE(env.ok()) << env.error().to_string();
+  EXPECT_TRUE(problems.empty());
+  ASSERT_EQ(env->drift.modified.size(), 2u);
+  EXPECT_EQ(env->drift.modified[0].path, "bin/foo");
+  EXPECT_EQ(env->drift.modified[0].owner, "footool");
+  EXPECT_EQ(env->drift.modified[0].expected_size, 20u);
+  EXPECT_EQ(env->drift.modified[0].actual_size, 30u);
+  EXPECT_EQ(env->drift.modified[1].path, "include/foo.h");
+  EXPECT_EQ(env->drift.modified[1].expected_sha256, sha256_hex("int foo(void);\n"));
+  EXPECT_EQ(env->drift.modified[1].actual_sha256, sha256_hex("int foo(int);\n"));
+  ASSERT_EQ(env->drift.missing.size(), 1u);
+  EXPECT_EQ(env->drift.missing.at("footool"), std::vector<std::string>{"share/foo/data.txt"});
+  EXPECT_EQ(env->drift.unowned, std::vector<std::string>{"notes.txt"}) << "__pycache__ is Python's, not drift";
+  EXPECT_TRUE(env->drift.hashed);
+}
+
+TEST(Drift, WithoutHashingOnlySizesAreCompared) {
+  DriftPrefix p;
+  std::ofstream(p.local / "include/foo.h") << "int foo(int);\n";
+  CaptureOptions opt;
+  opt.hash_files = false;
+  std::vector<CaptureProblem> problems;
+  const auto env = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", opt, problems);
+  ASSERT_TRUE(env.ok());
+  EXPECT_TRUE(env->drift.modified.empty()) << "same size, not hashed";
+  EXPECT_FALSE(env->drift.hashed);
+}
+
+TEST(Discovery, EnvironmentsTxtAndEnvsFolders) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.corpus_prefix("/home/ana/miniforge3");
+  host.write("/home/ana/miniforge3/condabin/conda", "#!/bin/sh\n");
+  host.corpus_prefix("/home/ana/miniforge3/envs/train");
+  host.corpus_prefix("/home/ana/.conda/envs/scratch");
+  host.write("/home/ana/.conda/environments.txt", "/home/ana/miniforge3\n/home/ana/gone\n");
+  host.write("/home/ana/miniforge3/envs/not-an-env/readme", "x");
+  const HostSeam seam = HostSeam::tree(host.root());
+  const auto found = discover_prefixes(seam);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0], "/home/ana/.conda/envs/scratch");
+  EXPECT_EQ(found[1], "/home/ana/miniforge3");
+  EXPECT_EQ(found[2], "/home/ana/miniforge3/envs/train");
+  CaptureOptions opt;
+  opt.hash_files = false;
+  const Snapshot s = capture(seam, opt);
+  ASSERT_EQ(s.environments.size(), 3u);
+  EXPECT_EQ(s.environments[0].name, "base");
+  EXPECT_EQ(s.environments[1].name, "scratch");
+  EXPECT_EQ(s.environments[2].name, "train");
+  EXPECT_FALSE(s.complete()) << "an empty host tree lacks os-release, kernel, libc";
+}
+
+}  // namespace
+}  // namespace envlock

@@ -1,0 +1,117 @@
+// `envlock snapshot capture|check|diff|lock` end to end, on fake host trees.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "envlock/snapshot.hpp"
+#include "snapshot/fake_host.hpp"
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+using testing::FakeHost;
+using testing::envlock_cmd;
+using testing::run_command;
+namespace fs = std::filesystem;
+
+struct CliHost {
+  FakeHost host;
+  std::string smi;
+  CliHost() {
+    host.base_system();
+    host.dpkg_status("pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg");
+    smi = host.nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.74  Mon Sep 13 23:09:15 UTC 2021",
+                      "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__gt-1030.xml")
+              .string();
+    host.corpus_prefix("/opt/conda/envs/train");
+  }
+  std::string capture_cmd(const fs::path& out) const {
+    return envlock_cmd() + " snapshot capture --root '" + host.root().string() + "' -p /opt/conda/envs/train --nvidia-smi-xml '" +
+           smi + "' -o '" + out.string() + "'";
+  }
+};
+
+TEST(SnapshotCli, CaptureWritesAFileAndSummarises) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  const fs::path out = h.host.root() / "snap.yaml";
+  const auto r = run_command(h.capture_cmd(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("captured train (/opt/conda/envs/train): 16 conda packages, 1 pip distributions"), std::string::npos) << r.err;
+  const auto s = Snapshot::read(out);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_TRUE(s->complete());
+  ASSERT_TRUE(s->host.nvidia.has_value());
+  EXPECT_EQ(s->host.nvidia->driver_version, "470.74");
+  EXPECT_EQ(s->host.nvidia->cuda_version, "11.4");
+  EXPECT_TRUE(s->host.nvidia->gpus[0].uuid.empty());
+  const auto with_ids = run_command(h.capture_cmd(out) + " --include-ids --timestamp");
+  ASSERT_EQ(with_ids.exit_code, 0) << with_ids.err;
+  const auto s2 = Snapshot::read(out);
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ(s2->host.nvidia->gpus[0].uuid, "GPU-857c6374-f681-cf3a-f99f-9063a87b8ac0");
+  EXPECT_EQ(s2->timestamp.size(), 20u) << s2->timestamp;
+}
+
+TEST(SnapshotCli, PartialCaptureExitsThreeAndSaysSo) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  h.host.write("/var/lib/dpkg/status", "Package: ok\nVersion: 1\n\nVersion: 2\n");
+  const fs::path out = h.host.root() / "snap.yaml";
+  const auto r = run_command(h.capture_cmd(out) + " --json");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("PARTIAL"), std::string::npos);
+  EXPECT_NE(r.err.find("/var/lib/dpkg/status:4"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j.at("complete").get<bool>());
+  EXPECT_EQ(j.at("problems").size(), 1u);
+  EXPECT_EQ(j.at("environments").at(0).at("packages"), 16);
+}
+
+TEST(SnapshotCli, DiffAndLock) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  const fs::path a = h.host.root() / "a.yaml", b = h.host.root() / "b.yaml";
+  ASSERT_EQ(run_command(h.capture_cmd(a)).exit_code, 0);
+  h.host.write("/proc/sys/kernel/osrelease", "6.1.0-21-amd64\n");
+  ASSERT_EQ(run_command(h.capture_cmd(b)).exit_code, 0);
+  const auto d = run_command(envlock_cmd() + " snapshot diff '" + a.string() + "' '" + b.string() + "'");
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("host:\n  ~ kernel: 6.1.0-18-amd64 -> 6.1.0-21-amd64\n"), std::string::npos) << d.out;
+  const auto same = run_command(envlock_cmd() + " snapshot diff '" + a.string() + "' '" + a.string() + "'");
+  EXPECT_EQ(same.out, "no differences\n");
+
+  const fs::path lock = h.host.root() / "envlock.lock";
+  const auto l = run_command(envlock_cmd() + " snapshot lock '" + a.string() + "' -o '" + lock.string() + "'");
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  const auto lf = Lockfile::read(lock);
+  ASSERT_TRUE(lf.ok()) << lf.error().to_string();
+  EXPECT_EQ(lf->environments.at("train").platforms.at("osx-arm64").packages.size(), 16u);
+}
+
+TEST(SnapshotCli, CheckNamesEachFailedRequirement) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  const fs::path out = h.host.root() / "snap.yaml";
+  ASSERT_EQ(run_command(h.capture_cmd(out)).exit_code, 0);
+  // The corpus prefix is osx-arm64 and its packages need __osx >=11.0: this Linux host cannot run it.
+  const auto r = run_command(envlock_cmd() + " snapshot check '" + out.string() + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("train: this host cannot run it"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("environment train needs platform osx-arm64; the target has linux-64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("libzlib 1.3.1 needs __osx >=11.0"), std::string::npos) << r.out;
+}
+
+TEST(SnapshotCli, UsageErrors) {
+  const auto missing = run_command(envlock_cmd() + " snapshot diff /nonexistent/a.yaml /nonexistent/b.yaml");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent/a.yaml"), std::string::npos) << missing.err;
+  const auto relative = run_command(envlock_cmd() + " snapshot capture --root /tmp -p relative/env");
+  EXPECT_EQ(relative.exit_code, 2) << relative.err;
+  const auto no_sub = run_command(envlock_cmd() + " snapshot");
+  EXPECT_EQ(no_sub.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace envlock

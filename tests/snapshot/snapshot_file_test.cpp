@@ -1,0 +1,275 @@
+// The snapshot file (round trip, determinism, format version, partial captures), the lockfile made
+// from it, compatibility checks and snapshot diffs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "envlock/snapshot.hpp"
+#include "snapshot/fake_host.hpp"
+
+namespace envlock {
+namespace {
+
+using testing::FakeHost;
+namespace fs = std::filesystem;
+
+// A complete fake GPU host with the corpus python 3.13t prefix, a pip install over conda's pip,
+// an editable install and a dpkg database.
+struct CorpusHost {
+  FakeHost host;
+  CaptureOptions options;
+  CorpusHost() {
+    host.base_system();
+    host.dpkg_status("pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg");
+    options.command_outputs["nvidia-smi"] =
+        host.nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023",
+                    "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__a100-sxm4-v12.xml");
+    host.corpus_prefix("/opt/conda/envs/train");
+    const std::string site = "/opt/conda/envs/train/lib/python3.13t/site-packages/";
+    host.write(site + "mylib-0.3.dev0.dist-info/METADATA", "Metadata-Version: 2.1\nName: MyLib\nVersion: 0.3.dev0\n");
+    host.write(site + "mylib-0.3.dev0.dist-info/INSTALLER", "pip\n");
+    host.write(site + "mylib-0.3.dev0.dist-info/RECORD", "mylib-0.3.dev0.dist-info/METADATA,,\n");
+    host.write(site + "mylib-0.3.dev0.dist-info/direct_url.json",
+               R"({"url": "file:///srv/src/mylib", "dir_info": {"editable": true}})");
+    host.write(site + "mylib-0.3.dev0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp313-cp313t-manylinux_2_28_x86_64\n");
+  }
+  [[nodiscard]] Snapshot capture_it() const { return capture(HostSeam::tree(host.root()), options); }
+};
+
+TEST(SnapshotFile, RoundTripIsExactAndOutputIsDeterministic) {
+  SKIP_WITHOUT_CORPUS();
+  CorpusHost h;
+  const Snapshot s = h.capture_it();
+  ASSERT_TRUE(s.complete()) << s.problems.front().where << ": " << s.problems.front().message;
+  const std::string text = s.to_yaml();
+  EXPECT_EQ(h.capture_it().to_yaml(), text) << "same host, same bytes";
+  EXPECT_EQ(text.find("timestamp"), std::string::npos) << "no clock unless asked";
+  EXPECT_EQ(text.find("GPU-513536b6"), std::string::npos) << "no GPU UUID unless asked";
+  const auto back = Snapshot::parse(text, "snap.yaml");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  ASSERT_EQ(back->environments.size(), 1u);
+  EXPECT_EQ(back->host, s.host);
+  EXPECT_EQ(back->environments[0].pip, s.environments[0].pip);
+  EXPECT_EQ(back->environments[0].drift, s.environments[0].drift);
+  ASSERT_EQ(back->environments[0].packages.size(), s.environments[0].packages.size());
+  for (std::size_t i = 0; i < s.environments[0].packages.size(); ++i) {
+    EXPECT_EQ(back->environments[0].packages[i], s.environments[0].packages[i]) << s.environments[0].packages[i].record.name;
+  }
+  EXPECT_EQ(*back, s);
+  EXPECT_EQ(back->to_yaml(), text);
+}
+
+TEST(SnapshotFile, CondaPartIsAnEnvlockLockDocument) {
+  SKIP_WITHOUT_CORPUS();
+  CorpusHost h;
+  const Snapshot s = h.capture_it();
+  const std::string text = s.to_yaml();
+  // Everything before `snapshot:` is what Lockfile::to_yaml writes for to_lockfile().
+  const auto at = text.find("\nsnapshot:\n");
+  ASSERT_NE(at, std::string::npos);
+  const std::string lock_text = to_lockfile(s).to_yaml();
+  EXPECT_NE(text.substr(0, at + 1).find(lock_text), std::string::npos);
+  const auto lock = Lockfile::parse(lock_text, "lock");
+  ASSERT_TRUE(lock.ok()) << lock.error().to_string();
+  const auto& lp = lock->environments.at("train").platforms.at("osx-arm64");
+  EXPECT_EQ(lp.packages.size(), 16u);
+  // The editable install is a direct reference, never `mylib==0.3.dev0`.
+  ASSERT_EQ(lp.pip.size(), 2u);
+  EXPECT_EQ(lp.pip[1].name, "mylib");
+  EXPECT_EQ(lp.pip[1].requirement, "MyLib @ file:///srv/src/mylib");
+  EXPECT_EQ(lp.pip[0].name, "imagesize");
+  EXPECT_EQ(lp.pip[0].version, "1.4.1");
+  const auto glibc = std::find_if(lp.virtual_packages.begin(), lp.virtual_packages.end(),
+                                  [](const VirtualPackage& v) { return v.name == "__cuda"; });
+  ASSERT_NE(glibc, lp.virtual_packages.end());
+  EXPECT_EQ(glibc->version, "12.2");
+}
+
+TEST(SnapshotFile, PartialCaptureIsMarkedAndSurvivesTheRoundTrip) {
+  SKIP_WITHOUT_CORPUS();
+  CorpusHost h;
+  fs::remove(h.host.local("/etc/os-release"));
+  h.host.write("/opt/conda/envs/train/conda-meta/zlib-1.3-0.json", "not json");
+  const Snapshot s = h.capture_it();
+  ASSERT_FALSE(s.complete());
+  ASSERT_EQ(s.problems.size(), 2u);
+  EXPECT_EQ(s.problems[0].where, "/etc/os-release");
+  EXPECT_EQ(s.problems[1].where, "/opt/conda/envs/train/conda-meta/zlib-1.3-0.json");
+  const std::string text = s.to_yaml();
+  EXPECT_NE(text.find("complete: false"), std::string::npos);
+  const auto back = Snapshot::parse(text, "s");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_FALSE(back->complete());
+  EXPECT_EQ(back->problems, s.problems);
+}
+
+TEST(SnapshotFile, NewerFormatIsRefusedNamingBothVersions) {
+  SKIP_WITHOUT_CORPUS();
+  CorpusHost h;
+  std::string text = h.capture_it().to_yaml();
+  const auto at = text.find("  format: 1\n");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 12, "  format: 2\n");
+  const auto r = Snapshot::parse(text, "future.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Parse);
+  EXPECT_NE(r.error().message.find("format 2"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("format 1"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().where.rfind("future.yaml:", 0), 0u) << r.error().where;
+}
+
+TEST(SnapshotFile, BadInputNamesFileLineAndColumn) {
+  const auto yaml = Snapshot::parse("snapshot:\n  format: [1\n", "bad.yaml");
+  ASSERT_FALSE(yaml.ok());
+  EXPECT_EQ(yaml.error().where.rfind("bad.yaml:", 0), 0u);
+  const auto lockfile = Snapshot::parse("version: 1\nenvironments: {}\n", "lock.yaml");
+  ASSERT_FALSE(lockfile.ok());
+  EXPECT_NE(lockfile.error().message.find("not an envlock snapshot"), std::string::npos);
+  const auto lie = Snapshot::parse("snapshot:\n  format: 1\n  complete: true\n  problems:\n    - {where: x, message: y}\n  host: {}\n",
+                                   "lie.yaml");
+  ASSERT_FALSE(lie.ok());
+  EXPECT_EQ(lie.error().where, "lie.yaml:3:13");
+}
+
+TEST(SnapshotFile, WriteIsAtomicAndReadable) {
+  SKIP_WITHOUT_CORPUS();
+  CorpusHost h;
+  const Snapshot s = h.capture_it();
+  const fs::path out = h.host.root() / "out/snap.yaml";
+  fs::create_directories(out.parent_path());
+  std::ofstream(out) << "old content";
+  ASSERT_TRUE(s.write(out).ok());
+  const auto back = Snapshot::read(out);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(*back, s);
+  EXPECT_EQ(std::distance(fs::directory_iterator(out.parent_path()), fs::directory_iterator()), 1) << "no temporary left";
+  const auto missing = Snapshot::read(h.host.root() / "nope.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, ErrorKind::Io);
+}
+
+// ----- compatibility -------------------------------------------------------------------------
+
+CapturedPackage package(const std::string& name, const std::string& version, std::vector<std::string> depends,
+                        std::vector<std::string> constrains = {}) {
+  CapturedPackage p;
+  p.record.name = name;
+  p.record.version = *Version::parse(version);
+  p.record.build = "h0_0";
+  p.record.subdir = "linux-64";
+  p.record.depends = std::move(depends);
+  p.record.constrains = std::move(constrains);
+  return p;
+}
+
+HostFacts linux_host(const std::string& glibc, const std::string& cuda, const std::string& level) {
+  HostFacts h;
+  h.platform = "linux-64";
+  h.kernel = "5.15.0-105-generic";
+  h.glibc = glibc;
+  h.cpu_arch = "x86_64";
+  h.cpu_level = level;
+  h.libstdcxx_glibcxx = "3.4.30";
+  h.libstdcxx_cxxabi = "1.3.13";
+  if (!cuda.empty()) h.nvidia = NvidiaFacts{"535.54.03", cuda, {}};
+  return h;
+}
+
+TEST(Compatibility, TooOldGlibcAndDriverNameThePackage) {
+  Snapshot s;
+  s.host = linux_host("2.36", "12.2", "x86_64_v3");
+  CapturedEnvironment env;
+  env.name = "train";
+  env.platform = "linux-64";
+  env.packages = {package("libgcc-ng", "13.2.0", {"__glibc >=2.17,<3.0.a0"}),
+                  package("pytorch", "2.3.1", {"__cuda", "__glibc >=2.28"}),
+                  package("cuda-version", "12.4", {}, {"__cuda >=12", "cudatoolkit 12.4|12.4.*"}),
+                  package("libstdcxx-ng", "13.2.0", {}),
+                  package("numpy", "2.0.0", {"__archspec 1 x86_64_v3"})};
+  EXPECT_TRUE(check_compatibility(s, env, s.host).empty()) << check_compatibility(s, env, s.host)[0].to_string();
+
+  const auto old = check_compatibility(s, env, linux_host("2.27", "11.8", "x86_64_v2"));
+  ASSERT_EQ(old.size(), 3u);
+  EXPECT_EQ(old[0].to_string(), "pytorch 2.3.1 needs __glibc >=2.28; the target has 2.27");
+  EXPECT_EQ(old[1].to_string(), "cuda-version 12.4 needs __cuda >=12; the target has 11.8");
+  EXPECT_EQ(old[2].needed_by, "numpy 2.0.0");
+  EXPECT_EQ(old[2].target_has, "x86_64_v2");
+
+  const auto no_gpu = check_compatibility(s, env, linux_host("2.36", "", "x86_64_v4"));
+  ASSERT_EQ(no_gpu.size(), 1u) << "constrains only bind when the target has a driver";
+  EXPECT_EQ(no_gpu[0].to_string(), "pytorch 2.3.1 needs __cuda; the target has no NVIDIA driver");
+}
+
+TEST(Compatibility, PlatformPipWheelsAndSystemLibstdcxx) {
+  Snapshot s;
+  s.host = linux_host("2.36", "", "x86_64_v3");
+  CapturedEnvironment env;
+  env.name = "app";
+  env.platform = "linux-64";
+  env.packages = {package("python", "3.11.9", {})};
+  PipDistribution wheel;
+  wheel.name = "tokenizers";
+  wheel.version = "0.19.1";
+  wheel.wheel_tags = {"cp311-cp311-manylinux_2_17_x86_64", "cp311-cp311-manylinux2014_x86_64"};
+  env.pip = {wheel};
+  HostFacts target = linux_host("2.12", "", "x86_64_v3");
+  target.libstdcxx_glibcxx = "3.4.19";
+  auto failed = check_compatibility(s, env, target);
+  ASSERT_EQ(failed.size(), 2u);
+  EXPECT_EQ(failed[0].to_string(), "pip:tokenizers 0.19.1 needs glibc >=2.17 (manylinux); the target has 2.12");
+  EXPECT_EQ(failed[1].requirement, "libstdc++ GLIBCXX_3.4.30");
+  EXPECT_EQ(failed[1].target_has, "GLIBCXX_3.4.19");
+  HostFacts arm = linux_host("2.36", "", "aarch64");
+  arm.platform = "linux-aarch64";
+  arm.cpu_arch = "aarch64";
+  failed = check_compatibility(s, env, arm);
+  ASSERT_GE(failed.size(), 2u);
+  EXPECT_EQ(failed[0].to_string(), "environment app needs platform linux-64; the target has linux-aarch64");
+  EXPECT_EQ(failed[1].requirement, "a wheel for x86_64");
+}
+
+// ----- diff ---------------------------------------------------------------------------------------
+
+TEST(SnapshotDiff, PackagesPipDriftAndHostFacts) {
+  SKIP_WITHOUT_CORPUS();
+  CorpusHost before;
+  const Snapshot a = before.capture_it();
+  CorpusHost after;
+  after.host.write("/proc/sys/kernel/osrelease", "6.1.0-21-amd64\n");
+  after.options.command_outputs["nvidia-smi"] =
+      after.host.nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu Feb 22 01:44:30 UTC 2024",
+                        "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__rtx-3060-v12.xml");
+  fs::remove(after.host.local("/opt/conda/envs/train/conda-meta/tzdata-2025a-h78e105d_0.json"));
+  after.host.write("/opt/conda/envs/train/stray.txt", "x");
+  after.host.dpkg_status("pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg_apt");
+  const Snapshot b = after.capture_it();
+  const auto changes = diff_snapshots(a, b);
+  auto find = [&](const std::string& section, const std::string& name) -> const SnapshotChange* {
+    for (const auto& c : changes) {
+      if (c.section == section && c.name == name) return &c;
+    }
+    return nullptr;
+  };
+  const auto* kernel = find("host", "kernel");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->before, "6.1.0-18-amd64");
+  EXPECT_EQ(kernel->after, "6.1.0-21-amd64");
+  const auto* driver = find("host", "nvidia driver");
+  ASSERT_NE(driver, nullptr);
+  EXPECT_EQ(driver->after, "550.54.14");
+  ASSERT_NE(find("host", "cuda (driver)"), nullptr);
+  ASSERT_NE(find("host", "gpus"), nullptr);
+  const auto* tz = find("conda:train", "tzdata");
+  ASSERT_NE(tz, nullptr);
+  EXPECT_EQ(tz->kind, SnapshotChange::Kind::Removed);
+  const auto* stray = find("drift:train", "unowned files");
+  ASSERT_NE(stray, nullptr);
+  EXPECT_EQ(stray->before, "0");
+  EXPECT_EQ(stray->after, "1");
+  EXPECT_NE(find("system", "fdisk:amd64"), nullptr);
+  EXPECT_TRUE(diff_snapshots(a, a).empty());
+}
+
+}  // namespace
+}  // namespace envlock
