@@ -102,7 +102,9 @@ struct MatchSpec {
   static Result<MatchSpec> parse(std::string_view text);
 
   /// Canonical spelling, round-trippable: `channel/subdir::name version build[key=value,...]`
-  /// with the version and build positional when they are plain, brackets otherwise.
+  /// with the version and build positional when they are plain, brackets otherwise; a package
+  /// URL spec prints as its URL (`#sha256` kept). Channels and URLs print as stored: pass the
+  /// text through redact_url() (url.hpp) before writing it to a file or a log.
   [[nodiscard]] std::string to_string() const;
 
   /// The name when it is an exact name (most specs); empty otherwise.
