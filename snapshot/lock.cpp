@@ -57,7 +57,10 @@ Lockfile to_lockfile(const Snapshot& snapshot) {
       pp.version = d.version;
       if (d.source != PipSource::Index) {
         pp.url = d.url;
-        pp.sha256 = d.archive_sha256;
+        const bool hex64 = d.archive_sha256.size() == 64 && std::all_of(d.archive_sha256.begin(), d.archive_sha256.end(), [](char c) {
+                             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                           });
+        if (hex64) pp.sha256 = d.archive_sha256;
         pp.requirement = d.requirement();
       }
       lp.pip.push_back(std::move(pp));

@@ -3,6 +3,7 @@
 #include <libxml/tree.h>
 
 #include <cctype>
+#include <charconv>
 #include <memory>
 #include <regex>
 
@@ -78,8 +79,9 @@ Result<NvidiaFacts> parse_nvidia_smi_xml(std::string_view text, const std::strin
     gpu.architecture = text_of(child(g, "product_architecture"));
     if (include_ids) gpu.uuid = text_of(child(g, "uuid"));
     const std::string total = text_of(child(child(g, "fb_memory_usage"), "total"));  // "24576 MiB"
-    if (!total.empty() && std::isdigit(static_cast<unsigned char>(total[0]))) {
-      gpu.memory_mib = std::stoull(total);
+    std::uint64_t mib = 0;
+    if (auto [end, ec] = std::from_chars(total.data(), total.data() + total.size(), mib); ec == std::errc() && end != total.data()) {
+      gpu.memory_mib = mib;
     }
     nv.gpus.push_back(std::move(gpu));
   }

@@ -213,6 +213,7 @@ Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& p
       return Error{ErrorKind::Parse, prefix_relative + "/direct_url.json", "not a PEP 610 document (a JSON object with a url)", "",
                    "reinstall the distribution"};
     }
+    try {
     d.url = redact_url(j["url"].get<std::string>());
     if (j.contains("vcs_info") && j["vcs_info"].is_object()) {
       const auto& v = j["vcs_info"];
@@ -233,6 +234,10 @@ Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& p
     } else {
       return Error{ErrorKind::Parse, prefix_relative + "/direct_url.json", "has none of vcs_info, archive_info, dir_info", "",
                    "PEP 610 requires exactly one of them"};
+    }
+    } catch (const nlohmann::json::exception& ex) {
+      return Error{ErrorKind::Parse, prefix_relative + "/direct_url.json", std::string("a value has the wrong type: ") + ex.what(), "",
+                   "PEP 610 values are strings and booleans; reinstall the distribution"};
     }
   }
   return d;

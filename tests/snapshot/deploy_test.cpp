@@ -96,9 +96,10 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
 
   // Drift: edit a file libviewshed installed; pip-install a distribution over libsimplerasters.
   std::string edited;
-  for (const auto& e : fs::recursive_directory_iterator(a / "include")) {
-    if (e.is_regular_file()) {
-      edited = e.path().lexically_relative(a).generic_string();
+  const auto viewshed = nlohmann::json::parse(slurp(a / "conda-meta/libviewshed-5.0.0-h29872b0_0.json"));
+  for (const auto& f : viewshed.at("files")) {
+    if (fs::is_regular_file(fs::symlink_status(a / f.get<std::string>()))) {
+      edited = f.get<std::string>();
       break;
     }
   }

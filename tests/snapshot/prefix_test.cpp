@@ -242,7 +242,7 @@ struct DriftPrefix {
 
 TEST(Drift, ModifiedMissingAndUnownedFiles) {
   DriftPrefix p;
-  std::ofstream(p.local / "include/foo.h") << "int foo(int);\n";  // same size, other content
+  std::ofstream(p.local / "include/foo.h") << "int bar(void);\n";  // same size, other content
   std::ofstream(p.local / "bin/foo", std::ios::app) << "echo more\n";
   fs::remove(p.local / "share/foo/data.txt");
   std::ofstream(p.local / "notes.txt") << "by hand\n";
@@ -259,7 +259,7 @@ TEST(Drift, ModifiedMissingAndUnownedFiles) {
   EXPECT_EQ(env->drift.modified[0].actual_size, 30u);
   EXPECT_EQ(env->drift.modified[1].path, "include/foo.h");
   EXPECT_EQ(env->drift.modified[1].expected_sha256, sha256_hex("int foo(void);\n"));
-  EXPECT_EQ(env->drift.modified[1].actual_sha256, sha256_hex("int foo(int);\n"));
+  EXPECT_EQ(env->drift.modified[1].actual_sha256, sha256_hex("int bar(void);\n"));
   ASSERT_EQ(env->drift.missing.size(), 1u);
   EXPECT_EQ(env->drift.missing.at("footool"), std::vector<std::string>{"share/foo/data.txt"});
   EXPECT_EQ(env->drift.unowned, std::vector<std::string>{"notes.txt"}) << "__pycache__ is Python's, not drift";
@@ -268,7 +268,7 @@ TEST(Drift, ModifiedMissingAndUnownedFiles) {
 
 TEST(Drift, WithoutHashingOnlySizesAreCompared) {
   DriftPrefix p;
-  std::ofstream(p.local / "include/foo.h") << "int foo(int);\n";
+  std::ofstream(p.local / "include/foo.h") << "int bar(void);\n";
   CaptureOptions opt;
   opt.hash_files = false;
   std::vector<CaptureProblem> problems;
