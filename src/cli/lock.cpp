@@ -1,0 +1,226 @@
+// envlock lock -f MANIFEST [-o LOCKFILE] [--update NAME...] [--update-all] [--check] [--offline]
+// Pins every transitive package of every environment x platform into a lockfile (default:
+// envlock.lock beside the manifest). With an existing lockfile, keeps what still fits; --check
+// verifies the lockfile against the manifest without network or solving.
+// Exit codes: 0 locked (or --check: fresh), 1 failure (unsatisfiable, network, stale), 2 usage.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "envlock/lock.hpp"
+#include "envlock/lockfile.hpp"
+#include "envlock/manifest.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct LockArgs {
+  std::string manifest;
+  std::string output;
+  std::vector<std::string> update;
+  bool update_all = false;
+  bool check = false;
+  bool offline = false;
+};
+
+/// What changed for one environment x platform between two locks, by package name.
+struct Change {
+  std::vector<std::string> added, removed, changed;  ///< changed: "name old -> new"
+};
+
+Change compare(const LockedPlatform* before, const LockedPlatform& after) {
+  Change c;
+  std::map<std::string, const LockedPackage*> old;
+  if (before != nullptr)
+    for (const auto& p : before->packages) old[p.name] = &p;
+  std::set<std::string> seen;
+  for (const auto& p : after.packages) {
+    seen.insert(p.name);
+    auto it = old.find(p.name);
+    if (it == old.end()) {
+      c.added.push_back(p.name + " " + p.version.to_string() + " " + p.build);
+    } else if (it->second->file_name != p.file_name || it->second->channel != p.channel) {
+      c.changed.push_back(p.name + " " + it->second->version.to_string() + " " + it->second->build + " -> " +
+                          p.version.to_string() + " " + p.build);
+    }
+  }
+  for (const auto& [name, p] : old)
+    if (seen.count(name) == 0) c.removed.push_back(name + " " + p->version.to_string() + " " + p->build);
+  return c;
+}
+
+const LockedPlatform* find_platform(const std::optional<Lockfile>& lock, const std::string& env, const std::string& p) {
+  if (!lock) return nullptr;
+  auto e = lock->environments.find(env);
+  if (e == lock->environments.end()) return nullptr;
+  auto it = e->second.platforms.find(p);
+  return it == e->second.platforms.end() ? nullptr : &it->second;
+}
+
+int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock_path) {
+  std::error_code ec;
+  if (!fs::exists(lock_path, ec))
+    return report_error(ctx, Error{ErrorKind::Stale, lock_path.string(), "lockfile does not exist", "",
+                                   "run `envlock lock -f " + manifest.path.string() + "` and commit the lockfile"});
+  auto lock = Lockfile::read(lock_path);
+  if (!lock) return report_error(ctx, lock.error());
+  auto reasons = check_lockfile(manifest, *lock);
+  if (ctx.json) {
+    nlohmann::json j;
+    j["lockfile"] = lock_path.string();
+    j["fresh"] = reasons.empty();
+    j["reasons"] = nlohmann::json::array();
+    for (const auto& r : reasons)
+      j["reasons"].push_back({{"kind", std::string(to_string(r.kind))},
+                              {"environment", r.environment},
+                              {"platform", r.platform},
+                              {"package", r.package},
+                              {"message", r.message}});
+    std::cout << j.dump(2) << "\n";
+  }
+  if (reasons.empty()) {
+    if (!ctx.json) std::cout << lock_path.string() << " is up to date with " << manifest.path.string() << "\n";
+    return 0;
+  }
+  std::cerr << "error: " << lock_path.string() << " no longer satisfies " << manifest.path.string() << " ("
+            << reasons.size() << (reasons.size() == 1 ? " reason" : " reasons") << "):\n";
+  for (const auto& r : reasons) {
+    std::string where = r.environment;
+    if (!r.platform.empty()) where += (where.empty() ? "" : "/") + r.platform;
+    std::cerr << "  - " << (where.empty() ? "" : "[" + where + "] ") << r.message << "\n";
+  }
+  std::cerr << "hint: run `envlock lock -f " << manifest.path.string() << "` to update the lockfile\n";
+  return 1;
+}
+
+int report_conflict(const Context& ctx, const Error& error, const LockDiagnostics::Conflict& conflict) {
+  if (ctx.json) {
+    nlohmann::json j;
+    conflict.explanation.to_json(j);
+    j["environment"] = conflict.environment;
+    j["platform"] = conflict.platform;
+    nlohmann::json out = {{"error",
+                           {{"kind", "unsatisfiable"},
+                            {"where", error.where},
+                            {"message", error.message},
+                            {"detail", error.detail},
+                            {"hint", error.hint}}},
+                          {"conflict", j}};
+    std::cout << out.dump(2) << "\n";
+  }
+  std::cerr << "error: " << error.to_string() << "\n";
+  return 1;
+}
+
+int run_lock(const Context& ctx, const LockArgs& args) {
+  if (args.check && (args.update_all || !args.update.empty()))
+    return report_error(ctx, Error{ErrorKind::Usage, "", "--check cannot be combined with --update or --update-all",
+                                   "", "--check only reads; run the update first, then check"});
+  if (args.update_all && !args.update.empty())
+    return report_error(ctx, Error{ErrorKind::Usage, "", "--update and --update-all cannot be combined", "",
+                                   "--update-all already frees every package"});
+  auto manifest = load_manifest(args.manifest);
+  if (!manifest) return report_error(ctx, manifest.error());
+  for (const auto& w : manifest->warnings) warn(w);
+  fs::path lock_path = args.output.empty() ? fs::absolute(args.manifest).parent_path() / "envlock.lock"
+                                           : fs::path(args.output);
+  if (args.check) return run_check(ctx, *manifest, lock_path);
+
+  std::optional<Lockfile> previous;
+  std::error_code ec;
+  if (fs::exists(lock_path, ec)) {
+    auto read = Lockfile::read(lock_path);
+    if (!read) {
+      if (!args.update_all) {
+        Error e = read.error();
+        e.hint = "fix the lockfile, or run with --update-all to replace it";
+        return report_error(ctx, e);
+      }
+    } else {
+      previous = std::move(*read);
+    }
+  }
+  if (!args.update.empty() && !previous)
+    return report_error(ctx, Error{ErrorKind::Usage, lock_path.string(), "--update needs an existing lockfile", "",
+                                   "run `envlock lock -f " + args.manifest + "` first"});
+
+  LockDiagnostics diag;
+  LockOptions options;
+  options.previous = previous;
+  options.update = args.update;
+  options.update_all = args.update_all;
+  options.repodata.offline = args.offline;
+  options.diagnostics = &diag;
+  auto lock = lock_manifest(*manifest, options);
+  for (const auto& w : diag.warnings) warn(w);
+  for (const auto& h : diag.hints) std::cerr << "hint: " << h << "\n";
+  if (!lock) {
+    if (diag.conflict) return report_conflict(ctx, lock.error(), *diag.conflict);
+    return report_error(ctx, lock.error());
+  }
+
+  std::string text = lock->to_yaml();
+  bool unchanged = false;
+  if (fs::exists(lock_path, ec)) {
+    std::ifstream in(lock_path, std::ios::binary);
+    std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    unchanged = old == text;
+  }
+  if (!unchanged)
+    if (auto st = lock->write(lock_path); !st) return report_error(ctx, st.error());
+
+  nlohmann::json j;
+  j["lockfile"] = lock_path.string();
+  j["changed"] = !unchanged;
+  j["environments"] = nlohmann::json::object();
+  std::string summary;
+  for (const auto& [env_name, env] : lock->environments) {
+    for (const auto& [platform, lp] : env.platforms) {
+      Change c = compare(find_platform(previous, env_name, platform), lp);
+      j["environments"][env_name][platform] = {
+          {"packages", lp.packages.size()}, {"added", c.added}, {"removed", c.removed}, {"changed", c.changed}};
+      summary += "  " + env_name + " / " + platform + ": " + std::to_string(lp.packages.size()) + " packages";
+      if (previous) {
+        summary += " (" + std::to_string(c.added.size()) + " added, " + std::to_string(c.removed.size()) +
+                   " removed, " + std::to_string(c.changed.size()) + " changed)";
+      }
+      summary += "\n";
+      for (const auto& s : c.changed) summary += "      ~ " + s + "\n";
+      for (const auto& s : c.added)
+        if (previous) summary += "      + " + s + "\n";
+      for (const auto& s : c.removed) summary += "      - " + s + "\n";
+    }
+  }
+  if (ctx.json) {
+    j["hints"] = diag.hints;
+    j["warnings"] = diag.warnings;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << (unchanged ? "unchanged " : "locked ") << lock_path.string() << "\n" << summary;
+  }
+  return 0;
+}
+
+void setup(CLI::App& sub, Context& ctx) {
+  auto args = std::make_shared<LockArgs>();
+  sub.add_option("-f,--file", args->manifest, "the manifest (envlock.yaml or environment.yml)")->required();
+  sub.add_option("-o,--output", args->output, "the lockfile to write (default: envlock.lock beside the manifest)");
+  sub.add_option("--update", args->update, "solve these packages afresh, keep every other locked record")
+      ->expected(1, -1);
+  sub.add_flag("--update-all", args->update_all, "ignore the existing lockfile and solve everything afresh");
+  sub.add_flag("--check", args->check, "verify the lockfile against the manifest (no network, no solve)");
+  sub.add_flag("--offline", args->offline, "use cached repodata only");
+  sub.callback([&ctx, args] { ctx.exit_code = run_lock(ctx, *args); });
+}
+
+const RegisterCommand reg{"lock", "pin every package of every environment and platform into a lockfile", &setup};
+
+}  // namespace
+}  // namespace envlock::cli

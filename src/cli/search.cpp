@@ -1,0 +1,132 @@
+// envlock search MATCHSPEC [-c CHANNEL...] [--platform P] [--offline] [--json]
+// Lists the records of the channels that match a MatchSpec, newest first per name (version, then
+// build number, then timestamp), as `micromamba search` does. Channels default to conda-forge;
+// the platform defaults to this host's subdir, and noarch is always searched.
+// Exit codes: 0 matches found, 1 no match or a channel error, 2 usage error.
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "envlock/channel.hpp"
+#include "envlock/manifest.hpp"
+#include "envlock/platform.hpp"
+#include "envlock/solver.hpp"
+#include "envlock/url.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+namespace {
+
+struct SearchArgs {
+  std::string spec;
+  std::vector<std::string> channels;
+  std::string platform;
+  bool offline = false;
+};
+
+nlohmann::json record_json(const RepoDataRecord& r) {
+  nlohmann::json j = {{"name", r.name},
+                      {"version", r.version.to_string()},
+                      {"build", r.build},
+                      {"build_number", r.build_number},
+                      {"subdir", r.subdir},
+                      {"channel", redact_url(r.channel)},
+                      {"url", redact_url(r.url)},
+                      {"file_name", r.file_name},
+                      {"depends", r.depends},
+                      {"constrains", r.constrains},
+                      {"license", r.license},
+                      {"md5", r.md5},
+                      {"sha256", r.sha256}};
+  j["size"] = r.size ? nlohmann::json(*r.size) : nlohmann::json();
+  j["timestamp"] = r.timestamp ? nlohmann::json(*r.timestamp) : nlohmann::json();
+  return j;
+}
+
+int run_search(const Context& ctx, const SearchArgs& args) {
+  auto spec = MatchSpec::parse(args.spec);
+  if (!spec) {
+    Error e = spec.error();
+    e.kind = ErrorKind::Usage;
+    return report_error(ctx, e);
+  }
+  std::string platform = args.platform.empty() ? Platform::host().to_string() : args.platform;
+  if (auto p = Platform::parse(platform); !p) {
+    Error e = p.error();
+    e.kind = ErrorKind::Usage;
+    return report_error(ctx, e);
+  }
+  std::vector<std::string> spellings = args.channels;
+  if (spellings.empty()) spellings.push_back(spec->channel ? *spec->channel : "conda-forge");
+  std::vector<Channel> channels;
+  for (const auto& s : spellings) {
+    auto ch = resolve_channel(s, std::filesystem::current_path());
+    if (!ch) {
+      Error e = ch.error();
+      e.kind = ErrorKind::Usage;
+      if (e.where.empty()) e.where = "-c " + redact_url(s);
+      return report_error(ctx, e);
+    }
+    channels.push_back(*ch);
+  }
+  RepodataOptions options;
+  options.offline = args.offline;
+  auto data = load_repodata(channels, {platform}, options);
+  if (!data) return report_error(ctx, data.error());
+  std::vector<SolverRepo> repos;
+  for (std::size_t i = 0; i < data->size(); ++i) {
+    const auto& d = (*data)[i];
+    repos.push_back({d.channel, d.subdir, static_cast<int>(i), d.content_hash, &d.records});
+  }
+  // The channel part of a spec selects channels above; matching ignores it here, since records
+  // carry the channel's URL rather than its spelling.
+  MatchSpec query = *spec;
+  query.channel.reset();
+  auto found = find_records(repos, query);
+
+  if (ctx.json) {
+    nlohmann::json j = {{"query", args.spec}, {"platform", platform}, {"packages", nlohmann::json::array()}};
+    for (const auto& c : channels) j["channels"].push_back(c.public_url());
+    for (const auto* r : found) j["packages"].push_back(record_json(*r));
+    std::cout << j.dump(2) << "\n";
+  }
+  if (found.empty()) {
+    std::string names;
+    for (const auto& c : channels) names += (names.empty() ? "" : ", ") + c.public_url();
+    std::cerr << "error: no package matches '" << args.spec << "' in " << names << " (" << platform
+              << " and noarch)\n"
+              << "hint: check the name, or search another platform with --platform\n";
+    return 1;
+  }
+  if (ctx.json) return 0;
+  std::size_t wn = 4, wv = 7, wb = 5;
+  for (const auto* r : found) {
+    wn = std::max(wn, r->name.size());
+    wv = std::max(wv, r->version.to_string().size());
+    wb = std::max(wb, r->build.size());
+  }
+  std::cout << std::left << std::setw(static_cast<int>(wn)) << "Name"
+            << "  " << std::setw(static_cast<int>(wv)) << "Version"
+            << "  " << std::setw(static_cast<int>(wb)) << "Build"
+            << "  Channel/subdir\n";
+  for (const auto* r : found)
+    std::cout << std::left << std::setw(static_cast<int>(wn)) << r->name << "  " << std::setw(static_cast<int>(wv))
+              << r->version.to_string() << "  " << std::setw(static_cast<int>(wb)) << r->build << "  "
+              << redact_url(r->channel) << "/" << r->subdir << "\n";
+  return 0;
+}
+
+void setup(CLI::App& sub, Context& ctx) {
+  auto args = std::make_shared<SearchArgs>();
+  sub.add_option("spec", args->spec, "a MatchSpec, e.g. 'numpy >=1.26' or 'pytorch 2.* *cuda*'")->required();
+  sub.add_option("-c,--channel", args->channels, "channel name, URL or directory (repeatable; default conda-forge)");
+  sub.add_option("--platform", args->platform, "subdir to search besides noarch (default: this host's)");
+  sub.add_flag("--offline", args->offline, "use cached repodata only");
+  sub.callback([&ctx, args] { ctx.exit_code = run_search(ctx, *args); });
+}
+
+const RegisterCommand reg{"search", "list the channel records matching a MatchSpec, newest first", &setup};
+
+}  // namespace
+}  // namespace envlock::cli
