@@ -1,0 +1,167 @@
+#pragma once
+// envlock/diff.hpp — what a lockfile change really does, for reviewers and CI gates.
+//
+// diff_lockfiles() compares two Lockfiles (read from any format, see readers.hpp) per
+// environment x platform and classifies every package that differs. Change kinds have stable
+// names, used in JSON output and by `envlock diff --fail-on`:
+//
+//   added              only on the new side
+//   removed            only on the old side
+//   upgraded           higher version (conda version order, envlock::Version)
+//   downgraded         lower version                                           (red flag)
+//   rebuilt            same version, another build string (or the same build repackaged in
+//                      another archive format, .tar.bz2 -> .conda: note "repackaged")
+//   variant-switch     the build variant moved: cuda <-> cpu, mkl <-> openblas (build string
+//                      or track_features), or another CUDA major (`cudaNNN` build tags,
+//                      `cuda-version` in depends)                              (red flag)
+//   channel-changed    the package now comes from another channel
+//   hash-changed       same name, version, build and archive file but another sha256 or md5,
+//                      or another URL within the same channel                 (red flag)
+//   license-changed    the record's license string differs (both sides known)
+//   host-floor-raised  the package needs more of the host than the old environment did: a new
+//                      or higher `__glibc`, `__cuda`, `__linux` or `__osx` lower bound in its
+//                      depends than the old environment's highest bound for that name
+//
+// One change per package: `kind` is the most important kind that applies (order:
+// hash-changed, variant-switch, added, removed, downgraded, upgraded, rebuilt, channel-changed,
+// host-floor-raised, license-changed); every other kind that also applies is in `flags`.
+// `--fail-on` matches a kind in either place. pip packages are compared too (added, removed,
+// upgraded, downgraded, hash-changed), marked `pypi`.
+//
+// "Why": `pulled_by` lists the direct dependencies that pull a changed package in — the
+// environment's requested specs when the format records them, else the roots of the `depends`
+// graph (packages no other package depends on) — found by walking the new side's depends graph
+// upwards (the old side's for removed packages). A requested or root package lists itself.
+//
+// Sizes are archive sizes in bytes, counted only where both needed sides know them.
+// Environments pair by name; when each side has exactly one environment they pair whatever
+// their names (a conda-lock "default" against an envlock.lock "ml"). Platforms pair by key.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "envlock/lockfile.hpp"
+#include "envlock/result.hpp"
+
+namespace envlock {
+
+enum class ChangeKind {
+  HashChanged,
+  VariantSwitch,
+  Added,
+  Removed,
+  Downgraded,
+  Upgraded,
+  Rebuilt,
+  ChannelChanged,
+  HostFloorRaised,
+  LicenseChanged,
+};
+
+/// Every kind, in precedence order (the order of the enum).
+const std::vector<ChangeKind>& all_change_kinds();
+/// The stable name: "hash-changed", "variant-switch", "added", ...
+std::string_view change_kind_name(ChangeKind kind);
+/// Parses a stable name; nullopt for anything else.
+std::optional<ChangeKind> parse_change_kind(std::string_view name);
+/// Parses `--fail-on` text: "any" or a comma-separated list of kind names. Errors
+/// (ErrorKind::Usage) name the unknown kind and list the valid ones.
+Result<std::set<ChangeKind>> parse_fail_on(std::string_view text);
+/// hash-changed, variant-switch and downgraded: what a reviewer must look at.
+bool is_red_flag(ChangeKind kind);
+
+/// One side of a changed package, as the lockfile records it (empty strings when unknown).
+struct PackageSide {
+  std::string version;
+  std::string build;
+  std::string channel;
+  std::string url;
+  std::string sha256;
+  std::string md5;
+  std::string license;
+  std::optional<std::uint64_t> size;     ///< bytes
+  std::vector<std::string> variants;     ///< variant tags found: "cuda", "cuda12", "cpu", "mkl", ...
+};
+
+struct PackageChange {
+  std::string name;
+  bool pypi = false;                      ///< a pip/PyPI package rather than a conda record
+  ChangeKind kind = ChangeKind::Added;    ///< the most important kind that applies
+  std::vector<ChangeKind> flags;          ///< further kinds that apply, in precedence order
+  std::optional<PackageSide> old_side;    ///< absent for added
+  std::optional<PackageSide> new_side;    ///< absent for removed
+  std::optional<std::int64_t> size_delta; ///< bytes, when the sizes needed are known
+  std::vector<std::string> pulled_by;     ///< direct dependencies pulling it in (sorted)
+  std::vector<std::string> notes;         ///< human details: "cuda12 -> cpu", "__glibc >=2.28 (was 2.17)"
+
+  [[nodiscard]] bool has(ChangeKind k) const;
+  [[nodiscard]] bool red_flag() const;
+};
+
+/// Highest lower bound an environment's packages put on one virtual package ("2.17"), per side.
+struct HostFloor {
+  std::string name;          ///< "__glibc", "__cuda", "__linux", "__osx"
+  std::string old_floor;     ///< empty when no package of the old side required it
+  std::string new_floor;
+};
+
+struct PlatformDiff {
+  std::string environment;   ///< display name ("default", or "old -> new" when paired by being alone)
+  std::string platform;      ///< platform key (subdir)
+  enum class Presence { Both, OnlyOld, OnlyNew } presence = Presence::Both;
+  std::vector<PackageChange> changes;   ///< red flags first, then by kind, then name
+  std::int64_t size_delta = 0;          ///< sum of known package size deltas, bytes
+  std::vector<HostFloor> host_floors;   ///< floors that differ between the sides
+  std::size_t old_count = 0, new_count = 0;  ///< packages (conda + pip) on each side
+};
+
+struct LockDiff {
+  std::vector<PlatformDiff> groups;                ///< sorted by environment, platform
+  std::map<ChangeKind, std::size_t> counts;        ///< changes per primary kind
+  std::map<ChangeKind, std::size_t> counts_any;    ///< changes where the kind is primary or a flag
+  std::size_t total = 0;                           ///< number of package changes
+  std::int64_t size_delta = 0;                     ///< bytes
+
+  [[nodiscard]] bool empty() const { return total == 0; }
+  /// True when a change has one of `kinds` as its kind or among its flags.
+  [[nodiscard]] bool has_any(const std::set<ChangeKind>& kinds) const;
+  [[nodiscard]] std::size_t red_flags() const;
+};
+
+/// Compares two lockfiles (see the file comment for the rules). Pure: no I/O.
+LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock);
+
+/// Labels naming the two inputs in rendered output (as the user gave them, credential-free).
+struct DiffLabels {
+  std::string old_label;
+  std::string new_label;
+  std::string old_format;   ///< FormatInfo::to_string()
+  std::string new_format;
+};
+
+/// Terminal text: summary line first ("no changes" when there are none), then one block per
+/// environment x platform. `color` adds ANSI colours (the caller decides: TTY and no NO_COLOR).
+std::string render_text(const LockDiff& diff, const DiffLabels& labels, bool color);
+/// A pull-request comment in GitHub-flavoured Markdown: title, summary table, red flags first,
+/// then one collapsible <details> section per environment x platform.
+std::string render_markdown(const LockDiff& diff, const DiffLabels& labels);
+/// The JSON document (schema "envlock-diff/1", documented in docs/review.md).
+nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels);
+
+/// `envlock show`: a normalized, sorted, one-package-per-line view of a lockfile, the same for
+/// every format that records the same packages (for `git diff` textconv):
+///   <env>/<platform> <name> <version> <build> <channel> <sha256:hex|md5:hex|->
+///   <env>/<platform> pypi:<name> <version> <url> <sha256:hex|->
+std::string render_show(const Lockfile& lock);
+
+/// Human size: "+1.2 MiB", "-340 KiB", "+12 B" (signed when `sign`), binary units.
+std::string format_size(std::int64_t bytes, bool sign);
+
+}  // namespace envlock

@@ -1,0 +1,105 @@
+#pragma once
+// envlock/readers.hpp — reading the lockfiles people commit today into envlock's one model.
+//
+// Every reader produces a `Lockfile` (include/envlock/lockfile.hpp): environment x platform ->
+// locked conda records and pip packages, so `diff`, `show`, `install` and `snapshot` speak one
+// shape whatever the source. Formats read:
+//
+//   envlock.lock      envlock's own lockfile, through Lockfile::parse (docs/lockfile.md).
+//   conda-lock        `conda-lock.yml` / `*.conda-lock.yml`, unified format version 1 (and the
+//                     unversioned v0 spelling): `metadata` + one `package` list whose entries carry
+//                     `platform`, `manager` (conda | pip), `category` (main, dev, extras) or
+//                     `categories`, `url`, `hash: {md5, sha256}` and `dependencies` as a map.
+//                     pixi.lock format versions 1-3 use the same shape (`dependencies` as a list)
+//                     and are read by the same reader.
+//   pixi.lock 4-7     `environments: {name: {channels, packages: {platform: [{conda|pypi: url}]}}}`
+//                     plus one top-level `packages` list. Version 4 entries carry `kind`; from 5 on
+//                     the key (`conda:` / `pypi:`) names the kind and name/version/build may be left
+//                     out (then taken from the archive file name in the URL). Version 7 adds a
+//                     `platforms` list (name, subdir, virtual-packages) that environments refer to
+//                     by name, and `conda_source:` source packages.
+//   @EXPLICIT         conda's explicit spec files: one package URL per line after `@EXPLICIT`, with
+//                     a `#<md5>` (32 hex), `#sha256:<hex>` or bare `#<64 hex>` fragment;
+//                     `# platform: <subdir>` names the platform; conda-lock's
+//                     `# pip <name> @ <url>#sha256=<hex>` lines become pip packages.
+//   conda-meta        an environment prefix (a directory holding `conda-meta/*.json`), through
+//                     read_conda_meta(), so a lockfile can be compared with what is installed.
+//
+// Model mapping: a format without environments gives one environment named "default"; conda-lock
+// categories do not split environments (an install of all categories is one environment) — each
+// record's `layer` keeps its category list ("main", "dev", "main,dev"). Platforms are keyed by
+// subdir, except pixi.lock 7 platforms with their own names (`linux-64-cuda`), keyed by that name
+// with `LockedPlatform::platform` holding the subdir. Packages are sorted by name, pip packages
+// by name. URLs and channels are credential-free (redact_url). When a format leaves out name,
+// version or build, they come from the package file name in the URL (parse_archive_name); subdir
+// and channel come from the URL path (`<channel>/<subdir>/<file>`).
+//
+// Errors (ErrorKind::Parse unless noted) name the file and place as `file:line:col` and say what to
+// do: YAML syntax errors (truncated files included), a conda entry with neither URL nor hash, a
+// package listed twice for one environment and platform, an unknown or newer format version
+// ("pixi.lock format version 8 is newer than this envlock reads (4-7)"), a file that is not a
+// lockfile at all (a TOML manifest, a plain list of specs, a URL list without `@EXPLICIT`).
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "envlock/lockfile.hpp"
+#include "envlock/result.hpp"
+
+namespace envlock {
+
+/// The lockfile formats envlock reads.
+enum class LockFormat {
+  Envlock,    ///< envlock.lock
+  CondaLock,  ///< conda-lock.yml (v0/v1) and pixi.lock 1-3, which share its shape
+  PixiLock,   ///< pixi.lock 4-7
+  Explicit,   ///< @EXPLICIT spec file
+  CondaMeta,  ///< an environment prefix's conda-meta/ directory
+};
+
+/// What detection found: the format and its version (0 when the format has none, as @EXPLICIT).
+struct FormatInfo {
+  LockFormat format = LockFormat::Envlock;
+  int version = 0;
+  /// Human name, e.g. "conda-lock v1", "pixi.lock v6", "@EXPLICIT", "conda-meta prefix".
+  [[nodiscard]] std::string to_string() const;
+};
+
+/// Detects the format of lockfile text without reading its packages. `source` names the input
+/// in errors. Refuses (ErrorKind::Parse) text that is no lockfile envlock reads, a format version
+/// newer than supported or unknown, naming what was found.
+Result<FormatInfo> detect_lock_format(const std::string& text, const std::string& source);
+
+/// A lockfile read from any supported format, with the format it was read from.
+struct ReadResult {
+  Lockfile lockfile;
+  FormatInfo format;
+};
+
+/// Detects the format of `text` and reads it. `source` names the input in errors and is used as
+/// a hint only for envlock.lock (a file named `*envlock.lock`).
+Result<ReadResult> read_lockfile_text(const std::string& text, const std::string& source);
+
+/// Reads a lockfile from a path: a file in any supported format, or a directory that is an
+/// environment prefix (has `conda-meta/`). ErrorKind::Io when the path cannot be read.
+Result<ReadResult> read_lockfile_path(const std::filesystem::path& path);
+
+/// Format-specific readers (detect_lock_format has already chosen the format; each re-checks
+/// the version it supports). All return the model described in the file comment.
+Result<Lockfile> read_conda_lock(const std::string& text, const std::string& source);
+Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& source);
+Result<Lockfile> read_explicit(const std::string& text, const std::string& source);
+/// Reads `prefix/conda-meta/*.json` into environment "default", platform = the subdir of the
+/// installed non-noarch records ("noarch" when all are noarch).
+Result<Lockfile> read_prefix(const std::filesystem::path& prefix);
+
+/// Fills the fields a lockfile format may leave out from the package URL: file_name (last path
+/// segment without query or fragment), name/version/build (parse_archive_name) when empty,
+/// subdir (the parent path segment) when empty, and channel (the URL before `/<subdir>/`) when
+/// empty. The URL is made credential-free. `where` names the entry in errors: a URL that is not a
+/// `name-version-build.conda|.tar.bz2` archive while name/version/build are missing, or a version
+/// that does not parse.
+Status complete_record_from_url(RepoDataRecord& record, const std::string& where);
+
+}  // namespace envlock

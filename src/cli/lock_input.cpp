@@ -1,0 +1,126 @@
+// Reading lockfiles named on the command line: PATH, '-', REV:PATH (see lock_input.hpp).
+#include "lock_input.hpp"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+namespace envlock::cli {
+namespace {
+
+struct CommandOutput {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv (no shell) and captures stdout and stderr.
+Result<CommandOutput> run_capture(const std::vector<std::string>& argv) {
+  int out_pipe[2], err_pipe[2];
+  if (pipe(out_pipe) != 0) return Error{ErrorKind::Io, argv[0], std::strerror(errno), "", ""};
+  if (pipe(err_pipe) != 0) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return Error{ErrorKind::Io, argv[0], std::strerror(errno), "", ""};
+  }
+  pid_t pid = fork();
+  if (pid < 0) return Error{ErrorKind::Io, argv[0], std::strerror(errno), "", ""};
+  if (pid == 0) {
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  CommandOutput result;
+  // Read both pipes as data arrives, so a child filling one pipe never blocks on the other.
+  char buf[65536];
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  close(out_pipe[0]);
+  close(err_pipe[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace
+
+Result<LockInput> read_lock_input(const std::string& arg) {
+  LockInput input;
+  input.label = arg;
+  if (arg == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    auto r = read_lockfile_text(text, "<stdin>");
+    if (!r) return r.error();
+    input.read = std::move(r).value();
+    return input;
+  }
+  std::error_code ec;
+  const auto colon = arg.find(':');
+  if (!std::filesystem::exists(arg, ec) && colon != std::string::npos && colon > 0 &&
+      arg.find("://") == std::string::npos) {
+    const std::string rev = arg.substr(0, colon);
+    const std::string path = arg.substr(colon + 1);
+    auto out = run_capture({"git", "show", arg});
+    if (!out) return out.error();
+    if (out->status != 0) {
+      std::string msg = out->err;
+      while (!msg.empty() && (msg.back() == '\n' || msg.back() == '\r')) msg.pop_back();
+      if (auto nl = msg.find('\n'); nl != std::string::npos) msg = msg.substr(0, nl);
+      if (msg.starts_with("fatal: ")) msg = msg.substr(7);
+      Error e;
+      e.kind = ErrorKind::Io;
+      e.where = arg;
+      e.message = out->status == 127 ? "cannot run git to read revision '" + rev + "'"
+                                     : "git cannot show '" + path + "' at revision '" + rev + "': " + msg;
+      e.hint = "REV:PATH reads PATH as committed in REV (e.g. HEAD~1:conda-lock.yml, main:pixi.lock); "
+               "check both with `git show REV:PATH`";
+      return e;
+    }
+    auto r = read_lockfile_text(out->out, arg);
+    if (!r) return r.error();
+    input.read = std::move(r).value();
+    return input;
+  }
+  auto r = read_lockfile_path(arg);
+  if (!r) return r.error();
+  input.read = std::move(r).value();
+  return input;
+}
+
+}  // namespace envlock::cli

@@ -1,0 +1,56 @@
+// envlock show FILE — a normalized, sorted, one-package-per-line view of any lockfile, for
+// `git diff` textconv (docs/review.md). Exit codes: 0 ok, 2 the input cannot be read.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "envlock/diff.hpp"
+#include "lock_input.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+namespace {
+
+int run_show(const Context& ctx, const std::string& arg) {
+  auto in = read_lock_input(arg);
+  if (!in) {
+    report_error(ctx, in.error());
+    return 2;
+  }
+  const Lockfile& lock = in->read.lockfile;
+  if (ctx.json) {
+    nlohmann::json j;
+    j["format"] = in->read.format.to_string();
+    j["packages"] = nlohmann::json::array();
+    for (const auto& [env_name, env] : lock.environments) {
+      for (const auto& [key, plat] : env.platforms) {
+        for (const auto& p : plat.packages) {
+          j["packages"].push_back({{"environment", env_name}, {"platform", key}, {"source", "conda"},
+                                   {"name", p.name}, {"version", p.version.to_string()},
+                                   {"build", p.build}, {"channel", p.channel}, {"url", p.url},
+                                   {"sha256", p.sha256}, {"md5", p.md5}});
+        }
+        for (const auto& p : plat.pip) {
+          j["packages"].push_back({{"environment", env_name}, {"platform", key}, {"source", "pypi"},
+                                   {"name", p.name}, {"version", p.version}, {"build", ""},
+                                   {"channel", ""}, {"url", p.url}, {"sha256", p.sha256}, {"md5", ""}});
+        }
+      }
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << render_show(lock);
+  return 0;
+}
+
+void setup(CLI::App& sub, Context& ctx) {
+  auto file = std::make_shared<std::string>();
+  sub.add_option("FILE", *file, "lockfile, '-' for stdin, REV:PATH, or environment prefix")->required();
+  sub.callback([&ctx, file] { ctx.exit_code = run_show(ctx, *file); });
+}
+
+const RegisterCommand reg{"show", "print a lockfile as sorted lines, one package each (git textconv)",
+                          &setup};
+
+}  // namespace
+}  // namespace envlock::cli

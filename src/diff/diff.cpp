@@ -1,0 +1,617 @@
+// Classification of package changes between two lockfiles (see include/envlock/diff.hpp).
+#include "envlock/diff.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "envlock/version.hpp"
+
+namespace envlock {
+
+namespace {
+
+constexpr std::string_view kKindNames[] = {
+    "hash-changed", "variant-switch", "added",   "removed",           "downgraded",
+    "upgraded",     "rebuilt",        "channel-changed", "host-floor-raised", "license-changed",
+};
+
+constexpr std::string_view kHostFloorNames[] = {"__glibc", "__cuda", "__linux", "__osx"};
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim(std::string_view s) {
+  std::size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return std::string(s.substr(a, b - a));
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    auto pos = s.find(sep, start);
+    if (pos == std::string_view::npos) pos = s.size();
+    out.emplace_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+  return out;
+}
+
+// "numpy >=1.26,<2 py312*" -> ("numpy", ">=1.26,<2"); handles "__glibc>=2.17" and "ch::name".
+std::pair<std::string, std::string> split_spec(std::string_view spec) {
+  std::string s = trim(spec);
+  std::size_t i = 0;
+  while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i])) &&
+         std::string_view("=<>!~[").find(s[i]) == std::string_view::npos) {
+    ++i;
+  }
+  std::string name = lower(s.substr(0, i));
+  if (auto c = name.rfind("::"); c != std::string::npos) name = name.substr(c + 2);
+  std::string rest = trim(std::string_view(s).substr(i));
+  // The version part is the first whitespace-separated token of the rest.
+  if (auto sp = rest.find_first_of(" \t"); sp != std::string::npos) rest = rest.substr(0, sp);
+  return {name, rest};
+}
+
+std::optional<Version> parse_version(std::string text) {
+  while (!text.empty() && (text.back() == '*' || text.back() == '.')) text.pop_back();
+  if (text.empty()) return Version{};
+  auto v = Version::parse(text);
+  if (!v) return std::nullopt;
+  return std::move(v).value();
+}
+
+// The lowest version a constraint admits, as a floor: ">=2.17,<3" -> 2.17; "2.17.*" -> 2.17;
+// "<3" -> 0; alternatives ("|") give the lowest of their floors.
+Version constraint_floor(const std::string& constraint) {
+  std::optional<Version> lowest;
+  for (const auto& alt : split(constraint, '|')) {
+    Version best;  // "0"
+    for (std::string term : split(alt, ',')) {
+      term = trim(term);
+      while (!term.empty() && (term.front() == '(' )) term.erase(term.begin());
+      while (!term.empty() && (term.back() == ')')) term.pop_back();
+      if (term.empty() || term.starts_with("<") || term.starts_with("!=")) continue;
+      std::size_t skip = 0;
+      for (std::string_view op : {">=", "==", "~=", ">", "="}) {
+        if (term.starts_with(op)) {
+          skip = op.size();
+          break;
+        }
+      }
+      auto v = parse_version(trim(std::string_view(term).substr(skip)));
+      if (v && *v > best) best = *v;
+    }
+    if (!lowest || best < *lowest) lowest = best;
+  }
+  return lowest.value_or(Version{});
+}
+
+using Floors = std::map<std::string, Version>;
+
+Floors record_floors(const PackageRecord& r) {
+  Floors out;
+  for (const auto& dep : r.depends) {
+    auto [name, constraint] = split_spec(dep);
+    if (!name.starts_with("__")) continue;
+    if (std::find(std::begin(kHostFloorNames), std::end(kHostFloorNames), name) == std::end(kHostFloorNames)) {
+      continue;
+    }
+    Version f = constraint_floor(constraint);
+    auto it = out.find(name);
+    if (it == out.end() || f > it->second) out[name] = f;
+  }
+  return out;
+}
+
+// CUDA major from the digits after "cuda"/"cu": "118" -> 11, "120" -> 12, "12" -> 12, "92" -> 9.
+std::string cuda_major(std::string_view digits) {
+  if (digits.empty()) return {};
+  if (digits.size() >= 3) return std::string(digits.substr(0, 2));
+  if (digits[0] == '1') return std::string(digits);
+  return std::string(digits.substr(0, 1));
+}
+
+std::string leading_digits(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  return std::string(s.substr(0, i));
+}
+
+// Variant tags from the build string and track_features.
+std::set<std::string> build_variants(const PackageRecord& r) {
+  std::set<std::string> tags;
+  for (const auto& token : split(lower(r.build), '_')) {
+    if (token.starts_with("cuda")) {
+      tags.insert("cuda");
+      if (auto m = cuda_major(leading_digits(std::string_view(token).substr(4))); !m.empty()) {
+        tags.insert("cuda" + m);
+      }
+    } else if (token.size() >= 4 && token.starts_with("cu") &&
+               std::isdigit(static_cast<unsigned char>(token[2]))) {
+      std::string d = leading_digits(std::string_view(token).substr(2));
+      if (d.size() >= 2 && d.size() <= 3) {
+        tags.insert("cuda");
+        tags.insert("cuda" + cuda_major(d));
+      }
+    }
+    if (token.starts_with("cpu")) tags.insert("cpu");
+    if (token == "gpu") tags.insert("cuda");
+    if (token.find("nomkl") != std::string::npos) tags.insert("nomkl");
+    else if (token.find("mkl") != std::string::npos) tags.insert("mkl");
+    for (const char* blas : {"openblas", "blis", "accelerate", "netlib"}) {
+      if (token.find(blas) != std::string::npos) tags.insert(blas);
+    }
+  }
+  for (const auto& f : r.track_features) tags.insert(lower(f));
+  return tags;
+}
+
+// Variant tags from depends: `cuda-version` pins the CUDA major; `__cuda` marks a GPU build.
+std::set<std::string> depends_variants(const PackageRecord& r) {
+  std::set<std::string> tags;
+  for (const auto& dep : r.depends) {
+    auto [name, constraint] = split_spec(dep);
+    if (name == "__cuda") tags.insert("cuda");
+    if (name == "cuda-version") {
+      Version f = constraint_floor(constraint);
+      const auto& rel = f.release();
+      if (!rel.empty() && !rel[0].empty() && rel[0][0].is_number && rel[0][0].number > 0) {
+        tags.insert("cuda");
+        tags.insert("cuda" + std::to_string(rel[0][0].number));
+      }
+    }
+  }
+  return tags;
+}
+
+std::string normalize_channel(std::string c) {
+  while (!c.empty() && c.back() == '/') c.pop_back();
+  if (!c.empty() && c.find("://") == std::string::npos) c = "https://conda.anaconda.org/" + c;
+  return c;
+}
+
+std::string extension_of(const std::string& file) {
+  if (file.ends_with(".tar.bz2")) return ".tar.bz2";
+  if (file.ends_with(".conda")) return ".conda";
+  return {};
+}
+
+std::string join(const std::set<std::string>& s, const char* sep) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
+PackageSide side_of(const LockedPackage& p, const std::set<std::string>& variants) {
+  PackageSide s;
+  s.version = p.version.to_string();
+  s.build = p.build;
+  s.channel = p.channel;
+  s.url = p.url;
+  s.sha256 = p.sha256;
+  s.md5 = p.md5;
+  s.license = p.license;
+  s.size = p.size;
+  s.variants.assign(variants.begin(), variants.end());
+  return s;
+}
+
+PackageSide side_of(const PipPackage& p) {
+  PackageSide s;
+  s.version = p.version;
+  s.url = p.url;
+  s.sha256 = p.sha256;
+  return s;
+}
+
+int compare_versions(const std::string& a, const std::string& b) {
+  auto va = Version::parse(a);
+  auto vb = Version::parse(b);
+  if (va && vb) {
+    auto c = va->compare(*vb);
+    return c < 0 ? -1 : (c > 0 ? 1 : 0);
+  }
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
+
+std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) : h; }
+
+// The depends graph of one platform, for "pulled_by".
+class DependsGraph {
+ public:
+  DependsGraph(const LockedPlatform* plat, const std::vector<std::string>& requested) {
+    if (plat == nullptr) return;
+    for (const auto& p : plat->packages) nodes_.insert(p.name);
+    std::unordered_set<std::string> has_parent;
+    for (const auto& p : plat->packages) {
+      for (const auto& dep : p.depends) {
+        std::string d = split_spec(dep).first;
+        if (d == p.name || !nodes_.contains(d)) continue;
+        parents_[d].push_back(p.name);
+        has_parent.insert(d);
+      }
+    }
+    for (const auto& r : requested) {
+      std::string n = split_spec(r).first;
+      if (nodes_.contains(n)) roots_.insert(n);
+    }
+    if (roots_.empty()) {
+      for (const auto& n : nodes_) {
+        if (!has_parent.contains(n)) roots_.insert(n);
+      }
+    }
+  }
+
+  [[nodiscard]] std::vector<std::string> pulled_by(const std::string& name) const {
+    std::set<std::string> found;
+    if (!nodes_.contains(name)) return {};
+    std::unordered_set<std::string> seen{name};
+    std::deque<std::string> queue{name};
+    while (!queue.empty()) {
+      std::string n = std::move(queue.front());
+      queue.pop_front();
+      if (roots_.contains(n)) found.insert(n);
+      auto it = parents_.find(n);
+      if (it == parents_.end()) continue;
+      for (const auto& parent : it->second) {
+        if (seen.insert(parent).second) queue.push_back(parent);
+      }
+    }
+    return {found.begin(), found.end()};
+  }
+
+ private:
+  std::unordered_set<std::string> nodes_;
+  std::unordered_map<std::string, std::vector<std::string>> parents_;
+  std::set<std::string> roots_;
+};
+
+Floors environment_floors(const LockedPlatform* plat) {
+  Floors out;
+  if (plat == nullptr) return out;
+  for (const auto& p : plat->packages) {
+    for (auto& [name, f] : record_floors(p)) {
+      auto it = out.find(name);
+      if (it == out.end() || f > it->second) out[name] = f;
+    }
+  }
+  return out;
+}
+
+void finish_change(PackageChange& c, std::set<ChangeKind> kinds) {
+  c.kind = *kinds.begin();
+  kinds.erase(kinds.begin());
+  c.flags.assign(kinds.begin(), kinds.end());
+}
+
+void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedPlatform* new_p,
+                   const std::vector<std::string>& old_requested,
+                   const std::vector<std::string>& new_requested) {
+  static const std::vector<LockedPackage> kNoPackages;
+  static const std::vector<PipPackage> kNoPip;
+  const auto& old_pkgs = old_p ? old_p->packages : kNoPackages;
+  const auto& new_pkgs = new_p ? new_p->packages : kNoPackages;
+  out.old_count = old_pkgs.size() + (old_p ? old_p->pip.size() : 0);
+  out.new_count = new_pkgs.size() + (new_p ? new_p->pip.size() : 0);
+  std::map<std::string, const LockedPackage*> olds, news;
+  for (const auto& p : old_pkgs) olds[p.name] = &p;
+  for (const auto& p : new_pkgs) news[p.name] = &p;
+
+  // Formats without depends (@EXPLICIT) say nothing about host floors: compare only when both
+  // sides record depends.
+  auto any_depends = [](const std::vector<LockedPackage>& v) {
+    return std::any_of(v.begin(), v.end(), [](const LockedPackage& p) { return !p.depends.empty(); });
+  };
+  const bool old_has_depends = any_depends(old_pkgs);
+  const bool new_has_depends = any_depends(new_pkgs);
+  const Floors old_env_floors = environment_floors(old_p);
+  const Floors new_env_floors = environment_floors(new_p);
+  for (std::string_view n : kHostFloorNames) {
+    if (!old_has_depends || !new_has_depends) break;
+    std::string name(n);
+    auto o = old_env_floors.find(name);
+    auto w = new_env_floors.find(name);
+    std::string os = o == old_env_floors.end() ? "" : o->second.to_string();
+    std::string ns = w == new_env_floors.end() ? "" : w->second.to_string();
+    bool differ = (o == old_env_floors.end()) != (w == new_env_floors.end()) ||
+                  (o != old_env_floors.end() && o->second != w->second);
+    if (differ) out.host_floors.push_back({name, os, ns});
+  }
+
+  const DependsGraph new_graph(new_p, new_requested);
+  const DependsGraph old_graph(old_p, old_requested);
+
+  std::set<std::string> names;
+  for (const auto& [n, _] : olds) names.insert(n);
+  for (const auto& [n, _] : news) names.insert(n);
+  for (const auto& name : names) {
+    auto oi = olds.find(name);
+    auto ni = news.find(name);
+    const LockedPackage* o = oi == olds.end() ? nullptr : oi->second;
+    const LockedPackage* n = ni == news.end() ? nullptr : ni->second;
+    PackageChange c;
+    c.name = name;
+    std::set<ChangeKind> kinds;
+    std::set<std::string> ov, nv;
+    if (o) {
+      ov = build_variants(*o);
+      if (!o->depends.empty() && (!n || !n->depends.empty())) {
+        auto d = depends_variants(*o);
+        ov.insert(d.begin(), d.end());
+      }
+      c.old_side = side_of(*o, ov);
+    }
+    if (n) {
+      nv = build_variants(*n);
+      if (!n->depends.empty() && (!o || !o->depends.empty())) {
+        auto d = depends_variants(*n);
+        nv.insert(d.begin(), d.end());
+      }
+      c.new_side = side_of(*n, nv);
+    }
+    if (o && !n) {
+      kinds.insert(ChangeKind::Removed);
+      if (o->size) c.size_delta = -static_cast<std::int64_t>(*o->size);
+    } else if (n && !o) {
+      kinds.insert(ChangeKind::Added);
+      if (n->size) c.size_delta = static_cast<std::int64_t>(*n->size);
+    } else {
+      const int vc = o->version.compare(n->version) < 0 ? -1 : (o->version.compare(n->version) > 0 ? 1 : 0);
+      if (vc < 0) kinds.insert(ChangeKind::Upgraded);
+      if (vc > 0) kinds.insert(ChangeKind::Downgraded);
+      const bool same_channel = normalize_channel(o->channel) == normalize_channel(n->channel);
+      if (!same_channel) {
+        kinds.insert(ChangeKind::ChannelChanged);
+        c.notes.push_back("channel " + o->channel + " -> " + n->channel);
+      }
+      if (vc == 0 && o->build != n->build) {
+        kinds.insert(ChangeKind::Rebuilt);
+      } else if (vc == 0) {
+        const std::string oe = extension_of(o->file_name), ne = extension_of(n->file_name);
+        if (oe != ne && !oe.empty() && !ne.empty()) {
+          kinds.insert(ChangeKind::Rebuilt);
+          c.notes.push_back("repackaged " + oe + " -> " + ne);
+        } else if (!o->sha256.empty() && !n->sha256.empty() && o->sha256 != n->sha256) {
+          kinds.insert(ChangeKind::HashChanged);
+          c.notes.push_back("sha256 " + short_hash(o->sha256) + "… -> " + short_hash(n->sha256) + "…");
+        } else if ((o->sha256.empty() || n->sha256.empty()) && !o->md5.empty() && !n->md5.empty() &&
+                   o->md5 != n->md5) {
+          kinds.insert(ChangeKind::HashChanged);
+          c.notes.push_back("md5 " + o->md5 + " -> " + n->md5);
+        } else if (same_channel && o->url != n->url) {
+          kinds.insert(ChangeKind::HashChanged);
+          c.notes.push_back("URL " + o->url + " -> " + n->url);
+        }
+      }
+      if (ov != nv) {
+        kinds.insert(ChangeKind::VariantSwitch);
+        c.notes.push_back("variant " + (ov.empty() ? std::string("(none)") : join(ov, "+")) + " -> " +
+                          (nv.empty() ? std::string("(none)") : join(nv, "+")));
+      }
+      if (!o->license.empty() && !n->license.empty() && o->license != n->license) {
+        kinds.insert(ChangeKind::LicenseChanged);
+        c.notes.push_back("license " + o->license + " -> " + n->license);
+      }
+      if (o->size && n->size) {
+        c.size_delta = static_cast<std::int64_t>(*n->size) - static_cast<std::int64_t>(*o->size);
+      }
+    }
+    if (n && old_has_depends) {
+      for (const auto& [vname, floor] : record_floors(*n)) {
+        auto env_old = old_env_floors.find(vname);
+        if (env_old == old_env_floors.end() || floor > env_old->second) {
+          kinds.insert(ChangeKind::HostFloorRaised);
+          c.notes.push_back(vname + " >=" + floor.to_string() + " (environment had " +
+                            (env_old == old_env_floors.end() ? std::string("none")
+                                                             : ">=" + env_old->second.to_string()) +
+                            ")");
+        }
+      }
+    }
+    if (kinds.empty()) continue;
+    c.pulled_by = n ? new_graph.pulled_by(name) : old_graph.pulled_by(name);
+    finish_change(c, std::move(kinds));
+    out.changes.push_back(std::move(c));
+  }
+
+  // pip packages
+  std::map<std::string, const PipPackage*> old_pip, new_pip;
+  if (old_p) for (const auto& p : old_p->pip) old_pip[p.name] = &p;
+  if (new_p) for (const auto& p : new_p->pip) new_pip[p.name] = &p;
+  std::set<std::string> pip_names;
+  for (const auto& [k, _] : old_pip) pip_names.insert(k);
+  for (const auto& [k, _] : new_pip) pip_names.insert(k);
+  for (const auto& name : pip_names) {
+    auto oi = old_pip.find(name);
+    auto ni = new_pip.find(name);
+    const PipPackage* o = oi == old_pip.end() ? nullptr : oi->second;
+    const PipPackage* n = ni == new_pip.end() ? nullptr : ni->second;
+    PackageChange c;
+    c.name = name;
+    c.pypi = true;
+    std::set<ChangeKind> kinds;
+    if (o) c.old_side = side_of(*o);
+    if (n) c.new_side = side_of(*n);
+    if (o && !n) {
+      kinds.insert(ChangeKind::Removed);
+    } else if (n && !o) {
+      kinds.insert(ChangeKind::Added);
+    } else {
+      int vc = compare_versions(o->version, n->version);
+      if (vc < 0) kinds.insert(ChangeKind::Upgraded);
+      if (vc > 0) kinds.insert(ChangeKind::Downgraded);
+      if (vc == 0 && !o->sha256.empty() && !n->sha256.empty() && o->sha256 != n->sha256) {
+        auto file = [](const std::string& u) { return u.substr(0, u.find('#')); };
+        if (file(o->url) == file(n->url)) {
+          kinds.insert(ChangeKind::HashChanged);
+          c.notes.push_back("sha256 " + short_hash(o->sha256) + "… -> " + short_hash(n->sha256) + "…");
+        } else {
+          kinds.insert(ChangeKind::Rebuilt);
+          c.notes.push_back("another distribution file of the same version");
+        }
+      }
+    }
+    if (kinds.empty()) continue;
+    finish_change(c, std::move(kinds));
+    out.changes.push_back(std::move(c));
+  }
+
+  std::sort(out.changes.begin(), out.changes.end(), [](const PackageChange& a, const PackageChange& b) {
+    return std::make_tuple(!a.red_flag(), a.kind, a.pypi, a.name) <
+           std::make_tuple(!b.red_flag(), b.kind, b.pypi, b.name);
+  });
+  for (const auto& c : out.changes) {
+    if (c.size_delta) out.size_delta += *c.size_delta;
+  }
+}
+
+}  // namespace
+
+const std::vector<ChangeKind>& all_change_kinds() {
+  static const std::vector<ChangeKind> kinds = {
+      ChangeKind::HashChanged, ChangeKind::VariantSwitch,  ChangeKind::Added,
+      ChangeKind::Removed,     ChangeKind::Downgraded,     ChangeKind::Upgraded,
+      ChangeKind::Rebuilt,     ChangeKind::ChannelChanged, ChangeKind::HostFloorRaised,
+      ChangeKind::LicenseChanged};
+  return kinds;
+}
+
+std::string_view change_kind_name(ChangeKind kind) { return kKindNames[static_cast<int>(kind)]; }
+
+std::optional<ChangeKind> parse_change_kind(std::string_view name) {
+  for (ChangeKind k : all_change_kinds()) {
+    if (change_kind_name(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
+Result<std::set<ChangeKind>> parse_fail_on(std::string_view text) {
+  std::set<ChangeKind> out;
+  for (const auto& part : split(text, ',')) {
+    std::string p = lower(trim(part));
+    if (p.empty()) continue;
+    if (p == "any") {
+      out.insert(all_change_kinds().begin(), all_change_kinds().end());
+      continue;
+    }
+    auto k = parse_change_kind(p);
+    if (!k) {
+      std::string valid = "any";
+      for (ChangeKind kind : all_change_kinds()) valid += ", " + std::string(change_kind_name(kind));
+      Error e;
+      e.kind = ErrorKind::Usage;
+      e.where = "--fail-on";
+      e.message = "unknown change kind '" + p + "'";
+      e.hint = "valid kinds: " + valid;
+      return e;
+    }
+    out.insert(*k);
+  }
+  if (out.empty()) {
+    Error e;
+    e.kind = ErrorKind::Usage;
+    e.where = "--fail-on";
+    e.message = "no change kind given";
+    e.hint = "pass `any` or a comma-separated list such as downgraded,hash-changed,variant-switch";
+    return e;
+  }
+  return out;
+}
+
+bool is_red_flag(ChangeKind kind) {
+  return kind == ChangeKind::HashChanged || kind == ChangeKind::VariantSwitch ||
+         kind == ChangeKind::Downgraded;
+}
+
+bool PackageChange::has(ChangeKind k) const {
+  return kind == k || std::find(flags.begin(), flags.end(), k) != flags.end();
+}
+
+bool PackageChange::red_flag() const {
+  if (is_red_flag(kind)) return true;
+  return std::any_of(flags.begin(), flags.end(), is_red_flag);
+}
+
+bool LockDiff::has_any(const std::set<ChangeKind>& kinds) const {
+  for (ChangeKind k : kinds) {
+    if (auto it = counts_any.find(k); it != counts_any.end() && it->second > 0) return true;
+  }
+  return false;
+}
+
+std::size_t LockDiff::red_flags() const {
+  std::size_t n = 0;
+  for (const auto& g : groups) {
+    for (const auto& c : g.changes) n += c.red_flag() ? 1 : 0;
+  }
+  return n;
+}
+
+LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock) {
+  LockDiff diff;
+  struct Pair {
+    std::string label;
+    const LockedEnvironment* old_env;
+    const LockedEnvironment* new_env;
+  };
+  std::vector<Pair> pairs;
+  if (old_lock.environments.size() == 1 && new_lock.environments.size() == 1) {
+    const auto& [on, oe] = *old_lock.environments.begin();
+    const auto& [nn, ne] = *new_lock.environments.begin();
+    pairs.push_back({on == nn ? on : on + " -> " + nn, &oe, &ne});
+  } else {
+    std::set<std::string> names;
+    for (const auto& [n, _] : old_lock.environments) names.insert(n);
+    for (const auto& [n, _] : new_lock.environments) names.insert(n);
+    for (const auto& n : names) {
+      auto oi = old_lock.environments.find(n);
+      auto ni = new_lock.environments.find(n);
+      pairs.push_back({n, oi == old_lock.environments.end() ? nullptr : &oi->second,
+                       ni == new_lock.environments.end() ? nullptr : &ni->second});
+    }
+  }
+  static const std::vector<std::string> kNone;
+  for (const auto& pair : pairs) {
+    std::set<std::string> plats;
+    if (pair.old_env) for (const auto& [k, _] : pair.old_env->platforms) plats.insert(k);
+    if (pair.new_env) for (const auto& [k, _] : pair.new_env->platforms) plats.insert(k);
+    for (const auto& plat : plats) {
+      const LockedPlatform* op = nullptr;
+      const LockedPlatform* np = nullptr;
+      if (pair.old_env) {
+        if (auto it = pair.old_env->platforms.find(plat); it != pair.old_env->platforms.end()) op = &it->second;
+      }
+      if (pair.new_env) {
+        if (auto it = pair.new_env->platforms.find(plat); it != pair.new_env->platforms.end()) np = &it->second;
+      }
+      PlatformDiff g;
+      g.environment = pair.label;
+      g.platform = plat;
+      g.presence = op && np ? PlatformDiff::Presence::Both
+                            : (op ? PlatformDiff::Presence::OnlyOld : PlatformDiff::Presence::OnlyNew);
+      diff_platform(g, op, np, pair.old_env ? pair.old_env->requested : kNone,
+                    pair.new_env ? pair.new_env->requested : kNone);
+      diff.groups.push_back(std::move(g));
+    }
+  }
+  for (const auto& g : diff.groups) {
+    diff.size_delta += g.size_delta;
+    for (const auto& c : g.changes) {
+      ++diff.total;
+      ++diff.counts[c.kind];
+      ++diff.counts_any[c.kind];
+      for (ChangeKind f : c.flags) ++diff.counts_any[f];
+    }
+  }
+  return diff;
+}
+
+}  // namespace envlock

@@ -1,0 +1,311 @@
+// Rendering a LockDiff as terminal text, a pull-request comment (Markdown) and JSON, and the
+// normalized one-package-per-line view of `envlock show`.
+#include <cinttypes>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "envlock/diff.hpp"
+
+namespace envlock {
+
+std::string format_size(std::int64_t bytes, bool sign) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  std::uint64_t mag = bytes < 0 ? static_cast<std::uint64_t>(-(bytes + 1)) + 1 : static_cast<std::uint64_t>(bytes);
+  double v = static_cast<double>(mag);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[64];
+  const char* s = sign ? (bytes < 0 ? "-" : "+") : (bytes < 0 ? "-" : "");
+  if (u == 0) std::snprintf(buf, sizeof buf, "%s%" PRIu64 " B", s, mag);
+  else std::snprintf(buf, sizeof buf, "%s%.1f %s", s, v, units[u]);
+  return buf;
+}
+
+namespace {
+
+std::string kinds_summary(const LockDiff& diff) {
+  std::string out;
+  for (ChangeKind k : all_change_kinds()) {
+    auto it = diff.counts.find(k);
+    if (it == diff.counts.end() || it->second == 0) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(it->second) + " " + std::string(change_kind_name(k));
+  }
+  return out;
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string side_text(const std::optional<PackageSide>& s) {
+  if (!s) return "";
+  return s->build.empty() ? s->version : s->version + " " + s->build;
+}
+
+std::string display_name(const PackageChange& c) { return c.pypi ? "pypi:" + c.name : c.name; }
+
+std::string kind_with_flags(const PackageChange& c) {
+  std::string out(change_kind_name(c.kind));
+  for (ChangeKind f : c.flags) out += "+" + std::string(change_kind_name(f));
+  return out;
+}
+
+std::string summary_line(const LockDiff& diff) {
+  if (diff.empty()) return "no changes";
+  std::string line = plural(diff.total, "change", "changes") + ": " + kinds_summary(diff);
+  line += "; size " + format_size(diff.size_delta, true);
+  if (auto r = diff.red_flags(); r > 0) line += "; " + plural(r, "red flag", "red flags");
+  return line;
+}
+
+const char* kind_color(const PackageChange& c) {
+  if (c.red_flag()) return "\x1b[1;31m";
+  switch (c.kind) {
+    case ChangeKind::Added: return "\x1b[32m";
+    case ChangeKind::Removed: return "\x1b[31m";
+    case ChangeKind::Upgraded: return "\x1b[36m";
+    default: return "\x1b[33m";
+  }
+}
+
+std::string md_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|' || c == '<' || c == '>' || c == '*' || c == '_' || c == '`') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string md_code(const std::string& s) { return s.empty() ? "" : "`" + s + "`"; }
+
+nlohmann::json side_json(const std::optional<PackageSide>& s) {
+  if (!s) return nullptr;
+  nlohmann::json j = {{"version", s->version}, {"build", s->build}, {"channel", s->channel},
+                      {"url", s->url},         {"sha256", s->sha256}, {"md5", s->md5},
+                      {"license", s->license}, {"variants", s->variants}};
+  j["size"] = s->size ? nlohmann::json(*s->size) : nlohmann::json(nullptr);
+  return j;
+}
+
+std::string group_title(const PlatformDiff& g) {
+  std::string t = g.environment + " / " + g.platform;
+  if (g.presence == PlatformDiff::Presence::OnlyOld) t += " (removed)";
+  if (g.presence == PlatformDiff::Presence::OnlyNew) t += " (new)";
+  return t;
+}
+
+}  // namespace
+
+std::string render_text(const LockDiff& diff, const DiffLabels& labels, bool color) {
+  std::ostringstream out;
+  const char* bold = color ? "\x1b[1m" : "";
+  const char* reset = color ? "\x1b[0m" : "";
+  out << summary_line(diff) << "\n";
+  out << "old: " << labels.old_label << " (" << labels.old_format << ")\n";
+  out << "new: " << labels.new_label << " (" << labels.new_format << ")\n";
+  for (const auto& g : diff.groups) {
+    out << "\n" << bold << group_title(g) << reset << ": ";
+    if (g.changes.empty()) {
+      out << "no changes (" << plural(g.new_count, "package", "packages") << ")\n";
+      continue;
+    }
+    out << plural(g.changes.size(), "change", "changes") << ", size " << format_size(g.size_delta, true)
+        << " (" << g.old_count << " -> " << g.new_count << " packages)\n";
+    for (const auto& f : g.host_floors) {
+      out << "  host floor " << f.name << ": " << (f.old_floor.empty() ? "none" : ">=" + f.old_floor)
+          << " -> " << (f.new_floor.empty() ? "none" : ">=" + f.new_floor) << "\n";
+    }
+    std::size_t width = 0;
+    for (const auto& c : g.changes) width = std::max(width, display_name(c).size());
+    for (const auto& c : g.changes) {
+      std::string kind = kind_with_flags(c);
+      out << "  " << (color ? kind_color(c) : "") << (c.red_flag() ? "! " : "  ") << kind << reset;
+      out << std::string(kind.size() < 30 ? 30 - kind.size() : 1, ' ');
+      std::string name = display_name(c);
+      out << name << std::string(width - name.size() + 2, ' ');
+      if (c.old_side && c.new_side) out << side_text(c.old_side) << " -> " << side_text(c.new_side);
+      else if (c.new_side) out << side_text(c.new_side);
+      else out << side_text(c.old_side);
+      if (c.size_delta && *c.size_delta != 0) out << "  " << format_size(*c.size_delta, true);
+      out << "\n";
+      for (const auto& note : c.notes) out << std::string(34, ' ') << note << "\n";
+      if (!c.pulled_by.empty()) {
+        out << std::string(34, ' ') << "pulled by: ";
+        for (std::size_t i = 0; i < c.pulled_by.size(); ++i) {
+          if (i == 8) {
+            out << ", … (" << c.pulled_by.size() - 8 << " more)";
+            break;
+          }
+          out << (i ? ", " : "") << c.pulled_by[i];
+        }
+        out << "\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+std::string render_markdown(const LockDiff& diff, const DiffLabels& labels) {
+  std::ostringstream out;
+  out << "### envlock diff: " << md_code(labels.old_label) << " → " << md_code(labels.new_label) << "\n\n";
+  if (diff.empty()) {
+    out << "**No changes** — both sides lock the same packages (" << labels.old_format << " vs "
+        << labels.new_format << ").\n";
+    return out.str();
+  }
+  out << "**" << summary_line(diff) << "**\n\n";
+  // Summary table: one row per environment x platform, one column per kind that occurs.
+  std::vector<ChangeKind> cols;
+  for (ChangeKind k : all_change_kinds()) {
+    if (diff.counts.contains(k)) cols.push_back(k);
+  }
+  out << "| environment | platform |";
+  for (ChangeKind k : cols) out << " " << change_kind_name(k) << " |";
+  out << " size |\n|---|---|";
+  for (std::size_t i = 0; i < cols.size(); ++i) out << "---:|";
+  out << "---:|\n";
+  for (const auto& g : diff.groups) {
+    std::map<ChangeKind, std::size_t> counts;
+    for (const auto& c : g.changes) ++counts[c.kind];
+    out << "| " << md_escape(g.environment) << " | " << md_escape(g.platform)
+        << (g.presence == PlatformDiff::Presence::OnlyOld ? " (removed)"
+            : g.presence == PlatformDiff::Presence::OnlyNew ? " (new)" : "")
+        << " |";
+    for (ChangeKind k : cols) out << " " << (counts[k] ? std::to_string(counts[k]) : "") << " |";
+    out << " " << format_size(g.size_delta, true) << " |\n";
+  }
+  out << "\n";
+  // Red flags first.
+  if (diff.red_flags() > 0) {
+    out << "#### :warning: Red flags\n\n";
+    for (const auto& g : diff.groups) {
+      for (const auto& c : g.changes) {
+        if (!c.red_flag()) continue;
+        out << "- **" << kind_with_flags(c) << "** " << md_code(display_name(c)) << " "
+            << md_escape(side_text(c.old_side)) << " → " << md_escape(side_text(c.new_side)) << " ("
+            << md_escape(g.environment) << " / " << md_escape(g.platform) << ")";
+        for (const auto& n : c.notes) out << "; " << md_escape(n);
+        out << "\n";
+      }
+    }
+    out << "\n";
+  }
+  for (const auto& g : diff.groups) {
+    out << "<details><summary>" << md_escape(group_title(g)) << ": ";
+    if (g.changes.empty()) {
+      out << "no changes</summary>\n\n</details>\n\n";
+      continue;
+    }
+    out << plural(g.changes.size(), "change", "changes") << ", size " << format_size(g.size_delta, true)
+        << "</summary>\n\n";
+    for (const auto& f : g.host_floors) {
+      out << "Host floor `" << f.name << "`: " << (f.old_floor.empty() ? "none" : "`>=" + f.old_floor + "`")
+          << " → " << (f.new_floor.empty() ? "none" : "`>=" + f.new_floor + "`") << "\n\n";
+    }
+    out << "| package | change | old | new | size | pulled by | notes |\n";
+    out << "|---|---|---|---|---:|---|---|\n";
+    for (const auto& c : g.changes) {
+      std::string pulled;
+      for (std::size_t i = 0; i < c.pulled_by.size(); ++i) {
+        if (i == 5) {
+          pulled += ", … (" + std::to_string(c.pulled_by.size() - 5) + " more)";
+          break;
+        }
+        pulled += (i ? ", " : "") + c.pulled_by[i];
+      }
+      std::string notes;
+      for (const auto& n : c.notes) notes += (notes.empty() ? "" : "; ") + n;
+      out << "| " << md_code(display_name(c)) << " | " << (c.red_flag() ? ":warning: " : "")
+          << kind_with_flags(c) << " | " << md_escape(side_text(c.old_side)) << " | "
+          << md_escape(side_text(c.new_side)) << " | "
+          << (c.size_delta ? format_size(*c.size_delta, true) : "") << " | " << md_escape(pulled)
+          << " | " << md_escape(notes) << " |\n";
+    }
+    out << "\n</details>\n\n";
+  }
+  return out.str();
+}
+
+nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
+  nlohmann::json j;
+  j["schema"] = "envlock-diff/1";
+  j["old"] = {{"source", labels.old_label}, {"format", labels.old_format}};
+  j["new"] = {{"source", labels.new_label}, {"format", labels.new_format}};
+  nlohmann::json by_kind = nlohmann::json::object();
+  for (ChangeKind k : all_change_kinds()) {
+    auto it = diff.counts.find(k);
+    by_kind[std::string(change_kind_name(k))] = it == diff.counts.end() ? 0 : it->second;
+  }
+  j["summary"] = {{"changes", diff.total},
+                  {"identical", diff.empty()},
+                  {"by_kind", by_kind},
+                  {"red_flags", diff.red_flags()},
+                  {"size_delta", diff.size_delta}};
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : diff.groups) {
+    nlohmann::json gj;
+    gj["environment"] = g.environment;
+    gj["platform"] = g.platform;
+    gj["presence"] = g.presence == PlatformDiff::Presence::Both      ? "both"
+                     : g.presence == PlatformDiff::Presence::OnlyOld ? "old-only"
+                                                                     : "new-only";
+    gj["old_packages"] = g.old_count;
+    gj["new_packages"] = g.new_count;
+    gj["size_delta"] = g.size_delta;
+    nlohmann::json floors = nlohmann::json::array();
+    for (const auto& f : g.host_floors) {
+      floors.push_back({{"name", f.name},
+                        {"old", f.old_floor.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.old_floor)},
+                        {"new", f.new_floor.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.new_floor)}});
+    }
+    gj["host_floors"] = floors;
+    nlohmann::json changes = nlohmann::json::array();
+    for (const auto& c : g.changes) {
+      nlohmann::json cj;
+      cj["name"] = c.name;
+      cj["source"] = c.pypi ? "pypi" : "conda";
+      cj["kind"] = std::string(change_kind_name(c.kind));
+      nlohmann::json flags = nlohmann::json::array();
+      for (ChangeKind f : c.flags) flags.push_back(std::string(change_kind_name(f)));
+      cj["flags"] = flags;
+      cj["red_flag"] = c.red_flag();
+      cj["old"] = side_json(c.old_side);
+      cj["new"] = side_json(c.new_side);
+      cj["size_delta"] = c.size_delta ? nlohmann::json(*c.size_delta) : nlohmann::json(nullptr);
+      cj["pulled_by"] = c.pulled_by;
+      cj["notes"] = c.notes;
+      changes.push_back(std::move(cj));
+    }
+    gj["changes"] = changes;
+    groups.push_back(std::move(gj));
+  }
+  j["groups"] = groups;
+  return j;
+}
+
+std::string render_show(const Lockfile& lock) {
+  std::ostringstream out;
+  for (const auto& [env_name, env] : lock.environments) {
+    for (const auto& [key, plat] : env.platforms) {
+      const std::string prefix = env_name + "/" + key + " ";
+      for (const auto& p : plat.packages) {
+        out << prefix << p.name << " " << p.version.to_string() << " " << (p.build.empty() ? "-" : p.build)
+            << " " << (p.channel.empty() ? "-" : p.channel) << " "
+            << (!p.sha256.empty() ? "sha256:" + p.sha256 : !p.md5.empty() ? "md5:" + p.md5 : "-") << "\n";
+      }
+      for (const auto& p : plat.pip) {
+        out << prefix << "pypi:" << p.name << " " << (p.version.empty() ? "-" : p.version) << " "
+            << (p.url.empty() ? "-" : p.url.substr(0, p.url.find('#'))) << " "
+            << (p.sha256.empty() ? "-" : "sha256:" + p.sha256) << "\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+}  // namespace envlock

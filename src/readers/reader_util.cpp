@@ -1,0 +1,233 @@
+// Shared helpers of the lockfile readers (see reader_util.hpp).
+#include "reader_util.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "envlock/url.hpp"
+
+namespace envlock::readers {
+
+std::string where(const std::string& source, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0) return source;
+  return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+std::string where(const std::string& source, const YAML::Node& node) {
+  return where(source, node.Mark());
+}
+
+Error error_at(const std::string& source, const YAML::Node& node, const std::string& message,
+               const std::string& hint) {
+  Error e;
+  e.kind = ErrorKind::Parse;
+  e.where = where(source, node);
+  e.message = message;
+  e.hint = hint;
+  return e;
+}
+
+Result<YAML::Node> load_yaml(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& ex) {
+    Error e;
+    e.kind = ErrorKind::Parse;
+    e.where = where(source, ex.mark);
+    e.message = "YAML syntax error: " + ex.msg;
+    e.hint = "the file is not valid YAML (truncated or hand-edited?); restore it from version "
+             "control or regenerate it with the tool that wrote it";
+    return e;
+  }
+}
+
+Result<std::optional<std::string>> get_string(const std::string& source, const YAML::Node& map,
+                                              const char* key) {
+  YAML::Node v = map[key];
+  if (!v || v.IsNull()) return std::optional<std::string>{};
+  if (!v.IsScalar()) {
+    return error_at(source, v, std::string("`") + key + "` must be a single value, found a " +
+                                   (v.IsMap() ? "map" : "list"));
+  }
+  return std::optional<std::string>{v.Scalar()};
+}
+
+Result<std::optional<std::uint64_t>> get_uint(const std::string& source, const YAML::Node& map,
+                                              const char* key) {
+  auto s = get_string(source, map, key);
+  if (!s) return s.error();
+  if (!*s) return std::optional<std::uint64_t>{};
+  const std::string& t = **s;
+  if (t.empty() || t.size() > 19 ||
+      !std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    return error_at(source, map[key],
+                    std::string("`") + key + "` must be a non-negative integer, found '" + t + "'");
+  }
+  return std::optional<std::uint64_t>{std::stoull(t)};
+}
+
+Result<std::vector<std::string>> get_string_list(const std::string& source, const YAML::Node& map,
+                                                 const char* key) {
+  std::vector<std::string> out;
+  YAML::Node v = map[key];
+  if (!v || v.IsNull()) return out;
+  if (v.IsScalar()) {
+    out.push_back(v.Scalar());
+    return out;
+  }
+  if (!v.IsSequence()) {
+    return error_at(source, v, std::string("`") + key + "` must be a list of strings");
+  }
+  for (const auto& item : v) {
+    if (!item.IsScalar()) {
+      return error_at(source, item, std::string("`") + key + "` entries must be strings");
+    }
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+Status check_unique_keys(const std::string& source, const YAML::Node& map, const std::string& what) {
+  if (!map.IsMap()) return ok_status();
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& kv : map) {
+    const std::string key = kv.first.Scalar();
+    auto [it, inserted] = seen.emplace(key, kv.first.Mark());
+    if (!inserted) {
+      return error_at(source, kv.first,
+                      std::string("duplicate key '") + key + "' in " + what + " (first at " +
+                          where(source, it->second) + ")",
+                      "keep one of the two entries");
+    }
+  }
+  return ok_status();
+}
+
+bool is_hex(std::string_view s, std::size_t len) {
+  return s.size() == len &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isxdigit(c); });
+}
+
+std::string to_lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+namespace {
+std::string dup_key(const std::string& env, const std::string& platform, const std::string& name) {
+  std::string k = env;
+  k += '\0';
+  k += platform;
+  k += '\0';
+  k += name;
+  return k;
+}
+
+LockedPlatform& platform_of(Lockfile& lock, const std::string& env, const std::string& key,
+                            const std::string& subdir) {
+  auto& e = lock.environments[env];
+  e.name = env;
+  auto& p = e.platforms[key];
+  if (p.platform.empty()) p.platform = subdir.empty() ? key : subdir;
+  return p;
+}
+
+Error duplicate_error(const std::string& name, const std::string& env, const std::string& platform,
+                      const std::string& place, const std::string& first_place,
+                      const std::string& url, const std::string& first_url) {
+  Error e;
+  e.kind = ErrorKind::Parse;
+  e.where = place;
+  e.message = "duplicated package '" + name + "' for environment '" + env + "', platform '" +
+              platform + "' (first listed at " + first_place + ")";
+  e.detail = "  first:  " + redact_url(first_url) + "\n  second: " + redact_url(url);
+  e.hint = "a lockfile pins one record per package name; remove one entry or regenerate the "
+           "lockfile";
+  return e;
+}
+}  // namespace
+
+Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env,
+                   const std::string& platform_key, const std::string& subdir, LockedPackage pkg,
+                   const std::string& place) {
+  auto& plat = platform_of(lock, env, platform_key, subdir);
+  auto [it, inserted] = index.seen.emplace(dup_key(env, platform_key, pkg.name),
+                                           std::make_pair(pkg.url, place));
+  if (!inserted) {
+    if (it->second.first != pkg.url) {
+      return duplicate_error(pkg.name, env, platform_key, place, it->second.second, pkg.url,
+                             it->second.first);
+    }
+    // Same record listed again (another category): merge the layer names.
+    for (auto& existing : plat.packages) {
+      if (existing.name != pkg.name) continue;
+      std::set<std::string> layers;
+      for (const auto* s : {&existing.layer, &pkg.layer}) {
+        std::size_t start = 0;
+        while (start <= s->size()) {
+          auto comma = s->find(',', start);
+          if (comma == std::string::npos) comma = s->size();
+          if (comma > start) layers.insert(s->substr(start, comma - start));
+          start = comma + 1;
+        }
+      }
+      std::string joined;
+      for (const auto& l : layers) joined += (joined.empty() ? "" : ",") + l;
+      existing.layer = joined;
+    }
+    return ok_status();
+  }
+  plat.packages.push_back(std::move(pkg));
+  return ok_status();
+}
+
+Status add_pip(Lockfile& lock, DuplicateIndex& index, const std::string& env,
+               const std::string& platform_key, const std::string& subdir, PipPackage pkg,
+               const std::string& place) {
+  auto& plat = platform_of(lock, env, platform_key, subdir);
+  auto [it, inserted] = index.seen.emplace(dup_key(env, platform_key, "pypi:" + pkg.name),
+                                           std::make_pair(pkg.url, place));
+  if (!inserted) {
+    if (it->second.first != pkg.url) {
+      return duplicate_error(pkg.name, env, platform_key, place, it->second.second, pkg.url,
+                             it->second.first);
+    }
+    return ok_status();
+  }
+  plat.pip.push_back(std::move(pkg));
+  return ok_status();
+}
+
+void sort_lockfile(Lockfile& lock) {
+  for (auto& [_, env] : lock.environments) {
+    for (auto& [__, plat] : env.platforms) {
+      std::sort(plat.packages.begin(), plat.packages.end(),
+                [](const LockedPackage& a, const LockedPackage& b) {
+                  return std::tie(a.name, a.url) < std::tie(b.name, b.url);
+                });
+      std::sort(plat.pip.begin(), plat.pip.end(), [](const PipPackage& a, const PipPackage& b) {
+        return std::tie(a.name, a.url) < std::tie(b.name, b.url);
+      });
+    }
+  }
+}
+
+std::string spec_name(std::string_view spec) {
+  std::size_t i = 0;
+  while (i < spec.size() && std::isspace(static_cast<unsigned char>(spec[i]))) ++i;
+  std::size_t start = i;
+  while (i < spec.size()) {
+    char c = spec[i];
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '=' || c == '<' || c == '>' ||
+        c == '!' || c == '~' || c == '[' || c == ';' || c == '(')
+      break;
+    ++i;
+  }
+  std::string name(spec.substr(start, i - start));
+  // channel::name and channel/subdir::name
+  if (auto colons = name.rfind("::"); colons != std::string::npos) name = name.substr(colons + 2);
+  return to_lower(name);
+}
+
+}  // namespace envlock::readers

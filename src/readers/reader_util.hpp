@@ -1,0 +1,68 @@
+#pragma once
+// Internal helpers shared by the lockfile readers: YAML access with file:line:col errors,
+// duplicate-key checks, and the finishing steps every reader applies to its Lockfile.
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envlock/lockfile.hpp"
+#include "envlock/readers.hpp"
+#include "envlock/result.hpp"
+
+namespace envlock::readers {
+
+/// "source:line:col" for a node (1-based line and column, as editors count).
+std::string where(const std::string& source, const YAML::Node& node);
+std::string where(const std::string& source, const YAML::Mark& mark);
+
+/// A parse error at `node`.
+Error error_at(const std::string& source, const YAML::Node& node, const std::string& message,
+               const std::string& hint = {});
+
+/// Loads YAML text; syntax errors (truncated files included) become `file:line:col` errors.
+Result<YAML::Node> load_yaml(const std::string& text, const std::string& source);
+
+/// The scalar text of `node[key]`, or nullopt when absent or null. A non-scalar is an error.
+Result<std::optional<std::string>> get_string(const std::string& source, const YAML::Node& map,
+                                              const char* key);
+/// Like get_string, for an unsigned integer.
+Result<std::optional<std::uint64_t>> get_uint(const std::string& source, const YAML::Node& map,
+                                              const char* key);
+/// A list of strings at `map[key]` (absent/null -> empty); a scalar is read as a one-item list.
+Result<std::vector<std::string>> get_string_list(const std::string& source, const YAML::Node& map,
+                                                 const char* key);
+
+/// Fails when a YAML map holds the same key twice (yaml-cpp keeps both silently).
+Status check_unique_keys(const std::string& source, const YAML::Node& map, const std::string& what);
+
+/// True for lower-case hex strings of `len` characters (upper case accepted and lower-cased).
+bool is_hex(std::string_view s, std::size_t len);
+std::string to_lower(std::string s);
+
+/// Remembers, per environment x platform x name, where a package was first listed.
+struct DuplicateIndex {
+  std::map<std::string, std::pair<std::string, std::string>> seen;  ///< key -> (url, place)
+};
+
+/// Adds `pkg` to `lock.environments[env].platforms[platform_key]` (created with `subdir` as its
+/// platform). The same name listed again with the same URL is merged (layers joined, as
+/// conda-lock lists a package once per category); with another URL it is an error naming both
+/// places ("duplicated package").
+Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env,
+                   const std::string& platform_key, const std::string& subdir, LockedPackage pkg,
+                   const std::string& place);
+Status add_pip(Lockfile& lock, DuplicateIndex& index, const std::string& env,
+               const std::string& platform_key, const std::string& subdir, PipPackage pkg,
+               const std::string& place);
+
+/// Sorts packages and pip packages of every platform by name, and channels keep their order.
+void sort_lockfile(Lockfile& lock);
+
+/// Reads a `depends` list entry "name spec..." and returns the name (lower-cased).
+std::string spec_name(std::string_view spec);
+
+}  // namespace envlock::readers

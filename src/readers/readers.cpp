@@ -1,0 +1,319 @@
+// Format detection, dispatch, and the URL-derived record fields shared by every reader.
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "envlock/readers.hpp"
+#include "envlock/url.hpp"
+#include "reader_util.hpp"
+
+namespace envlock {
+
+using readers::error_at;
+using readers::load_yaml;
+
+std::string FormatInfo::to_string() const {
+  switch (format) {
+    case LockFormat::Envlock: return "envlock.lock v" + std::to_string(version);
+    case LockFormat::CondaLock:
+      return version >= 2 ? "pixi.lock v" + std::to_string(version)
+                          : "conda-lock v" + std::to_string(version);
+    case LockFormat::PixiLock: return "pixi.lock v" + std::to_string(version);
+    case LockFormat::Explicit: return "@EXPLICIT";
+    case LockFormat::CondaMeta: return "conda-meta prefix";
+  }
+  return "unknown";
+}
+
+namespace {
+
+Error refuse(const std::string& source, const std::string& message, const std::string& hint) {
+  Error e;
+  e.kind = ErrorKind::Parse;
+  e.where = source;
+  e.message = message;
+  e.hint = hint;
+  return e;
+}
+
+std::string trim(std::string_view s) {
+  std::size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return std::string(s.substr(a, b - a));
+}
+
+bool has_explicit_marker(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (trim(line) == "@EXPLICIT") return true;
+  }
+  return false;
+}
+
+// The first line that is neither empty nor a comment.
+std::string first_content_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string t = trim(line);
+    if (!t.empty() && t[0] != '#') return t;
+  }
+  return {};
+}
+
+constexpr int kMaxPixiVersion = 7;
+constexpr int kMaxCondaLockVersion = 1;
+
+}  // namespace
+
+Result<FormatInfo> detect_lock_format(const std::string& text, const std::string& source) {
+  const std::string first = first_content_line(text);
+  if (first.empty()) {
+    return refuse(source, "empty file: no lockfile content found",
+                  "pass a conda-lock.yml, pixi.lock, @EXPLICIT file, envlock.lock or prefix");
+  }
+  if (has_explicit_marker(text)) return FormatInfo{LockFormat::Explicit, 0};
+  if (first[0] == '{') {
+    std::string what = "a JSON document";
+    if (text.find("\"lockVersion\"") != std::string::npos) {
+      what = "a mambajs/emscripten-forge JSON lockfile (\"lockVersion\")";
+    }
+    return refuse(source, "unsupported lockfile format: " + what,
+                  "envlock reads conda-lock.yml, pixi.lock (format 1-7), @EXPLICIT files, "
+                  "envlock.lock and environment prefixes");
+  }
+  if (first[0] == '[') {
+    return refuse(source,
+                  "not a lockfile: found a TOML table header '" + first +
+                      "' (a pixi.toml or pyproject.toml manifest?)",
+                  "pass the lockfile the manifest produced (pixi.lock), not the manifest");
+  }
+  if (first.find("://") != std::string::npos) {
+    return refuse(source,
+                  "not a lockfile: a list of URLs without an '@EXPLICIT' line (first line: '" +
+                      redact_url(first) + "')",
+                  "conda explicit files start the package list with a line '@EXPLICIT'");
+  }
+  auto doc = load_yaml(text, source);
+  if (!doc) return doc.error();
+  const YAML::Node& root = *doc;
+  if (!root.IsMap()) {
+    return refuse(source,
+                  "not a lockfile: no YAML mapping at the top level (first line: '" + first +
+                      "'); a plain list of specs is an environment file, not a lockfile",
+                  "lock it first (`envlock lock`, conda-lock or pixi), then pass the lockfile");
+  }
+  std::optional<long long> version;
+  if (YAML::Node v = root["version"]; v && !v.IsNull()) {
+    try {
+      version = v.as<long long>();
+    } catch (const YAML::Exception&) {
+      return error_at(source, v, "lockfile `version` must be an integer, found '" +
+                                     (v.IsScalar() ? v.Scalar() : std::string("a collection")) + "'");
+    }
+  }
+  const bool has_package = static_cast<bool>(root["package"]);
+  const bool has_environments = static_cast<bool>(root["environments"]);
+  const bool has_metadata = static_cast<bool>(root["metadata"]);
+  const bool envlock_name = source.ends_with("envlock.lock");
+  // envlock.lock: top-level keys version, manifest_hash, environments (no `packages` list, which
+  // pixi.lock 4-7 always have, and no version 4-7).
+  const bool envlock_shape = has_environments && !has_package && !root["packages"] &&
+                             (!version || *version < 4);
+  if (root["manifest_hash"] || envlock_shape || (envlock_name && !has_package)) {
+    int v = version ? static_cast<int>(*version) : 0;
+    if (v > Lockfile::kFormatVersion || v < 1) {
+      return error_at(source, root["version"] ? root["version"] : root,
+                      "envlock.lock format version " + std::to_string(v) +
+                          (v > Lockfile::kFormatVersion ? " is newer than this envlock reads ("
+                                                        : " is unknown (this envlock reads ") +
+                          std::to_string(Lockfile::kFormatVersion) + ")",
+                      "upgrade envlock to read this lockfile");
+    }
+    return FormatInfo{LockFormat::Envlock, v};
+  }
+  if (has_package || (has_metadata && !has_environments)) {
+    // conda-lock v0 (no version) and v1; pixi.lock 1 (no version), 2 and 3 share this shape.
+    long long v = version.value_or(0);
+    if (v < 0 || v > 3) {
+      std::string msg = "lockfile format version " + std::to_string(v) + " in the conda-lock shape (";
+      msg += "`metadata` + `package`) ";
+      msg += v < 0 ? "is unknown" : "is newer than this envlock reads (conda-lock 0-1, pixi.lock 1-3)";
+      return error_at(source, root["version"], msg,
+                      v < 0 ? "the `version` key is damaged; regenerate the lockfile"
+                            : "upgrade envlock, or regenerate the lockfile with a version of "
+                              "conda-lock/pixi that writes a format envlock reads");
+    }
+    if (!has_package) {
+      return error_at(source, root, "conda-lock file without a `package` list",
+                      "the file is incomplete; regenerate it with conda-lock");
+    }
+    return FormatInfo{LockFormat::CondaLock, static_cast<int>(v)};
+  }
+  if (has_environments) {
+    if (!version) {
+      return error_at(source, root, "pixi.lock without a `version` key",
+                      "the file is incomplete; regenerate it with `pixi lock`");
+    }
+    if (*version > kMaxPixiVersion || *version < 4) {
+      return error_at(source, root["version"],
+                      "pixi.lock format version " + std::to_string(*version) +
+                          (*version > kMaxPixiVersion ? " is newer than this envlock reads (1-7)"
+                                                      : " is unknown with an `environments` map "
+                                                        "(pixi.lock 4-7 have one)"),
+                      "upgrade envlock, or regenerate the lockfile with a pixi version that "
+                      "writes format 7 or older");
+    }
+    return FormatInfo{LockFormat::PixiLock, static_cast<int>(*version)};
+  }
+  std::string keys;
+  for (const auto& kv : root) keys += (keys.empty() ? "" : ", ") + kv.first.Scalar();
+  if (version) {
+    return error_at(source, root["version"],
+                    "unknown lockfile format: `version: " + std::to_string(*version) +
+                        "` with top-level keys " + keys,
+                    "envlock reads conda-lock.yml, pixi.lock (format 1-7), @EXPLICIT files, "
+                    "envlock.lock and environment prefixes");
+  }
+  return refuse(source, "unknown lockfile format: top-level keys " + keys,
+                "envlock reads conda-lock.yml, pixi.lock (format 1-7), @EXPLICIT files, "
+                "envlock.lock and environment prefixes");
+}
+
+Result<ReadResult> read_lockfile_text(const std::string& text, const std::string& source) {
+  auto format = detect_lock_format(text, source);
+  if (!format) return format.error();
+  Result<Lockfile> lock = Error{};
+  switch (format->format) {
+    case LockFormat::Envlock: lock = Lockfile::parse(text, source); break;
+    case LockFormat::CondaLock: lock = read_conda_lock(text, source); break;
+    case LockFormat::PixiLock: lock = read_pixi_lock(text, source); break;
+    case LockFormat::Explicit: lock = read_explicit(text, source); break;
+    case LockFormat::CondaMeta:
+      return refuse(source, "a conda-meta prefix is a directory, not text", "pass the prefix path");
+  }
+  if (!lock) return lock.error();
+  return ReadResult{std::move(lock).value(), *format};
+}
+
+Result<ReadResult> read_lockfile_path(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    if (!std::filesystem::is_directory(path / "conda-meta", ec)) {
+      Error e;
+      e.kind = ErrorKind::Io;
+      e.where = path.string();
+      e.message = "directory is not an environment prefix (no conda-meta/ inside)";
+      e.hint = "pass a lockfile, or the prefix of a conda, mamba, pixi or envlock environment";
+      return e;
+    }
+    auto lock = read_prefix(path);
+    if (!lock) return lock.error();
+    return ReadResult{std::move(lock).value(), FormatInfo{LockFormat::CondaMeta, 0}};
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    Error e;
+    e.kind = ErrorKind::Io;
+    e.where = path.string();
+    e.message = std::filesystem::exists(path, ec) ? "cannot open the file for reading"
+                                                  : "no such file or directory";
+    e.hint = "check the path";
+    return e;
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return read_lockfile_text(buf.str(), path.string());
+}
+
+Status complete_record_from_url(RepoDataRecord& record, const std::string& where) {
+  auto fail = [&](const std::string& message, const std::string& hint) -> Status {
+    Error e;
+    e.kind = ErrorKind::Parse;
+    e.where = where;
+    e.message = message;
+    e.hint = hint;
+    return e;
+  };
+  record.url = redact_url(record.url);
+  std::string path = record.url;
+  if (auto cut = path.find_first_of("?#"); cut != std::string::npos) path.resize(cut);
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  const auto slash = path.rfind('/');
+  std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (record.file_name.empty()) record.file_name = file;
+  std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash);
+  const auto slash2 = dir.rfind('/');
+  std::string parent = slash2 == std::string::npos ? std::string() : dir.substr(slash2 + 1);
+
+  auto archive = parse_archive_name(record.file_name);
+  if (record.name.empty() || record.build.empty() || record.version.to_string() == "0") {
+    if (!archive) {
+      if (record.name.empty()) {
+        return fail("cannot tell the package name: the entry has no `name` and the URL '" +
+                        record.url + "' does not end in name-version-build.conda or .tar.bz2",
+                    "add name, version and build to the entry, or fix the URL");
+      }
+    } else {
+      if (record.name.empty()) record.name = archive->name;
+      if (record.build.empty()) record.build = archive->build;
+      if (record.version.to_string() == "0" && archive->version != "0") {
+        auto v = Version::parse(archive->version);
+        if (!v) {
+          return fail("the version '" + archive->version + "' in '" + record.file_name +
+                          "' is not a conda version: " + v.error().message,
+                      "fix the URL or give `version` in the entry");
+        }
+        record.version = std::move(v).value();
+      }
+    }
+  }
+  record.name = readers::to_lower(record.name);
+  if (record.subdir.empty() && archive) record.subdir = parent;
+  if (record.channel.empty() && slash2 != std::string::npos && archive &&
+      parent == record.subdir) {
+    record.channel = dir.substr(0, slash2);
+  }
+  record.channel = redact_url(record.channel);
+  return ok_status();
+}
+
+Result<Lockfile> read_prefix(const std::filesystem::path& prefix) {
+  auto records = read_conda_meta(prefix);
+  if (!records) return records.error();
+  Lockfile lock;
+  std::map<std::string, std::size_t> subdirs;
+  for (const auto& r : *records) {
+    if (!r.subdir.empty() && r.subdir != "noarch") ++subdirs[r.subdir];
+  }
+  std::string subdir = "noarch";
+  std::size_t best = 0;
+  for (const auto& [s, n] : subdirs) {
+    if (n > best) {
+      best = n;
+      subdir = s;
+    }
+  }
+  auto& env = lock.environments["default"];
+  env.name = "default";
+  auto& plat = env.platforms[subdir];
+  plat.platform = subdir;
+  std::set<std::string> requested;
+  for (const auto& r : *records) {
+    LockedPackage p;
+    static_cast<RepoDataRecord&>(p) = r;
+    auto st = complete_record_from_url(p, (prefix / "conda-meta" / (r.dist_name() + ".json")).string());
+    if (!st) return st.error();
+    if (!r.requested_spec.empty()) requested.insert(r.requested_spec);
+    plat.packages.push_back(std::move(p));
+  }
+  env.requested.assign(requested.begin(), requested.end());
+  readers::sort_lockfile(lock);
+  return lock;
+}
+
+}  // namespace envlock

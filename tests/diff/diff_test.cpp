@@ -1,0 +1,324 @@
+// Change classification on small, readable lockfiles, and on the real corpus pairs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "envlock/diff.hpp"
+#include "envlock/readers.hpp"
+
+namespace fs = std::filesystem;
+using namespace envlock;
+
+namespace {
+
+fs::path lockfiles() { return fs::path(ENVLOCK_SHARED_DIR) / "corpus" / "lockfiles"; }
+
+#define REQUIRE_CORPUS()                                                                      \
+  if (!fs::is_directory(lockfiles()))                                                         \
+  GTEST_SKIP() << "the shared corpus (" << lockfiles().string()                               \
+               << ") is absent; the real-lockfile diff tests need ../shared/corpus/lockfiles"
+
+// One explicit-file line per package is the smallest readable fixture; `extra` adds YAML.
+struct Pkg {
+  std::string name, version, build;
+  std::string channel = "https://conda.anaconda.org/conda-forge";
+  std::string subdir = "linux-64";
+  std::string ext = ".conda";
+  std::string sha256 = std::string(64, 'a');
+  std::string license;
+  std::vector<std::string> depends;
+  std::optional<std::uint64_t> size;
+  std::vector<std::string> track_features;
+};
+
+Lockfile make(const std::vector<Pkg>& pkgs, std::vector<std::string> requested = {}) {
+  Lockfile lock;
+  auto& env = lock.environments["default"];
+  env.name = "default";
+  env.requested = std::move(requested);
+  auto& plat = env.platforms["linux-64"];
+  plat.platform = "linux-64";
+  for (const auto& p : pkgs) {
+    LockedPackage r;
+    r.name = p.name;
+    r.version = Version::parse(p.version).value();
+    r.build = p.build;
+    r.subdir = p.subdir;
+    r.channel = p.channel;
+    r.file_name = p.name + "-" + p.version + "-" + p.build + p.ext;
+    r.url = p.channel + "/" + p.subdir + "/" + r.file_name;
+    r.sha256 = p.sha256;
+    r.license = p.license;
+    r.depends = p.depends;
+    r.size = p.size;
+    r.track_features = p.track_features;
+    plat.packages.push_back(r);
+  }
+  std::sort(plat.packages.begin(), plat.packages.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  return lock;
+}
+
+const PackageChange* change(const LockDiff& d, const std::string& name) {
+  for (const auto& g : d.groups) {
+    for (const auto& c : g.changes) {
+      if (c.name == name) return &c;
+    }
+  }
+  return nullptr;
+}
+
+Lockfile read(const std::string& rel) {
+  auto r = read_lockfile_path(lockfiles() / rel);
+  EXPECT_TRUE(r.ok()) << rel << ": " << (r.ok() ? "" : r.error().to_string());
+  return r.ok() ? r->lockfile : Lockfile{};
+}
+
+}  // namespace
+
+TEST(ChangeKinds, StableNamesRoundTrip) {
+  for (ChangeKind k : all_change_kinds()) EXPECT_EQ(parse_change_kind(change_kind_name(k)), k);
+  EXPECT_EQ(change_kind_name(ChangeKind::VariantSwitch), "variant-switch");
+  EXPECT_EQ(change_kind_name(ChangeKind::HostFloorRaised), "host-floor-raised");
+  EXPECT_FALSE(parse_change_kind("upgrade").has_value());
+}
+
+TEST(ChangeKinds, FailOnParsing) {
+  auto k = parse_fail_on("downgraded,hash-changed, variant-switch");
+  ASSERT_TRUE(k.ok());
+  EXPECT_EQ(*k, (std::set<ChangeKind>{ChangeKind::Downgraded, ChangeKind::HashChanged, ChangeKind::VariantSwitch}));
+  auto any = parse_fail_on("any");
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->size(), all_change_kinds().size());
+  auto bad = parse_fail_on("downgraded,bogus");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::Usage);
+  EXPECT_EQ(bad.error().message, "unknown change kind 'bogus'");
+  EXPECT_NE(bad.error().hint.find("host-floor-raised"), std::string::npos);
+}
+
+TEST(Diff, IdenticalSetsInAnyOrderGiveNoChanges) {
+  Lockfile a = make({{"numpy", "1.26.4", "py312h_0"}, {"python", "3.12.1", "h_0_cpython"}});
+  Lockfile b = make({{"python", "3.12.1", "h_0_cpython"}, {"numpy", "1.26.4", "py312h_0"}});
+  auto d = diff_lockfiles(a, b);
+  EXPECT_TRUE(d.empty());
+  EXPECT_EQ(render_text(d, {"a", "b", "x", "y"}, false).substr(0, 11), "no changes\n");
+}
+
+TEST(Diff, VersionsCompareInCondaOrder) {
+  auto d = diff_lockfiles(make({{"a", "1.9", "0"}, {"b", "2.0", "0"}, {"c", "1.0rc1", "0"}, {"d", "1.0", "0"}}),
+                          make({{"a", "1.10", "0"}, {"b", "1.10", "0"}, {"c", "1.0", "0"}, {"d", "1.0.post1", "0"}}));
+  EXPECT_EQ(change(d, "a")->kind, ChangeKind::Upgraded);    // 1.9 < 1.10, not string order
+  EXPECT_EQ(change(d, "b")->kind, ChangeKind::Downgraded);  // red flag
+  EXPECT_TRUE(change(d, "b")->red_flag());
+  EXPECT_EQ(change(d, "c")->kind, ChangeKind::Upgraded);    // rc < release
+  EXPECT_EQ(change(d, "d")->kind, ChangeKind::Upgraded);    // release < post
+  EXPECT_EQ(d.counts.at(ChangeKind::Upgraded), 3u);
+  EXPECT_EQ(d.counts.at(ChangeKind::Downgraded), 1u);
+}
+
+TEST(Diff, RebuiltAndRepackaged) {
+  Pkg old_zlib{"zlib", "1.3.1", "hb9d3cd8_1"};
+  Pkg new_zlib{"zlib", "1.3.1", "hb9d3cd8_2"};
+  Pkg old_xz{"xz", "5.2.6", "h166bdaf_0"};
+  old_xz.ext = ".tar.bz2";
+  Pkg new_xz = old_xz;
+  new_xz.ext = ".conda";
+  new_xz.sha256 = std::string(64, 'b');
+  auto d = diff_lockfiles(make({old_zlib, old_xz}), make({new_zlib, new_xz}));
+  EXPECT_EQ(change(d, "zlib")->kind, ChangeKind::Rebuilt);
+  EXPECT_FALSE(change(d, "zlib")->red_flag());
+  // Another archive format of the same build has another hash by nature: not a red flag.
+  EXPECT_EQ(change(d, "xz")->kind, ChangeKind::Rebuilt);
+  EXPECT_EQ(change(d, "xz")->notes, std::vector<std::string>{"repackaged .tar.bz2 -> .conda"});
+}
+
+TEST(Diff, SameFileWithAnotherHashIsARedFlag) {
+  Pkg o{"openssl", "3.2.1", "hd590300_0"};
+  Pkg n = o;
+  n.sha256 = std::string(64, 'f');
+  auto d = diff_lockfiles(make({o}), make({n}));
+  ASSERT_NE(change(d, "openssl"), nullptr);
+  EXPECT_EQ(change(d, "openssl")->kind, ChangeKind::HashChanged);
+  EXPECT_TRUE(change(d, "openssl")->red_flag());
+  EXPECT_EQ(d.red_flags(), 1u);
+  EXPECT_TRUE(d.has_any({ChangeKind::HashChanged}));
+  EXPECT_FALSE(d.has_any({ChangeKind::Downgraded, ChangeKind::VariantSwitch}));
+}
+
+TEST(Diff, VariantSwitches) {
+  Pkg torch_cuda{"pytorch", "2.1.2", "cuda118_py311h0123abc_300"};
+  Pkg torch_cpu{"pytorch", "2.1.2", "cpu_mkl_py311h0123abc_100"};
+  Pkg blas_mkl{"libblas", "3.9.0", "20_linux64_mkl"};
+  Pkg blas_ob{"libblas", "3.9.0", "20_linux64_openblas"};
+  Pkg jax11{"jaxlib", "0.4.23", "cuda112py311h5a49573_200"};
+  Pkg jax12{"jaxlib", "0.4.23", "cuda120py311h5a49573_200"};
+  Pkg cupy_old{"cupy", "13.0.0", "py311h0abcdef_0"};
+  cupy_old.depends = {"cuda-version >=11.2,<12", "python >=3.11,<3.12.0a0"};
+  Pkg cupy_new{"cupy", "13.0.0", "py311h0abcdef_1"};
+  cupy_new.depends = {"cuda-version >=12.0,<13", "python >=3.11,<3.12.0a0"};
+  auto d = diff_lockfiles(make({torch_cuda, blas_mkl, jax11, cupy_old}), make({torch_cpu, blas_ob, jax12, cupy_new}));
+  for (const char* n : {"pytorch", "libblas", "jaxlib", "cupy"}) {
+    ASSERT_NE(change(d, n), nullptr) << n;
+    EXPECT_EQ(change(d, n)->kind, ChangeKind::VariantSwitch) << n;
+    EXPECT_TRUE(change(d, n)->has(ChangeKind::Rebuilt)) << n;
+  }
+  EXPECT_EQ(change(d, "pytorch")->notes.back(), "variant cuda+cuda11 -> cpu+mkl");
+  EXPECT_EQ(change(d, "libblas")->notes.back(), "variant mkl -> openblas");
+  EXPECT_EQ(change(d, "jaxlib")->notes.back(), "variant cuda+cuda11 -> cuda+cuda12");
+  EXPECT_EQ(change(d, "cupy")->notes.back(), "variant cuda+cuda11 -> cuda+cuda12");
+  // track_features move too
+  Pkg np_old{"numpy", "1.26.4", "py311h_0"};
+  np_old.track_features = {"nomkl"};
+  Pkg np_new{"numpy", "1.26.4", "py311h_0"};
+  auto d2 = diff_lockfiles(make({np_old}), make({np_new}));
+  ASSERT_NE(change(d2, "numpy"), nullptr);
+  EXPECT_EQ(change(d2, "numpy")->kind, ChangeKind::VariantSwitch);
+}
+
+TEST(Diff, ChannelLicenseAndHostFloor) {
+  Pkg o{"libfoo", "1.0", "h_0"};
+  o.license = "MIT";
+  o.depends = {"__glibc >=2.17,<3.0.a0", "libgcc >=13"};
+  o.size = 1000;
+  Pkg n{"libfoo", "1.1", "h_0"};
+  n.license = "GPL-3.0-only";
+  n.channel = "https://prefix.dev/conda-forge";
+  n.depends = {"__glibc >=2.28,<3.0.a0", "libgcc >=13"};
+  n.size = 1500;
+  Pkg gpu{"libbar", "2.0", "h_0"};
+  gpu.depends = {"__cuda", "libfoo"};
+  gpu.size = 300;
+  auto d = diff_lockfiles(make({o}), make({n, gpu}));
+  const PackageChange* c = change(d, "libfoo");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->kind, ChangeKind::Upgraded);
+  EXPECT_TRUE(c->has(ChangeKind::ChannelChanged));
+  EXPECT_TRUE(c->has(ChangeKind::LicenseChanged));
+  EXPECT_TRUE(c->has(ChangeKind::HostFloorRaised));
+  EXPECT_EQ(c->size_delta, std::optional<std::int64_t>(500));
+  EXPECT_NE(std::find(c->notes.begin(), c->notes.end(), "__glibc >=2.28 (environment had >=2.17)"), c->notes.end());
+  const PackageChange* b = change(d, "libbar");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->kind, ChangeKind::Added);
+  EXPECT_TRUE(b->has(ChangeKind::HostFloorRaised));  // a new __cuda requirement
+  EXPECT_EQ(d.size_delta, 800);
+  ASSERT_EQ(d.groups.size(), 1u);
+  ASSERT_EQ(d.groups[0].host_floors.size(), 2u);
+  EXPECT_EQ(d.groups[0].host_floors[0].name, "__glibc");
+  EXPECT_EQ(d.groups[0].host_floors[0].old_floor, "2.17");
+  EXPECT_EQ(d.groups[0].host_floors[0].new_floor, "2.28");
+  EXPECT_EQ(d.groups[0].host_floors[1].name, "__cuda");
+  EXPECT_EQ(d.groups[0].host_floors[1].old_floor, "");
+}
+
+TEST(Diff, PulledByRootsOrRequestedSpecs) {
+  // app -> lib -> zlib ; tool -> zlib ; zlib changes
+  Pkg app{"app", "1.0", "0"};
+  app.depends = {"lib >=1"};
+  Pkg lib{"lib", "1.0", "0"};
+  lib.depends = {"zlib >=1.2"};
+  Pkg tool{"tool", "1.0", "0"};
+  tool.depends = {"zlib"};
+  Pkg z1{"zlib", "1.2.13", "0"};
+  Pkg z2{"zlib", "1.3.1", "0"};
+  auto d = diff_lockfiles(make({app, lib, tool, z1}), make({app, lib, tool, z2}));
+  EXPECT_EQ(change(d, "zlib")->pulled_by, (std::vector<std::string>{"app", "tool"}));
+  // With requested specs, those are the roots (a requested package lists itself).
+  auto d2 = diff_lockfiles(make({app, lib, tool, z1}, {"conda-forge::lib >=1"}),
+                           make({app, lib, tool, z2}, {"conda-forge::lib >=1", "zlib"}));
+  EXPECT_EQ(change(d2, "zlib")->pulled_by, (std::vector<std::string>{"lib", "zlib"}));
+}
+
+TEST(Diff, RenderersAgreeOnCounts) {
+  Pkg o{"openssl", "3.2.1", "hd590300_0"};
+  Pkg n = o;
+  n.sha256 = std::string(64, 'f');
+  auto d = diff_lockfiles(make({o, {"zlib", "1.3", "0"}}), make({n, {"zlib", "1.2", "0"}}));
+  DiffLabels labels{"old.lock", "new.lock", "@EXPLICIT", "@EXPLICIT"};
+  const std::string text = render_text(d, labels, false);
+  EXPECT_EQ(text.substr(0, text.find('\n')), "2 changes: 1 hash-changed, 1 downgraded; size +0 B; 2 red flags");
+  EXPECT_EQ(text.find("\x1b["), std::string::npos);
+  EXPECT_NE(render_text(d, labels, true).find("\x1b[1;31m"), std::string::npos);
+  const std::string md = render_markdown(d, labels);
+  EXPECT_NE(md.find("#### :warning: Red flags"), std::string::npos);
+  EXPECT_LT(md.find("Red flags"), md.find("<details>"));
+  EXPECT_NE(md.find("<details><summary>default / linux-64: 2 changes"), std::string::npos);
+  auto j = diff_to_json(d, labels);
+  EXPECT_EQ(j["schema"], "envlock-diff/1");
+  EXPECT_EQ(j["summary"]["changes"], 2);
+  EXPECT_EQ(j["summary"]["by_kind"]["hash-changed"], 1);
+  EXPECT_EQ(j["summary"]["red_flags"], 2);
+  ASSERT_EQ(j["groups"].size(), 1u);
+  EXPECT_EQ(j["groups"][0]["changes"][0]["name"], "openssl");
+  EXPECT_EQ(j["groups"][0]["changes"][0]["kind"], "hash-changed");
+  EXPECT_EQ(j["groups"][0]["changes"][0]["old"]["sha256"], std::string(64, 'a'));
+  EXPECT_EQ(j["groups"][0]["changes"][1]["kind"], "downgraded");
+}
+
+TEST(Diff, FormatSize) {
+  EXPECT_EQ(format_size(0, true), "+0 B");
+  EXPECT_EQ(format_size(1536, true), "+1.5 KiB");
+  EXPECT_EQ(format_size(-3 * 1024 * 1024, true), "-3.0 MiB");
+  EXPECT_EQ(format_size(512, false), "512 B");
+}
+
+// ---- the real corpus ----
+
+TEST(CorpusDiff, StabilityPairHasNoChanges) {
+  REQUIRE_CORPUS();
+  auto d = diff_lockfiles(read("conda__rattler/test-data__conda-lock__v5__stability-original.yml"),
+                          read("conda__rattler/test-data__conda-lock__v5__stability-shuffled.yml"));
+  EXPECT_TRUE(d.empty()) << render_text(d, {"a", "b", "", ""}, false);
+}
+
+TEST(CorpusDiff, SameEnvironmentInTwoFormatsHasNoChanges) {
+  REQUIRE_CORPUS();
+  auto d = diff_lockfiles(read("pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml"),
+                          read("pangeo-data__pangeo-docker-images/ml-notebook__conda-linux-64.lock"));
+  EXPECT_EQ(d.total, 0u) << render_text(d, {"a", "b", "", ""}, false);
+}
+
+TEST(CorpusDiff, PixiFormatChangeGivesNoCondaChanges) {
+  REQUIRE_CORPUS();
+  // The same project's pixi.lock rewritten from format 5 (name, version, build spelled out) to
+  // format 6 (taken from the URL): every conda record is unchanged. The project also added four
+  // PyPI test dependencies and re-resolved one sdist between the commits; those are real changes.
+  const auto v5 = read("prefix-dev__pixi/examples__pypi__pixi.lock@83715daa_version5");
+  const auto v6 = read("prefix-dev__pixi/examples__pypi__pixi.lock");
+  auto d = diff_lockfiles(v5, v6);
+  ASSERT_EQ(d.groups.size(), 4u);
+  for (const auto& g : d.groups) {
+    for (const auto& c : g.changes) EXPECT_TRUE(c.pypi) << g.platform << " " << c.name;
+  }
+  EXPECT_EQ(d.counts[ChangeKind::Added], 16u);
+  const PackageChange* pytest = change(d, "pytest");
+  ASSERT_NE(pytest, nullptr);
+  EXPECT_EQ(pytest->kind, ChangeKind::Added);
+  EXPECT_EQ(pytest->new_side->version, "9.0.3");
+}
+
+TEST(CorpusDiff, PangeoMlNotebook2023To2026) {
+  REQUIRE_CORPUS();
+  const auto old_lock = read("pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml@55a3b77f");
+  const auto new_lock = read("pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml@aa438254");
+  auto d = diff_lockfiles(old_lock, new_lock);
+  ASSERT_EQ(d.groups.size(), 1u);
+  EXPECT_EQ(d.groups[0].environment, "default");
+  EXPECT_EQ(d.groups[0].platform, "linux-64");
+  EXPECT_GT(d.counts[ChangeKind::Added], 10u);
+  EXPECT_GT(d.counts[ChangeKind::Upgraded], 100u);
+  const PackageChange* py = change(d, "python");
+  ASSERT_NE(py, nullptr);
+  EXPECT_EQ(py->kind, ChangeKind::Upgraded);
+  EXPECT_EQ(py->old_side->version.substr(0, 4), "3.10");
+  // Every changed package on the new side is pulled in by at least one root.
+  for (const auto& c : d.groups[0].changes) {
+    if (c.new_side && !c.pypi) EXPECT_FALSE(c.pulled_by.empty()) << c.name;
+  }
+  // The rendered JSON lists exactly the counted changes.
+  auto j = diff_to_json(d, {"old", "new", "conda-lock v1", "conda-lock v1"});
+  EXPECT_EQ(j["groups"][0]["changes"].size(), d.total);
+}

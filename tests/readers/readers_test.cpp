@@ -1,0 +1,394 @@
+// Readers: conda-lock.yml, pixi.lock 1-7, @EXPLICIT, conda-meta prefixes, over the real corpus
+// (../shared/corpus/lockfiles) and small inline inputs for the error paths.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "envlock/readers.hpp"
+
+namespace fs = std::filesystem;
+using namespace envlock;
+
+namespace {
+
+fs::path corpus() { return fs::path(ENVLOCK_SHARED_DIR) / "corpus"; }
+fs::path lockfiles() { return corpus() / "lockfiles"; }
+
+#define REQUIRE_CORPUS()                                                                      \
+  if (!fs::is_directory(lockfiles()))                                                         \
+  GTEST_SKIP() << "the shared corpus (" << lockfiles().string()                               \
+               << ") is absent; the real-lockfile tests need ../shared/corpus/lockfiles"
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Lockfile read_ok(const std::string& rel) {
+  auto r = read_lockfile_path(lockfiles() / rel);
+  EXPECT_TRUE(r.ok()) << rel << ": " << (r.ok() ? "" : r.error().to_string());
+  return r.ok() ? r->lockfile : Lockfile{};
+}
+
+const LockedPackage* find(const LockedPlatform& p, const std::string& name) {
+  for (const auto& pkg : p.packages) {
+    if (pkg.name == name) return &pkg;
+  }
+  return nullptr;
+}
+
+std::size_t count_lines(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) n += line.find(needle) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+// Files in corpus/lockfiles that are not lockfiles envlock reads, each with the reason the
+// refusal must name. Every other file there must parse.
+const std::map<std::string, std::string>& refused() {
+  static const std::map<std::string, std::string> m = {
+      // manifests, not lockfiles
+      {"6cyc6__foundationpose_cpp/pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__constructor-minimal__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__cpp-sdl__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__detectron2-from-source__pyproject.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__docker__pyproject.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__jupyterlab__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__lightgbm__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__llama-index-inference__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__multi-machine__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__opencv__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__polarify__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__pypi__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__qgis__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__r__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__rerun_example__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__ros2-nav2__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__solve-groups__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__turtlesim__pixi.toml", "TOML table header"},
+      {"prefix-dev__pixi/examples__wasm-jupyterlite__pixi.toml", "TOML table header"},
+      // plain spec lists (environment files), not lockfiles
+      {"mamba-org__mamba/libmamba__tests__data__env_file__apache_arrow_conda_env_sphinx.txt",
+       "plain list of specs"},
+      {"mamba-org__mamba/libmamba__tests__data__env_file__issue_4274.env.txt", "plain list of specs"},
+      {"mamba-org__mamba/libmamba__tests__data__env_file__omni.env.txt", "plain list of specs"},
+      // URL lists without @EXPLICIT (conda-lock's own negative fixtures)
+      {"conda__conda-lock/tests__test-lockfile__no-auth.lock", "without an '@EXPLICIT' line"},
+      {"conda__conda-lock/tests__test-lockfile__test.lock", "without an '@EXPLICIT' line"},
+      {"conda__conda-lock/tests__test-lockfile-with-auth__test.lock", "without an '@EXPLICIT' line"},
+      {"conda__conda-lock/tests__test-stripped-lockfile__test.lock", "without an '@EXPLICIT' line"},
+      // versions from the future or damaged
+      {"conda__rattler/test-data__conda-lock__forward-compatible-lock.yml",
+       "format version 1000 in the conda-lock shape"},
+      {"mamba-org__mamba/libmamba__tests__data__env_lockfile__bad_version-lock.yaml",
+       "unknown lockfile format: `version: -1`"},
+      // mamba's deliberately incomplete entry (hash and manager commented out)
+      {"mamba-org__mamba/libmamba__tests__data__env_lockfile__bad_package-lock.yaml", "has no hash"},
+      // rattler's pixi.lock 7 negative fixtures
+      {"conda__rattler/test-data__lock_parse_fails__v7__duplicate_platform.yml", "duplicate key 'DUPLICATE'"},
+      {"conda__rattler/test-data__lock_parse_fails__v7__duplicate_platform_definition.yml",
+       "platform 'DUPLICATE' is defined twice"},
+      {"conda__rattler/test-data__lock_parse_fails__v7__duplicate_platform_use.yml", "duplicate key 'DUPLICATE'"},
+      {"conda__rattler/test-data__lock_parse_fails__v7__invalid_platform_name.yml",
+       "invalid platform name 'linux 64 foobar'"},
+      {"conda__rattler/test-data__lock_parse_fails__v7__invalid_platform_subdir.yml",
+       "unknown platform subdir 'linux-XX'"},
+      {"conda__rattler/test-data__lock_parse_fails__v7__missing_platform.yml",
+       "which the `platforms` list does not define"},
+  };
+  return m;
+}
+
+bool is_json_lock(const std::string& rel) { return rel.find(".json") != std::string::npos; }
+
+}  // namespace
+
+// Every lockfile in the corpus parses, or is refused with the listed reason.
+TEST(CorpusLockfiles, EveryFileParsesOrIsRefusedWithItsReason) {
+  REQUIRE_CORPUS();
+  std::size_t parsed = 0, refused_n = 0, packages = 0;
+  std::set<std::string> seen;
+  for (const auto& dir : fs::directory_iterator(lockfiles())) {
+    for (const auto& f : fs::directory_iterator(dir.path())) {
+      const std::string rel = dir.path().filename().string() + "/" + f.path().filename().string();
+      seen.insert(rel);
+      auto r = read_lockfile_path(f.path());
+      auto it = refused().find(rel);
+      if (is_json_lock(rel)) {
+        // mambajs / emscripten-forge JSON lockfiles: refused by name.
+        ASSERT_FALSE(r.ok()) << rel;
+        EXPECT_NE(r.error().message.find("unsupported lockfile format"), std::string::npos)
+            << rel << ": " << r.error().to_string();
+        EXPECT_EQ(r.error().where, f.path().string());
+        ++refused_n;
+        continue;
+      }
+      if (it != refused().end()) {
+        ASSERT_FALSE(r.ok()) << rel << " was expected to be refused (" << it->second << ")";
+        EXPECT_NE(r.error().to_string().find(it->second), std::string::npos)
+            << rel << ": got " << r.error().to_string();
+        EXPECT_TRUE(r.error().where.starts_with(f.path().string())) << r.error().where;
+        ++refused_n;
+        continue;
+      }
+      ASSERT_TRUE(r.ok()) << rel << ": " << r.error().to_string();
+      ++parsed;
+      for (const auto& [_, env] : r->lockfile.environments) {
+        for (const auto& [__, plat] : env.platforms) {
+          packages += plat.packages.size() + plat.pip.size();
+          for (const auto& p : plat.packages) {
+            EXPECT_FALSE(p.name.empty()) << rel;
+            EXPECT_FALSE(p.url.empty()) << rel << " " << p.name;
+          }
+          EXPECT_TRUE(std::is_sorted(plat.packages.begin(), plat.packages.end(),
+                                     [](const auto& a, const auto& b) { return a.name < b.name; }))
+              << rel;
+        }
+      }
+    }
+  }
+  for (const auto& [rel, _] : refused()) EXPECT_TRUE(seen.contains(rel)) << "listed but absent: " << rel;
+  EXPECT_GT(parsed, 150u);
+  EXPECT_GT(packages, 50000u);
+  EXPECT_EQ(parsed + refused_n, seen.size());
+}
+
+TEST(CondaLock, PangeoMlNotebookRecordsMatchTheFile) {
+  REQUIRE_CORPUS();
+  const std::string rel = "pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml";
+  auto r = read_lockfile_path(lockfiles() / rel);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->format.to_string(), "conda-lock v1");
+  const Lockfile& lock = r->lockfile;
+  ASSERT_EQ(lock.environments.size(), 1u);
+  const auto& env = lock.environments.at("default");
+  ASSERT_EQ(env.platforms.size(), 1u);
+  const auto& plat = env.platforms.at("linux-64");
+  const std::string text = slurp(lockfiles() / rel);
+  EXPECT_EQ(plat.packages.size(), count_lines(text, "manager: conda"));
+  EXPECT_EQ(plat.pip.size(), count_lines(text, "manager: pip"));
+  EXPECT_EQ(plat.channels, std::vector<std::string>{"conda-forge"});
+  const LockedPackage* omp = find(plat, "_openmp_mutex");
+  ASSERT_NE(omp, nullptr);
+  EXPECT_EQ(omp->version.to_string(), "4.5");
+  EXPECT_EQ(omp->build, "2_gnu");  // from the URL's file name: conda-lock does not record it
+  EXPECT_EQ(omp->subdir, "linux-64");
+  EXPECT_EQ(omp->channel, "https://conda.anaconda.org/conda-forge");
+  EXPECT_EQ(omp->file_name, "_openmp_mutex-4.5-2_gnu.tar.bz2");
+  EXPECT_EQ(omp->md5, "73aaf86a425cc6e73fcf236a5a46396d");
+  EXPECT_EQ(omp->sha256, "fbe2c5e56a653bebb982eda4876a9178aedfc2b545f25d0ce9c4c0b508253d22");
+  EXPECT_NE(std::find(omp->depends.begin(), omp->depends.end(), "libgomp >=7.5.0"), omp->depends.end());
+  EXPECT_NE(std::find(omp->depends.begin(), omp->depends.end(), "_libgcc_mutex 0.1"), omp->depends.end());
+  EXPECT_EQ(omp->layer, "main");
+  const LockedPackage* abi = find(plat, "_python_abi3_support");
+  ASSERT_NE(abi, nullptr);
+  EXPECT_EQ(abi->subdir, "noarch");
+  // An empty spec in the dependency map is the bare name.
+  EXPECT_NE(std::find(abi->depends.begin(), abi->depends.end(), "cpython"), abi->depends.end());
+}
+
+TEST(CondaLock, CategoriesAreKeptAsLayers) {
+  REQUIRE_CORPUS();
+  auto lock = read_ok("mamba-org__mamba/libmamba__tests__data__env_lockfile__good_multiple_categories-lock.yaml");
+  const auto& plat = lock.environments.at("default").platforms.at("linux-64");
+  std::set<std::string> layers;
+  for (const auto& p : plat.packages) layers.insert(p.layer);
+  EXPECT_TRUE(layers.contains("main"));
+  EXPECT_TRUE(layers.contains("dev"));
+}
+
+TEST(CondaLock, PipEntriesBecomePipPackages) {
+  REQUIRE_CORPUS();
+  auto lock = read_ok("conda__conda-lock/tests__test-v2-to-v3-upgrade__conda-lock-v3.0.3.yml");
+  const auto& plat = lock.environments.at("default").platforms.at("linux-64");
+  auto it = std::find_if(plat.pip.begin(), plat.pip.end(), [](const PipPackage& p) { return p.name == "anyio"; });
+  ASSERT_NE(it, plat.pip.end());
+  EXPECT_EQ(it->version, "4.9.0");
+  EXPECT_EQ(it->sha256, "9f76d541cad6e36af7beb62e978876f3b41e3e04f2c1fbf0884604c0a9c4d93c");
+  EXPECT_TRUE(it->url.ends_with("anyio-4.9.0-py3-none-any.whl"));
+}
+
+TEST(PixiLock, Version6NamesVersionBuildFromTheUrl) {
+  REQUIRE_CORPUS();
+  auto r = read_lockfile_path(lockfiles() / "conda__rattler/pixi.lock@253b323a");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->format.to_string(), "pixi.lock v6");
+  const auto& plat = r->lockfile.environments.at("default").platforms.at("linux-64");
+  const LockedPackage* omp = find(plat, "_openmp_mutex");
+  ASSERT_NE(omp, nullptr);
+  EXPECT_EQ(omp->build, "2_gnu");
+  EXPECT_EQ(omp->version.to_string(), "4.5");
+  EXPECT_EQ(omp->build_number, 16u);  // the record's own build number, not the build string's
+  EXPECT_EQ(omp->channel, "https://prefix.dev/conda-forge");
+  EXPECT_EQ(omp->size, std::optional<std::uint64_t>(23621));
+}
+
+TEST(PixiLock, Version7PlatformsCarryVirtualPackages) {
+  REQUIRE_CORPUS();
+  auto r = read_lockfile_path(lockfiles() / "conda__rattler/pixi.lock");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->format.to_string(), "pixi.lock v7");
+  const auto& plat = r->lockfile.environments.at("default").platforms.at("linux-64");
+  EXPECT_EQ(plat.platform, "linux-64");
+  auto glibc = std::find_if(plat.virtual_packages.begin(), plat.virtual_packages.end(),
+                            [](const VirtualPackage& v) { return v.name == "__glibc"; });
+  ASSERT_NE(glibc, plat.virtual_packages.end());
+  EXPECT_EQ(glibc->version, "2.28");
+  // Custom platform names map to their subdir.
+  auto named = read_ok("conda__rattler/test-data__conda-lock__v7__conda-path-lock.yml");
+  const auto& foobar = named.environments.at("default").platforms.at("linux-64-foobar");
+  EXPECT_EQ(foobar.platform, "linux-64");
+  ASSERT_EQ(foobar.packages.size(), 1u);
+  EXPECT_EQ(foobar.packages[0].name, "minimal-project");
+  EXPECT_EQ(foobar.packages[0].build, "first");
+}
+
+TEST(PixiLock, PypiEntriesAndEnvironments) {
+  REQUIRE_CORPUS();
+  auto r = read_lockfile_path(lockfiles() / "prefix-dev__pixi/examples__pypi__pixi.lock@eddac34c_version4");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->format.to_string(), "pixi.lock v4");
+  std::size_t pip = 0;
+  for (const auto& [_, env] : r->lockfile.environments) {
+    for (const auto& [__, plat] : env.platforms) {
+      pip += plat.pip.size();
+      for (const auto& p : plat.pip) {
+        EXPECT_FALSE(p.version.empty()) << p.name;
+        EXPECT_EQ(p.sha256.size(), 64u) << p.name;
+      }
+    }
+  }
+  EXPECT_GT(pip, 10u);
+}
+
+TEST(Explicit, AllThreeHashFragmentForms) {
+  const std::string text =
+      "# platform: linux-64\n"
+      "@EXPLICIT\n"
+      "https://conda.anaconda.org/conda-forge/linux-64/_libgcc_mutex-0.1-conda_forge.tar.bz2#d7c89558ba9fa0495403155b64376d81\n"
+      "https://conda.anaconda.org/conda-forge/linux-64/_openmp_mutex-4.5-2_gnu.tar.bz2#sha256:fbe2c5e56a653bebb982eda4876a9178aedfc2b545f25d0ce9c4c0b508253d22\n"
+      "https://conda.anaconda.org/conda-forge/noarch/_python_abi3_support-1.0-hd8ed1ab_2.conda#a3967b937b9abf0f2a99f3173fa4630293979bd1644709d89580e7c62a544661\n";
+  auto r = read_lockfile_text(text, "env.txt");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->format.to_string(), "@EXPLICIT");
+  const auto& plat = r->lockfile.environments.at("default").platforms.at("linux-64");
+  ASSERT_EQ(plat.packages.size(), 3u);
+  EXPECT_EQ(find(plat, "_libgcc_mutex")->md5, "d7c89558ba9fa0495403155b64376d81");
+  EXPECT_EQ(find(plat, "_libgcc_mutex")->sha256, "");
+  EXPECT_EQ(find(plat, "_openmp_mutex")->sha256,
+            "fbe2c5e56a653bebb982eda4876a9178aedfc2b545f25d0ce9c4c0b508253d22");
+  EXPECT_EQ(find(plat, "_python_abi3_support")->sha256,
+            "a3967b937b9abf0f2a99f3173fa4630293979bd1644709d89580e7c62a544661");
+  EXPECT_EQ(find(plat, "_python_abi3_support")->build, "hd8ed1ab_2");
+  EXPECT_EQ(find(plat, "_python_abi3_support")->subdir, "noarch");
+}
+
+TEST(Explicit, BadFragmentNamesLineAndColumn) {
+  const std::string text =
+      "@EXPLICIT\n"
+      "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda#sha256:abc\n";
+  auto r = read_lockfile_text(text, "env.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "env.txt:2:84");
+  EXPECT_NE(r.error().message.find("64 hexadecimal digits"), std::string::npos);
+}
+
+TEST(Explicit, CorpusPangeoMatchesItsCondaLock) {
+  REQUIRE_CORPUS();
+  auto ex = read_ok("pangeo-data__pangeo-docker-images/ml-notebook__conda-linux-64.lock");
+  auto cl = read_ok("pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml");
+  const auto& a = ex.environments.at("default").platforms.at("linux-64");
+  const auto& b = cl.environments.at("default").platforms.at("linux-64");
+  ASSERT_EQ(a.packages.size(), b.packages.size());
+  for (std::size_t i = 0; i < a.packages.size(); ++i) {
+    EXPECT_EQ(a.packages[i].name, b.packages[i].name);
+    EXPECT_EQ(a.packages[i].version, b.packages[i].version);
+    EXPECT_EQ(a.packages[i].build, b.packages[i].build);
+    EXPECT_EQ(a.packages[i].url, b.packages[i].url);
+  }
+}
+
+TEST(BadInput, TruncatedYamlNamesTheLine) {
+  REQUIRE_CORPUS();
+  std::string text = slurp(lockfiles() / "pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml");
+  // Cut inside a flow value: an unterminated quoted scalar is a YAML syntax error.
+  text = text.substr(0, text.find("version: '0.1'") + 11);
+  auto r = read_lockfile_text(text, "conda-lock.yml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.error().where.starts_with("conda-lock.yml:")) << r.error().where;
+  EXPECT_NE(r.error().message.find("YAML syntax error"), std::string::npos) << r.error().to_string();
+}
+
+TEST(BadInput, EntryWithoutUrl) {
+  const std::string text =
+      "version: 1\nmetadata:\n  platforms: [linux-64]\npackage:\n"
+      "- name: zlib\n  version: 1.3.1\n  manager: conda\n  platform: linux-64\n"
+      "  hash:\n    md5: 0123456789abcdef0123456789abcdef\n";
+  auto r = read_lockfile_text(text, "conda-lock.yml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "conda-lock.yml:5:3");
+  EXPECT_EQ(r.error().message, "package 'zlib' has no `url`");
+}
+
+TEST(BadInput, DuplicatedPackageNamesBothPlaces) {
+  const std::string text =
+      "version: 1\nmetadata:\n  platforms: [linux-64]\npackage:\n"
+      "- name: zlib\n  version: 1.3.1\n  manager: conda\n  platform: linux-64\n"
+      "  url: https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\n"
+      "  hash:\n    md5: 0123456789abcdef0123456789abcdef\n"
+      "- name: zlib\n  version: 1.2.13\n  manager: conda\n  platform: linux-64\n"
+      "  url: https://conda.anaconda.org/conda-forge/linux-64/zlib-1.2.13-hd590300_5.conda\n"
+      "  hash:\n    md5: fedcba9876543210fedcba9876543210\n";
+  auto r = read_lockfile_text(text, "conda-lock.yml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "conda-lock.yml:12:3");
+  EXPECT_NE(r.error().message.find("duplicated package 'zlib'"), std::string::npos);
+  EXPECT_NE(r.error().message.find("first listed at conda-lock.yml:5:3"), std::string::npos);
+}
+
+TEST(BadInput, NewerPixiVersionIsRefusedNamingBoth) {
+  const std::string text = "version: 8\nenvironments: {}\npackages: []\n";
+  auto r = read_lockfile_text(text, "pixi.lock");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "pixi.lock:1:10");
+  EXPECT_EQ(r.error().message, "pixi.lock format version 8 is newer than this envlock reads (1-7)");
+}
+
+TEST(Prefix, CondaMetaOfARealEnvironment) {
+  REQUIRE_CORPUS();
+  // Rebuild the prefix's conda-meta/ from the corpus's flattened file names.
+  const fs::path src = corpus() / "prefix" / "conda__conda";
+  const std::string stem = "tests__data__env_metadata__envpy313tosx_whl__conda-meta__";
+  const fs::path prefix = fs::temp_directory_path() / ("envlock-readers-prefix-" + std::to_string(::getpid()));
+  fs::remove_all(prefix);
+  fs::create_directories(prefix / "conda-meta");
+  std::size_t records = 0;
+  for (const auto& f : fs::directory_iterator(src)) {
+    const std::string name = f.path().filename().string();
+    if (!name.starts_with(stem)) continue;
+    fs::copy_file(f.path(), prefix / "conda-meta" / name.substr(stem.size()));
+    records += name.ends_with(".json") ? 1 : 0;
+  }
+  auto r = read_lockfile_path(prefix);
+  fs::remove_all(prefix);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->format.to_string(), "conda-meta prefix");
+  const auto& env = r->lockfile.environments.at("default");
+  ASSERT_EQ(env.platforms.size(), 1u);
+  const auto& plat = env.platforms.begin()->second;
+  EXPECT_EQ(plat.platform, "osx-arm64");
+  EXPECT_EQ(plat.packages.size(), records);
+  const LockedPackage* openssl = find(plat, "openssl");
+  ASSERT_NE(openssl, nullptr);
+  EXPECT_EQ(openssl->version.to_string(), "3.4.1");
+  EXPECT_EQ(openssl->build, "h81ee809_0");
+}
