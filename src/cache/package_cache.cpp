@@ -109,6 +109,13 @@ Result<Plan> plan_for(const fs::path& root, const RepoDataRecord& r) {
   return p;
 }
 
+std::string lower_hex(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
 std::optional<json> read_json(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) return std::nullopt;
@@ -164,7 +171,14 @@ std::optional<CacheEntry> valid_entry(const Plan& p, const RepoDataRecord& r, Ca
 std::optional<FileDigests> verified_archive(const Plan& p, const RepoDataRecord& r) {
   std::error_code ec;
   if (!fs::is_regular_file(p.archive, ec)) return std::nullopt;
-  if (r.size && fs::file_size(p.archive, ec) != *r.size) return std::nullopt;
+  const auto size = fs::file_size(p.archive, ec);
+  if (ec || (r.size && size != *r.size)) return std::nullopt;
+  if (!r.sha256.empty() && !r.md5.empty()) {
+    // One pass of the stronger digest; the record's md5 describes the same bytes.
+    auto sha = hash_file(p.archive, HashAlgorithm::Sha256);
+    if (!sha.ok() || !digest_equal(*sha, r.sha256)) return std::nullopt;
+    return FileDigests{size, *sha, lower_hex(r.md5)};
+  }
   auto d = digest_file(p.archive);
   if (!d.ok()) return std::nullopt;
   if (!r.sha256.empty() && !digest_equal(d->sha256, r.sha256)) return std::nullopt;
@@ -357,9 +371,13 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
       }
       FileDigests d{fetched[k]->size, fetched[k]->sha256, fetched[k]->md5};
       if (d.md5.empty()) {
-        // md5 is recorded in repodata_record.json as conda does; fetch computed only sha256.
-        auto md5 = hash_file(plans[i].archive, HashAlgorithm::Md5);
-        if (md5.ok()) d.md5 = *md5;
+        // repodata_record.json carries the md5 as conda's does. fetch verified the sha256, so the
+        // record's md5 describes these bytes; only a record without one costs another pass.
+        if (!records[i].md5.empty()) {
+          d.md5 = lower_hex(records[i].md5);
+        } else if (auto md5 = hash_file(plans[i].archive, HashAlgorithm::Md5); md5.ok()) {
+          d.md5 = *md5;
+        }
       }
       to_extract.push_back({i, d, CacheOrigin::Downloaded});
     }
