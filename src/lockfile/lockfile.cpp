@@ -380,6 +380,12 @@ Result<Lockfile> Lockfile::read(const std::filesystem::path& path) {
   if (!in)
     return Error{ErrorKind::Io, path.string(), std::string("cannot open the lockfile: ") + std::strerror(errno), "",
                  "create it with `envlock lock -f envlock.yaml`, or pass the right path with -l"};
+  constexpr std::uintmax_t kMaxLockfileBytes = 512u << 20;  // untrusted input: bounded
+  std::error_code ec;
+  if (auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxLockfileBytes)
+    return Error{ErrorKind::Parse, path.string(),
+                 "the lockfile is " + std::to_string(size) + " bytes; envlock reads lockfiles up to 512 MiB", "",
+                 "is this the right file?"};
   std::ostringstream buf;
   buf << in.rdbuf();
   if (in.bad()) return Error{ErrorKind::Io, path.string(), "cannot read the lockfile", "", ""};

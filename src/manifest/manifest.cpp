@@ -647,6 +647,11 @@ Result<Manifest> load_manifest(const std::filesystem::path& path) {
   if (!in)
     return Error{ErrorKind::Io, path.string(), "cannot open the manifest: " + std::string(std::strerror(errno)), "",
                  "check the path given with -f"};
+  constexpr std::uintmax_t kMaxManifestBytes = 16u << 20;  // untrusted input: bounded
+  if (auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxManifestBytes)
+    return Error{ErrorKind::Parse, path.string(),
+                 "the manifest is " + std::to_string(size) + " bytes; envlock reads manifests up to 16 MiB", "",
+                 "is this the right file?"};
   std::ostringstream buf;
   buf << in.rdbuf();
   if (in.bad()) return Error{ErrorKind::Io, path.string(), "cannot read the manifest", "", ""};
