@@ -210,8 +210,11 @@ TEST_F(ProbeCli, VerifyCleanOnTheReadmeExampleEnvironment) {
   std::ofstream(project / "envlock.yaml")
       << "name: example\nchannels: [" << channel.string() << "]\nplatforms: [linux-64]\n"
       << "dependencies:\n  - envlock-demo >=1.0\n  - envlock-greet\n"
-      << "reference:\n  command: python -c 'import json, envlock_demo; print(json.dumps({\"loss\": 0.25}))'\n"
-      << "  metric: json:loss\n  tolerance: 0.01\n";
+      << "reference: {command: python smoke.py --steps 1, metric: \"json:loss\", tolerance: 0.01}\n";
+  // Runs in the lockfile's folder with the environment's python: the import works only there.
+  std::ofstream(project / "smoke.py") << "import json, sys, envlock_demo\n"
+                                         "print('smoke run', sys.argv[1:])\n"
+                                         "print(json.dumps({'loss': 0.25}))\n";
   fs::create_directories(dir_ / "tmp");
   auto env = no_driver_env();
   env["ENVLOCK_PKGS_DIR"] = (dir_ / "pkgs").string();
