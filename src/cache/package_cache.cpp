@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -200,14 +201,23 @@ Status write_file_atomic(const fs::path& path, const std::string& text) {
   return ok_status();
 }
 
-/// Removes debris of a killed process: staging folders of this entry, an unmarked folder.
+/// Removes staging folders (`.<dist>.extracting-*`) a killed process left for any of `dists`, in
+/// one pass over the cache folder. The caller holds the locks of all of them.
+void remove_staging_debris(const fs::path& root, const std::set<std::string>& dists) {
+  if (dists.empty()) return;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string n = e.path().filename().string();
+    const auto mark = n.find(".extracting-");
+    if (n.size() < 2 || n.front() != '.' || mark == std::string::npos) continue;
+    if (dists.count(n.substr(1, mark - 1)) != 0) fs::remove_all(e.path(), ec);
+  }
+}
+
+/// Removes an extracted folder that failed validation (unmarked, other archive, damaged).
 void clear_for_extraction(const Plan& p) {
   std::error_code ec;
   fs::remove_all(p.dir, ec);
-  const std::string prefix = "." + p.dist + ".extracting-";
-  for (const auto& e : fs::directory_iterator(p.dir.parent_path(), ec)) {
-    if (e.path().filename().string().rfind(prefix, 0) == 0) fs::remove_all(e.path(), ec);
-  }
 }
 
 /// Extracts the verified archive into place with the marker and repodata_record.json.
@@ -299,6 +309,7 @@ Status PackageCache::remove(const RepoDataRecord& record) {
   fs::remove(p->archive, ec);
   fs::remove(partial_path(p->archive), ec);
   clear_for_extraction(*p);
+  remove_staging_debris(root_, {p->dist});
   if (fs::exists(p->dir) || fs::exists(p->archive)) {
     return Error{ErrorKind::Io, p->dir.string(), "cannot remove cache entry: " + ec.message()};
   }
@@ -382,6 +393,10 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
       to_extract.push_back({i, d, CacheOrigin::Downloaded});
     }
   }
+
+  std::set<std::string> extracting;
+  for (const Job& job : to_extract) extracting.insert(plans[job.first].dist);
+  remove_staging_debris(root_, extracting);
 
   // Extract in parallel; each job owns a distinct entry (and holds its lock already).
   std::size_t threads = options.extract_threads != 0 ? options.extract_threads

@@ -185,6 +185,9 @@ TEST_F(Cache, RepairsDamagedEntriesWithoutNetworkWhenTheArchiveIsGood) {
   const fs::path dir1 = dir_ / "pkgs" / records[1].file_name.substr(0, records[1].file_name.size() - 6);
   fs::remove(dir1 / "info/envlock_cache.json");
   std::ofstream(dir1 / "stray") << "x";
+  // Debris of a process killed while extracting records[0]: removed when it is extracted again.
+  const std::string dist0 = records[0].file_name.substr(0, records[0].file_name.size() - 6);
+  fs::create_directories(dir_ / "pkgs" / ("." + dist0 + ".extracting-99999-0/lib"));
   // 3. A file inside deleted: found only by CacheValidation::Files.
   const fs::path dir2 = dir_ / "pkgs" / records[2].file_name.substr(0, records[2].file_name.size() - 6);
   auto paths = nlohmann::json::parse(read_file(dir2 / "info/paths.json"));
@@ -204,6 +207,8 @@ TEST_F(Cache, RepairsDamagedEntriesWithoutNetworkWhenTheArchiveIsGood) {
   EXPECT_FALSE(fs::exists(dir1 / "stray"));
   EXPECT_EQ(again[2]->origin, CacheOrigin::Extracted);
   EXPECT_TRUE(fs::exists(dir2 / victim));
+  EXPECT_FALSE(fs::exists(dir_ / "pkgs" / ("." + dist0 + ".extracting-99999-0")));
+  EXPECT_EQ(cache_listing(dir_ / "pkgs").size(), 6u);
 }
 
 TEST_F(Cache, CorruptCachedArchiveIsDownloadedAgain) {
