@@ -1,0 +1,438 @@
+// Locking end to end: lock_manifest and the `lock` / `search` commands over real repodata from
+// the shared corpus (conda-forge subset for two platforms, the pytorch channel), through a local
+// channel directory and through an HTTP server on 127.0.0.1.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "channel/corpus_channel.hpp"
+#include "envlock/lock.hpp"
+#include "envlock/lockfile.hpp"
+#include "envlock/manifest.hpp"
+#include "support/http_server.hpp"
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::envlock_cmd;
+using testing::run_command;
+using testing::slurp;
+using testing::spit;
+using testing::TempDir;
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+/// A project folder with the conda-forge subset as ./cf and a manifest.
+struct Project {
+  TempDir tmp{"lock"};
+  fs::path dir() const { return tmp.path(); }
+  fs::path manifest() const { return tmp.path() / "envlock.yaml"; }
+  fs::path lockfile() const { return tmp.path() / "envlock.lock"; }
+  explicit Project(const std::string& manifest_text, std::vector<std::string> platforms = {"linux-64", "osx-64"}) {
+    testing::make_conda_forge_subset(tmp.path() / "cf", platforms);
+    spit(manifest(), manifest_text);
+  }
+};
+
+const char* kLayered = R"(name: demo
+channels: [./cf]
+platforms: [linux-64, osx-64]
+environments:
+  base:
+    dependencies:
+      - python 3.9.* *_cpython
+  project:
+    base: base
+    dependencies:
+      - pip
+      - six
+      - curl
+)";
+
+const LockedPackage* pkg(const Lockfile& l, const std::string& env, const std::string& platform, const std::string& name) {
+  auto e = l.environments.find(env);
+  if (e == l.environments.end()) return nullptr;
+  auto p = e->second.platforms.find(platform);
+  if (p == e->second.platforms.end()) return nullptr;
+  for (const auto& x : p->second.packages)
+    if (x.name == name) return &x;
+  return nullptr;
+}
+
+/// Rewrites every repodata.json below `dir` with its records in a shuffled order.
+void shuffle_repodata(const fs::path& dir, unsigned seed) {
+  std::mt19937 rng(seed);
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.path().filename() != "repodata.json") continue;
+    auto j = nlohmann::ordered_json::parse(slurp(e.path()));
+    for (const char* section : {"packages", "packages.conda"}) {
+      if (!j.contains(section)) continue;
+      std::vector<std::pair<std::string, nlohmann::ordered_json>> items;
+      for (auto it = j[section].begin(); it != j[section].end(); ++it) items.emplace_back(it.key(), it.value());
+      std::shuffle(items.begin(), items.end(), rng);
+      nlohmann::ordered_json shuffled = nlohmann::ordered_json::object();
+      for (auto& [k, v] : items) shuffled[k] = std::move(v);
+      j[section] = std::move(shuffled);
+    }
+    spit(e.path(), j.dump(1));
+  }
+}
+
+TEST(LockCli, TwoPlatformsTwoLayersDeterministicAndFresh) {
+  ENVLOCK_REQUIRE_CORPUS();
+  Project p(kLayered);
+  auto r = run_command(envlock_cmd() + " lock -f " + q(p.manifest()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto lock = Lockfile::read(p.lockfile());
+  ASSERT_TRUE(lock.ok()) << lock.error().to_string();
+  ASSERT_EQ(lock->environments.size(), 2u);
+  for (const char* platform : {"linux-64", "osx-64"}) {
+    const LockedPackage* base_py = pkg(*lock, "base", platform, "python");
+    const LockedPackage* proj_py = pkg(*lock, "project", platform, "python");
+    ASSERT_NE(base_py, nullptr) << platform;
+    ASSERT_NE(proj_py, nullptr) << platform;
+    EXPECT_TRUE(base_py->version.to_string().starts_with("3.9.")) << platform;
+    EXPECT_TRUE(base_py->build.ends_with("_cpython")) << platform;
+    // The project cannot move a base pin, and the pin keeps the base's layer.
+    EXPECT_EQ(proj_py->file_name, base_py->file_name);
+    EXPECT_EQ(proj_py->layer, "base");
+    EXPECT_EQ(base_py->layer, "base");
+    const LockedPackage* curl = pkg(*lock, "project", platform, "curl");
+    ASSERT_NE(curl, nullptr) << platform;
+    EXPECT_EQ(curl->layer, "project");
+    EXPECT_EQ(curl->subdir, platform);
+    EXPECT_FALSE(curl->sha256.empty());
+    EXPECT_TRUE(curl->url.starts_with("file://")) << curl->url;
+    // Everything the base locked is in the project too.
+    const auto& base_pkgs = lock->environments.at("base").platforms.at(platform).packages;
+    for (const auto& b : base_pkgs) {
+      const LockedPackage* same = pkg(*lock, "project", platform, b.name);
+      ASSERT_NE(same, nullptr) << b.name;
+      EXPECT_EQ(same->file_name, b.file_name);
+    }
+  }
+  EXPECT_EQ(pkg(*lock, "base", "linux-64", "pip") != nullptr, true);  // python depends on pip here
+  // The lock assumed the documented defaults, not this host.
+  const auto& vps = lock->environments.at("base").platforms.at("linux-64").virtual_packages;
+  ASSERT_FALSE(vps.empty());
+  bool glibc = false;
+  for (const auto& v : vps) {
+    EXPECT_NE(v.name, "__cuda");
+    if (v.name == "__glibc") glibc = v.version == "2.28";
+  }
+  EXPECT_TRUE(glibc);
+
+  // Locking again gives the same bytes; so does locking from shuffled repodata.
+  std::string first = slurp(p.lockfile());
+  auto again = run_command(envlock_cmd() + " lock -f " + q(p.manifest()) + " -o " + q(p.dir() / "again.lock"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(slurp(p.dir() / "again.lock"), first);
+  shuffle_repodata(p.dir() / "cf", 7);
+  auto shuffled = run_command(envlock_cmd() + " lock --update-all -f " + q(p.manifest()) + " -o " +
+                              q(p.dir() / "shuffled.lock"));
+  ASSERT_EQ(shuffled.exit_code, 0) << shuffled.err;
+  EXPECT_EQ(slurp(p.dir() / "shuffled.lock"), first);
+
+  // A fresh lock passes --check.
+  auto check = run_command(envlock_cmd() + " lock --check -f " + q(p.manifest()));
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  // Re-locking an unchanged manifest leaves the file alone.
+  auto unchanged = run_command(envlock_cmd() + " lock -f " + q(p.manifest()));
+  ASSERT_EQ(unchanged.exit_code, 0) << unchanged.err;
+  EXPECT_NE(unchanged.out.find("unchanged"), std::string::npos) << unchanged.out;
+}
+
+TEST(LockCli, BasePinConflictNamesThePin) {
+  ENVLOCK_REQUIRE_CORPUS();
+  Project p(R"(channels: [./cf]
+platforms: [linux-64]
+environments:
+  base:
+    dependencies: [python 3.9.19 *_cpython]
+  project:
+    base: base
+    dependencies: [python 3.9.18 *_cpython]
+)",
+            {"linux-64"});
+  auto r = run_command(envlock_cmd() + " lock -f " + q(p.manifest()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot solve environment 'project' for linux-64"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("python 3.9.18 *_cpython (requested at"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("conflicts with python 3.9.19"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pinned by the base layer 'base'"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(p.lockfile()));
+
+  auto j = run_command(envlock_cmd() + " lock --json -f " + q(p.manifest()));
+  EXPECT_EQ(j.exit_code, 1);
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["error"]["kind"], "unsatisfiable");
+  EXPECT_EQ(doc["conflict"]["environment"], "project");
+  EXPECT_EQ(doc["conflict"]["platform"], "linux-64");
+  ASSERT_TRUE(doc["conflict"]["conflicts"].is_array());
+  EXPECT_EQ(doc["conflict"]["conflicts"][0]["kind"], "requested");
+  EXPECT_NE(doc.dump().find("pinned by the base layer 'base'"), std::string::npos);
+}
+
+TEST(LockCli, UnknownPackageListsWhatExists) {
+  ENVLOCK_REQUIRE_CORPUS();
+  Project p("channels: [./cf]\nplatforms: [linux-64]\ndependencies: [python 3.12.*, nosuchpackage]\n", {"linux-64"});
+  auto r = run_command(envlock_cmd() + " lock -f " + q(p.manifest()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("versions that exist: 3.9.19, 3.9.18"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no package named 'nosuchpackage'"), std::string::npos) << r.err;
+}
+
+/// Drops from `file` every record of `name` newer than `keep_below` (conda version order).
+void drop_newer(const fs::path& file, const std::string& name, const std::string& keep_below) {
+  auto j = nlohmann::ordered_json::parse(slurp(file));
+  auto limit = *Version::parse(keep_below);
+  for (const char* section : {"packages", "packages.conda"}) {
+    if (!j.contains(section)) continue;
+    nlohmann::ordered_json kept = nlohmann::ordered_json::object();
+    for (auto it = j[section].begin(); it != j[section].end(); ++it) {
+      if (it.value()["name"] == name && *Version::parse(it.value()["version"].get<std::string>()) >= limit) continue;
+      kept[it.key()] = it.value();
+    }
+    j[section] = std::move(kept);
+  }
+  spit(file, j.dump(1));
+}
+
+TEST(LockCli, UpdateChangesOnlyWhatItMust) {
+  ENVLOCK_REQUIRE_CORPUS();
+  Project p("channels: [./cf]\nplatforms: [linux-64]\ndependencies: [python 3.9.* *_cpython, curl]\n", {"linux-64"});
+  fs::path repodata = p.dir() / "cf" / "linux-64" / "repodata.json";
+  std::string full = slurp(repodata);
+  // An older snapshot of the channel: newer openssl and ncurses not published yet.
+  drop_newer(repodata, "openssl", "3.1");
+  drop_newer(repodata, "ncurses", "6.4");
+  ASSERT_EQ(run_command(envlock_cmd() + " lock -f " + q(p.manifest())).exit_code, 0);
+  std::string old_lock = slurp(p.lockfile());
+  auto old = *Lockfile::read(p.lockfile());
+  ASSERT_NE(pkg(old, "default", "linux-64", "openssl"), nullptr);
+  ASSERT_NE(pkg(old, "default", "linux-64", "ncurses"), nullptr);
+  EXPECT_LT(pkg(old, "default", "linux-64", "openssl")->version, *Version::parse("3.1"));
+
+  // The channel moves on; re-locking keeps every record that still fits: same bytes.
+  spit(repodata, full);
+  auto relock = run_command(envlock_cmd() + " lock -f " + q(p.manifest()));
+  ASSERT_EQ(relock.exit_code, 0) << relock.err;
+  EXPECT_EQ(slurp(p.lockfile()), old_lock);
+
+  // --update openssl moves openssl (and only what must move with it).
+  auto upd = run_command(envlock_cmd() + " lock --json --update openssl -f " + q(p.manifest()));
+  ASSERT_EQ(upd.exit_code, 0) << upd.err;
+  auto report = nlohmann::json::parse(upd.out);
+  auto changed = report["environments"]["default"]["linux-64"]["changed"];
+  ASSERT_FALSE(changed.empty());
+  std::set<std::string> moved;
+  for (const auto& c : changed) moved.insert(c.get<std::string>().substr(0, c.get<std::string>().find(' ')));
+  EXPECT_EQ(moved.count("openssl"), 1u);
+  EXPECT_EQ(moved.count("ncurses"), 0u);
+  auto updated = *Lockfile::read(p.lockfile());
+  EXPECT_GE(pkg(updated, "default", "linux-64", "openssl")->version, *Version::parse("3.1"));
+  EXPECT_EQ(pkg(updated, "default", "linux-64", "ncurses")->file_name, pkg(old, "default", "linux-64", "ncurses")->file_name);
+  // Every package that moved had to: it depends on openssl, or openssl itself.
+  for (const auto& name : moved) {
+    if (name == "openssl") continue;
+    const LockedPackage* now = pkg(updated, "default", "linux-64", name);
+    ASSERT_NE(now, nullptr);
+    bool needs_openssl = false;
+    for (const auto& d : now->depends) needs_openssl = needs_openssl || d.starts_with("openssl");
+    const LockedPackage* before = pkg(old, "default", "linux-64", name);
+    if (before != nullptr)
+      for (const auto& d : before->depends) needs_openssl = needs_openssl || d.starts_with("openssl");
+    EXPECT_TRUE(needs_openssl) << name << " moved without needing to";
+  }
+
+  // --update-all frees everything: ncurses moves to the newest too.
+  ASSERT_EQ(run_command(envlock_cmd() + " lock --update-all -f " + q(p.manifest())).exit_code, 0);
+  auto fresh = *Lockfile::read(p.lockfile());
+  EXPECT_GE(pkg(fresh, "default", "linux-64", "ncurses")->version, *Version::parse("6.4"));
+
+  // Unknown names and bad flag combinations are usage errors.
+  EXPECT_EQ(run_command(envlock_cmd() + " lock --update opensll -f " + q(p.manifest())).exit_code, 2);
+  EXPECT_EQ(run_command(envlock_cmd() + " lock --update openssl --update-all -f " + q(p.manifest())).exit_code, 2);
+  EXPECT_EQ(run_command(envlock_cmd() + " lock --check --update-all -f " + q(p.manifest())).exit_code, 2);
+}
+
+TEST(LockCli, TokenUrlNeverAppearsInLockfileOrOutput) {
+  ENVLOCK_REQUIRE_CORPUS();
+  TempDir tmp("lock");
+  fs::path www = tmp.path() / "www";
+  testing::make_conda_forge_subset(www / "t" / "tk-SECRET-9f3a" / "cf", {"linux-64"});
+  testing::HttpServer server(www);
+  ASSERT_TRUE(server.ok()) << server.error();
+  std::string channel = server.url("/t/tk-SECRET-9f3a/cf");
+  spit(tmp.path() / "envlock.yaml",
+       "channels: [" + channel + "]\nplatforms: [linux-64]\ndependencies: [python 3.9.* *_cpython]\n");
+  std::map<std::string, std::string> env{{"ENVLOCK_CACHE_DIR", (tmp.path() / "cache").string()}};
+  auto r = run_command(envlock_cmd() + " lock --json -f " + q(tmp.path() / "envlock.yaml"), env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string lock = slurp(tmp.path() / "envlock.lock");
+  EXPECT_EQ(lock.find("SECRET"), std::string::npos);
+  EXPECT_EQ(r.out.find("SECRET"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("SECRET"), std::string::npos) << r.err;
+  EXPECT_NE(lock.find(server.url("/cf/linux-64/")), std::string::npos);
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path() / "cache"))
+    if (e.is_regular_file() && e.path().extension() == ".json")
+      EXPECT_EQ(slurp(e.path()).find("tk-SECRET"), std::string::npos) << e.path();
+
+  // --offline relocks from the cache once the server is gone.
+  auto offline = run_command(envlock_cmd() + " lock --offline --update-all -f " + q(tmp.path() / "envlock.yaml") +
+                                 " -o " + q(tmp.path() / "offline.lock"),
+                             env);
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  EXPECT_EQ(slurp(tmp.path() / "offline.lock"), lock);
+  // A channel that was never fetched cannot be locked offline.
+  auto env2 = env;
+  env2["ENVLOCK_CACHE_DIR"] = (tmp.path() / "empty-cache").string();
+  auto miss = run_command(envlock_cmd() + " lock --offline -f " + q(tmp.path() / "envlock.yaml") + " -o " +
+                              q(tmp.path() / "x.lock"),
+                          env2);
+  EXPECT_EQ(miss.exit_code, 1);
+  EXPECT_NE(miss.err.find("--offline"), std::string::npos) << miss.err;
+  EXPECT_EQ(miss.err.find("SECRET"), std::string::npos) << miss.err;
+}
+
+TEST(LockCli, MissingChannelIsAClearError) {
+  TempDir tmp("lock");
+  spit(tmp.path() / "envlock.yaml", "channels: [./nowhere]\nplatforms: [linux-64]\ndependencies: [python]\n");
+  auto r = run_command(envlock_cmd() + " lock -f " + q(tmp.path() / "envlock.yaml"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("channel directory does not exist"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "envlock.lock"));
+}
+
+TEST(SearchCli, NewestFirstWithJsonAndNoMatch) {
+  ENVLOCK_REQUIRE_CORPUS();
+  TempDir tmp("search");
+  testing::make_conda_forge_subset(tmp.path() / "cf", {"linux-64"});
+  auto r = run_command(envlock_cmd() + " search 'python 3.9.*' --json -c " + q(tmp.path() / "cf") +
+                       " --platform linux-64");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["packages"].empty());
+  EXPECT_EQ(j["packages"][0]["name"], "python");
+  EXPECT_EQ(j["packages"][0]["version"], "3.9.19");
+  std::vector<std::string> versions;
+  for (const auto& p : j["packages"]) versions.push_back(p["version"]);
+  for (std::size_t i = 1; i < versions.size(); ++i)
+    EXPECT_GE(*Version::parse(versions[i - 1]), *Version::parse(versions[i]));
+
+  auto text = run_command(envlock_cmd() + " search 'six' -c " + q(tmp.path() / "cf") + " --platform linux-64");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("six"), std::string::npos);
+  EXPECT_NE(text.out.find("1.16.0"), std::string::npos);
+  EXPECT_LT(text.out.find("1.16.0"), text.out.find("1.15.0"));
+
+  auto none = run_command(envlock_cmd() + " search 'six >=99' -c " + q(tmp.path() / "cf") + " --platform linux-64");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("no package matches 'six >=99'"), std::string::npos) << none.err;
+  auto bad = run_command(envlock_cmd() + " search 'six[' -c " + q(tmp.path() / "cf"));
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+// --- library level ---------------------------------------------------------------------------
+
+Manifest manifest_from(const std::string& text, const fs::path& dir) {
+  auto m = parse_manifest(text, "envlock.yaml", dir);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().to_string());
+  return m.ok() ? *m : Manifest{};
+}
+
+TEST(LockLibrary, VirtualPackagesDefaultsManifestAndOverrides) {
+  TempDir tmp("lock");
+  auto m = manifest_from("channels: [./cf]\nplatforms: [linux-64, osx-arm64]\nvirtual-packages:\n  linux-64: [__cuda=12.4, "
+                         "__glibc=2.17]\ndependencies: [python]\n",
+                         tmp.path());
+  auto none = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  auto linux = lock_virtual_packages(m, "linux-64", none);
+  ASSERT_TRUE(linux.ok());
+  std::vector<std::string> got;
+  for (const auto& v : *linux) got.push_back(v.to_string());
+  EXPECT_EQ(got, (std::vector<std::string>{"__archspec=1=x86_64", "__cuda=12.4=0", "__glibc=2.17=0", "__linux=4.18=0",
+                                           "__unix=0=0"}));
+  auto osx = lock_virtual_packages(m, "osx-arm64", none);
+  ASSERT_TRUE(osx.ok());
+  got.clear();
+  for (const auto& v : *osx) got.push_back(v.to_string());
+  EXPECT_EQ(got, (std::vector<std::string>{"__archspec=1=arm64", "__osx=13.0=0", "__unix=0=0"}));
+
+  auto env = [](const std::string& k) -> std::optional<std::string> {
+    if (k == "CONDA_OVERRIDE_CUDA") return std::string("");
+    if (k == "CONDA_OVERRIDE_GLIBC") return std::string("2.35");
+    return std::nullopt;
+  };
+  auto over = lock_virtual_packages(m, "linux-64", env);
+  ASSERT_TRUE(over.ok());
+  got.clear();
+  for (const auto& v : *over) got.push_back(v.to_string());
+  EXPECT_EQ(got, (std::vector<std::string>{"__archspec=1=x86_64", "__glibc=2.35=0", "__linux=4.18=0", "__unix=0=0"}));
+
+  auto bad = lock_virtual_packages(m, "linux-64", [](const std::string& k) -> std::optional<std::string> {
+    if (k == "CONDA_OVERRIDE_GLIBC") return std::string("two..three");
+    return std::nullopt;
+  });
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().where, "CONDA_OVERRIDE_GLIBC");
+}
+
+TEST(LockLibrary, GpuHintWhenTheHostHasADriverAndNoCudaIsDeclared) {
+  ENVLOCK_REQUIRE_CORPUS();
+  TempDir tmp("lock");
+  testing::make_conda_forge_subset(tmp.path() / "cf", {"linux-64"});
+  auto m = manifest_from("channels: [./cf]\nplatforms: [linux-64]\ndependencies: [six]\n", tmp.path());
+  LockDiagnostics diag;
+  LockOptions o;
+  o.diagnostics = &diag;
+  o.solv_cache_dir = fs::path{};
+  o.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  o.cuda_driver_version = []() -> std::optional<std::string> { return std::string("12.4"); };
+  auto lock = lock_manifest(m, o);
+  ASSERT_TRUE(lock.ok()) << lock.error().to_string();
+  ASSERT_EQ(diag.hints.size(), 1u);
+  EXPECT_NE(diag.hints[0].find("__cuda=12.4"), std::string::npos) << diag.hints[0];
+  // Without a driver: no hint; and the lock is the same either way.
+  LockDiagnostics quiet;
+  o.diagnostics = &quiet;
+  o.cuda_driver_version = []() -> std::optional<std::string> { return std::nullopt; };
+  auto lock2 = lock_manifest(m, o);
+  ASSERT_TRUE(lock2.ok());
+  EXPECT_TRUE(quiet.hints.empty());
+  EXPECT_EQ(lock->to_yaml(), lock2->to_yaml());
+}
+
+TEST(LockLibrary, PytorchChannelAboveCondaForgeSubset) {
+  ENVLOCK_REQUIRE_CORPUS();
+  TempDir tmp("lock");
+  testing::make_conda_forge_subset(tmp.path() / "cf", {"linux-64"});
+  testing::make_channel(tmp.path() / "pytorch",
+                        {{"linux-64", "conda__rattler/test-data__channels__pytorch__linux-64__repodata.json"}});
+  auto m = manifest_from("channels: [./pytorch, ./cf]\nplatforms: [linux-64]\ndependencies: [cuda92, six]\n",
+                         tmp.path());
+  LockOptions o;
+  o.solv_cache_dir = tmp.path() / "solv";
+  o.cuda_driver_version = []() -> std::optional<std::string> { return std::nullopt; };
+  auto lock = lock_manifest(m, o);
+  ASSERT_TRUE(lock.ok()) << lock.error().to_string();
+  const auto& lp = lock->environments.at("default").platforms.at("linux-64");
+  EXPECT_EQ(lp.channels.size(), 2u);
+  const LockedPackage* cuda = pkg(*lock, "default", "linux-64", "cuda92");
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_TRUE(cuda->channel.ends_with("/pytorch")) << cuda->channel;
+  const LockedPackage* six = pkg(*lock, "default", "linux-64", "six");
+  ASSERT_NE(six, nullptr);
+  EXPECT_TRUE(six->channel.ends_with("/cf")) << six->channel;
+  // The second lock reads the .solv cache and gives the same lockfile.
+  auto again = lock_manifest(m, o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->to_yaml(), lock->to_yaml());
+}
+
+}  // namespace
+}  // namespace envlock
