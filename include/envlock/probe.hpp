@@ -238,7 +238,8 @@ ProbeReport evaluate_probe(HostFacts host, std::optional<PackageCudaFacts> packa
                            std::string packages_source = {});
 
 /// The probe facts worth recording next to a reference value (lockfile `recorded_host`):
-/// driver version, CUDA driver version, GPU count and per GPU name and compute capability.
+/// platform (conda subdir), CPU level (x86-64 psABI level or machine name), driver version,
+/// CUDA driver version, GPU count and per GPU name, compute capability and memory.
 /// No host names, user names or paths. Keys sorted.
 std::map<std::string, std::string> recorded_host_facts(const HostFacts& host);
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "envlock/match_spec.hpp"
+#include "envlock/platform.hpp"
 #include "envlock/probe.hpp"
 #include "envlock/version.hpp"
 
@@ -675,6 +676,9 @@ std::string ProbeReport::to_text(bool color) const {
 
 std::map<std::string, std::string> recorded_host_facts(const HostFacts& h) {
   std::map<std::string, std::string> m;
+  // The CPU level matters too: vectorised kernels (AVX2 vs AVX-512) change floating-point results.
+  m["platform"] = Platform::host().to_string();
+  m["cpu"] = detect_microarchitecture();
   if (!h.nvml.driver_version.empty()) m["driver_version"] = h.nvml.driver_version;
   else if (!h.kernel_module_version.empty()) m["driver_version"] = h.kernel_module_version;
   if (h.cuda.driver_version) m["cuda_driver_version"] = cuda_from_int(*h.cuda.driver_version);

@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "envlock/platform.hpp"
 #include "envlock/probe.hpp"
 
 namespace envlock {
@@ -513,6 +514,8 @@ TEST_F(FakeHost, HealthyCudaEnvironmentPasses) {
   EXPECT_EQ(facts.at("gpu_count"), "2");
   EXPECT_EQ(facts.at("gpu.0.name"), "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(facts.at("gpu.0.compute_capability"), "9.0");
+  EXPECT_EQ(facts.at("platform"), Platform::host().to_string());
+  EXPECT_EQ(facts.at("cpu"), detect_microarchitecture());
 }
 
 TEST_F(FakeHost, DetectCudaDriverVersionUsesTheSameChild) {
