@@ -297,6 +297,7 @@ ChildAnswer run_child(void (*body)(int, const char*), const std::string& library
   }
   close(fds[1]);
   std::string buffer;
+  bool finished = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
@@ -317,16 +318,23 @@ ChildAnswer run_child(void (*body)(int, const char*), const std::string& library
     if (n <= 0) break;  // end of file: the child exited or died
     buffer.append(chunk, static_cast<std::size_t>(n));
     if (buffer.size() > (1u << 20)) break;  // a bounded answer
+    // The child's last line: stop here even if a helper process the library started still holds
+    // the pipe open.
+    if (buffer.starts_with("done=1\n") || buffer.find("\ndone=1\n") != std::string::npos) {
+      finished = true;
+      break;
+    }
   }
   close(fds[0]);
-  if (answer.timed_out) {
+  if (answer.timed_out || finished) {
+    // Past the deadline, or done: nothing the library started for this query may outlive it.
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!answer.timed_out && WIFSIGNALED(status)) answer.signal = WTERMSIG(status);
+  if (!answer.timed_out && !finished && WIFSIGNALED(status)) answer.signal = WTERMSIG(status);
 
   std::size_t start = 0;
   while (start < buffer.size()) {

@@ -259,6 +259,16 @@ TEST_F(FakeHost, HangingDriverIsKilledAfterTheTimeout) {
   EXPECT_EQ(r.exit_code(), 1);
 }
 
+TEST_F(FakeHost, HelperProcessOfTheLibraryDoesNotHoldTheQueryOpen) {
+  healthy(1);
+  program("gpu.count=1\ncuda.helper=1\n");
+  ProbeHost h = host();
+  h.timeout_ms = 5000;
+  const ProbeReport r = probe(std::nullopt, h);
+  EXPECT_EQ(r.host.cuda.outcome, VendorOutcome::Ok) << dump(r);
+  EXPECT_EQ(r.host.cuda.devices.size(), 1u);
+}
+
 TEST_F(FakeHost, HalfInstalledLibraryNamesTheMissingSymbol) {
   healthy(1);
   const ProbeReport r = probe(std::nullopt, host(FAKE_LIBCUDA_PARTIAL));

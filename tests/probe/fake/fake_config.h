@@ -9,6 +9,7 @@
  *   cuda.driver_version=12040   what cuDriverGetVersion reports (default 12040)
  *   cuda.crash=<function>       that function dereferences NULL (SIGSEGV), e.g. cuInit
  *   cuda.hang=<function>        that function never returns
+ *   cuda.helper=1               cuInit leaves a helper process holding every descriptor
  *   nvml.init=<nvmlReturn_t>    what nvmlInit_v2 returns (default 0)
  *   nvml.driver=550.54.14       nvmlSystemGetDriverVersion
  *   nvml.crash=<function>, nvml.hang=<function>

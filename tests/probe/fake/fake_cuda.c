@@ -48,6 +48,11 @@ static void compute_visible(void) {
 CUresult cuInit(unsigned int flags) {
   (void)flags;
   fake_misbehave("cuda", "cuInit");
+  /* cuda.helper=1: start a helper process that inherits every descriptor and lingers, as a
+   * driver library's helpers may. */
+  if (fake_int("cuda.helper", 0) == 1 && fork() == 0) {
+    for (;;) pause();
+  }
   compute_visible();
   const char* forced = fake_get("cuda.init");
   if (forced != NULL && atoi(forced) != 0) return atoi(forced);
