@@ -16,10 +16,11 @@ using namespace readers;
 
 namespace {
 
-Result<std::vector<std::string>> read_dependencies(const std::string& source,
-                                                   const YAML::Node& entry) {
+// `dependencies` / `constrains`: a map {name: spec} (conda-lock) or a list of MatchSpecs (pixi).
+Result<std::vector<std::string>> read_specs(const std::string& source, const YAML::Node& entry,
+                                            const char* key) {
   std::vector<std::string> out;
-  YAML::Node deps = entry["dependencies"];
+  YAML::Node deps = entry[key];
   if (!deps || deps.IsNull()) return out;
   if (deps.IsMap()) {
     for (const auto& kv : deps) {
@@ -31,7 +32,7 @@ Result<std::vector<std::string>> read_dependencies(const std::string& source,
     }
     return out;
   }
-  return get_string_list(source, entry, "dependencies");
+  return get_string_list(source, entry, key);
 }
 
 std::string sha256_from_fragment(const std::string& url) {
@@ -150,6 +151,21 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
                         "package '" + label + "': unknown manager '" + mgr + "'",
                         "conda-lock entries use `manager: conda` or `manager: pip`");
       }
+      if (label.starts_with("__")) {
+        // A virtual package written as an entry (old conda-lock versions did, with an empty hash
+        // and a file:// URL into a temporary folder): what the solve assumed of the host, not a
+        // package to install.
+        auto& e = lock.environments[env];
+        e.name = env;
+        auto& plat = e.platforms[**platform];
+        if (plat.platform.empty()) plat.platform = **platform;
+        VirtualPackage vp;
+        vp.name = label;
+        vp.version = version->value_or("0");
+        vp.build = "0";
+        plat.virtual_packages.push_back(vp);
+        continue;
+      }
       if (md5.empty() && sha256.empty()) {
         return error_at(source, entry, "package '" + label + "' has no hash (neither md5 nor sha256)",
                         "a locked package must carry its checksum; regenerate the lockfile");
@@ -186,10 +202,10 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
       auto license = get_string(source, entry, "license");
       if (!license) return license.error();
       pkg.license = license->value_or("");
-      auto deps = read_dependencies(source, entry);
+      auto deps = read_specs(source, entry, "dependencies");
       if (!deps) return deps.error();
       pkg.depends = std::move(deps).value();
-      auto cons = get_string_list(source, entry, "constrains");
+      auto cons = read_specs(source, entry, "constrains");
       if (!cons) return cons.error();
       pkg.constrains = std::move(cons).value();
       auto tf = get_string_list(source, entry, "track_features");

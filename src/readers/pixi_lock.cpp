@@ -349,7 +349,10 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
           auto pkg = read_conda_entry(source, *chosen, key);
           if (!pkg) return pkg.error();
           pkg->layer = env_name;
-          if (auto st = add_package(lock, index, env_name, plat_name, subdir, std::move(pkg).value(), place); !st) {
+          const std::string identity = key.starts_with("conda_source:") ? key : std::string();
+          if (auto st = add_package(lock, index, env_name, plat_name, subdir, std::move(pkg).value(), place,
+                                    identity);
+              !st) {
             return st.error();
           }
         }

@@ -150,9 +150,9 @@ Error duplicate_error(const std::string& name, const std::string& env, const std
 
 Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env,
                    const std::string& platform_key, const std::string& subdir, LockedPackage pkg,
-                   const std::string& place) {
+                   const std::string& place, const std::string& identity) {
   auto& plat = platform_of(lock, env, platform_key, subdir);
-  auto [it, inserted] = index.seen.emplace(dup_key(env, platform_key, pkg.name),
+  auto [it, inserted] = index.seen.emplace(dup_key(env, platform_key, identity.empty() ? pkg.name : identity),
                                            std::make_pair(pkg.url, place));
   if (!inserted) {
     if (it->second.first != pkg.url) {

@@ -52,9 +52,11 @@ struct DuplicateIndex {
 /// platform). The same name listed again with the same URL is merged (layers joined, as
 /// conda-lock lists a package once per category); with another URL it is an error naming both
 /// places ("duplicated package").
+/// `identity` replaces the name in the duplicate check where a format allows several records of
+/// one name (pixi.lock 7 source packages with variants: their source id).
 Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env,
                    const std::string& platform_key, const std::string& subdir, LockedPackage pkg,
-                   const std::string& place);
+                   const std::string& place, const std::string& identity = {});
 Status add_pip(Lockfile& lock, DuplicateIndex& index, const std::string& env,
                const std::string& platform_key, const std::string& subdir, PipPackage pkg,
                const std::string& place);

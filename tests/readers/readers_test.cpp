@@ -93,6 +93,9 @@ const std::map<std::string, std::string>& refused() {
        "unknown lockfile format: `version: -1`"},
       // mamba's deliberately incomplete entry (hash and manager commented out)
       {"mamba-org__mamba/libmamba__tests__data__env_lockfile__bad_package-lock.yaml", "has no hash"},
+      // a rattler fixture whose binary build/host packages carry no checksum
+      {"conda__rattler/test-data__conda-lock__v7__conda-source-build-host-packages-lock.yml",
+       "has no hash (neither sha256 nor md5)"},
       // rattler's pixi.lock 7 negative fixtures
       {"conda__rattler/test-data__lock_parse_fails__v7__duplicate_platform.yml", "duplicate key 'DUPLICATE'"},
       {"conda__rattler/test-data__lock_parse_fails__v7__duplicate_platform_definition.yml",
