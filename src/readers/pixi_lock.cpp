@@ -349,7 +349,9 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
           auto pkg = read_conda_entry(source, *chosen, key);
           if (!pkg) return pkg.error();
           pkg->layer = env_name;
-          const std::string identity = key.starts_with("conda_source:") ? key : std::string();
+          // Source packages (built from a path or git) may share a name across variants.
+          const bool source_pkg = key.starts_with("conda_source:") || !is_archive_url(key.substr(6));
+          const std::string identity = source_pkg ? key : std::string();
           if (auto st = add_package(lock, index, env_name, plat_name, subdir, std::move(pkg).value(), place,
                                     identity);
               !st) {
