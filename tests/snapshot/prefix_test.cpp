@@ -255,8 +255,8 @@ TEST(Drift, ModifiedMissingAndUnownedFiles) {
   ASSERT_EQ(env->drift.modified.size(), 2u);
   EXPECT_EQ(env->drift.modified[0].path, "bin/foo");
   EXPECT_EQ(env->drift.modified[0].owner, "footool");
-  EXPECT_EQ(env->drift.modified[0].expected_size, 20u);
-  EXPECT_EQ(env->drift.modified[0].actual_size, 30u);
+  EXPECT_EQ(env->drift.modified[0].expected_size, 19u);
+  EXPECT_EQ(env->drift.modified[0].actual_size, 29u);
   EXPECT_EQ(env->drift.modified[1].path, "include/foo.h");
   EXPECT_EQ(env->drift.modified[1].expected_sha256, sha256_hex("int foo(void);\n"));
   EXPECT_EQ(env->drift.modified[1].actual_sha256, sha256_hex("int bar(void);\n"));
