@@ -224,7 +224,7 @@ TEST_F(Cli, VerifyListAndRemoveOnTheFixtureEnvironment) {
   EXPECT_EQ(dj["extra"][0]["path"], "bin/stray");
   auto text = envlock("verify -p " + q(prefix));
   EXPECT_EQ(text.exit_code, 1);
-  EXPECT_NE(text.out.find("modified  share/envlock-hello/greeting.txt  (envlock-hello-1.0.0-0: sha256 "), std::string::npos)
+  EXPECT_NE(text.out.find("modified  share/envlock-hello/greeting.txt  (envlock-hello-1.0.0-0: size "), std::string::npos)
       << text.out;
 
   // list: the prefix and the lockfile give the same records in one shape.
@@ -270,7 +270,7 @@ TEST_F(Cli, InstallsTheRealCorpusChannelsThroughFileUrls) {
   if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent: the real-channel test needs it";
   const std::vector<RealChannel> channels = {
       {"jancaha", "JanCaha__conda-channel/", {"linux-64", "noarch"}, {}},
-      {"test-recipes", "conda__conda/tests__data__test-recipes__", {"noarch"}, {"failing_post_link"}},
+      {"test-recipes", "conda__conda/tests__data__test-recipes__", {"noarch"}, {"failing_post_link", "post_link-c"}},
       {"pixi-dummy", "prefix-dev__pixi/tests__data__channels__channels__dummy_channel_1__", {"linux-64", "noarch"}, {}},
       {"zlib-tarbz2", "conda__conda/tests__data__conda_format_repo__", {"linux-64", "noarch"}, {}},
   };
@@ -356,6 +356,7 @@ TEST_F(Cli, InstallsOverHttpAndRefusesTheCorruptChannel) {
   p.version = *Version::parse("1.0");
   p.build = "0";
   p.subdir = "noarch";
+  p.layer = "default";
   p.file_name = "bad_package-1.0-0.tar.bz2";
   fs::copy_file(bad, dir / "corrupt/noarch" / p.file_name);
   p.sha256 = *hash_file(bad, HashAlgorithm::Sha256);
