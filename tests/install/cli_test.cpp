@@ -286,7 +286,8 @@ TEST_F(Cli, InstallsTheRealCorpusChannelsThroughFileUrls) {
     ASSERT_FALSE(records.empty());
     const fs::path lock = write_lock(make_lockfile(records), std::string(c.label) + ".lock");
     const fs::path prefix = root_ / "envs" / c.label;
-    auto r = envlock("install -l " + q(lock) + " -p " + q(prefix) + " --json");
+    // conda's test recipes include post-link scripts that fail on purpose; linking is tested here.
+    auto r = envlock("install --no-scripts -l " + q(lock) + " -p " + q(prefix) + " --json");
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["installed"].size(), records.size());
