@@ -267,7 +267,7 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
       out.size_in_bytes = e.size;
     } else if (!S_ISREG(sst.st_mode)) {
       return integrity(p, "\"" + e.path + "\" is neither a file nor a symlink in the package");
-    } else if (e.mode != PathEntry::PlaceholderMode::None) {
+    } else if (out.type = PathEntry::Type::HardLink; e.mode != PathEntry::PlaceholderMode::None) {
       auto data = read_file(src);
       if (!data) return data.error();
       std::size_t n = 0;

@@ -270,7 +270,7 @@ TEST_F(Cli, InstallsTheRealCorpusChannelsThroughFileUrls) {
   if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent: the real-channel test needs it";
   const std::vector<RealChannel> channels = {
       {"jancaha", "JanCaha__conda-channel/", {"linux-64", "noarch"}, {}},
-      {"test-recipes", "conda__conda/tests__data__test-recipes__", {"noarch"}, {"failing_post_link", "post_link-c"}},
+      {"test-recipes", "conda__conda/tests__data__test-recipes__", {"noarch"}, {"failing_post_link", "post_link-c", "clobber-b"}},
       {"pixi-dummy", "prefix-dev__pixi/tests__data__channels__channels__dummy_channel_1__", {"linux-64", "noarch"}, {}},
       {"zlib-tarbz2", "conda__conda/tests__data__conda_format_repo__", {"linux-64", "noarch"}, {}},
   };
