@@ -289,9 +289,11 @@ TEST(LoadHttp, CredentialsNeverLeaveMemory) {
   EXPECT_EQ(rec.channel, server.url("/private"));
   EXPECT_EQ(rec.url, server.url("/private/noarch/a-1-0.conda"));
   for (const auto& d : *data) EXPECT_EQ(d.source.find("SECRET"), std::string::npos) << d.source;
-  for (const auto& e : std::filesystem::directory_iterator(opts.cache_dir))
-    if (e.path().string().ends_with(".state.json"))
+  for (const auto& e : std::filesystem::directory_iterator(opts.cache_dir)) {
+    if (e.path().string().ends_with(".state.json")) {
       EXPECT_EQ(slurp(e.path()).find("SECRET"), std::string::npos) << e.path();
+    }
+  }
   // Without the password: 401, and the error carries no secret either.
   auto anon = resolve_channel(server.url("/t/tk-SECRET-42/private"), tmp.path());
   opts.cache_dir = tmp.path() / "cache2";

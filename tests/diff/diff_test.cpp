@@ -316,7 +316,9 @@ TEST(CorpusDiff, PangeoMlNotebook2023To2026) {
   EXPECT_EQ(py->old_side->version.substr(0, 4), "3.10");
   // Every changed package on the new side is pulled in by at least one root.
   for (const auto& c : d.groups[0].changes) {
-    if (c.new_side && !c.pypi) EXPECT_FALSE(c.pulled_by.empty()) << c.name;
+    if (c.new_side && !c.pypi) {
+      EXPECT_FALSE(c.pulled_by.empty()) << c.name;
+    }
   }
   // The rendered JSON lists exactly the counted changes.
   auto j = diff_to_json(d, {"old", "new", "conda-lock v1", "conda-lock v1"});

@@ -278,9 +278,11 @@ TEST(LockCli, TokenUrlNeverAppearsInLockfileOrOutput) {
   EXPECT_EQ(r.out.find("SECRET"), std::string::npos) << r.out;
   EXPECT_EQ(r.err.find("SECRET"), std::string::npos) << r.err;
   EXPECT_NE(lock.find(server.url("/cf/linux-64/")), std::string::npos);
-  for (const auto& e : fs::recursive_directory_iterator(tmp.path() / "cache"))
-    if (e.is_regular_file() && e.path().extension() == ".json")
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path() / "cache")) {
+    if (e.is_regular_file() && e.path().extension() == ".json") {
       EXPECT_EQ(slurp(e.path()).find("tk-SECRET"), std::string::npos) << e.path();
+    }
+  }
 
   // --offline relocks from the cache once the server is gone.
   auto offline = run_command(envlock_cmd() + " lock --offline --update-all -f " + q(tmp.path() / "envlock.yaml") +

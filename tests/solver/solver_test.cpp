@@ -355,7 +355,9 @@ TEST(SolverCorpus, PytorchChannelSearchAndTrackFeatures) {
   auto found = find_records(repos, *MatchSpec::parse("magma-cuda1*"));
   ASSERT_FALSE(found.empty());
   for (std::size_t i = 1; i < found.size(); ++i) {
-    if (found[i - 1]->name == found[i]->name) EXPECT_GE(found[i - 1]->version, found[i]->version);
+    if (found[i - 1]->name == found[i]->name) {
+      EXPECT_GE(found[i - 1]->version, found[i]->version);
+    }
   }
   // cuda92 exists only as a track_features marker package; it is still installable on its own.
   SolveTask t;
