@@ -140,7 +140,7 @@ struct DeviceNode {
 };
 
 /// Everything the probe learned about the host, before any verdict.
-struct HostFacts {
+struct GpuHostFacts {
   bool kernel_module = false;          ///< /proc/driver/nvidia/version exists
   std::string kernel_module_version;   ///< e.g. "550.54.14"; empty when not found in the file
   std::string kernel_module_line;      ///< the file's first line, trimmed
@@ -154,7 +154,7 @@ struct HostFacts {
 };
 
 /// Gathers the host facts (files under `host.root`, both vendor queries).
-HostFacts gather_host_facts(const ProbeHost& host);
+GpuHostFacts gather_host_facts(const ProbeHost& host);
 
 /// Whether physical device `index` (with `uuid`, possibly empty) is visible under a
 /// CUDA_VISIBLE_DEVICES value (comma-separated indices, `GPU-`/`MIG-` UUID prefixes; as the CUDA
@@ -217,7 +217,7 @@ struct ProbeCheck {
 };
 
 struct ProbeReport {
-  HostFacts host;
+  GpuHostFacts host;
   std::optional<PackageCudaFacts> packages;
   std::string packages_source;  ///< "envlock.lock environment train (linux-64)" or the prefix
   std::vector<ProbeCheck> checks;
@@ -234,13 +234,13 @@ struct ProbeReport {
 
 /// Judges the facts: driver checks, device checks, container hints and, with `packages`, the
 /// package checks.
-ProbeReport evaluate_probe(HostFacts host, std::optional<PackageCudaFacts> packages,
+ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> packages,
                            std::string packages_source = {});
 
 /// The probe facts worth recording next to a reference value (lockfile `recorded_host`):
 /// platform (conda subdir), CPU level (x86-64 psABI level or machine name), driver version,
 /// CUDA driver version, GPU count and per GPU name, compute capability and memory.
 /// No host names, user names or paths. Keys sorted.
-std::map<std::string, std::string> recorded_host_facts(const HostFacts& host);
+std::map<std::string, std::string> recorded_host_facts(const GpuHostFacts& host);
 
 }  // namespace envlock

@@ -116,7 +116,7 @@ struct VerifyRequest {
   ReferenceRunOptions reference_options;    ///< prefix and working directory are filled in
 };
 
-struct VerifyReport {
+struct ReferenceVerifyReport {
   std::string environment;
   std::filesystem::path prefix;     ///< where it ran (kept or removed)
   bool prefix_kept = false;
@@ -144,7 +144,7 @@ Result<std::pair<PackageCudaFacts, std::string>> package_facts(const Lockfile* l
 
 /// Runs the verification described by `request`. Errors (ErrorKind::Io/Parse/Usage) for an
 /// unreadable lockfile or unknown environment; everything else is in the report.
-Result<VerifyReport> verify_environment(const VerifyRequest& request);
+Result<ReferenceVerifyReport> verify_environment(const VerifyRequest& request);
 
 /// Runs the reference command in `prefix` and, when it measured a value, stores it with this
 /// host's probe facts in the lockfile (written atomically). Returns the outcome; the lockfile is

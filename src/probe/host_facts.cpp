@@ -54,8 +54,8 @@ ProbeHost ProbeHost::system() {
   return host;
 }
 
-HostFacts gather_host_facts(const ProbeHost& host) {
-  HostFacts facts;
+GpuHostFacts gather_host_facts(const ProbeHost& host) {
+  GpuHostFacts facts;
   const fs::path& root = host.root;
   auto env = [&](const std::string& name) -> std::optional<std::string> {
     return host.getenv ? host.getenv(name) : std::nullopt;

@@ -195,26 +195,26 @@ struct Judge {
 
 // The driver's supported CUDA version: cuDriverGetVersion, else derived from NVML's driver
 // version through the minimum-driver table (the highest major it reaches).
-std::optional<std::pair<int, int>> driver_cuda(const HostFacts& h) {
+std::optional<std::pair<int, int>> driver_cuda(const GpuHostFacts& h) {
   if (h.cuda.driver_version && *h.cuda.driver_version > 0) {
     return std::make_pair(*h.cuda.driver_version / 1000, (*h.cuda.driver_version % 1000) / 10);
   }
   return std::nullopt;
 }
 
-std::string driver_string(const HostFacts& h) {
+std::string driver_string(const GpuHostFacts& h) {
   if (!h.nvml.driver_version.empty()) return h.nvml.driver_version;
   return h.kernel_module_version;
 }
 
 }  // namespace
 
-ProbeReport evaluate_probe(HostFacts host, std::optional<PackageCudaFacts> packages, std::string packages_source) {
+ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> packages, std::string packages_source) {
   ProbeReport report;
   report.host = std::move(host);
   report.packages = std::move(packages);
   report.packages_source = std::move(packages_source);
-  const HostFacts& h = report.host;
+  const GpuHostFacts& h = report.host;
   Judge j{report.checks};
   const bool need = report.packages && report.packages->needs_gpu();
   const bool no_driver = !h.kernel_module && h.device_nodes.empty() &&
@@ -596,7 +596,7 @@ nlohmann::json ProbeReport::to_json() const {
     checks_json.push_back(cj);
     if (c.verdict == Verdict::Fail || (c.verdict == Verdict::Warn && worst != Verdict::Fail)) worst = c.verdict;
   }
-  const HostFacts& h = host;
+  const GpuHostFacts& h = host;
   json driver = {
       {"kernel_module", h.kernel_module},
       {"kernel_module_version", h.kernel_module_version},
@@ -674,7 +674,7 @@ std::string ProbeReport::to_text(bool color) const {
   return out;
 }
 
-std::map<std::string, std::string> recorded_host_facts(const HostFacts& h) {
+std::map<std::string, std::string> recorded_host_facts(const GpuHostFacts& h) {
   std::map<std::string, std::string> m;
   // The CPU level matters too: vectorised kernels (AVX2 vs AVX-512) change floating-point results.
   m["platform"] = Platform::host().to_string();

@@ -85,14 +85,14 @@ Result<std::pair<PackageCudaFacts, std::string>> package_facts(const Lockfile* l
   return std::make_pair(analyze_packages(records, requested, solved_with), source);
 }
 
-int VerifyReport::exit_code() const {
+int ReferenceVerifyReport::exit_code() const {
   if (!create_error.empty()) return 1;
   if (probe && probe->exit_code() != 0) return probe->exit_code();
   if (reference && !reference->ok()) return 1;
   return 0;
 }
 
-nlohmann::json VerifyReport::to_json() const {
+nlohmann::json ReferenceVerifyReport::to_json() const {
   nlohmann::json j = {{"environment", environment}, {"exit_code", exit_code()}, {"prefix_kept", prefix_kept}};
   if (prefix_kept) j["prefix"] = prefix.string();
   if (!create_error.empty()) j["create_error"] = create_error;
@@ -111,7 +111,7 @@ nlohmann::json VerifyReport::to_json() const {
   return j;
 }
 
-std::string VerifyReport::to_text(bool color) const {
+std::string ReferenceVerifyReport::to_text(bool color) const {
   std::string out;
   if (!create_error.empty()) out += "environment: could not be created: " + create_error + "\n";
   if (probe) out += probe->to_text(color);
@@ -145,12 +145,12 @@ std::string VerifyReport::to_text(bool color) const {
   return out;
 }
 
-Result<VerifyReport> verify_environment(const VerifyRequest& request) {
+Result<ReferenceVerifyReport> verify_environment(const VerifyRequest& request) {
   auto lockfile = Lockfile::read(request.lockfile);
   if (!lockfile) return lockfile.error();
   auto env_name = pick_environment(*lockfile, request.environment);
   if (!env_name) return env_name.error();
-  VerifyReport report;
+  ReferenceVerifyReport report;
   report.environment = *env_name;
   const LockedEnvironment& env = lockfile->environments.at(*env_name);
   if (env.reference) report.recorded_host = env.reference->recorded_host;
@@ -181,7 +181,7 @@ Result<VerifyReport> verify_environment(const VerifyRequest& request) {
   if (report.create_error.empty()) {
     const std::string name = request.lockfile.filename().string();
     const ProbeHost& ph = request.probe_host;
-    HostFacts facts = gather_host_facts(ph);
+    GpuHostFacts facts = gather_host_facts(ph);
     report.current_host = recorded_host_facts(facts);
     if (request.run_probe) {
       auto packages = package_facts(&*lockfile, *env_name, report.prefix, name);

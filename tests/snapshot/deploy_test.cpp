@@ -104,7 +104,13 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
     }
   }
   ASSERT_FALSE(edited.empty());
-  std::ofstream(a / edited, std::ios::app) << "// edited by hand\n";
+  // Replace the file, as editors do: appending in place would write through the hardlink that
+  // the prefix shares with the package cache (conda's layout) and change the cached copy too.
+  {
+    const std::string content = slurp(a / edited) + "// edited by hand\n";
+    fs::remove(a / edited);
+    std::ofstream(a / edited, std::ios::binary) << content;
+  }
   const std::string site = "lib/python3.12/site-packages/";
   const std::string module = "import math\n";
   const std::string installer = "pip\n";
