@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "text_util.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
 #include "envlock/package_cache.hpp"
@@ -17,25 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<std::string> normalize_relative(const std::string& p) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= p.size()) {
-    const auto slash = p.find('/', start);
-    const std::string part = p.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    if (part == "..") {
-      if (parts.empty()) return std::nullopt;
-      parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(part);
-    }
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  std::string out;
-  for (const auto& part : parts) out += (out.empty() ? "" : "/") + part;
-  return out;
-}
+using snapshot_detail::normalize_relative;
 
 std::optional<std::string> sha256_of(const fs::path& p) {
   auto d = digest_file(p);

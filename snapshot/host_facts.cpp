@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "text_util.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/virtual_packages.hpp"
 
@@ -17,19 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<std::string> read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
+using snapshot_detail::read_text;
+using snapshot_detail::trim;
 
 // Reads a host file through the seam; nullopt when missing.
 std::optional<std::string> host_file(const HostSeam& seam, const fs::path& host_path, fs::path* local_out = nullptr) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "text_util.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/url.hpp"
 
@@ -16,19 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::optional<std::string> slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
-}
+using snapshot_detail::trim;
+const auto& slurp = snapshot_detail::read_text;
 
 // RFC 4180 rows: fields separated by ',', optionally double-quoted with "" as an escaped quote.
 // Returns false for an unterminated quote.

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "text_util.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/url.hpp"
@@ -21,32 +22,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using snapshot_detail::normalize_relative;
+
 std::string pep503(std::string_view name) {
   PipDistribution d;
   d.name = std::string(name);
   return d.normalized_name();
-}
-
-// Lexically normalises a '/'-separated relative path ("lib/python3.11/site-packages/../../../bin/x"
-// -> "bin/x"); nullopt when it climbs above the prefix.
-std::optional<std::string> normalize_relative(const std::string& p) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= p.size()) {
-    const auto slash = p.find('/', start);
-    const std::string part = p.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    if (part == "..") {
-      if (parts.empty()) return std::nullopt;
-      parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(part);
-    }
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  std::string out;
-  for (const auto& part : parts) out += (out.empty() ? "" : "/") + part;
-  return out;
 }
 
 // Streams a file through SHA-256; nullopt when it cannot be read.
