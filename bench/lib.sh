@@ -1,5 +1,6 @@
 # bench/lib.sh — sourced by bench/scenarios/*.sh (run by scripts/bench, which exports BENCH_BUILD,
-# BENCH_DATA, BENCH_OUT, BENCH_QUICK, ENVLOCK_SOURCE_DIR and SHARED_DIR).
+# BENCH_DATA, BENCH_OUT, BENCH_QUICK, ENVLOCK_SOURCE_DIR, ENVLOCK_BIN (the envlock binary) and SHARED_DIR;
+# the reference programs are in $BENCH_BUILD/bench/).
 set -euo pipefail
 : "${BENCH_BUILD:?run through scripts/bench}"
 BENCH_TOOLS=$ENVLOCK_SOURCE_DIR/bench
