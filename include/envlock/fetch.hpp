@@ -106,6 +106,8 @@ struct FetchOptions {
 
 /// Downloads one file (a batch of one). Errors (Error::where is the redacted URL):
 ///   ErrorKind::Network   HTTP status >= 400, connection failures, timeouts (after retries);
+///                        for an HTTP answer Error::http_status holds its status (e.g. 404 or
+///                        410: the file is not on the server), 0 when no answer came;
 ///   ErrorKind::Integrity size or digest mismatch: message names expected and actual digest and
 ///                        size; nothing is left at destination or in `.partial`;
 ///   ErrorKind::Io        the destination cannot be written (no space, permission);

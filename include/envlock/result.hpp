@@ -39,6 +39,8 @@ struct Error {
   std::string message;  ///< what went wrong, one line
   std::string detail;   ///< optional extra lines (no trailing newline)
   std::string hint;     ///< optional: what the user can do
+  long http_status = 0; ///< ErrorKind::Network from an HTTP answer: its status (404, 503, ...);
+                        ///< 0 for every other error (see envlock/fetch.hpp)
 
   /// Renders the error in envlock's one style (see the file comment). No trailing newline.
   [[nodiscard]] std::string to_string() const;

@@ -127,7 +127,7 @@ Status write_state(const CacheEntry& e, const CacheState& s) {
 }
 
 bool is_missing(const Error& e) {
-  return e.kind == ErrorKind::Network && (e.message.starts_with("HTTP 404") || e.message.starts_with("HTTP 410"));
+  return e.kind == ErrorKind::Network && (e.http_status == 404 || e.http_status == 410);
 }
 
 /// One http(s) channel subdir being fetched.

@@ -660,6 +660,7 @@ void Batch::finish(Transfer& t, CURLcode code) {
     std::string text = status_text(status);
     Error err{ErrorKind::Network, t.redacted,
               "HTTP " + std::to_string(status) + (text.empty() ? "" : " " + text) + " for " + t.label};
+    err.http_status = status;
     if (status == 401 || status == 403) {
       err.hint = "check the credentials for this host in ~/.netrc (or $NETRC)";
     } else if (status == 404 || status == 410) {

@@ -229,6 +229,7 @@ TEST_F(Fetch, NotFoundIsNotRetried) {
   ASSERT_FALSE(res.ok());
   EXPECT_EQ(res.error().kind, ErrorKind::Network);
   EXPECT_EQ(res.error().message, "HTTP 404 Not Found for missing.conda");
+  EXPECT_EQ(res.error().http_status, 404);
   EXPECT_EQ(res.error().where, r.url);
   EXPECT_FALSE(res.error().hint.empty());
   EXPECT_EQ(server.request_count("/missing.conda"), 1);
