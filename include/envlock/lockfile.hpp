@@ -67,16 +67,32 @@ struct Lockfile {
   int version = kFormatVersion;
   std::string manifest_hash;                          ///< "sha256:<hex>" of the manifest inputs
   std::map<std::string, LockedEnvironment> environments;
+  /// Local channels that travel with the project: the manifest names them by a relative directory
+  /// (`./channel`, `../fixtures/channel`). Each entry is the channel as LockedPlatform::channels
+  /// and LockedPackage::channel hold it: a `file://` URL once resolved, or the relative path as
+  /// written when the text was parsed without a directory. The file records such a channel, and
+  /// the `channel` and `url` of every package under it, as a path relative to the lockfile's own
+  /// directory (docs/lockfile.md, "Local channels"), so a checkout moved elsewhere or cloned by CI
+  /// keeps a lockfile that `lock --check` accepts and `install` can fetch from. Sorted, unique.
+  std::vector<std::string> relative_channels;
 
   /// Parses envlock.lock text; `source` names the file in errors (`file:line:col`). A newer
-  /// `version` is refused naming both versions (ErrorKind::Parse).
-  static Result<Lockfile> parse(const std::string& text, const std::string& source);
+  /// `version` is refused naming both versions (ErrorKind::Parse). A channel or package URL
+  /// written as a relative path (`./…`, `../…`, `.`, `..`) is resolved against `directory` into a
+  /// `file://` URL (lexically normalised) and listed in relative_channels; with an empty
+  /// `directory` it is kept as written (e.g. `envlock diff` of text from git or stdin).
+  static Result<Lockfile> parse(const std::string& text, const std::string& source,
+                                const std::filesystem::path& directory = {});
+  /// Reads the file at `path` (at most 512 MiB) and parses it with the file's absolute directory
+  /// as `directory`. Errors: ErrorKind::Io (cannot open/read), ErrorKind::Parse (as parse()).
   static Result<Lockfile> read(const std::filesystem::path& path);
 
-  /// The deterministic YAML text of this lockfile.
-  [[nodiscard]] std::string to_yaml() const;
-  /// Writes atomically (temporary file in the same directory, fsync, rename): an existing
-  /// lockfile is never truncated or half-written.
+  /// The deterministic YAML text of this lockfile, to be stored in `directory`: every
+  /// relative_channels entry that is a `file://` URL is written as a path relative to
+  /// `directory` (`./channel` or `../…`). An empty `directory` writes them as their URLs.
+  [[nodiscard]] std::string to_yaml(const std::filesystem::path& directory = {}) const;
+  /// Writes to_yaml(absolute directory of `path`) atomically (temporary file in the same
+  /// directory, fsync, rename): an existing lockfile is never truncated or half-written.
   [[nodiscard]] Status write(const std::filesystem::path& path) const;
 
   /// The locked platform `platform` of environment `environment`, or nullptr.

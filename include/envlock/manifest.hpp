@@ -72,6 +72,10 @@ struct Channel {
   [[nodiscard]] std::string public_url() const;
   /// For a LocalDirectory channel: the absolute directory; empty otherwise.
   [[nodiscard]] std::filesystem::path local_path() const;
+  /// True for a LocalDirectory spelled relative to the manifest (`.`, `..`, `./…`, `../…`): such
+  /// a channel moves with the checkout, so the manifest hash and the lockfile record it
+  /// location-independently (docs/lockfile.md, "Local channels").
+  [[nodiscard]] bool relative_directory() const;
   friend bool operator==(const Channel&, const Channel&) = default;
 };
 

@@ -166,7 +166,15 @@ int run_lock(const Context& ctx, const LockArgs& args) {
     return report_error(ctx, lock.error());
   }
 
-  std::string text = lock->to_yaml();
+  // Channels the manifest names by a relative directory travel with the checkout: the lockfile
+  // records them relative to its own directory (docs/lockfile.md, "Local channels").
+  std::set<std::string> relative;
+  for (const auto& [env_name, env] : manifest->environments)
+    for (const auto& ch : manifest->channels_for(env))
+      if (ch.relative_directory()) relative.insert(ch.public_url());
+  lock->relative_channels.assign(relative.begin(), relative.end());
+  std::error_code abs_ec;
+  std::string text = lock->to_yaml(fs::absolute(lock_path, abs_ec).parent_path());
   bool unchanged = false;
   if (fs::exists(lock_path, ec)) {
     std::ifstream in(lock_path, std::ios::binary);

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "envlock/lockfile.hpp"
 #include "envlock/url.hpp"
@@ -93,7 +96,38 @@ class Out {
   std::string text_;
 };
 
-void emit_package(Out& o, int ind, const LockedPackage& p) {
+/// Spells the relative channels of a lockfile (and the URLs under them) relative to the directory
+/// the file is written to; every other channel and URL passes through unchanged.
+class LocalChannels {
+ public:
+  LocalChannels(const std::vector<std::string>& channels, const std::filesystem::path& directory) {
+    if (directory.empty()) return;
+    const std::filesystem::path dir = directory.lexically_normal();
+    for (const auto& url : channels) {
+      if (!url.starts_with("file://")) continue;
+      const std::string rel = std::filesystem::path(url.substr(7)).lexically_relative(dir).string();
+      if (rel.empty()) continue;
+      map_.emplace_back(url, rel == "." || rel.starts_with("..") ? rel : "./" + rel);
+    }
+    // Longest first, so a channel nested in another is matched by its own entry.
+    std::sort(map_.begin(), map_.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  }
+  [[nodiscard]] std::string channel(const std::string& c) const {
+    for (const auto& [url, rel] : map_)
+      if (c == url) return rel;
+    return c;
+  }
+  [[nodiscard]] std::string url(const std::string& u) const {
+    for (const auto& [url, rel] : map_)
+      if (u.size() > url.size() && u.starts_with(url) && u[url.size()] == '/') return rel + u.substr(url.size());
+    return u;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> map_;  ///< file:// URL -> relative spelling
+};
+
+void emit_package(Out& o, int ind, const LockedPackage& p, const LocalChannels& local) {
   // `- name:` opens the item; the other keys align under `name`.
   o.line(ind, "- name: " + q(p.name));
   const int k = ind + 2;
@@ -102,8 +136,8 @@ void emit_package(Out& o, int ind, const LockedPackage& p) {
   o.kv(k, "build_number", std::to_string(p.build_number));
   o.kv(k, "subdir", q(p.subdir));
   if (p.noarch != NoArchKind::None) o.kv(k, "noarch", p.noarch == NoArchKind::Python ? "python" : "generic");
-  o.kv(k, "channel", q(redact_url(p.channel)));
-  const std::string url = redact_url(p.url);
+  o.kv(k, "channel", q(local.channel(redact_url(p.channel))));
+  const std::string url = local.url(redact_url(p.url));
   o.kv(k, "url", q(url));
   const std::string base = url.substr(url.find_last_of('/') + 1);
   if (!p.file_name.empty() && p.file_name != base) o.kv(k, "file_name", q(p.file_name));
@@ -142,7 +176,8 @@ std::vector<const T*> sorted(const std::vector<T>& v, Key key) {
 
 }  // namespace
 
-std::string Lockfile::to_yaml() const {
+std::string Lockfile::to_yaml(const std::filesystem::path& directory) const {
+  const LocalChannels local(relative_channels, directory);
   Out o;
   o.line(0, "# envlock.lock — written by `envlock lock`; do not edit by hand. Format: docs/lockfile.md");
   o.kv(0, "version", std::to_string(version));
@@ -178,7 +213,7 @@ std::string Lockfile::to_yaml() const {
     for (const auto& [platform, lp] : env.platforms) {
       o.key(6, q(platform));
       std::vector<std::string> channels;
-      for (const auto& c : lp.channels) channels.push_back(redact_url(c));
+      for (const auto& c : lp.channels) channels.push_back(local.channel(redact_url(c)));
       o.list(8, "channels", channels);  // priority order: not sorted
       std::vector<std::string> vps;
       for (const auto* vp : sorted(lp.virtual_packages, [](const VirtualPackage& v) { return v.name; }))
@@ -189,7 +224,7 @@ std::string Lockfile::to_yaml() const {
         o.kv(8, "packages", "[]");
       } else {
         o.key(8, "packages");
-        for (const auto* p : pkgs) emit_package(o, 10, *p);
+        for (const auto* p : pkgs) emit_package(o, 10, *p, local);
       }
       if (!lp.pip.empty()) {
         o.key(8, "pip");
@@ -201,7 +236,10 @@ std::string Lockfile::to_yaml() const {
   return o.take();
 }
 
-Status Lockfile::write(const std::filesystem::path& path) const { return write_file_atomic(path, to_yaml()); }
+Status Lockfile::write(const std::filesystem::path& path) const {
+  std::error_code ec;
+  return write_file_atomic(path, to_yaml(std::filesystem::absolute(path, ec).parent_path()));
+}
 
 const LockedPlatform* Lockfile::find(std::string_view environment, std::string_view platform) const {
   auto e = environments.find(std::string(environment));

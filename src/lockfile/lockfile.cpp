@@ -368,11 +368,44 @@ Result<Lockfile> Reader::read() {
   return lf;
 }
 
+/// A channel or URL written relative to the lockfile's directory (docs/lockfile.md, "Local channels").
+bool is_relative_reference(std::string_view s) {
+  return s == "." || s == ".." || s.starts_with("./") || s.starts_with("../");
+}
+
+/// Resolves the relative channels and package URLs of `lf` against `directory` (none when empty)
+/// and lists the channels in relative_channels.
+void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& directory) {
+  std::set<std::string> channels;
+  auto resolve = [&](std::string& s, bool is_channel) {
+    if (!is_relative_reference(s)) return;
+    if (!directory.empty()) {
+      std::string p = (directory / s).lexically_normal().string();
+      while (p.size() > 1 && p.back() == '/') p.pop_back();
+      s = "file://" + p;
+    }
+    if (is_channel) channels.insert(s);
+  };
+  for (auto& [env_name, env] : lf.environments) {
+    for (auto& [platform, lp] : env.platforms) {
+      for (auto& c : lp.channels) resolve(c, true);
+      for (auto& p : lp.packages) {
+        resolve(p.channel, true);
+        resolve(p.url, false);
+      }
+    }
+  }
+  lf.relative_channels.assign(channels.begin(), channels.end());
+}
+
 }  // namespace
 
-Result<Lockfile> Lockfile::parse(const std::string& text, const std::string& source) {
+Result<Lockfile> Lockfile::parse(const std::string& text, const std::string& source,
+                                 const std::filesystem::path& directory) {
   yaml::Source src(text, source);
-  return Reader(src).read();
+  auto lf = Reader(src).read();
+  if (lf) resolve_relative_channels(*lf, directory);
+  return lf;
 }
 
 Result<Lockfile> Lockfile::read(const std::filesystem::path& path) {
@@ -389,7 +422,7 @@ Result<Lockfile> Lockfile::read(const std::filesystem::path& path) {
   std::ostringstream buf;
   buf << in.rdbuf();
   if (in.bad()) return Error{ErrorKind::Io, path.string(), "cannot read the lockfile", "", ""};
-  return parse(buf.str(), path.string());
+  return parse(buf.str(), path.string(), std::filesystem::absolute(path, ec).parent_path());
 }
 
 }  // namespace envlock

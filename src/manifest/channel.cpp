@@ -25,6 +25,11 @@ std::filesystem::path Channel::local_path() const {
   return std::filesystem::path(url.substr(kFile.size()));
 }
 
+bool Channel::relative_directory() const {
+  return kind == Kind::LocalDirectory && (spelling == "." || spelling == ".." || spelling.starts_with("./") ||
+                                          spelling.starts_with("../"));
+}
+
 namespace {
 
 std::string strip_trailing_slashes(std::string s) {

@@ -32,9 +32,7 @@ std::string sha256_hex(const std::string& data) {
 /// The channel as it enters the hash: a relative directory by its spelling (so moving the
 /// checkout does not make the lock stale), everything else by its credential-free URL.
 std::string channel_key(const Channel& ch) {
-  if (ch.kind == Channel::Kind::LocalDirectory && (ch.spelling.starts_with("./") || ch.spelling.starts_with("../") ||
-                                                   ch.spelling == "." || ch.spelling == ".."))
-    return "dir:" + ch.spelling;
+  if (ch.relative_directory()) return "dir:" + ch.spelling;
   return ch.public_url();
 }
 

@@ -1,0 +1,158 @@
+// Local channels named by a relative directory travel with the project: the lockfile records them
+// relative to its own directory, reading resolves them against it, `lock --check` passes and
+// `install` works in a copy of the project made elsewhere (issue 3, docs/lockfile.md).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "envlock/lockfile.hpp"
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::envlock_cmd;
+using testing::run_command;
+
+std::string slurp_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void spit_file(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+Lockfile one_package(const std::string& channel) {
+  LockedPackage p;
+  p.name = "tool";
+  p.version = Version::parse("1.2").value();
+  p.build = "h0_0";
+  p.subdir = "linux-64";
+  p.channel = channel;
+  p.file_name = "tool-1.2-h0_0.conda";
+  p.url = channel + "/linux-64/" + p.file_name;
+  p.sha256 = std::string(64, 'a');
+  p.layer = "default";
+  LockedPlatform lp;
+  lp.platform = "linux-64";
+  lp.channels = {channel, "file:///srv/shared-channel", "https://conda.anaconda.org/conda-forge"};
+  lp.packages = {p};
+  Lockfile lf;
+  lf.environments["default"] = LockedEnvironment{"default", "", {"tool"}, {{"linux-64", lp}}, std::nullopt};
+  return lf;
+}
+
+TEST(LocalChannels, WrittenRelativeToTheLockfileAndResolvedWhereItIsRead) {
+  Lockfile lf = one_package("file:///work/project/channel");
+  lf.relative_channels = {"file:///work/project/channel"};
+
+  const std::string text = lf.to_yaml("/work/project");
+  EXPECT_NE(text.find("          - \"./channel\"\n          - file:///srv/shared-channel\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("channel: \"./channel\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("url: \"./channel/linux-64/tool-1.2-h0_0.conda\"\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("/work/project"), std::string::npos) << text;
+  // The bytes do not depend on where the project is.
+  Lockfile moved = one_package("file:///elsewhere/ci/clone/channel");
+  moved.relative_channels = {"file:///elsewhere/ci/clone/channel"};
+  EXPECT_EQ(moved.to_yaml("/elsewhere/ci/clone"), text);
+
+  // Reading resolves against the directory given: the copy's own channel.
+  auto back = Lockfile::parse(text, "envlock.lock", "/elsewhere/ci/clone");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  const LockedPlatform* lp = back->find("default", "linux-64");
+  ASSERT_NE(lp, nullptr);
+  EXPECT_EQ(lp->channels, (std::vector<std::string>{"file:///elsewhere/ci/clone/channel", "file:///srv/shared-channel",
+                                                    "https://conda.anaconda.org/conda-forge"}));
+  ASSERT_EQ(lp->packages.size(), 1u);
+  EXPECT_EQ(lp->packages[0].channel, "file:///elsewhere/ci/clone/channel");
+  EXPECT_EQ(lp->packages[0].url, "file:///elsewhere/ci/clone/channel/linux-64/tool-1.2-h0_0.conda");
+  EXPECT_EQ(lp->packages[0].file_name, "tool-1.2-h0_0.conda");
+  EXPECT_EQ(back->relative_channels, std::vector<std::string>{"file:///elsewhere/ci/clone/channel"});
+  // ... and writing it back there gives the same bytes.
+  EXPECT_EQ(back->to_yaml("/elsewhere/ci/clone"), text);
+
+  // Without a directory (text from git or stdin) the paths stay as written.
+  auto raw = Lockfile::parse(text, "envlock.lock");
+  ASSERT_TRUE(raw.ok()) << raw.error().to_string();
+  EXPECT_EQ(raw->find("default", "linux-64")->packages[0].url, "./channel/linux-64/tool-1.2-h0_0.conda");
+  EXPECT_EQ(raw->relative_channels, std::vector<std::string>{"./channel"});
+  EXPECT_EQ(raw->to_yaml(), text);
+}
+
+TEST(LocalChannels, ParentDirectoriesAndAbsoluteChannels) {
+  Lockfile lf = one_package("file:///work/fixtures/channel");
+  lf.relative_channels = {"file:///work/fixtures/channel"};
+  const std::string text = lf.to_yaml("/work/manifests/example");
+  EXPECT_NE(text.find("url: \"../../fixtures/channel/linux-64/tool-1.2-h0_0.conda\"\n"), std::string::npos) << text;
+  auto back = Lockfile::parse(text, "envlock.lock", "/work/manifests/example");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->find("default", "linux-64")->packages[0].url, "file:///work/fixtures/channel/linux-64/tool-1.2-h0_0.conda");
+
+  // A channel the manifest gave as an absolute path (not in relative_channels) stays absolute,
+  // and so does everything when no directory is given.
+  Lockfile absolute = one_package("file:///work/fixtures/channel");
+  EXPECT_NE(absolute.to_yaml("/work/manifests/example").find("url: file:///work/fixtures/channel/linux-64/"),
+            std::string::npos);
+  EXPECT_NE(lf.to_yaml().find("url: file:///work/fixtures/channel/linux-64/"), std::string::npos);
+}
+
+/// `envlock lock` over ./channel, then the project copied elsewhere and the original deleted.
+TEST(LocalChannels, MovedCheckoutPassesCheckAndInstalls) {
+  const fs::path root = fs::temp_directory_path() / ("envlock-local-channel-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path project = root / "first/project";
+  const std::map<std::string, std::string> env = {{"ENVLOCK_PKGS_DIR", (root / "pkgs").string()},
+                                                  {"ENVLOCK_CACHE_DIR", (root / "cache").string()},
+                                                  {"NO_COLOR", "1"}};
+  auto made = run_command(q(fs::path(ENVLOCK_SOURCE_DIR) / "scripts/make-fixture-channel") + " " + q(project / "channel"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  spit_file(project / "envlock.yaml",
+            "name: moved\nchannels: [./channel]\nplatforms: [linux-64]\ndependencies:\n  - envlock-greet\n");
+  auto locked = run_command(envlock_cmd() + " lock -f " + q(project / "envlock.yaml"), env);
+  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  const std::string text = slurp_file(project / "envlock.lock");
+  EXPECT_NE(text.find("url: \"./channel/noarch/envlock-greet-1.0.0-0.tar.bz2\"\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find(root.string()), std::string::npos) << text;
+  ASSERT_EQ(run_command(envlock_cmd() + " lock --check -f " + q(project / "envlock.yaml"), env).exit_code, 0);
+
+  const fs::path moved = root / "second/clone";
+  fs::create_directories(moved.parent_path());
+  fs::copy(project, moved, fs::copy_options::recursive);
+  fs::remove_all(root / "first");
+
+  auto check = run_command(envlock_cmd() + " lock --check -f " + q(moved / "envlock.yaml") + " --json", env);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("\"fresh\": true"), std::string::npos) << check.out;
+  // Locking again in the copy changes no byte.
+  auto again = run_command(envlock_cmd() + " lock -f " + q(moved / "envlock.yaml"), env);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(slurp_file(moved / "envlock.lock"), text);
+
+  const fs::path prefix = root / "env";
+  auto installed = run_command(envlock_cmd() + " install -l " + q(moved / "envlock.lock") + " -p " + q(prefix), env);
+  ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+  auto greet = run_command(q(prefix / "bin/envlock-greet"));
+  EXPECT_EQ(greet.exit_code, 0) << greet.err;
+  EXPECT_NE(greet.out.find("envlock-greet: prefix is " + prefix.string()), std::string::npos) << greet.out;
+
+  // A channel that really changed is still reported.
+  spit_file(moved / "envlock.yaml",
+            "name: moved\nchannels: [./other]\nplatforms: [linux-64]\ndependencies:\n  - envlock-greet\n");
+  auto stale = run_command(envlock_cmd() + " lock --check -f " + q(moved / "envlock.yaml") + " --json", env);
+  EXPECT_EQ(stale.exit_code, 1);
+  EXPECT_NE(stale.out.find("channels-changed"), std::string::npos) << stale.out;
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace envlock
