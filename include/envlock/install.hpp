@@ -27,16 +27,25 @@
 //   6. conda-meta      `conda-meta/<name>-<version>-<build>.json` (PrefixRecord), an appended
 //                      `conda-meta/history` block, and `conda-meta/envlock` (JSON: which lockfile,
 //                      by sha256, and which environment and platform made the prefix);
-//   7. post-link       `bin/.<name>-post-link.sh` run with `/bin/sh` as conda does (PREFIX,
-//                      PKG_NAME, PKG_VERSION, PKG_BUILDNUM, ROOT_PREFIX set; PATH starting with
-//                      the prefix's bin/), in the staging directory — PREFIX is the staging path,
-//                      so a failing script leaves the previous environment untouched;
-//                      `$PREFIX/.messages.txt` is collected and removed as conda does;
-//   8. swap            a new prefix: rename(stage, prefix). An existing prefix:
-//                      renameat2(RENAME_EXCHANGE) swaps the two directories in one step, then the
-//                      old tree is deleted. A process killed at any moment therefore leaves the
-//                      old environment or the new one, never a mix; leftovers of a killed run
-//                      (stage and old trees) are removed by the next run on that prefix.
+//   7. pre-unlink      `bin/.<name>-pre-unlink.sh` of each package that goes (removed or
+//                      replaced) runs in the live prefix before the swap, as conda runs it
+//                      (PREFIX = the prefix); a failure is a warning, as in conda;
+//   8. durability      syncfs(2) of the stage's filesystem and of the package cache's (hard links
+//                      share the cache's data) before the swap; fsync(2) of the parent after it;
+//   9. swap            a new prefix: rename(stage, prefix). An existing prefix:
+//                      renameat2(RENAME_EXCHANGE) swaps the two directories in one step (two
+//                      renames where the filesystem lacks it). The previous tree is kept until
+//                      the install commits;
+//  10. post-link       `bin/.<name>-post-link.sh` run with `/bin/sh -x` as conda does, after the
+//                      swap, so PREFIX is the final prefix (PKG_NAME, PKG_VERSION, PKG_BUILDNUM,
+//                      ROOT_PREFIX set; PATH starting with the prefix's bin/);
+//                      `$PREFIX/.messages.txt` is collected and removed as conda does. Until they
+//                      have all run the new tree carries `conda-meta/envlock-pending`; a failing
+//                      script swaps the previous tree back and discards the new one. Removing the
+//                      marker commits; then the previous tree is deleted.
+// A process killed at any moment therefore leaves the old environment or the new one, never a
+// mix; the next run on that prefix deletes a killed run's leftovers and rolls a tree still marked
+// pending back to the previous one.
 //
 // Changing an existing prefix is a transaction over records: packages whose dist name and
 // archive hash are unchanged are carried over (their files hard-linked from the old prefix, so
@@ -155,7 +164,8 @@ struct InstallReport {
   std::uint64_t files_copied = 0;      ///< copies, including every relocated file
   std::uint64_t files_relocated = 0;   ///< files whose placeholders were replaced
   std::vector<std::string> clobbered;  ///< paths two packages both wrote (the later one wins)
-  std::vector<std::string> messages;   ///< `.messages.txt` contents from post-link scripts
+  std::vector<std::string> messages;   ///< `.messages.txt` contents from post-link and pre-unlink scripts
+  std::vector<std::string> warnings;   ///< pre-unlink scripts that failed (ignored, as conda does)
 };
 
 /// Makes `prefix` hold exactly `packages`, linked in the order given (pass install_order() from
@@ -173,9 +183,19 @@ Result<InstallReport> install_packages(const std::filesystem::path& prefix,
 /// Reads `conda-meta/envlock`; nullopt when the prefix has none (not made by envlock).
 Result<std::optional<PrefixOrigin>> read_prefix_origin(const std::filesystem::path& prefix);
 
-/// Deletes an environment that envlock made (it has `conda-meta/envlock`), atomically: the prefix
-/// is first renamed aside, then deleted. Anything else is refused (ErrorKind::Usage).
-Status remove_environment(const std::filesystem::path& prefix);
+/// What remove_environment() did.
+struct RemoveReport {
+  std::vector<std::string> removed;   ///< dist names of the records the prefix held, sorted
+  std::vector<std::string> messages;  ///< `.messages.txt` contents left by pre-unlink scripts
+  std::vector<std::string> warnings;  ///< pre-unlink scripts that failed (ignored, as conda does)
+};
+
+/// Deletes an environment that envlock made (it has `conda-meta/envlock`), atomically: the
+/// pre-unlink scripts of its packages run first (`bin/.<name>-pre-unlink.sh`, PREFIX = the
+/// prefix; skipped with RunScripts::No; a failure is a warning, as in conda), then the prefix is
+/// renamed aside and deleted. Anything else is refused (ErrorKind::Usage).
+Result<RemoveReport> remove_environment(const std::filesystem::path& prefix,
+                                        RunScripts scripts = RunScripts::Yes);
 
 // ---------------------------------------------------------------------------------------------
 // Verifying
@@ -192,6 +212,7 @@ struct FileDrift {
 struct VerifyReport {
   std::size_t packages = 0;        ///< records checked
   std::size_t files_checked = 0;   ///< recorded paths checked
+  std::size_t pip_files = 0;       ///< of those, files a pip-installed distribution's RECORD lists
   std::vector<FileDrift> drift;    ///< sorted by path
   [[nodiscard]] bool clean() const { return drift.empty(); }
 };
@@ -201,6 +222,10 @@ struct VerifyReport {
 /// record owns are Extra, except `conda-meta/`, `__pycache__/` folders and `*.pyc` (Python writes
 /// those at run time) and `.messages.txt`. Errors: the prefix has no conda-meta (ErrorKind::Usage),
 /// a record does not parse (ErrorKind::Parse).
+/// Files a `*.dist-info/RECORD` lists (PEP 376/627; in `lib/python*/site-packages` or
+/// `Lib/site-packages`) belong to that pip-installed distribution and are not Extra: each is
+/// checked against RECORD's sha256 (Modified when it differs, Missing when gone; package
+/// "pip:<name>-<version>"). A dist-info whose RECORD a conda record lists is conda's.
 Result<VerifyReport> verify_prefix(const std::filesystem::path& prefix);
 
 }  // namespace envlock

@@ -149,6 +149,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
 
   const std::string prefix = std::filesystem::absolute(request.prefix).lexically_normal().string();
   for (const auto& path : report->clobbered) warn(path + " is installed by more than one package; the later one won");
+  for (const auto& w : report->warnings) warn(w);
   if (ctx.json) {
     nlohmann::json j;
     j["prefix"] = prefix;
@@ -162,6 +163,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
                   {"copied", report->files_copied},
                   {"relocated", report->files_relocated}};
     j["messages"] = report->messages;
+    j["warnings"] = report->warnings;
     j["clobbered"] = report->clobbered;
     j["host_mismatches_ignored"] = nlohmann::json::array();
     for (const auto& m : mismatches) j["host_mismatches_ignored"].push_back(m.to_string());

@@ -1,5 +1,5 @@
-// envlock remove -p PREFIX — deletes an environment that envlock made (conda-meta/envlock), and
-// nothing else.
+// envlock remove -p PREFIX [--no-scripts] — deletes an environment that envlock made
+// (conda-meta/envlock), and nothing else; packages' pre-unlink scripts run first, as conda runs them.
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -9,16 +9,33 @@
 namespace envlock::cli {
 namespace {
 
+struct RemoveArgs {
+  std::string prefix;
+  bool no_scripts = false;
+};
+
 void setup(CLI::App& sub, Context& ctx) {
-  auto prefix = std::make_shared<std::string>();
-  sub.add_option("-p,--prefix", *prefix, "the environment to delete")->required();
-  sub.callback([&ctx, prefix] {
-    if (auto st = remove_environment(*prefix); !st) {
-      ctx.exit_code = report_error(ctx, st.error());
+  auto args = std::make_shared<RemoveArgs>();
+  sub.add_option("-p,--prefix", args->prefix, "the environment to delete")->required();
+  sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' pre-unlink scripts");
+  sub.callback([&ctx, args] {
+    auto report = remove_environment(args->prefix, args->no_scripts ? RunScripts::No : RunScripts::Yes);
+    if (!report) {
+      ctx.exit_code = report_error(ctx, report.error());
       return;
     }
-    if (ctx.json) std::cout << nlohmann::json{{"removed", *prefix}}.dump(2) << "\n";
-    else std::cout << "removed " << *prefix << "\n";
+    for (const auto& w : report->warnings) warn(w);
+    if (ctx.json) {
+      std::cout << nlohmann::json{{"removed", args->prefix},
+                                  {"packages", report->removed},
+                                  {"messages", report->messages},
+                                  {"warnings", report->warnings}}
+                       .dump(2)
+                << "\n";
+    } else {
+      for (const auto& m : report->messages) std::cout << m << (m.ends_with('\n') ? "" : "\n");
+      std::cout << "removed " << args->prefix << " (" << report->removed.size() << " packages)\n";
+    }
     ctx.exit_code = 0;
   });
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -35,6 +36,16 @@ constexpr const char* kOriginFile = "envlock";
 /// Sibling names of a prefix: `<parent>/.<name>.envlock-<what>`.
 fs::path sibling(const fs::path& prefix, const std::string& what) {
   return prefix.parent_path() / ("." + prefix.filename().string() + ".envlock-" + what);
+}
+
+/// fsync(2) of a directory (makes renames and new entries in it durable).
+Status fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return io_error(dir, "cannot open to fsync", errno);
+  Status st = ok_status();
+  if (::fsync(fd) != 0 && errno != EINVAL) st = io_error(dir, "cannot fsync", errno);
+  ::close(fd);
+  return st;
 }
 
 /// Holds flock(2) on the prefix's lock file for the lifetime of the object.
@@ -69,10 +80,55 @@ fs::path normalized_prefix(const fs::path& prefix) {
   return p.parent_path();
 }
 
+/// The marker of a new tree that is in place but whose post-link scripts have not all run:
+/// `conda-meta/envlock-pending`, JSON `{"previous": [sibling names]}` naming where the previous
+/// tree waits (empty: there was none). Removing it (and fsync of conda-meta/) commits the install.
+constexpr const char* kPendingFile = "envlock-pending";
+
+/// When `prefix` holds a tree marked pending, puts the previous tree back (or, when there was none,
+/// moves the pending tree aside): the state before that install. The pending tree ends up under a
+/// `stage-` sibling name, for recover() or the caller to delete.
+Status roll_back_pending(const fs::path& prefix) {
+  const fs::path marker = prefix / "conda-meta" / kPendingFile;
+  std::error_code ec;
+  if (!fs::exists(marker, ec)) return ok_status();
+  auto text = detail::read_file(marker);
+  if (!text) return text.error();
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("previous") || !j["previous"].is_array()) {
+    return Error{ErrorKind::Parse, marker.string(), "is not the marker envlock writes", "",
+                 "remove the prefix and install it again"};
+  }
+  fs::path previous;
+  for (const auto& name : j["previous"]) {
+    if (!name.is_string()) continue;
+    const std::string n = name.get<std::string>();
+    if (n.find('/') != std::string::npos || !n.starts_with("." + prefix.filename().string() + ".envlock-")) continue;
+    const fs::path candidate = prefix.parent_path() / n;
+    if (fs::is_directory(fs::symlink_status(candidate, ec)) && !fs::exists(candidate / "conda-meta" / kPendingFile, ec)) {
+      previous = candidate;
+      break;
+    }
+  }
+  const fs::path aside = sibling(prefix, "stage-rollback-" + std::to_string(::getpid()));
+  if (!previous.empty() &&
+      ::renameat2(AT_FDCWD, previous.c_str(), AT_FDCWD, prefix.c_str(), RENAME_EXCHANGE) == 0) {
+    return fsync_dir(prefix.parent_path());  // `previous` now holds the discarded tree
+  }
+  // No previous tree, or no RENAME_EXCHANGE: two renames; a kill between them leaves the prefix
+  // missing and the previous tree under an `old-` name, which recover() puts back.
+  if (::rename(prefix.c_str(), aside.c_str()) != 0)
+    return io_error(prefix, "cannot move the unfinished environment aside", errno);
+  if (!previous.empty() && ::rename(previous.c_str(), prefix.c_str()) != 0)
+    return io_error(prefix, "cannot restore the previous environment from " + previous.string(), errno);
+  return fsync_dir(prefix.parent_path());
+}
+
 /// Removes the leftovers of an earlier, killed run: staging trees, and an old tree moved aside by
 /// the two-rename fallback (restored when the prefix itself is missing).
 Status recover(const fs::path& prefix) {
   std::error_code ec;
+  if (auto st = roll_back_pending(prefix); !st) return st;
   const std::string stage_prefix = "." + prefix.filename().string() + ".envlock-stage-";
   const std::string old_prefix = "." + prefix.filename().string() + ".envlock-old-";
   std::vector<fs::path> stages, olds;
@@ -133,17 +189,23 @@ Status carry_path(const fs::path& old_root, const fs::path& stage, const std::st
   return detail::copy_regular_file(src, dst, st.st_mode);
 }
 
-/// Runs `bin/.<name>-post-link.sh` in the stage as conda does; collects .messages.txt.
-Status run_post_link(const fs::path& stage, const RepoDataRecord& record,
-                     std::vector<std::string>& messages) {
-  const fs::path script = stage / "bin" / ("." + record.name + "-post-link.sh");
+/// Runs `bin/.<name>-<action>.sh` of `record` in `prefix` as conda does (conda's
+/// core/link.py run_script): `/bin/sh -x SCRIPT`, working directory the script's folder,
+/// PREFIX / ROOT_PREFIX = `prefix`, PKG_NAME, PKG_VERSION, PKG_BUILDNUM set, PATH starting with
+/// `prefix/bin`. `$PREFIX/.messages.txt` is collected into `messages` and removed. A missing
+/// script is fine. A script that fails gives an ErrorKind::Io error naming the package, with its
+/// output in `detail`.
+Status run_script(const fs::path& prefix, const RepoDataRecord& record, const std::string& action,
+                  std::vector<std::string>& messages) {
+  const std::string rel = "bin/." + record.name + "-" + action + ".sh";
+  const fs::path script = prefix / rel;
   std::error_code ec;
   if (!fs::exists(script, ec)) return ok_status();
 
   std::vector<std::string> env_strings;
   const std::set<std::string> overridden = {"PREFIX", "PKG_NAME", "PKG_VERSION", "PKG_BUILDNUM",
                                             "ROOT_PREFIX", "PATH"};
-  std::string path_var = (stage / "bin").string();
+  std::string path_var = (prefix / "bin").string();
   for (char** e = environ; e && *e; ++e) {
     std::string kv(*e);
     const std::string key = kv.substr(0, kv.find('='));
@@ -151,8 +213,8 @@ Status run_post_link(const fs::path& stage, const RepoDataRecord& record,
     if (overridden.count(key)) continue;
     env_strings.push_back(std::move(kv));
   }
-  env_strings.push_back("PREFIX=" + stage.string());
-  env_strings.push_back("ROOT_PREFIX=" + stage.string());
+  env_strings.push_back("PREFIX=" + prefix.string());
+  env_strings.push_back("ROOT_PREFIX=" + prefix.string());
   env_strings.push_back("PKG_NAME=" + record.name);
   env_strings.push_back("PKG_VERSION=" + record.version.to_string());
   env_strings.push_back("PKG_BUILDNUM=" + std::to_string(record.build_number));
@@ -168,7 +230,8 @@ Status run_post_link(const fs::path& stage, const RepoDataRecord& record,
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
-  posix_spawn_file_actions_addchdir_np(&actions, stage.c_str());
+  const std::string dir = script.parent_path().string();
+  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
   std::string sh = "/bin/sh", x = "-x", path = script.string();
   char* argv[] = {sh.data(), x.data(), path.data(), nullptr};
   pid_t pid = 0;
@@ -191,7 +254,7 @@ Status run_post_link(const fs::path& stage, const RepoDataRecord& record,
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const fs::path msg = stage / ".messages.txt";
+  const fs::path msg = prefix / ".messages.txt";
   if (fs::exists(msg, ec)) {
     if (auto text = detail::read_file(msg); text && !text->empty()) messages.push_back(*text);
     fs::remove(msg, ec);
@@ -200,10 +263,61 @@ Status run_post_link(const fs::path& stage, const RepoDataRecord& record,
     while (!output.empty() && output.back() == '\n') output.pop_back();
     const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
                                               : "was killed by signal " + std::to_string(WTERMSIG(status));
-    return Error{ErrorKind::Io, record.dist_name(), "post-link script " + how,
-                 "script: bin/." + record.name + "-post-link.sh\noutput:\n" + output,
-                 "nothing was changed; fix the package or pass --no-scripts to skip post-link scripts"};
+    return Error{ErrorKind::Io, record.dist_name(), action + " script " + how,
+                 "script: " + rel + "\noutput:\n" + output, ""};
   }
+  return ok_status();
+}
+
+/// fsync(2) of every regular file and directory under `root` (ENVLOCK_INSTALL_SYNC=files).
+Status fsync_tree(const fs::path& root) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const auto type = it->symlink_status(ec).type();
+    if (type != fs::file_type::regular && type != fs::file_type::directory) continue;
+    const int fd = ::open(it->path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return io_error(it->path(), "cannot open to fsync", errno);
+    const int rc = ::fsync(fd);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) return io_error(it->path(), "cannot fsync", err);
+  }
+  if (ec) return io_error(root, "cannot walk to fsync", ec.value());
+  return fsync_dir(root);
+}
+
+/// Durability before the swap (ENVLOCK_INSTALL_SYNC, default `fs`): `fs` is syncfs(2) of the
+/// filesystem holding the stage and of every other filesystem holding a linked package-cache
+/// folder (hard links share their data with the cache), so every file's data, the stage's
+/// directories and conda-meta are on disk before the tree is published — one journal commit per
+/// filesystem. `files` is fsync(2) of every file and directory of the stage (one commit each; a
+/// hard link's fsync flushes the cache's inode). `none` skips it (a power cut may then leave
+/// files empty). Measured on the warm-install benchmark: docs/install.md, "Durability cost".
+Status sync_before_swap(const fs::path& stage, const std::vector<PackageToLink>& packages) {
+  const char* mode_env = std::getenv("ENVLOCK_INSTALL_SYNC");
+  const std::string mode = mode_env != nullptr && *mode_env != '\0' ? mode_env : "fs";
+  if (mode == "none") return ok_status();
+  if (mode == "files") return fsync_tree(stage);
+  if (mode != "fs") {
+    return Error{ErrorKind::Usage, "ENVLOCK_INSTALL_SYNC", "is '" + mode + "'", "",
+                 "set it to fs (the default), files or none, or unset it"};
+  }
+  std::set<dev_t> done;
+  auto sync_one = [&](const fs::path& path) -> Status {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return io_error(path, "cannot stat", errno);
+    if (!done.insert(st.st_dev).second) return ok_status();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return io_error(path, "cannot open to sync", errno);
+    Status s = ok_status();
+    if (::syncfs(fd) != 0) s = io_error(path, "cannot sync the filesystem", errno);
+    ::close(fd);
+    return s;
+  };
+  if (auto s = sync_one(stage); !s) return s;
+  for (const auto& p : packages)
+    if (auto s = sync_one(p.extracted_dir); !s) return s;
   return ok_status();
 }
 
@@ -236,7 +350,8 @@ nlohmann::json origin_json(const PrefixOrigin& o) {
 Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
                                   const std::vector<PrefixRecord>& old_records, bool has_old,
                                   const std::vector<PackageToLink>& packages,
-                                  const InstallOptions& options) {
+                                  const InstallOptions& options,
+                                  std::vector<const PackageToLink*>& post_link) {
   InstallReport report;
   detail::LinkContext ctx;
   ctx.stage = stage;
@@ -294,6 +409,18 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
     if (new_names.count(r.name) &&
         std::find(report.kept.begin(), report.kept.end(), r.dist_name()) == report.kept.end())
       report.removed.push_back(r.dist_name());
+
+  // Pre-unlink scripts of the packages that go (removed, or replaced by another build) run in the
+  // live prefix before their files go, as conda runs them; conda only warns when one fails. They
+  // run before the unowned files are carried over, so what they delete stays deleted.
+  if (has_old && options.scripts == RunScripts::Yes) {
+    for (const auto& r : old_records) {
+      if (std::find(report.removed.begin(), report.removed.end(), r.dist_name()) == report.removed.end()) continue;
+      if (auto st = run_script(prefix, r, "pre-unlink", report.messages); !st)
+        report.warnings.push_back(st.error().where + ": " + st.error().message + " (ignored, as conda does)\n" +
+                                  st.error().detail);
+    }
+  }
 
   // Files in the old prefix that no record owns (pip installs, user files) stay.
   if (has_old) {
@@ -356,7 +483,7 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
 
   if (options.scripts == RunScripts::Yes) {
     for (const auto* p : linked)
-      if (auto st = run_post_link(stage, p->record, report.messages); !st) return st.error();
+      if (fs::exists(stage / "bin" / ("." + p->record.name + "-post-link.sh"), ec)) post_link.push_back(p);
   }
 
   std::sort(report.installed.begin(), report.installed.end());
@@ -407,44 +534,83 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
   const fs::path stage = sibling(prefix, "stage-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
   if (::mkdir(stage.c_str(), 0755) != 0) return io_error(stage, "cannot create the staging folder", errno);
 
-  auto report = build_stage(prefix, stage, old_records, has_old, packages, options);
+  std::vector<const PackageToLink*> post_link;
+  auto report = build_stage(prefix, stage, old_records, has_old, packages, options, post_link);
   if (!report) {
     (void)detail::remove_tree(stage);
     return report.error();
   }
-
-  if (fs::exists(status)) {
-    if (::renameat2(AT_FDCWD, stage.c_str(), AT_FDCWD, prefix.c_str(), RENAME_EXCHANGE) == 0) {
-      (void)detail::remove_tree(stage);  // now the old tree
-      return report;
+  const bool existed = fs::exists(status);
+  const fs::path old = sibling(prefix, "old-" + std::to_string(::getpid()));
+  if (!post_link.empty()) {
+    // Post-link scripts run after the swap, with PREFIX the final prefix (as conda runs them);
+    // until they all succeed the new tree is marked pending and the previous one is kept.
+    nlohmann::json previous = nlohmann::json::array();
+    if (existed) previous = {stage.filename().string(), old.filename().string()};
+    const std::string marker = nlohmann::json{{"previous", previous}}.dump() + "\n";
+    if (auto st = detail::write_new_file(stage / "conda-meta" / kPendingFile, marker, 0644); !st) {
+      (void)detail::remove_tree(stage);
+      return st.error();
     }
-    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) {
+  }
+  if (auto st = sync_before_swap(stage, packages); !st) {
+    (void)detail::remove_tree(stage);
+    return st.error();
+  }
+
+  // Swap: `stage` then holds the previous tree (or nothing), `old` when two renames were used.
+  fs::path previous_tree;
+  if (existed) {
+    if (::renameat2(AT_FDCWD, stage.c_str(), AT_FDCWD, prefix.c_str(), RENAME_EXCHANGE) == 0) {
+      previous_tree = stage;
+    } else if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) {
       const int err = errno;
       (void)detail::remove_tree(stage);
       return io_error(prefix, "cannot swap the new environment into place", err);
+    } else {
+      // Filesystems without RENAME_EXCHANGE: move the old tree aside, then the new one in; a kill
+      // between the two renames is repaired by recover() on the next run.
+      if (::rename(prefix.c_str(), old.c_str()) != 0) {
+        const int err = errno;
+        (void)detail::remove_tree(stage);
+        return io_error(prefix, "cannot move the previous environment aside", err);
+      }
+      if (::rename(stage.c_str(), prefix.c_str()) != 0) {
+        const int err = errno;
+        ::rename(old.c_str(), prefix.c_str());
+        (void)detail::remove_tree(stage);
+        return io_error(prefix, "cannot move the new environment into place", err);
+      }
+      previous_tree = old;
     }
-    // Filesystems without RENAME_EXCHANGE: move the old tree aside, then the new one in; a kill
-    // between the two renames is repaired by recover() on the next run.
-    const fs::path old = sibling(prefix, "old-" + std::to_string(::getpid()));
-    if (::rename(prefix.c_str(), old.c_str()) != 0) {
-      const int err = errno;
-      (void)detail::remove_tree(stage);
-      return io_error(prefix, "cannot move the previous environment aside", err);
-    }
-    if (::rename(stage.c_str(), prefix.c_str()) != 0) {
-      const int err = errno;
-      ::rename(old.c_str(), prefix.c_str());
-      (void)detail::remove_tree(stage);
-      return io_error(prefix, "cannot move the new environment into place", err);
-    }
-    (void)detail::remove_tree(old);
-    return report;
-  }
-  if (::rename(stage.c_str(), prefix.c_str()) != 0) {
+  } else if (::rename(stage.c_str(), prefix.c_str()) != 0) {
     const int err = errno;
     (void)detail::remove_tree(stage);
     return io_error(prefix, "cannot move the new environment into place", err);
   }
+  if (auto st = fsync_dir(prefix.parent_path()); !st) return st.error();
+
+  if (!post_link.empty()) {
+    for (const auto* p : post_link) {
+      auto st = run_script(prefix, p->record, "post-link", report->messages);
+      if (st) continue;
+      Error e = st.error();
+      if (auto back = roll_back_pending(prefix); !back) {
+        e.detail += "\nrolling back failed: " + back.error().to_string();
+        e.hint = "the unfinished environment is still in place; run the install again to restore the previous one";
+        return e;
+      }
+      (void)recover(prefix);  // deletes the discarded tree
+      e.hint = existed ? "the previous environment was restored; fix the package or pass --no-scripts to skip post-link scripts"
+                       : "nothing was installed; fix the package or pass --no-scripts to skip post-link scripts";
+      return e;
+    }
+    // Commit point: the marker goes, durably.
+    const fs::path meta = prefix / "conda-meta";
+    if (::unlink((meta / kPendingFile).c_str()) != 0) return io_error(meta / kPendingFile, "cannot remove", errno);
+    if (auto st = fsync_dir(meta); !st) return st.error();
+  }
+  if (!previous_tree.empty()) (void)detail::remove_tree(previous_tree);
   return report;
 }
 
@@ -468,7 +634,7 @@ Result<std::optional<PrefixOrigin>> read_prefix_origin(const fs::path& prefix) {
   return std::optional<PrefixOrigin>(std::move(o));
 }
 
-Status remove_environment(const fs::path& prefix_in) {
+Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts scripts) {
   const fs::path prefix = normalized_prefix(prefix_in);
   std::error_code ec;
   if (!fs::is_directory(prefix, ec)) {
@@ -484,11 +650,26 @@ Status remove_environment(const fs::path& prefix_in) {
                  "was not made by envlock (no conda-meta/envlock); refusing to delete it", "",
                  "remove it with the tool that made it"};
   }
-  const fs::path aside = sibling(prefix, "stage-remove-" + std::to_string(::getpid()));
-  if (::rename(prefix.c_str(), aside.c_str()) != 0) return io_error(prefix, "cannot move aside for removal", errno);
-  if (auto st = detail::remove_tree(aside); !st) return st;
+  if (auto st = recover(prefix); !st) return st.error();
+  RemoveReport report;
+  if (fs::is_directory(prefix, ec)) {
+    auto records = read_conda_meta(prefix);
+    if (!records) return records.error();
+    for (const auto& r : *records) report.removed.push_back(r.dist_name());
+    // Pre-unlink scripts run before the files go, as conda runs them; conda only warns on failure.
+    if (scripts == RunScripts::Yes) {
+      for (const auto& r : *records) {
+        if (auto st = run_script(prefix, r, "pre-unlink", report.messages); !st)
+          report.warnings.push_back(st.error().where + ": " + st.error().message + " (ignored, as conda does)\n" +
+                                    st.error().detail);
+      }
+    }
+    const fs::path aside = sibling(prefix, "stage-remove-" + std::to_string(::getpid()));
+    if (::rename(prefix.c_str(), aside.c_str()) != 0) return io_error(prefix, "cannot move aside for removal", errno);
+    if (auto st = detail::remove_tree(aside); !st) return st.error();
+  }
   fs::remove(sibling(prefix, "lock"), ec);
-  return ok_status();
+  return report;
 }
 
 }  // namespace envlock

@@ -396,6 +396,145 @@ TEST_F(Installer, FailingPostLinkLeavesThePreviousEnvironment) {
   EXPECT_TRUE(install_packages(prefix_, {good, bad}, options(RunScripts::No)).ok());
 }
 
+TEST_F(Installer, PostLinkSeesTheFinalPrefixNotTheStage) {
+  auto p = make_package("where", "1",
+                        {{"bin/.where-post-link.sh",
+                          "echo \"$PREFIX\" > \"$PREFIX/prefix-seen\"\n"
+                          "test -f \"$PREFIX/conda-meta/where-1-0.json\" && echo records >> \"$PREFIX/prefix-seen\"\n"
+                          "pwd >> \"$PREFIX/prefix-seen\"\n",
+                          true}});
+  auto r = install_packages(prefix_, {p}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const std::string final_prefix = fs::absolute(prefix_).lexically_normal().string();
+  EXPECT_EQ(slurp(prefix_ / "prefix-seen"), final_prefix + "\nrecords\n" + final_prefix + "/bin\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending")) << "the install committed";
+  EXPECT_TRUE(siblings().empty());
+
+  // Over an existing environment too: the script runs in the prefix, after the swap.
+  auto q = make_package("where", "2",
+                        {{"bin/.where-post-link.sh",
+                          "test -f \"$PREFIX/share/base\" && echo base-present > \"$PREFIX/second\"\n", true}});
+  auto base = make_package("base", "1", {{"share/base", "b\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {base, q}, options()).ok());
+  EXPECT_EQ(slurp(prefix_ / "second"), "base-present\n");
+  EXPECT_TRUE(siblings().empty());
+}
+
+TEST_F(Installer, FailingPostLinkAfterTheSwapRestoresTheOldTree) {
+  auto good = make_package("base", "1", {{"share/base", "base v1\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {good}, options()).ok());
+  spit(prefix_ / "notes/user.txt", "mine\n");
+  const auto before = read_conda_meta(prefix_);
+  ASSERT_TRUE(before.ok());
+  auto good2 = make_package("base", "2", {{"share/base", "base v2\n"}});
+  // The script sees the new tree in place, damages it, then fails.
+  auto bad = make_package("broken", "1",
+                          {{"bin/.broken-post-link.sh",
+                            "echo half > \"$PREFIX/share/half-done\"\necho 'cannot configure'\nexit 4\n", true}});
+  auto r = install_packages(prefix_, {good2, bad}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "broken-1-0");
+  EXPECT_EQ(r.error().message, "post-link script exited with status 4");
+  EXPECT_NE(r.error().detail.find("cannot configure"), std::string::npos) << r.error().detail;
+  EXPECT_NE(r.error().hint.find("previous environment was restored"), std::string::npos) << r.error().hint;
+  EXPECT_EQ(slurp(prefix_ / "share/base"), "base v1\n");
+  EXPECT_EQ(slurp(prefix_ / "notes/user.txt"), "mine\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "share/half-done"));
+  EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
+  auto after = read_conda_meta(prefix_);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ(after->front().dist_name(), "base-1-0");
+  EXPECT_TRUE(verify_prefix(prefix_)->drift.size() == 1u) << "only notes/user.txt is extra";
+  EXPECT_TRUE(siblings().empty());
+
+  // A failing script on a new prefix leaves no prefix at all.
+  fs::remove_all(root_ / "envs");
+  ASSERT_FALSE(install_packages(prefix_, {bad}, options()).ok());
+  EXPECT_FALSE(fs::exists(prefix_));
+  EXPECT_TRUE(siblings().empty());
+}
+
+TEST_F(Installer, ATreeLeftPendingByAKilledRunIsRolledBack) {
+  // What a run killed while post-link scripts ran leaves: the new tree in place, marked pending,
+  // the previous tree under its stage name.
+  auto a = make_package("a", "1", {{"share/a", "a\n"}});
+  auto b = make_package("b", "1", {{"share/b", "b\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {a}, options()).ok());
+  fs::rename(prefix_, root_ / "held");
+  ASSERT_TRUE(install_packages(prefix_, {b}, options()).ok());
+  fs::rename(root_ / "held", prefix_.parent_path() / ".demo.envlock-stage-77-1");
+  spit(prefix_ / "conda-meta/envlock-pending", "{\"previous\": [\".demo.envlock-stage-77-1\", \".demo.envlock-old-77\"]}\n");
+
+  auto r = install_packages(prefix_, {a, b}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->kept, std::vector<std::string>{"a-1-0"}) << "the run started from the restored tree";
+  EXPECT_EQ(r->installed, std::vector<std::string>{"b-1-0"});
+  EXPECT_TRUE(siblings().empty());
+
+  // No previous tree (the prefix was new): the pending tree is discarded.
+  spit(prefix_ / "conda-meta/envlock-pending", "{\"previous\": []}\n");
+  ASSERT_TRUE(install_packages(prefix_, {a}, options()).ok());
+  EXPECT_EQ(read_conda_meta(prefix_)->size(), 1u);
+  EXPECT_FALSE(fs::exists(prefix_ / "share/b"));
+  EXPECT_TRUE(siblings().empty());
+}
+
+TEST_F(Installer, PreUnlinkScriptsRunBeforeTheirFilesGo) {
+  const fs::path log = root_ / "unlink.log";
+  auto script = [&](const std::string& tag) {
+    return "echo \"" + tag + " $PKG_NAME $PKG_VERSION $PREFIX $(cat \"$PREFIX/share/goer\")\" >> '" + log.string() +
+           "'\nrm -f \"$PREFIX/etc/goer-registered\"\n";
+  };
+  auto keep = make_package("keep", "1", {{"share/keep", "k\n"}});
+  auto goer = make_package("goer", "1",
+                           {{"share/goer", "goer files present"},
+                            {"bin/.goer-post-link.sh", "mkdir -p \"$PREFIX/etc\"; echo yes > \"$PREFIX/etc/goer-registered\"\n", true},
+                            {"bin/.goer-pre-unlink.sh", script("v1"), true}});
+  ASSERT_TRUE(install_packages(prefix_, {keep, goer}, options()).ok());
+  ASSERT_TRUE(fs::exists(prefix_ / "etc/goer-registered"));
+  EXPECT_FALSE(fs::exists(log)) << "nothing was unlinked yet";
+  const std::string final_prefix = fs::absolute(prefix_).lexically_normal().string();
+
+  // Replaced by another build: the old build's pre-unlink runs, with its files still there.
+  auto goer2 = make_package("goer", "2",
+                            {{"share/goer", "goer files present"}, {"bin/.goer-pre-unlink.sh", script("v2"), true}});
+  auto r = install_packages(prefix_, {keep, goer2}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(slurp(log), "v1 goer 1 " + final_prefix + " goer files present\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "etc/goer-registered")) << "what pre-unlink deleted is not carried over";
+  EXPECT_TRUE(r->warnings.empty());
+
+  // Unchanged packages are not unlinked; removed ones are.
+  ASSERT_TRUE(install_packages(prefix_, {keep, goer2}, options()).ok());
+  EXPECT_EQ(slurp(log), "v1 goer 1 " + final_prefix + " goer files present\n");
+  ASSERT_TRUE(install_packages(prefix_, {keep}, options()).ok());
+  EXPECT_EQ(slurp(log), "v1 goer 1 " + final_prefix + " goer files present\nv2 goer 2 " + final_prefix +
+                            " goer files present\n");
+
+  // A failing pre-unlink is a warning, as in conda; --no-scripts skips them.
+  auto failing = make_package("failing", "1", {{"bin/.failing-pre-unlink.sh", "echo nope\nexit 2\n", true}});
+  ASSERT_TRUE(install_packages(prefix_, {keep, failing}, options()).ok());
+  auto w = install_packages(prefix_, {keep}, options());
+  ASSERT_TRUE(w.ok()) << w.error().to_string();
+  ASSERT_EQ(w->warnings.size(), 1u);
+  EXPECT_TRUE(w->warnings[0].starts_with("failing-1-0: pre-unlink script exited with status 2")) << w->warnings[0];
+  EXPECT_EQ(w->removed, std::vector<std::string>{"failing-1-0"});
+
+  // remove: every package's pre-unlink runs before the prefix goes.
+  ASSERT_TRUE(install_packages(prefix_, {keep, goer2}, options()).ok());
+  fs::remove(log);
+  auto rm = remove_environment(prefix_);
+  ASSERT_TRUE(rm.ok()) << rm.error().to_string();
+  EXPECT_EQ(slurp(log), "v2 goer 2 " + final_prefix + " goer files present\n");
+  EXPECT_EQ(rm->removed, (std::vector<std::string>{"goer-2-0", "keep-1-0"}));
+  EXPECT_FALSE(fs::exists(prefix_));
+  ASSERT_TRUE(install_packages(prefix_, {keep, goer2}, options()).ok());
+  fs::remove(log);
+  ASSERT_TRUE(remove_environment(prefix_, RunScripts::No).ok());
+  EXPECT_FALSE(fs::exists(log));
+}
+
 TEST_F(Installer, VerifyReportsModifiedMissingAndExtra) {
   auto p = make_package("v", "1", {{"share/one", "1\n"}, {"share/two", "2\n"}, {"share/three", "3\n"}});
   auto o = options();
