@@ -176,32 +176,9 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
       pkg.md5 = md5;
       pkg.sha256 = sha256;
       pkg.layer = layer;
-      if (*version && !(*version)->empty()) {
-        auto v = Version::parse(**version);
-        if (!v) {
-          return error_at(source, entry["version"],
-                          "package '" + label + "': '" + **version + "' is not a conda version: " +
-                              v.error().message);
-        }
-        pkg.version = std::move(v).value();
-      }
-      auto build = get_string(source, entry, "build");
-      if (!build) return build.error();
-      pkg.build = build->value_or("");
-      auto bn = get_uint(source, entry, "build_number");
-      if (!bn) return bn.error();
-      auto size = get_uint(source, entry, "size");
-      if (!size) return size.error();
-      pkg.size = *size;
-      auto ts = get_uint(source, entry, "timestamp");
-      if (!ts) return ts.error();
-      pkg.timestamp = *ts;
-      auto subdir = get_string(source, entry, "subdir");
-      if (!subdir) return subdir.error();
-      pkg.subdir = subdir->value_or("");
-      auto license = get_string(source, entry, "license");
-      if (!license) return license.error();
-      pkg.license = license->value_or("");
+      if (auto st = read_version(source, entry, version->value_or(""), "package '" + label + "': ", pkg); !st)
+        return st.error();
+      if (auto st = read_record_fields(source, entry, pkg); !st) return st.error();
       auto deps = read_specs(source, entry, "dependencies");
       if (!deps) return deps.error();
       pkg.depends = std::move(deps).value();
@@ -212,7 +189,6 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
       if (!tf) return tf.error();
       pkg.track_features = std::move(tf).value();
       if (auto st = complete_record_from_url(pkg, place); !st) return st.error();
-      if (*bn) pkg.build_number = **bn;
       auto st = add_package(lock, index, env, **platform, **platform, std::move(pkg), place);
       if (!st) return st.error();
     }

@@ -18,13 +18,6 @@ using namespace readers;
 
 namespace {
 
-std::string trim(std::string_view s) {
-  std::size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
-}
-
 Error line_error(const std::string& source, std::size_t line, std::size_t col,
                  const std::string& message, const std::string& text, const std::string& hint) {
   Error e;

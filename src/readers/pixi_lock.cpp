@@ -88,23 +88,8 @@ Result<LockedPackage> read_conda_entry(const std::string& source, const YAML::No
   if (*name) pkg.name = **name;
   auto version = get_string(source, entry, "version");
   if (!version) return version.error();
-  if (*version && !(*version)->empty()) {
-    auto v = Version::parse(**version);
-    if (!v) {
-      return error_at(source, entry["version"],
-                      "'" + **version + "' is not a conda version: " + v.error().message);
-    }
-    pkg.version = std::move(v).value();
-  }
-  auto build = get_string(source, entry, "build");
-  if (!build) return build.error();
-  pkg.build = build->value_or("");
-  auto bn = get_uint(source, entry, "build_number");
-  if (!bn) return bn.error();
-  pkg.build_number = bn->value_or(0);
-  auto subdir = get_string(source, entry, "subdir");
-  if (!subdir) return subdir.error();
-  pkg.subdir = subdir->value_or("");
+  if (auto st = read_version(source, entry, version->value_or(""), "", pkg); !st) return st.error();
+  if (auto st = read_record_fields(source, entry, pkg); !st) return st.error();
   auto channel = get_string(source, entry, "channel");
   if (!channel) return channel.error();
   pkg.channel = channel->value_or("");
@@ -122,18 +107,9 @@ Result<LockedPackage> read_conda_entry(const std::string& source, const YAML::No
     return error_at(source, entry, "package '" + label_url + "' has no hash (neither sha256 nor md5)",
                     "a locked package must carry its checksum; regenerate the lockfile");
   }
-  auto license = get_string(source, entry, "license");
-  if (!license) return license.error();
-  pkg.license = license->value_or("");
   auto family = get_string(source, entry, "license_family");
   if (!family) return family.error();
   pkg.license_family = family->value_or("");
-  auto size = get_uint(source, entry, "size");
-  if (!size) return size.error();
-  pkg.size = *size;
-  auto ts = get_uint(source, entry, "timestamp");
-  if (!ts) return ts.error();
-  pkg.timestamp = *ts;
   auto deps = get_string_list(source, entry, "depends");
   if (!deps) return deps.error();
   pkg.depends = std::move(deps).value();

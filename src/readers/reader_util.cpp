@@ -67,6 +67,36 @@ Result<std::optional<std::uint64_t>> get_uint(const std::string& source, const Y
   return std::optional<std::uint64_t>{std::stoull(t)};
 }
 
+Status read_version(const std::string& source, const YAML::Node& entry, const std::string& text,
+                    const std::string& label, LockedPackage& pkg) {
+  if (text.empty()) return ok_status();
+  auto v = Version::parse(text);
+  if (!v) {
+    return error_at(source, entry["version"],
+                    label + "'" + text + "' is not a conda version: " + v.error().message);
+  }
+  pkg.version = std::move(v).value();
+  return ok_status();
+}
+
+Status read_record_fields(const std::string& source, const YAML::Node& entry, LockedPackage& pkg) {
+  for (const auto& [key, out] : {std::pair{"build", &pkg.build}, std::pair{"subdir", &pkg.subdir},
+                                 std::pair{"license", &pkg.license}}) {
+    auto s = get_string(source, entry, key);
+    if (!s) return s.error();
+    if (*s) *out = **s;
+  }
+  auto bn = get_uint(source, entry, "build_number");
+  if (!bn) return bn.error();
+  if (*bn) pkg.build_number = **bn;
+  for (const auto& [key, out] : {std::pair{"size", &pkg.size}, std::pair{"timestamp", &pkg.timestamp}}) {
+    auto n = get_uint(source, entry, key);
+    if (!n) return n.error();
+    if (*n) *out = **n;
+  }
+  return ok_status();
+}
+
 Result<std::vector<std::string>> get_string_list(const std::string& source, const YAML::Node& map,
                                                  const char* key) {
   std::vector<std::string> out;
@@ -107,6 +137,13 @@ Status check_unique_keys(const std::string& source, const YAML::Node& map, const
 bool is_hex(std::string_view s, std::size_t len) {
   return s.size() == len &&
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isxdigit(c); });
+}
+
+std::string trim(std::string_view s) {
+  std::size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return std::string(s.substr(a, b - a));
 }
 
 std::string to_lower(std::string s) {

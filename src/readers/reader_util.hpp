@@ -36,12 +36,24 @@ Result<std::optional<std::uint64_t>> get_uint(const std::string& source, const Y
 Result<std::vector<std::string>> get_string_list(const std::string& source, const YAML::Node& map,
                                                  const char* key);
 
+/// Parses `text`, the `version` of `entry`, into pkg.version; an empty text leaves it as it is.
+/// The error (at the `version` node) starts with `label`, e.g. "package 'numpy': ".
+Status read_version(const std::string& source, const YAML::Node& entry, const std::string& text,
+                    const std::string& label, LockedPackage& pkg);
+
+/// Reads the optional record fields that conda-lock.yml and pixi.lock both spell as repodata
+/// does: `build`, `build_number`, `subdir`, `license`, `size`, `timestamp`. An absent one leaves
+/// `pkg` as it is; a wrong type is an error at its node.
+Status read_record_fields(const std::string& source, const YAML::Node& entry, LockedPackage& pkg);
+
 /// Fails when a YAML map holds the same key twice (yaml-cpp keeps both silently).
 Status check_unique_keys(const std::string& source, const YAML::Node& map, const std::string& what);
 
 /// True for lower-case hex strings of `len` characters (upper case accepted and lower-cased).
 bool is_hex(std::string_view s, std::size_t len);
 std::string to_lower(std::string s);
+/// `s` without leading and trailing white space.
+std::string trim(std::string_view s);
 
 /// Remembers, per environment x platform x name, where a package was first listed.
 struct DuplicateIndex {

@@ -13,6 +13,7 @@ namespace envlock {
 
 using readers::error_at;
 using readers::load_yaml;
+using readers::trim;
 
 std::string FormatInfo::to_string() const {
   switch (format) {
@@ -36,13 +37,6 @@ Error refuse(const std::string& source, const std::string& message, const std::s
   e.message = message;
   e.hint = hint;
   return e;
-}
-
-std::string trim(std::string_view s) {
-  std::size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
 }
 
 bool has_explicit_marker(const std::string& text) {
