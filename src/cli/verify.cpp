@@ -36,6 +36,7 @@ int run_verify(const Context& ctx, const VerifyArgs& args) {
     j["prefix"] = args.prefix;
     j["packages"] = report->packages;
     j["files_checked"] = report->files_checked;
+    j["pip_files"] = report->pip_files;
     j["clean"] = report->clean();
     j["modified"] = nlohmann::json::array();
     j["missing"] = nlohmann::json::array();
@@ -54,7 +55,9 @@ int run_verify(const Context& ctx, const VerifyArgs& args) {
       std::cout << "\n";
     }
     std::cout << args.prefix << ": " << report->packages << " packages, " << report->files_checked
-              << " files checked: " << (report->clean() ? "no drift" : std::to_string(report->drift.size()) + " drifted")
+              << " files checked"
+              << (report->pip_files > 0 ? " (" + std::to_string(report->pip_files) + " of them pip-installed)" : std::string())
+              << ": " << (report->clean() ? "no drift" : std::to_string(report->drift.size()) + " drifted")
               << "\n";
   }
   return report->clean() ? 0 : 1;

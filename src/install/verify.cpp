@@ -2,7 +2,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "envlock/install.hpp"
 #include "fs_util.hpp"
@@ -22,6 +24,134 @@ bool ignored_extra(const std::string& rel) {
 }
 
 std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) + "…" : h; }
+
+/// RECORD's "sha256=<urlsafe base64, no padding>" (PEP 376/627) as lower-case hex; empty when
+/// it is not a sha256 of 32 bytes.
+std::string record_sha256_hex(std::string_view field) {
+  if (!field.starts_with("sha256=")) return "";
+  field.remove_prefix(7);
+  std::string raw;
+  unsigned acc = 0;
+  int bits = 0;
+  for (char c : field) {
+    int v = -1;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '-' || c == '+') v = 62;
+    else if (c == '_' || c == '/') v = 63;
+    else if (c == '=') break;
+    if (v < 0) return "";
+    acc = (acc << 6) | static_cast<unsigned>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      raw += static_cast<char>((acc >> bits) & 0xffU);
+    }
+  }
+  if (raw.size() != 32) return "";
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : raw) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+/// `base/rel` with `.` and `..` resolved, '/'-separated; empty when it leaves the prefix.
+std::string join_normalized(const std::string& base, const std::string& rel) {
+  std::vector<std::string> parts;
+  std::stringstream in(base + "/" + rel);
+  for (std::string c; std::getline(in, c, '/');) {
+    if (c.empty() || c == ".") continue;
+    if (c == "..") {
+      if (parts.empty()) return "";
+      parts.pop_back();
+    } else {
+      parts.push_back(c);
+    }
+  }
+  std::string out;
+  for (const auto& c : parts) out += (out.empty() ? "" : "/") + c;
+  return out;
+}
+
+/// The path and hash columns of one RECORD row (CSV; the path may be quoted).
+bool record_row(const std::string& line, std::string& path, std::string& hash) {
+  std::vector<std::string> cols(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cols.back() += line[++i];
+      else if (c == '"') quoted = false;
+      else cols.back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      cols.emplace_back();
+    } else if (c != '\r') {
+      cols.back() += c;
+    }
+  }
+  if (quoted || cols.size() < 2 || cols[0].empty()) return false;
+  path = cols[0];
+  hash = cols[1];
+  return true;
+}
+
+/// Checks the files of pip-installed distributions: each `*.dist-info` in a site-packages folder
+/// whose RECORD no conda record lists. Their files join `owned`; a file whose sha256 differs from
+/// RECORD's is Modified, one that is gone Missing (package "pip:<dist-info folder>").
+Status verify_pip_files(const fs::path& prefix, std::set<std::string>& owned, VerifyReport& report) {
+  std::error_code ec;
+  std::vector<std::string> sites;
+  for (fs::directory_iterator it(prefix / "lib", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (n.starts_with("python") && fs::is_directory(it->path() / "site-packages")) sites.push_back("lib/" + n + "/site-packages");
+  }
+  if (fs::is_directory(prefix / "Lib/site-packages")) sites.push_back("Lib/site-packages");
+  std::sort(sites.begin(), sites.end());
+  for (const auto& site : sites) {
+    std::vector<std::string> dist_infos;
+    for (fs::directory_iterator it(prefix / site, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string n = it->path().filename().string();
+      if (n.ends_with(".dist-info") && fs::is_regular_file(it->path() / "RECORD")) dist_infos.push_back(n);
+    }
+    std::sort(dist_infos.begin(), dist_infos.end());
+    for (const auto& di : dist_infos) {
+      if (owned.count(site + "/" + di + "/RECORD") != 0) continue;  // conda installed it: its record covers the files
+      const std::string owner = "pip:" + di.substr(0, di.size() - std::string_view(".dist-info").size());
+      std::ifstream in(prefix / site / di / "RECORD", std::ios::binary);
+      std::string line;
+      std::string path;
+      std::string hash;
+      while (std::getline(in, line)) {
+        if (!record_row(line, path, hash)) continue;
+        const std::string rel = join_normalized(site, path);
+        if (rel.empty() || owned.count(rel) != 0) continue;
+        owned.insert(rel);
+        ++report.files_checked;
+        ++report.pip_files;
+        const std::string expected = record_sha256_hex(hash);
+        struct stat st {};
+        if (::lstat((prefix / rel).c_str(), &st) != 0) {
+          if (!ignored_extra(rel)) report.drift.push_back({FileDrift::Kind::Missing, rel, owner, "not found (listed in RECORD)"});
+          continue;
+        }
+        if (expected.empty() || !S_ISREG(st.st_mode)) continue;  // RECORD itself and .pyc rows carry no hash
+        auto h = detail::sha256_file(prefix / rel);
+        if (!h) return h.error();
+        if (*h != expected) {
+          report.drift.push_back({FileDrift::Kind::Modified, rel, owner,
+                                  "sha256 " + short_hash(*h) + " != RECORD " + short_hash(expected)});
+        }
+      }
+    }
+  }
+  return ok_status();
+}
 
 }  // namespace
 
@@ -86,6 +216,8 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
       }
     }
   }
+
+  if (auto st = verify_pip_files(prefix, owned, report); !st) return st.error();
 
   for (auto it = fs::recursive_directory_iterator(prefix, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
