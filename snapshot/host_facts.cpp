@@ -249,7 +249,8 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
   // System packages: dpkg's status database, else rpm.
   if (auto status = host_file(seam, "/var/lib/dpkg/status")) {
     h.system_package_manager = "dpkg";
-    if (auto pkgs = parse_dpkg_status(*status, "/var/lib/dpkg/status"); !pkgs) {
+    // A faulty stanza costs that one package (listed as a problem), never the whole list.
+    if (auto pkgs = parse_dpkg_status(*status, "/var/lib/dpkg/status", &problems); !pkgs) {
       problems.push_back({pkgs.error().where, pkgs.error().message});
     } else {
       h.system_packages = std::move(*pkgs);

@@ -1,6 +1,7 @@
 // System package databases: /var/lib/dpkg/status (deb822 stanzas) and `rpm -qa` query output.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "envlock/snapshot.hpp"
@@ -23,27 +24,45 @@ std::string strip(std::string_view s) {
 
 }  // namespace
 
-Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, const std::string& source) {
+Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, const std::string& source,
+                                                     std::vector<CaptureProblem>* warnings) {
   std::vector<SystemPackage> out;
   std::map<std::string, std::string> fields;
-  int stanza_line = 0;
+  int stanza_line = 0;      // first line of the current stanza (0: none yet)
   bool have_field = false;
-  auto finish = [&](int end_line) -> Status {
-    if (fields.empty()) return ok_status();
-    auto it = fields.find("package");
-    if (it == fields.end() || it->second.empty()) {
-      return Error{ErrorKind::Parse, source + ":" + std::to_string(stanza_line),
-                   "a stanza (lines " + std::to_string(stanza_line) + "-" + std::to_string(end_line) + ") has no Package field",
-                   "", "every stanza of a dpkg status file starts with `Package: <name>`; the file may be damaged"};
-    }
-    SystemPackage p;
-    p.name = it->second;
-    p.version = fields["version"];
-    p.architecture = fields["architecture"];
-    p.status = fields["status"];
-    out.push_back(std::move(p));
+  std::optional<Error> bad;  // the first fault of the current stanza
+  auto reset = [&] {
     fields.clear();
     have_field = false;
+    stanza_line = 0;
+    bad.reset();
+  };
+  // Ends the stanza that ran to `end_line`: kept, or reported (strict: returned as the error).
+  auto finish = [&](int end_line) -> Status {
+    if (!bad && fields.empty()) return ok_status();
+    if (!bad) {
+      auto it = fields.find("package");
+      if (it == fields.end() || it->second.empty()) {
+        bad = Error{ErrorKind::Parse, source + ":" + std::to_string(stanza_line),
+                    "a stanza (lines " + std::to_string(stanza_line) + "-" + std::to_string(end_line) + ") has no Package field",
+                    "", "every stanza of a dpkg status file starts with `Package: <name>`; the file may be damaged"};
+      } else {
+        SystemPackage p;
+        p.name = it->second;
+        p.version = fields["version"];
+        p.architecture = fields["architecture"];
+        p.status = fields["status"];
+        out.push_back(std::move(p));
+      }
+    }
+    if (bad) {
+      if (warnings == nullptr) return *bad;
+      const auto pkg = fields.find("package");
+      std::string what = pkg != fields.end() && !pkg->second.empty() ? "the stanza of " + pkg->second : "a stanza";
+      what += " (lines " + std::to_string(stanza_line) + "-" + std::to_string(end_line) + ") was skipped: " + bad->message;
+      warnings->push_back({bad->where, what});
+    }
+    reset();
     return ok_status();
   };
   std::istringstream in{std::string(text)};
@@ -56,20 +75,22 @@ Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, cons
       if (auto s = finish(lineno - 1); !s) return s.error();
       continue;
     }
+    if (line[0] == '#') continue;
+    if (stanza_line == 0) stanza_line = lineno;
+    if (bad) continue;  // the rest of a faulty stanza is skipped up to the next blank line
     if (line[0] == ' ' || line[0] == '\t') {
       if (!have_field) {
-        return Error{ErrorKind::Parse, source + ":" + std::to_string(lineno), "a continuation line comes before any field",
-                     "  " + line, "continuation lines (starting with a space) belong to the field above them"};
+        bad = Error{ErrorKind::Parse, source + ":" + std::to_string(lineno), "a continuation line comes before any field",
+                    "  " + line, "continuation lines (starting with a space) belong to the field above them"};
       }
       continue;  // multi-line values (Description, Conffiles) are not recorded
     }
-    if (line[0] == '#') continue;
     const auto colon = line.find(':');
     if (colon == std::string::npos || colon == 0) {
-      return Error{ErrorKind::Parse, source + ":" + std::to_string(lineno), "expected `Field: value`", "  " + line,
-                   "dpkg status lines are `Field: value` or continuation lines starting with a space"};
+      bad = Error{ErrorKind::Parse, source + ":" + std::to_string(lineno), "expected `Field: value`", "  " + line,
+                  "dpkg status lines are `Field: value` or continuation lines starting with a space"};
+      continue;
     }
-    if (fields.empty()) stanza_line = lineno;
     std::string key = line.substr(0, colon);
     std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     fields[key] = strip(std::string_view(line).substr(colon + 1));

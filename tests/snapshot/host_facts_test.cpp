@@ -146,6 +146,62 @@ TEST(Dpkg, OddStanzasAreErrorsNamingTheLine) {
   EXPECT_EQ((*crlf)[1].version, "2");
 }
 
+TEST(Dpkg, AFaultyStanzaInTheRealFileIsSkippedAndNamedTheRestKept) {
+  SKIP_WITHOUT_CORPUS();
+  const fs::path f = corpus_dir() / "hostinfo/aquasecurity__trivy/pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg";
+  // The real file's lines 1-27 are fdisk's stanza and a blank line. Injected after it: a stanza
+  // with a field line without ':' (line 29) and one without Package (lines 32-33).
+  const std::string real = slurp(f);
+  const std::size_t cut = [&] {
+    std::size_t at = 0;
+    for (int i = 0; i < 27; ++i) at = real.find('\n', at) + 1;
+    return at;
+  }();
+  const std::string text = real.substr(0, cut) +
+                           "Package: broken-tool\nVersion 1.0-1\nArchitecture: amd64\n\n"
+                           "Status: install ok installed\nVersion: 2.0\n\n" +
+                           real.substr(cut);
+  std::vector<CaptureProblem> warnings;
+  const auto pkgs = parse_dpkg_status(text, "status", &warnings);
+  ASSERT_TRUE(pkgs.ok()) << pkgs.error().to_string();
+  EXPECT_EQ(pkgs->size(), 91u);  // every real stanza
+  EXPECT_EQ(std::count_if(pkgs->begin(), pkgs->end(), [](auto& p) { return p.name == "broken-tool"; }), 0);
+  const auto fdisk = std::find_if(pkgs->begin(), pkgs->end(), [](auto& p) { return p.name == "fdisk"; });
+  ASSERT_NE(fdisk, pkgs->end());
+  EXPECT_EQ(fdisk->version, "2.31.1-0.4ubuntu3.1");
+  const auto pam = std::find_if(pkgs->begin(), pkgs->end(), [](auto& p) { return p.name == "libpam-runtime"; });
+  ASSERT_NE(pam, pkgs->end());  // the stanza right after the injected ones
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0].where, "status:29");
+  EXPECT_NE(warnings[0].message.find("broken-tool"), std::string::npos) << warnings[0].message;
+  EXPECT_NE(warnings[0].message.find("lines 28-30"), std::string::npos) << warnings[0].message;
+  EXPECT_NE(warnings[0].message.find("Field: value"), std::string::npos) << warnings[0].message;
+  EXPECT_EQ(warnings[1].where, "status:32");
+  EXPECT_NE(warnings[1].message.find("no Package field"), std::string::npos) << warnings[1].message;
+  // Without a warnings list the parser stays strict: the first faulty stanza is the error.
+  const auto strict = parse_dpkg_status(text, "status");
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.error().where, "status:29");
+}
+
+TEST(HostFactsCapture, AFaultyDpkgStanzaIsAProblemAndTheOtherPackagesAreCaptured) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.base_system();
+  const std::string real =
+      slurp(corpus_dir() / "hostinfo/aquasecurity__trivy/pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg-third-party");
+  host.write("/var/lib/dpkg/status", "Package: odd\n continued\nbroken line\n\n" + real);
+  std::vector<CaptureProblem> problems;
+  const HostFacts h = capture_host_facts(HostSeam::tree(host.root()), {}, problems);
+  EXPECT_EQ(h.system_package_manager, "dpkg");
+  ASSERT_EQ(h.system_packages.size(), 2u);
+  EXPECT_EQ(h.system_packages[0].name, "apt");
+  EXPECT_EQ(h.system_packages[1].name, "docker-ce");
+  const auto odd = std::find_if(problems.begin(), problems.end(), [](auto& p) { return p.where == "/var/lib/dpkg/status:3"; });
+  ASSERT_NE(odd, problems.end());
+  EXPECT_NE(odd->message.find("the stanza of odd (lines 1-3) was skipped"), std::string::npos) << odd->message;
+}
+
 TEST(Rpm, QueryOutputWithEpochs) {
   const auto pkgs = parse_rpm_query("glibc\t0:2.34-100.el9\tx86_64\nperl-libs\t4:5.32.1-480.el9\tx86_64\ngpg-pubkey\t0:fd431d51-4ae0493b\t(none)\n", "rpm");
   ASSERT_TRUE(pkgs.ok()) << pkgs.error().to_string();
