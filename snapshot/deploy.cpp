@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "text_util.hpp"
@@ -73,6 +74,30 @@ Status move_tree(const fs::path& stage, const fs::path& prefix) {
     fs::create_directories(to.parent_path(), ec);
     if (!ec) fs::rename(f, to, ec);
     if (ec) return Error{ErrorKind::Io, to.string(), "cannot move a pip file into the prefix: " + ec.message(), "", ""};
+  }
+  return ok_status();
+}
+
+// Every regular file of an extracted re-packed archive against the sha256 its paths.json carries
+// (the conda-meta hash of the file as it was installed on the capture host).
+Status check_repacked(const RepoDataRecord& record, const fs::path& extracted) {
+  std::error_code ec;
+  const auto text = snapshot_detail::read_text(extracted / "info/paths.json");
+  nlohmann::json j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  if (!j.is_object() || !j.contains("paths") || !j["paths"].is_array()) {
+    return Error{ErrorKind::Integrity, record.dist_name(), "the re-packed archive in the bundle has no readable info/paths.json", "", ""};
+  }
+  for (const auto& p : j["paths"]) {
+    if (!p.is_object() || p.value("path_type", "") != "hardlink" || !p.contains("sha256")) continue;
+    const auto rel = normalize_relative(p.value("_path", ""));
+    if (!rel) return Error{ErrorKind::Integrity, record.dist_name(), "the re-packed archive lists an unsafe path", "", ""};
+    const auto actual = sha256_of(extracted / *rel);
+    const std::string expected = p["sha256"].is_string() ? p["sha256"].get<std::string>() : "";
+    if (!actual || *actual != expected) {
+      return Error{ErrorKind::Integrity, record.dist_name(),
+                   "the re-packed archive's " + *rel + " does not match its conda-meta sha256 (" + expected + ")", "",
+                   "the bundle was altered or damaged; make it again on the source host"};
+    }
   }
   return ok_status();
 }
@@ -164,7 +189,9 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
   } else if (!env->pip.empty()) {
     fs::create_directories(stage, ec);
     if (ec) return Error{ErrorKind::Io, stage.string(), "cannot create a staging folder: " + ec.message(), "", ""};
-    const fs::path source = options.pip_source.empty() ? fs::path(env->prefix) : options.pip_source;
+    const fs::path source = !options.pip_source.empty() ? options.pip_source
+                            : !options.bundle_dir.empty() ? options.bundle_dir / "pip" / env->name
+                                                          : fs::path(env->prefix);
     auto staged = stage_pip_files(*env, source, stage);
     if (!staged) return staged.error();
     report.pip_restored = std::move(*staged);
@@ -193,10 +220,47 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
   const auto order = install_order(lp);
   std::vector<RepoDataRecord> records;
   for (const auto* p : order) records.push_back(static_cast<const RepoDataRecord&>(*p));
-  auto entries = cache->ensure_all(records);
+  // From a bundle: the cache takes each archive from the bundle (file://), nothing from the
+  // network. A re-packed archive is checked against its own sha256 (recorded in the snapshot)
+  // and, once extracted, every file against the conda-meta sha256 its paths.json carries.
+  std::vector<RepoDataRecord> fetch = records;
+  std::vector<bool> repacked(records.size(), false);
+  if (!options.bundle_dir.empty()) {
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const auto cp = std::find_if(env->packages.begin(), env->packages.end(),
+                                   [&](const CapturedPackage& c) { return c.record.name == records[i].name; });
+      RepoDataRecord& r = fetch[i];
+      fs::path at = options.bundle_dir / "pkgs" / r.file_name;
+      if (cp != env->packages.end() && !cp->repacked_sha256.empty()) {
+        if (cache->lookup(records[i])) continue;  // the original archive is cached already: better than a re-pack
+        repacked[i] = true;
+        at = options.bundle_dir / "repacked" / env->name / (r.dist_name() + ".conda");
+        r.file_name = r.dist_name() + ".conda";
+        r.sha256 = cp->repacked_sha256;
+        r.md5.clear();
+        r.size.reset();
+      }
+      if (r.file_name.find('/') != std::string::npos || !fs::is_regular_file(at, ec)) {
+        return Error{ErrorKind::Integrity, records[i].dist_name(), "the bundle holds no archive for this package", "",
+                     "make the bundle again with `envlock snapshot capture --bundle`"};
+      }
+      r.url = "file://" + fs::absolute(at).string();
+    }
+  }
+  auto entries = cache->ensure_all(fetch);
   std::vector<PackageToLink> to_link;
   for (std::size_t i = 0; i < records.size(); ++i) {
-    if (!entries[i]) return entries[i].error();
+    if (!entries[i]) {
+      Error e = entries[i].error();
+      if (!options.bundle_dir.empty()) e.message = records[i].dist_name() + " (from the bundle): " + e.message;
+      return e;
+    }
+    if (repacked[i]) {
+      if (auto st = check_repacked(records[i], entries[i]->extracted_dir); !st) {
+        (void)cache->remove(fetch[i]);
+        return st.error();
+      }
+    }
     to_link.push_back({records[i], entries[i]->extracted_dir, entries[i]->archive, ""});
   }
   InstallOptions io;

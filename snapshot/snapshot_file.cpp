@@ -13,6 +13,7 @@
 #include <sstream>
 #include <yaml-cpp/yaml.h>
 
+#include "envlock/hash.hpp"
 #include "envlock/snapshot.hpp"
 
 namespace envlock {
@@ -439,6 +440,13 @@ std::string Snapshot::to_yaml() const {
       e << YAML::EndMap;
     }
     e << YAML::EndSeq;
+    if (std::any_of(env.packages.begin(), env.packages.end(), [](const CapturedPackage& p) { return !p.repacked_sha256.empty(); })) {
+      e << YAML::Key << "repacked" << YAML::Value << YAML::BeginMap;
+      for (const auto& p : env.packages) {
+        if (!p.repacked_sha256.empty()) kv(e, p.record.name.c_str(), p.repacked_sha256);
+      }
+      e << YAML::EndMap;
+    }
     e << YAML::Key << "pip" << YAML::Value << YAML::BeginSeq;
     for (const auto& d : env.pip) emit_pip(e, d);
     e << YAML::EndSeq;
@@ -526,6 +534,13 @@ Result<Snapshot> Snapshot::parse(const std::string& text, const std::string& sou
       }
       std::sort(env.packages.begin(), env.packages.end(),
                 [](const CapturedPackage& a, const CapturedPackage& b) { return a.record.name < b.record.name; });
+      for (const auto& rp : r.map(en, "repacked", false)) {
+        const std::string pkg = r.scalar(rp.first, "a package name");
+        auto it = std::find_if(env.packages.begin(), env.packages.end(), [&](const CapturedPackage& c) { return c.record.name == pkg; });
+        if (it == env.packages.end()) r.fail(rp.first, "repacked package `" + pkg + "` is not a package of environment `" + name + "`");
+        it->repacked_sha256 = r.scalar(rp.second, "a sha256");
+        if (!is_hex_digest(it->repacked_sha256, HashAlgorithm::Sha256)) r.fail(rp.second, "repacked `" + pkg + "`: not a sha256");
+      }
       for (const auto& p : r.seq(en, "pip")) env.pip.push_back(read_pip(r, p));
       env.drift = read_drift(r, r.map(en, "drift", false));
       s.environments.push_back(std::move(env));

@@ -32,7 +32,9 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "envlock/result.hpp"
 
@@ -77,5 +79,43 @@ using BeforeCommit = std::function<Status(const std::filesystem::path& staging)>
 /// On any failure the staging directory is removed and `destination` is untouched.
 Result<ExtractStats> extract_package(const std::filesystem::path& archive, const std::filesystem::path& destination,
                                      const ExtractLimits& limits = {}, const BeforeCommit& before_commit = {});
+
+// ---------------------------------------------------------------------------------------------
+// Bundles and writing archives (libarchive's writer; still no libarchive type in this header)
+// ---------------------------------------------------------------------------------------------
+
+/// Extracts a zstd-compressed tar (an envlock snapshot bundle, `*.tar.zst`) into the existing
+/// directory `directory`, with every check listed above for packages (no info/index.json is
+/// required). Not atomic: callers extract into a folder of their own and delete it on error.
+/// Errors as extract_into(); ErrorKind::Integrity names the archive for a corrupt one.
+Result<ExtractStats> extract_tar_zst_into(const std::filesystem::path& archive, const std::filesystem::path& directory,
+                                          const ExtractLimits& limits = {});
+
+/// One entry to write into an archive.
+struct ArchiveEntry {
+  enum class Kind { File, Symlink, Directory };
+  std::string path;                 ///< relative, '/'-separated, no `.` or `..` component
+  Kind kind = Kind::File;
+  std::filesystem::path source;     ///< File: a local file whose bytes are written (read while writing)
+  std::string content;              ///< File: the bytes, when `source` is empty
+  std::string link_target;          ///< Symlink: relative target
+  std::uint32_t mode = 0644;        ///< permission bits of files and directories
+  std::int64_t mtime = 0;           ///< seconds since the epoch; 0 keeps archives reproducible
+};
+
+/// Writes `entries` (sorted by path, so equal input gives byte-identical output) as a POSIX pax
+/// tar compressed with zstd at `level` (1-19) to `archive`, atomically: a temporary file beside
+/// it, fsync(2), rename(2). Owners are written as root (0:0). Errors: ErrorKind::Usage (an
+/// absolute or `..` path, a path listed twice, an absolute symlink target), ErrorKind::Io naming
+/// the source file or the archive (cannot read, cannot write; nothing is left at `archive`).
+Status write_tar_zst(const std::filesystem::path& archive, std::vector<ArchiveEntry> entries, int level = 3);
+
+/// Writes a `.conda` package (CEP-2, the layout described at the top of this file): a ZIP with
+/// stored members `metadata.json` ({"conda_pkg_format_version": 2}), `pkg-<dist>.tar.zst`
+/// (every entry outside info/; left out when there is none) and `info-<dist>.tar.zst` (the
+/// entries under info/), where <dist> is the file name of `archive` without `.conda`. Atomic
+/// as write_tar_zst(). Errors as write_tar_zst(), and ErrorKind::Usage when the name does not end
+/// in `.conda` or no entry is `info/index.json`. extract_into() reads the result.
+Status write_conda_package(const std::filesystem::path& archive, std::vector<ArchiveEntry> entries, int level = 3);
 
 }  // namespace envlock

@@ -113,11 +113,22 @@ struct SystemPackage {
   friend bool operator==(const SystemPackage&, const SystemPackage&) = default;
 };
 
+/// A fact capture could not read (or read only in part). The snapshot is then partial and says so.
+struct CaptureProblem {
+  std::string where;    ///< file (with ":line" when one line is at fault), prefix or fact
+  std::string message;
+  friend bool operator==(const CaptureProblem&, const CaptureProblem&) = default;
+};
+
 /// Parses /var/lib/dpkg/status (deb822 stanzas separated by blank lines, continuation lines start
 /// with a space or tab). Every stanza is kept, whatever its status, sorted by name then
-/// architecture. Errors (Parse, "file:line: ...") for a stanza without Package, a field line
-/// without ':', or a continuation line before any field.
-Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, const std::string& source);
+/// architecture. A stanza is faulty when it has no Package field, a field line without ':', or a
+/// continuation line before any field. With `warnings` null the first faulty stanza is the error
+/// (Parse, where = "file:line"); otherwise each faulty stanza is skipped and reported there
+/// (where = "file:line" of the faulty line, message naming the stanza's package when it has one
+/// and its line range) and every good stanza is still returned.
+Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, const std::string& source,
+                                                     std::vector<CaptureProblem>* warnings = nullptr);
 
 /// Parses `rpm -qa --queryformat '%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\t%{ARCH}\n'` output
 /// (the query capture runs); epoch 0 is dropped from the version. Lines with another shape are
@@ -248,6 +259,9 @@ struct CapturedPackage {
   RepoDataRecord record;            ///< url/channel credential-free
   std::vector<std::string> files;   ///< prefix-relative paths it installed, sorted
   std::string shadowed_by;          ///< "pip:<name>" when a pip install replaced it
+  /// Set in a bundle's snapshot when the package archive was gone and the bundle holds one
+  /// re-packed from the installed files: that archive's sha256 (lower-case hex). Empty otherwise.
+  std::string repacked_sha256;
   friend bool operator==(const CapturedPackage&, const CapturedPackage&) = default;
 };
 
@@ -260,13 +274,6 @@ struct CapturedEnvironment {
   std::vector<PipDistribution> pip;       ///< installed by something other than conda, sorted
   Drift drift;
   friend bool operator==(const CapturedEnvironment&, const CapturedEnvironment&) = default;
-};
-
-/// A fact capture could not read. The snapshot is then partial and says so.
-struct CaptureProblem {
-  std::string where;    ///< file, prefix or fact
-  std::string message;
-  friend bool operator==(const CaptureProblem&, const CaptureProblem&) = default;
 };
 
 /// A whole snapshot.
@@ -366,6 +373,50 @@ std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b)
 // Redeploy
 // ---------------------------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------------------------
+// Bundles: a snapshot with everything needed to deploy it offline
+// ---------------------------------------------------------------------------------------------
+
+/// Knobs for write_bundle().
+struct BundleOptions {
+  /// Local folders searched first for each package archive, by its file name (the envlock
+  /// package cache, conda's pkgs_dirs). After them: `<prefix>/pkgs/` and, for a prefix in
+  /// `<root>/envs/`, `<root>/pkgs/` (host paths, read through the seam).
+  std::vector<std::filesystem::path> package_dirs;
+  int zstd_level = 3;  ///< 1-19
+};
+
+/// What write_bundle() put into the bundle.
+struct BundleReport {
+  std::size_t archives = 0;            ///< package archives found and copied as they were
+  std::vector<std::string> repacked;   ///< "<env>: <dist>" re-packed from installed files, sorted
+  std::size_t pip_files = 0;           ///< pip-installed files
+  Snapshot snapshot;                   ///< the snapshot as the bundle holds it (repacked_sha256 set)
+};
+
+/// Writes a bundle (a zstd-compressed tar, written atomically) of `snapshot` as captured through
+/// `seam`:
+///   snapshot.yaml                        the snapshot, with CapturedPackage::repacked_sha256 set;
+///   pkgs/<file name>                     each deployed (not shadowed) record's archive, found in
+///                                        BundleOptions::package_dirs or the prefix's pkgs/ folders
+///                                        and checked against the record's sha256 (md5);
+///   repacked/<env>/<dist>.conda          when no archive is found: a .conda re-packed from the
+///                                        installed files conda-meta lists (pyc files and entry
+///                                        point executables made at link time left out), each file
+///                                        checked against its conda-meta sha256 first; relocated
+///                                        files carry the captured prefix as their placeholder;
+///   pip/<env>/<prefix-relative path>     every file a pip distribution's RECORD lists (no .pyc).
+/// Errors name the package or file: an installed file that changed or is gone where a package
+/// must be re-packed (ErrorKind::Integrity / Io; hint: put the archive into the package cache),
+/// a prefix that cannot be read, a bundle that cannot be written (nothing is left at `bundle`).
+Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot, const std::filesystem::path& bundle,
+                                  const BundleOptions& options);
+
+/// Unpacks `bundle` into the existing empty folder `into` (extract_tar_zst_into: no entry may
+/// leave it) and reads its snapshot.yaml. Errors: ErrorKind::Integrity for a corrupt bundle or one
+/// without snapshot.yaml; snapshot parse errors (where prefixed with the bundle path).
+Result<Snapshot> open_bundle(const std::filesystem::path& bundle, const std::filesystem::path& into);
+
 /// Knobs for deploy_snapshot().
 struct DeployOptions {
   std::string environment;              ///< which captured environment; empty: the only one
@@ -375,6 +426,9 @@ struct DeployOptions {
   /// snapshot as a path of this machine.
   std::filesystem::path pip_source;
   bool without_pip = false;             ///< install the conda part only; pip installs go to the checklist
+  /// A bundle unpacked by open_bundle(): every archive comes from it (nothing is downloaded; a
+  /// record whose archive it lacks is an error) and pip files from its pip/<env>/ folder.
+  std::filesystem::path bundle_dir;
 };
 
 /// What a deploy did, and what a person still has to do.

@@ -1,10 +1,13 @@
 // envlock snapshot capture|check|deploy|diff|lock — freeze a drifted host, check a target, redeploy,
 // compare snapshots, turn a snapshot into a lockfile. Exit codes: 0 ok; 1 failure (or, for check, an
 // incompatible target); 2 usage; 3 capture wrote a partial snapshot (problems listed).
+#include <unistd.h>
+
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "envlock/package_cache.hpp"
 #include "envlock/snapshot.hpp"
 #include "registry.hpp"
 
@@ -39,6 +42,8 @@ struct CaptureArgs {
   bool timestamp = false;
   std::string nvidia_smi_xml;
   std::string rpm_qa;
+  std::string bundle;
+  std::vector<std::string> pkgs_dirs;
 };
 
 int run_capture(const Context& ctx, const CaptureArgs& a) {
@@ -70,10 +75,28 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     opt.timestamp = buf;
   }
-  const Snapshot snap = capture(seam, opt);
+  Snapshot snap = capture(seam, opt);
+  if (!a.bundle.empty()) {
+    if (!a.bundle.ends_with(".tar.zst")) {
+      return report_error(ctx, Error{ErrorKind::Usage, a.bundle, "a bundle's file name ends in .tar.zst", "", "e.g. --bundle host.tar.zst"});
+    }
+    BundleOptions bo;
+    for (const auto& d : a.pkgs_dirs) bo.package_dirs.emplace_back(d);
+    if (a.pkgs_dirs.empty()) {
+      if (auto d = default_package_cache_dir()) bo.package_dirs.push_back(*d);
+    }
+    auto b = write_bundle(seam, snap, a.bundle, bo);
+    if (!b) return report_error(ctx, b.error());
+    snap = std::move(b->snapshot);
+    if (!ctx.json) {
+      std::cerr << "wrote bundle " << a.bundle << ": " << b->archives << " package archives, " << b->repacked.size()
+                << " re-packed from installed files, " << b->pip_files << " pip files\n";
+      for (const auto& r : b->repacked) std::cerr << "  re-packed (archive gone): " << r << "\n";
+    }
+  }
   if (!a.output.empty()) {
     if (auto st = snap.write(a.output); !st) return report_error(ctx, st.error());
-  } else if (!ctx.json) {
+  } else if (!ctx.json && a.bundle.empty()) {
     std::cout << snap.to_yaml();
   }
   if (ctx.json) {
@@ -155,7 +178,27 @@ struct DeployArgs {
 };
 
 int run_deploy(const Context& ctx, const DeployArgs& a) {
-  auto snap = Snapshot::read(a.file);
+  // A bundle is unpacked beside the new prefix (same filesystem) and removed afterwards.
+  const fs::path prefix = fs::absolute(a.prefix);
+  const bool bundle = a.file.ends_with(".tar.zst");
+  const fs::path unpacked = prefix.parent_path() / ("." + prefix.filename().string() + ".envlock-bundle-" + std::to_string(getpid()));
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code e;
+      if (!p.empty()) fs::remove_all(p, e);
+    }
+  } cleanup{bundle ? unpacked : fs::path()};
+  Result<Snapshot> snap = Error{ErrorKind::Usage, a.file, "unread", "", ""};
+  if (bundle) {
+    std::error_code ec;
+    fs::remove_all(unpacked, ec);
+    fs::create_directories(unpacked, ec);
+    if (ec) return report_error(ctx, Error{ErrorKind::Io, unpacked.string(), "cannot create a folder to unpack the bundle: " + ec.message(), "", ""});
+    snap = open_bundle(a.file, unpacked);
+  } else {
+    snap = Snapshot::read(a.file);
+  }
   if (!snap) return report_error(ctx, snap.error());
   if (!snap->complete()) warn("the snapshot is partial: what was not captured is not deployed");
   HostSeam seam = HostSeam::system();
@@ -166,7 +209,8 @@ int run_deploy(const Context& ctx, const DeployArgs& a) {
   opt.pip_source = a.pip_source;
   opt.package_cache = a.pkgs_dir;
   opt.without_pip = a.without_pip;
-  auto report = deploy_snapshot(*snap, fs::absolute(a.prefix), target, opt);
+  if (bundle) opt.bundle_dir = unpacked;
+  auto report = deploy_snapshot(*snap, prefix, target, opt);
   if (!report) return report_error(ctx, report.error());
   if (ctx.json) {
     std::cout << nlohmann::json{{"environment", report->environment},
@@ -258,6 +302,10 @@ void setup(CLI::App& sub, Context& ctx) {
   cap->add_flag("--timestamp", ca.timestamp, "record the capture time (makes the file differ between captures)");
   cap->add_option("--nvidia-smi-xml", ca.nvidia_smi_xml, "a saved `nvidia-smi -q -x` output to read instead of running it");
   cap->add_option("--rpm-qa", ca.rpm_qa, "a saved `rpm -qa --queryformat ...` output (see docs/snapshot.md)");
+  cap->add_option("--bundle", ca.bundle,
+                  "also write FILE.tar.zst: the snapshot, every package archive (re-packed when gone) and the pip files, "
+                  "for an offline deploy");
+  cap->add_option("--pkgs-dir", ca.pkgs_dirs, "where to look for package archives first (default: the envlock package cache)");
   cap->callback([&ctx] { ctx.exit_code = run_capture(ctx, ca); });
 
   auto* chk = sub.add_subcommand("check", "can this host run a snapshot? every failed requirement is named");
@@ -270,7 +318,7 @@ void setup(CLI::App& sub, Context& ctx) {
   auto* dep = sub.add_subcommand("deploy", "bring a captured environment up in a new prefix, without solving");
   dep->fallthrough();
   static DeployArgs da;
-  dep->add_option("SNAPSHOT", da.file, "the snapshot file")->required();
+  dep->add_option("SNAPSHOT", da.file, "the snapshot file, or a bundle (.tar.zst: deployed without network)")->required();
   dep->add_option("-p,--prefix", da.prefix, "the new prefix (must not exist, or be empty)")->required();
   dep->add_option("-e,--env", da.env, "the environment to deploy (needed when the snapshot holds several)");
   dep->add_option("--pip-source", da.pip_source, "where the captured prefix's pip files are (default: its recorded path)");

@@ -438,6 +438,26 @@ Result<ExtractStats> extract_into(const fs::path& archive_path, const fs::path& 
   return x.stats();
 }
 
+Result<ExtractStats> extract_tar_zst_into(const fs::path& archive_path, const fs::path& directory, const ExtractLimits& limits) {
+  Fd root(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root.valid()) {
+    return Error{ErrorKind::Io, directory.string(), std::string("cannot open directory: ") + std::strerror(errno)};
+  }
+  Extractor x(archive_path, root.get(), limits);
+  ReadArchive a(archive_read_new());
+  archive_read_support_filter_zstd(a.get());
+  archive_read_support_format_tar(a.get());
+  if (archive_read_open_filename(a.get(), archive_path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    const char* why = archive_error_string(a.get());
+    return Error{ErrorKind::Integrity, archive_path.string(),
+                 std::string("corrupt or truncated .tar.zst archive: ") + (why != nullptr ? why : "unreadable"), "",
+                 "copy the file again; if it persists, make it again"};
+  }
+  if (auto s = x.extract_all(a.get(), ""); !s.ok()) return s.error();
+  if (auto links = x.check_symlinks(); !links.ok()) return links.error();
+  return x.stats();
+}
+
 Result<ExtractStats> extract_package(const fs::path& archive_path, const fs::path& destination,
                                      const ExtractLimits& limits, const BeforeCommit& before_commit) {
   std::error_code ec;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "envlock/extract.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
 #include "envlock/snapshot.hpp"
@@ -154,11 +155,9 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
   EXPECT_EQ(slurp(b / site / "simplerasters.py"), module);
   const auto verify = verify_prefix(b);
   ASSERT_TRUE(verify.ok()) << verify.error().to_string();
-  // verify_prefix checks conda records; the pip files it sees as extra are exactly pip's RECORD.
-  for (const auto& d : verify->drift) {
-    const bool pip_file = d.kind == FileDrift::Kind::Extra && d.path.starts_with(site);
-    EXPECT_TRUE(pip_file) << d.path << ": " << d.reason;
-  }
+  // The pip files belong to the pip distribution (its RECORD), so the deployed prefix is clean.
+  for (const auto& d : verify->drift) ADD_FAILURE() << d.path << ": " << d.package << " " << d.reason;
+  EXPECT_EQ(verify->pip_files, 4u);  // module, INSTALLER, METADATA, RECORD
 
   // The deployed prefix holds what was captured: no conda or pip difference.
   copt.prefixes = {b};
@@ -168,6 +167,19 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
   }
   EXPECT_TRUE(again.environments[0].drift.modified.empty());
   EXPECT_TRUE(again.environments[0].drift.unowned.empty());
+
+  // A pip file edited after the deploy is drift of the pip distribution, named by RECORD's hash.
+  {
+    fs::remove(b / site / "simplerasters.py");
+    std::ofstream(b / site / "simplerasters.py") << "import cmath\n";
+  }
+  const auto edited_pip = verify_prefix(b);
+  ASSERT_TRUE(edited_pip.ok()) << edited_pip.error().to_string();
+  ASSERT_EQ(edited_pip->drift.size(), 1u);
+  EXPECT_EQ(edited_pip->drift[0].kind, FileDrift::Kind::Modified);
+  EXPECT_EQ(edited_pip->drift[0].path, site + "simplerasters.py");
+  EXPECT_EQ(edited_pip->drift[0].package, "pip:libsimplerasters-0.9.1");
+  EXPECT_NE(edited_pip->drift[0].reason.find("!= RECORD"), std::string::npos) << edited_pip->drift[0].reason;
 }
 
 TEST(Deploy, RefusesTooOldGlibcAndDriverNamingThePackageAndLeavesTheTargetUntouched) {
@@ -247,6 +259,154 @@ TEST(Deploy, SnapshotToLockfileToEnvlockInstallGivesTheSameEnvironment) {
   }
   ASSERT_EQ(installed.environments.size(), 1u);
   EXPECT_TRUE(installed.environments[0].drift.empty());
+}
+
+// A pip distribution "toolbox 1.0" installed into `prefix` (its own files, no conda package shadowed).
+void pip_install_toolbox(const fs::path& prefix) {
+  const fs::path site = prefix / "lib/python3.12/site-packages";
+  const std::string module = "def tool():\n    return 42\n", installer = "pip\n",
+                    metadata = "Metadata-Version: 2.1\nName: toolbox\nVersion: 1.0\n";
+  fs::create_directories(site / "toolbox-1.0.dist-info");
+  std::ofstream(site / "toolbox.py") << module;
+  std::ofstream(site / "toolbox-1.0.dist-info/INSTALLER") << installer;
+  std::ofstream(site / "toolbox-1.0.dist-info/METADATA") << metadata;
+  std::ofstream(site / "toolbox-1.0.dist-info/RECORD")
+      << "toolbox.py,sha256=" << b64_sha256(module) << "," << module.size() << "\n"
+      << "toolbox-1.0.dist-info/INSTALLER,sha256=" << b64_sha256(installer) << "," << installer.size() << "\n"
+      << "toolbox-1.0.dist-info/METADATA,sha256=" << b64_sha256(metadata) << "," << metadata.size() << "\n"
+      << "toolbox-1.0.dist-info/RECORD,,\n";
+}
+
+// Rewrites the unpacked bundle `dir` as `bundle` after `edit` changed it.
+void repack_bundle(const fs::path& dir, const fs::path& bundle) {
+  std::vector<ArchiveEntry> entries;
+  for (const auto& f : fs::recursive_directory_iterator(dir)) {
+    if (!f.is_regular_file()) continue;
+    ArchiveEntry e;
+    e.path = f.path().lexically_relative(dir).generic_string();
+    e.source = f.path();
+    entries.push_back(std::move(e));
+  }
+  ASSERT_TRUE(write_tar_zst(bundle, std::move(entries)).ok());
+}
+
+void flip_last_byte(const fs::path& file) {
+  std::string bytes = slurp(file);
+  bytes[bytes.size() - 1] = static_cast<char>(bytes.back() ^ 0x5a);
+  fs::remove(file);
+  std::ofstream(file, std::ios::binary) << bytes;
+}
+
+TEST(Bundle, OfflineRoundTripWithAReRepackedPackageAndPipFiles) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const fs::path a = t.dir / "host-a/envs/geo";
+  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+  pip_install_toolbox(a);
+  // libviewshed's archive is gone from every package folder: the bundle re-packs it.
+  const std::string viewshed = "libviewshed-5.0.0-h29872b0_0";
+  ASSERT_TRUE(fs::remove(t.options.package_cache / (viewshed + ".conda")));
+
+  HostSeam seam = HostSeam::system();
+  seam.run = nullptr;
+  CaptureOptions copt;
+  copt.prefixes = {a};
+  const Snapshot captured = capture(seam, copt);
+  ASSERT_TRUE(captured.complete()) << captured.problems.front().where << ": " << captured.problems.front().message;
+  const fs::path bundle = t.dir / "geo.tar.zst";
+  BundleOptions bo;
+  bo.package_dirs = {t.options.package_cache};
+  const auto written = write_bundle(seam, captured, bundle, bo);
+  ASSERT_TRUE(written.ok()) << written.error().to_string();
+  EXPECT_EQ(written->archives, 1u);
+  EXPECT_EQ(written->repacked, std::vector<std::string>{"geo: " + viewshed});
+  EXPECT_EQ(written->pip_files, 4u);  // toolbox.py, INSTALLER, METADATA, RECORD
+
+  // No channel is reachable any more, and the target uses an empty package cache.
+  fs::remove_all(t.dir / "channel");
+  const fs::path b = t.dir / "host-b/envs/geo";
+  const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", (t.dir / "pkgs-b").string()}};
+  const auto d = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + bundle.string() + "' -p '" + b.string() + "'", env);
+  ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  EXPECT_NE(d.out.find("2 conda packages, 1 pip distributions"), std::string::npos) << d.out;
+  const auto v = verify_prefix(b);
+  ASSERT_TRUE(v.ok()) << v.error().to_string();
+  for (const auto& f : v->drift) ADD_FAILURE() << f.path << ": " << f.package << " " << f.reason;
+  EXPECT_EQ(v->pip_files, 4u);
+  copt.prefixes = {b};
+  const Snapshot again = capture(seam, copt);
+  for (const auto& c : diff_snapshots(captured, again)) {
+    EXPECT_TRUE(c.section != "conda:geo" && c.section != "pip:geo") << c.section << " " << c.name << ": " << c.before << " -> " << c.after;
+  }
+  ASSERT_EQ(again.environments.size(), 1u);
+  EXPECT_TRUE(again.environments[0].drift.empty());
+  for (const auto& e : fs::directory_iterator(t.dir / "host-b")) {
+    EXPECT_FALSE(e.path().filename().string().starts_with(".")) << "left behind: " << e.path();
+  }
+
+  // A file of the package to re-pack changed since it was installed: no faithful re-pack.
+  std::string edited;
+  const auto record = nlohmann::json::parse(slurp(a / ("conda-meta/" + viewshed + ".json")));
+  for (const auto& f : record.at("files")) {
+    if (fs::is_regular_file(fs::symlink_status(a / f.get<std::string>()))) edited = f.get<std::string>();
+  }
+  ASSERT_FALSE(edited.empty());
+  const std::string content = slurp(a / edited) + "// edited\n";
+  fs::remove(a / edited);
+  std::ofstream(a / edited, std::ios::binary) << content;
+  const auto refused = write_bundle(seam, captured, t.dir / "edited.tar.zst", bo);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::Integrity);
+  EXPECT_NE(refused.error().message.find(viewshed + ": its archive is in no package folder and this file changed"), std::string::npos)
+      << refused.error().to_string();
+  EXPECT_EQ(refused.error().where, (a / edited).string());
+  EXPECT_FALSE(fs::exists(t.dir / "edited.tar.zst"));
+}
+
+TEST(Bundle, ATamperedArchiveIsRefusedNamingThePackageAndTheTargetStaysUntouched) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const fs::path a = t.dir / "host-a/envs/geo";
+  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+  const std::string viewshed = "libviewshed-5.0.0-h29872b0_0", rasters = "libsimplerasters-0.9.0-h29872b0_0";
+  ASSERT_TRUE(fs::remove(t.options.package_cache / (viewshed + ".conda")));
+  HostSeam seam = HostSeam::system();
+  seam.run = nullptr;
+  CaptureOptions copt;
+  copt.prefixes = {a};
+  const fs::path bundle = t.dir / "geo.tar.zst";
+  BundleOptions bo;
+  bo.package_dirs = {t.options.package_cache};
+  ASSERT_TRUE(write_bundle(seam, capture(seam, copt), bundle, bo).ok());
+  fs::remove_all(t.dir / "channel");
+
+  // One archive copied as found, one re-packed: each tampered one is refused by name.
+  for (const auto& [member, name] : std::vector<std::pair<std::string, std::string>>{
+           {"pkgs/" + rasters + ".conda", rasters}, {"repacked/geo/" + viewshed + ".conda", viewshed}}) {
+    const fs::path dir = t.dir / "unpacked";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    ASSERT_TRUE(extract_tar_zst_into(bundle, dir).ok());
+    ASSERT_TRUE(fs::is_regular_file(dir / member)) << member;
+    flip_last_byte(dir / member);
+    const fs::path tampered = t.dir / "tampered.tar.zst";
+    repack_bundle(dir, tampered);
+    const fs::path target = t.dir / "target/geo";
+    const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", (t.dir / ("pkgs-" + name)).string()}};
+    const auto r = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + tampered.string() + "' -p '" + target.string() + "'", env);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(target));
+    if (fs::exists(t.dir / "target")) {
+      for (const auto& e : fs::directory_iterator(t.dir / "target")) ADD_FAILURE() << "left behind: " << e.path();
+    }
+  }
+  // Not a bundle at all.
+  std::ofstream(t.dir / "junk.tar.zst") << "not zstd";
+  const auto junk = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + (t.dir / "junk.tar.zst").string() + "' -p '" +
+                                         (t.dir / "target/geo").string() + "'", {});
+  EXPECT_NE(junk.exit_code, 0);
+  EXPECT_NE(junk.err.find("junk.tar.zst"), std::string::npos) << junk.err;
 }
 
 TEST(Deploy, ChecklistNamesDriverAndSystemPackageDifferences) {

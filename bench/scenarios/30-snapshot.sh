@@ -1,0 +1,35 @@
+# snapshot capture (issue 7): `envlock snapshot capture --root HOST -p PREFIX` of a generated host
+# tree (bench/gen_host.py, seed 1: one prefix of N packages, their files, 5 pip distributions, a
+# dpkg status). Two report-only rows:
+#  1. conda-meta scan, no file hashing (--no-hash), against `tar -c` of the same conda-meta folder
+#     piped to `wc -c` (reads every record once, parses nothing);
+#  2. full drift hashing (every owned file sha256'd), against `openssl dgst -sha256` of the same
+#     files (OpenSSL's throughput on this machine, same run), reported as MB/s.
+source "$ENVLOCK_SOURCE_DIR/bench/lib.sh"
+n=700
+[[ $BENCH_QUICK == 1 ]] && n=100
+data=$BENCH_DATA/snapshot-host-$n
+stats=$(python3 "$BENCH_TOOLS/gen_host.py" --out "$data" --packages "$n")
+files=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["files"])' "$stats")
+bytes=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["bytes"])' "$stats")
+root=$data/root
+prefix=/opt/conda/envs/env0
+out=$BENCH_DATA/snapshot-$n.yaml
+# Exit 3 (partial: the generated tree has no libc, kernel or CPU facts) is expected here.
+cap="$ENVLOCK_BIN snapshot capture --root $root -p $prefix -o $out"
+
+t_scan=$(hf snapshot-scan -i -- "$cap --no-hash")
+t_tar=$(hf snapshot-scan-tar -- "tar -cf - -C $root${prefix} conda-meta | wc -c")
+row scenario="snapshot capture, conda-meta scan (--no-hash)" inputs="$n packages, 1 prefix" \
+  envlock="$t_scan" reference="$t_tar" reference_name="tar -c of conda-meta | wc -c" unit=s better=lower \
+  goal="report (issue 7: <= 50 ms for 700 packages)"
+
+t_hash=$(hf snapshot-hash -i -- "$cap")
+list=$BENCH_DATA/snapshot-files-$n.txt
+(cd "$root$prefix" && find . -type f -not -path './conda-meta/*' -print0) >"$list"
+t_ssl=$(hf snapshot-hash-openssl -- "cd $root$prefix && xargs -0 openssl dgst -sha256 <$list >/dev/null")
+mbs_env=$(python3 -c "print('%.1f' % ($bytes / 1e6 / $t_hash))")
+mbs_ssl=$(python3 -c "print('%.1f' % ($bytes / 1e6 / $t_ssl))")
+row scenario="snapshot capture, full drift hashing" inputs="$n packages, $files files, $bytes bytes" \
+  envlock="$mbs_env" reference="$mbs_ssl" reference_name="openssl dgst -sha256 of the same files" unit=MB/s \
+  better=higher goal="report (issue 7: >= 80% of OpenSSL sha256 throughput)" seconds="$t_hash"

@@ -1,0 +1,266 @@
+// Bundles: a snapshot plus every package archive and pip-installed file, in one .tar.zst, so a
+// host without network can be deployed. Archives come from package folders or the prefix's pkgs/
+// folders; a package whose archive is gone is re-packed from its installed files (conda-meta).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "text_util.hpp"
+#include "envlock/extract.hpp"
+#include "envlock/hash.hpp"
+#include "envlock/snapshot.hpp"
+
+namespace envlock {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using snapshot_detail::normalize_relative;
+
+/// True when the archive at `path` is the one `record` names (sha256, else md5; a record with
+/// neither is taken by its file name alone).
+bool archive_matches(const fs::path& path, const RepoDataRecord& record) {
+  if (record.sha256.empty() && record.md5.empty()) return true;
+  const auto d = digest_file(path);
+  if (!d) return false;
+  return record.sha256.empty() ? digest_equal(d->md5, record.md5) : digest_equal(d->sha256, record.sha256);
+}
+
+/// The archive of `record`: the first of `dirs/<fn>`, `<prefix>/pkgs/<fn>`, `<root>/pkgs/<fn>` (a
+/// prefix in `<root>/envs/`) that exists and matches the record's hash.
+std::optional<fs::path> find_archive(const HostSeam& seam, const std::vector<fs::path>& dirs, const fs::path& prefix,
+                                     const RepoDataRecord& record) {
+  if (record.file_name.empty() || record.file_name.find('/') != std::string::npos) return std::nullopt;
+  std::vector<fs::path> candidates;
+  for (const auto& d : dirs) candidates.push_back(d / record.file_name);
+  if (auto p = seam.resolve(prefix / "pkgs" / record.file_name)) candidates.push_back(*p);
+  if (prefix.parent_path().filename() == "envs") {
+    if (auto p = seam.resolve(prefix.parent_path().parent_path() / "pkgs" / record.file_name)) candidates.push_back(*p);
+  }
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec) && archive_matches(c, record)) return c;
+  }
+  return std::nullopt;
+}
+
+const char* path_type_name(PathEntry::Type t) {
+  switch (t) {
+    case PathEntry::Type::SoftLink: return "softlink";
+    case PathEntry::Type::Directory: return "directory";
+    default: return "hardlink";
+  }
+}
+
+/// Re-packs `record` from the files installed in `local_prefix` (the host's `host_prefix`) into
+/// `out` (a .conda). Every regular file is checked against the conda-meta sha256 first: a file
+/// that changed since it was installed cannot be re-packed faithfully.
+Status repack(const PrefixRecord& record, const fs::path& local_prefix, const std::string& host_prefix, const fs::path& out) {
+  std::vector<ArchiveEntry> entries;
+  nlohmann::json paths = nlohmann::json::array();
+  std::vector<PathEntry> listed = record.paths;
+  if (listed.empty()) {
+    for (const auto& f : record.files) {
+      PathEntry e;
+      e.path = f;
+      listed.push_back(std::move(e));
+    }
+  }
+  const std::string dist = record.dist_name();
+  for (const auto& e : listed) {
+    if (e.type == PathEntry::Type::PycFile || e.type == PathEntry::Type::LinkedPackageRecord ||
+        e.type == PathEntry::Type::WindowsPythonEntryPointExe || e.type == PathEntry::Type::WindowsPythonEntryPointScript) {
+      continue;  // made at link time, not part of the package
+    }
+    const auto rel = normalize_relative(e.path);
+    if (!rel || rel->starts_with("info/") || *rel == "info") {
+      return Error{ErrorKind::Integrity, dist, "cannot re-pack: conda-meta lists the unsafe path \"" + e.path + "\"", "", ""};
+    }
+    const fs::path local = local_prefix / *rel;
+    struct stat st {};
+    if (::lstat(local.c_str(), &st) != 0) {
+      return Error{ErrorKind::Io, (fs::path(host_prefix) / *rel).string(),
+                   dist + ": its archive is in no package folder and this installed file is gone, so it cannot be re-packed", "",
+                   "put the package archive into the package cache (or pass --pkgs-dir) and capture the bundle again"};
+    }
+    ArchiveEntry a;
+    a.path = *rel;
+    nlohmann::json pj{{"_path", *rel}};
+    if (S_ISDIR(st.st_mode)) {
+      a.kind = ArchiveEntry::Kind::Directory;
+      a.mode = 0755;
+      pj["path_type"] = "directory";
+    } else if (S_ISLNK(st.st_mode)) {
+      std::error_code ec;
+      a.kind = ArchiveEntry::Kind::Symlink;
+      a.link_target = fs::read_symlink(local, ec).string();
+      if (ec || a.link_target.empty() || a.link_target.front() == '/') {
+        return Error{ErrorKind::Integrity, (fs::path(host_prefix) / *rel).string(),
+                     dist + ": cannot re-pack a symlink whose target is absolute or unreadable", "", ""};
+      }
+      pj["path_type"] = "softlink";
+    } else if (S_ISREG(st.st_mode)) {
+      a.source = local;
+      a.mode = static_cast<std::uint32_t>(st.st_mode & 0755);
+      pj["path_type"] = path_type_name(e.type == PathEntry::Type::UnixPythonEntryPoint ? PathEntry::Type::HardLink : e.type);
+      pj["size_in_bytes"] = static_cast<std::uint64_t>(st.st_size);
+      if (!e.sha256.empty()) {
+        const auto d = digest_file(local);
+        if (!d || !digest_equal(d->sha256, e.sha256)) {
+          return Error{ErrorKind::Integrity, (fs::path(host_prefix) / *rel).string(),
+                       dist + ": its archive is in no package folder and this file changed since it was installed (sha256 " +
+                           (d ? d->sha256 : std::string("unreadable")) + ", conda-meta " + e.sha256 + "), so it cannot be re-packed",
+                       "", "put the package archive into the package cache (or pass --pkgs-dir) and capture the bundle again"};
+        }
+        pj["sha256"] = e.sha256;
+      }
+      if (!e.prefix_placeholder.empty()) {
+        // The file holds the captured prefix where the package had its placeholder: the captured
+        // prefix becomes the placeholder, so the installer relocates it to the new prefix.
+        pj["prefix_placeholder"] = host_prefix;
+        pj["file_mode"] = e.file_mode == PathEntry::PlaceholderMode::Binary ? "binary" : "text";
+      }
+      if (e.no_link) pj["no_link"] = true;
+    } else {
+      return Error{ErrorKind::Integrity, (fs::path(host_prefix) / *rel).string(), dist + ": cannot re-pack a file that is not a regular file, symlink or folder", "", ""};
+    }
+    entries.push_back(std::move(a));
+    paths.push_back(std::move(pj));
+  }
+  nlohmann::json index;
+  static_cast<const PackageRecord&>(record).to_json(index);
+  ArchiveEntry idx;
+  idx.path = "info/index.json";
+  idx.content = index.dump(2);
+  entries.push_back(std::move(idx));
+  ArchiveEntry pj;
+  pj.path = "info/paths.json";
+  pj.content = nlohmann::json{{"paths", paths}, {"paths_version", 1}}.dump(2);
+  entries.push_back(std::move(pj));
+  ArchiveEntry marker;
+  marker.path = "info/envlock-repacked.json";
+  marker.content = nlohmann::json{{"repacked_from", "installed files"}, {"placeholder", host_prefix}}.dump(2);
+  entries.push_back(std::move(marker));
+  return write_conda_package(out, std::move(entries));
+}
+
+}  // namespace
+
+Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot, const fs::path& bundle, const BundleOptions& options) {
+  Snapshot snap = snapshot;
+  BundleReport report;
+  std::vector<ArchiveEntry> entries;
+  std::error_code ec;
+  const fs::path parent = bundle.has_parent_path() ? bundle.parent_path() : fs::path(".");
+  const fs::path work = parent / ("." + bundle.filename().string() + ".repack-" + std::to_string(getpid()));
+  fs::remove_all(work, ec);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(p, e);
+    }
+  } cleanup{work};
+  std::set<std::string> archived;  // bundle paths already added (two environments may share a package)
+
+  for (auto& env : snap.environments) {
+    const auto local_prefix = seam.resolve(env.prefix);
+    if (!local_prefix) {
+      return Error{ErrorKind::Io, env.prefix, "the captured prefix cannot be read any more", "", "capture it again"};
+    }
+    std::optional<std::vector<PrefixRecord>> meta;  // read once, when a package needs re-packing
+    for (auto& p : env.packages) {
+      if (!p.shadowed_by.empty()) continue;  // not deployed: pip's install replaced it
+      if (auto found = find_archive(seam, options.package_dirs, env.prefix, p.record)) {
+        const std::string at = "pkgs/" + p.record.file_name;
+        if (archived.insert(at).second) {
+          ArchiveEntry a;
+          a.path = at;
+          a.source = *found;
+          entries.push_back(std::move(a));
+          ++report.archives;
+        }
+        continue;
+      }
+      if (!meta) {
+        auto records = read_conda_meta(*local_prefix);
+        if (!records) return records.error();
+        meta = std::move(*records);
+      }
+      const auto rec = std::find_if(meta->begin(), meta->end(), [&](const PrefixRecord& r) { return r.name == p.record.name; });
+      if (rec == meta->end()) {
+        return Error{ErrorKind::Io, env.prefix, p.record.dist_name() + ": its archive is in no package folder and its conda-meta record is gone", "",
+                     "put the package archive into the package cache (or pass --pkgs-dir) and capture again"};
+      }
+      fs::create_directories(work / env.name, ec);
+      const fs::path out = work / env.name / (p.record.dist_name() + ".conda");
+      if (auto st = repack(*rec, *local_prefix, env.prefix, out); !st) return st.error();
+      auto d = digest_file(out);
+      if (!d) return d.error();
+      p.repacked_sha256 = d->sha256;
+      ArchiveEntry a;
+      a.path = "repacked/" + env.name + "/" + p.record.dist_name() + ".conda";
+      a.source = out;
+      entries.push_back(std::move(a));
+      report.repacked.push_back(env.name + ": " + p.record.dist_name());
+    }
+    // pip-installed files, by prefix-relative path.
+    for (const auto& d : env.pip) {
+      const std::string site = d.dist_info.substr(0, d.dist_info.rfind('/'));
+      for (const auto& f : d.files) {
+        const auto rel = normalize_relative(site + "/" + f.path);
+        if (!rel || rel->ends_with(".pyc") || rel->find("__pycache__/") != std::string::npos) continue;
+        const std::string at = "pip/" + env.name + "/" + *rel;
+        if (!archived.insert(at).second) continue;
+        const fs::path local = *local_prefix / *rel;
+        struct stat st {};
+        if (::lstat(local.c_str(), &st) != 0) {
+          return Error{ErrorKind::Io, (fs::path(env.prefix) / *rel).string(), "pip:" + d.name + " " + d.version + ": the installed file is gone", "",
+                       "reinstall the distribution and capture again"};
+        }
+        ArchiveEntry a;
+        a.path = at;
+        if (S_ISLNK(st.st_mode)) {
+          a.kind = ArchiveEntry::Kind::Symlink;
+          a.link_target = fs::read_symlink(local, ec).string();
+        } else {
+          a.source = local;
+          a.mode = static_cast<std::uint32_t>(st.st_mode & 0755);
+        }
+        entries.push_back(std::move(a));
+        ++report.pip_files;
+      }
+    }
+    std::sort(report.repacked.begin(), report.repacked.end());
+  }
+  ArchiveEntry s;
+  s.path = "snapshot.yaml";
+  s.content = snap.to_yaml();
+  entries.push_back(std::move(s));
+  if (auto st = write_tar_zst(bundle, std::move(entries), options.zstd_level); !st) return st.error();
+  report.snapshot = std::move(snap);
+  return report;
+}
+
+Result<Snapshot> open_bundle(const fs::path& bundle, const fs::path& into) {
+  auto x = extract_tar_zst_into(bundle, into);
+  if (!x) return x.error();
+  std::error_code ec;
+  if (!fs::is_regular_file(into / "snapshot.yaml", ec)) {
+    return Error{ErrorKind::Integrity, bundle.string(), "not an envlock bundle: it holds no snapshot.yaml", "",
+                 "make one with `envlock snapshot capture --bundle FILE.tar.zst`"};
+  }
+  auto snap = Snapshot::read(into / "snapshot.yaml");
+  if (!snap) {
+    Error e = snap.error();
+    e.where = bundle.string() + ":" + e.where;
+    return e;
+  }
+  return snap;
+}
+
+}  // namespace envlock
