@@ -1,0 +1,45 @@
+# install from lock, warm package cache (issue 6 row 5): `envlock install -l LOCK -p PREFIX` into a
+# deleted prefix with every package already extracted in the cache, against `cp -al` of the same
+# file tree (the prefix envlock made) in the same run. Inputs: bench/gen_packages.py (seed 1).
+source "$ENVLOCK_SOURCE_DIR/bench/lib.sh"
+n=200
+[[ $BENCH_QUICK == 1 ]] && n=30
+data=$BENCH_DATA/install-pkgs-$n
+python3 "$BENCH_TOOLS/gen_packages.py" --out "$data" --packages "$n" >&2
+work=$BENCH_DATA/install-warm-work   # same filesystem as the cache: hard links, as users get
+rm -rf "$work"
+mkdir -p "$work"
+export ENVLOCK_PKGS_DIR=$work/pkgs
+"$ENVLOCK_BIN" install -l "$data/envlock.lock" -p "$work/tree" >/dev/null  # fills the cache; the tree cp copies
+files=$(find "$work/tree" -type f -o -type l | wc -l)
+t_env=$(hf install-warm --prepare "rm -rf $work/env" -- "$ENVLOCK_BIN" install -l "$data/envlock.lock" -p "$work/env")
+t_cp=$(hf install-warm-cp-al --prepare "rm -rf $work/cp" -- cp -al "$work/tree" "$work/cp")
+rate=$(python3 -c "print('%.0f' % ($files / $t_env))")
+row scenario="install from lock, warm package cache" inputs="$n packages, $files files" \
+  envlock="$t_env" reference="$t_cp" reference_name="cp -al of the same tree" unit=s better=lower \
+  files_per_s="$rate" goal=">= 25,000 files/s and <= 2x cp -al" check="files_per_s >= 25000 and ratio >= 0.5"
+
+# The durability design (docs/install.md, "Durability cost"): the same install with one fsync per
+# file and directory (slow: 2 runs, timed here rather than with hyperfine's 10), and with no sync
+# at all. Report-only rows.
+mean_wall() {  # RUNS COMMAND...: mean wall seconds, the prefix (-p) deleted before each run
+  python3 - "$@" <<'PY'
+import shutil, subprocess, sys, time
+runs, cmd, total = int(sys.argv[1]), sys.argv[2:], 0.0
+for _ in range(runs):
+    shutil.rmtree(cmd[cmd.index("-p") + 1], ignore_errors=True)
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    total += time.perf_counter() - t
+print("%.6f" % (total / runs))
+PY
+}
+for mode in files none; do
+  runs=2
+  [[ $mode == none ]] && runs=5
+  t=$(mean_wall $runs env ENVLOCK_INSTALL_SYNC=$mode "$ENVLOCK_BIN" install -l "$data/envlock.lock" -p "$work/env")
+  row scenario="install warm, ENVLOCK_INSTALL_SYNC=$mode (default: fs)" inputs="$n packages, $files files" \
+    envlock="$t" reference="$t_env" reference_name="the default (syncfs)" unit=s better=lower goal="report" \
+    files_per_s="$(python3 -c "print('%.0f' % ($files / $t))")"
+done
+rm -rf "$work"

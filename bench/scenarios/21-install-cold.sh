@@ -1,0 +1,24 @@
+# install from lock, cold package cache, file:// channel (issue 6 row 6): `envlock install` with
+# the cache deleted before every run (download = copy from the file:// channel, sha256 and size
+# checks, extraction, linking) against bench/ref_unpack (OpenSSL sha256 + libarchive zip/zstd/tar
+# extraction of the same archives, as many threads as envlock's cache uses), as MB/s of archives.
+source "$ENVLOCK_SOURCE_DIR/bench/lib.sh"
+n=200
+[[ $BENCH_QUICK == 1 ]] && n=30
+data=$BENCH_DATA/install-pkgs-$n
+python3 "$BENCH_TOOLS/gen_packages.py" --out "$data" --packages "$n" >&2
+work=$BENCH_DATA/install-cold-work
+rm -rf "$work"
+mkdir -p "$work"
+archives=$(ls "$data"/channel/linux-64/*.conda | tr '\n' ' ')
+mb=$(python3 -c "import json; print(json.load(open('$data/stats.json'))['archive_bytes'] / 1e6)")
+t_env=$(hf install-cold --prepare "rm -rf $work/env $work/pkgs" -- \
+  env ENVLOCK_PKGS_DIR="$work/pkgs" "$ENVLOCK_BIN" install -l "$data/envlock.lock" -p "$work/env")
+t_ref=$(hf install-cold-ref --prepare "rm -rf $work/unpacked" -- "$BENCH_BUILD/bench/ref_unpack" "$work/unpacked" $archives)
+env_mbs=$(python3 -c "print('%.3f' % ($mb / $t_env))")
+ref_mbs=$(python3 -c "print('%.3f' % ($mb / $t_ref))")
+row scenario="install from lock, cold cache, file:// channel" inputs="$n packages, $(printf '%.1f' "$mb") MB of .conda" \
+  envlock="$env_mbs" reference="$ref_mbs" reference_name="sha256 (OpenSSL) + unpack (libarchive)" unit=MB/s \
+  better=higher goal=">= 80% of the reference's throughput" check="ratio >= 0.8" \
+  envlock_s="$t_env" reference_s="$t_ref"
+rm -rf "$work"
