@@ -405,6 +405,54 @@ TEST(Bundle, ATamperedArchiveIsRefusedNamingThePackageAndTheTargetStaysUntouched
       for (const auto& e : fs::directory_iterator(t.dir / "target")) ADD_FAILURE() << "left behind: " << e.path();
     }
   }
+  // A re-packed archive rebuilt around an altered file, its new sha256 written into the
+  // snapshot: the archive hash matches, the conda-meta file hash does not.
+  {
+    const fs::path dir = t.dir / "unpacked";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    ASSERT_TRUE(extract_tar_zst_into(bundle, dir).ok());
+    const fs::path conda = dir / "repacked/geo" / (viewshed + ".conda");
+    const fs::path x = t.dir / "x";
+    fs::remove_all(x);
+    fs::create_directories(x);
+    ASSERT_TRUE(extract_into(conda, x).ok());
+    std::vector<ArchiveEntry> entries;
+    std::string altered;
+    for (const auto& f : fs::recursive_directory_iterator(x)) {
+      if (f.is_directory() && !f.is_symlink()) continue;
+      ArchiveEntry e;
+      e.path = f.path().lexically_relative(x).generic_string();
+      if (f.is_symlink()) {
+        e.kind = ArchiveEntry::Kind::Symlink;
+        e.link_target = fs::read_symlink(f.path()).string();
+      } else if (altered.empty() && !e.path.starts_with("info/")) {
+        altered = e.path;
+        e.content = slurp(f.path()) + "tampered";
+      } else {
+        e.source = f.path();
+      }
+      entries.push_back(std::move(e));
+    }
+    ASSERT_FALSE(altered.empty());
+    fs::remove(conda);
+    ASSERT_TRUE(write_conda_package(conda, std::move(entries)).ok());
+    auto inner = Snapshot::read(dir / "snapshot.yaml");
+    ASSERT_TRUE(inner.ok());
+    for (auto& p : inner->environments[0].packages) {
+      if (!p.repacked_sha256.empty()) p.repacked_sha256 = digest_file(conda)->sha256;
+    }
+    ASSERT_TRUE(inner->write(dir / "snapshot.yaml").ok());
+    const fs::path tampered = t.dir / "tampered.tar.zst";
+    repack_bundle(dir, tampered);
+    const fs::path target = t.dir / "target/geo";
+    const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", (t.dir / "pkgs-altered").string()}};
+    const auto r = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + tampered.string() + "' -p '" + target.string() + "'", env);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find(viewshed), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(altered + " does not match its conda-meta sha256"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(target));
+  }
   // Not a bundle at all.
   std::ofstream(t.dir / "junk.tar.zst") << "not zstd";
   const auto junk = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + (t.dir / "junk.tar.zst").string() + "' -p '" +
