@@ -1,6 +1,7 @@
 // envlock diff OLD NEW — what a lockfile change really does (docs/review.md).
 // Exit codes: 0 no change of a --fail-on kind (or no --fail-on), 1 such a change exists,
 // 2 an input cannot be read or the options are wrong.
+#include <future>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -35,9 +36,12 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
     return fail(ctx, Error{ErrorKind::Usage, "OLD NEW", "only one side can be read from standard input",
                            "", "name the other side as a file, REV:PATH or prefix"});
   }
+  // The two sides are read at the same time (reading is most of a diff's time); an error of the
+  // old side is still the one reported first.
+  auto new_reading = std::async(std::launch::async, [&opt] { return read_lock_input(opt.new_arg); });
   auto old_in = read_lock_input(opt.old_arg);
+  auto new_in = new_reading.get();
   if (!old_in) return fail(ctx, old_in.error());
-  auto new_in = read_lock_input(opt.new_arg);
   if (!new_in) return fail(ctx, new_in.error());
 
   const LockDiff diff = diff_lockfiles(old_in->read.lockfile, new_in->read.lockfile);

@@ -99,6 +99,7 @@ using Floors = std::map<std::string, Version>;
 Floors record_floors(const PackageRecord& r) {
   Floors out;
   for (const auto& dep : r.depends) {
+    if (dep.find("__") == std::string::npos) continue;  // not a virtual package: no spec to split
     auto [name, constraint] = split_spec(dep);
     if (!name.starts_with("__")) continue;
     if (std::find(std::begin(kHostFloorNames), std::end(kHostFloorNames), name) == std::end(kHostFloorNames)) {

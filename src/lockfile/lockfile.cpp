@@ -5,29 +5,45 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <locale>
 #include <set>
 #include <sstream>
 
 #include "envlock/lockfile.hpp"
+#include "block_yaml.hpp"
 #include "envlock/url.hpp"
 #include "yaml_source.hpp"
 
 namespace envlock {
 namespace {
 
-using yaml::kind_name;
+using block_yaml::kind_name;
+using Node = block_yaml::Node;
 
 class Reader {
  public:
-  explicit Reader(const yaml::Source& src) : src_(src) {}
+  Reader(const yaml::Source& src, std::string_view text) : src_(src), text_(text) {}
   Result<Lockfile> read();
 
  private:
-  Result<std::string> str(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) return src_.error_at(n, what + " must be a string, found " + kind_name(n));
+  Error at(const Node& n, const std::string& message, const std::string& hint = {}) const {
+    return src_.error_at(n.Mark(), message, hint);
+  }
+  /// Checks that `map` has no key twice (as yaml::check_unique_keys).
+  Status check_unique_keys(const Node& map) const {
+    std::set<std::string_view> seen;
+    for (const auto& kv : map.entries) {
+      if (!kv.first.IsScalar()) return at(kv.first, "a key must be a plain string, found " + kind_name(kv.first));
+      if (!seen.insert(kv.first.Scalar()).second)
+        return at(kv.first, "duplicate key '" + kv.first.Scalar() + "'", "remove one of the two entries");
+    }
+    return ok_status();
+  }
+  Result<std::string> str(const Node& n, const std::string& what) const {
+    if (!n.IsScalar()) return at(n, what + " must be a string, found " + kind_name(n));
     return n.Scalar();
   }
-  Result<std::uint64_t> uint(const YAML::Node& n, const std::string& what) const {
+  Result<std::uint64_t> uint(const Node& n, const std::string& what) const {
     if (n.IsScalar()) {
       const std::string& s = n.Scalar();
       std::uint64_t v = 0;
@@ -39,19 +55,26 @@ class Reader {
       }
       if (ok) return v;
     }
-    return src_.error_at(n, what + " must be a non-negative integer, found " + kind_name(n));
+    return at(n, what + " must be a non-negative integer, found " + kind_name(n));
   }
-  Result<double> real(const YAML::Node& n, const std::string& what) const {
-    try {
-      if (n.IsScalar()) return n.as<double>();
-    } catch (const YAML::Exception&) {
+  Result<double> real(const Node& n, const std::string& what) const {
+    if (n.IsScalar()) {
+      // YAML 1.2 core schema floats, as yaml-cpp's as<double>() reads them.
+      const std::string& s = n.Scalar();
+      if (s == ".inf" || s == ".Inf" || s == ".INF" || s == "+.inf") return std::numeric_limits<double>::infinity();
+      if (s == "-.inf" || s == "-.Inf" || s == "-.INF") return -std::numeric_limits<double>::infinity();
+      if (s == ".nan" || s == ".NaN" || s == ".NAN") return std::numeric_limits<double>::quiet_NaN();
+      std::istringstream in(s);
+      in.imbue(std::locale::classic());
+      double v = 0;
+      if (in >> v && (in >> std::ws).eof()) return v;
     }
-    return src_.error_at(n, what + " must be a number, found " + kind_name(n));
+    return at(n, what + " must be a number, found " + kind_name(n));
   }
-  Result<std::vector<std::string>> strings(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsSequence()) return src_.error_at(n, what + " must be a list, found " + kind_name(n));
+  Result<std::vector<std::string>> strings(const Node& n, const std::string& what) const {
+    if (!n.IsSequence()) return at(n, what + " must be a list, found " + kind_name(n));
     std::vector<std::string> out;
-    for (const auto& i : n) {
+    for (const auto& i : n.items) {
       auto s = str(i, "an entry of " + what);
       if (!s) return s.error();
       out.push_back(*s);
@@ -59,36 +82,36 @@ class Reader {
     return out;
   }
   /// Checks the keys of a map: unique, each in `allowed`, and each of `required` present.
-  Status keys(const YAML::Node& n, const std::string& what, std::initializer_list<std::string_view> allowed,
+  Status keys(const Node& n, const std::string& what, std::initializer_list<std::string_view> allowed,
               std::initializer_list<std::string_view> required) const {
-    if (!n.IsMap()) return src_.error_at(n, what + " must be a map, found " + kind_name(n));
-    if (auto st = yaml::check_unique_keys(src_, n); !st) return st;
-    for (const auto& kv : n) {
+    if (!n.IsMap()) return at(n, what + " must be a map, found " + kind_name(n));
+    if (auto st = check_unique_keys(n); !st) return st;
+    for (const auto& kv : n.entries) {
       const std::string& k = kv.first.Scalar();
       if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
         std::string list;
         for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        return src_.error_at(kv.first, "unknown key '" + k + "' in " + what, "allowed keys: " + list);
+        return at(kv.first, "unknown key '" + k + "' in " + what, "allowed keys: " + list);
       }
     }
     for (auto r : required)
       if (!n[std::string(r)])
-        return src_.error_at(n, what + " has no `" + std::string(r) + "`",
+        return at(n, what + " has no `" + std::string(r) + "`",
                              "the lockfile is incomplete; re-create it with `envlock lock`");
     return ok_status();
   }
-  Status hex(const YAML::Node& n, const std::string& what, std::size_t len, std::string& out) const {
+  Status hex(const Node& n, const std::string& what, std::size_t len, std::string& out) const {
     auto s = str(n, what);
     if (!s) return s.error();
     bool ok = s->size() == len && std::all_of(s->begin(), s->end(), [](char c) {
       return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
     });
     if (!ok)
-      return src_.error_at(n, what + " must be " + std::to_string(len) + " lower-case hex digits, found '" + *s + "'");
+      return at(n, what + " must be " + std::to_string(len) + " lower-case hex digits, found '" + *s + "'");
     out = *s;
     return ok_status();
   }
-  Status url(const YAML::Node& n, const std::string& what, std::string& out) const {
+  Status url(const Node& n, const std::string& what, std::string& out) const {
     auto s = str(n, what);
     if (!s) return s.error();
     if (url_has_credentials(*s)) return credentials_error(n, what, *s);
@@ -97,8 +120,8 @@ class Reader {
   }
 
   /// The error for a URL with credentials; the line shown has them redacted too.
-  Error credentials_error(const YAML::Node& n, const std::string& what, const std::string& raw) const {
-    Error e = src_.error_at(n, what + " carries credentials",
+  Error credentials_error(const Node& n, const std::string& what, const std::string& raw) const {
+    Error e = at(n, what + " carries credentials",
                             "lockfiles must be credential-free; re-create it with `envlock lock`");
     const std::string clean = redact_url(raw);
     for (std::size_t at = e.detail.find(raw); at != std::string::npos; at = e.detail.find(raw, at + clean.size()))
@@ -106,15 +129,16 @@ class Reader {
     return e;
   }
 
-  Result<LockedPackage> package(const YAML::Node& n, const std::string& where);
-  Result<PipPackage> pip(const YAML::Node& n);
-  Result<LockedPlatform> platform(const std::string& name, const YAML::Node& n);
-  Result<LockedEnvironment> environment(const std::string& name, const YAML::Node& n);
+  Result<LockedPackage> package(const Node& n, const std::string& where);
+  Result<PipPackage> pip(const Node& n);
+  Result<LockedPlatform> platform(const std::string& name, const Node& n);
+  Result<LockedEnvironment> environment(const std::string& name, const Node& n);
 
   const yaml::Source& src_;
+  std::string_view text_;
 };
 
-Result<LockedPackage> Reader::package(const YAML::Node& n, const std::string& where) {
+Result<LockedPackage> Reader::package(const Node& n, const std::string& where) {
   if (auto st = keys(n, "a package of " + where,
                      {"name", "version", "build", "build_number", "subdir", "noarch", "channel", "url", "file_name",
                       "sha256", "md5", "size", "depends", "constrains", "license", "license_family", "timestamp",
@@ -126,12 +150,12 @@ Result<LockedPackage> Reader::package(const YAML::Node& n, const std::string& wh
   auto name = str(n["name"], "name");
   if (!name) return name.error();
   p.name = *name;
-  if (p.name.empty()) return src_.error_at(n["name"], "empty package name");
+  if (p.name.empty()) return at(n["name"], "empty package name");
   auto v = str(n["version"], "version of " + p.name);
   if (!v) return v.error();
   auto version = Version::parse(*v);
   if (!version) {
-    Error e = src_.error_at(n["version"], "invalid version '" + *v + "' of " + p.name + ": " + version.error().message);
+    Error e = at(n["version"], "invalid version '" + *v + "' of " + p.name + ": " + version.error().message);
     return e;
   }
   p.version = std::move(*version);
@@ -149,11 +173,11 @@ Result<LockedPackage> Reader::package(const YAML::Node& n, const std::string& wh
     if (!na) return na.error();
     if (*na == "python") p.noarch = NoArchKind::Python;
     else if (*na == "generic") p.noarch = NoArchKind::Generic;
-    else return src_.error_at(n["noarch"], "noarch of " + p.name + " must be python or generic, found '" + *na + "'");
+    else return at(n["noarch"], "noarch of " + p.name + " must be python or generic, found '" + *na + "'");
   }
   if (auto st = url(n["channel"], "channel of " + p.name, p.channel); !st) return st.error();
   if (auto st = url(n["url"], "url of " + p.name, p.url); !st) return st.error();
-  if (p.url.empty()) return src_.error_at(n["url"], "empty url of " + p.name);
+  if (p.url.empty()) return at(n["url"], "empty url of " + p.name);
   if (n["file_name"]) {
     auto f = str(n["file_name"], "file_name of " + p.name);
     if (!f) return f.error();
@@ -193,11 +217,11 @@ Result<LockedPackage> Reader::package(const YAML::Node& n, const std::string& wh
     if (!s) return s.error();
     *field = *s;
   }
-  if (p.layer.empty()) return src_.error_at(n["layer"], "empty layer of " + p.name, "a layer names the environment whose solve introduced the package");
+  if (p.layer.empty()) return at(n["layer"], "empty layer of " + p.name, "a layer names the environment whose solve introduced the package");
   return p;
 }
 
-Result<PipPackage> Reader::pip(const YAML::Node& n) {
+Result<PipPackage> Reader::pip(const Node& n) {
   if (auto st = keys(n, "a pip entry", {"name", "version", "url", "sha256", "requirement"}, {"name"}); !st)
     return st.error();
   PipPackage p;
@@ -213,11 +237,11 @@ Result<PipPackage> Reader::pip(const YAML::Node& n) {
   if (n["sha256"])
     if (auto st = hex(n["sha256"], "pip sha256", 64, p.sha256); !st) return st.error();
   if (p.name.empty() && p.requirement.empty())
-    return src_.error_at(n, "a pip entry needs a name or a requirement");
+    return at(n, "a pip entry needs a name or a requirement");
   return p;
 }
 
-Result<LockedPlatform> Reader::platform(const std::string& name, const YAML::Node& n) {
+Result<LockedPlatform> Reader::platform(const std::string& name, const Node& n) {
   const std::string where = "platform " + name;
   if (auto st = keys(n, where, {"channels", "virtual_packages", "packages", "pip"}, {"channels", "packages"}); !st)
     return st.error();
@@ -227,37 +251,37 @@ Result<LockedPlatform> Reader::platform(const std::string& name, const YAML::Nod
   if (!channels) return channels.error();
   std::size_t i = 0;
   for (const auto& c : *channels) {
-    if (url_has_credentials(c)) return credentials_error(n["channels"][i], "a channel of " + where, c);
+    if (url_has_credentials(c)) return credentials_error(n["channels"].items[i], "a channel of " + where, c);
     ++i;
   }
   lp.channels = std::move(*channels);
   if (n["virtual_packages"]) {
-    const YAML::Node vps = n["virtual_packages"];
-    if (!vps.IsSequence()) return src_.error_at(vps, "virtual_packages of " + where + " must be a list, found " + kind_name(vps));
-    for (const auto& item : vps) {
+    const Node& vps = n["virtual_packages"];
+    if (!vps.IsSequence()) return at(vps, "virtual_packages of " + where + " must be a list, found " + kind_name(vps));
+    for (const auto& item : vps.items) {
       auto s = str(item, "a virtual package");
       if (!s) return s.error();
       auto vp = VirtualPackage::parse(*s);
-      if (!vp) return src_.error_at(item, vp.error().message, vp.error().hint);
+      if (!vp) return at(item, vp.error().message, vp.error().hint);
       lp.virtual_packages.push_back(std::move(*vp));
     }
   }
-  const YAML::Node pkgs = n["packages"];
-  if (!pkgs.IsSequence()) return src_.error_at(pkgs, "packages of " + where + " must be a list, found " + kind_name(pkgs));
+  const Node& pkgs = n["packages"];
+  if (!pkgs.IsSequence()) return at(pkgs, "packages of " + where + " must be a list, found " + kind_name(pkgs));
   std::set<std::string> names;
-  for (const auto& item : pkgs) {
+  for (const auto& item : pkgs.items) {
     auto p = package(item, where);
     if (!p) return p.error();
     if (!names.insert(p->name).second)
-      return src_.error_at(item, "package '" + p->name + "' is locked twice for " + where,
+      return at(item, "package '" + p->name + "' is locked twice for " + where,
                            "a platform locks one record per name; re-create the lockfile with `envlock lock`");
     lp.packages.push_back(std::move(*p));
   }
   std::sort(lp.packages.begin(), lp.packages.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   if (n["pip"]) {
-    const YAML::Node pips = n["pip"];
-    if (!pips.IsSequence()) return src_.error_at(pips, "pip of " + where + " must be a list, found " + kind_name(pips));
-    for (const auto& item : pips) {
+    const Node& pips = n["pip"];
+    if (!pips.IsSequence()) return at(pips, "pip of " + where + " must be a list, found " + kind_name(pips));
+    for (const auto& item : pips.items) {
       auto p = pip(item);
       if (!p) return p.error();
       lp.pip.push_back(std::move(*p));
@@ -266,7 +290,7 @@ Result<LockedPlatform> Reader::platform(const std::string& name, const YAML::Nod
   return lp;
 }
 
-Result<LockedEnvironment> Reader::environment(const std::string& name, const YAML::Node& n) {
+Result<LockedEnvironment> Reader::environment(const std::string& name, const Node& n) {
   const std::string where = "environment " + name;
   if (auto st = keys(n, where, {"base", "requested", "reference", "platforms"}, {"platforms"}); !st) return st.error();
   LockedEnvironment env;
@@ -282,7 +306,7 @@ Result<LockedEnvironment> Reader::environment(const std::string& name, const YAM
     env.requested = std::move(*r);
   }
   if (n["reference"]) {
-    const YAML::Node r = n["reference"];
+    const Node& r = n["reference"];
     if (auto st = keys(r, "reference of " + where, {"command", "metric", "tolerance", "recorded_value", "recorded_host"},
                        {"command", "metric"});
         !st)
@@ -305,10 +329,10 @@ Result<LockedEnvironment> Reader::environment(const std::string& name, const YAM
       run.recorded_value = *v;
     }
     if (r["recorded_host"]) {
-      const YAML::Node h = r["recorded_host"];
-      if (!h.IsMap()) return src_.error_at(h, "recorded_host must be a map, found " + kind_name(h));
-      if (auto st = yaml::check_unique_keys(src_, h); !st) return st.error();
-      for (const auto& kv : h) {
+      const Node& h = r["recorded_host"];
+      if (!h.IsMap()) return at(h, "recorded_host must be a map, found " + kind_name(h));
+      if (auto st = check_unique_keys(h); !st) return st.error();
+      for (const auto& kv : h.entries) {
         auto v = str(kv.second, "recorded_host." + kv.first.Scalar());
         if (!v) return v.error();
         run.recorded_host[kv.first.Scalar()] = *v;
@@ -316,10 +340,10 @@ Result<LockedEnvironment> Reader::environment(const std::string& name, const YAM
     }
     env.reference = std::move(run);
   }
-  const YAML::Node platforms = n["platforms"];
-  if (!platforms.IsMap()) return src_.error_at(platforms, "platforms of " + where + " must be a map, found " + kind_name(platforms));
-  if (auto st = yaml::check_unique_keys(src_, platforms); !st) return st.error();
-  for (const auto& kv : platforms) {
+  const Node& platforms = n["platforms"];
+  if (!platforms.IsMap()) return at(platforms, "platforms of " + where + " must be a map, found " + kind_name(platforms));
+  if (auto st = check_unique_keys(platforms); !st) return st.error();
+  for (const auto& kv : platforms.entries) {
     auto lp = platform(kv.first.Scalar(), kv.second);
     if (!lp) return lp.error();
     env.platforms.emplace(kv.first.Scalar(), std::move(*lp));
@@ -328,23 +352,29 @@ Result<LockedEnvironment> Reader::environment(const std::string& name, const YAM
 }
 
 Result<Lockfile> Reader::read() {
-  auto loaded = src_.load();
-  if (!loaded) return loaded.error();
-  const YAML::Node root = *loaded;
+  // envlock's own block subset in one pass; anything else through yaml-cpp.
+  Node root;
+  if (auto fast = block_yaml::parse_block_yaml(text_)) {
+    root = std::move(*fast);
+  } else {
+    auto loaded = src_.load();
+    if (!loaded) return loaded.error();
+    root = block_yaml::from_yaml_cpp(*loaded);
+  }
   if (!root.IsMap())
     return Error{ErrorKind::Parse, src_.where(root.Mark()), "not an envlock lockfile: expected a YAML map with `version: 1`, found " + kind_name(root),
                  "", "create one with `envlock lock`"};
   // The version first: a newer format is refused by name, whatever else it contains.
   if (!root["version"])
-    return src_.error_at(root, "not an envlock lockfile: no `version`", "envlock lockfiles start with `version: 1`");
+    return at(root, "not an envlock lockfile: no `version`", "envlock lockfiles start with `version: 1`");
   auto v = uint(root["version"], "version");
   if (!v) return v.error();
   if (*v > static_cast<std::uint64_t>(Lockfile::kFormatVersion))
-    return src_.error_at(root["version"],
+    return at(root["version"],
                          "lockfile format version " + std::to_string(*v) + " is newer than this envlock reads (version " +
                              std::to_string(Lockfile::kFormatVersion) + ")",
                          "upgrade envlock to read it; the file is left as it is");
-  if (*v < 1) return src_.error_at(root["version"], "lockfile format version " + std::to_string(*v) + " does not exist");
+  if (*v < 1) return at(root["version"], "lockfile format version " + std::to_string(*v) + " does not exist");
   if (auto st = keys(root, "the lockfile", {"version", "manifest_hash", "environments"}, {"version", "environments"}); !st)
     return st.error();
   Lockfile lf;
@@ -354,17 +384,17 @@ Result<Lockfile> Reader::read() {
     if (!h) return h.error();
     lf.manifest_hash = *h;
   }
-  const YAML::Node envs = root["environments"];
-  if (!envs.IsMap()) return src_.error_at(envs, "environments must be a map, found " + kind_name(envs));
-  if (auto st = yaml::check_unique_keys(src_, envs); !st) return st.error();
-  for (const auto& kv : envs) {
+  const Node& envs = root["environments"];
+  if (!envs.IsMap()) return at(envs, "environments must be a map, found " + kind_name(envs));
+  if (auto st = check_unique_keys(envs); !st) return st.error();
+  for (const auto& kv : envs.entries) {
     auto env = environment(kv.first.Scalar(), kv.second);
     if (!env) return env.error();
     lf.environments.emplace(kv.first.Scalar(), std::move(*env));
   }
   for (const auto& [name, env] : lf.environments)
     if (!env.base.empty() && !lf.environments.count(env.base))
-      return src_.error_at(envs[name]["base"], "base '" + env.base + "' of environment " + name + " is not in the lockfile");
+      return at(envs[name]["base"], "base '" + env.base + "' of environment " + name + " is not in the lockfile");
   return lf;
 }
 
@@ -403,7 +433,7 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
 Result<Lockfile> Lockfile::parse(const std::string& text, const std::string& source,
                                  const std::filesystem::path& directory) {
   yaml::Source src(text, source);
-  auto lf = Reader(src).read();
+  auto lf = Reader(src, text).read();
   if (lf) resolve_relative_channels(*lf, directory);
   return lf;
 }

@@ -1,0 +1,108 @@
+// The one-pass reader of envlock's block YAML subset agrees with yaml-cpp, node for node (kind,
+// text, line, column), on what envlock writes, and hands everything else back to yaml-cpp.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../../src/lockfile/block_yaml.hpp"
+#include "envlock/lockfile.hpp"
+
+namespace envlock {
+namespace {
+
+using block_yaml::Node;
+
+void expect_same(const Node& a, const Node& b, const std::string& path) {
+  ASSERT_EQ(static_cast<int>(a.kind), static_cast<int>(b.kind)) << path;
+  EXPECT_EQ(a.scalar, b.scalar) << path;
+  if (a.kind != Node::Kind::Null) {
+    EXPECT_EQ(a.line, b.line) << path;
+    EXPECT_EQ(a.column, b.column) << path;
+  }
+  ASSERT_EQ(a.items.size(), b.items.size()) << path;
+  for (std::size_t i = 0; i < a.items.size(); ++i) expect_same(a.items[i], b.items[i], path + "/" + std::to_string(i));
+  ASSERT_EQ(a.entries.size(), b.entries.size()) << path;
+  for (std::size_t i = 0; i < a.entries.size(); ++i) {
+    expect_same(a.entries[i].first, b.entries[i].first, path + "/key" + std::to_string(i));
+    expect_same(a.entries[i].second, b.entries[i].second, path + "/" + a.entries[i].first.scalar);
+  }
+}
+
+void expect_agrees_with_yaml_cpp(const std::string& text) {
+  auto fast = block_yaml::parse_block_yaml(text);
+  ASSERT_TRUE(fast.has_value()) << text;
+  expect_same(*fast, block_yaml::from_yaml_cpp(YAML::Load(text)), "");
+}
+
+TEST(BlockYaml, AgreesWithYamlCppOnWhatEnvlockWrites) {
+  LockedPackage p;
+  p.name = "numpy";
+  p.version = Version::parse("1.10").value();
+  p.build = "py312h8753938_0";
+  p.subdir = "linux-64";
+  p.channel = "https://conda.anaconda.org/conda-forge";
+  p.file_name = "numpy-1.10-py312h8753938_0.conda";
+  p.url = p.channel + "/linux-64/" + p.file_name;
+  p.sha256 = std::string(64, 'a');
+  p.md5 = std::string(32, 'b');
+  p.size = 7484186;
+  p.depends = {"libblas >=3.9.0,<4.0a0", "python >=3.12,<3.13.0a0", "__glibc >=2.17"};
+  p.license = "BSD-3-Clause AND \"quoted\" \\ back: slash #1";
+  p.timestamp = 1707225380409;
+  p.track_features = {"blas_mkl"};
+  p.layer = "default";
+  LockedPlatform lp;
+  lp.platform = "linux-64";
+  lp.channels = {"https://conda.anaconda.org/conda-forge"};
+  lp.virtual_packages = {VirtualPackage::parse("__glibc=2.28=0").value()};
+  lp.packages = {p};
+  lp.pip = {PipPackage{"torch", "2.4.0+cu121", "", "", "torch==2.4.0+cu121"}};
+  Lockfile lf;
+  lf.manifest_hash = "sha256:" + std::string(64, 'c');
+  LockedEnvironment env{"default", "", {"numpy >=1.26", "python 3.12.*"}, {{"linux-64", lp}}, std::nullopt};
+  env.reference = ReferenceRun{"python -c 'print(1)'", "json:loss", 0.5, 1.25, {{"gpu", "none"}, {"yes", "no"}}};
+  lf.environments["default"] = env;
+  LockedEnvironment train{"train", "default", {}, {{"linux-64", LockedPlatform{"linux-64", {}, {}, {}, {}}}}, std::nullopt};
+  lf.environments["train"] = train;
+  expect_agrees_with_yaml_cpp(lf.to_yaml());
+
+  auto back = Lockfile::parse(lf.to_yaml(), "envlock.lock");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->to_yaml(), lf.to_yaml());
+  EXPECT_EQ(back->find("default", "linux-64")->packages[0].license, p.license);
+}
+
+TEST(BlockYaml, SameShapesWrittenByHand) {
+  expect_agrees_with_yaml_cpp("a: 1\nb:\n- x\n- y: 2\n  z: \"\\x41\\u00e9\"\nc: {}\nd: []\n# comment\ne:\n    f: g\n");
+  expect_agrees_with_yaml_cpp("list:\n  -   spaced: 1\n      more: 2\n");
+}
+
+TEST(BlockYaml, EverythingElseIsLeftToYamlCpp) {
+  for (const char* text : {"a: [1, 2]\n", "a: 'single'\n", "a: &x 1\nb: *x\n", "a: |\n  text\n", "a: 1 # note\n",
+                           "a: null\n", "a: ~\n", "---\na: 1\n", "a: \"open\n  quote\"\n", "a:\n  - - nested\n",
+                           "a: plain\n  continued\n", "\ta: 1\n", "? complex\n: key\n", "a: b: c\n", ""}) {
+    EXPECT_FALSE(block_yaml::parse_block_yaml(text).has_value()) << text;
+  }
+}
+
+TEST(BlockYaml, ErrorsPointAtTheSamePlaceEitherWay) {
+  const std::string bad = "version: 1\nenvironments:\n  default:\n    platforms:\n      linux-64:\n        channels: []\n"
+                          "        packages:\n          - name: x\n            version: \"1\"\n            build: b\n"
+                          "            build_number: -1\n";
+  auto fast = Lockfile::parse(bad, "f.lock");
+  ASSERT_FALSE(fast.ok());
+  EXPECT_EQ(fast.error().where, "f.lock:8:13");  // the package entry, missing `subdir`
+  // The same file with a flow list (not in the subset) goes through yaml-cpp: same place.
+  std::string slow_text = bad;
+  slow_text.replace(slow_text.find("channels: []"), 12, "channels: [ ]");
+  auto slow = Lockfile::parse(slow_text, "f.lock");
+  ASSERT_FALSE(slow.ok());
+  EXPECT_EQ(slow.error().where, fast.error().where);
+  EXPECT_EQ(slow.error().message, fast.error().message);
+}
+
+}  // namespace
+}  // namespace envlock
