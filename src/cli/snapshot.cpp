@@ -31,6 +31,21 @@ nlohmann::json problems_json(const std::vector<CaptureProblem>& problems) {
   return j;
 }
 
+// A snapshot file, or the snapshot inside a bundle (FILE.tar.zst, unpacked into a temporary
+// folder that is removed again).
+Result<Snapshot> read_snapshot(const std::string& file) {
+  if (!file.ends_with(".tar.zst")) return Snapshot::read(file);
+  static unsigned n = 0;
+  const fs::path tmp = fs::temp_directory_path() / ("envlock-bundle-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) return Error{ErrorKind::Io, tmp.string(), "cannot create a folder to unpack the bundle: " + ec.message(), "", ""};
+  auto snap = open_bundle(file, tmp);
+  fs::remove_all(tmp, ec);
+  return snap;
+}
+
 // ----- capture -------------------------------------------------------------------------------
 
 struct CaptureArgs {
@@ -138,7 +153,7 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
 // ----- check ------------------------------------------------------------------------------------
 
 int run_check(const Context& ctx, const std::string& file, const std::string& env_name) {
-  auto snap = Snapshot::read(file);
+  auto snap = read_snapshot(file);
   if (!snap) return report_error(ctx, snap.error());
   HostSeam seam = HostSeam::system();
   std::vector<CaptureProblem> problems;
@@ -234,9 +249,9 @@ int run_deploy(const Context& ctx, const DeployArgs& a) {
 // ----- diff -------------------------------------------------------------------------------------
 
 int run_diff(const Context& ctx, const std::string& a, const std::string& b) {
-  auto sa = Snapshot::read(a);
+  auto sa = read_snapshot(a);
   if (!sa) return report_error(ctx, sa.error());
-  auto sb = Snapshot::read(b);
+  auto sb = read_snapshot(b);
   if (!sb) return report_error(ctx, sb.error());
   const auto changes = diff_snapshots(*sa, *sb);
   if (ctx.json) {
@@ -269,7 +284,7 @@ int run_diff(const Context& ctx, const std::string& a, const std::string& b) {
 // ----- lock -------------------------------------------------------------------------------------
 
 int run_lock(const Context& ctx, const std::string& file, const std::string& output) {
-  auto snap = Snapshot::read(file);
+  auto snap = read_snapshot(file);
   if (!snap) return report_error(ctx, snap.error());
   if (!snap->complete()) {
     warn("the snapshot is partial (" + std::to_string(snap->problems.size()) + " problem(s)); the lockfile holds what it captured");
@@ -311,7 +326,7 @@ void setup(CLI::App& sub, Context& ctx) {
   auto* chk = sub.add_subcommand("check", "can this host run a snapshot? every failed requirement is named");
   chk->fallthrough();
   static std::string check_file, check_env;
-  chk->add_option("SNAPSHOT", check_file, "the snapshot file")->required();
+  chk->add_option("SNAPSHOT", check_file, "the snapshot file (or a bundle, .tar.zst)")->required();
   chk->add_option("-e,--env", check_env, "only this environment");
   chk->callback([&ctx] { ctx.exit_code = run_check(ctx, check_file, check_env); });
 
@@ -336,7 +351,7 @@ void setup(CLI::App& sub, Context& ctx) {
   auto* lck = sub.add_subcommand("lock", "turn a snapshot into an envlock.lock");
   lck->fallthrough();
   static std::string lock_file, lock_out = "envlock.lock";
-  lck->add_option("SNAPSHOT", lock_file, "the snapshot file")->required();
+  lck->add_option("SNAPSHOT", lock_file, "the snapshot file (or a bundle, .tar.zst)")->required();
   lck->add_option("-o,--output", lock_out, "the lockfile to write")->capture_default_str();
   lck->callback([&ctx] { ctx.exit_code = run_lock(ctx, lock_file, lock_out); });
 }

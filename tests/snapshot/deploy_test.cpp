@@ -383,6 +383,13 @@ TEST(Bundle, ATamperedArchiveIsRefusedNamingThePackageAndTheTargetStaysUntouched
   EXPECT_EQ(snap->environments.at(0).packages.at(1).record.name, "libviewshed");
   EXPECT_EQ(snap->environments.at(0).packages.at(1).repacked_sha256.size(), 64u);
   fs::remove_all(t.dir / "channel");
+  // check, diff and lock read the snapshot inside a bundle too.
+  const auto same = testing::run_command(testing::envlock_cmd() + " snapshot diff '" + (t.dir / "geo.yaml").string() + "' '" + bundle.string() + "'", {});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(same.out, "no differences\n");
+  const auto lock = testing::run_command(testing::envlock_cmd() + " snapshot lock '" + bundle.string() + "' -o '" + (t.dir / "envlock.lock").string() + "'", {});
+  EXPECT_EQ(lock.exit_code, 0) << lock.err;
+  EXPECT_TRUE(fs::is_regular_file(t.dir / "envlock.lock"));
 
   // One archive copied as found, one re-packed: each tampered one is refused by name.
   for (const auto& [member, name] : std::vector<std::pair<std::string, std::string>>{
