@@ -225,54 +225,69 @@ int compare_versions(const std::string& a, const std::string& b) {
 
 std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) : h; }
 
-// The depends graph of one platform, for "pulled_by".
+// The depends graph of one platform, for "pulled_by": names numbered once, edges as indices.
 class DependsGraph {
  public:
   DependsGraph(const LockedPlatform* plat, const std::vector<std::string>& requested) {
     if (plat == nullptr) return;
-    for (const auto& p : plat->packages) nodes_.insert(p.name);
-    std::unordered_set<std::string> has_parent;
+    for (const auto& p : plat->packages) id_of(p.name, true);
+    parents_.resize(names_.size());
+    std::vector<char> has_parent(names_.size(), 0);
     for (const auto& p : plat->packages) {
+      const int child_of = id_of(p.name, false);
       for (const auto& dep : p.depends) {
-        std::string d = split_spec(dep).first;
-        if (d == p.name || !nodes_.contains(d)) continue;
-        parents_[d].push_back(p.name);
-        has_parent.insert(d);
+        const int d = id_of(split_spec(dep).first, false);
+        if (d < 0 || d == child_of) continue;
+        parents_[static_cast<std::size_t>(d)].push_back(child_of);
+        has_parent[static_cast<std::size_t>(d)] = 1;
       }
     }
+    root_.assign(names_.size(), 0);
+    bool any_root = false;
     for (const auto& r : requested) {
-      std::string n = split_spec(r).first;
-      if (nodes_.contains(n)) roots_.insert(n);
+      const int n = id_of(split_spec(r).first, false);
+      if (n < 0) continue;
+      root_[static_cast<std::size_t>(n)] = 1;
+      any_root = true;
     }
-    if (roots_.empty()) {
-      for (const auto& n : nodes_) {
-        if (!has_parent.contains(n)) roots_.insert(n);
-      }
-    }
+    if (!any_root)
+      for (std::size_t n = 0; n < names_.size(); ++n) root_[n] = has_parent[n] ? 0 : 1;
   }
 
   [[nodiscard]] std::vector<std::string> pulled_by(const std::string& name) const {
+    const auto it = index_.find(name);
+    if (it == index_.end()) return {};
     std::set<std::string> found;
-    if (!nodes_.contains(name)) return {};
-    std::unordered_set<std::string> seen{name};
-    std::deque<std::string> queue{name};
-    while (!queue.empty()) {
-      std::string n = std::move(queue.front());
-      queue.pop_front();
-      if (roots_.contains(n)) found.insert(n);
-      auto it = parents_.find(n);
-      if (it == parents_.end()) continue;
-      for (const auto& parent : it->second) {
-        if (seen.insert(parent).second) queue.push_back(parent);
+    std::vector<char> seen(names_.size(), 0);
+    std::vector<int> queue{it->second};
+    seen[static_cast<std::size_t>(it->second)] = 1;
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const auto n = static_cast<std::size_t>(queue[head]);
+      if (root_[n]) found.insert(names_[n]);
+      for (int parent : parents_[n]) {
+        if (!seen[static_cast<std::size_t>(parent)]) {
+          seen[static_cast<std::size_t>(parent)] = 1;
+          queue.push_back(parent);
+        }
       }
     }
     return {found.begin(), found.end()};
   }
 
  private:
-  std::unordered_set<std::string> nodes_;
-  std::unordered_map<std::string, std::vector<std::string>> parents_;
-  std::set<std::string> roots_;
+  int id_of(const std::string& name, bool add) {
+    auto it = index_.find(name);
+    if (it != index_.end()) return it->second;
+    if (!add) return -1;
+    index_.emplace(name, static_cast<int>(names_.size()));
+    names_.push_back(name);
+    return static_cast<int>(names_.size()) - 1;
+  }
+
+  std::unordered_map<std::string, int> index_;
+  std::vector<std::string> names_;
+  std::vector<std::vector<int>> parents_;  ///< per name: the packages that depend on it
+  std::vector<char> root_;                 ///< per name: a requested spec (or, without any, no parent)
 };
 
 Floors environment_floors(const LockedPlatform* plat) {
