@@ -1,6 +1,7 @@
 // block_yaml: envlock's block subset of YAML read in one pass, and the same tree from yaml-cpp.
 #include "block_yaml.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace envlock::block_yaml {
@@ -130,6 +131,7 @@ bool is_item(std::string_view text) { return text == "-" || text.starts_with("- 
 class Parser {
  public:
   explicit Parser(std::string_view text) {
+    lines_.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
     int number = 0;
     std::size_t pos = 0;
     while (pos <= text.size() && ok_) {

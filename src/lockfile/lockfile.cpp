@@ -31,11 +31,18 @@ class Reader {
   }
   /// Checks that `map` has no key twice (as yaml::check_unique_keys).
   Status check_unique_keys(const Node& map) const {
-    std::set<std::string_view> seen;
-    for (const auto& kv : map.entries) {
-      if (!kv.first.IsScalar()) return at(kv.first, "a key must be a plain string, found " + kind_name(kv.first));
-      if (!seen.insert(kv.first.Scalar()).second)
-        return at(kv.first, "duplicate key '" + kv.first.Scalar() + "'", "remove one of the two entries");
+    const auto& e = map.entries;
+    std::set<std::string_view> seen;  // only for large maps; small ones compare pairwise
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      const Node& key = e[i].first;
+      if (!key.IsScalar()) return at(key, "a key must be a plain string, found " + kind_name(key));
+      bool dup = false;
+      if (e.size() <= 32) {
+        for (std::size_t j = 0; j < i && !dup; ++j) dup = e[j].first.IsScalar() && e[j].first.Scalar() == key.Scalar();
+      } else {
+        dup = !seen.insert(key.Scalar()).second;
+      }
+      if (dup) return at(key, "duplicate key '" + key.Scalar() + "'", "remove one of the two entries");
     }
     return ok_status();
   }
