@@ -30,8 +30,11 @@
 //   7. pre-unlink      `bin/.<name>-pre-unlink.sh` of each package that goes (removed or
 //                      replaced) runs in the live prefix before the swap, as conda runs it
 //                      (PREFIX = the prefix); a failure is a warning, as in conda;
-//   8. durability      syncfs(2) of the stage's filesystem and of the package cache's (hard links
-//                      share the cache's data) before the swap; fsync(2) of the parent after it;
+//   8. durability      every file envlock wrote into the stage (rewritten, relocated, copied,
+//                      conda-meta) is fsync'ed before the swap (from 32 threads, so the fsyncs
+//                      share journal commits), then conda-meta/; the parent after the rename.
+//                      ENVLOCK_INSTALL_SYNC=fs adds syncfs(2) of the stage's and the cache's
+//                      filesystems, =files an fsync of every file and folder, =none skips it all;
 //   9. swap            a new prefix: rename(stage, prefix). An existing prefix:
 //                      renameat2(RENAME_EXCHANGE) swaps the two directories in one step (two
 //                      renames where the filesystem lacks it). The previous tree is kept until

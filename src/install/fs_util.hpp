@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "envlock/result.hpp"
 
@@ -21,7 +22,27 @@ Result<std::string> sha256_file(const std::filesystem::path& path);
 /// Reads a whole file (bounded: files over 4 GiB are refused).
 Result<std::string> read_file(const std::filesystem::path& path);
 
-/// Creates `path` (must not exist) with `data` and permission bits `mode`.
+/// Whether the files write_new_file() and copy_regular_file() write are collected for fsync:
+/// yes unless ENVLOCK_INSTALL_SYNC=none (read once per process).
+bool fsync_written_files();
+
+/// While alive, collects the paths write_new_file() and copy_regular_file() write on this thread;
+/// sync() fsyncs them from `threads` threads at once (concurrent fsyncs share journal commits,
+/// where one after the other each waits for its own) and forgets them.
+class WrittenFiles {
+ public:
+  WrittenFiles();
+  ~WrittenFiles();
+  WrittenFiles(const WrittenFiles&) = delete;
+  WrittenFiles& operator=(const WrittenFiles&) = delete;
+  Status sync(std::size_t threads);
+
+ private:
+  std::vector<std::filesystem::path> paths_;
+  std::vector<std::filesystem::path>* previous_;
+};
+
+/// Creates `path` (must not exist) with `data` and permission bits `mode` (collected, see above).
 Status write_new_file(const std::filesystem::path& path, std::string_view data, mode_t mode);
 
 /// Writes `data` to `path` through a temporary sibling and rename(2): readers see the old or the
@@ -29,7 +50,7 @@ Status write_new_file(const std::filesystem::path& path, std::string_view data, 
 Status write_file_atomic(const std::filesystem::path& path, std::string_view data, mode_t mode);
 
 /// Copies the bytes of regular file `from` into new file `to` with permission bits `mode`
-/// (copy_file_range, falling back to read/write).
+/// (copy_file_range, falling back to read/write); collected for fsync (see WrittenFiles).
 Status copy_regular_file(const std::filesystem::path& from, const std::filesystem::path& to,
                          mode_t mode);
 

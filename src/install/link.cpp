@@ -173,8 +173,13 @@ std::string trim(std::string_view s) {
 }
 
 /// Creates the parent folders of `dest` and removes whatever is at `dest` (clobbering).
-Status prepare_destination(const fs::path& dest, const std::string& rel, LinkResult& result) {
-  if (auto st = make_dirs(dest.parent_path()); !st) return st;
+Status prepare_destination(const LinkContext& ctx, const fs::path& dest, const std::string& rel,
+                           LinkResult& result) {
+  const fs::path parent = dest.parent_path();
+  if (ctx.known_dirs == nullptr || ctx.known_dirs->count(parent.native()) == 0) {
+    if (auto st = make_dirs(parent); !st) return st;
+    if (ctx.known_dirs != nullptr) ctx.known_dirs->insert(parent.native());
+  }
   struct stat st {};
   if (::lstat(dest.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
@@ -182,6 +187,7 @@ Status prepare_destination(const fs::path& dest, const std::string& rel, LinkRes
                    "", "two packages in this environment disagree about this path"};
     }
     if (::unlink(dest.c_str()) != 0) return io_error(dest, "cannot replace", errno);
+    if (ctx.known_dirs != nullptr) ctx.known_dirs->clear();  // it may have been a symlink to a folder
     result.clobbered.push_back(rel);
   }
   return ok_status();
@@ -255,7 +261,7 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
                        "the package cache entry is damaged; delete " + p.extracted_dir.string() +
                            " and retry");
     }
-    if (auto st = prepare_destination(dest, target, result); !st) return st.error();
+    if (auto st = prepare_destination(ctx, dest, target, result); !st) return st.error();
 
     if (S_ISLNK(sst.st_mode)) {
       std::error_code lec;
@@ -347,7 +353,7 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
     rewrite_long_shebang(script);
     const std::string target = "bin/" + name;
     const fs::path dest = ctx.stage / target;
-    if (auto st = prepare_destination(dest, target, result); !st) return st.error();
+    if (auto st = prepare_destination(ctx, dest, target, result); !st) return st.error();
     if (auto st = write_new_file(dest, script, 0755); !st) return st.error();
     PathEntry out;
     out.path = target;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <unordered_set>
 
 #include "envlock/install.hpp"
 
@@ -14,6 +15,8 @@ struct LinkContext {
   LinkMode mode = LinkMode::Hardlink;
   std::string site_packages;     ///< e.g. "lib/python3.11/site-packages"; empty: no python
   std::string python_xy;         ///< e.g. "3.11"; empty: no python
+  /// Directories of the stage known to exist (saves a stat per file); may be null.
+  std::unordered_set<std::string>* known_dirs = nullptr;
 };
 
 struct LinkResult {

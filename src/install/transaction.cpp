@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <unordered_set>
 
 #include "envlock/install.hpp"
 #include "envlock/url.hpp"
@@ -287,21 +288,25 @@ Status fsync_tree(const fs::path& root) {
   return fsync_dir(root);
 }
 
-/// Durability before the swap (ENVLOCK_INSTALL_SYNC, default `fs`): `fs` is syncfs(2) of the
-/// filesystem holding the stage and of every other filesystem holding a linked package-cache
-/// folder (hard links share their data with the cache), so every file's data, the stage's
-/// directories and conda-meta are on disk before the tree is published — one journal commit per
-/// filesystem. `files` is fsync(2) of every file and directory of the stage (one commit each; a
-/// hard link's fsync flushes the cache's inode). `none` skips it (a power cut may then leave
-/// files empty). Measured on the warm-install benchmark: docs/install.md, "Durability cost".
-Status sync_before_swap(const fs::path& stage, const std::vector<PackageToLink>& packages) {
+/// Durability before the swap (ENVLOCK_INSTALL_SYNC; docs/install.md, "Durability"). Always,
+/// unless `none`: every file envlock wrote into the stage (rewritten and relocated files, copies,
+/// entry points, conda-meta) is fsync'ed, from 32 threads at once so that the fsyncs share
+/// journal commits, and then conda-meta/; the prefix's parent is fsync'ed after the rename. Hard links add directory
+/// entries only (their data is the package cache's). `files` (default: off) adds fsync(2) of
+/// every file and directory of the stage; `fs` adds syncfs(2) of the stage's filesystem and of
+/// every filesystem holding a linked package-cache folder. Both cost far more (measured on the
+/// warm-install benchmark), so the default is `written`.
+Status sync_before_swap(const fs::path& stage, const std::vector<PackageToLink>& packages,
+                        detail::WrittenFiles& written) {
   const char* mode_env = std::getenv("ENVLOCK_INSTALL_SYNC");
-  const std::string mode = mode_env != nullptr && *mode_env != '\0' ? mode_env : "fs";
+  const std::string mode = mode_env != nullptr && *mode_env != '\0' ? mode_env : "written";
   if (mode == "none") return ok_status();
+  if (auto st = written.sync(32); !st) return st;
+  if (mode == "written") return fsync_dir(stage / "conda-meta");
   if (mode == "files") return fsync_tree(stage);
   if (mode != "fs") {
     return Error{ErrorKind::Usage, "ENVLOCK_INSTALL_SYNC", "is '" + mode + "'", "",
-                 "set it to fs (the default), files or none, or unset it"};
+                 "set it to written (the default), fs, files or none, or unset it"};
   }
   std::set<dev_t> done;
   auto sync_one = [&](const fs::path& path) -> Status {
@@ -357,6 +362,8 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   ctx.stage = stage;
   ctx.target_prefix = prefix.string();
   ctx.mode = options.link_mode;
+  std::unordered_set<std::string> known_dirs;
+  ctx.known_dirs = &known_dirs;
   for (const auto& p : packages) {
     if (p.record.name == "python") {
       ctx.python_xy = python_xy(p.record);
@@ -535,6 +542,7 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
   if (::mkdir(stage.c_str(), 0755) != 0) return io_error(stage, "cannot create the staging folder", errno);
 
   std::vector<const PackageToLink*> post_link;
+  detail::WrittenFiles written;
   auto report = build_stage(prefix, stage, old_records, has_old, packages, options, post_link);
   if (!report) {
     (void)detail::remove_tree(stage);
@@ -553,7 +561,7 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
       return st.error();
     }
   }
-  if (auto st = sync_before_swap(stage, packages); !st) {
+  if (auto st = sync_before_swap(stage, packages, written); !st) {
     (void)detail::remove_tree(stage);
     return st.error();
   }
@@ -588,7 +596,8 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
     (void)detail::remove_tree(stage);
     return io_error(prefix, "cannot move the new environment into place", err);
   }
-  if (auto st = fsync_dir(prefix.parent_path()); !st) return st.error();
+  if (detail::fsync_written_files())
+    if (auto st = fsync_dir(prefix.parent_path()); !st) return st.error();
 
   if (!post_link.empty()) {
     for (const auto* p : post_link) {
