@@ -21,7 +21,7 @@ cap="$ENVLOCK_BIN snapshot capture --root $root -p $prefix -o $out"
 t_scan=$(hf snapshot-scan -i -- "$cap --no-hash")
 t_tar=$(hf snapshot-scan-tar -- "tar -cf - -C $root${prefix} conda-meta | wc -c")
 row scenario="snapshot capture, conda-meta scan (--no-hash)" inputs="$n packages, 1 prefix" \
-  envlock="$t_scan" reference="$t_tar" reference_name="tar -c of conda-meta | wc -c" unit=s better=lower \
+  envlock="$t_scan" reference="$t_tar" reference_name="tar -c of conda-meta, piped to wc -c" unit=s better=lower \
   goal="report (issue 7: <= 50 ms for 700 packages)"
 
 t_hash=$(hf snapshot-hash -i -- "$cap")
