@@ -25,9 +25,9 @@ using snapshot_detail::normalize_relative;
 /// neither is taken by its file name alone).
 bool archive_matches(const fs::path& path, const RepoDataRecord& record) {
   if (record.sha256.empty() && record.md5.empty()) return true;
-  const auto d = digest_file(path);
-  if (!d) return false;
-  return record.sha256.empty() ? digest_equal(d->md5, record.md5) : digest_equal(d->sha256, record.sha256);
+  const bool sha = !record.sha256.empty();
+  const auto d = hash_file(path, sha ? HashAlgorithm::Sha256 : HashAlgorithm::Md5);
+  return d && digest_equal(*d, sha ? record.sha256 : record.md5);
 }
 
 /// The archive of `record`: the first of `dirs/<fn>`, `<prefix>/pkgs/<fn>`, `<root>/pkgs/<fn>` (a
@@ -109,11 +109,11 @@ Status repack(const PrefixRecord& record, const fs::path& local_prefix, const st
       pj["path_type"] = path_type_name(e.type == PathEntry::Type::UnixPythonEntryPoint ? PathEntry::Type::HardLink : e.type);
       pj["size_in_bytes"] = static_cast<std::uint64_t>(st.st_size);
       if (!e.sha256.empty()) {
-        const auto d = digest_file(local);
-        if (!d || !digest_equal(d->sha256, e.sha256)) {
+        const auto d = hash_file(local, HashAlgorithm::Sha256);
+        if (!d || !digest_equal(*d, e.sha256)) {
           return Error{ErrorKind::Integrity, (fs::path(host_prefix) / *rel).string(),
                        dist + ": its archive is in no package folder and this file changed since it was installed (sha256 " +
-                           (d ? d->sha256 : std::string("unreadable")) + ", conda-meta " + e.sha256 + "), so it cannot be re-packed",
+                           (d ? *d : std::string("unreadable")) + ", conda-meta " + e.sha256 + "), so it cannot be re-packed",
                        "", "put the package archive into the package cache (or pass --pkgs-dir) and capture the bundle again"};
         }
         pj["sha256"] = e.sha256;
@@ -199,9 +199,9 @@ Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot
       fs::create_directories(work / env.name, ec);
       const fs::path out = work / env.name / (p.record.dist_name() + ".conda");
       if (auto st = repack(*rec, *local_prefix, env.prefix, out); !st) return st.error();
-      auto d = digest_file(out);
+      auto d = hash_file(out, HashAlgorithm::Sha256);
       if (!d) return d.error();
-      p.repacked_sha256 = d->sha256;
+      p.repacked_sha256 = *d;
       ArchiveEntry a;
       a.path = "repacked/" + env.name + "/" + p.record.dist_name() + ".conda";
       a.source = out;

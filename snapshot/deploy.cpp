@@ -22,9 +22,9 @@ namespace {
 using snapshot_detail::normalize_relative;
 
 std::optional<std::string> sha256_of(const fs::path& p) {
-  auto d = digest_file(p);
+  auto d = hash_file(p, HashAlgorithm::Sha256);
   if (!d) return std::nullopt;
-  return d->sha256;
+  return *d;
 }
 
 // Copies every pip-installed file of `env` from `source` into `stage`, checking RECORD hashes.
