@@ -10,10 +10,23 @@ namespace envlock {
 std::vector<const RepoDataRecord*> find_records(const std::vector<SolverRepo>& repos, const MatchSpec& spec) {
   std::vector<const RepoDataRecord*> out;
   std::set<std::tuple<std::string, std::string, std::string>> seen;
+  auto consider = [&](const RepoDataRecord& r) {
+    if (spec.matches(r) && seen.emplace(r.channel, r.subdir, r.file_name).second) out.push_back(&r);
+  };
+  const std::string exact = spec.exact_name();
   for (const auto& repo : repos) {
+    if (repo.index != nullptr) {  // lazy: parse only the names the spec's name matches
+      if (!exact.empty()) {
+        for (const auto& r : repo.index->records(exact)) consider(r);
+        continue;
+      }
+      for (auto name : repo.index->names())
+        if (spec.name.matches(name))
+          for (const auto& r : repo.index->records(name)) consider(r);
+      continue;
+    }
     if (repo.records == nullptr) continue;
-    for (const auto& r : *repo.records)
-      if (spec.matches(r) && seen.emplace(r.channel, r.subdir, r.file_name).second) out.push_back(&r);
+    for (const auto& r : *repo.records) consider(r);
   }
   std::sort(out.begin(), out.end(), [](const RepoDataRecord* a, const RepoDataRecord* b) {
     if (a->name != b->name) return a->name < b->name;

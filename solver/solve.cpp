@@ -1,16 +1,12 @@
-// envlock::solve — builds a libsolv pool (conda disttype) from the caller's records, adds the
-// jobs of a SolveTask, solves, and maps the answer back to the caller's records by index.
+// envlock::solve — builds a libsolv pool (conda disttype) from the records of the names the
+// request can reach (parsed lazily from RepodataIndex repos), adds the jobs of a SolveTask,
+// solves, and maps the answer back to the caller's records.
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <tuple>
 #include <string_view>
-#include <system_error>
-#include <unistd.h>
-
-#include <solv/solvversion.h>
 
 #include "envlock/solver.hpp"
 #include "solve_context.hpp"
@@ -23,7 +19,7 @@ const RepoDataRecord* SolveContext::record(Id p) const {
   if (p <= 0 || static_cast<std::size_t>(p) >= origins.size()) return nullptr;
   const Origin& o = origins[static_cast<std::size_t>(p)];
   switch (o.kind) {
-    case Origin::Kind::Repo: return &(*task.repos[o.repo].records)[o.index];
+    case Origin::Kind::Repo: return o.record;
     case Origin::Kind::Pin: return &task.pinned[o.index].record;
     case Origin::Kind::Virtual: return &virtual_records[o.index];
     case Origin::Kind::None: break;
@@ -49,8 +45,6 @@ std::vector<Id> SolveContext::all_named(const std::string& name) const {
 namespace {
 
 using namespace envlock::solv;
-
-constexpr std::string_view kSolvCacheFormat = "envlock-solv-1";
 
 /// The name a dependency string is about: its first token, lower-cased.
 std::string dep_name(std::string_view dep) {
@@ -91,54 +85,39 @@ Id add_solvable(Pool* pool, Repo* repo, Repodata* data, const PackageRecord& r) 
 
 /// The order solvables are added in: independent of the order records were read in, so that
 /// shuffled repodata gives the same pool and the same answer.
-std::vector<std::size_t> canonical_order(const std::vector<RepoDataRecord>& records) {
-  std::vector<std::size_t> order(records.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const auto& x = records[a];
-    const auto& y = records[b];
+void canonical_order(std::vector<std::pair<const RepoDataRecord*, std::size_t>>& records) {
+  std::sort(records.begin(), records.end(), [](const auto& a, const auto& b) {
+    const auto& x = *a.first;
+    const auto& y = *b.first;
     return std::tie(x.name, x.version.to_string(), x.build_number, x.build, x.file_name, x.url) <
            std::tie(y.name, y.version.to_string(), y.build_number, y.build, y.file_name, y.url);
   });
-  return order;
 }
 
-std::filesystem::path solv_cache_path(const SolveTask& task, const SolverRepo& repo) {
-  std::string hex = repo.content_hash;
-  if (auto colon = hex.find(':'); colon != std::string::npos) hex = hex.substr(colon + 1);
-  return task.solv_cache_dir /
-         (hex + "-" + std::string(kSolvCacheFormat) + "-libsolv" + solv_version + ".solv");
-}
-
-/// Loads a cached repo; false (and an empty repo) when the cache entry is missing or unusable.
-bool load_cached(Repo* repo, const std::filesystem::path& path, std::size_t expected) {
-  FILE* fp = std::fopen(path.c_str(), "rb");
-  if (fp == nullptr) return false;
-  int rc = repo_add_solv(repo, fp, 0);
-  std::fclose(fp);
-  if (rc != 0 || static_cast<std::size_t>(repo->nsolvables) != expected ||
-      static_cast<std::size_t>(repo->end - repo->start) != expected) {
-    repo_empty(repo, 1);
-    return false;
+/// The records of each repo by name: a lazy repo asks its RepodataIndex (parsing the name on
+/// first use), an eager one is grouped once.
+class RepoNames {
+ public:
+  explicit RepoNames(const SolverRepo& repo) : repo_(repo) {
+    if (repo.index == nullptr && repo.records != nullptr)
+      for (std::size_t i = 0; i < repo.records->size(); ++i) by_name_[(*repo.records)[i].name].push_back(i);
   }
-  return true;
-}
+  /// (record, index in its source vector) of every record of `name`.
+  [[nodiscard]] std::vector<std::pair<const RepoDataRecord*, std::size_t>> named(const std::string& name) const {
+    std::vector<std::pair<const RepoDataRecord*, std::size_t>> out;
+    if (repo_.index != nullptr) {
+      const auto& recs = repo_.index->records(name);
+      for (std::size_t i = 0; i < recs.size(); ++i) out.emplace_back(&recs[i], i);
+    } else if (auto it = by_name_.find(name); it != by_name_.end()) {
+      for (std::size_t i : it->second) out.emplace_back(&(*repo_.records)[i], i);
+    }
+    return out;
+  }
 
-/// Writes the repo to the cache atomically; a failure only costs the next run the rebuild.
-void store_cached(Repo* repo, const std::filesystem::path& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) return;
-  auto tmp = path;
-  tmp += ".partial-" + std::to_string(::getpid());
-  FILE* fp = std::fopen(tmp.c_str(), "wb");
-  if (fp == nullptr) return;
-  bool ok = repo_write(repo, fp) == 0;
-  ok = (std::fflush(fp) == 0) && ok;
-  ok = (std::fclose(fp) == 0) && ok;
-  if (ok) std::filesystem::rename(tmp, path, ec);
-  if (!ok || ec) std::filesystem::remove(tmp, ec);
-}
+ private:
+  const SolverRepo& repo_;
+  std::map<std::string, std::vector<std::size_t>, std::less<>> by_name_;
+};
 
 /// conda-like "name version build" records for the virtual packages.
 RepoDataRecord virtual_record(const VirtualPackage& vp) {
@@ -150,24 +129,26 @@ RepoDataRecord virtual_record(const VirtualPackage& vp) {
   return r;
 }
 
-/// Names reachable from the requests through `depends` (plus every virtual package): the only
-/// records libsolv needs to see. Constrains do not pull packages in and are not followed.
-std::set<std::string> reachable_names(const SolveContext& ctx) {
+/// Names reachable from the requests (specs, base pins, virtual packages) through `depends`:
+/// the only names whose records libsolv is offered. Constrains do not pull packages in and are
+/// not followed. Only the records of these names are ever parsed from a lazy repo.
+std::set<std::string> reachable_names(const SolveTask& task, const std::vector<RepoNames>& repos) {
   std::set<std::string> seen;
   std::vector<std::string> todo;
   auto visit = [&](const std::string& n) {
     if (seen.insert(n).second) todo.push_back(n);
   };
-  for (const auto& s : ctx.task.specs) visit(s.spec.exact_name());
-  for (const auto& p : ctx.task.pinned) visit(p.record.name);
-  for (const auto& v : ctx.task.virtual_packages) visit(v.name);
+  for (const auto& s : task.specs) visit(s.spec.exact_name());
+  for (const auto& v : task.virtual_packages) visit(v.name);
+  for (const auto& p : task.pinned) {
+    visit(p.record.name);
+    for (const auto& d : p.record.depends) visit(dep_name(d));
+  }
   while (!todo.empty()) {
     std::string n = todo.back();
     todo.pop_back();
-    auto it = ctx.by_name.find(n);
-    if (it == ctx.by_name.end()) continue;
-    for (Id p : it->second)
-      if (const RepoDataRecord* r = ctx.record(p))
+    for (const auto& repo : repos)
+      for (const auto& [r, i] : repo.named(n))
         for (const auto& d : r->depends) visit(dep_name(d));
   }
   return seen;
@@ -187,38 +168,36 @@ Result<SolveOutcome> solve(const SolveTask& task) {
       return Error{ErrorKind::Usage, s.origin, "spec '" + s.text + "' does not name one package", "",
                    "write an exact package name (globs are for `envlock search`)"};
 
-  // One libsolv repo per channel subdir, ranked by channel.
+  // Only the names the request can reach are loaded: one libsolv repo per channel subdir,
+  // ranked by channel.
+  std::vector<RepoNames> repo_names;
+  repo_names.reserve(task.repos.size());
+  for (const auto& in : task.repos) repo_names.emplace_back(in);
+  const std::set<std::string> names = reachable_names(task, repo_names);
   std::map<std::string, Id> by_key;  // channel/subdir/file -> solvable, to match pins and locks
   for (std::size_t ri = 0; ri < task.repos.size(); ++ri) {
     const SolverRepo& in = task.repos[ri];
-    if (in.records == nullptr) continue;
-    const auto& records = *in.records;
+    if (in.records == nullptr && in.index == nullptr) continue;
+    std::vector<std::pair<const RepoDataRecord*, std::size_t>> chosen;
+    for (const auto& n : names) {
+      auto recs = repo_names[ri].named(n);
+      chosen.insert(chosen.end(), recs.begin(), recs.end());
+    }
+    canonical_order(chosen);
     std::string repo_name = in.channel + "/" + in.subdir;
     Repo* repo = repo_create(pool, repo_name.c_str());
     repo->priority = task.channel_priority == ChannelPriority::Disabled ? 0 : -in.channel_rank;
     repo->subpriority = in.subdir == "noarch" ? 0 : 1;
-    std::vector<std::size_t> order = canonical_order(records);
-    bool cached = false;
-    std::filesystem::path cache_file;
-    if (!task.solv_cache_dir.empty() && !in.content_hash.empty()) {
-      cache_file = solv_cache_path(task, in);
-      cached = load_cached(repo, cache_file, records.size());
-    }
+    Repodata* data = repo_add_repodata(repo, 0);
     std::vector<Id> ids;
-    ids.reserve(order.size());
-    if (cached) {
-      for (std::size_t k = 0; k < order.size(); ++k) ids.push_back(repo->start + static_cast<Id>(k));
-    } else {
-      Repodata* data = repo_add_repodata(repo, 0);
-      for (std::size_t i : order) ids.push_back(add_solvable(pool, repo, data, records[i]));
-      repo_internalize(repo);
-      if (!cache_file.empty()) store_cached(repo, cache_file);
-    }
+    ids.reserve(chosen.size());
+    for (const auto& [r, i] : chosen) ids.push_back(add_solvable(pool, repo, data, *r));
+    repo_internalize(repo);
     ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
-    for (std::size_t k = 0; k < order.size(); ++k) {
+    for (std::size_t k = 0; k < chosen.size(); ++k) {
       Id p = ids[k];
-      ctx.origins[static_cast<std::size_t>(p)] = {Origin::Kind::Repo, ri, order[k]};
-      by_key.emplace(record_key(records[order[k]]), p);
+      ctx.origins[static_cast<std::size_t>(p)] = {Origin::Kind::Repo, ri, chosen[k].second, chosen[k].first};
+      by_key.emplace(record_key(*chosen[k].first), p);
     }
   }
 
@@ -263,8 +242,7 @@ Result<SolveOutcome> solve(const SolveTask& task) {
   for (Id p = 2; p < pool->nsolvables; ++p)
     if (const RepoDataRecord* r = ctx.record(p)) ctx.by_name[r->name].push_back(p);
 
-  // Offer libsolv only the records the request can reach.
-  std::set<std::string> names = reachable_names(ctx);
+  // Every record in the pool is reachable (see above); the map stays for explain.cpp.
   ctx.considered.assign(static_cast<std::size_t>(pool->nsolvables), false);
   for (Id p = 2; p < pool->nsolvables; ++p)
     if (const RepoDataRecord* r = ctx.record(p)) ctx.considered[static_cast<std::size_t>(p)] = names.count(r->name) > 0;
@@ -343,7 +321,7 @@ Result<SolveOutcome> solve(const SolveTask& task) {
     if (auto pin = pin_of.find(p); pin != pin_of.end())
       out.solution.packages.push_back({&task.pinned[pin->second].record, o.repo, pin->second, true});
     else if (o.kind == Origin::Kind::Repo)
-      out.solution.packages.push_back({&(*task.repos[o.repo].records)[o.index], o.repo, o.index, false});
+      out.solution.packages.push_back({o.record, o.repo, o.index, false});
   }
   std::sort(out.solution.packages.begin(), out.solution.packages.end(),
             [](const SolvedPackage& a, const SolvedPackage& b) { return a.record->name < b.record->name; });

@@ -17,7 +17,9 @@ struct Origin {
   enum class Kind { None, Repo, Pin, Virtual };
   Kind kind = Kind::None;
   std::size_t repo = 0;   ///< SolveTask::repos index (Kind::Repo)
-  std::size_t index = 0;  ///< record index in that repo, SolveTask::pinned index, or virtual index
+  std::size_t index = 0;  ///< record index in that repo (its records, or its index's records of
+                          ///< the name), SolveTask::pinned index, or virtual index
+  const RepoDataRecord* record = nullptr;  ///< the caller's record (Kind::Repo)
 };
 
 /// What a job of the job queue stands for.

@@ -23,12 +23,14 @@
 // redact_url() URLs.
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "envlock/manifest.hpp"
 #include "envlock/package_record.hpp"
+#include "envlock/repodata_index.hpp"
 #include "envlock/result.hpp"
 
 namespace envlock {
@@ -38,10 +40,16 @@ struct SubdirRepodata {
   std::string channel;       ///< credential-free channel URL (records' `channel`)
   std::string subdir;        ///< linux-64, noarch, ...
   std::string source;        ///< credential-free URL or path the bytes were read from
-  std::string content_hash;  ///< "sha256:<hex>" of the JSON text (after decompression)
+  /// "sha256:<hex>" of the JSON text (after decompression); empty when loaded lazily (then
+  /// index->content_hash() computes it on demand).
+  std::string content_hash;
   bool present = true;       ///< false when the channel has no such subdir (records empty)
-  std::vector<RepoDataRecord> records;  ///< in file order (.conda preferred over .tar.bz2)
-  std::vector<std::string> warnings;    ///< records skipped, with the reason
+  std::vector<RepoDataRecord> records;  ///< in file order (.conda preferred over .tar.bz2); empty when lazy
+  std::vector<std::string> warnings;    ///< records skipped, with the reason; empty when lazy
+                                        ///< (index->warnings() lists those parsed so far)
+  /// Set when loaded with RepodataOptions::lazy (and present): the records by name, parsed on
+  /// demand (envlock/repodata_index.hpp).
+  std::shared_ptr<const RepodataIndex> index;
 };
 
 /// Parses repodata.json text. `source` names it in errors and `channel_url` (credential-free)
@@ -60,10 +68,18 @@ struct RepodataOptions {
   std::filesystem::path cache_dir;   ///< empty: repodata_cache_dir() (envlock/paths.hpp)
   std::filesystem::path netrc_file;  ///< empty: $NETRC, else ~/.netrc
   unsigned max_retries = 3;          ///< retries of a transient HTTP failure (500, 503, reset)
+  /// Lazy loading: each present subdir gets a RepodataIndex (records parsed per name on demand)
+  /// instead of `records`; local repodata.json and cached HTTP copies are mapped, not read.
+  bool lazy = false;
+  /// Lazy loading only: keep the index cache (envlock/repodata_index.hpp) in
+  /// `<cache_dir>/index`, so that a second load skips the pass over the JSON.
+  bool index_cache = true;
 };
 
 /// Loads `subdirs` (each given subdir and `noarch`, deduplicated) of every channel, in channel
 /// order then subdir order. A subdir the channel lacks is returned with present = false.
+/// With options.lazy, records are left to each subdir's `index`; a damaged record then surfaces
+/// as a warning of the index when its name is first asked for, not as an error here.
 /// Errors: ErrorKind::Io (a local channel directory that does not exist, or has none of the
 /// subdirs), ErrorKind::Network (HTTP failures other than a missing subdir; every subdir of a
 /// channel missing: "channel not found"; --offline without a cached copy), ErrorKind::Parse

@@ -5,7 +5,8 @@
 // exists. For each environment, in layer order (a base before the environments built on it),
 // and each of its platforms:
 //   1. the repodata of the environment's channels for the platform's subdir and `noarch` is
-//      loaded (envlock/channel.hpp), once per channel list and platform;
+//      loaded lazily (envlock/channel.hpp, RepodataOptions::lazy: indexed by name, with the
+//      index cache under `<repodata cache>/index`), once per channel list and platform;
 //   2. the specs that apply to the platform are solved (envlock/solver.hpp) with the virtual
 //      packages assumed for that platform (see lock_virtual_packages), the base layer's locked
 //      records pinned, and — for a re-lock — the previous lock's records preferred;
@@ -57,8 +58,6 @@ struct LockOptions {
   bool update_all = false;
   /// Offline mode, cache folder and netrc for repodata.
   RepodataOptions repodata;
-  /// Folder of the `.solv` cache; nullopt: `<cache root>/solv`; an empty path disables it.
-  std::optional<std::filesystem::path> solv_cache_dir;
   /// Reads environment variables (CONDA_OVERRIDE_*); null: the process environment.
   std::function<std::optional<std::string>(const std::string&)> getenv;
   /// The host's CUDA driver version, only used for the GPU hint; null: detected with

@@ -3,9 +3,14 @@
 //
 // The solver is pure: it takes a plain task (the records of every channel subdir, the requested
 // MatchSpecs, the virtual packages assumed for the target platform, the records a base layer
-// pins, the records a previous lock chose) and does no I/O apart from the optional `.solv` cache.
-// It is backed by libsolv in conda mode (DISTTYPE_CONDA, pool_conda_matchspec for `depends` and
-// `constrains`); no libsolv type crosses this header.
+// pins, the records a previous lock chose) and does no I/O. It is backed by libsolv in conda mode
+// (DISTTYPE_CONDA, pool_conda_matchspec for `depends` and `constrains`); no libsolv type crosses
+// this header.
+//
+// Only the records of names reachable from the request (specs, base pins, virtual packages,
+// through `depends`) enter libsolv's pool; with repos given as RepodataIndex (lazy), only those
+// names are ever parsed from the repodata JSON. A conda-forge-sized channel thus costs a solve
+// a few hundred names, not 500k records (docs/solving.md).
 //
 // Preferences follow conda as libsolv implements them for conda: fewer track_features first,
 // then the highest version, then the highest build number, then the build string (libsolv's
@@ -26,6 +31,7 @@
 #include "envlock/manifest.hpp"
 #include "envlock/match_spec.hpp"
 #include "envlock/package_record.hpp"
+#include "envlock/repodata_index.hpp"
 #include "envlock/result.hpp"
 #include "envlock/virtual_packages.hpp"
 
@@ -38,10 +44,11 @@ struct SolverRepo {
   /// Channel rank: 0 is the first (highest-priority) channel of the manifest, 1 the next, ...
   /// Every subdir of one channel shares its rank.
   int channel_rank = 0;
-  /// "sha256:<hex>" of the repodata bytes the records came from; keys the `.solv` cache.
-  /// Empty: this repo is never cached.
-  std::string content_hash;
+  /// Eager records (all of them), or nullptr when `index` is given.
   const std::vector<RepoDataRecord>* records = nullptr;
+  /// Lazy records: only the names the request can reach are parsed (and offered to libsolv).
+  /// Used instead of `records` when set.
+  const RepodataIndex* index = nullptr;
 };
 
 /// A requested spec with what messages need to name it.
@@ -71,16 +78,15 @@ struct SolveTask {
   /// fit (minimal updates). Those no longer offered by any repo are ignored.
   std::vector<RepoDataRecord> preferred;
   ChannelPriority channel_priority = ChannelPriority::Strict;
-  /// Folder for the `.solv` cache of loaded repos (keyed by content hash and libsolv version);
-  /// empty disables the cache. A cache entry that cannot be read is rebuilt, never fatal.
-  std::filesystem::path solv_cache_dir;
 };
 
 /// One chosen record, with where it came from.
 struct SolvedPackage {
   const RepoDataRecord* record = nullptr;  ///< points into a SolverRepo's records or pinned[]
   std::size_t repo = 0;          ///< index into SolveTask::repos; unused when from_pin
-  std::size_t index = 0;         ///< index into that repo's records, or into SolveTask::pinned
+  /// Index into that repo's `records` (for a lazy repo: into index->records(record->name)), or
+  /// into SolveTask::pinned.
+  std::size_t index = 0;
   bool from_pin = false;         ///< true when the record is a base layer pin
 };
 

@@ -54,8 +54,35 @@ Status write_atomic(const fs::path& path, std::string_view content) {
   return ok_status();
 }
 
+/// Where lazily loaded subdirs keep their index cache; empty: none.
+fs::path index_cache_dir(const RepodataOptions& options) {
+  if (!options.lazy || !options.index_cache) return {};
+  return (options.cache_dir.empty() ? repodata_cache_dir() : options.cache_dir) / "index";
+}
+
+/// A lazily loaded subdir: the JSON file mapped (`json_file`), or `text` owned (decompressed
+/// from `identity`).
+Result<SubdirRepodata> load_lazy(const std::string& channel_url, const std::string& subdir, const std::string& source,
+                                 const RepodataOptions& options, const fs::path& json_file, std::string* text = nullptr,
+                                 const fs::path& identity = {}) {
+  RepodataIndexOptions o;
+  o.source = source;
+  o.channel_url = channel_url;
+  o.subdir = subdir;
+  o.cache_dir = index_cache_dir(options);
+  o.identity_file = identity;
+  auto index = text != nullptr ? RepodataIndex::from_text(std::move(*text), o) : RepodataIndex::open_file(json_file, o);
+  if (!index) return index.error();
+  SubdirRepodata out;
+  out.channel = (*index)->channel();
+  out.subdir = subdir;
+  out.source = (*index)->source();
+  out.index = std::shared_ptr<const RepodataIndex>(std::move(*index));
+  return out;
+}
+
 /// Reads `<dir>/repodata.json.zst` or `<dir>/repodata.json` of a local channel subdir.
-Result<SubdirRepodata> load_local(const Channel& ch, const std::string& subdir) {
+Result<SubdirRepodata> load_local(const Channel& ch, const std::string& subdir, const RepodataOptions& options) {
   fs::path dir = ch.local_path() / subdir;
   std::error_code ec;
   if (fs::is_regular_file(dir / kZst, ec)) {
@@ -63,9 +90,12 @@ Result<SubdirRepodata> load_local(const Channel& ch, const std::string& subdir) 
     if (!raw) return raw.error();
     auto text = zstd_decompress(*raw, (dir / kZst).string());
     if (!text) return text.error();
+    if (options.lazy)
+      return load_lazy(ch.public_url(), subdir, (dir / kZst).string(), options, {}, &*text, dir / kZst);
     return parse_repodata(*text, (dir / kZst).string(), ch.public_url(), subdir);
   }
   if (fs::is_regular_file(dir / kJson, ec)) {
+    if (options.lazy) return load_lazy(ch.public_url(), subdir, (dir / kJson).string(), options, dir / kJson);
     auto text = read_file(dir / kJson);
     if (!text) return text.error();
     return parse_repodata(*text, (dir / kJson).string(), ch.public_url(), subdir);
@@ -142,9 +172,13 @@ struct Remote {
 };
 
 /// Turns a finished download (or a 304) into parsed repodata and an updated cache.
-Result<SubdirRepodata> finish_remote(Remote& r, const FetchResult& got) {
+Result<SubdirRepodata> finish_remote(Remote& r, const FetchResult& got, const RepodataOptions& options) {
   std::string text;
   CacheState st;
+  if (got.not_modified && r.state && options.lazy) {
+    return load_lazy(r.channel->public_url(), r.subdir,
+                     url_join(r.channel->public_url(), r.subdir + "/" + r.state->file), options, r.cache.json);
+  }
   if (got.not_modified && r.state) {
     auto cached = read_file(r.cache.json);
     if (!cached) return cached.error();
@@ -169,6 +203,9 @@ Result<SubdirRepodata> finish_remote(Remote& r, const FetchResult& got) {
     st.content_hash = "sha256:" + hash_bytes(text, HashAlgorithm::Sha256);
     if (auto w = write_atomic(r.cache.json, text); !w) return w.error();
     if (auto w = write_state(r.cache, st); !w) return w.error();
+    if (options.lazy)
+      return load_lazy(r.channel->public_url(), r.subdir, url_join(r.channel->public_url(), r.subdir + "/" + st.file),
+                       options, r.cache.json);
   }
   return parse_repodata(text, url_join(r.channel->public_url(), r.subdir + "/" + st.file), r.channel->public_url(),
                         r.subdir);
@@ -211,7 +248,7 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
                      ch.location.file.empty() ? "" : "  declared at " + ch.location.to_string(),
                      "check the path (relative paths are resolved against the manifest's folder)"};
       for (std::size_t si = 0; si < wanted.size(); ++si) {
-        auto loaded = load_local(ch, wanted[si]);
+        auto loaded = load_local(ch, wanted[si], options);
         if (!loaded) return loaded.error();
         slots[ci * wanted.size() + si] = std::move(*loaded);
       }
@@ -235,6 +272,13 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
           return Error{ErrorKind::Network, url_join(r.channel->public_url(), r.subdir),
                        "no cached repodata (--offline)", "",
                        "run once without --offline to fill the repodata cache"};
+        if (options.lazy) {
+          auto lazy = load_lazy(r.channel->public_url(), r.subdir,
+                                url_join(r.channel->public_url(), r.subdir + "/" + r.state->file), options, r.cache.json);
+          if (!lazy) return lazy.error();
+          slots[r.slot] = std::move(*lazy);
+          continue;
+        }
         auto text = read_file(r.cache.json);
         if (!text) return text.error();
         auto parsed = parse_repodata(*text, url_join(r.channel->public_url(), r.subdir + "/" + r.state->file),
@@ -282,7 +326,7 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
             }
             return err;
           }
-          auto parsed = finish_remote(r, *results[k]);
+          auto parsed = finish_remote(r, *results[k], options);
           if (!parsed) return parsed.error();
           slots[r.slot] = std::move(*parsed);
         }

@@ -72,12 +72,13 @@ int run_search(const Context& ctx, const SearchArgs& args) {
   }
   RepodataOptions options;
   options.offline = args.offline;
+  options.lazy = true;  // only the names the spec can match are parsed
   auto data = load_repodata(channels, {platform}, options);
   if (!data) return report_error(ctx, data.error());
   std::vector<SolverRepo> repos;
   for (std::size_t i = 0; i < data->size(); ++i) {
     const auto& d = (*data)[i];
-    repos.push_back({d.channel, d.subdir, static_cast<int>(i), d.content_hash, &d.records});
+    repos.push_back({d.channel, d.subdir, static_cast<int>(i), nullptr, d.index.get()});
   }
   // The channel part of a spec selects channels above; matching ignores it here, since records
   // carry the channel's URL rather than its spelling.

@@ -143,8 +143,6 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
                    "check the spelling against `envlock list`"};
   }
 
-  std::filesystem::path solv_dir = options.solv_cache_dir ? *options.solv_cache_dir : cache_root() / "solv";
-
   // The GPU hint: only when some platform of the host's kind lacks a declared __cuda.
   bool cuda_declared_everywhere = true;
   for (const auto& [en, env] : manifest.environments)
@@ -183,22 +181,21 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
       std::string key = repo_key(channels, platform);
       auto it = loaded.find(key);
       if (it == loaded.end()) {
-        auto repodata = load_repodata(channels, {platform}, options.repodata);
+        RepodataOptions ro = options.repodata;
+        ro.lazy = true;  // records are parsed per name, only for the names a solve reaches
+        auto repodata = load_repodata(channels, {platform}, ro);
         if (!repodata) return repodata.error();
-        for (const auto& sd : *repodata)
-          for (const auto& w : sd.warnings) diag.warnings.push_back(w);
         it = loaded.emplace(key, std::move(*repodata)).first;
       }
 
       SolveTask task;
       task.channel_priority = manifest.channel_priority;
       task.virtual_packages = *vps;
-      task.solv_cache_dir = solv_dir;
       std::map<std::string, int> rank;
       for (const auto& c : channels) rank.emplace(c.public_url(), static_cast<int>(rank.size()));
       for (const auto& sd : it->second) {
         if (!sd.present) continue;
-        task.repos.push_back({sd.channel, sd.subdir, rank[sd.channel], sd.content_hash, &sd.records});
+        task.repos.push_back({sd.channel, sd.subdir, rank[sd.channel], nullptr, sd.index.get()});
       }
       for (const auto& d : env.dependencies)
         if (d.applies_to(platform)) task.specs.push_back({d.spec, d.text, d.location.to_string()});
@@ -219,6 +216,12 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
 
       auto outcome = solve(task);
       if (!outcome) return outcome.error();
+      // Records skipped among the names this solve parsed (each reported once).
+      for (const auto& sd : it->second)
+        if (sd.index)
+          for (auto& w : sd.index->warnings())
+            if (std::find(diag.warnings.begin(), diag.warnings.end(), w) == diag.warnings.end())
+              diag.warnings.push_back(std::move(w));
       if (!outcome->solved) {
         std::string text = outcome->explanation.to_text("  ");
         if (!text.empty() && text.back() == '\n') text.pop_back();

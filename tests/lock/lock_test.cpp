@@ -392,7 +392,6 @@ TEST(LockLibrary, GpuHintWhenTheHostHasADriverAndNoCudaIsDeclared) {
   LockDiagnostics diag;
   LockOptions o;
   o.diagnostics = &diag;
-  o.solv_cache_dir = fs::path{};
   o.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
   o.cuda_driver_version = []() -> std::optional<std::string> { return std::string("12.4"); };
   auto lock = lock_manifest(m, o);
@@ -418,7 +417,7 @@ TEST(LockLibrary, PytorchChannelAboveCondaForgeSubset) {
   auto m = manifest_from("channels: [./pytorch, ./cf]\nplatforms: [linux-64]\ndependencies: [cuda92, six]\n",
                          tmp.path());
   LockOptions o;
-  o.solv_cache_dir = tmp.path() / "solv";
+  o.repodata.cache_dir = tmp.path() / "cache";
   o.cuda_driver_version = []() -> std::optional<std::string> { return std::nullopt; };
   auto lock = lock_manifest(m, o);
   ASSERT_TRUE(lock.ok()) << lock.error().to_string();
@@ -430,7 +429,7 @@ TEST(LockLibrary, PytorchChannelAboveCondaForgeSubset) {
   const LockedPackage* six = pkg(*lock, "default", "linux-64", "six");
   ASSERT_NE(six, nullptr);
   EXPECT_TRUE(six->channel.ends_with("/cf")) << six->channel;
-  // The second lock reads the .solv cache and gives the same lockfile.
+  // The second lock reloads the repodata index cache and gives the same lockfile.
   auto again = lock_manifest(m, o);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->to_yaml(), lock->to_yaml());

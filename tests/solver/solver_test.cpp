@@ -47,7 +47,7 @@ std::map<std::string, std::string> picked(const SolveOutcome& out) {
 
 SolveTask one_repo_task(const std::vector<RepoDataRecord>& records) {
   SolveTask t;
-  t.repos.push_back({"https://example.org/chan-a", "linux-64", 0, "", &records});
+  t.repos.push_back({"https://example.org/chan-a", "linux-64", 0, &records});
   return t;
 }
 
@@ -98,7 +98,7 @@ TEST(Solver, ChannelPriorityStrictFlexibleDisabled) {
   std::vector<RepoDataRecord> low{rec("lib", "2.0", "0", 0, {}, "https://example.org/low"),
                                   rec("only-low", "1.0", "0", 0, {}, "https://example.org/low")};
   SolveTask t;
-  t.repos = {{"https://example.org/high", "linux-64", 0, "", &high}, {"https://example.org/low", "linux-64", 1, "", &low}};
+  t.repos = {{"https://example.org/high", "linux-64", 0, &high}, {"https://example.org/low", "linux-64", 1, &low}};
   t.specs = {spec("lib"), spec("only-low")};
 
   t.channel_priority = ChannelPriority::Strict;
@@ -227,7 +227,7 @@ TEST(Solver, SpecWithoutExactNameIsAUsageError) {
 TEST(Solver, FindRecordsNewestFirst) {
   std::vector<RepoDataRecord> records{rec("a", "1.0"), rec("a", "1.10", "b1", 1), rec("a", "1.10", "b0", 0),
                                       rec("ab", "3.0"), rec("a", "1.9")};
-  std::vector<SolverRepo> repos{{"https://example.org/chan-a", "linux-64", 0, "", &records}};
+  std::vector<SolverRepo> repos{{"https://example.org/chan-a", "linux-64", 0, &records}};
   auto found = find_records(repos, *MatchSpec::parse("a >=1.5"));
   ASSERT_EQ(found.size(), 3u);
   EXPECT_EQ(found[0]->build, "b1");
@@ -241,7 +241,7 @@ struct CorpusRepos {
   std::vector<SubdirRepodata> data;
   std::vector<SolverRepo> repos() const {
     std::vector<SolverRepo> out;
-    for (const auto& d : data) out.push_back({d.channel, d.subdir, 0, d.content_hash, &d.records});
+    for (const auto& d : data) out.push_back({d.channel, d.subdir, 0, &d.records});
     return out;
   }
 };
@@ -296,7 +296,7 @@ TEST(SolverCorpus, ShuffledRepodataGivesTheSameAnswer) {
   auto c = load_subset(tmp.path() / "cf", "linux-64");
   auto solve_names = [](const std::vector<SubdirRepodata>& data) {
     SolveTask t;
-    for (const auto& d : data) t.repos.push_back({d.channel, d.subdir, 0, "", &d.records});
+    for (const auto& d : data) t.repos.push_back({d.channel, d.subdir, 0, &d.records});
     t.virtual_packages = {{"__glibc", "2.17", "0"}, {"__unix", "0", "0"}};
     t.specs = {spec("python 3.9.*"), spec("pip"), spec("curl")};
     auto out = solve(t);
@@ -316,34 +316,50 @@ TEST(SolverCorpus, ShuffledRepodataGivesTheSameAnswer) {
   }
 }
 
-TEST(SolverCorpus, SolvCacheGivesTheSameAnswerAndIsReused) {
+TEST(SolverCorpus, LazyReposGiveTheSameAnswerAndParseOnlyReachableNames) {
   ENVLOCK_REQUIRE_CORPUS();
   TempDir tmp("solver");
   auto c = load_subset(tmp.path() / "cf", "linux-64");
-  SolveTask t;
-  t.repos = c.repos();
-  t.virtual_packages = {{"__glibc", "2.28", "0"}, {"__unix", "0", "0"}};
-  t.specs = {spec("python 3.9.*"), spec("zstd")};
-  auto plain = solve(t);
-  ASSERT_TRUE(plain.ok() && plain->solved);
-  t.solv_cache_dir = tmp.path() / "solv";
-  auto cold = solve(t);
-  ASSERT_TRUE(cold.ok() && cold->solved);
-  std::size_t entries = 0;
-  for (const auto& e : std::filesystem::directory_iterator(t.solv_cache_dir)) {
-    EXPECT_EQ(e.path().extension(), ".solv");
-    ++entries;
+  auto ch = resolve_channel((tmp.path() / "cf").string(), tmp.path());
+  ASSERT_TRUE(ch.ok());
+  RepodataOptions lazy_options;
+  lazy_options.lazy = true;
+  lazy_options.cache_dir = tmp.path() / "cache";
+  auto lazy = load_repodata({*ch}, {"linux-64"}, lazy_options);
+  ASSERT_TRUE(lazy.ok()) << lazy.error().to_string();
+  for (const auto& spec_set : std::vector<std::vector<std::string>>{{"python 3.9.*", "zstd"}, {"pip", "curl"}}) {
+    SolveTask eager_task, lazy_task;
+    eager_task.repos = c.repos();
+    for (const auto& d : *lazy) lazy_task.repos.push_back({d.channel, d.subdir, 0, nullptr, d.index.get()});
+    for (auto* t : {&eager_task, &lazy_task}) {
+      t->virtual_packages = {{"__glibc", "2.28", "0"}, {"__unix", "0", "0"}};
+      for (const auto& s : spec_set) t->specs.push_back(spec(s));
+    }
+    auto eager = solve(eager_task);
+    auto lazy_out = solve(lazy_task);
+    ASSERT_TRUE(eager.ok() && eager->solved);
+    ASSERT_TRUE(lazy_out.ok() && lazy_out->solved);
+    ASSERT_EQ(eager->solution.packages.size(), lazy_out->solution.packages.size());
+    for (std::size_t i = 0; i < eager->solution.packages.size(); ++i) {
+      EXPECT_EQ(*eager->solution.packages[i].record, *lazy_out->solution.packages[i].record);
+      // A lazy answer points into the index's records of that name.
+      const auto& p = lazy_out->solution.packages[i];
+      EXPECT_EQ(&(*lazy)[p.repo].index->records(p.record->name)[p.index], p.record);
+    }
   }
-  EXPECT_EQ(entries, 2u);  // linux-64 and noarch
-  auto warm = solve(t);
-  ASSERT_TRUE(warm.ok() && warm->solved);
-  EXPECT_EQ(picked(*plain), picked(*cold));
-  EXPECT_EQ(picked(*plain), picked(*warm));
-  // A damaged cache entry is rebuilt, not fatal.
-  for (const auto& e : std::filesystem::directory_iterator(t.solv_cache_dir)) testing::spit(e.path(), "garbage");
-  auto again = solve(t);
-  ASSERT_TRUE(again.ok() && again->solved);
-  EXPECT_EQ(picked(*plain), picked(*again));
+  // Only the names reachable from the requests were ever parsed.
+  const RepodataIndex& linux = *(*lazy)[0].index;
+  EXPECT_GT(linux.parsed_names(), 5u);
+  EXPECT_LT(linux.parsed_names(), linux.names().size()) << linux.parsed_names() << " of " << linux.names().size();
+  // Search over a lazy repo gives what it gives over eager records.
+  std::vector<SolverRepo> lazy_repos;
+  for (const auto& d : *lazy) lazy_repos.push_back({d.channel, d.subdir, 0, nullptr, d.index.get()});
+  for (const char* q : {"python >=3.9", "lib*", "zstd"}) {
+    auto a = find_records(c.repos(), *MatchSpec::parse(q));
+    auto b = find_records(lazy_repos, *MatchSpec::parse(q));
+    ASSERT_EQ(a.size(), b.size()) << q;
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(*a[i], *b[i]) << q;
+  }
 }
 
 TEST(SolverCorpus, PytorchChannelSearchAndTrackFeatures) {
@@ -351,7 +367,7 @@ TEST(SolverCorpus, PytorchChannelSearchAndTrackFeatures) {
   auto text = testing::slurp(testing::corpus_repodata_dir() / "conda__rattler/test-data__channels__pytorch__linux-64__repodata.json");
   auto data = parse_repodata(text, "pytorch/linux-64/repodata.json", "https://conda.anaconda.org/pytorch", "linux-64");
   ASSERT_TRUE(data.ok()) << data.error().to_string();
-  std::vector<SolverRepo> repos{{data->channel, "linux-64", 0, "", &data->records}};
+  std::vector<SolverRepo> repos{{data->channel, "linux-64", 0, &data->records}};
   auto found = find_records(repos, *MatchSpec::parse("magma-cuda1*"));
   ASSERT_FALSE(found.empty());
   for (std::size_t i = 1; i < found.size(); ++i) {
