@@ -2,8 +2,10 @@
 #include "envlock/diff.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <deque>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -595,6 +597,13 @@ LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock) {
     }
   }
   static const std::vector<std::string> kNone;
+  struct Work {
+    const LockedPlatform* old_p;
+    const LockedPlatform* new_p;
+    const std::vector<std::string>* old_requested;
+    const std::vector<std::string>* new_requested;
+  };
+  std::vector<Work> work;
   for (const auto& pair : pairs) {
     std::set<std::string> plats;
     if (pair.old_env) for (const auto& [k, _] : pair.old_env->platforms) plats.insert(k);
@@ -613,11 +622,23 @@ LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock) {
       g.platform = plat;
       g.presence = op && np ? PlatformDiff::Presence::Both
                             : (op ? PlatformDiff::Presence::OnlyOld : PlatformDiff::Presence::OnlyNew);
-      diff_platform(g, op, np, pair.old_env ? pair.old_env->requested : kNone,
-                    pair.new_env ? pair.new_env->requested : kNone);
       diff.groups.push_back(std::move(g));
+      work.push_back({op, np, pair.old_env ? &pair.old_env->requested : &kNone,
+                      pair.new_env ? &pair.new_env->requested : &kNone});
     }
   }
+  // Each environment x platform is compared on its own, so the groups run in parallel (they
+  // share nothing but the read-only lockfiles); the output order stays the group order.
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < work.size(); i = next++)
+      diff_platform(diff.groups[i], work[i].old_p, work[i].new_p, *work[i].old_requested, *work[i].new_requested);
+  };
+  const std::size_t threads = std::min<std::size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
   for (const auto& g : diff.groups) {
     diff.size_delta += g.size_delta;
     for (const auto& c : g.changes) {
