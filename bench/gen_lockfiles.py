@@ -66,15 +66,20 @@ class Pkg:
         return (self.name, self.version, self.build)
 
 
+def make_pkg(name, version, build_number, build, depends, license, size, timestamp):
+    p = Pkg()
+    p.name, p.version, p.build_number, p.build = name, version, build_number, build
+    p.depends, p.constrains, p.license, p.size, p.timestamp = depends, [], license, size, timestamp
+    p.track_features, p.salt = [], ""
+    return p
+
+
 def base_packages(rng, names):
     pkgs = {}
     order = list(names)
     for i, name in enumerate(order):
-        p = Pkg()
-        p.name = name
-        p.version = "%d.%d.%d" % (rng.randint(0, 12), rng.randint(0, 30), rng.randint(0, 20))
-        p.build_number = rng.randint(0, 5)
-        p.build = "h%s_%d" % (digest(name, p.version)[:8], p.build_number)
+        version = "%d.%d.%d" % (rng.randint(0, 12), rng.randint(0, 30), rng.randint(0, 20))
+        build_number = rng.randint(0, 5)
         deps = []
         if i > 0:
             for j in sorted(rng.sample(range(i), min(i, rng.randint(0, 6)))):
@@ -82,14 +87,9 @@ def base_packages(rng, names):
                 deps.append(d + " >=" + "0.%d" % rng.randint(0, 9))
         if name not in ("libgcc-ng", "python"):
             deps.append("__glibc >=2.17")
-        p.depends = deps
-        p.constrains = []
-        p.license = rng.choice(LICENSES)
-        p.size = rng.randint(8_000, 80_000_000)
-        p.timestamp = 1_690_000_000_000 + rng.randint(0, 10**10)
-        p.track_features = []
-        p.salt = ""
-        pkgs[name] = p
+        pkgs[name] = make_pkg(name, version, build_number, "h%s_%d" % (digest(name, version)[:8], build_number), deps,
+                              rng.choice(LICENSES), rng.randint(8_000, 80_000_000),
+                              1_690_000_000_000 + rng.randint(0, 10**10))
     # the variants the switch moves between
     pkgs["pytorch"].build = "cuda120_py311h%s_300" % digest("pt")[:8]
     pkgs["pytorch"].depends = ["cuda-version >=12.0,<13", "libblas", "python >=3.11,<3.12.0a0"]
@@ -167,19 +167,9 @@ def evolve(rng, old, names):
     n_added = max(1, len(names) // 50)
     for k in range(n_added):
         name = "added-%s-%d" % (rng.choice(SYLLABLES), k)
-        p = Pkg()
-        p.name = name
-        p.version = "%d.%d.0" % (rng.randint(0, 5), rng.randint(0, 9))
-        p.build_number = 0
-        p.build = "h%s_0" % digest(name)[:8]
-        p.depends = [existing[rng.randrange(len(existing))] + " >=0"]
-        p.constrains = []
-        p.license = rng.choice(LICENSES)
-        p.size = rng.randint(8_000, 8_000_000)
-        p.timestamp = 1_720_000_000_000 + rng.randint(0, 10**9)
-        p.track_features = []
-        p.salt = ""
-        new[name] = p
+        new[name] = make_pkg(name, "%d.%d.0" % (rng.randint(0, 5), rng.randint(0, 9)), 0, "h%s_0" % digest(name)[:8],
+                             [existing[rng.randrange(len(existing))] + " >=0"], rng.choice(LICENSES),
+                             rng.randint(8_000, 8_000_000), 1_720_000_000_000 + rng.randint(0, 10**9))
         parent = new[existing[rng.randrange(len(existing))]]
         parent.depends = parent.depends + [name]
         stats["added"] += 1
