@@ -19,6 +19,13 @@ namespace envlock {
 ///             -> https://conda.anaconda.org/chan/linux-64/x.conda
 std::string redact_url(std::string_view url);
 
+/// Returns `text` with redact_url() applied to every URL inside it (a `scheme://` run up to the
+/// next whitespace, quote, `<`, `>` or backtick). For free text that may quote what a user
+/// wrote — a manifest line in an error excerpt, a MatchSpec with a channel URL — at the points
+/// where envlock prints: errors and warnings never carry a credential, whatever the module that
+/// built them. Idempotent; text without "://" is returned unchanged.
+std::string redact_text(std::string_view text);
+
 /// True when `url` carries credentials that redact_url() would remove.
 bool url_has_credentials(std::string_view url);
 

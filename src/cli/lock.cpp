@@ -12,6 +12,7 @@
 #include <set>
 
 #include "envlock/lock.hpp"
+#include "envlock/url.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "registry.hpp"
@@ -113,9 +114,9 @@ int report_conflict(const Context& ctx, const Error& error, const LockDiagnostic
                             {"detail", error.detail},
                             {"hint", error.hint}}},
                           {"conflict", j}};
-    std::cout << out.dump(2) << "\n";
+    std::cout << redact_text(out.dump(2)) << "\n";
   }
-  std::cerr << "error: " << error.to_string() << "\n";
+  std::cerr << "error: " << redact_text(error.to_string()) << "\n";
   return 1;
 }
 
@@ -168,11 +169,7 @@ int run_lock(const Context& ctx, const LockArgs& args) {
 
   // Channels the manifest names by a relative directory travel with the checkout: the lockfile
   // records them relative to its own directory (docs/lockfile.md, "Local channels").
-  std::set<std::string> relative;
-  for (const auto& [env_name, env] : manifest->environments)
-    for (const auto& ch : manifest->channels_for(env))
-      if (ch.relative_directory()) relative.insert(ch.public_url());
-  lock->relative_channels.assign(relative.begin(), relative.end());
+  lock->relative_channels = relative_channel_urls(*manifest);
   std::error_code abs_ec;
   std::string text = lock->to_yaml(fs::absolute(lock_path, abs_ec).parent_path());
   bool unchanged = false;

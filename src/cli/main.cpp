@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/build_info.hpp"
+#include "envlock/url.hpp"
 #include "registry.hpp"
 
 namespace envlock::cli {
@@ -35,7 +36,14 @@ const char* kind_name(ErrorKind k) {
 }
 }  // namespace
 
-int report_error(const Context& ctx, const Error& error) {
+int report_error(const Context& ctx, const Error& raw) {
+  // Whatever module built the error, nothing it quotes (a manifest line, a spec with a channel
+  // URL) leaves the process with a credential in it.
+  Error error = raw;
+  error.where = redact_text(error.where);
+  error.message = redact_text(error.message);
+  error.detail = redact_text(error.detail);
+  error.hint = redact_text(error.hint);
   if (ctx.json) {
     nlohmann::json j = {{"error",
                          {{"kind", kind_name(error.kind)},
@@ -49,7 +57,7 @@ int report_error(const Context& ctx, const Error& error) {
   return exit_code_for(error.kind);
 }
 
-void warn(const std::string& message) { std::cerr << "warning: " << message << "\n"; }
+void warn(const std::string& message) { std::cerr << "warning: " << redact_text(message) << "\n"; }
 
 }  // namespace envlock::cli
 
@@ -86,7 +94,7 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "error: internal: " << e.what() << "\n"
+    std::cerr << "error: internal: " << envlock::redact_text(e.what()) << "\n"
               << "hint: this is a bug in envlock; please report it with the command line used\n";
     return 1;
   }

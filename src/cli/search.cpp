@@ -95,7 +95,7 @@ int run_search(const Context& ctx, const SearchArgs& args) {
   if (found.empty()) {
     std::string names;
     for (const auto& c : channels) names += (names.empty() ? "" : ", ") + c.public_url();
-    std::cerr << "error: no package matches '" << args.spec << "' in " << names << " (" << platform
+    std::cerr << "error: no package matches '" << redact_text(args.spec) << "' in " << names << " (" << platform
               << " and noarch)\n"
               << "hint: check the name, or search another platform with --platform\n";
     return 1;

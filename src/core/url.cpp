@@ -70,6 +70,31 @@ std::string redact_url(std::string_view url) {
   return out;
 }
 
+std::string redact_text(std::string_view text) {
+  auto is_scheme_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '-' || c == '.';
+  };
+  auto ends_url = [](char c) {
+    return std::isspace(static_cast<unsigned char>(c)) != 0 || c == '\'' || c == '"' || c == '<' || c == '>' ||
+           c == '`';
+  };
+  std::string out;
+  std::size_t copied = 0;
+  for (std::size_t p = text.find("://"); p != std::string_view::npos; p = text.find("://", p + 3)) {
+    std::size_t start = p;
+    while (start > copied && is_scheme_char(text[start - 1])) --start;
+    if (start == p) continue;  // "://" without a scheme before it
+    std::size_t end = p + 3;
+    while (end < text.size() && !ends_url(text[end])) ++end;
+    out.append(text.substr(copied, start - copied));
+    out += redact_url(text.substr(start, end - start));
+    copied = end;
+    p = end > 3 ? end - 3 : end;
+  }
+  out.append(text.substr(copied));
+  return out;
+}
+
 bool url_has_credentials(std::string_view url) { return redact_url(url) != url; }
 
 std::string url_join(std::string_view base, std::string_view path) {
