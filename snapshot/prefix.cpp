@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "text_util.hpp"
 #include "envlock/hash.hpp"
@@ -256,7 +258,16 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
 
   // 5. Drift.
   env.drift.hashed = options.hash_files;
-  std::vector<char> buf(1 << 20);
+  // Files to hash are collected first and hashed afterwards on up to 2 threads (each with its own
+  // buffer); modified files and problems are sorted at the end, so the output does not depend on
+  // which thread hashed what.
+  struct HashJob {
+    fs::path file;
+    ModifiedFile m;
+    std::string digest;
+    bool ok;
+  };
+  std::vector<HashJob> hash_jobs;
   auto check_file = [&](const std::string& rel, const std::string& who, const std::string& sha, std::optional<std::uint64_t> size,
                         PathEntry::Type type) {
     const fs::path f = local / rel;
@@ -279,17 +290,7 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
       env.drift.modified.push_back(m);
       return;
     }
-    if (options.hash_files && !sha.empty()) {
-      const auto digest = sha256_file(f, buf);
-      if (!digest) {
-        problems.push_back({(prefix / rel).string(), "cannot be read to check its sha256"});
-        return;
-      }
-      if (*digest != sha) {
-        m.actual_sha256 = *digest;
-        env.drift.modified.push_back(m);
-      }
-    }
+    if (options.hash_files && !sha.empty()) hash_jobs.push_back({f, std::move(m), {}, false});
   };
   for (const auto& r : records) {
     if (shadowed.count(r.name)) continue;  // pip replaced it: its files are pip's to check
@@ -310,6 +311,30 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   for (const auto& [rel, de] : pip_files) {
     if (ignored_runtime_file(rel)) continue;
     check_file(rel, "pip:" + de.first->name, de.second->sha256, de.second->size, PathEntry::Type::HardLink);
+  }
+  if (!hash_jobs.empty()) {
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      std::vector<char> buf(1 << 20);
+      for (std::size_t i; (i = next.fetch_add(1)) < hash_jobs.size();) {
+        auto digest = sha256_file(hash_jobs[i].file, buf);
+        hash_jobs[i].ok = digest.has_value();
+        if (digest) hash_jobs[i].digest = std::move(*digest);
+      }
+    };
+    const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1U, 2U);
+    std::vector<std::jthread> pool;
+    for (unsigned t = 1; t < threads && hash_jobs.size() > 1; ++t) pool.emplace_back(worker);
+    worker();
+    pool.clear();
+    for (auto& j : hash_jobs) {
+      if (!j.ok) {
+        problems.push_back({(prefix / j.m.path).string(), "cannot be read to check its sha256"});
+      } else if (j.digest != j.m.expected_sha256) {
+        j.m.actual_sha256 = std::move(j.digest);
+        env.drift.modified.push_back(std::move(j.m));
+      }
+    }
   }
   {
     std::error_code ec;
