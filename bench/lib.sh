@@ -7,7 +7,8 @@ BENCH_TOOLS=$ENVLOCK_SOURCE_DIR/bench
 
 # hf NAME [HYPERFINE-OPTION...] -- COMMAND: whole-process timing with hyperfine after warm-ups;
 # prints the mean wall time in seconds; the raw hyperfine JSON goes to $BENCH_OUT/hf/NAME.json.
-# Quick runs: 1 warm-up, 3 runs; full runs: 3 warm-ups, 10 runs.
+# Quick runs: 1 warm-up, 3 runs; full runs: 3 warm-ups, 10 runs. A scenario whose single run takes
+# seconds may set HF_WARMUP / HF_RUNS (e.g. 1 and 5) to keep the full run under 20 minutes.
 hf() {
   local name=$1; shift
   local opts=()
@@ -15,6 +16,7 @@ hf() {
   shift
   local warm=3 runs=10
   if [[ $BENCH_QUICK == 1 ]]; then warm=1 runs=3; fi
+  warm=${HF_WARMUP:-$warm} runs=${HF_RUNS:-$runs}
   mkdir -p "$BENCH_OUT/hf"
   hyperfine --style none --warmup "$warm" --runs "$runs" "${opts[@]}" \
     --export-json "$BENCH_OUT/hf/$name.json" -- "$*" >&2

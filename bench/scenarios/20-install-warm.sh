@@ -4,6 +4,7 @@
 source "$ENVLOCK_SOURCE_DIR/bench/lib.sh"
 n=200
 [[ $BENCH_QUICK == 1 ]] && n=30
+[[ $BENCH_QUICK == 1 ]] || export HF_WARMUP=1 HF_RUNS=5   # one run moves ~28,000 files
 data=$BENCH_DATA/install-pkgs-$n
 python3 "$BENCH_TOOLS/gen_packages.py" --out "$data" --packages "$n" >&2
 work=$BENCH_DATA/install-warm-work   # same filesystem as the cache: hard links, as users get
