@@ -178,10 +178,35 @@ struct InstallReport {
 /// Errors: ErrorKind::Incompatible (binary placeholder too short, noarch: python without a
 /// python record), ErrorKind::Integrity (package dir without info/ or with a path escaping the
 /// prefix), ErrorKind::Io (disk full, permissions: naming the file), a failed post-link script
-/// (ErrorKind::Io, with its output). On any error the previous prefix is left as it was.
+/// (ErrorKind::Io, with its output), a package whose `info/index.json` name/version/build differ
+/// from its record (ErrorKind::Integrity, both named), the refusals of check_install_prefix().
+/// A damaged `conda-meta/*.json` of the old prefix is skipped with a warning (its files stay as
+/// unowned files). On any error the previous prefix is left as it was.
 Result<InstallReport> install_packages(const std::filesystem::path& prefix,
                                        const std::vector<PackageToLink>& packages,
                                        const InstallOptions& options);
+
+/// Checks, before anything is downloaded and writing nothing, that `prefix` can be installed
+/// into: not empty (ErrorKind::Usage naming -p/--prefix), not the filesystem root, not a
+/// symbolic link (refused as conda refuses it, the target named), not an existing file, not a
+/// non-empty folder without `conda-meta/`, not directly inside another environment (a folder
+/// with `conda-meta/`), and under a folder this user can write (ErrorKind::Io). install_packages()
+/// makes the same checks before it takes the prefix lock.
+Status check_install_prefix(const std::filesystem::path& prefix);
+
+/// Whether `prefix` holds an install that was interrupted before its post-link scripts all ran
+/// (`conda-meta/envlock-pending`): nullopt when not; else where the previous environment waits
+/// (a `.<name>.envlock-stage-*` sibling), or an empty path when there was none. The next
+/// install or remove of the prefix rolls it back; read-only commands report it.
+/// Errors: the checks of -p (ErrorKind::Usage), an unreadable marker (ErrorKind::Io).
+Result<std::optional<std::filesystem::path>> interrupted_install(const std::filesystem::path& prefix);
+
+/// The signal (SIGINT, SIGTERM or SIGHUP) that made the latest install_packages() call of this
+/// process roll back, or 0. install_packages() blocks those signals from the swap until the
+/// transaction is committed or rolled back (post-link scripts get the default dispositions); one
+/// that arrives meanwhile restores the previous environment and the call returns an error; the
+/// command line then exits with 128 + the signal number (130, 143, 129).
+int install_interrupted_by();
 
 /// Reads `conda-meta/envlock`; nullopt when the prefix has none (not made by envlock).
 Result<std::optional<PrefixOrigin>> read_prefix_origin(const std::filesystem::path& prefix);
@@ -196,7 +221,10 @@ struct RemoveReport {
 /// Deletes an environment that envlock made (it has `conda-meta/envlock`), atomically: the
 /// pre-unlink scripts of its packages run first (`bin/.<name>-pre-unlink.sh`, PREFIX = the
 /// prefix; skipped with RunScripts::No; a failure is a warning, as in conda), then the prefix is
-/// renamed aside and deleted. Anything else is refused (ErrorKind::Usage).
+/// renamed aside and deleted, and its lock file with it. Anything else is refused
+/// (ErrorKind::Usage) before anything is written: an empty path, `/`, a symbolic link (its
+/// target named), a folder without `conda-meta/envlock`. Damaged `conda-meta/*.json` records
+/// do not stop the removal (a warning each; their pre-unlink scripts do not run).
 Result<RemoveReport> remove_environment(const std::filesystem::path& prefix,
                                         RunScripts scripts = RunScripts::Yes);
 

@@ -73,7 +73,8 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
                    "add " + platform + " to `platforms` in the manifest and run `envlock lock`"});
   }
 
-  // Host check first, before anything is downloaded.
+  // The prefix and the host are checked first, before anything is downloaded.
+  if (auto st = check_install_prefix(request.prefix); !st) return report_error(ctx, st.error());
   auto host = detect_virtual_packages(HostProbe::system());
   if (!host) return report_error(ctx, host.error());
   const auto order = install_order(*locked);
@@ -145,7 +146,11 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   }
   auto report = install_packages(request.prefix, packages, options);
   if (progress) std::fprintf(stderr, "\r\033[K");
-  if (!report) return report_error(ctx, report.error());
+  if (!report) {
+    const int code = report_error(ctx, report.error());
+    const int sig = install_interrupted_by();
+    return sig != 0 ? 128 + sig : code;  // the shell's convention for "stopped by a signal"
+  }
 
   const std::string prefix = std::filesystem::absolute(request.prefix).lexically_normal().string();
   for (const auto& path : report->clobbered) warn(path + " is installed by more than one package; the later one won");

@@ -68,6 +68,16 @@ int run_list(const Context& ctx, const ListArgs& args) {
   }
   std::vector<Row> rows;
   if (!args.prefix.empty()) {
+    auto pending = interrupted_install(args.prefix);
+    if (!pending) return report_error(ctx, pending.error());
+    if (*pending) {
+      const std::string kept = (*pending)->empty() ? std::string("there was no previous environment")
+                                                    : "the old environment is kept in " + (*pending)->string();
+      return report_error(ctx, Error{ErrorKind::Io, args.prefix,
+                                     "an install was interrupted (conda-meta/envlock-pending); " + kept, "",
+                                     "run `envlock install` again (or `envlock remove`); either rolls the "
+                                     "interrupted install back first"});
+    }
     auto records = read_conda_meta(args.prefix);
     if (!records) return report_error(ctx, records.error());
     for (const auto& r : *records) rows.push_back(row_of(r, ""));

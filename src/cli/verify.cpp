@@ -28,7 +28,19 @@ const char* kind_name(FileDrift::Kind k) {
   return "modified";
 }
 
+/// An install interrupted before its commit: reported (exit 1), never called clean.
+Status check_not_interrupted(const std::string& prefix) {
+  auto pending = interrupted_install(prefix);
+  if (!pending) return pending.error();
+  if (!*pending) return ok_status();
+  const std::string kept = (*pending)->empty() ? std::string("there was no previous environment")
+                                                : "the old environment is kept in " + (*pending)->string();
+  return Error{ErrorKind::Io, prefix, "an install was interrupted (conda-meta/envlock-pending); " + kept, "",
+               "run `envlock install` again (or `envlock remove`); either rolls the interrupted install back first"};
+}
+
 int run_verify(const Context& ctx, const VerifyArgs& args) {
+  if (auto st = check_not_interrupted(args.prefix); !st) return report_error(ctx, st.error());
   auto report = verify_prefix(args.prefix);
   if (!report) return report_error(ctx, report.error());
   if (ctx.json) {

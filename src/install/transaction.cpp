@@ -1,5 +1,7 @@
 // The install transaction: stage, link, carry over, conda-meta, post-link, swap; and remove.
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/file.h>
@@ -14,6 +16,7 @@
 #include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <unordered_set>
@@ -49,20 +52,30 @@ Status fsync_dir(const fs::path& dir) {
   return st;
 }
 
-/// Holds flock(2) on the prefix's lock file for the lifetime of the object.
+/// Holds flock(2) on the prefix's lock file `<parent>/.<name>.envlock-lock` for the lifetime
+/// of the object. The file stays after an install (deleting it would race with a process that
+/// waits on it); remove_environment() deletes it with the environment, which is safe because
+/// acquire() checks, once it holds the lock, that the path still names the file it locked, and
+/// starts again on a new file otherwise.
 class PrefixLock {
  public:
   static Result<PrefixLock> acquire(const fs::path& prefix) {
     const fs::path path = sibling(prefix, "lock");
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return io_error(path, "cannot create the prefix lock file", errno);
-    while (::flock(fd, LOCK_EX) != 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      return io_error(path, "cannot lock", err);
+    for (;;) {
+      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) return io_error(path, "cannot create the prefix lock file", errno);
+      while (::flock(fd, LOCK_EX) != 0) {
+        if (errno == EINTR) continue;
+        const int err = errno;
+        ::close(fd);
+        return io_error(path, "cannot lock", err);
+      }
+      struct stat held {}, named {};
+      if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+          held.st_ino == named.st_ino)
+        return PrefixLock(fd);
+      ::close(fd);  // unlinked by a remove meanwhile: lock the new file
     }
-    return PrefixLock(fd);
   }
   PrefixLock(PrefixLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   PrefixLock& operator=(PrefixLock&&) = delete;
@@ -79,6 +92,101 @@ fs::path normalized_prefix(const fs::path& prefix) {
   fs::path p = fs::absolute(prefix).lexically_normal();
   if (p.has_filename()) return p;
   return p.parent_path();
+}
+
+/// The checks every command that takes -p makes before touching anything (nothing is written):
+/// not empty, not the filesystem root, not a symlink (conda refuses those too: renaming a new tree
+/// onto a link would replace the link, and deleting it would leave the target). Returns the
+/// absolute, normalized prefix.
+Result<fs::path> checked_prefix(const fs::path& given) {
+  if (given.empty()) {
+    return Error{ErrorKind::Usage, "-p/--prefix", "is empty", "", "pass the environment folder with -p PREFIX"};
+  }
+  std::error_code ec;
+  const fs::path prefix = normalized_prefix(fs::path(given));
+  if (prefix == prefix.root_path()) {
+    return Error{ErrorKind::Usage, prefix.string(), "is the filesystem root; refusing to use it as an environment", "",
+                 "choose a dedicated folder as the prefix"};
+  }
+  if (fs::is_symlink(fs::symlink_status(prefix, ec))) {
+    const fs::path target = fs::read_symlink(prefix, ec);
+    return Error{ErrorKind::Usage, prefix.string(), "is a symbolic link (to " + target.string() + ")", "",
+                 "pass the real folder with -p (as conda, envlock does not follow a prefix that is a link)"};
+  }
+  return prefix;
+}
+
+/// Reads every `conda-meta/*.json` record; a record that cannot be read or parsed is skipped
+/// with a warning naming it (its file name goes to `damaged`), so that one damaged file does not
+/// make the environment impossible to change or remove.
+std::vector<PrefixRecord> read_records_tolerant(const fs::path& prefix, std::vector<std::string>& warnings,
+                                                std::set<std::string>& damaged) {
+  std::vector<PrefixRecord> out;
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(prefix / "conda-meta", ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".json" && it->is_regular_file(ec)) files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    auto text = detail::read_file(f);
+    std::string why;
+    if (!text) {
+      why = text.error().message;
+    } else {
+      const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        why = "is not valid JSON";
+      } else if (auto rec = PrefixRecord::from_json(j); !rec) {
+        why = rec.error().message;
+      } else {
+        out.push_back(std::move(*rec));
+        continue;
+      }
+    }
+    damaged.insert(f.filename().string());
+    warnings.push_back("conda-meta/" + f.filename().string() + " " + why +
+                       "; skipped (its files are treated as not owned by any package)");
+  }
+  return out;
+}
+
+/// The nearest existing folder at or above `dir`.
+fs::path existing_ancestor(fs::path dir) {
+  std::error_code ec;
+  while (!dir.empty() && !fs::exists(fs::symlink_status(dir, ec)) && dir != dir.root_path()) dir = dir.parent_path();
+  return dir;
+}
+
+/// Checks that `prefix` (already through checked_prefix) may become or be updated as an
+/// environment, writing nothing.
+Status check_install_target(const fs::path& prefix) {
+  std::error_code ec;
+  const auto status = fs::symlink_status(prefix, ec);
+  if (fs::exists(status)) {
+    if (!fs::is_directory(status)) {
+      return Error{ErrorKind::Usage, prefix.string(), "exists and is not a directory", "",
+                   "choose another prefix, or remove that file"};
+    }
+    if (!fs::is_empty(prefix, ec) && !fs::is_directory(prefix / "conda-meta", ec)) {
+      return Error{ErrorKind::Usage, prefix.string(),
+                   "is a non-empty folder that is not an environment (it has no conda-meta/)", "",
+                   "choose a new or empty folder as the prefix"};
+    }
+  }
+  const fs::path parent = prefix.parent_path();
+  if (fs::is_directory(parent / "conda-meta", ec)) {
+    return Error{ErrorKind::Usage, prefix.string(), "is inside the environment " + parent.string(), "",
+                 "choose a folder outside that environment as the prefix"};
+  }
+  const fs::path base = existing_ancestor(parent);
+  if (!fs::is_directory(base, ec)) {
+    return Error{ErrorKind::Usage, base.string(), "is not a directory, so the prefix " + prefix.string() +
+                 " cannot be created under it", "", "choose another prefix"};
+  }
+  if (::access(base.c_str(), W_OK | X_OK) != 0) {
+    return io_error(base, "is not writable, so the environment " + prefix.string() + " cannot be created or changed", errno);
+  }
+  return ok_status();
 }
 
 /// The marker of a new tree that is in place but whose post-link scripts have not all run:
@@ -235,9 +343,23 @@ Status run_script(const fs::path& prefix, const RepoDataRecord& record, const st
   posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
   std::string sh = "/bin/sh", x = "-x", path = script.string();
   char* argv[] = {sh.data(), x.data(), path.data(), nullptr};
+  // The child gets an empty signal mask and the default dispositions of SIGINT/SIGTERM/SIGHUP,
+  // whatever envlock blocks meanwhile (Ctrl-C stops a hanging script as it would stop conda's).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGHUP);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, "/bin/sh", &actions, nullptr, argv, envp.data());
+  const int rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   ::close(pipefd[1]);
   if (rc != 0) {
     ::close(pipefd[0]);
@@ -353,7 +475,8 @@ nlohmann::json origin_json(const PrefixOrigin& o) {
 
 /// Makes the stage hold everything; returns the report. The prefix is not touched.
 Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
-                                  const std::vector<PrefixRecord>& old_records, bool has_old,
+                                  const std::vector<PrefixRecord>& old_records,
+                                  const std::set<std::string>& damaged_records, bool has_old,
                                   const std::vector<PackageToLink>& packages,
                                   const InstallOptions& options,
                                   std::vector<const PackageToLink*>& post_link) {
@@ -461,7 +584,9 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
         if (auto text = detail::read_file(entry.path()); text) history = *text;
         continue;
       }
-      if (name == kOriginFile || old_record_files.count(name) || !entry.is_regular_file()) continue;
+      if (name == kOriginFile || old_record_files.count(name) || damaged_records.count(name) ||
+          !entry.is_regular_file())
+        continue;
       if (auto st = carry_path(prefix, stage, "conda-meta/" + name); !st) return st.error();
     }
   }
@@ -502,13 +627,101 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
 
 }  // namespace
 
+Status check_install_prefix(const fs::path& prefix_in) {
+  auto prefix = checked_prefix(prefix_in);
+  if (!prefix) return prefix.error();
+  return check_install_target(*prefix);
+}
+
+Result<std::optional<fs::path>> interrupted_install(const fs::path& prefix_in) {
+  auto prefix = checked_prefix(prefix_in);
+  if (!prefix) return prefix.error();
+  const fs::path marker = *prefix / "conda-meta" / kPendingFile;
+  std::error_code ec;
+  if (!fs::exists(marker, ec)) return std::optional<fs::path>{};
+  auto text = detail::read_file(marker);
+  if (!text) return text.error();
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_object() && j.contains("previous") && j["previous"].is_array()) {
+    for (const auto& name : j["previous"]) {
+      if (!name.is_string()) continue;
+      const fs::path candidate = prefix->parent_path() / name.get<std::string>();
+      if (name.get<std::string>().find('/') == std::string::npos && fs::is_directory(fs::symlink_status(candidate, ec)))
+        return std::optional<fs::path>(candidate);
+    }
+  }
+  return std::optional<fs::path>(fs::path());
+}
+
+namespace {
+/// The signal that made the latest install_packages() roll back (install_interrupted_by()).
+int g_interrupted_by = 0;
+
+/// Blocks SIGINT, SIGTERM and SIGHUP for its lifetime (from the swap until the transaction is
+/// committed or rolled back), so that Ctrl-C cannot leave the new, unfinished tree in place;
+/// pending() says whether one arrived meanwhile (and takes it, so that it is not delivered).
+class BlockedSignals {
+ public:
+  BlockedSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
+    ::pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  }
+  ~BlockedSignals() { ::pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  BlockedSignals(const BlockedSignals&) = delete;
+  BlockedSignals& operator=(const BlockedSignals&) = delete;
+  int pending() {
+    const timespec zero{0, 0};
+    const int sig = ::sigtimedwait(&set_, nullptr, &zero);
+    return sig > 0 ? sig : 0;
+  }
+
+ private:
+  sigset_t set_{}, old_{};
+};
+
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"; }
+
+/// The package's own name/version/build (info/index.json) against its lockfile record: a record
+/// edited by hand (version 9.9.9 over an archive of 1.0.0) must not install under a false name.
+Status check_index_json(const PackageToLink& p) {
+  const fs::path index = p.extracted_dir / "info" / "index.json";
+  auto text = detail::read_file(index);
+  if (!text) return text.error();
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Error{ErrorKind::Integrity, index.string(), "is not a JSON object", "package: " + p.record.dist_name(),
+                 "remove the package from the package cache and retry"};
+  }
+  auto field = [&](const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string name = field("name"), version = field("version"), build = field("build");
+  if (name == p.record.name && version == p.record.version.to_string() && build == p.record.build) return ok_status();
+  return Error{ErrorKind::Integrity, p.record.file_name.empty() ? p.record.dist_name() : p.record.file_name,
+               "the lockfile's record says " + p.record.name + " " + p.record.version.to_string() + " " +
+                   p.record.build + " but the package itself (info/index.json) is " + name + " " + version + " " +
+                   build,
+               "nothing was installed; the prefix was not touched",
+               "the lockfile was edited or its channel changed; run `envlock lock` again"};
+}
+}  // namespace
+
+int install_interrupted_by() { return g_interrupted_by; }
+
 Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vector<PackageToLink>& packages,
                                        const InstallOptions& options) {
-  const fs::path prefix = normalized_prefix(prefix_in);
-  if (prefix == prefix.root_path()) {
-    return Error{ErrorKind::Usage, prefix.string(), "refusing to install into the filesystem root", "",
-                 "choose a dedicated folder as the prefix"};
-  }
+  g_interrupted_by = 0;
+  auto checked = checked_prefix(prefix_in);
+  if (!checked) return checked.error();
+  const fs::path prefix = *checked;
+  for (const auto& p : packages)
+    if (auto st = check_index_json(p); !st) return st.error();
+  // Validate before taking the lock: a refusal writes nothing (no lock file either).
+  if (auto st = check_install_target(prefix); !st) return st.error();
   if (auto st = detail::make_dirs(prefix.parent_path()); !st) return st.error();
   auto lock = PrefixLock::acquire(prefix);
   if (!lock) return lock.error();
@@ -518,6 +731,8 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
   const auto status = fs::symlink_status(prefix, ec);
   bool has_old = false;
   std::vector<PrefixRecord> old_records;
+  std::vector<std::string> damaged_warnings;
+  std::set<std::string> damaged_records;
   if (fs::exists(status)) {
     if (!fs::is_directory(status)) {
       return Error{ErrorKind::Usage, prefix.string(), "exists and is not a directory", "",
@@ -530,9 +745,7 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
                      "is a non-empty folder that is not an environment (it has no conda-meta/)", "",
                      "choose a new or empty folder as the prefix"};
       }
-      auto recs = read_conda_meta(prefix);
-      if (!recs) return recs.error();
-      old_records = std::move(*recs);
+      old_records = read_records_tolerant(prefix, damaged_warnings, damaged_records);
     }
     has_old = !empty;
   }
@@ -543,11 +756,12 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
 
   std::vector<const PackageToLink*> post_link;
   detail::WrittenFiles written;
-  auto report = build_stage(prefix, stage, old_records, has_old, packages, options, post_link);
+  auto report = build_stage(prefix, stage, old_records, damaged_records, has_old, packages, options, post_link);
   if (!report) {
     (void)detail::remove_tree(stage);
     return report.error();
   }
+  report->warnings.insert(report->warnings.begin(), damaged_warnings.begin(), damaged_warnings.end());
   const bool existed = fs::exists(status);
   const fs::path old = sibling(prefix, "old-" + std::to_string(::getpid()));
   if (!post_link.empty()) {
@@ -566,6 +780,10 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
     return st.error();
   }
 
+  // From the swap until the commit or the rollback, SIGINT/SIGTERM/SIGHUP wait (post-link
+  // children get the default dispositions back); one that arrived makes the install roll back.
+  std::optional<BlockedSignals> blocked;
+  blocked.emplace();
   // Swap: `stage` then holds the previous tree (or nothing), `old` when two renames were used.
   fs::path previous_tree;
   if (existed) {
@@ -602,14 +820,24 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
   if (!post_link.empty()) {
     for (const auto* p : post_link) {
       auto st = run_script(prefix, p->record, "post-link", report->messages);
-      if (st) continue;
-      Error e = st.error();
+      const int sig = blocked->pending();
+      if (st && sig == 0) continue;
+      Error e = st ? Error{ErrorKind::Io, prefix.string(), "install interrupted by " + std::string(signal_name(sig)), "", ""}
+                   : st.error();
+      if (sig != 0) {
+        g_interrupted_by = sig;
+        if (!st) e.detail += std::string(e.detail.empty() ? "" : "\n") + "interrupted by " + signal_name(sig);
+      }
       if (auto back = roll_back_pending(prefix); !back) {
         e.detail += "\nrolling back failed: " + back.error().to_string();
         e.hint = "the unfinished environment is still in place; run the install again to restore the previous one";
         return e;
       }
       (void)recover(prefix);  // deletes the discarded tree
+      if (sig != 0) {
+        e.hint = existed ? "the previous environment was restored" : "nothing was installed";
+        return e;
+      }
       e.hint = existed ? "the previous environment was restored; fix the package or pass --no-scripts to skip post-link scripts"
                        : "nothing was installed; fix the package or pass --no-scripts to skip post-link scripts";
       return e;
@@ -619,6 +847,7 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
     if (::unlink((meta / kPendingFile).c_str()) != 0) return io_error(meta / kPendingFile, "cannot remove", errno);
     if (auto st = fsync_dir(meta); !st) return st.error();
   }
+  blocked.reset();  // committed: a signal that waited is delivered now, as usual
   if (!previous_tree.empty()) (void)detail::remove_tree(previous_tree);
   return report;
 }
@@ -644,30 +873,38 @@ Result<std::optional<PrefixOrigin>> read_prefix_origin(const fs::path& prefix) {
 }
 
 Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts scripts) {
-  const fs::path prefix = normalized_prefix(prefix_in);
+  // Everything is checked before the lock file is created: a refusal writes nothing.
+  auto checked = checked_prefix(prefix_in);
+  if (!checked) return checked.error();
+  const fs::path prefix = *checked;
   std::error_code ec;
-  if (!fs::is_directory(prefix, ec)) {
+  if (!fs::is_directory(fs::symlink_status(prefix, ec))) {
     return Error{ErrorKind::Usage, prefix.string(), "is not an environment folder", "",
                  "check the path given with -p"};
   }
-  auto lock = PrefixLock::acquire(prefix);
-  if (!lock) return lock.error();
-  auto origin = read_prefix_origin(prefix);
-  if (!origin) return origin.error();
-  if (!*origin) {
+  // Only `conda-meta/envlock` decides that the prefix is envlock's (its content, and the other
+  // records, may be damaged: removing must still work).
+  if (!fs::exists(fs::symlink_status(prefix / "conda-meta" / kOriginFile, ec))) {
     return Error{ErrorKind::Usage, prefix.string(),
                  "was not made by envlock (no conda-meta/envlock); refusing to delete it", "",
                  "remove it with the tool that made it"};
   }
+  auto lock = PrefixLock::acquire(prefix);
+  if (!lock) return lock.error();
   if (auto st = recover(prefix); !st) return st.error();
+  if (!fs::exists(fs::symlink_status(prefix / "conda-meta" / kOriginFile, ec))) {
+    return Error{ErrorKind::Usage, prefix.string(), "is no longer an envlock environment (removed meanwhile?)", "",
+                 "check the path given with -p"};
+  }
   RemoveReport report;
-  if (fs::is_directory(prefix, ec)) {
-    auto records = read_conda_meta(prefix);
-    if (!records) return records.error();
-    for (const auto& r : *records) report.removed.push_back(r.dist_name());
+  {
+    std::set<std::string> damaged;
+    auto records = read_records_tolerant(prefix, report.warnings, damaged);
+    for (const auto& r : records) report.removed.push_back(r.dist_name());
+    std::sort(report.removed.begin(), report.removed.end());
     // Pre-unlink scripts run before the files go, as conda runs them; conda only warns on failure.
     if (scripts == RunScripts::Yes) {
-      for (const auto& r : *records) {
+      for (const auto& r : records) {
         if (auto st = run_script(prefix, r, "pre-unlink", report.messages); !st)
           report.warnings.push_back(st.error().where + ": " + st.error().message + " (ignored, as conda does)\n" +
                                     st.error().detail);
@@ -677,6 +914,9 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
     if (::rename(prefix.c_str(), aside.c_str()) != 0) return io_error(prefix, "cannot move aside for removal", errno);
     if (auto st = detail::remove_tree(aside); !st) return st.error();
   }
+  // The lock file goes with the environment. Another process may be waiting on it (flock on a
+  // file that is then unlinked): it then holds a lock on a deleted file, finds no environment
+  // and refuses, so nothing is ever changed under two locks at once.
   fs::remove(sibling(prefix, "lock"), ec);
   return report;
 }
