@@ -593,4 +593,215 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
     EXPECT_EQ(e.path().filename().string().find("envlock-stage"), std::string::npos) << e.path();
 }
 
+// ---------------------------------------------------------------------------------------------
+// What a newcomer found (issue 4): interrupted installs, symlinked and odd prefixes, lock files,
+// damaged records, records edited by hand.
+
+/// Builds a noarch .tar.bz2 package NAME-1.0-0 under `dir/noarch` whose post-link script is
+/// `post_link` (run with /bin/sh), and returns its locked record.
+LockedPackage make_post_link_package(const fs::path& dir, const std::string& name, const std::string& post_link) {
+  fs::create_directories(dir / "noarch");
+  const fs::path script = dir / "make.py";
+  spit(script, R"PY(
+import io, json, sys, tarfile, hashlib
+dest, name, post = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().encode()
+rel = "bin/." + name + "-post-link.sh"
+index = {"name": name, "version": "1.0", "build": "0", "build_number": 0, "depends": [],
+         "subdir": "noarch", "noarch": "generic", "license": "MIT"}
+paths = {"paths_version": 1, "paths": [{"_path": rel, "path_type": "hardlink",
+         "sha256": hashlib.sha256(post).hexdigest(), "size_in_bytes": len(post)}]}
+with tarfile.open(dest, "w:bz2") as tar:
+    for path, data, mode in [("info/index.json", json.dumps(index).encode(), 0o644),
+                             ("info/paths.json", json.dumps(paths).encode(), 0o644),
+                             ("info/files", (rel + "\n").encode(), 0o644), (rel, post, 0o755)]:
+        info = tarfile.TarInfo(path)
+        info.size, info.mode, info.mtime = len(data), mode, 1767225600
+        tar.addfile(info, io.BytesIO(data))
+)PY");
+  spit(dir / "post.sh", post_link);
+  const std::string file = name + "-1.0-0.tar.bz2";
+  auto r = run_command("python3 " + q(script) + " " + q(dir / "noarch" / file) + " " + name + " " + q(dir / "post.sh"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j{{"name", name}, {"version", "1.0"}, {"build", "0"}, {"build_number", 0},
+                   {"depends", nlohmann::json::array()}, {"subdir", "noarch"}, {"noarch", "generic"},
+                   {"sha256", *hash_file(dir / "noarch" / file, HashAlgorithm::Sha256)},
+                   {"size", fs::file_size(dir / "noarch" / file)}};
+  auto rec = PackageRecord::from_json(j);
+  EXPECT_TRUE(rec.ok()) << (rec.ok() ? "" : rec.error().to_string());
+  LockedPackage p;
+  static_cast<PackageRecord&>(p) = *rec;
+  p.file_name = file;
+  p.channel = "file://" + dir.string();
+  p.url = "file://" + dir.string() + "/noarch/" + file;
+  p.layer = "default";
+  return p;
+}
+
+TEST_F(BadInput, CtrlCDuringPostLinkRestoresTheOldEnvironmentAndExits130) {
+  const fs::path started = root_ / "post-link-started";
+  auto records = good_;
+  records.push_back(make_post_link_package(root_ / "slow", "envlock-slowpost",
+                                           "touch '" + started.string() + "'\nsleep 2\n"));
+  const fs::path lock = write_lock(make_lockfile(records), "slow.lock");
+  for (const auto& [k, v] : env_) ::setenv(k.c_str(), v.c_str(), 1);
+  // Each case: where the signal goes (envlock alone, or the whole process group as Ctrl-C
+  // sends it), which signal, and the exit status expected.
+  struct Case {
+    bool group;
+    int sig;
+    int code;
+    fs::path prefix;
+  };
+  const fs::path fresh = root_ / "fresh";
+  for (const Case& c : {Case{false, SIGINT, 130, prefix_}, Case{true, SIGINT, 130, prefix_},
+                        Case{false, SIGTERM, 143, prefix_}, Case{true, SIGINT, 130, fresh}}) {
+    SCOPED_TRACE(std::string(c.group ? "group " : "process ") + std::to_string(c.sig) + " " + c.prefix.string());
+    fs::remove(started);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+      ::execl(ENVLOCK_BINARY, ENVLOCK_BINARY, "install", "-l", lock.c_str(), "-p", c.prefix.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 3000 && !fs::exists(started); ++i) ::usleep(10000);
+    ASSERT_TRUE(fs::exists(started)) << "the post-link script never started";
+    ::kill(c.group ? -pid : pid, c.sig);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << "envlock was killed by the signal instead of rolling back";
+    EXPECT_EQ(WEXITSTATUS(status), c.code);
+    if (c.prefix == prefix_) {
+      EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
+      EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-slowpost-1.0-0.json"));
+      expect_intact();
+    } else {
+      EXPECT_FALSE(fs::exists(fresh)) << "nothing may be installed";
+    }
+  }
+  for (const auto& [k, v] : env_) ::unsetenv(k.c_str());
+  // Without a signal the same install completes.
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(prefix_ / "conda-meta/envlock-slowpost-1.0-0.json"));
+}
+
+TEST_F(BadInput, AnInterruptedInstallIsReportedByVerifyAndListAndRolledBackByInstallAndRemove) {
+  // What a kill during post-link leaves: the new tree marked pending, the old one beside it.
+  auto interrupt = [&] {
+    const fs::path stage = prefix_.parent_path() / ".env.envlock-stage-1-2";
+    EXPECT_EQ(run_command("cp -a " + q(prefix_) + " " + q(stage)).exit_code, 0);
+    spit(prefix_ / "bin/half-done", "new tree\n");
+    spit(prefix_ / "conda-meta/envlock-pending",
+         R"({"previous": [".env.envlock-stage-1-2", ".env.envlock-old-1"]})" "\n");
+    return stage;
+  };
+  const fs::path stage = interrupt();
+  for (const char* cmd : {"verify", "list"}) {
+    auto r = envlock(std::string(cmd) + " -p " + q(prefix_));
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.err.find("an install was interrupted"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the old environment is kept in " + stage.string()), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("run `envlock install` again"), std::string::npos) << r.err;
+  }
+  auto again = envlock("install -l " + q(root_ / "good.lock") + " -p " + q(prefix_));
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_FALSE(fs::exists(prefix_ / "bin/half-done"));
+  EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
+  EXPECT_FALSE(fs::exists(stage));
+  EXPECT_EQ(envlock("verify -p " + q(prefix_)).exit_code, 0);
+
+  interrupt();
+  auto rm = envlock("remove -p " + q(prefix_));
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_FALSE(fs::exists(prefix_));
+  for (const auto& e : fs::directory_iterator(root_))
+    EXPECT_EQ(e.path().filename().string().find(".env.envlock"), std::string::npos) << e.path();
+}
+
+TEST_F(BadInput, PrefixesThatAreLinksEmptyOrInsideAnEnvironmentAreRefusedWritingNothing) {
+  const fs::path link = root_ / "link";
+  fs::create_directory_symlink(prefix_, link);
+  auto listing = [&](const fs::path& dir) {
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+    return names;
+  };
+  const auto before_root = listing(root_);
+  const auto before_env = listing(prefix_);
+  const std::string good = q(root_ / "good.lock");
+  fs::create_directories(root_ / "stuff");
+  spit(root_ / "stuff/notes.txt", "mine\n");
+  spit(root_ / "a-file", "x");
+  struct Refusal {
+    std::string args;
+    std::string says;
+  };
+  fs::remove_all(root_ / "pkgs");
+  for (const Refusal& c : std::vector<Refusal>{
+           {"remove -p " + q(link), "is a symbolic link (to " + prefix_.string() + ")"},
+           {"install -l " + good + " -p " + q(link), "is a symbolic link (to " + prefix_.string() + ")"},
+           {"remove -p /", "is the filesystem root"},
+           {"remove -p " + q(prefix_ / "bin"), "was not made by envlock"},
+           {"install -l " + good + " -p " + q(prefix_ / "sub"), "is inside the environment " + prefix_.string()},
+           {"install -l " + good + " -p " + q(root_ / "stuff"), "is a non-empty folder that is not an environment"},
+           {"install -l " + good + " -p " + q(root_ / "a-file"), "exists and is not a directory"},
+           {"install -l " + good + " -p ''", "-p/--prefix: is empty"},
+           {"remove -p ''", "-p/--prefix: is empty"},
+       }) {
+    auto r = envlock(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("internal"), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_FALSE(fs::exists("/..envlock-lock") && fs::last_write_time("/..envlock-lock") > fs::last_write_time(link));
+  EXPECT_EQ(listing(prefix_), before_env) << "nothing may be written inside the environment";
+  auto after_root = listing(root_);
+  after_root.erase("stuff");
+  after_root.erase("a-file");
+  after_root.erase("link");
+  auto expected_root = before_root;
+  expected_root.erase("link");
+  expected_root.erase("pkgs");
+  after_root.erase("pkgs");
+  EXPECT_EQ(after_root, expected_root) << "no lock file beside a refused prefix";
+  EXPECT_FALSE(fs::exists(root_ / "pkgs") && !fs::is_empty(root_ / "pkgs")) << "nothing may be downloaded";
+  expect_intact();
+  // After a successful remove, no lock file stays beside the prefix.
+  ASSERT_EQ(envlock("remove -p " + q(prefix_)).exit_code, 0);
+  EXPECT_FALSE(fs::exists(root_ / ".env.envlock-lock"));
+}
+
+TEST_F(BadInput, ADamagedRecordDoesNotStopInstallOrRemove) {
+  const fs::path record = prefix_ / "conda-meta/envlock-hello-1.0.0-0.json";
+  ASSERT_TRUE(fs::exists(record));
+  spit(record, "{\"name\": ");
+  auto r = envlock("install -l " + q(root_ / "good.lock") + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("conda-meta/envlock-hello-1.0.0-0.json is not valid JSON"), std::string::npos) << r.err;
+  EXPECT_EQ(envlock("verify -p " + q(prefix_)).exit_code, 0) << "the install wrote the record anew";
+  spit(record, "garbage");
+  auto rm = envlock("remove -p " + q(prefix_));
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_NE(rm.err.find("envlock-hello-1.0.0-0.json"), std::string::npos) << rm.err;
+  EXPECT_FALSE(fs::exists(prefix_));
+}
+
+TEST_F(BadInput, ARecordEditedToAnotherVersionIsRefused) {
+  auto records = good_;
+  for (auto& r : records)
+    if (r.name == "envlock-hello") r.version = *Version::parse("9.9.9");
+  auto r = envlock("install -l " + q(write_lock(make_lockfile(records), "edited.lock")) + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("says envlock-hello 9.9.9 0 but the package itself (info/index.json) is envlock-hello 1.0.0 0"),
+            std::string::npos)
+      << r.err;
+  expect_intact();
+  EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-hello-9.9.9-0.json"));
+}
+
 }  // namespace
