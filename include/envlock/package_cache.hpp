@@ -38,7 +38,11 @@ namespace envlock {
 /// How much an existing entry is checked before reuse.
 enum class CacheValidation {
   Marker,  ///< the completion marker matches the record (cheap: two small file reads)
-  Files,   ///< also every file of info/paths.json exists with its recorded size (one stat each)
+  Files,   ///< also every file of info/paths.json exists with its recorded size (one stat each);
+           ///< what `envlock install` uses: a cached file edited through a hard link of an
+           ///< environment changes size in most edits, and the package is extracted again
+  Hashes,  ///< also every hardlink-type file has its recorded sha256 (reads every byte;
+           ///< `envlock install --verify-cache`, like conda's safety_checks)
 };
 
 /// How an entry came to be valid.

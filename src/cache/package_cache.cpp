@@ -136,7 +136,7 @@ bool marker_matches(const json& m, const Plan& p, const RepoDataRecord& r) {
   return true;
 }
 
-bool files_present(const fs::path& dir) {
+bool files_present(const fs::path& dir, bool hashes) {
   auto pj = read_json(dir / "info/paths.json");
   if (!pj) return fs::exists(dir / "info/index.json");
   const auto it = pj->find("paths");
@@ -150,6 +150,11 @@ bool files_present(const fs::path& dir) {
         static_cast<std::uint64_t>(st.st_size) != e["size_in_bytes"].get<std::uint64_t>()) {
       return false;
     }
+    if (hashes && S_ISREG(st.st_mode) && e.value("path_type", "hardlink") == "hardlink" && e.contains("sha256") &&
+        e["sha256"].is_string()) {
+      auto h = hash_file(f, HashAlgorithm::Sha256);
+      if (!h.ok() || !digest_equal(*h, e["sha256"].get<std::string>())) return false;
+    }
   }
   return true;
 }
@@ -157,7 +162,7 @@ bool files_present(const fs::path& dir) {
 std::optional<CacheEntry> valid_entry(const Plan& p, const RepoDataRecord& r, CacheValidation v) {
   auto m = read_json(p.dir / kMarker);
   if (!m || !marker_matches(*m, p, r)) return std::nullopt;
-  if (v == CacheValidation::Files && !files_present(p.dir)) return std::nullopt;
+  if (v != CacheValidation::Marker && !files_present(p.dir, v == CacheValidation::Hashes)) return std::nullopt;
   CacheEntry e;
   e.dist_name = p.dist;
   e.archive = p.archive;

@@ -90,6 +90,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   auto cache = PackageCache::open_default();
   if (!cache) return report_error(ctx, cache.error());
   CacheOptions cache_options;
+  cache_options.validation = request.cache_validation;
   const bool progress = ctx.stderr_tty && !ctx.json;
   if (progress) {
     cache_options.fetch.on_progress = [](const FetchProgress& p) {
@@ -192,6 +193,7 @@ struct InstallArgs {
   bool copy = false;
   bool ignore_host = false;
   bool no_scripts = false;
+  bool verify_cache = false;
 };
 
 void setup(CLI::App& sub, Context& ctx) {
@@ -202,6 +204,8 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_flag("--copy", args->copy, "copy files instead of hard-linking them from the package cache");
   sub.add_flag("--ignore-host", args->ignore_host, "install even when this host does not meet the lockfile's requirements");
   sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' post-link scripts");
+  sub.add_flag("--verify-cache", args->verify_cache,
+               "check the sha256 of every cached package file before linking it (default: sizes only)");
   sub.callback([&ctx, args] {
     auto lockfile = Lockfile::read(args->lockfile);
     if (!lockfile) {
@@ -215,6 +219,7 @@ void setup(CLI::App& sub, Context& ctx) {
     request.link_mode = args->copy ? LinkMode::Copy : LinkMode::Hardlink;
     request.scripts = args->no_scripts ? RunScripts::No : RunScripts::Yes;
     request.ignore_host = args->ignore_host;
+    if (args->verify_cache) request.cache_validation = CacheValidation::Hashes;
     ctx.exit_code = run_install(ctx, *lockfile, request);
   });
 }

@@ -6,6 +6,7 @@
 
 #include "envlock/install.hpp"
 #include "envlock/lockfile.hpp"
+#include "envlock/package_cache.hpp"
 #include "registry.hpp"
 
 namespace envlock::cli {
@@ -17,6 +18,7 @@ struct InstallRequest {
   LinkMode link_mode = LinkMode::Hardlink;
   RunScripts scripts = RunScripts::Yes;
   bool ignore_host = false;
+  CacheValidation cache_validation = CacheValidation::Files;  ///< --verify-cache: Hashes
   std::string command = "install";      ///< recorded in conda-meta/history
 };
 

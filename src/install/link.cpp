@@ -317,7 +317,9 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
         if (!h) return h.error();
         out.sha256 = *h;
       }
-      out.size_in_bytes = static_cast<std::uint64_t>(sst.st_size);
+      // Size and sha256 from the same source: the package's paths.json when it has them (what
+      // conda records), else the file linked.
+      out.size_in_bytes = e.size && !e.sha256.empty() ? *e.size : static_cast<std::uint64_t>(sst.st_size);
     }
     rec.files.push_back(target);
     rec.paths.push_back(std::move(out));

@@ -804,4 +804,34 @@ TEST_F(BadInput, ARecordEditedToAnotherVersionIsRefused) {
   EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-hello-9.9.9-0.json"));
 }
 
+TEST_F(BadInput, AFileEditedThroughAHardLinkIsNotLinkedIntoTheNextEnvironment) {
+  const std::string rel = "share/envlock-hello/greeting.txt";
+  const std::string original = slurp(prefix_ / rel);
+  ASSERT_FALSE(original.empty());
+  auto installed = [&](const std::string& name, const std::string& flags = "") {
+    auto r = envlock("install " + flags + " -l " + q(root_ / "good.lock") + " -p " + q(root_ / name));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return slurp(root_ / name / rel);
+  };
+  {  // Edited in place (same inode): the package cache's copy changes too, the hazard documented.
+    std::ofstream(prefix_ / rel, std::ios::binary | std::ios::trunc) << original << "edited\n";
+  }
+  EXPECT_EQ(slurp(root_ / "pkgs/envlock-hello-1.0.0-0" / rel), original + "edited\n");
+  EXPECT_EQ(installed("second"), original) << "a cached file of another size is extracted again";
+  EXPECT_EQ(envlock("verify -p " + q(root_ / "second")).exit_code, 0);
+  // conda-meta records size and sha256 both from paths.json, so verify sees the edit.
+  auto v = envlock("verify -p " + q(prefix_) + " --json");
+  EXPECT_EQ(v.exit_code, 1);
+  EXPECT_NE(v.out.find(rel), std::string::npos) << v.out;
+  // An edit that keeps the size is found only by --verify-cache (every byte hashed).
+  const fs::path cached = root_ / "pkgs/envlock-hello-1.0.0-0" / rel;
+  std::string same = slurp(cached);
+  same[0] = same[0] == 'X' ? 'Y' : 'X';
+  {
+    std::ofstream(cached, std::ios::binary | std::ios::trunc) << same;
+  }
+  EXPECT_EQ(installed("third", "--verify-cache"), original);
+  EXPECT_EQ(envlock("verify -p " + q(root_ / "third")).exit_code, 0);
+}
+
 }  // namespace
