@@ -148,6 +148,12 @@ struct StaleReason {
                             ///< satisfied by locked numpy 1.26.4"
 };
 
+/// The channels of every environment of `manifest` that are named by a relative directory
+/// (Channel::relative_directory), as credential-free URLs, sorted and unique: the value of
+/// Lockfile::relative_channels for a lock of this manifest, so `lock` and `create` write the same
+/// location-independent file.
+std::vector<std::string> relative_channel_urls(const Manifest& manifest);
+
 /// Stable kebab-case name of a kind ("manifest-hash", "spec-not-satisfied", ...), for --json.
 std::string_view to_string(StaleReason::Kind kind);
 

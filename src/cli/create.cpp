@@ -39,6 +39,7 @@ Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::opt
   if (!ctx.json)
     for (const auto& h : diagnostics.hints) std::cerr << "hint: " << h << "\n";
   if (!lockfile) return lockfile.error();
+  lockfile->relative_channels = relative_channel_urls(manifest);  // as `envlock lock` writes them
   if (auto st = lockfile->write(path); !st) return st.error();
   if (!ctx.json) std::cerr << "locked " << manifest.path.string() << " -> " << path.string() << "\n";
   return lockfile;

@@ -262,4 +262,14 @@ std::vector<StaleReason> check_lockfile(const Manifest& manifest, const Lockfile
   return Checker(manifest, lockfile).run();
 }
 
+std::vector<std::string> relative_channel_urls(const Manifest& manifest) {
+  std::vector<std::string> out;
+  for (const auto& [name, env] : manifest.environments)
+    for (const auto& ch : manifest.channels_for(env))
+      if (ch.relative_directory()) out.push_back(ch.public_url());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 }  // namespace envlock

@@ -138,6 +138,12 @@ TEST(LocalChannels, MovedCheckoutPassesCheckAndInstalls) {
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(slurp_file(moved / "envlock.lock"), text);
 
+  // `envlock create` writes the same lockfile as `envlock lock`.
+  fs::remove(moved / "envlock.lock");
+  auto created = run_command(envlock_cmd() + " create -f " + q(moved / "envlock.yaml"), env);
+  ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
+  EXPECT_EQ(slurp_file(moved / "envlock.lock"), text);
+
   const fs::path prefix = root / "env";
   auto installed = run_command(envlock_cmd() + " install -l " + q(moved / "envlock.lock") + " -p " + q(prefix), env);
   ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
