@@ -197,8 +197,10 @@ Status check_install_prefix(const std::filesystem::path& prefix);
 /// Whether `prefix` holds an install that was interrupted before its post-link scripts all ran
 /// (`conda-meta/envlock-pending`): nullopt when not; else where the previous environment waits
 /// (a `.<name>.envlock-stage-*` sibling), or an empty path when there was none. The next
-/// install or remove of the prefix rolls it back; read-only commands report it.
-/// Errors: the checks of -p (ErrorKind::Usage), an unreadable marker (ErrorKind::Io).
+/// install or remove of the prefix rolls it back; read-only commands report it. A prefix that is
+/// a symbolic link is followed (read-only commands accept one).
+/// Errors: an empty path (ErrorKind::Usage), an unreadable marker, or an install into the prefix
+/// running right now in another process (its lock is held; ErrorKind::Io).
 Result<std::optional<std::filesystem::path>> interrupted_install(const std::filesystem::path& prefix);
 
 /// The signal (SIGINT, SIGTERM or SIGHUP) that made the latest install_packages() call of this

@@ -207,6 +207,11 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_flag("--verify-cache", args->verify_cache,
                "check the sha256 of every cached package file before linking it (default: sizes only)");
   sub.callback([&ctx, args] {
+    // The prefix first: a bad -p is a usage error whatever the lockfile holds.
+    if (auto st = check_install_prefix(args->prefix); !st) {
+      ctx.exit_code = report_error(ctx, st.error());
+      return;
+    }
     auto lockfile = Lockfile::read(args->lockfile);
     if (!lockfile) {
       ctx.exit_code = report_error(ctx, lockfile.error());

@@ -634,11 +634,25 @@ Status check_install_prefix(const fs::path& prefix_in) {
 }
 
 Result<std::optional<fs::path>> interrupted_install(const fs::path& prefix_in) {
-  auto prefix = checked_prefix(prefix_in);
-  if (!prefix) return prefix.error();
-  const fs::path marker = *prefix / "conda-meta" / kPendingFile;
+  if (prefix_in.empty()) {
+    return Error{ErrorKind::Usage, "-p/--prefix", "is empty", "", "pass the environment folder with -p PREFIX"};
+  }
+  // Read-only commands follow a link to an environment; the marker names siblings of the real one.
   std::error_code ec;
+  fs::path real = fs::canonical(prefix_in, ec);
+  if (ec) real = normalized_prefix(prefix_in);
+  const std::optional<fs::path> prefix(real);
+  const fs::path marker = *prefix / "conda-meta" / kPendingFile;
   if (!fs::exists(marker, ec)) return std::optional<fs::path>{};
+  // A marker under a lock another process holds is an install running now, not an interrupted one.
+  if (const int fd = ::open(sibling(*prefix, "lock").c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    const bool busy = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);
+    if (busy) {
+      return Error{ErrorKind::Io, prefix->string(), "an install into this prefix is running right now", "",
+                   "wait for it to finish and run the command again"};
+    }
+  }
   auto text = detail::read_file(marker);
   if (!text) return text.error();
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);

@@ -751,6 +751,7 @@ TEST_F(BadInput, PrefixesThatAreLinksEmptyOrInsideAnEnvironmentAreRefusedWriting
            {"install -l " + good + " -p " + q(root_ / "a-file"), "exists and is not a directory"},
            {"install -l " + good + " -p ''", "-p/--prefix: is empty"},
            {"remove -p ''", "-p/--prefix: is empty"},
+           {"install -l " + q(root_ / "missing.lock") + " -p ''", "-p/--prefix: is empty"},
        }) {
     auto r = envlock(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
@@ -758,6 +759,7 @@ TEST_F(BadInput, PrefixesThatAreLinksEmptyOrInsideAnEnvironmentAreRefusedWriting
     EXPECT_EQ(r.err.find("internal"), std::string::npos) << r.err;
   }
   EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(envlock("verify -p " + q(link)).exit_code, 0) << "read-only commands follow a link";
   EXPECT_FALSE(fs::exists("/..envlock-lock") && fs::last_write_time("/..envlock-lock") > fs::last_write_time(link));
   EXPECT_EQ(listing(prefix_), before_env) << "nothing may be written inside the environment";
   auto after_root = listing(root_);
