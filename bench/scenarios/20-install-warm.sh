@@ -36,7 +36,9 @@ for _ in range(runs):
 print("%.6f" % (total / runs))
 PY
 }
-for mode in fs files none; do
+modes=(fs files none)
+[[ $BENCH_QUICK == 1 ]] && modes=()   # the durability rows are for the full run
+for mode in "${modes[@]}"; do
   runs=3
   [[ $mode == files ]] && runs=1
   t=$(mean_wall $runs env ENVLOCK_INSTALL_SYNC=$mode "$ENVLOCK_BIN" install -l "$data/envlock.lock" -p "$work/env")
