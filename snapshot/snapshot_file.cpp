@@ -23,55 +23,217 @@ namespace fs = std::filesystem;
 namespace {
 
 // ----- writing ---------------------------------------------------------------------------------
+//
+// The snapshot section is written by a streaming writer straight into one string (a 700-package
+// prefix has ~7,000 file lines; yaml-cpp's Emitter spent most of the capture time on them). The
+// layout is yaml-cpp's block style with two-space indentation, byte for byte as the Emitter wrote
+// it: `key: value`, nested blocks two columns deeper, `- ` items, flow rows `[a, b, ~]`, and
+// empty collections as `[]` / `{}` on the line below their key. The quoting decision per scalar
+// is yaml-cpp's own: strings of path-like characters are plain (what yaml-cpp writes for them);
+// anything else is handed to a one-scalar YAML::Emitter, so corner cases quote exactly as before.
 
 // Strings a YAML reader would take for a number, boolean or null are double-quoted, so every
 // YAML library reads them back as strings ("1.0", "yes", "null").
-bool looks_typed(const std::string& s) {
+bool looks_typed(std::string_view s) {
+  if (s.empty()) return true;
+  // Every alternative below starts with one of these characters and none contains '/': skip the
+  // regex for the file paths that make up most of a snapshot.
+  if (std::string_view("-+.0123456789yYnNtTfFoO~").find(s.front()) == std::string_view::npos) return false;
+  if (s.find('/') != std::string_view::npos) return false;
   static const std::regex typed(
       R"(^([-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|0x[0-9a-fA-F]+|0o[0-7]+|[Yy]|[Nn]|[Yy]es|YES|[Nn]o|NO|[Tt]rue|TRUE|[Ff]alse|FALSE|[Oo]n|ON|[Oo]ff|OFF|~|[Nn]ull|NULL)$)");
-  return s.empty() || std::regex_match(s, typed);
+  return std::regex_match(s.begin(), s.end(), typed);
 }
 
-YAML::Emitter& str(YAML::Emitter& e, const std::string& s) {
-  if (looks_typed(s)) e << YAML::DoubleQuoted;
-  return e << s;
+bool simple_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '/' ||
+         c == '+' || c == '=' || c == '-';
 }
 
-void kv(YAML::Emitter& e, const char* key, const std::string& value) {
-  e << YAML::Key << key << YAML::Value;
-  str(e, value);
-}
-
-void kv_nonempty(YAML::Emitter& e, const char* key, const std::string& value) {
-  if (!value.empty()) kv(e, key, value);
-}
-
-void strings(YAML::Emitter& e, const char* key, const std::vector<std::string>& values) {
-  e << YAML::Key << key << YAML::Value << YAML::BeginSeq;
-  for (const auto& v : values) str(e, v);
-  e << YAML::EndSeq;
-}
-
-// A JSON value as YAML with every string double-quoted, so the reverse mapping is exact.
-void emit_json(YAML::Emitter& e, const nlohmann::json& j) {
-  if (j.is_object()) {
-    e << YAML::BeginMap;
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      e << YAML::Key << it.key() << YAML::Value;
-      emit_json(e, it.value());
-    }
-    e << YAML::EndMap;
-  } else if (j.is_array()) {
-    e << YAML::Flow << YAML::BeginSeq;
-    for (const auto& v : j) emit_json(e, v);
-    e << YAML::EndSeq;
-  } else if (j.is_string()) {
-    e << YAML::DoubleQuoted << j.get<std::string>();
-  } else if (j.is_null()) {
-    e << YAML::Null;
-  } else {
-    e << j.dump();  // numbers and booleans
+// True when `s` is written as-is both plain and inside double quotes: letters, digits and
+// `_./+=-`, starting with a letter, digit, `_` or `/`, and not one of the words yaml-cpp itself
+// treats as null or boolean.
+bool simple_scalar(std::string_view s) {
+  if (s.empty()) return false;
+  const char c0 = s.front();
+  if (!((c0 >= 'a' && c0 <= 'z') || (c0 >= 'A' && c0 <= 'Z') || (c0 >= '0' && c0 <= '9') || c0 == '_' || c0 == '/')) return false;
+  for (char c : s) {
+    if (!simple_char(c)) return false;
   }
+  if (s.size() <= 5) {
+    std::string lower(s);
+    for (auto& c : lower) c = static_cast<char>((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
+    for (const char* word : {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}) {
+      if (lower == word) return false;
+    }
+  }
+  return true;
+}
+
+// yaml-cpp's rendering of one scalar (block or flow context, optionally forced double-quoted).
+std::string yaml_cpp_scalar(std::string_view s, bool flow, bool double_quoted) {
+  YAML::Emitter t;
+  if (flow) t << YAML::Flow << YAML::BeginSeq;
+  if (double_quoted) t << YAML::DoubleQuoted;
+  t << std::string(s);
+  if (flow) t << YAML::EndSeq;
+  std::string r = t.c_str();
+  if (flow && r.size() >= 2) r = r.substr(1, r.size() - 2);
+  return r;
+}
+
+class SnapshotYamlOut {
+ public:
+  std::string out;
+
+  /// A string value: double-quoted when it looks typed, else as yaml-cpp would write it.
+  void str(std::string_view s, bool flow = false) {
+    const bool dq = looks_typed(s);
+    if (simple_scalar(s)) {
+      if (dq) out += '"';
+      out += s;
+      if (dq) out += '"';
+    } else if (s.empty()) {
+      out += "\"\"";
+    } else {
+      out += yaml_cpp_scalar(s, flow, dq);
+    }
+  }
+  /// Text yaml-cpp received as an unforced string (keys, numbers rendered by JSON).
+  void plain(std::string_view s, bool flow = false) {
+    if (simple_scalar(s)) out += s;
+    else out += yaml_cpp_scalar(s, flow, false);
+  }
+  void dquoted(std::string_view s, bool flow) {
+    if (simple_scalar(s) || s.empty()) {
+      out += '"';
+      out += s;
+      out += '"';
+    } else {
+      out += yaml_cpp_scalar(s, flow, true);
+    }
+  }
+
+  /// Starts a line at the current indentation (or with the pending `- ` of a list item map).
+  void key(std::string_view k) {
+    if (dash_) {
+      out.append(static_cast<std::size_t>(indent_ - 2), ' ');
+      out += "- ";
+      dash_ = false;
+    } else {
+      out.append(static_cast<std::size_t>(indent_), ' ');
+    }
+    plain(k);
+    out += ':';
+  }
+  void kv(std::string_view k, std::string_view v) {
+    key(k);
+    out += ' ';
+    str(v);
+    out += '\n';
+  }
+  void kv_nonempty(std::string_view k, std::string_view v) {
+    if (!v.empty()) kv(k, v);
+  }
+  void kv_num(std::string_view k, std::uint64_t v) {
+    key(k);
+    out += ' ';
+    out += std::to_string(v);
+    out += '\n';
+  }
+  void kv_bool(std::string_view k, bool v) {
+    key(k);
+    out += v ? " true\n" : " false\n";
+  }
+
+  /// `key:` followed by a nested block; `empty` writes `{}` / `[]` on the next line instead.
+  void open(std::string_view k, bool empty, const char* empty_text) {
+    key(k);
+    out += '\n';
+    if (empty) {
+      out.append(static_cast<std::size_t>(indent_ + 2), ' ');
+      out += empty_text;
+      out += '\n';
+    }
+    indent_ += 2;
+  }
+  void close() { indent_ -= 2; }
+
+  /// A list item holding a map: the map's first key goes on the `- ` line.
+  void begin_item_map() {
+    indent_ += 2;
+    dash_ = true;
+  }
+  void end_item_map() { indent_ -= 2; }
+  /// A list item on one line: `- ` then what the caller appends, then end_line().
+  void begin_item() {
+    out.append(static_cast<std::size_t>(indent_), ' ');
+    out += "- ";
+  }
+  void end_line() { out += '\n'; }
+
+  void strings(std::string_view k, const std::vector<std::string>& values) {
+    open(k, values.empty(), "[]");
+    for (const auto& v : values) {
+      begin_item();
+      str(v);
+      end_line();
+    }
+    close();
+  }
+
+ private:
+  int indent_ = 0;
+  bool dash_ = false;
+};
+
+// A JSON value inside a flow collection; every string double-quoted.
+void json_flow(SnapshotYamlOut& w, const nlohmann::json& j) {
+  if (j.is_object()) {
+    w.out += '{';
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!first) w.out += ", ";
+      first = false;
+      w.plain(it.key(), true);
+      w.out += ": ";
+      json_flow(w, it.value());
+    }
+    w.out += '}';
+  } else if (j.is_array()) {
+    w.out += '[';
+    bool first = true;
+    for (const auto& v : j) {
+      if (!first) w.out += ", ";
+      first = false;
+      json_flow(w, v);
+    }
+    w.out += ']';
+  } else if (j.is_string()) {
+    w.dquoted(j.get_ref<const std::string&>(), true);
+  } else if (j.is_null()) {
+    w.out += '~';
+  } else {
+    w.plain(j.dump(), true);  // numbers and booleans
+  }
+}
+
+// `key: <json>` in block context: objects as nested block maps, arrays as flow lists, every
+// string double-quoted, so the reverse mapping is exact.
+void json_entry(SnapshotYamlOut& w, std::string_view k, const nlohmann::json& j) {
+  if (j.is_object()) {
+    w.open(k, j.empty(), "{}");
+    for (auto it = j.begin(); it != j.end(); ++it) json_entry(w, it.key(), it.value());
+    w.close();
+    return;
+  }
+  w.key(k);
+  w.out += ' ';
+  if (j.is_string()) w.dquoted(j.get_ref<const std::string&>(), false);
+  else if (j.is_null()) w.out += '~';
+  else if (j.is_array()) json_flow(w, j);
+  else w.plain(j.dump());
+  w.end_line();
 }
 
 const char* source_name(PipSource s) {
@@ -85,104 +247,113 @@ const char* source_name(PipSource s) {
   return "index";
 }
 
-void emit_host(YAML::Emitter& e, const HostFacts& h) {
-  e << YAML::BeginMap;
-  kv(e, "platform", h.platform);
-  e << YAML::Key << "os" << YAML::Value << YAML::BeginMap;
-  kv(e, "id", h.os.id);
-  kv(e, "version-id", h.os.version_id);
-  kv(e, "version-codename", h.os.version_codename);
-  kv(e, "pretty-name", h.os.pretty_name);
-  e << YAML::EndMap;
-  kv(e, "kernel", h.kernel);
-  kv(e, "glibc", h.glibc);
-  e << YAML::Key << "libstdcxx" << YAML::Value << YAML::BeginMap;
-  kv(e, "glibcxx", h.libstdcxx_glibcxx);
-  kv(e, "cxxabi", h.libstdcxx_cxxabi);
-  e << YAML::EndMap;
-  e << YAML::Key << "cpu" << YAML::Value << YAML::BeginMap;
-  kv(e, "arch", h.cpu_arch);
-  kv(e, "level", h.cpu_level);
-  e << YAML::EndMap;
-  if (h.page_size) e << YAML::Key << "page-size" << YAML::Value << *h.page_size;
+void emit_host(SnapshotYamlOut& w, const HostFacts& h) {
+  w.kv("platform", h.platform);
+  w.open("os", false, "");
+  w.kv("id", h.os.id);
+  w.kv("version-id", h.os.version_id);
+  w.kv("version-codename", h.os.version_codename);
+  w.kv("pretty-name", h.os.pretty_name);
+  w.close();
+  w.kv("kernel", h.kernel);
+  w.kv("glibc", h.glibc);
+  w.open("libstdcxx", false, "");
+  w.kv("glibcxx", h.libstdcxx_glibcxx);
+  w.kv("cxxabi", h.libstdcxx_cxxabi);
+  w.close();
+  w.open("cpu", false, "");
+  w.kv("arch", h.cpu_arch);
+  w.kv("level", h.cpu_level);
+  w.close();
+  if (h.page_size) w.kv_num("page-size", *h.page_size);
   if (h.nvidia) {
-    e << YAML::Key << "nvidia" << YAML::Value << YAML::BeginMap;
-    kv(e, "driver", h.nvidia->driver_version);
-    kv(e, "cuda", h.nvidia->cuda_version);
-    e << YAML::Key << "gpus" << YAML::Value << YAML::BeginSeq;
+    w.open("nvidia", false, "");
+    w.kv("driver", h.nvidia->driver_version);
+    w.kv("cuda", h.nvidia->cuda_version);
+    w.open("gpus", h.nvidia->gpus.empty(), "[]");
     for (const auto& g : h.nvidia->gpus) {
-      e << YAML::BeginMap;
-      kv(e, "name", g.name);
-      kv_nonempty(e, "architecture", g.architecture);
-      kv_nonempty(e, "compute-capability", g.compute_capability);
-      if (g.memory_mib) e << YAML::Key << "memory-mib" << YAML::Value << *g.memory_mib;
-      kv_nonempty(e, "uuid", g.uuid);
-      e << YAML::EndMap;
+      w.begin_item_map();
+      w.kv("name", g.name);
+      w.kv_nonempty("architecture", g.architecture);
+      w.kv_nonempty("compute-capability", g.compute_capability);
+      if (g.memory_mib) w.kv_num("memory-mib", *g.memory_mib);
+      w.kv_nonempty("uuid", g.uuid);
+      w.end_item_map();
     }
-    e << YAML::EndSeq << YAML::EndMap;
+    w.close();
+    w.close();
   }
   if (!h.system_package_manager.empty()) {
-    e << YAML::Key << "system-packages" << YAML::Value << YAML::BeginMap;
-    kv(e, "manager", h.system_package_manager);
-    e << YAML::Key << "packages" << YAML::Value << YAML::BeginSeq;
+    w.open("system-packages", false, "");
+    w.kv("manager", h.system_package_manager);
+    w.open("packages", h.system_packages.empty(), "[]");
     for (const auto& p : h.system_packages) {
-      e << YAML::Flow << YAML::BeginSeq;
-      str(e, p.name);
-      str(e, p.version);
-      str(e, p.architecture);
-      str(e, p.status);
-      e << YAML::EndSeq;
+      w.begin_item();
+      w.out += '[';
+      w.str(p.name, true);
+      w.out += ", ";
+      w.str(p.version, true);
+      w.out += ", ";
+      w.str(p.architecture, true);
+      w.out += ", ";
+      w.str(p.status, true);
+      w.out += ']';
+      w.end_line();
     }
-    e << YAML::EndSeq << YAML::EndMap;
+    w.close();
+    w.close();
   }
-  e << YAML::EndMap;
 }
 
-void emit_pip(YAML::Emitter& e, const PipDistribution& d) {
-  e << YAML::BeginMap;
-  kv(e, "name", d.name);
-  kv(e, "version", d.version);
-  kv(e, "installer", d.installer);
-  kv(e, "source", source_name(d.source));
-  kv_nonempty(e, "url", d.url);
-  kv_nonempty(e, "vcs", d.vcs);
-  kv_nonempty(e, "commit-id", d.commit_id);
-  kv_nonempty(e, "requested-revision", d.requested_revision);
-  kv_nonempty(e, "archive-sha256", d.archive_sha256);
-  kv(e, "dist-info", d.dist_info);
-  kv_nonempty(e, "shadows", d.shadows);
-  if (!d.wheel_tags.empty()) strings(e, "wheel-tags", d.wheel_tags);
-  e << YAML::Key << "record" << YAML::Value << YAML::BeginSeq;
+void emit_pip(SnapshotYamlOut& w, const PipDistribution& d) {
+  w.begin_item_map();
+  w.kv("name", d.name);
+  w.kv("version", d.version);
+  w.kv("installer", d.installer);
+  w.kv("source", source_name(d.source));
+  w.kv_nonempty("url", d.url);
+  w.kv_nonempty("vcs", d.vcs);
+  w.kv_nonempty("commit-id", d.commit_id);
+  w.kv_nonempty("requested-revision", d.requested_revision);
+  w.kv_nonempty("archive-sha256", d.archive_sha256);
+  w.kv("dist-info", d.dist_info);
+  w.kv_nonempty("shadows", d.shadows);
+  if (!d.wheel_tags.empty()) w.strings("wheel-tags", d.wheel_tags);
+  w.open("record", d.files.empty(), "[]");
   for (const auto& f : d.files) {
-    e << YAML::Flow << YAML::BeginSeq;
-    str(e, f.path);
-    str(e, f.sha256);
-    if (f.size) e << *f.size;
-    else e << YAML::Null;
-    e << YAML::EndSeq;
+    w.begin_item();
+    w.out += '[';
+    w.str(f.path, true);
+    w.out += ", ";
+    w.str(f.sha256, true);
+    w.out += ", ";
+    if (f.size) w.out += std::to_string(*f.size);
+    else w.out += '~';
+    w.out += ']';
+    w.end_line();
   }
-  e << YAML::EndSeq << YAML::EndMap;
+  w.close();
+  w.end_item_map();
 }
 
-void emit_drift(YAML::Emitter& e, const Drift& d) {
-  e << YAML::BeginMap;
-  e << YAML::Key << "hashed" << YAML::Value << d.hashed;
-  e << YAML::Key << "modified" << YAML::Value << YAML::BeginSeq;
+void emit_drift(SnapshotYamlOut& w, const Drift& d) {
+  w.kv_bool("hashed", d.hashed);
+  w.open("modified", d.modified.empty(), "[]");
   for (const auto& m : d.modified) {
-    e << YAML::BeginMap;
-    kv(e, "path", m.path);
-    kv(e, "owner", m.owner);
-    kv_nonempty(e, "expected-sha256", m.expected_sha256);
-    kv_nonempty(e, "actual-sha256", m.actual_sha256);
-    if (m.expected_size) e << YAML::Key << "expected-size" << YAML::Value << *m.expected_size;
-    if (m.actual_size) e << YAML::Key << "actual-size" << YAML::Value << *m.actual_size;
-    e << YAML::EndMap;
+    w.begin_item_map();
+    w.kv("path", m.path);
+    w.kv("owner", m.owner);
+    w.kv_nonempty("expected-sha256", m.expected_sha256);
+    w.kv_nonempty("actual-sha256", m.actual_sha256);
+    if (m.expected_size) w.kv_num("expected-size", *m.expected_size);
+    if (m.actual_size) w.kv_num("actual-size", *m.actual_size);
+    w.end_item_map();
   }
-  e << YAML::EndSeq;
-  strings(e, "unowned", d.unowned);
-  e << YAML::Key << "missing" << YAML::Value << YAML::BeginMap;
-  for (const auto& [pkg, files] : d.missing) strings(e, pkg.c_str(), files);
-  e << YAML::EndMap << YAML::EndMap;
+  w.close();
+  w.strings("unowned", d.unowned);
+  w.open("missing", d.missing.empty(), "{}");
+  for (const auto& [pkg, files] : d.missing) w.strings(pkg, files);
+  w.close();
 }
 
 // ----- reading ---------------------------------------------------------------------------------
@@ -405,59 +576,62 @@ std::string Snapshot::to_yaml() const {
   out += to_lockfile(*this).to_yaml();
   if (!out.ends_with("\n")) out += "\n";
 
-  YAML::Emitter e;
-  e << YAML::BeginMap << YAML::Key << "snapshot" << YAML::Value << YAML::BeginMap;
-  e << YAML::Key << "format" << YAML::Value << format_version;
-  e << YAML::Key << "complete" << YAML::Value << complete();
-  kv_nonempty(e, "timestamp", timestamp);
-  e << YAML::Key << "problems" << YAML::Value << YAML::BeginSeq;
+  SnapshotYamlOut w;
+  w.out.reserve(1 << 16);
+  w.open("snapshot", false, "");
+  w.kv_num("format", static_cast<std::uint64_t>(format_version));
+  w.kv_bool("complete", complete());
+  w.kv_nonempty("timestamp", timestamp);
+  w.open("problems", problems.empty(), "[]");
   for (const auto& p : problems) {
-    e << YAML::BeginMap;
-    kv(e, "where", p.where);
-    kv(e, "message", p.message);
-    e << YAML::EndMap;
+    w.begin_item_map();
+    w.kv("where", p.where);
+    w.kv("message", p.message);
+    w.end_item_map();
   }
-  e << YAML::EndSeq;
-  e << YAML::Key << "host" << YAML::Value;
-  emit_host(e, host);
-  e << YAML::Key << "environments" << YAML::Value << YAML::BeginMap;
+  w.close();
+  w.open("host", false, "");
+  emit_host(w, host);
+  w.close();
+  w.open("environments", environments.empty(), "{}");
   for (const auto& env : environments) {
-    e << YAML::Key << env.name << YAML::Value << YAML::BeginMap;
-    kv(e, "prefix", env.prefix);
-    kv(e, "platform", env.platform);
-    e << YAML::Key << "files" << YAML::Value << YAML::BeginMap;
-    for (const auto& p : env.packages) strings(e, p.record.name.c_str(), p.files);
-    e << YAML::EndMap;
-    e << YAML::Key << "shadowed" << YAML::Value << YAML::BeginSeq;
+    w.open(env.name, false, "");
+    w.kv("prefix", env.prefix);
+    w.kv("platform", env.platform);
+    w.open("files", env.packages.empty(), "{}");
+    for (const auto& p : env.packages) w.strings(p.record.name, p.files);
+    w.close();
+    const bool any_shadowed =
+        std::any_of(env.packages.begin(), env.packages.end(), [](const CapturedPackage& p) { return !p.shadowed_by.empty(); });
+    w.open("shadowed", !any_shadowed, "[]");
     for (const auto& p : env.packages) {
       if (p.shadowed_by.empty()) continue;
       nlohmann::json j;
       p.record.to_json(j);
-      e << YAML::BeginMap;
-      kv(e, "by", p.shadowed_by);
-      e << YAML::Key << "record" << YAML::Value;
-      emit_json(e, j);
-      e << YAML::EndMap;
+      w.begin_item_map();
+      w.kv("by", p.shadowed_by);
+      json_entry(w, "record", j);
+      w.end_item_map();
     }
-    e << YAML::EndSeq;
+    w.close();
     if (std::any_of(env.packages.begin(), env.packages.end(), [](const CapturedPackage& p) { return !p.repacked_sha256.empty(); })) {
-      e << YAML::Key << "repacked" << YAML::Value << YAML::BeginMap;
+      w.open("repacked", false, "");
       for (const auto& p : env.packages) {
-        if (!p.repacked_sha256.empty()) kv(e, p.record.name.c_str(), p.repacked_sha256);
+        if (!p.repacked_sha256.empty()) w.kv(p.record.name, p.repacked_sha256);
       }
-      e << YAML::EndMap;
+      w.close();
     }
-    e << YAML::Key << "pip" << YAML::Value << YAML::BeginSeq;
-    for (const auto& d : env.pip) emit_pip(e, d);
-    e << YAML::EndSeq;
-    e << YAML::Key << "drift" << YAML::Value;
-    emit_drift(e, env.drift);
-    e << YAML::EndMap;
+    w.open("pip", env.pip.empty(), "[]");
+    for (const auto& d : env.pip) emit_pip(w, d);
+    w.close();
+    w.open("drift", false, "");
+    emit_drift(w, env.drift);
+    w.close();
+    w.close();
   }
-  e << YAML::EndMap;
-  e << YAML::EndMap << YAML::EndMap;
-  out += e.c_str();
-  out += "\n";
+  w.close();
+  w.close();
+  out += w.out;
   return out;
 }
 
