@@ -2,7 +2,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +21,10 @@ std::vector<CommandInfo>& command_table() {
 }
 
 namespace {
+// The one rule (docs/cli.md, "Exit codes"): 2 means the command line itself is wrong (unknown
+// command or option, missing or malformed argument, flags that contradict each other) — fixable
+// by editing the command line alone. Everything else — a path that does not exist or is not what
+// the command needs, bad file contents, network, integrity, solver, host — is a failure: 1.
 int exit_code_for(ErrorKind kind) { return kind == ErrorKind::Usage ? 2 : 1; }
 
 const char* kind_name(ErrorKind k) {
@@ -61,6 +68,52 @@ void warn(const std::string& message) { std::cerr << "warning: " << redact_text(
 
 }  // namespace envlock::cli
 
+namespace {
+
+// --json is a global flag, but a parse error can stop CLI11 before it sets ctx.json; so errors
+// found while parsing look for it in argv themselves (up to a "--" terminator).
+bool argv_has_json(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") return false;
+    if (a == "--json") return true;
+  }
+  return false;
+}
+
+// The first argument that is not an option names the command ("envlock --json lock ...").
+const char* first_positional(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] != '-') return argv[i];
+    if (std::string(argv[i]) == "--") return nullptr;
+  }
+  return nullptr;
+}
+
+std::string command_names() {
+  std::string names;
+  for (const auto& cmd : envlock::cli::command_table()) {
+    if (!names.empty()) names += ", ";
+    names += cmd.name;
+  }
+  return names;
+}
+
+// Everything a command printed on stdout must have reached it: a full disk or a closed pipe
+// turns a "successful" run into a failure instead of a silently truncated lockfile listing.
+int check_stdout(int code) {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout.good() || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return code;
+  const int err = errno;
+  std::cerr << "error: cannot write output: " << (err != 0 ? std::strerror(err) : "write error") << "\n"
+            << "hint: check that the disk or pipe stdout goes to has room and is still open\n";
+  return code == 0 ? 1 : code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace envlock::cli;
   Context ctx;
@@ -82,21 +135,44 @@ int main(int argc, char** argv) {
     cmd.setup(*sub, ctx);
   }
 
+  // Usage errors found before any command runs honour --json like every other error.
+  Context usage_ctx;
+  usage_ctx.json = argv_has_json(argc, argv);
+
+  if (const char* word = first_positional(argc, argv)) {
+    const bool known = std::any_of(table.begin(), table.end(),
+                                   [&](const CommandInfo& c) { return std::string(c.name) == word; });
+    if (!known) {
+      return check_stdout(report_error(
+          usage_ctx, {envlock::ErrorKind::Usage, "envlock", std::string("unknown command '") + word + "'",
+                      "commands: " + command_names(), "run `envlock --help` to see what each command does"}));
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return check_stdout(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return check_stdout(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return check_stdout(app.exit(e));
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
+    const char* word = first_positional(argc, argv);
+    std::string message = e.what();
+    std::string hint = word != nullptr ? std::string("run `envlock ") + word + " --help` for its options"
+                                       : "run `envlock --help` to see the commands";
+    std::string detail;
+    if (word == nullptr && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+      message = "a command is required";
+      detail = "commands: " + command_names();
+    }
+    return check_stdout(report_error(usage_ctx, {envlock::ErrorKind::Usage, word != nullptr ? word : "envlock",
+                                                 message, detail, hint}));
   } catch (const std::exception& e) {
     std::cerr << "error: internal: " << envlock::redact_text(e.what()) << "\n"
               << "hint: this is a bug in envlock; please report it with the command line used\n";
-    return 1;
+    return check_stdout(1);
   }
-  return ctx.exit_code;
+  return check_stdout(ctx.exit_code);
 }

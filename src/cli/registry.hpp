@@ -4,7 +4,8 @@
 // one place. A command's setup adds its options to `sub` and installs a callback that stores the
 // command's exit code in `ctx.exit_code`.
 //
-// Exit codes (documented in docs/cli.md): 0 ok, 1 failure, 2 usage error; commands may document
+// Exit codes (documented in docs/cli.md, "Errors and exit codes"): 0 ok, 1 failure, 2 usage error
+// (the command line itself is wrong); commands may document
 // more (probe: 3 = no GPU where the lockfile needs one).
 
 #include <CLI/CLI.hpp>
@@ -39,7 +40,8 @@ struct RegisterCommand {
 };
 
 /// Prints `error` on stderr in envlock's style ("error: " + Error::to_string()) or, with --json,
-/// as {"error": {...}} on stdout. Returns the exit code for its kind (Usage -> 2, else 1).
+/// as {"error": {...}} on stdout. Returns the exit code for its kind (Usage -> 2, else 1): Usage is
+/// only for a malformed command line; anything about the state of a named path is a failure (1).
 int report_error(const Context& ctx, const Error& error);
 
 /// Prints a warning line on stderr ("warning: ...").

@@ -74,7 +74,13 @@ int run_search(const Context& ctx, const SearchArgs& args) {
   options.offline = args.offline;
   options.lazy = true;  // only the names the spec can match are parsed
   auto data = load_repodata(channels, {platform}, options);
-  if (!data) return report_error(ctx, data.error());
+  if (!data) {
+    Error e = data.error();
+    // search has no manifest: its -c directories are relative to the current directory.
+    if (e.hint.find("manifest's folder") != std::string::npos)
+      e.hint = "check the path given with -c (a relative path is resolved against the current directory)";
+    return report_error(ctx, e);
+  }
   std::vector<SolverRepo> repos;
   for (std::size_t i = 0; i < data->size(); ++i) {
     const auto& d = (*data)[i];

@@ -90,7 +90,27 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
     opt.timestamp = buf;
   }
+  // A named prefix must be a conda prefix (a conda-meta/ folder): refused before anything is
+  // captured or written, so a typo never yields a snapshot of zero environments.
+  for (const auto& pp : opt.prefixes) {
+    const fs::path real = seam.live ? pp : fs::path(seam.root) / pp.relative_path();
+    std::error_code ec;
+    if (!fs::exists(real, ec)) {
+      return report_error(ctx, Error{ErrorKind::Io, pp.string(), "no such prefix", "",
+                                     "check the path given with -p (a conda environment folder)"});
+    }
+    if (!fs::is_directory(real / "conda-meta", ec)) {
+      return report_error(ctx, Error{ErrorKind::Io, pp.string(), "is not a conda prefix (it has no conda-meta/ folder)", "",
+                                     "pass the folder of a conda, mamba, pixi or envlock environment with -p"});
+    }
+  }
   Snapshot snap = capture(seam, opt);
+  if (opt.prefixes.empty() && snap.environments.empty()) {
+    return report_error(ctx, Error{ErrorKind::Io, seam.live ? std::string("snapshot capture") : a.root,
+                                   "found no conda environments to capture (none listed in ~/.conda/environments.txt "
+                                   "and no envs/ folder with a conda-meta/ inside)",
+                                   "", "name the environments with -p PREFIX"});
+  }
   if (!a.bundle.empty()) {
     if (!a.bundle.ends_with(".tar.zst")) {
       return report_error(ctx, Error{ErrorKind::Usage, a.bundle, "a bundle's file name ends in .tar.zst", "", "e.g. --bundle host.tar.zst"});

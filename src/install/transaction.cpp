@@ -105,12 +105,12 @@ Result<fs::path> checked_prefix(const fs::path& given) {
   std::error_code ec;
   const fs::path prefix = normalized_prefix(fs::path(given));
   if (prefix == prefix.root_path()) {
-    return Error{ErrorKind::Usage, prefix.string(), "is the filesystem root; refusing to use it as an environment", "",
+    return Error{ErrorKind::Io, prefix.string(), "is the filesystem root; refusing to use it as an environment", "",
                  "choose a dedicated folder as the prefix"};
   }
   if (fs::is_symlink(fs::symlink_status(prefix, ec))) {
     const fs::path target = fs::read_symlink(prefix, ec);
-    return Error{ErrorKind::Usage, prefix.string(), "is a symbolic link (to " + target.string() + ")", "",
+    return Error{ErrorKind::Io, prefix.string(), "is a symbolic link (to " + target.string() + ")", "",
                  "pass the real folder with -p (as conda, envlock does not follow a prefix that is a link)"};
   }
   return prefix;
@@ -164,23 +164,23 @@ Status check_install_target(const fs::path& prefix) {
   const auto status = fs::symlink_status(prefix, ec);
   if (fs::exists(status)) {
     if (!fs::is_directory(status)) {
-      return Error{ErrorKind::Usage, prefix.string(), "exists and is not a directory", "",
+      return Error{ErrorKind::Io, prefix.string(), "exists and is not a directory", "",
                    "choose another prefix, or remove that file"};
     }
     if (!fs::is_empty(prefix, ec) && !fs::is_directory(prefix / "conda-meta", ec)) {
-      return Error{ErrorKind::Usage, prefix.string(),
+      return Error{ErrorKind::Io, prefix.string(),
                    "is a non-empty folder that is not an environment (it has no conda-meta/)", "",
                    "choose a new or empty folder as the prefix"};
     }
   }
   const fs::path parent = prefix.parent_path();
   if (fs::is_directory(parent / "conda-meta", ec)) {
-    return Error{ErrorKind::Usage, prefix.string(), "is inside the environment " + parent.string(), "",
+    return Error{ErrorKind::Io, prefix.string(), "is inside the environment " + parent.string(), "",
                  "choose a folder outside that environment as the prefix"};
   }
   const fs::path base = existing_ancestor(parent);
   if (!fs::is_directory(base, ec)) {
-    return Error{ErrorKind::Usage, base.string(), "is not a directory, so the prefix " + prefix.string() +
+    return Error{ErrorKind::Io, base.string(), "is not a directory, so the prefix " + prefix.string() +
                  " cannot be created under it", "", "choose another prefix"};
   }
   if (::access(base.c_str(), W_OK | X_OK) != 0) {
@@ -749,13 +749,13 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
   std::set<std::string> damaged_records;
   if (fs::exists(status)) {
     if (!fs::is_directory(status)) {
-      return Error{ErrorKind::Usage, prefix.string(), "exists and is not a directory", "",
+      return Error{ErrorKind::Io, prefix.string(), "exists and is not a directory", "",
                    "choose another prefix, or remove that file"};
     }
     const bool empty = fs::is_empty(prefix, ec);
     if (!empty) {
       if (!fs::is_directory(prefix / "conda-meta", ec)) {
-        return Error{ErrorKind::Usage, prefix.string(),
+        return Error{ErrorKind::Io, prefix.string(),
                      "is a non-empty folder that is not an environment (it has no conda-meta/)", "",
                      "choose a new or empty folder as the prefix"};
       }
@@ -893,13 +893,13 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
   const fs::path prefix = *checked;
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(prefix, ec))) {
-    return Error{ErrorKind::Usage, prefix.string(), "is not an environment folder", "",
+    return Error{ErrorKind::Io, prefix.string(), "is not an environment folder", "",
                  "check the path given with -p"};
   }
   // Only `conda-meta/envlock` decides that the prefix is envlock's (its content, and the other
   // records, may be damaged: removing must still work).
   if (!fs::exists(fs::symlink_status(prefix / "conda-meta" / kOriginFile, ec))) {
-    return Error{ErrorKind::Usage, prefix.string(),
+    return Error{ErrorKind::Io, prefix.string(),
                  "was not made by envlock (no conda-meta/envlock); refusing to delete it", "",
                  "remove it with the tool that made it"};
   }
@@ -907,7 +907,7 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
   if (!lock) return lock.error();
   if (auto st = recover(prefix); !st) return st.error();
   if (!fs::exists(fs::symlink_status(prefix / "conda-meta" / kOriginFile, ec))) {
-    return Error{ErrorKind::Usage, prefix.string(), "is no longer an envlock environment (removed meanwhile?)", "",
+    return Error{ErrorKind::Io, prefix.string(), "is no longer an envlock environment (removed meanwhile?)", "",
                  "check the path given with -p"};
   }
   RemoveReport report;

@@ -158,7 +158,7 @@ Status verify_pip_files(const fs::path& prefix, std::set<std::string>& owned, Ve
 Result<VerifyReport> verify_prefix(const fs::path& prefix) {
   std::error_code ec;
   if (!fs::is_directory(prefix / "conda-meta", ec)) {
-    return Error{ErrorKind::Usage, prefix.string(), "is not an environment (it has no conda-meta/ folder)", "",
+    return Error{ErrorKind::Io, prefix.string(), "is not an environment (it has no conda-meta/ folder)", "",
                  "check the path given with -p"};
   }
   auto records = read_conda_meta(prefix);

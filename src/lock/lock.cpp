@@ -226,6 +226,26 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
         std::string text = outcome->explanation.to_text("  ");
         if (!text.empty() && text.back() == '\n') text.pop_back();
         diag.conflict = LockDiagnostics::Conflict{env.name, platform, outcome->explanation};
+        // A requested name no channel has is not a conflict (solve() reports it as a Missing
+        // node, "no package named 'X' ..."): name it, the channels and platforms searched, and
+        // where it was written.
+        for (const auto& root : outcome->explanation.roots) {
+          if (root.kind != ProblemNode::Kind::Requested) continue;
+          for (const auto& child : root.children) {
+            static constexpr std::string_view kNoPackage = "no package named '";
+            if (child.kind != ProblemNode::Kind::Missing || !child.detail.starts_with(kNoPackage)) continue;
+            const std::size_t close = child.detail.find('\'', kNoPackage.size());
+            if (close == std::string::npos) continue;
+            const std::string name = child.detail.substr(kNoPackage.size(), close - kNoPackage.size());
+            std::string where_channels;
+            for (const auto& c : channels) where_channels += (where_channels.empty() ? "" : ", ") + c.public_url();
+            return Error{ErrorKind::Unsatisfiable, root.detail.empty() ? describe_location(manifest, env) : root.detail,
+                         "no package named '" + name + "' in " + where_channels + " (" + platform + " and noarch)",
+                         text,
+                         "check the name's spelling; `envlock search '" + name +
+                             "*' -c CHANNEL` lists what a channel has"};
+          }
+        }
         return Error{ErrorKind::Unsatisfiable, describe_location(manifest, env),
                      "cannot solve environment '" + env.name + "' for " + platform +
                          ": the requested packages conflict",

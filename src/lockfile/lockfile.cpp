@@ -446,6 +446,9 @@ Result<Lockfile> Lockfile::parse(const std::string& text, const std::string& sou
 }
 
 Result<Lockfile> Lockfile::read(const std::filesystem::path& path) {
+  if (std::error_code dir_ec; std::filesystem::is_directory(path, dir_ec))
+    return Error{ErrorKind::Io, path.string(), "is a directory, not a lockfile", "",
+                 "pass the lockfile itself, e.g. " + (path / "envlock.lock").string()};
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return Error{ErrorKind::Io, path.string(), std::string("cannot open the lockfile: ") + std::strerror(errno), "",

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -193,6 +194,17 @@ class Parser {
     RequestedSpec rs;
     rs.text = std::move(text);
     rs.location = loc(node);
+    // yaml-cpp marks a plain scalar inside a flow sequence at the `[` or `,` before it (and the
+    // blanks after that): move the column to the spec's first character, where the user looks.
+    if (rs.location.line > 0 && rs.location.column > 0) {
+      const std::string_view line = src_.line(rs.location.line);
+      auto col = static_cast<std::size_t>(rs.location.column - 1);
+      if (col < line.size() && (line[col] == '[' || line[col] == ',')) {
+        ++col;
+        while (col < line.size() && (line[col] == ' ' || line[col] == '\t')) ++col;
+        if (col < line.size()) rs.location.column = static_cast<int>(col + 1);
+      }
+    }
     if (rs.text.empty()) return src_.error_at(node, "empty dependency", "remove the empty list entry");
     auto spec = MatchSpec::parse(rs.text);
     if (!spec) {
@@ -239,6 +251,21 @@ Result<std::vector<Channel>> Parser::channels(const YAML::Node& n) {
       spellings = {t};
     }
     for (const auto& s : spellings) {
+      // RFC 3986: an http(s) URL names a host after "//"; `https://` or `https:///x` has none,
+      // and `file://` needs a path.
+      if (const auto sep = s.find("://"); sep != std::string::npos) {
+        std::string scheme = s.substr(0, sep);
+        std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        std::string authority = s.substr(sep + 3, s.find('/', sep + 3) - (sep + 3));
+        if (const auto at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);
+        if ((scheme == "http" || scheme == "https") && (authority.empty() || authority[0] == ':'))
+          return src_.error_at(item, "channel '" + redact_url(s) + "' has no host name",
+                               "write the full channel URL, e.g. https://conda.anaconda.org/conda-forge");
+        if (scheme == "file" && s.size() <= sep + 4)
+          return src_.error_at(item, "channel '" + redact_url(s) + "' has no path",
+                               "write e.g. file:///srv/channel, or a directory path relative to the manifest");
+      }
       auto ch = resolve_channel(s, dir_, m_.channel_alias);
       if (!ch) {
         Error e = src_.error_at(item, ch.error().message, ch.error().hint);
@@ -633,6 +660,21 @@ Result<Manifest> Parser::parse(std::optional<Manifest::Format> format) {
 Result<Manifest> parse_manifest(const std::string& text, const std::string& source,
                                 const std::filesystem::path& directory,
                                 std::optional<Manifest::Format> format) {
+  // YAML 1.2 (5.1) allows no C0 control character but tab, LF and CR: such a byte means the file
+  // is binary (an archive, an image), which yaml-cpp would otherwise read as an empty document.
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+      const std::size_t line_start = text.rfind('\n', i == 0 ? 0 : i - 1);
+      const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n'));
+      const std::size_t col = line_start == std::string::npos || i == 0 ? i + 1 : i - line_start;
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", c);
+      return Error{ErrorKind::Parse, source + ":" + std::to_string(line) + ":" + std::to_string(col),
+                   std::string("is not a text (YAML) file: it contains the control byte ") + hex, "",
+                   "pass the manifest (envlock.yaml or environment.yml), a YAML text file"};
+    }
+  }
   yaml::Source src(text, source);
   Parser parser(src, directory);
   return parser.parse(format);

@@ -147,6 +147,15 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
   // pixi.lock 4-7 always have, and no version 4-7).
   const bool envlock_shape = has_environments && !has_package && !root["packages"] &&
                              (!version || *version < 4);
+  if (!version && !root["manifest_hash"] && !has_package &&
+      (root["channels"] || root["dependencies"] || root["platforms"])) {
+    // An envlock.yaml (or environment.yml) has `channels`/`dependencies`/`platforms` at the top
+    // and neither `version` nor `manifest_hash`: a manifest, not a lockfile of an unknown version.
+    return refuse(source,
+                  "not a lockfile: this looks like a manifest (top-level `channels`, `dependencies` "
+                  "or `platforms`, no `version` or `manifest_hash`)",
+                  "lock it first with `envlock lock -f FILE`, then pass the lockfile it writes");
+  }
   if (root["manifest_hash"] || envlock_shape || (envlock_name && !has_package)) {
     int v = version ? static_cast<int>(*version) : 0;
     if (v > Lockfile::kFormatVersion || v < 1) {

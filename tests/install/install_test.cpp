@@ -565,7 +565,7 @@ TEST_F(Installer, RefusesToSwallowAFolderThatIsNotAnEnvironment) {
   auto p = make_package("x", "1", {{"share/x", "x\n"}});
   auto r = install_packages(prefix_, {p}, options());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().kind, ErrorKind::Usage);
+  EXPECT_EQ(r.error().kind, ErrorKind::Io);
   EXPECT_EQ(slurp(prefix_ / "important.txt"), "keep me\n");
   auto rm = remove_environment(prefix_);
   ASSERT_FALSE(rm.ok());

@@ -186,6 +186,20 @@ TEST(LockCli, UnknownPackageListsWhatExists) {
   EXPECT_NE(r.err.find("no package named 'nosuchpackage'"), std::string::npos) << r.err;
 }
 
+// A name no channel has is not reported as a conflict: the error names it, the channels and
+// platforms searched, and the spec's place in the manifest (its first character, not the `[`).
+TEST(LockCli, MissingPackageIsNamedNotAConflict) {
+  ENVLOCK_REQUIRE_CORPUS();
+  Project p("channels: [./cf]\nplatforms: [linux-64]\ndependencies: [does-not-exist]\n", {"linux-64"});
+  auto r = run_command(envlock_cmd() + " lock -f " + q(p.manifest()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("envlock.yaml:3:16: no package named 'does-not-exist' in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(linux-64 and noarch)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("envlock search"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("conflict"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("relax one of the specs"), std::string::npos) << r.err;
+}
+
 /// Drops from `file` every record of `name` newer than `keep_below` (conda version order).
 void drop_newer(const fs::path& file, const std::string& name, const std::string& keep_below) {
   auto j = nlohmann::ordered_json::parse(slurp(file));
@@ -337,6 +351,17 @@ TEST(SearchCli, NewestFirstWithJsonAndNoMatch) {
   EXPECT_NE(none.err.find("no package matches 'six >=99'"), std::string::npos) << none.err;
   auto bad = run_command(envlock_cmd() + " search 'six[' -c " + q(tmp.path() / "cf"));
   EXPECT_EQ(bad.exit_code, 2);
+}
+
+// search has no manifest: a missing relative -c directory is resolved against the current
+// directory, and the hint says so.
+TEST(SearchCli, MissingRelativeChannelHintNamesTheCurrentDirectory) {
+  TempDir tmp("search-nochan");
+  auto r = run_command("cd " + q(tmp.path()) + " && " + envlock_cmd() + " search foo -c ./nochan --platform linux-64");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("channel directory does not exist"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("relative path is resolved against the current directory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("manifest"), std::string::npos) << r.err;
 }
 
 // --- library level ---------------------------------------------------------------------------

@@ -353,5 +353,44 @@ TEST(ManifestHash, CredentialsDoNotChangeIt) {
             hash_of("channels: [https://host.example/t/tok2/c]\ndependencies: [x]\n"));
 }
 
+// A binary file given as the manifest is named as not text, with the first bad byte's place —
+// not "the manifest is empty" (which is what yaml-cpp makes of it).
+TEST(Manifest, BinaryBytesAreNotText) {
+  const std::string bytes("PK\x03\x04\x14\x00\x00\x00", 8);
+  auto m = parse_manifest(bytes, "envlock.yaml", "/p");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().where, "envlock.yaml:1:3");
+  EXPECT_NE(m.error().message.find("is not a text (YAML) file"), std::string::npos) << m.error().to_string();
+  EXPECT_NE(m.error().message.find("0x03"), std::string::npos);
+  auto later = parse_manifest(std::string("channels: [c]\nde\x00p: x\n", 22), "e.yaml", "/p");
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.error().where, "e.yaml:2:3");
+}
+
+// `https://` alone (no host) is refused where it is written, not later by the downloader.
+TEST(Manifest, ChannelUrlWithoutHostIsRefusedAtItsPlace) {
+  for (const char* url : {"https://", "http:///conda-forge", "https://user@", "file://"}) {
+    auto m = parse_manifest(std::string("channels:\n  - \"") + url + "\"\ndependencies: [python]\n", "envlock.yaml", "/p");
+    ASSERT_FALSE(m.ok()) << url;
+    EXPECT_EQ(m.error().where, "envlock.yaml:2:5") << url << ": " << m.error().to_string();
+    EXPECT_TRUE(m.error().message.find("has no host name") != std::string::npos ||
+                m.error().message.find("has no path") != std::string::npos)
+        << m.error().to_string();
+  }
+  EXPECT_TRUE(parse_manifest("channels: [\"https://conda.anaconda.org/conda-forge\"]\ndependencies: [python]\n",
+                             "envlock.yaml", "/p").ok());
+}
+
+// Specs in a flow list are located at their first character, not at the `[` or `,` before them.
+TEST(Manifest, FlowListSpecsAreLocatedAtTheirFirstCharacter) {
+  auto m = parse_manifest("channels: [conda-forge]\nplatforms: [linux-64]\ndependencies: [does-not-exist, python]\n",
+                          "envlock.yaml", "/p");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const auto& deps = m->environment("default")->dependencies;
+  ASSERT_EQ(deps.size(), 2u);
+  EXPECT_EQ(deps[0].location.to_string(), "envlock.yaml:3:16");
+  EXPECT_EQ(deps[1].location.to_string(), "envlock.yaml:3:32");
+}
+
 }  // namespace
 }  // namespace envlock

@@ -395,3 +395,16 @@ TEST(Prefix, CondaMetaOfARealEnvironment) {
   EXPECT_EQ(openssl->version.to_string(), "3.4.1");
   EXPECT_EQ(openssl->build, "h81ee809_0");
 }
+
+// A manifest passed where a lockfile is expected (`envlock diff envlock.yaml good.lock`) is named
+// as a manifest, not as "envlock.lock format version 0" that an upgrade would fix.
+TEST(DetectFormat, ManifestIsNotALockfileOfUnknownVersion) {
+  const std::string manifest =
+      "channels: [conda-forge]\nplatforms: [linux-64]\nenvironments:\n  default:\n    dependencies: [python]\n";
+  auto r = detect_lock_format(manifest, "envlock.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("not a lockfile: this looks like a manifest"), std::string::npos)
+      << r.error().to_string();
+  EXPECT_EQ(r.error().message.find("format version"), std::string::npos) << r.error().to_string();
+  EXPECT_NE(r.error().hint.find("envlock lock -f"), std::string::npos);
+}

@@ -113,5 +113,28 @@ TEST(SnapshotCli, UsageErrors) {
   EXPECT_EQ(no_sub.exit_code, 2);
 }
 
+// A prefix that does not exist or is not a conda prefix is refused and nothing is written; a
+// capture that finds no environment at all says so instead of writing an empty snapshot.
+TEST(SnapshotCli, MissingOrNonCondaPrefixWritesNothing) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-snap-noprefix-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "host/opt/plain");
+  const fs::path out = dir / "x.yaml";
+  const std::string base = envlock_cmd() + " snapshot capture --root '" + (dir / "host").string() + "'";
+  const auto missing = run_command(base + " -p /nonexistent -o '" + out.string() + "'");
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  EXPECT_NE(missing.err.find("/nonexistent: no such prefix"), std::string::npos) << missing.err;
+  EXPECT_FALSE(fs::exists(out));
+  const auto plain = run_command(base + " -p /opt/plain -o '" + out.string() + "'");
+  EXPECT_EQ(plain.exit_code, 1) << plain.err;
+  EXPECT_NE(plain.err.find("is not a conda prefix"), std::string::npos) << plain.err;
+  EXPECT_FALSE(fs::exists(out));
+  const auto none = run_command(base + " -o '" + out.string() + "'");
+  EXPECT_EQ(none.exit_code, 1) << none.err;
+  EXPECT_NE(none.err.find("found no conda environments"), std::string::npos) << none.err;
+  EXPECT_FALSE(fs::exists(out));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace envlock

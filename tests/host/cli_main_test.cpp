@@ -1,0 +1,79 @@
+// envlock's entry point end to end: unknown commands, usage errors with --json, exit codes, and
+// write errors on stdout (a full disk must not look like success).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+using testing::envlock_cmd;
+using testing::run_command;
+
+TEST(CliMain, UnknownCommandIsNamedAndCommandsListed) {
+  auto r = run_command(envlock_cmd() + " bogus");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command 'bogus'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lock"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("install"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("A subcommand is required"), std::string::npos) << r.err;
+}
+
+TEST(CliMain, UnknownCommandWithJsonPrintsErrorObject) {
+  auto r = run_command(envlock_cmd() + " --json bogus");
+  EXPECT_EQ(r.exit_code, 2);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("error").at("kind"), "usage");
+  EXPECT_EQ(j.at("error").at("message"), "unknown command 'bogus'");
+}
+
+TEST(CliMain, MissingRequiredOptionWithJsonPrintsErrorObject) {
+  // `lock` needs -f; the parse error must honour --json wherever it stands.
+  auto r = run_command(envlock_cmd() + " lock --json");
+  EXPECT_EQ(r.exit_code, 2);
+  ASSERT_FALSE(r.out.empty()) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("error").at("kind"), "usage");
+  EXPECT_EQ(j.at("error").at("where"), "lock");
+  EXPECT_NE(j.at("error").at("hint").get<std::string>().find("envlock lock --help"), std::string::npos);
+}
+
+TEST(CliMain, NoCommandSaysOneIsRequired) {
+  auto r = run_command(envlock_cmd());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("a command is required"), std::string::npos) << r.err;
+}
+
+TEST(CliMain, WriteErrorOnStdoutFailsTheRun) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "/dev/full is missing";
+  auto r = run_command("( " + envlock_cmd() + " info --json >/dev/full )");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot write output: No space left on device"), std::string::npos) << r.err;
+  auto text = run_command("( " + envlock_cmd() + " info >/dev/full )");
+  EXPECT_EQ(text.exit_code, 1);
+}
+
+TEST(CliMain, HelpStillExitsZero) {
+  auto r = run_command(envlock_cmd() + " --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("lock"), std::string::npos);
+}
+
+// A folder passed where a lockfile belongs is named as a folder (not "found nothing").
+TEST(CliMain, LockfileThatIsADirectoryIsNamedSo) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("envlock-cli-main-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "lockdir");
+  auto r = run_command(envlock_cmd() + " install -l '" + (dir / "lockdir").string() + "' -p '" + (dir / "env").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is a directory, not a lockfile"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("found nothing"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "env"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace envlock
