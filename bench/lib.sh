@@ -56,3 +56,20 @@ repodata() {
   fi
   echo "$dir/linux-64/repodata.json"
 }
+
+# work_dir NAME MIB: a fresh, empty scratch folder for file-creating scenarios (install), on tmpfs
+# (/dev/shm) when it exists and has MIB MiB free, else under $BENCH_DATA. Prints the folder; the
+# filesystem it is on is printed by `fs_of`. envlock and its reference always run on the same one.
+work_dir() {
+  local name=$1 mib=$2 base=$BENCH_DATA
+  if [[ -d /dev/shm && -w /dev/shm ]] &&
+    (( $(df -Pm /dev/shm | awk 'NR==2 {print $4}') > mib )); then
+    base=/dev/shm/envlock-bench
+  fi
+  rm -rf "${base:?}/$name"
+  mkdir -p "$base/$name"
+  echo "$base/$name"
+}
+
+# fs_of DIR: the type of the filesystem DIR is on (ext4, tmpfs, ...).
+fs_of() { stat -f -c %T "$1"; }
