@@ -229,21 +229,32 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
         // A requested name no channel has is not a conflict (solve() reports it as a Missing
         // node, "no package named 'X' ..."): name it, the channels and platforms searched, and
         // where it was written.
+        // Likewise a request no version matches ("no package matches 'X >=9'", with the versions
+        // that exist): nothing conflicts, the spec asks for what the channels do not have.
+        std::string where_channels;
+        for (const auto& c : channels) where_channels += (where_channels.empty() ? "" : ", ") + c.public_url();
+        const std::string searched = where_channels + " (" + platform + " and noarch)";
         for (const auto& root : outcome->explanation.roots) {
           if (root.kind != ProblemNode::Kind::Requested) continue;
+          const std::string where = root.detail.empty() ? describe_location(manifest, env) : root.detail;
           for (const auto& child : root.children) {
+            if (child.kind != ProblemNode::Kind::Missing) continue;
             static constexpr std::string_view kNoPackage = "no package named '";
-            if (child.kind != ProblemNode::Kind::Missing || !child.detail.starts_with(kNoPackage)) continue;
-            const std::size_t close = child.detail.find('\'', kNoPackage.size());
-            if (close == std::string::npos) continue;
-            const std::string name = child.detail.substr(kNoPackage.size(), close - kNoPackage.size());
-            std::string where_channels;
-            for (const auto& c : channels) where_channels += (where_channels.empty() ? "" : ", ") + c.public_url();
-            return Error{ErrorKind::Unsatisfiable, root.detail.empty() ? describe_location(manifest, env) : root.detail,
-                         "no package named '" + name + "' in " + where_channels + " (" + platform + " and noarch)",
-                         text,
-                         "check the name's spelling; `envlock search '" + name +
-                             "*' -c CHANNEL` lists what a channel has"};
+            if (child.detail.starts_with(kNoPackage)) {
+              const std::size_t close = child.detail.find('\'', kNoPackage.size());
+              if (close == std::string::npos) continue;
+              const std::string name = child.detail.substr(kNoPackage.size(), close - kNoPackage.size());
+              return Error{ErrorKind::Unsatisfiable, where, "no package named '" + name + "' in " + searched, text,
+                           "check the name's spelling; `envlock search '" + name +
+                               "*' -c CHANNEL` lists what a channel has"};
+            }
+            static constexpr std::string_view kNoMatch = "no package matches '";
+            static constexpr std::string_view kExisting = "versions that exist: ";
+            if (child.text.starts_with(kNoMatch) && child.detail.starts_with(kExisting)) {
+              return Error{ErrorKind::Unsatisfiable, where,
+                           "no package matches '" + root.text + "' in " + searched + "; " + child.detail, text,
+                           "relax the version or build in the spec, or add a channel that has the version you need"};
+            }
           }
         }
         return Error{ErrorKind::Unsatisfiable, describe_location(manifest, env),

@@ -200,6 +200,19 @@ TEST(LockCli, MissingPackageIsNamedNotAConflict) {
   EXPECT_EQ(r.err.find("relax one of the specs"), std::string::npos) << r.err;
 }
 
+// A version no channel has is not a conflict either: the headline names the spec, where it was
+// written, the channels searched and the versions that exist.
+TEST(LockCli, UnavailableVersionIsNamedNotAConflict) {
+  ENVLOCK_REQUIRE_CORPUS();
+  Project p("channels: [./cf]\nplatforms: [linux-64]\ndependencies: [python >=99]\n", {"linux-64"});
+  auto r = run_command(envlock_cmd() + " lock -f " + q(p.manifest()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("envlock.yaml:3:16: no package matches 'python >=99' in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(linux-64 and noarch); versions that exist: 3.9.19, 3.9.18"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hint: relax the version or build in the spec"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("conflict"), std::string::npos) << r.err;
+}
+
 /// Drops from `file` every record of `name` newer than `keep_below` (conda version order).
 void drop_newer(const fs::path& file, const std::string& name, const std::string& keep_below) {
   auto j = nlohmann::ordered_json::parse(slurp(file));
