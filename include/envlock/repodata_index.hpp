@@ -59,6 +59,10 @@ struct RepodataIndexOptions {
   /// The file whose identity (size, mtime, inode, device) keys the cache for from_text(): the
   /// compressed file the text was decompressed from. Empty: from_text() is never cached.
   std::filesystem::path identity_file;
+  /// Index with simdjson's generic on-demand pass only, never the dedicated repodata scanner
+  /// (both give the same index; tests compare them). Default false: the scanner, which hands
+  /// anything it does not read exactly as simdjson would to the generic pass.
+  bool generic_scan = false;
 };
 
 /// A repodata.json indexed by package name; records are parsed lazily and kept at stable
@@ -105,6 +109,10 @@ class RepodataIndex {
   [[nodiscard]] std::string content_hash() const;
   /// True when the index came from the index cache rather than a pass over the JSON.
   [[nodiscard]] bool from_cache() const;
+  /// True when the dedicated repodata scanner built the index; false when simdjson's generic
+  /// pass did (RepodataIndexOptions::generic_scan, a text the scanner declines, a CPU without
+  /// AVX2) or the index came from the cache.
+  [[nodiscard]] bool scanned_fast() const;
   /// Parses every name (as parse_repodata does) and returns every record in file order:
   /// `packages.conda` first, then `packages`. Fails with first_error() when there is one.
   [[nodiscard]] Result<std::vector<RepoDataRecord>> all_records() const;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@
 #include "envlock/hash.hpp"
 #include "envlock/url.hpp"
 #include "repodata_detail.hpp"
+#include "repodata_scan.hpp"
 
 namespace envlock {
 
@@ -99,22 +101,6 @@ NoArchKind get_noarch(element obj) {
   bool b = false;
   if (e.get_bool().get(b) == simdjson::SUCCESS && b) return NoArchKind::Generic;
   return NoArchKind::None;
-}
-
-std::string_view stem_of(std::string_view fn) {
-  if (fn.ends_with(".conda")) return fn.substr(0, fn.size() - 6);
-  if (fn.ends_with(".tar.bz2")) return fn.substr(0, fn.size() - 8);
-  return fn;
-}
-
-/// The package name of a file name `<name>-<version>-<build>.<ext>`: the stem cut at its
-/// second-to-last '-' (the whole stem when it has fewer than two).
-std::string_view name_of_file(std::string_view fn) {
-  std::string_view stem = stem_of(fn);
-  auto last = stem.rfind('-');
-  if (last == std::string_view::npos || last == 0) return stem;
-  auto second = stem.rfind('-', last - 1);
-  return second == std::string_view::npos ? stem : stem.substr(0, second);
 }
 
 // --- the JSON text: a padded read-only mapping or an owned string -----------------------------
@@ -198,17 +184,10 @@ class FileMapping {
 
 // --- the index and its cache format -----------------------------------------------------------
 
-/// One record of `packages.conda` / `packages`: where its object and its file name key lie.
-struct IndexEntry {
-  std::uint64_t record_offset;
-  std::uint64_t key_offset;
-  std::uint32_t record_length;
-  std::uint32_t key_meta;  ///< bit 31: from packages.conda; bit 30: the key has escapes; low 30: length
-};
-static_assert(sizeof(IndexEntry) == 24);
-constexpr std::uint32_t kFromConda = 1u << 31;
-constexpr std::uint32_t kEscaped = 1u << 30;
-constexpr std::uint32_t kKeyLength = (1u << 30) - 1;
+using IndexEntry = RepodataSpan;
+constexpr std::uint32_t kFromConda = kSpanFromConda;
+constexpr std::uint32_t kEscaped = kSpanEscaped;
+constexpr std::uint32_t kKeyLength = kSpanKeyLength;
 
 /// One package name: its entries are order[first, first + count).
 struct IndexName {
@@ -369,16 +348,20 @@ struct RepodataIndex::Impl {
     n_names = own_names.size();
     blob = own_blob.data();
   }
+  bool generic_scan = false;  ///< RepodataIndexOptions::generic_scan
+  bool scanned_fast = false;  ///< the dedicated scanner built the index
+  Status scan_generic();
   Status build();
   bool load_cache(const fs::path& path, const Identity& id);
   void write_cache(const fs::path& path, const Identity& id) const;
   void parse_name(std::size_t slot) const;
 };
 
-/// The on-demand pass: notes every record's spans and groups them by name.
-Status RepodataIndex::Impl::build() {
+/// The generic pass (simdjson on-demand): notes every record's spans in own_entries.
+Status RepodataIndex::Impl::scan_generic() {
   using namespace simdjson;
   base_url_raw.clear();
+  own_entries.clear();
   ondemand::parser parser;
   padded_string_view psv(text.data(), text.size(), capacity);
   auto fail = [&](error_code err) { return repodata_json_error(text, 0, text, source, error_message(err)); };
@@ -391,9 +374,6 @@ Status RepodataIndex::Impl::build() {
                    "a repodata.json has the keys info, packages and packages.conda"};
     return fail(err);
   }
-  std::vector<std::string_view> entry_names;
-  std::vector<std::string> odd_names;  // lower-cased or unescaped names (rare)
-  std::vector<std::size_t> odd_of_entry;
   for (auto field_result : top) {
     ondemand::field field;
     if (auto err = std::move(field_result).get(field)) return fail(err);
@@ -448,32 +428,56 @@ Status RepodataIndex::Impl::build() {
                    static_cast<std::uint64_t>(k - text.data()), static_cast<std::uint32_t>(raw.size()),
                    static_cast<std::uint32_t>(klen) | (conda ? kFromConda : 0u) | (escaped ? kEscaped : 0u)};
       own_entries.push_back(e);
-      std::string_view name = name_of_file(raw_key);
-      bool upper = std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
-      if (escaped || upper) {
-        std::string fn = escaped ? unescape_key(raw_key) : std::string(raw_key);
-        std::string n(name_of_file(fn));
-        for (auto& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        odd_of_entry.push_back(own_entries.size() - 1);
-        odd_names.push_back(std::move(n));
-        entry_names.emplace_back();
-      } else {
-        entry_names.push_back(name);
-      }
     }
   }
-  for (std::size_t i = 0; i < odd_of_entry.size(); ++i) entry_names[odd_of_entry[i]] = odd_names[i];
+  return ok_status();
+}
 
-  // Group: a name id per entry, names sorted, entries of one name in file order.
+/// Notes every record's spans (the dedicated scanner, or simdjson's pass where it declines or
+/// `generic_scan` asks for it) and groups them by name.
+Status RepodataIndex::Impl::build() {
+  own_entries.clear();
+  std::vector<std::uint32_t> name_info;
+  scanned_fast = !generic_scan && scan_repodata_fast(text, own_entries, name_info, base_url_raw);
+  if (!scanned_fast) {
+    if (auto scanned = scan_generic(); !scanned) return scanned;
+    name_info.assign(own_entries.size(), 0);
+    std::uint32_t previous = kNameOdd;
+    for (std::size_t i = 0; i < own_entries.size(); ++i) {
+      const IndexEntry& e = own_entries[i];
+      previous = name_info_of(text.substr(e.key_offset, e.key_meta & kKeyLength), (e.key_meta & kEscaped) != 0,
+                              i == 0 ? std::string_view{} : text.substr(own_entries[i - 1].key_offset),
+                              previous);
+      name_info[i] = previous;
+    }
+  }
+  // Group: a name id per entry, names sorted, entries of one name in file order. Names are
+  // views of the text; those of file names with escapes or capitals (rare) are copies.
+  std::deque<std::string> odd_names;
   std::unordered_map<std::string_view, std::uint32_t> ids;
   ids.reserve(own_entries.size() / 8 + 16);
   std::vector<std::uint32_t> id_of(own_entries.size());
   std::vector<std::string_view> by_id;
   std::vector<std::uint32_t> count;
-  for (std::size_t i = 0; i < entry_names.size(); ++i) {
-    auto [it, inserted] = ids.try_emplace(entry_names[i], static_cast<std::uint32_t>(by_id.size()));
+  for (std::size_t i = 0; i < own_entries.size(); ++i) {
+    const IndexEntry& e = own_entries[i];
+    std::string_view name;
+    if ((name_info[i] & kNameSame) != 0) {  // the name of the entry before: no lookup
+      id_of[i] = id_of[i - 1];
+      ++count[id_of[i]];
+      continue;
+    }
+    if ((name_info[i] & kNameOdd) == 0) {
+      name = text.substr(e.key_offset, name_info[i] & kNameLength);
+    } else {
+      const std::string_view raw_key = text.substr(e.key_offset, e.key_meta & kKeyLength);
+      std::string n(name_of_file((e.key_meta & kEscaped) != 0 ? unescape_key(raw_key) : std::string(raw_key)));
+      for (auto& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      name = odd_names.emplace_back(std::move(n));
+    }
+    auto [it, inserted] = ids.try_emplace(name, static_cast<std::uint32_t>(by_id.size()));
     if (inserted) {
-      by_id.push_back(entry_names[i]);
+      by_id.push_back(name);
       count.push_back(0);
     }
     id_of[i] = it->second;
@@ -671,6 +675,7 @@ std::unique_ptr<RepodataIndex::Impl> make_impl(const RepodataIndexOptions& o) {
   impl->channel = redact_url(o.channel_url);
   impl->subdir = o.subdir;
   impl->source = redact_url(o.source);
+  impl->generic_scan = o.generic_scan;
   return impl;
 }
 }  // namespace
@@ -752,6 +757,7 @@ const std::string& RepodataIndex::source() const { return impl_->source; }
 const std::vector<std::string_view>& RepodataIndex::names() const { return impl_->names; }
 std::size_t RepodataIndex::entry_count() const { return impl_->n_entries; }
 bool RepodataIndex::from_cache() const { return impl_->from_cache; }
+bool RepodataIndex::scanned_fast() const { return impl_->scanned_fast; }
 
 bool RepodataIndex::contains(std::string_view name) const {
   return std::binary_search(impl_->names.begin(), impl_->names.end(), name);

@@ -215,6 +215,7 @@ TEST(RepodataIndex, CacheReloadGivesTheSameRecords) {
   auto second = RepodataIndex::open_file(json, opts("p.json", cache));
   ASSERT_TRUE(second.ok()) << second.error().to_string();
   EXPECT_TRUE((*second)->from_cache());
+  EXPECT_FALSE((*second)->scanned_fast());
   EXPECT_EQ((*second)->parsed_names(), 0u);
   ASSERT_EQ((*first)->names(), (*second)->names());
   EXPECT_EQ((*first)->entry_count(), (*second)->entry_count());
@@ -320,6 +321,125 @@ TEST(RepodataIndex, UnusualFileNamesAndBaseUrl) {
   EXPECT_EQ((*index)->records("py-lib")[0].url, "https://cdn.example.org/pkgs/Py-Lib-1.0-0.tar.bz2");
   ASSERT_EQ((*index)->records("x-y").size(), 1u);  // the .conda wins; the escaped key is the same stem
   EXPECT_EQ((*index)->records("x-y")[0].file_name, "x-y-1-0.conda");
+}
+
+/// What open_file makes of `json` with the dedicated scanner or with simdjson's generic pass:
+/// the error, or the index cache file it writes (every span, name and the base URL, as bytes).
+struct Indexed {
+  bool ok = false;
+  bool fast = false;
+  std::string error;
+  std::string idx;
+};
+
+Indexed index_with(const fs::path& json, bool generic, const fs::path& cache) {
+  fs::remove_all(cache);
+  auto o = opts("t.json", cache);
+  o.generic_scan = generic;
+  auto ix = RepodataIndex::open_file(json, o);
+  Indexed out;
+  if (!ix) {
+    out.error = ix.error().to_string();
+    return out;
+  }
+  out.ok = true;
+  out.fast = (*ix)->scanned_fast();
+  EXPECT_FALSE(generic && out.fast);
+  out.idx = slurp(fs::directory_iterator(cache)->path());
+  return out;
+}
+
+/// The scanner and simdjson's pass agree on `text` (same index, or same error); returns whether
+/// the scanner read it (rather than declining).
+bool scanner_agrees(const std::string& text, const fs::path& dir) {
+  fs::path json = dir / "repodata.json";
+  spit(json, text);
+  Indexed fast = index_with(json, false, dir / "fast");
+  Indexed generic = index_with(json, true, dir / "generic");
+  EXPECT_EQ(fast.ok, generic.ok);
+  EXPECT_EQ(fast.error, generic.error);
+  EXPECT_TRUE(fast.idx == generic.idx) << "the index caches differ";
+  return fast.fast;
+}
+
+TEST(RepodataScanner, EveryCorpusFileIndexesAsSimdjsonsPassDoes) {
+  ENVLOCK_REQUIRE_CORPUS();
+  TempDir tmp("rdscan");
+  std::size_t files = 0, fast = 0;
+  for (const auto& e : fs::recursive_directory_iterator(testing::corpus_repodata_dir())) {
+    if (!e.is_regular_file() || e.path().extension() != ".json") continue;
+    SCOPED_TRACE(e.path().string());
+    ++files;
+    if (scanner_agrees(slurp(e.path()), tmp.path())) ++fast;
+  }
+  EXPECT_GE(files, 10u);
+  EXPECT_GE(fast, 10u);  // the scanner reads real repodata itself, it does not just decline
+}
+
+TEST(RepodataScanner, UnusualButValidShapesAreReadAsSimdjsonReadsThem) {
+  TempDir tmp("rdscan");
+  const std::string rec = R"({"name": "a", "version": "1", "build": "0"})";
+  const std::vector<std::string> read = {
+      "{}",
+      R"({"packages": {}, "packages.conda": {}})",
+      // minified, CRLF and tabs
+      R"({"packages":{"a-1-0.tar.bz2":{"name":"a","version":"1","build":"0","depends":["b >=1"]}}})",
+      "{\r\n\t\"packages\" :\r\n\t{ \"a-1-0.tar.bz2\" :\t" + rec + "\r\n ,\r\n \"a-2-0.tar.bz2\": " + rec + " \r\n}\r\n}\r\n",
+      // brackets, escaped quotes and backslashes inside strings; nested objects and arrays
+      R"({"packages": {"a-1-0.conda": {"name": "a", "version": "1", "license": "{x} [y] \"q\" \\\\ \\\" }]",
+          "extra": {"k": [1, {"c": "}"}, [[]], "]"], "e": {}}, "depends": []}}})",
+      // escaped and capitalised file names, unicode
+      R"({"packages": {"x\u002dy-1-0.tar.bz2": {"name": "x-y", "version": "1"},
+                       "Py-Lib-1.0-0.tar.bz2": {"name": "py-lib", "version": "1.0", "summary": "√ © ☃ 𝄞"},
+                       "\u00e9t\u00e9-1-0.tar.bz2": {"name": "été", "version": "1"}}})",
+      // info: base_url escaped, repeated, not a string; other top-level values of every kind
+      R"({"info": {"subdir": "linux-64", "base_url": "https:\/\/cdn.example.org\/a", "base_url": "../b/"},
+          "repodata_version": 2, "removed": ["a-1-0.tar.bz2", "{", "]"], "signatures": {"a": {"b": [true]}},
+          "n": null, "t": true, "f": false, "x": -1.5e+3, "s": "}",
+          "packages": {"a-1-0.tar.bz2": )" + rec + "}}",
+      R"({"info": {"base_url": 7}, "packages": {"a-1-0.tar.bz2": )" + rec + "}}",
+      R"({"info": [], "packages": [], "packages.conda": "x"})",
+      // the same section twice; records the lazy parse will reject (never looked at now)
+      R"({"packages": {"a-1-0.tar.bz2": )" + rec + R"(}, "packages": {"b-1-0.tar.bz2": {"name": "b",, 1}},
+          "packages.conda": {"c-1-0.conda": {"version": "1"}, "d-1-0.conda": {"name": "e", "version": "1"}}})",
+  };
+  for (const auto& text : read) {
+    SCOPED_TRACE(text);
+    EXPECT_TRUE(scanner_agrees(text, tmp.path()));
+  }
+  // Backslash runs of every length ending at every offset of a 64-byte block (the scanner's
+  // carries between blocks), inside strings of records and of keys.
+  for (int shift = 0; shift < 70; ++shift) {
+    std::string text = R"({"packages": {)";
+    for (int run = 0; run < 6; ++run) {
+      if (run > 0) text += ",\n";
+      text += "\"k" + std::string(static_cast<std::size_t>(shift), 'p') + std::string(static_cast<std::size_t>(run * 2), '\\') +
+              "-1-" + std::to_string(run) + ".conda\": {\"name\": \"k\", \"version\": \"1\", \"s\": \"" +
+              std::string(static_cast<std::size_t>(shift), 'z') + std::string(static_cast<std::size_t>(run * 2), '\\') +
+              "\\\"}\", \"t\": \"" + std::string(static_cast<std::size_t>(run * 2 + 1), '\\') + "\"\"}";
+    }
+    text += "}}";
+    SCOPED_TRACE(text);
+    EXPECT_TRUE(scanner_agrees(text, tmp.path()));
+  }
+  // What the scanner leaves to simdjson: the same index or the same error either way.
+  const std::vector<std::string> declined = {
+      "",
+      "[1]",
+      R"({"packages": {"a-1-0.conda": [1]}})",
+      R"({"packages": {"a-1-0.conda": {"name": "a"})",
+      R"({"packages": {"a-1-0.conda": {"name": "a\)" + std::string("\x01") + R"("}}})",
+      R"({"packages": {"a-1-0.conda": {"name": "a)" + std::string("\xff\xfe") + R"("}}})",
+      R"({"p\u0061ckages": {"a-1-0.conda": )" + rec + "}}",
+      R"({"packages": {"a-1-0.conda": )" + rec + "}} trailing",
+      R"({"packages": {"a-1-0.conda": )" + rec + " \"b-1-0.conda\": " + rec + "}}",
+      R"({"info": {"base_url": "x",}, "packages": {}})",
+      R"({"x": tru e})",
+  };
+  for (const auto& text : declined) {
+    SCOPED_TRACE(text);
+    EXPECT_FALSE(scanner_agrees(text, tmp.path()));
+  }
 }
 
 TEST(LoadLazy, LocalChannelLoadsAnIndexAndReloadsItsCache) {
