@@ -6,32 +6,85 @@
 
 namespace envlock::block_yaml {
 
-const Node& Node::operator[](std::string_view key) const {
-  static const Node kUndefined;
-  if (kind != Kind::Map) return kUndefined;
-  for (const auto& [k, v] : entries)
-    if (k.kind == Kind::Scalar && k.scalar == key) return v;
-  return kUndefined;
+Node Node::operator[](std::string_view key) const {
+  if (kind() != Kind::Map) return {};
+  for (auto [k, v] : entries())
+    if (k.IsScalar() && k.Scalar() == key) return v;
+  return {};
+}
+
+Node Node::item(std::size_t i) const {
+  for (Node n : items())
+    if (i-- == 0) return n;
+  return {};
+}
+
+Node::Range Node::items() const {
+  const std::uint32_t first = kind() == Kind::Sequence && slot()->count > 0 ? index_ + 1 : 0;
+  return {Iterator(doc_, first), Iterator(doc_, 0)};
+}
+
+Node::EntryRange Node::entries() const {
+  const std::uint32_t first = kind() == Kind::Map && slot()->count > 0 ? index_ + 1 : 0;
+  return {EntryIterator(Iterator(doc_, first)), EntryIterator(Iterator(doc_, 0))};
 }
 
 YAML::Mark Node::Mark() const {
-  if (kind == Kind::Undefined) return YAML::Mark::null_mark();
+  if (kind() == Kind::Undefined) return YAML::Mark::null_mark();
   YAML::Mark m;
-  m.line = line - 1;
-  m.column = column - 1;
+  m.line = line() - 1;
+  m.column = column() - 1;
   return m;
 }
 
 std::string kind_name(const Node& node) {
-  switch (node.kind) {
-    case Node::Kind::Map: return "a map";
-    case Node::Kind::Sequence: return "a list";
-    case Node::Kind::Scalar: return "a scalar '" + node.scalar + "'";
-    case Node::Kind::Null: return "nothing (null)";
-    case Node::Kind::Undefined: return "nothing";
+  switch (node.kind()) {
+    case Kind::Map: return "a map";
+    case Kind::Sequence: return "a list";
+    case Kind::Scalar: return "a scalar '" + std::string(node.Scalar()) + "'";
+    case Kind::Null: return "nothing (null)";
+    case Kind::Undefined: return "nothing";
   }
   return "nothing";
 }
+
+/// Appends nodes to a Document in document order and links each container's children.
+class Builder {
+ public:
+  explicit Builder(Document& doc) : doc_(doc) {}
+  /// Appends a node; returns its index.
+  std::uint32_t add(Kind kind, int line, int column) {
+    Slot s;
+    s.kind = kind;
+    s.line = static_cast<std::uint32_t>(line);
+    s.column = static_cast<std::uint32_t>(column);
+    doc_.slots_.push_back(s);
+    return static_cast<std::uint32_t>(doc_.slots_.size() - 1);
+  }
+  std::uint32_t add_scalar(std::string_view text, int line, int column) {
+    const std::uint32_t i = add(Kind::Scalar, line, column);
+    set_text(i, text);
+    return i;
+  }
+  std::uint32_t add_owned_scalar(std::string text, int line, int column) {
+    doc_.owned_.push_back(std::move(text));
+    return add_scalar(doc_.owned_.back(), line, column);
+  }
+  void set_text(std::uint32_t i, std::string_view text) {
+    doc_.slots_[i].data = text.data();
+    doc_.slots_[i].size = static_cast<std::uint32_t>(text.size());
+  }
+  Slot& slot(std::uint32_t i) { return doc_.slots_[i]; }
+  /// Links `child` after `previous` (0: `child` is the first) under `parent`.
+  void link(std::uint32_t previous, std::uint32_t child) {
+    if (previous != 0) doc_.slots_[previous].next = child;
+  }
+  [[nodiscard]] std::uint32_t size() const { return static_cast<std::uint32_t>(doc_.slots_.size()); }
+  void reserve(std::size_t n) { doc_.slots_.reserve(n); }
+
+ private:
+  Document& doc_;
+};
 
 namespace {
 
@@ -67,15 +120,25 @@ void append_utf8(std::string& out, std::uint32_t cp) {
   }
 }
 
+/// A scalar's text: a slice of the parsed text, or the decoded text when escapes were resolved.
+struct Text {
+  std::string_view view;
+  std::string decoded;
+  bool owned = false;
+};
+
 /// A double-quoted scalar at the start of `s` (s[0] == '"'), on one line. Sets `end` to the index
 /// after the closing quote. False for anything this subset leaves to yaml-cpp.
-bool double_quoted(std::string_view s, std::string& out, std::size_t& end) {
+bool double_quoted(std::string_view s, Text& out, std::size_t& end) {
   if (std::size_t close = s.find_first_of("\"\\", 1); close != std::string_view::npos && s[close] == '"') {
-    out.assign(s.substr(1, close - 1));  // no escapes: the common case
+    out.view = s.substr(1, close - 1);  // no escapes: the common case
+    out.owned = false;
     end = close + 1;
     return true;
   }
-  out.clear();
+  out.owned = true;
+  std::string& o = out.decoded;
+  o.clear();
   for (std::size_t i = 1; i < s.size(); ++i) {
     const char c = s[i];
     if (c == '"') {
@@ -83,19 +146,19 @@ bool double_quoted(std::string_view s, std::string& out, std::size_t& end) {
       return true;
     }
     if (c != '\\') {
-      out += c;
+      o += c;
       continue;
     }
     if (++i >= s.size()) return false;
     int digits = 0;
     switch (s[i]) {
-      case '"': out += '"'; break;
-      case '\\': out += '\\'; break;
-      case '/': out += '/'; break;
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case '0': out += '\0'; break;
+      case '"': o += '"'; break;
+      case '\\': o += '\\'; break;
+      case '/': o += '/'; break;
+      case 'n': o += '\n'; break;
+      case 't': o += '\t'; break;
+      case 'r': o += '\r'; break;
+      case '0': o += '\0'; break;
       case 'x': digits = 2; break;
       case 'u': digits = 4; break;
       case 'U': digits = 8; break;
@@ -110,7 +173,7 @@ bool double_quoted(std::string_view s, std::string& out, std::size_t& end) {
         cp = cp * 16 + static_cast<std::uint32_t>(v);
       }
       if (cp > 0x10FFFF) return false;
-      append_utf8(out, cp);
+      append_utf8(o, cp);
       i += static_cast<std::size_t>(digits);
     }
   }
@@ -128,9 +191,16 @@ bool is_null_word(std::string_view s) { return s == "~" || s == "null" || s == "
 
 bool is_item(std::string_view text) { return text == "-" || text.starts_with("- "); }
 
+/// A map key read from a line, before it is added to the document.
+struct Key {
+  Text text;
+  int line = 0;
+  int column = 0;
+};
+
 class Parser {
  public:
-  explicit Parser(std::string_view text) {
+  Parser(std::string_view text, Document& doc) : b_(doc) {
     lines_.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
     int number = 0;
     std::size_t pos = 0;
@@ -153,51 +223,52 @@ class Parser {
     }
   }
 
-  std::optional<Node> parse() {
-    if (!ok_ || lines_.empty() || lines_[0].indent != 0) return std::nullopt;
-    Node root;
-    if (!node(0, root) || i_ != lines_.size()) return std::nullopt;
-    return root;
+  bool parse() {
+    if (!ok_ || lines_.empty() || lines_[0].indent != 0) return false;
+    b_.reserve(lines_.size() * 3 + 1);  // at most a map, a key and a value per line
+    std::uint32_t root = 0;
+    return node(0, root) && i_ == lines_.size();
   }
 
  private:
-  int column(const Line& l, std::string_view part) const { return static_cast<int>(part.data() - l.start) + 1; }
+  static int column(const Line& l, std::string_view part) { return static_cast<int>(part.data() - l.start) + 1; }
 
-  /// A scalar (or [] / {}) written after `key: ` or `- `.
-  bool scalar(const Line& l, std::string_view s, Node& out) const {
-    out.line = l.number;
-    out.column = column(l, s);
+  std::uint32_t add(const Text& t, int line, int column) {
+    return t.owned ? b_.add_owned_scalar(t.decoded, line, column) : b_.add_scalar(t.view, line, column);
+  }
+
+  /// A scalar (or [] / {}) written after `key: ` or `- `; appends it as `out`.
+  bool scalar(const Line& l, std::string_view s, std::uint32_t& out) {
+    const int col = column(l, s);
     if (s == "[]") {
-      out.kind = Node::Kind::Sequence;
+      out = b_.add(Kind::Sequence, l.number, col);
       return true;
     }
     if (s == "{}") {
-      out.kind = Node::Kind::Map;
+      out = b_.add(Kind::Map, l.number, col);
       return true;
     }
     if (s.front() == '"') {
       std::size_t end = 0;
-      if (!double_quoted(s, out.scalar, end) || end != s.size()) return false;
-      out.kind = Node::Kind::Scalar;
+      if (!double_quoted(s, text_, end) || end != s.size()) return false;
+      out = add(text_, l.number, col);
       return true;
     }
     if (!starts_plain(s) || is_null_word(s) || s.back() == ':' || s.find(": ") != std::string_view::npos ||
         s.find(" #") != std::string_view::npos || s.find('\t') != std::string_view::npos)
       return false;
-    out.kind = Node::Kind::Scalar;
-    out.scalar = std::string(s);
+    out = b_.add_scalar(s, l.number, col);
     return true;
   }
 
   /// Splits `key: rest` / `key:`; false when the line is not a map entry of this subset.
-  bool key(const Line& l, Node& k, std::string_view& rest) const {
+  static bool key(const Line& l, Key& k, std::string_view& rest) {
     std::string_view t = l.text;
     std::size_t after = 0;
     k.line = l.number;
     k.column = column(l, t);
-    k.kind = Node::Kind::Scalar;
     if (t.front() == '"') {
-      if (!double_quoted(t, k.scalar, after)) return false;
+      if (!double_quoted(t, k.text, after)) return false;
     } else {
       std::size_t p = t.find(": ");
       if (p == std::string_view::npos) {
@@ -208,7 +279,8 @@ class Parser {
       if (!starts_plain(name) || name.find(" #") != std::string_view::npos || name.back() == ' ' ||
           is_null_word(name))
         return false;
-      k.scalar = std::string(name);
+      k.text.view = name;
+      k.text.owned = false;
       after = p;
     }
     if (after >= t.size() || t[after] != ':' || (after + 1 < t.size() && t[after + 1] != ' ')) return false;
@@ -219,15 +291,14 @@ class Parser {
   }
 
   /// The block node whose first line is lines_[i_], at indentation `indent`.
-  bool node(int indent, Node& out) {
+  bool node(int indent, std::uint32_t& out) {
     if (is_item(lines_[i_].text)) return sequence(indent, out);
     return map(indent, out);
   }
 
-  bool sequence(int indent, Node& out) {
-    out.kind = Node::Kind::Sequence;
-    out.line = lines_[i_].number;
-    out.column = indent + 1;
+  bool sequence(int indent, std::uint32_t& out) {
+    out = b_.add(Kind::Sequence, lines_[i_].number, indent + 1);
+    std::uint32_t previous = 0, count = 0;
     while (i_ < lines_.size() && lines_[i_].indent == indent && is_item(lines_[i_].text)) {
       Line& l = lines_[i_];
       if (l.text.size() < 3) return false;  // "-" alone: a nested block, not written by envlock
@@ -236,37 +307,39 @@ class Parser {
       while (extra < content.size() && content[extra] == ' ') ++extra;
       content.remove_prefix(extra);
       if (content.empty() || is_item(content)) return false;
-      Node item;
-      Node k;
+      std::uint32_t item = 0;
       std::string_view rest;
       Line probe = l;
       probe.text = content;
       probe.indent = indent + 2 + static_cast<int>(extra);
-      if (key(probe, k, rest)) {
+      if (key(probe, key_, rest)) {
         l = probe;  // the item is a map whose first key stands on the item's line
         if (!map(probe.indent, item)) return false;
       } else {
         if (!scalar(l, content, item)) return false;
         ++i_;
       }
-      out.items.push_back(std::move(item));
+      b_.link(previous, item);
+      previous = item;
+      ++count;
       if (i_ < lines_.size() && lines_[i_].indent > indent) return false;
     }
+    b_.slot(out).count = count;
     return true;
   }
 
-  bool map(int indent, Node& out) {
-    out.kind = Node::Kind::Map;
-    out.line = lines_[i_].number;
-    out.column = indent + 1;
-    out.entries.reserve(8);
+  bool map(int indent, std::uint32_t& out) {
+    out = b_.add(Kind::Map, lines_[i_].number, indent + 1);
+    std::uint32_t previous = 0, count = 0;
     while (i_ < lines_.size() && lines_[i_].indent == indent) {
       const Line l = lines_[i_];
       if (is_item(l.text)) return false;
-      Node k, v;
       std::string_view rest;
-      if (!key(l, k, rest)) return false;
+      if (!key(l, key_, rest)) return false;
       ++i_;
+      const std::uint32_t k = add(key_.text, key_.line, key_.column);
+      b_.link(previous, k);
+      std::uint32_t v = 0;
       if (!rest.empty()) {
         if (!scalar(l, rest, v)) return false;
       } else if (i_ < lines_.size() && lines_[i_].indent > indent) {
@@ -274,50 +347,76 @@ class Parser {
       } else if (i_ < lines_.size() && lines_[i_].indent == indent && is_item(lines_[i_].text)) {
         if (!sequence(indent, v)) return false;
       } else {
-        v.kind = Node::Kind::Null;
-        v.line = l.number;
-        v.column = column(l, l.text) + static_cast<int>(l.text.size());
+        v = b_.add(Kind::Null, l.number, column(l, l.text) + static_cast<int>(l.text.size()));
       }
-      out.entries.emplace_back(std::move(k), std::move(v));
+      b_.link(k, v);  // a value follows its key
+      previous = v;
+      ++count;
     }
+    b_.slot(out).count = count;
     return !(i_ < lines_.size() && lines_[i_].indent > indent);
   }
 
+  Builder b_;
   std::vector<Line> lines_;
   std::size_t i_ = 0;
   bool ok_ = true;
+  Text text_;  ///< scratch for scalars
+  Key key_;    ///< scratch for keys
 };
+
+std::uint32_t convert(Builder& b, const YAML::Node& node) {
+  const YAML::Mark m = node.Mark();
+  const int line = m.line + 1, column = m.column + 1;
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined: return b.add(Kind::Undefined, 0, 0);
+    case YAML::NodeType::Null: return b.add(Kind::Null, line, column);
+    case YAML::NodeType::Scalar: return b.add_owned_scalar(node.Scalar(), line, column);
+    case YAML::NodeType::Sequence: {
+      const std::uint32_t out = b.add(Kind::Sequence, line, column);
+      std::uint32_t previous = 0, count = 0;
+      for (const auto& item : node) {
+        const std::uint32_t i = convert(b, item);
+        b.link(previous, i);
+        previous = i;
+        ++count;
+      }
+      b.slot(out).count = count;
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      const std::uint32_t out = b.add(Kind::Map, line, column);
+      std::uint32_t previous = 0, count = 0;
+      for (const auto& kv : node) {
+        const std::uint32_t k = convert(b, kv.first);
+        b.link(previous, k);
+        const std::uint32_t v = convert(b, kv.second);
+        b.link(k, v);
+        previous = v;
+        ++count;
+      }
+      b.slot(out).count = count;
+      return out;
+    }
+  }
+  return b.add(Kind::Undefined, 0, 0);
+}
 
 }  // namespace
 
-std::optional<Node> parse_block_yaml(std::string_view text) {
+std::optional<Document> parse_block_yaml(std::string_view text) {
   if (text.starts_with("\xEF\xBB\xBF")) return std::nullopt;
-  return Parser(text).parse();
+  Document doc;
+  if (!Parser(text, doc).parse()) return std::nullopt;
+  return doc;
 }
 
-Node from_yaml_cpp(const YAML::Node& node) {
-  Node out;
-  if (!node.IsDefined()) return out;
-  const YAML::Mark m = node.Mark();
-  out.line = m.line + 1;
-  out.column = m.column + 1;
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined: out.kind = Node::Kind::Undefined; break;
-    case YAML::NodeType::Null: out.kind = Node::Kind::Null; break;
-    case YAML::NodeType::Scalar:
-      out.kind = Node::Kind::Scalar;
-      out.scalar = node.Scalar();
-      break;
-    case YAML::NodeType::Sequence:
-      out.kind = Node::Kind::Sequence;
-      for (const auto& item : node) out.items.push_back(from_yaml_cpp(item));
-      break;
-    case YAML::NodeType::Map:
-      out.kind = Node::Kind::Map;
-      for (const auto& kv : node) out.entries.emplace_back(from_yaml_cpp(kv.first), from_yaml_cpp(kv.second));
-      break;
-  }
-  return out;
+Document from_yaml_cpp(const YAML::Node& node) {
+  Document doc;
+  if (!node.IsDefined()) return doc;
+  Builder b(doc);
+  convert(b, node);
+  return doc;
 }
 
 }  // namespace envlock::block_yaml

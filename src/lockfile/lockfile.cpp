@@ -7,6 +7,8 @@
 #include <limits>
 #include <locale>
 #include <set>
+#include <span>
+#include <unordered_set>
 #include <sstream>
 
 #include "envlock/lockfile.hpp"
@@ -18,41 +20,97 @@ namespace envlock {
 namespace {
 
 using block_yaml::kind_name;
-using Node = block_yaml::Node;
+using block_yaml::Node;
+
+/// What a value is, for error messages ("version of numpy"): up to four pieces, joined only when
+/// an error is reported, so reading a lockfile of thousands of records builds no message text.
+struct What {
+  std::string_view part[4];
+  What(const char* s) : part{s} {}                // NOLINT: implicit, as a string would be
+  What(const std::string& s) : part{s} {}         // NOLINT
+  What(std::string_view a, std::string_view b, std::string_view c = {}) : part{a, b, c} {}
+  /// `prefix` + this (the last piece is dropped when all four are used).
+  [[nodiscard]] What prefixed(std::string_view prefix) const {
+    What w(prefix, part[0], part[1]);
+    w.part[3] = part[2];
+    return w;
+  }
+  [[nodiscard]] std::string str() const {
+    std::string s;
+    for (auto p : part) s += p;
+    return s;
+  }
+};
+
+/// Map keys of the lockfile, in the order `unknown key` hints list them.
+constexpr std::string_view kPackageKeys[] = {
+    "name",      "version", "build", "build_number", "subdir",   "noarch",         "channel",
+    "url",       "file_name", "sha256", "md5",       "size",     "depends",        "constrains",
+    "license",   "license_family", "timestamp", "track_features", "features", "python_site_packages_path",
+    "arch",      "platform", "layer"};
+enum PackageKey : std::size_t {
+  kName, kVersion, kBuild, kBuildNumber, kSubdir, kNoarch, kChannel, kUrl, kFileName, kSha256, kMd5, kSize,
+  kDepends, kConstrains, kLicense, kLicenseFamily, kTimestamp, kTrackFeatures, kFeatures,
+  kPythonSitePackagesPath, kArch, kPlatform, kLayer, kPackageKeyCount
+};
+static_assert(std::size(kPackageKeys) == kPackageKeyCount);
+constexpr std::string_view kPackageRequired[] = {"name", "version", "build", "build_number", "subdir", "channel", "url", "layer"};
+
+/// A URL can carry credentials only in its authority (`user:pw@`), a `/t/<token>/` segment or its
+/// query (redact_url); most carry none of these, and need no redaction to tell.
+bool may_carry_credentials(std::string_view url) {
+  return url.find('@') != std::string_view::npos || url.find("/t/") != std::string_view::npos ||
+         url.find('?') != std::string_view::npos;
+}
 
 class Reader {
  public:
-  Reader(const yaml::Source& src, std::string_view text) : src_(src), text_(text) {}
+  Reader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
   Result<Lockfile> read();
 
  private:
+  /// The text as yaml::Source (made on first use: for an error, or for yaml-cpp).
+  const yaml::Source& src() const {
+    if (!src_) src_.emplace(std::string(text_), source_);
+    return *src_;
+  }
   Error at(const Node& n, const std::string& message, const std::string& hint = {}) const {
-    return src_.error_at(n.Mark(), message, hint);
+    return src().error_at(n.Mark(), message, hint);
   }
   /// Checks that `map` has no key twice (as yaml::check_unique_keys).
   Status check_unique_keys(const Node& map) const {
-    const auto& e = map.entries;
-    std::set<std::string_view> seen;  // only for large maps; small ones compare pairwise
-    for (std::size_t i = 0; i < e.size(); ++i) {
-      const Node& key = e[i].first;
+    constexpr std::size_t kSmall = 32;  // small maps compare pairwise, large ones use a set
+    std::string_view small[kSmall];
+    std::set<std::string_view> seen;
+    std::size_t i = 0;
+    for (auto [key, value] : map.entries()) {
       if (!key.IsScalar()) return at(key, "a key must be a plain string, found " + kind_name(key));
+      const std::string_view k = key.Scalar();
       bool dup = false;
-      if (e.size() <= 32) {
-        for (std::size_t j = 0; j < i && !dup; ++j) dup = e[j].first.IsScalar() && e[j].first.Scalar() == key.Scalar();
+      if (map.size() <= kSmall) {
+        for (std::size_t j = 0; j < i && !dup; ++j) dup = small[j] == k;
+        small[i] = k;
       } else {
-        dup = !seen.insert(key.Scalar()).second;
+        dup = !seen.insert(k).second;
       }
-      if (dup) return at(key, "duplicate key '" + key.Scalar() + "'", "remove one of the two entries");
+      if (dup) return at(key, "duplicate key '" + std::string(k) + "'", "remove one of the two entries");
+      ++i;
     }
     return ok_status();
   }
-  Result<std::string> str(const Node& n, const std::string& what) const {
-    if (!n.IsScalar()) return at(n, what + " must be a string, found " + kind_name(n));
-    return n.Scalar();
+  Status str(const Node& n, const What& what, std::string& out) const {
+    if (!n.IsScalar()) return at(n, what.str() + " must be a string, found " + kind_name(n));
+    out.assign(n.Scalar());
+    return ok_status();
   }
-  Result<std::uint64_t> uint(const Node& n, const std::string& what) const {
+  Result<std::string> str(const Node& n, const What& what) const {
+    std::string out;
+    if (auto st = str(n, what, out); !st) return st.error();
+    return out;
+  }
+  Result<std::uint64_t> uint(const Node& n, const What& what) const {
     if (n.IsScalar()) {
-      const std::string& s = n.Scalar();
+      const std::string_view s = n.Scalar();
       std::uint64_t v = 0;
       bool ok = !s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
       for (char c : s) {
@@ -62,187 +120,167 @@ class Reader {
       }
       if (ok) return v;
     }
-    return at(n, what + " must be a non-negative integer, found " + kind_name(n));
+    return at(n, what.str() + " must be a non-negative integer, found " + kind_name(n));
   }
-  Result<double> real(const Node& n, const std::string& what) const {
+  Result<double> real(const Node& n, const What& what) const {
     if (n.IsScalar()) {
       // YAML 1.2 core schema floats, as yaml-cpp's as<double>() reads them.
-      const std::string& s = n.Scalar();
+      const std::string_view s = n.Scalar();
       if (s == ".inf" || s == ".Inf" || s == ".INF" || s == "+.inf") return std::numeric_limits<double>::infinity();
       if (s == "-.inf" || s == "-.Inf" || s == "-.INF") return -std::numeric_limits<double>::infinity();
       if (s == ".nan" || s == ".NaN" || s == ".NAN") return std::numeric_limits<double>::quiet_NaN();
-      std::istringstream in(s);
+      std::istringstream in{std::string(s)};
       in.imbue(std::locale::classic());
       double v = 0;
       if (in >> v && (in >> std::ws).eof()) return v;
     }
-    return at(n, what + " must be a number, found " + kind_name(n));
+    return at(n, what.str() + " must be a number, found " + kind_name(n));
   }
-  Result<std::vector<std::string>> strings(const Node& n, const std::string& what) const {
-    if (!n.IsSequence()) return at(n, what + " must be a list, found " + kind_name(n));
-    std::vector<std::string> out;
-    for (const auto& i : n.items) {
-      auto s = str(i, "an entry of " + what);
-      if (!s) return s.error();
-      out.push_back(*s);
+  Status strings(const Node& n, const What& what, std::vector<std::string>& out) const {
+    if (!n.IsSequence()) return at(n, what.str() + " must be a list, found " + kind_name(n));
+    out.clear();
+    out.reserve(n.size());
+    for (Node i : n.items()) {
+      if (!i.IsScalar()) return at(i, what.prefixed("an entry of ").str() + " must be a string, found " + kind_name(i));
+      out.emplace_back(i.Scalar());
     }
-    return out;
-  }
-  /// Checks the keys of a map: unique, each in `allowed`, and each of `required` present.
-  Status keys(const Node& n, const std::string& what, std::initializer_list<std::string_view> allowed,
-              std::initializer_list<std::string_view> required) const {
-    if (!n.IsMap()) return at(n, what + " must be a map, found " + kind_name(n));
-    if (auto st = check_unique_keys(n); !st) return st;
-    for (const auto& kv : n.entries) {
-      const std::string& k = kv.first.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
-        std::string list;
-        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        return at(kv.first, "unknown key '" + k + "' in " + what, "allowed keys: " + list);
-      }
-    }
-    for (auto r : required)
-      if (!n[std::string(r)])
-        return at(n, what + " has no `" + std::string(r) + "`",
-                             "the lockfile is incomplete; re-create it with `envlock lock`");
     return ok_status();
   }
-  Status hex(const Node& n, const std::string& what, std::size_t len, std::string& out) const {
-    auto s = str(n, what);
-    if (!s) return s.error();
-    bool ok = s->size() == len && std::all_of(s->begin(), s->end(), [](char c) {
+  /// Checks the keys of a map: unique, each in `allowed`, and each of `required` present; puts
+  /// the value of allowed[i] into found[i] (Undefined when absent).
+  Status keys(const Node& n, const What& what, std::span<const std::string_view> allowed,
+              std::span<const std::string_view> required, Node* found) const {
+    if (!n.IsMap()) return at(n, what.str() + " must be a map, found " + kind_name(n));
+    if (auto st = check_unique_keys(n); !st) return st;
+    for (std::size_t i = 0; i < allowed.size(); ++i) found[i] = Node();
+    for (auto [key, value] : n.entries()) {
+      const std::string_view k = key.Scalar();
+      const auto it = std::find(allowed.begin(), allowed.end(), k);
+      if (it == allowed.end()) {
+        std::string list;
+        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        return at(key, "unknown key '" + std::string(k) + "' in " + what.str(), "allowed keys: " + list);
+      }
+      found[it - allowed.begin()] = value;
+    }
+    for (auto r : required)
+      if (!found[std::find(allowed.begin(), allowed.end(), r) - allowed.begin()])
+        return at(n, what.str() + " has no `" + std::string(r) + "`",
+                  "the lockfile is incomplete; re-create it with `envlock lock`");
+    return ok_status();
+  }
+  Status hex(const Node& n, const What& what, std::size_t len, std::string& out) const {
+    if (auto st = str(n, what, out); !st) return st;
+    bool ok = out.size() == len && std::all_of(out.begin(), out.end(), [](char c) {
       return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
     });
     if (!ok)
-      return at(n, what + " must be " + std::to_string(len) + " lower-case hex digits, found '" + *s + "'");
-    out = *s;
+      return at(n, what.str() + " must be " + std::to_string(len) + " lower-case hex digits, found '" + out + "'");
     return ok_status();
   }
-  Status url(const Node& n, const std::string& what, std::string& out) const {
-    auto s = str(n, what);
-    if (!s) return s.error();
-    if (url_has_credentials(*s)) return credentials_error(n, what, *s);
-    out = *s;
+  Status url(const Node& n, const What& what, std::string& out) const {
+    if (auto st = str(n, what, out); !st) return st;
+    if (may_carry_credentials(out) && url_has_credentials(out)) return credentials_error(n, what, out);
     return ok_status();
   }
 
   /// The error for a URL with credentials; the line shown has them redacted too.
-  Error credentials_error(const Node& n, const std::string& what, const std::string& raw) const {
-    Error e = at(n, what + " carries credentials",
-                            "lockfiles must be credential-free; re-create it with `envlock lock`");
+  Error credentials_error(const Node& n, const What& what, const std::string& raw) const {
+    Error e = at(n, what.str() + " carries credentials",
+                 "lockfiles must be credential-free; re-create it with `envlock lock`");
     const std::string clean = redact_url(raw);
     for (std::size_t at = e.detail.find(raw); at != std::string::npos; at = e.detail.find(raw, at + clean.size()))
       e.detail.replace(at, raw.size(), clean);
     return e;
   }
 
-  Result<LockedPackage> package(const Node& n, const std::string& where);
+  Status package(const Node& n, const std::string& where, LockedPackage& p);
   Result<PipPackage> pip(const Node& n);
   Result<LockedPlatform> platform(const std::string& name, const Node& n);
   Result<LockedEnvironment> environment(const std::string& name, const Node& n);
 
-  const yaml::Source& src_;
   std::string_view text_;
+  const std::string& source_;
+  mutable std::optional<yaml::Source> src_;
 };
 
-Result<LockedPackage> Reader::package(const Node& n, const std::string& where) {
-  if (auto st = keys(n, "a package of " + where,
-                     {"name", "version", "build", "build_number", "subdir", "noarch", "channel", "url", "file_name",
-                      "sha256", "md5", "size", "depends", "constrains", "license", "license_family", "timestamp",
-                      "track_features", "features", "python_site_packages_path", "arch", "platform", "layer"},
-                     {"name", "version", "build", "build_number", "subdir", "channel", "url", "layer"});
-      !st)
-    return st.error();
-  LockedPackage p;
-  auto name = str(n["name"], "name");
-  if (!name) return name.error();
-  p.name = *name;
-  if (p.name.empty()) return at(n["name"], "empty package name");
-  auto v = str(n["version"], "version of " + p.name);
-  if (!v) return v.error();
-  auto version = Version::parse(*v);
-  if (!version) {
-    Error e = at(n["version"], "invalid version '" + *v + "' of " + p.name + ": " + version.error().message);
-    return e;
-  }
+Status Reader::package(const Node& n, const std::string& where, LockedPackage& p) {
+  Node f[kPackageKeyCount];
+  if (auto st = keys(n, What("a package of ", where), kPackageKeys, kPackageRequired, f); !st) return st;
+  if (auto st = str(f[kName], "name", p.name); !st) return st;
+  if (p.name.empty()) return at(f[kName], "empty package name");
+  const std::string& name = p.name;
+  std::string v;
+  if (auto st = str(f[kVersion], What("version of ", name), v); !st) return st;
+  auto version = Version::parse(v);
+  if (!version) return at(f[kVersion], "invalid version '" + v + "' of " + name + ": " + version.error().message);
   p.version = std::move(*version);
-  auto build = str(n["build"], "build of " + p.name);
-  if (!build) return build.error();
-  p.build = *build;
-  auto bn = uint(n["build_number"], "build_number of " + p.name);
+  if (auto st = str(f[kBuild], What("build of ", name), p.build); !st) return st;
+  auto bn = uint(f[kBuildNumber], What("build_number of ", name));
   if (!bn) return bn.error();
   p.build_number = *bn;
-  auto subdir = str(n["subdir"], "subdir of " + p.name);
-  if (!subdir) return subdir.error();
-  p.subdir = *subdir;
-  if (n["noarch"]) {
-    auto na = str(n["noarch"], "noarch of " + p.name);
-    if (!na) return na.error();
-    if (*na == "python") p.noarch = NoArchKind::Python;
-    else if (*na == "generic") p.noarch = NoArchKind::Generic;
-    else return at(n["noarch"], "noarch of " + p.name + " must be python or generic, found '" + *na + "'");
+  if (auto st = str(f[kSubdir], What("subdir of ", name), p.subdir); !st) return st;
+  if (f[kNoarch]) {
+    std::string na;
+    if (auto st = str(f[kNoarch], What("noarch of ", name), na); !st) return st;
+    if (na == "python") p.noarch = NoArchKind::Python;
+    else if (na == "generic") p.noarch = NoArchKind::Generic;
+    else return at(f[kNoarch], "noarch of " + name + " must be python or generic, found '" + na + "'");
   }
-  if (auto st = url(n["channel"], "channel of " + p.name, p.channel); !st) return st.error();
-  if (auto st = url(n["url"], "url of " + p.name, p.url); !st) return st.error();
-  if (p.url.empty()) return at(n["url"], "empty url of " + p.name);
-  if (n["file_name"]) {
-    auto f = str(n["file_name"], "file_name of " + p.name);
-    if (!f) return f.error();
-    p.file_name = *f;
+  if (auto st = url(f[kChannel], What("channel of ", name), p.channel); !st) return st;
+  if (auto st = url(f[kUrl], What("url of ", name), p.url); !st) return st;
+  if (p.url.empty()) return at(f[kUrl], "empty url of " + name);
+  if (f[kFileName]) {
+    if (auto st = str(f[kFileName], What("file_name of ", name), p.file_name); !st) return st;
   } else {
     p.file_name = p.url.substr(p.url.find_last_of('/') + 1);
     if (auto hash = p.file_name.find('#'); hash != std::string::npos) p.file_name.resize(hash);
   }
-  if (n["sha256"])
-    if (auto st = hex(n["sha256"], "sha256 of " + p.name, 64, p.sha256); !st) return st.error();
-  if (n["md5"])
-    if (auto st = hex(n["md5"], "md5 of " + p.name, 32, p.md5); !st) return st.error();
-  if (n["size"]) {
-    auto s = uint(n["size"], "size of " + p.name);
+  if (f[kSha256])
+    if (auto st = hex(f[kSha256], What("sha256 of ", name), 64, p.sha256); !st) return st;
+  if (f[kMd5])
+    if (auto st = hex(f[kMd5], What("md5 of ", name), 32, p.md5); !st) return st;
+  if (f[kSize]) {
+    auto s = uint(f[kSize], What("size of ", name));
     if (!s) return s.error();
     p.size = *s;
   }
-  if (n["timestamp"]) {
-    auto t = uint(n["timestamp"], "timestamp of " + p.name);
+  if (f[kTimestamp]) {
+    auto t = uint(f[kTimestamp], What("timestamp of ", name));
     if (!t) return t.error();
     p.timestamp = *t;
   }
-  for (auto [key, field] : {std::pair{"depends", &p.depends}, std::pair{"constrains", &p.constrains},
-                            std::pair{"track_features", &p.track_features}}) {
-    if (!n[key]) continue;
-    auto l = strings(n[key], std::string(key) + " of " + p.name);
-    if (!l) return l.error();
-    *field = std::move(*l);
+  for (auto [key, field] : {std::pair{kDepends, &p.depends}, std::pair{kConstrains, &p.constrains},
+                            std::pair{kTrackFeatures, &p.track_features}}) {
+    if (!f[key]) continue;
+    if (auto st = strings(f[key], What(kPackageKeys[key], " of ", name), *field); !st) return st;
   }
-  for (auto [key, field] : {std::pair{"license", &p.license}, std::pair{"license_family", &p.license_family},
-                            std::pair{"features", &p.features},
-                            std::pair{"python_site_packages_path", &p.python_site_packages_path},
-                            std::pair{"arch", &p.arch}, std::pair{"platform", &p.platform},
-                            std::pair{"layer", &p.layer}}) {
-    if (!n[key]) continue;
-    auto s = str(n[key], std::string(key) + " of " + p.name);
-    if (!s) return s.error();
-    *field = *s;
+  for (auto [key, field] : {std::pair{kLicense, &p.license}, std::pair{kLicenseFamily, &p.license_family},
+                            std::pair{kFeatures, &p.features},
+                            std::pair{kPythonSitePackagesPath, &p.python_site_packages_path},
+                            std::pair{kArch, &p.arch}, std::pair{kPlatform, &p.platform},
+                            std::pair{kLayer, &p.layer}}) {
+    if (!f[key]) continue;
+    if (auto st = str(f[key], What(kPackageKeys[key], " of ", name), *field); !st) return st;
   }
-  if (p.layer.empty()) return at(n["layer"], "empty layer of " + p.name, "a layer names the environment whose solve introduced the package");
-  return p;
+  if (p.layer.empty()) return at(f[kLayer], "empty layer of " + name, "a layer names the environment whose solve introduced the package");
+  return ok_status();
 }
 
 Result<PipPackage> Reader::pip(const Node& n) {
-  if (auto st = keys(n, "a pip entry", {"name", "version", "url", "sha256", "requirement"}, {"name"}); !st)
-    return st.error();
+  static constexpr std::string_view kKeys[] = {"name", "version", "url", "sha256", "requirement"};
+  static constexpr std::string_view kRequired[] = {"name"};
+  Node f[std::size(kKeys)];
+  if (auto st = keys(n, "a pip entry", kKeys, kRequired, f); !st) return st.error();
   PipPackage p;
-  for (auto [key, field] : {std::pair{"name", &p.name}, std::pair{"version", &p.version},
-                            std::pair{"requirement", &p.requirement}}) {
-    if (!n[key]) continue;
-    auto s = str(n[key], std::string("pip ") + key);
-    if (!s) return s.error();
-    *field = *s;
+  for (auto [key, field] : {std::pair{0, &p.name}, std::pair{1, &p.version}, std::pair{4, &p.requirement}}) {
+    if (!f[key]) continue;
+    if (auto st = str(f[key], What("pip ", kKeys[key]), *field); !st) return st.error();
   }
-  if (n["url"])
-    if (auto st = url(n["url"], "pip url", p.url); !st) return st.error();
-  if (n["sha256"])
-    if (auto st = hex(n["sha256"], "pip sha256", 64, p.sha256); !st) return st.error();
+  if (f[2])
+    if (auto st = url(f[2], "pip url", p.url); !st) return st.error();
+  if (f[3])
+    if (auto st = hex(f[3], "pip sha256", 64, p.sha256); !st) return st.error();
   if (p.name.empty() && p.requirement.empty())
     return at(n, "a pip entry needs a name or a requirement");
   return p;
@@ -250,22 +288,21 @@ Result<PipPackage> Reader::pip(const Node& n) {
 
 Result<LockedPlatform> Reader::platform(const std::string& name, const Node& n) {
   const std::string where = "platform " + name;
-  if (auto st = keys(n, where, {"channels", "virtual_packages", "packages", "pip"}, {"channels", "packages"}); !st)
-    return st.error();
+  static constexpr std::string_view kKeys[] = {"channels", "virtual_packages", "packages", "pip"};
+  static constexpr std::string_view kRequired[] = {"channels", "packages"};
+  Node f[std::size(kKeys)];
+  if (auto st = keys(n, where, kKeys, kRequired, f); !st) return st.error();
   LockedPlatform lp;
   lp.platform = name;
-  auto channels = strings(n["channels"], "channels of " + where);
-  if (!channels) return channels.error();
+  if (auto st = strings(f[0], What("channels of ", where), lp.channels); !st) return st.error();
   std::size_t i = 0;
-  for (const auto& c : *channels) {
-    if (url_has_credentials(c)) return credentials_error(n["channels"].items[i], "a channel of " + where, c);
+  for (const auto& c : lp.channels) {
+    if (url_has_credentials(c)) return credentials_error(f[0].item(i), What("a channel of ", where), c);
     ++i;
   }
-  lp.channels = std::move(*channels);
-  if (n["virtual_packages"]) {
-    const Node& vps = n["virtual_packages"];
+  if (const Node& vps = f[1]) {
     if (!vps.IsSequence()) return at(vps, "virtual_packages of " + where + " must be a list, found " + kind_name(vps));
-    for (const auto& item : vps.items) {
+    for (Node item : vps.items()) {
       auto s = str(item, "a virtual package");
       if (!s) return s.error();
       auto vp = VirtualPackage::parse(*s);
@@ -273,22 +310,33 @@ Result<LockedPlatform> Reader::platform(const std::string& name, const Node& n) 
       lp.virtual_packages.push_back(std::move(*vp));
     }
   }
-  const Node& pkgs = n["packages"];
+  const Node& pkgs = f[2];
   if (!pkgs.IsSequence()) return at(pkgs, "packages of " + where + " must be a list, found " + kind_name(pkgs));
-  std::set<std::string> names;
-  for (const auto& item : pkgs.items) {
-    auto p = package(item, where);
-    if (!p) return p.error();
-    if (!names.insert(p->name).second)
-      return at(item, "package '" + p->name + "' is locked twice for " + where,
-                           "a platform locks one record per name; re-create the lockfile with `envlock lock`");
-    lp.packages.push_back(std::move(*p));
+  // A name locked twice is found in file order. envlock writes packages sorted by name, so while
+  // the names rise no set is needed; from the first one that does not, a set of the names seen.
+  std::vector<std::string_view> names;
+  std::unordered_set<std::string_view> seen;
+  bool rising = true;
+  lp.packages.reserve(pkgs.size());
+  names.reserve(pkgs.size());
+  for (Node item : pkgs.items()) {
+    if (auto st = package(item, where, lp.packages.emplace_back()); !st) return st.error();
+    const std::string_view pkg_name = item["name"].Scalar();  // the text p.name holds, alive with the document
+    if (rising && !names.empty() && !(names.back() < pkg_name)) {
+      rising = false;
+      seen.reserve(pkgs.size());
+      seen.insert(names.begin(), names.end());
+    }
+    if (!rising && !seen.insert(pkg_name).second)
+      return at(item, "package '" + lp.packages.back().name + "' is locked twice for " + where,
+                "a platform locks one record per name; re-create the lockfile with `envlock lock`");
+    names.push_back(pkg_name);
   }
-  std::sort(lp.packages.begin(), lp.packages.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  if (n["pip"]) {
-    const Node& pips = n["pip"];
+  if (!rising)
+    std::sort(lp.packages.begin(), lp.packages.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  if (const Node& pips = f[3]) {
     if (!pips.IsSequence()) return at(pips, "pip of " + where + " must be a list, found " + kind_name(pips));
-    for (const auto& item : pips.items) {
+    for (Node item : pips.items()) {
       auto p = pip(item);
       if (!p) return p.error();
       lp.pip.push_back(std::move(*p));
@@ -299,77 +347,70 @@ Result<LockedPlatform> Reader::platform(const std::string& name, const Node& n) 
 
 Result<LockedEnvironment> Reader::environment(const std::string& name, const Node& n) {
   const std::string where = "environment " + name;
-  if (auto st = keys(n, where, {"base", "requested", "reference", "platforms"}, {"platforms"}); !st) return st.error();
+  static constexpr std::string_view kKeys[] = {"base", "requested", "reference", "platforms"};
+  static constexpr std::string_view kRequired[] = {"platforms"};
+  Node f[std::size(kKeys)];
+  if (auto st = keys(n, where, kKeys, kRequired, f); !st) return st.error();
   LockedEnvironment env;
   env.name = name;
-  if (n["base"]) {
-    auto b = str(n["base"], "base of " + where);
-    if (!b) return b.error();
-    env.base = *b;
-  }
-  if (n["requested"]) {
-    auto r = strings(n["requested"], "requested of " + where);
-    if (!r) return r.error();
-    env.requested = std::move(*r);
-  }
-  if (n["reference"]) {
-    const Node& r = n["reference"];
-    if (auto st = keys(r, "reference of " + where, {"command", "metric", "tolerance", "recorded_value", "recorded_host"},
-                       {"command", "metric"});
-        !st)
-      return st.error();
+  if (f[0])
+    if (auto st = str(f[0], What("base of ", where), env.base); !st) return st.error();
+  if (f[1])
+    if (auto st = strings(f[1], What("requested of ", where), env.requested); !st) return st.error();
+  if (const Node& r = f[2]) {
+    static constexpr std::string_view kRefKeys[] = {"command", "metric", "tolerance", "recorded_value", "recorded_host"};
+    static constexpr std::string_view kRefRequired[] = {"command", "metric"};
+    Node rf[std::size(kRefKeys)];
+    if (auto st = keys(r, What("reference of ", where), kRefKeys, kRefRequired, rf); !st) return st.error();
     ReferenceRun run;
-    auto c = str(r["command"], "reference command");
-    if (!c) return c.error();
-    run.command = *c;
-    auto m = str(r["metric"], "reference metric");
-    if (!m) return m.error();
-    run.metric = *m;
-    if (r["tolerance"]) {
-      auto t = real(r["tolerance"], "reference tolerance");
+    if (auto st = str(rf[0], "reference command", run.command); !st) return st.error();
+    if (auto st = str(rf[1], "reference metric", run.metric); !st) return st.error();
+    if (rf[2]) {
+      auto t = real(rf[2], "reference tolerance");
       if (!t) return t.error();
       run.tolerance = *t;
     }
-    if (r["recorded_value"]) {
-      auto v = real(r["recorded_value"], "reference recorded_value");
+    if (rf[3]) {
+      auto v = real(rf[3], "reference recorded_value");
       if (!v) return v.error();
       run.recorded_value = *v;
     }
-    if (r["recorded_host"]) {
-      const Node& h = r["recorded_host"];
+    if (const Node& h = rf[4]) {
       if (!h.IsMap()) return at(h, "recorded_host must be a map, found " + kind_name(h));
       if (auto st = check_unique_keys(h); !st) return st.error();
-      for (const auto& kv : h.entries) {
-        auto v = str(kv.second, "recorded_host." + kv.first.Scalar());
+      for (auto [key, value] : h.entries()) {
+        auto v = str(value, What("recorded_host.", key.Scalar()));
         if (!v) return v.error();
-        run.recorded_host[kv.first.Scalar()] = *v;
+        run.recorded_host[std::string(key.Scalar())] = *v;
       }
     }
     env.reference = std::move(run);
   }
-  const Node& platforms = n["platforms"];
+  const Node& platforms = f[3];
   if (!platforms.IsMap()) return at(platforms, "platforms of " + where + " must be a map, found " + kind_name(platforms));
   if (auto st = check_unique_keys(platforms); !st) return st.error();
-  for (const auto& kv : platforms.entries) {
-    auto lp = platform(kv.first.Scalar(), kv.second);
+  for (auto [key, value] : platforms.entries()) {
+    const std::string plat(key.Scalar());
+    auto lp = platform(plat, value);
     if (!lp) return lp.error();
-    env.platforms.emplace(kv.first.Scalar(), std::move(*lp));
+    env.platforms.emplace(plat, std::move(*lp));
   }
   return env;
 }
 
 Result<Lockfile> Reader::read() {
   // envlock's own block subset in one pass; anything else through yaml-cpp.
-  Node root;
+  block_yaml::Document doc;
   if (auto fast = block_yaml::parse_block_yaml(text_)) {
-    root = std::move(*fast);
+    doc = std::move(*fast);
   } else {
-    auto loaded = src_.load();
+    auto loaded = src().load();
     if (!loaded) return loaded.error();
-    root = block_yaml::from_yaml_cpp(*loaded);
+    doc = block_yaml::from_yaml_cpp(*loaded);
   }
+  const Node root = doc.root();
   if (!root.IsMap())
-    return Error{ErrorKind::Parse, src_.where(root.Mark()), "not an envlock lockfile: expected a YAML map with `version: 1`, found " + kind_name(root),
+    return Error{ErrorKind::Parse, src().where(root.Mark()), "not an envlock lockfile: expected a YAML map with `version: 1`, found " + kind_name(root),
                  "", "create one with `envlock lock`"};
   // The version first: a newer format is refused by name, whatever else it contains.
   if (!root["version"])
@@ -382,22 +423,22 @@ Result<Lockfile> Reader::read() {
                              std::to_string(Lockfile::kFormatVersion) + ")",
                          "upgrade envlock to read it; the file is left as it is");
   if (*v < 1) return at(root["version"], "lockfile format version " + std::to_string(*v) + " does not exist");
-  if (auto st = keys(root, "the lockfile", {"version", "manifest_hash", "environments"}, {"version", "environments"}); !st)
-    return st.error();
+  static constexpr std::string_view kKeys[] = {"version", "manifest_hash", "environments"};
+  static constexpr std::string_view kRequired[] = {"version", "environments"};
+  Node f[std::size(kKeys)];
+  if (auto st = keys(root, "the lockfile", kKeys, kRequired, f); !st) return st.error();
   Lockfile lf;
   lf.version = static_cast<int>(*v);
-  if (root["manifest_hash"]) {
-    auto h = str(root["manifest_hash"], "manifest_hash");
-    if (!h) return h.error();
-    lf.manifest_hash = *h;
-  }
-  const Node& envs = root["environments"];
+  if (f[1])
+    if (auto st = str(f[1], "manifest_hash", lf.manifest_hash); !st) return st.error();
+  const Node& envs = f[2];
   if (!envs.IsMap()) return at(envs, "environments must be a map, found " + kind_name(envs));
   if (auto st = check_unique_keys(envs); !st) return st.error();
-  for (const auto& kv : envs.entries) {
-    auto env = environment(kv.first.Scalar(), kv.second);
+  for (auto [key, value] : envs.entries()) {
+    const std::string name(key.Scalar());
+    auto env = environment(name, value);
     if (!env) return env.error();
-    lf.environments.emplace(kv.first.Scalar(), std::move(*env));
+    lf.environments.emplace(name, std::move(*env));
   }
   for (const auto& [name, env] : lf.environments)
     if (!env.base.empty() && !lf.environments.count(env.base))
@@ -439,8 +480,7 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
 
 Result<Lockfile> Lockfile::parse(const std::string& text, const std::string& source,
                                  const std::filesystem::path& directory) {
-  yaml::Source src(text, source);
-  auto lf = Reader(src, text).read();
+  auto lf = Reader(text, source).read();
   if (lf) resolve_relative_channels(*lf, directory);
   return lf;
 }

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "../../src/lockfile/block_yaml.hpp"
 #include "envlock/readers.hpp"
 
 namespace fs = std::filesystem;
@@ -163,6 +164,60 @@ TEST(CorpusLockfiles, EveryFileParsesOrIsRefusedWithItsReason) {
   EXPECT_GT(parsed, 150u);
   EXPECT_GT(packages, 50000u);
   EXPECT_EQ(parsed + refused_n, seen.size());
+}
+
+// envlock.lock is read by envlock's one-pass reader of the block YAML subset it writes
+// (src/lockfile/block_yaml.cpp), with yaml-cpp as the fallback for any other YAML. Both paths
+// must give exactly the same records: checked on the envlock.lock of every lockfile of the corpus
+// (thousands of real records), read once as written and once with a `---` document marker in
+// front, which the one-pass reader leaves to yaml-cpp.
+TEST(CorpusLockfiles, EnvlockLockReadsTheSameRecordsWithoutYamlCpp) {
+  REQUIRE_CORPUS();
+  std::size_t files = 0, packages = 0, refused = 0;
+  for (const auto& dir : fs::directory_iterator(lockfiles())) {
+    for (const auto& f : fs::directory_iterator(dir.path())) {
+      auto r = read_lockfile_path(f.path());
+      if (!r.ok()) continue;  // refused files: the test above
+      const std::string rel = dir.path().filename().string() + "/" + f.path().filename().string();
+      const std::string text = r->lockfile.to_yaml();
+      ASSERT_TRUE(block_yaml::parse_block_yaml(text).has_value()) << rel << ": envlock.lock outside the block subset";
+      auto fast = Lockfile::parse(text, "envlock.lock");
+      auto slow = Lockfile::parse("---\n" + text, "envlock.lock");
+      if (!fast.ok()) {  // refused either way, for the same reason
+        ASSERT_FALSE(slow.ok()) << rel << ": only the one-pass reader refuses: " << fast.error().to_string();
+        EXPECT_EQ(fast.error().message, slow.error().message) << rel;
+        ++refused;
+        continue;
+      }
+      ASSERT_TRUE(slow.ok()) << rel << ": " << slow.error().to_string();
+      ASSERT_EQ(fast->environments.size(), slow->environments.size()) << rel;
+      EXPECT_EQ(fast->manifest_hash, slow->manifest_hash) << rel;
+      for (const auto& [name, env] : fast->environments) {
+        const auto& other = slow->environments.at(name);
+        EXPECT_EQ(env.base, other.base) << rel;
+        EXPECT_EQ(env.requested, other.requested) << rel;
+        ASSERT_EQ(env.platforms.size(), other.platforms.size()) << rel;
+        for (const auto& [key, plat] : env.platforms) {
+          const auto& o = other.platforms.at(key);
+          EXPECT_EQ(plat.channels, o.channels) << rel << " " << key;
+          ASSERT_EQ(plat.packages.size(), o.packages.size()) << rel << " " << key;
+          for (std::size_t i = 0; i < plat.packages.size(); ++i) {
+            EXPECT_TRUE(plat.packages[i] == o.packages[i]) << rel << " " << key << " " << plat.packages[i].name;
+            EXPECT_EQ(plat.packages[i].version.to_string(), o.packages[i].version.to_string()) << rel;
+          }
+          EXPECT_TRUE(plat.pip == o.pip) << rel << " " << key;
+          packages += plat.packages.size();
+        }
+      }
+      EXPECT_EQ(fast->to_yaml(), text) << rel;  // and both give back the text they read
+      EXPECT_EQ(slow->to_yaml(), text) << rel;
+      ++files;
+    }
+  }
+  // Some records of other formats make an envlock.lock that envlock refuses (a pixi record
+  // without a layer, a pip hash that is not sha256); those are refused the same way by both paths.
+  EXPECT_GT(files, 100u) << refused << " refused";
+  EXPECT_GT(packages, 30000u);
 }
 
 TEST(CondaLock, PangeoMlNotebookRecordsMatchTheFile) {
