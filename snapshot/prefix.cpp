@@ -1,5 +1,6 @@
 // Conda prefixes: discovery, conda-meta records, pip distributions, pip-over-conda shadowing and
 // drift (modified, unowned and missing files).
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "text_util.hpp"
 #include "envlock/hash.hpp"
@@ -32,30 +34,216 @@ std::string pep503(std::string_view name) {
   return d.normalized_name();
 }
 
-// Streams a file through SHA-256; nullopt when it cannot be read.
-std::optional<std::string> sha256_file(const fs::path& p, std::vector<char>& buf) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  Hasher h(HashAlgorithm::Sha256);
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    h.update(buf.data(), static_cast<std::size_t>(n));
+// SHA-256 of files, for one thread: one hasher and one read buffer reused, and the folder of the
+// last file kept open, so the next file in the same folder is opened relative to it (the kernel
+// then resolves one name instead of the whole path).
+class FileHasher {
+ public:
+  FileHasher() : buf_(1 << 20) {}
+  ~FileHasher() {
+    if (dir_fd_ >= 0) ::close(dir_fd_);
   }
-  ::close(fd);
-  return h.hex_digest();
-}
+  FileHasher(const FileHasher&) = delete;
+  FileHasher& operator=(const FileHasher&) = delete;
+
+  // The file's digest (lower-case hex) and, in `bytes`, how many bytes it holds; nullopt when it
+  // cannot be opened or read.
+  std::optional<std::string> sha256(const std::string& path, std::uint64_t& bytes) {
+    bytes = 0;
+    const int fd = open_file(path);
+    if (fd < 0) return std::nullopt;
+    for (;;) {
+      const ssize_t n = ::read(fd, buf_.data(), buf_.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        ::close(fd);
+        (void)hasher_.hex_digest();  // resets the hasher for the next file
+        return std::nullopt;
+      }
+      if (n == 0) break;
+      hasher_.update(buf_.data(), static_cast<std::size_t>(n));
+      bytes += static_cast<std::uint64_t>(n);
+    }
+    ::close(fd);
+    return hasher_.hex_digest();
+  }
+
+ private:
+  // O_NONBLOCK: a FIFO where a file should be reads as empty instead of waiting for a writer.
+  static constexpr int kOpenFlags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+
+  int open_file(const std::string& path) {
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == path.size()) return ::open(path.c_str(), kOpenFlags);
+    const std::string_view dir(path.data(), slash);
+    if (dir != dir_) {
+      if (dir_fd_ >= 0) ::close(dir_fd_);
+      dir_.assign(dir);
+      dir_fd_ = ::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (dir_fd_ < 0) return ::open(path.c_str(), kOpenFlags);
+    return ::openat(dir_fd_, path.c_str() + slash + 1, kOpenFlags);
+  }
+
+  Hasher hasher_{HashAlgorithm::Sha256};
+  std::vector<char> buf_;
+  std::string dir_;
+  int dir_fd_ = -1;
+};
 
 bool ignored_runtime_file(const std::string& rel) {
   if (rel == ".messages.txt") return true;
   if (rel.ends_with(".pyc")) return true;
   return rel.find("__pycache__/") != std::string::npos;
 }
+
+// `dir / rel` as std::filesystem::path's operator/ builds it (an absolute `rel` replaces `dir`),
+// without building a path object per file.
+std::string join_path(const std::string& dir, const std::string& rel) {
+  if (!rel.empty() && rel.front() == '/') return rel;
+  if (!dir.empty() && dir.back() == '/') return dir + rel;
+  return dir + "/" + rel;
+}
+
+// Who owns a prefix-relative path, and what the walk of the prefix saw there (lstat).
+struct OwnedPath {
+  std::string who;          // conda name or pip:<name>
+  bool walked = false;      // the walk met it
+  bool stated = false;      // st holds its lstat, taken by the walk (else: a regular file, see PrefixWalker)
+  struct stat st {};
+};
+using OwnerMap = std::unordered_map<std::string, OwnedPath>;
+
+// One directory's entries, in readdir order.
+struct DirEntryName {
+  std::string name;
+  unsigned char type;
+};
+
+// Reads every entry of the open directory `fd` (not closed; read from its current offset, so
+// once) with getdents64 — no DIR stream, which would cost a dup, fcntl, fstat and close per
+// folder. Returns 0, or the errno of a failing read (the entries read before it are kept).
+int list_directory(int fd, std::vector<DirEntryName>& out) {
+  alignas(8) char buf[32768];
+  for (;;) {
+    const ssize_t n = ::getdents64(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return 0;
+    for (ssize_t off = 0; off < n;) {
+      const auto* e = reinterpret_cast<const dirent64*>(buf + off);
+      off += e->d_reclen;
+      const std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      out.push_back({std::string(name), e->d_type});
+    }
+  }
+}
+
+// One pass over the prefix (what std::filesystem::recursive_directory_iterator did, in the same
+// pre-order, without following directory links): notes an lstat of every owned path it meets, and
+// lists every file no one owns. Everything relative to an open parent folder (openat/fstatat), so
+// the kernel resolves one name per call instead of the whole path. With `stat_regular_files`
+// false, owned regular files (d_type) are only marked as met: their size is then taken from the
+// bytes hashed.
+class PrefixWalker {
+ public:
+  PrefixWalker(OwnerMap& owner, std::vector<std::string>& unowned, bool stat_regular_files)
+      : owner_(owner), unowned_(unowned), stat_regular_files_(stat_regular_files) {}
+
+  // Walks `root`; false when a folder could not be read (error() says why; what was found before
+  // stays).
+  bool walk(const std::string& root) {
+    const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return fail(errno);
+    std::vector<DirEntryName> entries;
+    const int err = list_directory(fd, entries);
+    std::string rel;
+    const bool ok = visit(fd, entries, rel, 0);
+    ::close(fd);
+    return ok && (err == 0 || fail(err));
+  }
+  [[nodiscard]] const std::string& error() const { return error_; }
+
+ private:
+  bool fail(int err) {
+    error_ = std::error_code(err, std::generic_category()).message();
+    return false;
+  }
+
+  static bool is_directory_at(int fd, const char* name) {
+    struct stat st {};
+    return ::fstatat(fd, name, &st, 0) == 0 && S_ISDIR(st.st_mode);
+  }
+
+  bool visit(int fd, const std::vector<DirEntryName>& entries, std::string& rel, int depth) {
+    const std::size_t base = rel.size();
+    for (const auto& e : entries) {
+      rel.resize(base);
+      rel += e.name;
+      if (depth == 0 && e.name == "conda-meta") continue;
+      unsigned char type = e.type;
+      struct stat st {};
+      bool have_st = false;
+      if (type == DT_UNKNOWN) {
+        if (::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+          have_st = true;
+          type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+        }
+      }
+      const auto own = owner_.find(rel);
+      if (own != owner_.end()) {
+        if (type == DT_REG && !have_st && !stat_regular_files_) {
+          own->second.walked = true;
+        } else if (have_st || ::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+          own->second.walked = true;
+          own->second.stated = true;
+          own->second.st = st;
+        }
+      }
+      if (type != DT_DIR) {
+        if (own == owner_.end() && !ignored_runtime_file(rel)) unowned_.push_back(rel);
+        continue;
+      }
+      // Nested environments (a base prefix's envs/) and the package cache are not this prefix's files.
+      if (depth == 0 && (e.name == "envs" || e.name == "pkgs")) continue;
+      const int child = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (child < 0) {
+        const int err = errno;
+        if (is_directory_at(fd, (e.name + "/conda-meta").c_str())) continue;
+        return fail(err);
+      }
+      std::vector<DirEntryName> children;
+      const int err = list_directory(child, children);
+      bool nested = false;
+      if (err != 0) {
+        nested = is_directory_at(child, "conda-meta");
+      } else {
+        for (const auto& c : children) {
+          if (c.name != "conda-meta") continue;
+          nested = c.type == DT_DIR || ((c.type == DT_LNK || c.type == DT_UNKNOWN) && is_directory_at(child, "conda-meta"));
+          break;
+        }
+      }
+      if (nested) {
+        ::close(child);
+        continue;
+      }
+      rel += '/';
+      const bool ok = visit(child, children, rel, depth + 1);
+      ::close(child);
+      if (!ok) return false;
+      if (err != 0) return fail(err);
+    }
+    rel.resize(base);
+    return true;
+  }
+
+  OwnerMap& owner_;
+  std::vector<std::string>& unowned_;
+  bool stat_regular_files_;
+  std::string error_;
+};
 
 // Project name of a "<name>-<version>.dist-info" folder, normalised (PEP 503).
 std::string dist_info_project(std::string_view folder) {
@@ -115,45 +303,83 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   env.prefix = prefix.lexically_normal().string();
   env.name = environment_name(seam, prefix);
 
-  // 1. conda-meta records, one file at a time so one bad record does not hide the others.
-  std::vector<fs::path> meta_files;
-  {
-    std::error_code ec;
-    for (fs::directory_iterator it(local / "conda-meta", ec), end; !ec && it != end; it.increment(ec)) {
-      if (it->path().extension() == ".json" && it->is_regular_file(ec)) meta_files.push_back(it->path());
+  // 1. conda-meta records, one file at a time so one bad record does not hide the others. Read
+  // with simdjson (PrefixRecordReader); a record it is not sure of is read again with nlohmann
+  // and PrefixRecord::from_json, whose messages are the ones reported.
+  std::vector<std::string> meta_files;
+  const std::string meta_dir = (local / "conda-meta").string();
+  const int meta_fd = ::open(meta_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (meta_fd >= 0) {
+    std::vector<DirEntryName> entries;
+    list_directory(meta_fd, entries);
+    for (auto& e : entries) {
+      // fs::path::extension() == ".json": a name longer than ".json" that ends with it.
+      if (e.name.size() <= 5 || !e.name.ends_with(".json")) continue;
+      bool regular = e.type == DT_REG;
+      if (e.type == DT_LNK || e.type == DT_UNKNOWN) {
+        struct stat st {};
+        regular = ::fstatat(meta_fd, e.name.c_str(), &st, 0) == 0 && S_ISREG(st.st_mode);
+      }
+      if (regular) meta_files.push_back(std::move(e.name));
     }
     std::sort(meta_files.begin(), meta_files.end());
   }
   std::vector<PrefixRecord> records;
-  for (const auto& f : meta_files) {
-    const std::string where = (prefix / "conda-meta" / f.filename()).string();
-    std::ifstream in(f, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (!in && !in.eof()) {
-      problems.push_back({where, "cannot read the record"});
-      continue;
+  records.reserve(meta_files.size());
+  {
+    PrefixRecordReader reader;
+    std::vector<char> buf(1 << 16);
+    for (const auto& f : meta_files) {
+      std::size_t size = 0;
+      bool read_ok = false;
+      if (const int fd = ::openat(meta_fd, f.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+        read_ok = true;
+        for (;;) {
+          if (buf.size() < size + 4096 + PrefixRecordReader::padding()) buf.resize(buf.size() * 2);
+          const ssize_t n = ::read(fd, buf.data() + size, buf.size() - size - PrefixRecordReader::padding());
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0) read_ok = false;
+          if (n <= 0) break;
+          size += static_cast<std::size_t>(n);
+        }
+        ::close(fd);
+      }
+      if (!read_ok) {
+        problems.push_back({(prefix / "conda-meta" / f).string(), "cannot read the record"});
+        continue;
+      }
+      if (auto fast = reader.read(buf.data(), size, buf.size())) {
+        records.push_back(std::move(*fast));
+        continue;
+      }
+      const std::string where = (prefix / "conda-meta" / f).string();
+      const auto j = nlohmann::json::parse(std::string_view(buf.data(), size), nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        problems.push_back({where, "not valid JSON: the package it describes is left out of the snapshot"});
+        continue;
+      }
+      auto rec = PrefixRecord::from_json(j);
+      if (!rec) {
+        problems.push_back({where, rec.error().message});
+        continue;
+      }
+      records.push_back(std::move(*rec));
     }
-    const auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      problems.push_back({where, "not valid JSON: the package it describes is left out of the snapshot"});
-      continue;
-    }
-    auto rec = PrefixRecord::from_json(j);
-    if (!rec) {
-      problems.push_back({where, rec.error().message});
-      continue;
-    }
-    records.push_back(std::move(*rec));
   }
+  if (meta_fd >= 0) ::close(meta_fd);
   std::sort(records.begin(), records.end(), [](const PrefixRecord& a, const PrefixRecord& b) { return a.name < b.name; });
 
   // 2. Ownership of every path conda installed.
-  std::map<std::string, std::string> owner;             // prefix-relative path -> conda name or pip:<name>
+  OwnerMap owner;                                       // prefix-relative path -> conda name or pip:<name>
   std::map<std::string, std::string> conda_dist_infos;  // normalised project -> conda package
+  {
+    std::size_t n = 0;
+    for (const auto& r : records) n += r.paths.size() + r.files.size();
+    owner.reserve(n);
+  }
   for (const auto& r : records) {
     auto own = [&](const std::string& path) {
-      owner[path] = r.name;
+      owner[path].who = r.name;
       const auto at = path.find(".dist-info/");
       if (at != std::string::npos) {
         const auto slash = path.rfind('/', at);
@@ -198,7 +424,7 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
       // Installed by pip (or uv, ...) — possibly over a conda package.
       std::string replaced;
       if (conda_owner != owner.end()) {
-        replaced = conda_owner->second;
+        replaced = conda_owner->second.who;
       } else if (auto it = conda_dist_infos.find(dist->normalized_name()); it != conda_dist_infos.end()) {
         replaced = it->second;
       } else if (by_name.count(dist->normalized_name())) {
@@ -224,7 +450,7 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
         problems.push_back({(prefix / d.dist_info / "RECORD").string(), "lists `" + e.path + "`, outside the prefix; not checked"});
         continue;
       }
-      owner[*rel] = "pip:" + d.name;
+      owner[*rel].who = "pip:" + d.name;
       pip_files[*rel] = {&d, &e};
     }
   }
@@ -240,9 +466,11 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     if (!r.subdir.empty() && p.record.channel.ends_with("/" + r.subdir)) {
       p.record.channel.resize(p.record.channel.size() - r.subdir.size() - 1);
     }
-    std::set<std::string> files(r.files.begin(), r.files.end());
-    for (const auto& pe : r.paths) files.insert(pe.path);
-    p.files.assign(files.begin(), files.end());
+    p.files.reserve(r.files.size() + r.paths.size());
+    p.files.assign(r.files.begin(), r.files.end());
+    for (const auto& pe : r.paths) p.files.push_back(pe.path);
+    std::sort(p.files.begin(), p.files.end());
+    p.files.erase(std::unique(p.files.begin(), p.files.end()), p.files.end());
     if (auto it = shadowed.find(r.name); it != shadowed.end()) p.shadowed_by = it->second;
     if (!r.subdir.empty() && r.subdir != "noarch") ++subdirs[r.subdir];
     env.packages.push_back(std::move(p));
@@ -256,23 +484,46 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     }
   }
 
-  // 5. Drift.
+  // 5. Drift. One walk of the prefix first: it lists the unowned files and takes an lstat of
+  // every owned path it meets, relative to its open parent folder. Owned paths the walk did not
+  // meet (behind a linked folder, missing) are lstat'ed by their whole path.
   env.drift.hashed = options.hash_files;
-  // Files to hash are collected first and hashed afterwards on up to 2 threads (each with its own
-  // buffer); modified files and problems are sorted at the end, so the output does not depend on
-  // which thread hashed what.
-  struct HashJob {
-    fs::path file;
+  const std::string local_str = local.string();
+  PrefixWalker walker(owner, env.drift.unowned, !options.hash_files);
+  const bool walked_all = walker.walk(local_str);
+  // Each file checked becomes a FileCheck, in this order: a size that differs, or a file to hash
+  // afterwards on up to 2 threads (each with its own buffer). A regular file the walk met is not
+  // stat'ed when it is hashed: the bytes read give its size. Modified files are then listed in
+  // the same order as when sizes were compared first (size mismatches, then hash mismatches);
+  // both lists and the problems are sorted at the end, so the output does not depend on which
+  // thread hashed what.
+  struct FileCheck {
+    std::string file;
     ModifiedFile m;
+    bool hash = false;        // false: a size mismatch (m.actual_size set)
+    bool size_known = true;   // false: size from the bytes hashed (m.actual_size unset until then)
     std::string digest;
-    bool ok;
+    std::uint64_t bytes = 0;
+    bool ok = false;
   };
-  std::vector<HashJob> hash_jobs;
-  auto check_file = [&](const std::string& rel, const std::string& who, const std::string& sha, std::optional<std::uint64_t> size,
-                        PathEntry::Type type) {
-    const fs::path f = local / rel;
+  std::vector<FileCheck> checks;
+  auto check_file = [&](const OwnedPath* own, const std::string& rel, const std::string& who, const std::string& sha,
+                        std::optional<std::uint64_t> size, PathEntry::Type type) {
+    std::string f = join_path(local_str, rel);
     struct stat st {};
-    if (::lstat(f.c_str(), &st) != 0) {
+    if (own != nullptr && own->walked && !own->stated) {  // a regular file
+      if (type == PathEntry::Type::Directory || type == PathEntry::Type::SoftLink) return;
+      if (options.hash_files && !sha.empty()) {
+        checks.push_back({std::move(f), ModifiedFile{rel, who, sha, "", size, std::nullopt}, true, false, {}, 0, false});
+        return;
+      }
+      if (::lstat(f.c_str(), &st) != 0) {
+        env.drift.missing[who].push_back(rel);
+        return;
+      }
+    } else if (own != nullptr && own->walked) {
+      st = own->st;
+    } else if (::lstat(f.c_str(), &st) != 0) {
       env.drift.missing[who].push_back(rel);
       return;
     }
@@ -287,74 +538,82 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     const auto actual_size = static_cast<std::uint64_t>(st.st_size);
     ModifiedFile m{rel, who, sha, "", size, actual_size};
     if (size && *size != actual_size) {
-      env.drift.modified.push_back(m);
+      checks.push_back({{}, std::move(m), false, true, {}, 0, false});
       return;
     }
-    if (options.hash_files && !sha.empty()) hash_jobs.push_back({f, std::move(m), {}, false});
+    if (options.hash_files && !sha.empty()) checks.push_back({std::move(f), std::move(m), true, true, {}, 0, false});
   };
   for (const auto& r : records) {
     if (shadowed.count(r.name)) continue;  // pip replaced it: its files are pip's to check
     if (!r.paths.empty()) {
       for (const auto& pe : r.paths) {
-        if (owner[pe.path] != r.name) continue;  // overwritten by a later package or pip
+        const OwnedPath& own = owner[pe.path];
+        if (own.who != r.name) continue;  // overwritten by a later package or pip
         // A text placeholder changes the size; paths_data records the size in the package.
         const bool text_relocated = !pe.prefix_placeholder.empty() && pe.file_mode != PathEntry::PlaceholderMode::Binary;
-        check_file(pe.path, r.name, pe.sha256, text_relocated ? std::nullopt : pe.size_in_bytes, pe.type);
+        check_file(&own, pe.path, r.name, pe.sha256, text_relocated ? std::nullopt : pe.size_in_bytes, pe.type);
       }
     } else {
       for (const auto& f : r.files) {
-        if (owner[f] != r.name) continue;
-        check_file(f, r.name, "", std::nullopt, PathEntry::Type::HardLink);
+        const OwnedPath& own = owner[f];
+        if (own.who != r.name) continue;
+        check_file(&own, f, r.name, "", std::nullopt, PathEntry::Type::HardLink);
       }
     }
   }
   for (const auto& [rel, de] : pip_files) {
     if (ignored_runtime_file(rel)) continue;
-    check_file(rel, "pip:" + de.first->name, de.second->sha256, de.second->size, PathEntry::Type::HardLink);
+    const auto own = owner.find(rel);
+    check_file(own == owner.end() ? nullptr : &own->second, rel, "pip:" + de.first->name, de.second->sha256, de.second->size,
+               PathEntry::Type::HardLink);
   }
-  if (!hash_jobs.empty()) {
+  if (options.hash_files) {
+    // Jobs are taken 16 at a time: files of one package, mostly in one folder, stay on one thread.
+    constexpr std::size_t kChunk = 16;
     std::atomic<std::size_t> next{0};
     auto worker = [&] {
-      std::vector<char> buf(1 << 20);
-      for (std::size_t i; (i = next.fetch_add(1)) < hash_jobs.size();) {
-        auto digest = sha256_file(hash_jobs[i].file, buf);
-        hash_jobs[i].ok = digest.has_value();
-        if (digest) hash_jobs[i].digest = std::move(*digest);
+      FileHasher hasher;
+      for (std::size_t first; (first = next.fetch_add(kChunk)) < checks.size();) {
+        for (std::size_t i = first; i < std::min(first + kChunk, checks.size()); ++i) {
+          auto& c = checks[i];
+          if (!c.hash) continue;
+          auto digest = hasher.sha256(c.file, c.bytes);
+          c.ok = digest.has_value();
+          if (digest) c.digest = std::move(*digest);
+        }
       }
     };
     const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1U, 2U);
     std::vector<std::jthread> pool;
-    for (unsigned t = 1; t < threads && hash_jobs.size() > 1; ++t) pool.emplace_back(worker);
+    for (unsigned t = 1; t < threads && checks.size() > kChunk; ++t) pool.emplace_back(worker);
     worker();
     pool.clear();
-    for (auto& j : hash_jobs) {
-      if (!j.ok) {
-        problems.push_back({(prefix / j.m.path).string(), "cannot be read to check its sha256"});
-      } else if (j.digest != j.m.expected_sha256) {
-        j.m.actual_sha256 = std::move(j.digest);
-        env.drift.modified.push_back(std::move(j.m));
+  }
+  // Sizes first: a file hashed without an lstat is a size mismatch when the bytes read differ from
+  // the recorded size (or, unreadable, when its lstat says so).
+  for (auto& c : checks) {
+    if (!c.size_known) {
+      std::optional<std::uint64_t> actual;
+      if (c.ok) {
+        actual = c.bytes;
+      } else if (struct stat st {}; ::lstat(c.file.c_str(), &st) == 0) {
+        actual = static_cast<std::uint64_t>(st.st_size);
       }
+      c.m.actual_size = actual;
+      if (actual && c.m.expected_size && *c.m.expected_size != *actual) c.hash = false;
+    }
+    if (!c.hash) env.drift.modified.push_back(c.m);
+  }
+  for (auto& c : checks) {
+    if (!c.hash) continue;
+    if (!c.ok) {
+      problems.push_back({(prefix / c.m.path).string(), "cannot be read to check its sha256"});
+    } else if (c.digest != c.m.expected_sha256) {
+      c.m.actual_sha256 = std::move(c.digest);
+      env.drift.modified.push_back(std::move(c.m));
     }
   }
-  {
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(local, fs::directory_options::none, ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string rel = fs::path(it->path()).lexically_relative(local).generic_string();
-      if (rel == "conda-meta" || rel.starts_with("conda-meta/")) {
-        if (it->is_directory()) it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_directory(ec) && !it->is_symlink(ec)) {
-        // Nested environments (a base prefix's envs/) and the package cache are not this prefix's files.
-        const bool nested = fs::is_directory(it->path() / "conda-meta", ec);
-        if (nested || (it.depth() == 0 && (rel == "envs" || rel == "pkgs"))) it.disable_recursion_pending();
-        continue;
-      }
-      if (ignored_runtime_file(rel) || owner.count(rel)) continue;
-      env.drift.unowned.push_back(rel);
-    }
-    if (ec) problems.push_back({prefix.string(), "could not walk the whole prefix: " + ec.message()});
-  }
+  if (!walked_all) problems.push_back({prefix.string(), "could not walk the whole prefix: " + walker.error()});
   std::sort(env.drift.modified.begin(), env.drift.modified.end(),
             [](const ModifiedFile& a, const ModifiedFile& b) { return a.path < b.path; });
   std::sort(env.drift.unowned.begin(), env.drift.unowned.end());

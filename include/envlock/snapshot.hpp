@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -231,6 +232,34 @@ struct PipDistribution {
 /// malformed RECORD row or hash, direct_url.json that is not valid JSON.
 Result<PipDistribution> read_dist_info(const std::filesystem::path& dist_info_dir,
                                        const std::string& prefix_relative);
+
+/// The fast reader capture uses for conda-meta/*.json (simdjson; its types stay in snapshot/).
+/// read() gives exactly what `PrefixRecord::from_json(nlohmann::json::parse(text))` gives for a
+/// record it accepts, the last value counting for a repeated key; it returns nullopt whenever it
+/// is not sure — text simdjson refuses, a missing or mistyped key, an unknown path type — and the
+/// caller then reads the record with nlohmann and PrefixRecord::from_json for the exact error.
+/// One reader reuses its parse buffers: keep one per thread.
+class PrefixRecordReader {
+ public:
+  PrefixRecordReader();
+  ~PrefixRecordReader();
+  PrefixRecordReader(PrefixRecordReader&&) noexcept;
+  PrefixRecordReader& operator=(PrefixRecordReader&&) noexcept;
+  PrefixRecordReader(const PrefixRecordReader&) = delete;
+  PrefixRecordReader& operator=(const PrefixRecordReader&) = delete;
+
+  /// Bytes a buffer should hold past the text (`capacity` >= size + padding()) so it is parsed
+  /// in place rather than copied.
+  static std::size_t padding();
+  /// Reads the record in data[0, size); `capacity` is how many bytes from `data` may be read.
+  std::optional<PrefixRecord> read(const char* data, std::size_t size, std::size_t capacity);
+  /// Same, for text without padding (copied).
+  std::optional<PrefixRecord> read(std::string_view text);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// A file whose content no longer matches what its owner installed.
 struct ModifiedFile {
