@@ -105,12 +105,19 @@ std::string join_path(const std::string& dir, const std::string& rel) {
   return dir + "/" + rel;
 }
 
-// Who owns a prefix-relative path, and what the walk of the prefix saw there (lstat).
+// A path the walk of the prefix met: its type (d_type) and, when taken, its lstat mode and size.
+struct WalkedPath {
+  std::string rel;          // prefix-relative, '/'-separated
+  unsigned char type;       // DT_REG, DT_DIR, DT_LNK, ...
+  bool stated = false;      // mode and size hold its lstat
+  mode_t mode = 0;
+  std::uint64_t size = 0;
+};
+
+// Who owns a prefix-relative path, and what the walk saw there.
 struct OwnedPath {
-  std::string who;          // conda name or pip:<name>
-  bool walked = false;      // the walk met it
-  bool stated = false;      // st holds its lstat, taken by the walk (else: a regular file, see PrefixWalker)
-  struct stat st {};
+  std::string who;                     // conda name or pip:<name>
+  const WalkedPath* walked = nullptr;  // null: the walk did not meet it (missing, behind a linked folder)
 };
 using OwnerMap = std::unordered_map<std::string, OwnedPath>;
 
@@ -141,18 +148,17 @@ int list_directory(int fd, std::vector<DirEntryName>& out) {
 }
 
 // One pass over the prefix (what std::filesystem::recursive_directory_iterator did, in the same
-// pre-order, without following directory links): notes an lstat of every owned path it meets, and
-// lists every file no one owns. Everything relative to an open parent folder (openat/fstatat), so
-// the kernel resolves one name per call instead of the whole path. With `stat_regular_files`
-// false, owned regular files (d_type) are only marked as met: their size is then taken from the
-// bytes hashed.
+// pre-order, without following directory links, leaving out conda-meta/, a top-level envs/ and
+// pkgs/ and nested environments): every path met, with its d_type and, unless it is a folder or
+// (with `stat_regular_files` false) a regular file, its lstat. Everything relative to an open
+// parent folder (openat/fstatat/getdents64), so the kernel resolves one name per call instead of
+// the whole path. It needs no conda record, so it runs beside the reading of conda-meta.
 class PrefixWalker {
  public:
-  PrefixWalker(OwnerMap& owner, std::vector<std::string>& unowned, bool stat_regular_files)
-      : owner_(owner), unowned_(unowned), stat_regular_files_(stat_regular_files) {}
+  explicit PrefixWalker(bool stat_regular_files) : stat_regular_files_(stat_regular_files) {}
 
-  // Walks `root`; false when a folder could not be read (error() says why; what was found before
-  // stays).
+  // Walks `root`; false when a folder could not be read (error() says why; what was met before
+  // stays in paths()).
   bool walk(const std::string& root) {
     const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return fail(errno);
@@ -164,6 +170,7 @@ class PrefixWalker {
     return ok && (err == 0 || fail(err));
   }
   [[nodiscard]] const std::string& error() const { return error_; }
+  [[nodiscard]] const std::vector<WalkedPath>& paths() const { return paths_; }
 
  private:
   bool fail(int err) {
@@ -182,29 +189,19 @@ class PrefixWalker {
       rel.resize(base);
       rel += e.name;
       if (depth == 0 && e.name == "conda-meta") continue;
-      unsigned char type = e.type;
+      WalkedPath w{rel, e.type};
       struct stat st {};
-      bool have_st = false;
-      if (type == DT_UNKNOWN) {
+      if (e.type == DT_UNKNOWN || (e.type != DT_DIR && (e.type != DT_REG || stat_regular_files_))) {
         if (::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-          have_st = true;
-          type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+          w.stated = true;
+          w.mode = st.st_mode;
+          w.size = static_cast<std::uint64_t>(st.st_size);
+          if (e.type == DT_UNKNOWN) w.type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
         }
       }
-      const auto own = owner_.find(rel);
-      if (own != owner_.end()) {
-        if (type == DT_REG && !have_st && !stat_regular_files_) {
-          own->second.walked = true;
-        } else if (have_st || ::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-          own->second.walked = true;
-          own->second.stated = true;
-          own->second.st = st;
-        }
-      }
-      if (type != DT_DIR) {
-        if (own == owner_.end() && !ignored_runtime_file(rel)) unowned_.push_back(rel);
-        continue;
-      }
+      const bool is_dir = w.type == DT_DIR;
+      paths_.push_back(std::move(w));
+      if (!is_dir) continue;
       // Nested environments (a base prefix's envs/) and the package cache are not this prefix's files.
       if (depth == 0 && (e.name == "envs" || e.name == "pkgs")) continue;
       const int child = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -239,9 +236,8 @@ class PrefixWalker {
     return true;
   }
 
-  OwnerMap& owner_;
-  std::vector<std::string>& unowned_;
   bool stat_regular_files_;
+  std::vector<WalkedPath> paths_;
   std::string error_;
 };
 
@@ -299,9 +295,16 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
                  "pass the folder that holds conda-meta/, e.g. ~/miniconda3/envs/<name>"};
   }
   const fs::path local = *local_opt;
+  const std::string local_str = local.string();
   CapturedEnvironment env;
   env.prefix = prefix.lexically_normal().string();
   env.name = environment_name(seam, prefix);
+
+  // The walk of the prefix (for drift) runs on a second thread while conda-meta and the pip
+  // dist-info folders are read here.
+  PrefixWalker walker(!options.hash_files);
+  bool walked_all = false;
+  std::jthread walk_thread([&] { walked_all = walker.walk(local_str); });
 
   // 1. conda-meta records, one file at a time so one bad record does not hide the others. Read
   // with simdjson (PrefixRecordReader); a record it is not sure of is read again with nlohmann
@@ -484,13 +487,18 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     }
   }
 
-  // 5. Drift. One walk of the prefix first: it lists the unowned files and takes an lstat of
-  // every owned path it meets, relative to its open parent folder. Owned paths the walk did not
-  // meet (behind a linked folder, missing) are lstat'ed by their whole path.
+  // 5. Drift. The walk lists the files no one owns and gives the lstat (or, for a regular file
+  // to hash, the type) of every owned path it met; owned paths it did not meet (behind a linked
+  // folder, missing) are lstat'ed by their whole path.
   env.drift.hashed = options.hash_files;
-  const std::string local_str = local.string();
-  PrefixWalker walker(owner, env.drift.unowned, !options.hash_files);
-  const bool walked_all = walker.walk(local_str);
+  walk_thread.join();
+  for (const auto& w : walker.paths()) {
+    if (const auto own = owner.find(w.rel); own != owner.end()) {
+      own->second.walked = &w;
+    } else if (w.type != DT_DIR && !ignored_runtime_file(w.rel)) {
+      env.drift.unowned.push_back(w.rel);
+    }
+  }
   // Each file checked becomes a FileCheck, in this order: a size that differs, or a file to hash
   // afterwards on up to 2 threads (each with its own buffer). A regular file the walk met is not
   // stat'ed when it is hashed: the bytes read give its size. Modified files are then listed in
@@ -511,18 +519,15 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
                         std::optional<std::uint64_t> size, PathEntry::Type type) {
     std::string f = join_path(local_str, rel);
     struct stat st {};
-    if (own != nullptr && own->walked && !own->stated) {  // a regular file
-      if (type == PathEntry::Type::Directory || type == PathEntry::Type::SoftLink) return;
-      if (options.hash_files && !sha.empty()) {
-        checks.push_back({std::move(f), ModifiedFile{rel, who, sha, "", size, std::nullopt}, true, false, {}, 0, false});
-        return;
-      }
-      if (::lstat(f.c_str(), &st) != 0) {
-        env.drift.missing[who].push_back(rel);
-        return;
-      }
-    } else if (own != nullptr && own->walked) {
-      st = own->st;
+    const WalkedPath* w = own != nullptr ? own->walked : nullptr;
+    if (w != nullptr && (type == PathEntry::Type::Directory || type == PathEntry::Type::SoftLink)) return;  // it exists
+    if (w != nullptr && w->stated) {
+      st.st_mode = w->mode;
+      st.st_size = static_cast<off_t>(w->size);
+    } else if (w != nullptr && w->type == DT_REG && options.hash_files && !sha.empty()) {
+      // A regular file to hash: its size is the bytes read.
+      checks.push_back({std::move(f), ModifiedFile{rel, who, sha, "", size, std::nullopt}, true, false, {}, 0, false});
+      return;
     } else if (::lstat(f.c_str(), &st) != 0) {
       env.drift.missing[who].push_back(rel);
       return;

@@ -1,5 +1,6 @@
 // Prefix capture: conda-meta records, pip dist-info, shadowing, drift, corrupt input.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -276,6 +277,72 @@ TEST(Drift, WithoutHashingOnlySizesAreCompared) {
   ASSERT_TRUE(env.ok());
   EXPECT_TRUE(env->drift.modified.empty()) << "same size, not hashed";
   EXPECT_FALSE(env->drift.hashed);
+}
+
+// The one-pass walk of the prefix: linked folders are not followed (a record path through one is
+// still checked by its whole path), nested environments and pkgs/ are skipped, a linked file is
+// checked by its target, a dangling one is missing, and a FIFO where a file should be is read as
+// empty instead of blocking the capture. Sizes found while hashing match those found by lstat.
+TEST(Drift, LinksNestedEnvironmentsAndSpecialFiles) {
+  DriftPrefix p;
+  const std::string foo(5000, 'f');
+  nlohmann::json paths = nlohmann::json::array();
+  paths.push_back({{"_path", "lib64/libfoo.so.1"}, {"path_type", "hardlink"}, {"sha256", sha256_hex(foo)}, {"size_in_bytes", 5000}});
+  paths.push_back({{"_path", "bin/alias"}, {"path_type", "hardlink"}, {"sha256", sha256_hex("alias\n")}, {"size_in_bytes", 6}});
+  paths.push_back({{"_path", "bin/gone"}, {"path_type", "hardlink"}, {"sha256", sha256_hex("gone\n")}, {"size_in_bytes", 5}});
+  paths.push_back({{"_path", "var/pipe"}, {"path_type", "hardlink"}, {"sha256", sha256_hex("x")}, {"size_in_bytes", 0}});
+  paths.push_back({{"_path", "lib"}, {"path_type", "directory"}});
+  const nlohmann::json rec = {{"name", "extras"}, {"version", "1.0"}, {"build", "h0_0"}, {"subdir", "linux-64"},
+                              {"paths_data", {{"paths", paths}, {"paths_version", 1}}}};
+  std::ofstream(p.local / "conda-meta/extras-1.0-h0_0.json") << rec.dump();
+  fs::create_directory_symlink("lib", p.local / "lib64");
+  fs::create_symlink("../lib/libfoo.so.1", p.local / "bin/alias");  // 5000 bytes where 6 were installed
+  fs::create_symlink("nowhere", p.local / "bin/gone");
+  fs::create_directories(p.local / "var");
+  ASSERT_EQ(::mkfifo((p.local / "var/pipe").c_str(), 0600), 0);
+  fs::create_directories(p.local / "envs/sub/conda-meta");
+  std::ofstream(p.local / "envs/sub/inner.txt") << "x";
+  fs::create_directories(p.local / "opt/tool/meta");
+  fs::create_directory_symlink("meta", p.local / "opt/tool/conda-meta");  // a nested prefix, linked conda-meta
+  std::ofstream(p.local / "opt/tool/file.txt") << "x";
+  std::ofstream(p.local / "opt/loose.txt") << "x";
+  fs::create_directories(p.local / "pkgs/foo-1.0-0");
+  std::ofstream(p.local / "pkgs/foo-1.0-0/a.txt") << "x";
+
+  std::vector<CaptureProblem> problems;
+  const auto env = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems);
+  ASSERT_TRUE(env.ok()) << env.error().to_string();
+  EXPECT_TRUE(problems.empty()) << problems[0].where << ": " << problems[0].message;
+  EXPECT_EQ(env->drift.unowned, (std::vector<std::string>{"lib64", "opt/loose.txt"}))
+      << "a linked folder is a file of its own; envs/, pkgs/ and nested prefixes are not this prefix's";
+  ASSERT_EQ(env->drift.missing.size(), 1u);
+  EXPECT_EQ(env->drift.missing.at("extras"), std::vector<std::string>{"bin/gone"});
+  ASSERT_EQ(env->drift.modified.size(), 2u);
+  EXPECT_EQ(env->drift.modified[0].path, "bin/alias");
+  EXPECT_EQ(env->drift.modified[0].actual_size, 5000u) << "a linked file is checked by its target";
+  EXPECT_EQ(env->drift.modified[0].actual_sha256, "");
+  EXPECT_EQ(env->drift.modified[1].path, "var/pipe");
+  EXPECT_EQ(env->drift.modified[1].actual_sha256, sha256_hex(""));
+
+  // Without hashing the same sizes are found (by lstat rather than from the bytes read).
+  CaptureOptions no_hash;
+  no_hash.hash_files = false;
+  std::ofstream(p.local / "bin/foo", std::ios::app) << "echo more\n";
+  std::vector<CaptureProblem> problems2, problems3;
+  const auto hashed = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems2);
+  const auto sized = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", no_hash, problems3);
+  ASSERT_TRUE(hashed.ok() && sized.ok());
+  std::vector<ModifiedFile> by_size;
+  for (const auto& m : hashed->drift.modified) {
+    if (m.actual_sha256.empty()) by_size.push_back(m);
+  }
+  EXPECT_EQ(by_size, sized->drift.modified);
+  ASSERT_EQ(sized->drift.modified.size(), 2u);
+  EXPECT_EQ(sized->drift.modified[0].path, "bin/alias");
+  EXPECT_EQ(sized->drift.modified[1].path, "bin/foo");
+  EXPECT_EQ(sized->drift.modified[1].actual_size, 29u);
+  EXPECT_EQ(sized->drift.unowned, hashed->drift.unowned);
+  EXPECT_EQ(sized->drift.missing, hashed->drift.missing);
 }
 
 TEST(Discovery, EnvironmentsTxtAndEnvsFolders) {
