@@ -62,6 +62,28 @@ std::pair<std::string, std::string> split_spec(std::string_view spec) {
   return {name, rest};
 }
 
+// split_spec(spec).first without allocating when the name is already lower case: a view into
+// `spec`, else into `scratch`.
+std::string_view spec_name(std::string_view spec, std::string& scratch) {
+  std::size_t a = 0, b = spec.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(spec[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(spec[b - 1]))) --b;
+  std::size_t i = a;
+  bool upper = false;
+  while (i < b && !std::isspace(static_cast<unsigned char>(spec[i])) &&
+         std::string_view("=<>!~[").find(spec[i]) == std::string_view::npos) {
+    upper = upper || (spec[i] >= 'A' && spec[i] <= 'Z');
+    ++i;
+  }
+  std::string_view name = spec.substr(a, i - a);
+  if (upper || std::any_of(name.begin(), name.end(), [](char c) { return c & 0x80; })) {
+    scratch = lower(std::string(name));
+    name = scratch;
+  }
+  if (auto c = name.rfind("::"); c != std::string_view::npos) name = name.substr(c + 2);
+  return name;
+}
+
 std::optional<Version> parse_version(std::string text) {
   while (!text.empty() && (text.back() == '*' || text.back() == '.')) text.pop_back();
   if (text.empty()) return Version{};
@@ -228,17 +250,20 @@ int compare_versions(const std::string& a, const std::string& b) {
 std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) : h; }
 
 // The depends graph of one platform, for "pulled_by": names numbered once, edges as indices.
+// Names are views into the platform's records, which outlive the graph.
 class DependsGraph {
  public:
   DependsGraph(const LockedPlatform* plat, const std::vector<std::string>& requested) {
     if (plat == nullptr) return;
+    index_.reserve(plat->packages.size());
     for (const auto& p : plat->packages) id_of(p.name, true);
     parents_.resize(names_.size());
     std::vector<char> has_parent(names_.size(), 0);
+    std::string scratch;
     for (const auto& p : plat->packages) {
       const int child_of = id_of(p.name, false);
       for (const auto& dep : p.depends) {
-        const int d = id_of(split_spec(dep).first, false);
+        const int d = id_of(spec_name(dep, scratch), false);
         if (d < 0 || d == child_of) continue;
         parents_[static_cast<std::size_t>(d)].push_back(child_of);
         has_parent[static_cast<std::size_t>(d)] = 1;
@@ -247,7 +272,7 @@ class DependsGraph {
     root_.assign(names_.size(), 0);
     bool any_root = false;
     for (const auto& r : requested) {
-      const int n = id_of(split_spec(r).first, false);
+      const int n = id_of(spec_name(r, scratch), false);
       if (n < 0) continue;
       root_[static_cast<std::size_t>(n)] = 1;
       any_root = true;
@@ -259,7 +284,7 @@ class DependsGraph {
   [[nodiscard]] std::vector<std::string> pulled_by(const std::string& name) const {
     const auto it = index_.find(name);
     if (it == index_.end()) return {};
-    std::set<std::string> found;
+    std::set<std::string_view> found;
     std::vector<char> seen(names_.size(), 0);
     std::vector<int> queue{it->second};
     seen[static_cast<std::size_t>(it->second)] = 1;
@@ -277,7 +302,7 @@ class DependsGraph {
   }
 
  private:
-  int id_of(const std::string& name, bool add) {
+  int id_of(std::string_view name, bool add) {
     auto it = index_.find(name);
     if (it != index_.end()) return it->second;
     if (!add) return -1;
@@ -286,11 +311,27 @@ class DependsGraph {
     return static_cast<int>(names_.size()) - 1;
   }
 
-  std::unordered_map<std::string, int> index_;
-  std::vector<std::string> names_;
+  std::unordered_map<std::string_view, int> index_;
+  std::vector<std::string_view> names_;
   std::vector<std::vector<int>> parents_;  ///< per name: the packages that depend on it
   std::vector<char> root_;                 ///< per name: a requested spec (or, without any, no parent)
 };
+
+/// A platform's packages by name, in name order; for a name listed twice the last one (as a
+/// map filled in order would keep).
+std::vector<const LockedPackage*> by_name(const std::vector<LockedPackage>& packages) {
+  std::vector<const LockedPackage*> out;
+  out.reserve(packages.size());
+  for (const auto& p : packages) out.push_back(&p);
+  auto less = [](const LockedPackage* a, const LockedPackage* b) { return a->name < b->name; };
+  auto strictly_rising = [](const LockedPackage* a, const LockedPackage* b) { return !(a->name < b->name); };
+  if (std::adjacent_find(out.begin(), out.end(), strictly_rising) == out.end()) return out;  // readers sort
+  std::stable_sort(out.begin(), out.end(), less);
+  std::vector<const LockedPackage*> unique;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (i + 1 == out.size() || out[i]->name != out[i + 1]->name) unique.push_back(out[i]);
+  return unique;
+}
 
 Floors environment_floors(const LockedPlatform* plat) {
   Floors out;
@@ -319,9 +360,7 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
   const auto& new_pkgs = new_p ? new_p->packages : kNoPackages;
   out.old_count = old_pkgs.size() + (old_p ? old_p->pip.size() : 0);
   out.new_count = new_pkgs.size() + (new_p ? new_p->pip.size() : 0);
-  std::map<std::string, const LockedPackage*> olds, news;
-  for (const auto& p : old_pkgs) olds[p.name] = &p;
-  for (const auto& p : new_pkgs) news[p.name] = &p;
+  const std::vector<const LockedPackage*> olds = by_name(old_pkgs), news = by_name(new_pkgs);
 
   // Formats without depends (@EXPLICIT) say nothing about host floors: compare only when both
   // sides record depends.
@@ -344,17 +383,23 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
     if (differ) out.host_floors.push_back({name, os, ns});
   }
 
-  const DependsGraph new_graph(new_p, new_requested);
-  const DependsGraph old_graph(old_p, old_requested);
+  // The depends graphs are built for the first change that needs one.
+  std::optional<DependsGraph> new_graph, old_graph;
 
-  std::set<std::string> names;
-  for (const auto& [n, _] : olds) names.insert(n);
-  for (const auto& [n, _] : news) names.insert(n);
-  for (const auto& name : names) {
-    auto oi = olds.find(name);
-    auto ni = news.find(name);
-    const LockedPackage* o = oi == olds.end() ? nullptr : oi->second;
-    const LockedPackage* n = ni == news.end() ? nullptr : ni->second;
+  // Both sides in name order, walked together.
+  for (std::size_t oi = 0, ni = 0; oi < olds.size() || ni < news.size();) {
+    const LockedPackage* o = oi < olds.size() ? olds[oi] : nullptr;
+    const LockedPackage* n = ni < news.size() ? news[ni] : nullptr;
+    if (o && n && o->name != n->name) {
+      if (o->name < n->name) n = nullptr;
+      else o = nullptr;
+    }
+    oi += o ? 1 : 0;
+    ni += n ? 1 : 0;
+    // The same record on both sides is no change of any kind: every kind compares a field of the
+    // two records, and the host floors the new record needs are part of the old environment's.
+    if (o && n && *o == *n) continue;
+    const std::string& name = o ? o->name : n->name;
     PackageChange c;
     c.name = name;
     std::set<ChangeKind> kinds;
@@ -435,7 +480,13 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
       }
     }
     if (kinds.empty()) continue;
-    c.pulled_by = n ? new_graph.pulled_by(name) : old_graph.pulled_by(name);
+    if (n) {
+      if (!new_graph) new_graph.emplace(new_p, new_requested);
+      c.pulled_by = new_graph->pulled_by(name);
+    } else {
+      if (!old_graph) old_graph.emplace(old_p, old_requested);
+      c.pulled_by = old_graph->pulled_by(name);
+    }
     finish_change(c, std::move(kinds));
     out.changes.push_back(std::move(c));
   }

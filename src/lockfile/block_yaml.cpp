@@ -89,9 +89,9 @@ class Builder {
 namespace {
 
 struct Line {
-  int indent = 0;
   std::string_view text;   ///< after the indentation, trailing spaces removed
   const char* start = nullptr;  ///< the first character of the line, for columns
+  int indent = 0;
   int number = 0;          ///< 1-based
 };
 
@@ -130,7 +130,9 @@ struct Text {
 /// A double-quoted scalar at the start of `s` (s[0] == '"'), on one line. Sets `end` to the index
 /// after the closing quote. False for anything this subset leaves to yaml-cpp.
 bool double_quoted(std::string_view s, Text& out, std::size_t& end) {
-  if (std::size_t close = s.find_first_of("\"\\", 1); close != std::string_view::npos && s[close] == '"') {
+  std::size_t close = 1;  // (a loop: find_first_of calls memchr once per character)
+  while (close < s.size() && s[close] != '"' && s[close] != '\\') ++close;
+  if (close < s.size() && s[close] == '"') {
     out.view = s.substr(1, close - 1);  // no escapes: the common case
     out.owned = false;
     end = close + 1;
@@ -218,7 +220,7 @@ class Parser {
       while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
       if (t.empty() || t.front() == '#') continue;
       if (t.front() == '\t' || t.starts_with("---") || t.starts_with("...") || t.front() == '%') ok_ = false;
-      lines_.push_back(Line{static_cast<int>(ind), t, start, number});
+      lines_.push_back(Line{t, start, static_cast<int>(ind), number});
       if (nl == text.size()) break;
     }
   }

@@ -49,13 +49,14 @@ bool has_explicit_marker(const std::string& text) {
   return false;
 }
 
-// The first line that is neither empty nor a comment.
-std::string first_content_line(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::string t = trim(line);
+// The first line that is neither empty nor a comment (lines as std::getline splits them).
+std::string first_content_line(std::string_view text) {
+  for (std::size_t pos = 0; pos < text.size();) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string t = trim(text.substr(pos, end - pos));
     if (!t.empty() && t[0] != '#') return t;
+    pos = end + 1;
   }
   return {};
 }
@@ -257,9 +258,16 @@ Result<ReadResult> read_lockfile_path(const std::filesystem::path& path) {
     e.hint = "check the path";
     return e;
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return read_lockfile_text(buf.str(), path.string());
+  // Straight into the string (a lockfile can be megabytes: no stream buffer and copy between).
+  std::string text;
+  if (auto size = std::filesystem::file_size(path, ec); !ec) {
+    text.resize(static_cast<std::size_t>(size));
+    in.read(text.data(), static_cast<std::streamsize>(size));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+  }
+  char buf[1 << 16];  // the rest, or all of a file whose size is not known (a pipe)
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
+  return read_lockfile_text(text, path.string());
 }
 
 Status complete_record_from_url(RepoDataRecord& record, const std::string& where) {

@@ -107,6 +107,29 @@ TEST(Diff, IdenticalSetsInAnyOrderGiveNoChanges) {
   EXPECT_EQ(render_text(d, {"a", "b", "x", "y"}, false).substr(0, 11), "no changes\n");
 }
 
+// The diff walks both sides in name order; a Lockfile built in code may hold its packages in any
+// order (or a name twice: the last one counts, as before). Unsorted input gives the same diff.
+TEST(Diff, UnsortedPackagesGiveTheSameDiff) {
+  Lockfile a = make({{"numpy", "1.26.4", "py312h_0"}, {"python", "3.12.1", "h_0_cpython"}, {"zlib", "1.3", "h_0"}});
+  Lockfile b = make({{"numpy", "2.0.0", "py312h_0"}, {"python", "3.12.1", "h_0_cpython"}, {"xz", "5.2", "h_0"}});
+  const LockDiff sorted = diff_lockfiles(a, b);
+  for (Lockfile* l : {&a, &b}) {
+    auto& pkgs = l->environments["default"].platforms["linux-64"].packages;
+    std::reverse(pkgs.begin(), pkgs.end());
+  }
+  EXPECT_EQ(diff_to_json(diff_lockfiles(a, b), {"a", "b", "x", "y"}).dump(),
+            diff_to_json(sorted, {"a", "b", "x", "y"}).dump());
+  auto& olds = a.environments["default"].platforms["linux-64"].packages;
+  olds.insert(olds.begin(), olds.back());  // numpy twice: the later record is the one compared
+  olds.front().version = Version::parse("3.0").value();
+  const LockDiff unsorted = diff_lockfiles(a, b);
+  ASSERT_NE(change(unsorted, "numpy"), nullptr);
+  EXPECT_EQ(change(unsorted, "numpy")->kind, ChangeKind::Upgraded);
+  EXPECT_EQ(change(unsorted, "python"), nullptr);  // the same record on both sides
+  EXPECT_EQ(change(unsorted, "zlib")->kind, ChangeKind::Removed);
+  EXPECT_EQ(change(unsorted, "xz")->kind, ChangeKind::Added);
+}
+
 TEST(Diff, VersionsCompareInCondaOrder) {
   auto d = diff_lockfiles(make({{"a", "1.9", "0"}, {"b", "2.0", "0"}, {"c", "1.0rc1", "0"}, {"d", "1.0", "0"}}),
                           make({{"a", "1.10", "0"}, {"b", "1.10", "0"}, {"c", "1.0", "0"}, {"d", "1.0.post1", "0"}}));
