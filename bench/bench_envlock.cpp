@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
                   count, solved, failed, pct(50), pct(95), times.empty() ? 0.0 : times.back());
     extra = buf;
   }
-  std::printf("{\"mode\":\"%s\",\"records\":%zu,\"names\":%zu,\"from_cache\":%s,\"seconds\":%.6f%s}\n", mode.c_str(),
-              ix.entry_count(), ix.names().size(), ix.from_cache() ? "true" : "false", t1 - t0, extra.c_str());
+  std::printf("{\"mode\":\"%s\",\"records\":%zu,\"names\":%zu,\"from_cache\":%s,\"scanner\":\"%s\",\"seconds\":%.6f%s}\n",
+              mode.c_str(), ix.entry_count(), ix.names().size(), ix.from_cache() ? "true" : "false",
+              ix.from_cache() ? "cache" : ix.scanned_fast() ? "repodata" : "simdjson", t1 - t0, extra.c_str());
   return 0;
 }

@@ -451,24 +451,29 @@ Status RepodataIndex::Impl::build() {
       name_info[i] = previous;
     }
   }
-  // Group: a name id per entry, names sorted, entries of one name in file order. Names are
-  // views of the text; those of file names with escapes or capitals (rare) are copies.
+  // Group: a name id per entry (written over its name info), names sorted, entries of one name
+  // in file order. Names are views of the text; those of file names with escapes or capitals
+  // (rare) are copies.
+  std::vector<std::uint32_t>& id_of = name_info;
   std::deque<std::string> odd_names;
   std::unordered_map<std::string_view, std::uint32_t> ids;
   ids.reserve(own_entries.size() / 8 + 16);
-  std::vector<std::uint32_t> id_of(own_entries.size());
   std::vector<std::string_view> by_id;
   std::vector<std::uint32_t> count;
+  by_id.reserve(own_entries.size() / 8 + 16);
+  count.reserve(own_entries.size() / 8 + 16);
+  std::size_t name_bytes = 0;
   for (std::size_t i = 0; i < own_entries.size(); ++i) {
-    const IndexEntry& e = own_entries[i];
-    std::string_view name;
-    if ((name_info[i] & kNameSame) != 0) {  // the name of the entry before: no lookup
+    const std::uint32_t info = name_info[i];
+    if ((info & kNameSame) != 0) {  // the name of the entry before: no lookup
       id_of[i] = id_of[i - 1];
       ++count[id_of[i]];
       continue;
     }
-    if ((name_info[i] & kNameOdd) == 0) {
-      name = text.substr(e.key_offset, name_info[i] & kNameLength);
+    const IndexEntry& e = own_entries[i];
+    std::string_view name;
+    if ((info & kNameOdd) == 0) {
+      name = text.substr(e.key_offset, info & kNameLength);
     } else {
       const std::string_view raw_key = text.substr(e.key_offset, e.key_meta & kKeyLength);
       std::string n(name_of_file((e.key_meta & kEscaped) != 0 ? unescape_key(raw_key) : std::string(raw_key)));
@@ -479,18 +484,29 @@ Status RepodataIndex::Impl::build() {
     if (inserted) {
       by_id.push_back(name);
       count.push_back(0);
+      name_bytes += name.size();
     }
     id_of[i] = it->second;
     ++count[it->second];
   }
-  std::vector<std::uint32_t> sorted(by_id.size());
-  for (std::uint32_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
-  std::sort(sorted.begin(), sorted.end(), [&](std::uint32_t a, std::uint32_t b) { return by_id[a] < by_id[b]; });
+  // Sort by the first 8 bytes (big-endian, zero-padded: the same order) held in one array, and
+  // only compare the texts, scattered over the JSON, on a tie.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> sorted(by_id.size());
+  for (std::uint32_t i = 0; i < sorted.size(); ++i) {
+    std::uint64_t prefix = 0;
+    for (std::size_t k = 0; k < 8; ++k)
+      prefix = prefix << 8 | (k < by_id[i].size() ? static_cast<unsigned char>(by_id[i][k]) : 0u);
+    sorted[i] = {prefix, i};
+  }
+  std::sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : by_id[a.second] < by_id[b.second];
+  });
   std::vector<std::uint32_t> start(by_id.size());
   own_names.resize(by_id.size());
+  own_blob.reserve(name_bytes);
   std::uint32_t pos = 0;
   for (std::size_t s = 0; s < sorted.size(); ++s) {
-    std::uint32_t id = sorted[s];
+    std::uint32_t id = sorted[s].second;
     start[id] = pos;
     own_names[s] = {pos, count[id], static_cast<std::uint32_t>(own_blob.size()),
                     static_cast<std::uint32_t>(by_id[id].size())};
@@ -698,9 +714,11 @@ Result<std::unique_ptr<RepodataIndex>> RepodataIndex::open_file(const fs::path& 
               static_cast<std::uint64_t>(st.st_ino), static_cast<std::uint64_t>(st.st_dev)};
   fs::path cache_path = options.cache_dir.empty() ? fs::path{} : cache_file_for(options.cache_dir, json_path);
   // With a cache file present, map without reading ahead: a valid index needs few JSON pages.
+  // The dedicated scanner's helper thread takes the page faults (repodata_scan.cpp); simdjson's
+  // pass gets the pages mapped up front (MAP_POPULATE).
   std::error_code ec;
   bool try_cache = !cache_path.empty() && fs::exists(cache_path, ec);
-  bool mapped = impl->mapping.map(fd, size, !try_cache);
+  bool mapped = impl->mapping.map(fd, size, !try_cache && options.generic_scan);
   if (mapped) {
     impl->text = std::string_view(impl->mapping.data(), size);
     impl->capacity = impl->mapping.capacity();
@@ -713,7 +731,7 @@ Result<std::unique_ptr<RepodataIndex>> RepodataIndex::open_file(const fs::path& 
     if (try_cache) {  // stale or damaged: read the JSON in full after all
       impl->cache.reset();
       impl->mapping.reset();
-      mapped = impl->mapping.map(fd, size, true);
+      mapped = impl->mapping.map(fd, size, options.generic_scan);
       impl->text = std::string_view(impl->mapping.data(), size);
       impl->capacity = impl->mapping.capacity();
     }

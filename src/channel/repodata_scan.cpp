@@ -105,7 +105,7 @@ class TopReader {
             std::string& base_url_raw)
       : t_(text.data()), n_(text.size()), spans_(spans), names_(names), base_url_raw_(base_url_raw) {}
 
-  bool run() {
+  ENVLOCK_SCAN_TARGET bool run() {
     ws();
     if (!take('{')) return false;
     ws();
@@ -152,10 +152,32 @@ class TopReader {
     return true;
   }
   /// A string at p_: its raw contents [key, key + len); `escaped` when it holds a backslash.
-  bool string(std::size_t& key, std::size_t& len, bool& escaped) {
+  ENVLOCK_SCAN_TARGET bool string(std::size_t& key, std::size_t& len, bool& escaped) {
     if (!take('"')) return false;
     key = p_;
     escaped = false;
+    // 32 bytes at a time to the first quote, backslash or control character.
+    const __m256i quote = _mm256_set1_epi8('"'), backslash = _mm256_set1_epi8('\\'), control = _mm256_set1_epi8(0x1f);
+    while (p_ + 32 <= n_) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t_ + p_));
+      const __m256i hit = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
+                                          _mm256_cmpeq_epi8(_mm256_max_epu8(v, control), control));
+      const auto m = static_cast<std::uint32_t>(_mm256_movemask_epi8(hit));
+      if (m == 0) {
+        p_ += 32;
+        continue;
+      }
+      p_ += static_cast<std::size_t>(__builtin_ctz(m));
+      const char c = t_[p_];
+      if (c == '"') {
+        len = p_ - key;
+        ++p_;
+        return true;
+      }
+      if (c != '\\') return false;
+      escaped = true;
+      p_ += 2;
+    }
     while (p_ < n_) {
       const auto c = static_cast<unsigned char>(t_[p_]);
       if (c == '"') {
@@ -172,7 +194,7 @@ class TopReader {
     }
     return false;
   }
-  bool skip_value() {
+  ENVLOCK_SCAN_TARGET bool skip_value() {
     if (p_ >= n_) return false;
     const char c = t_[p_];
     if (c == '{' || c == '[') {
@@ -194,7 +216,7 @@ class TopReader {
   }
   /// `info`: its base_url read by simdjson's DOM parser from the object's own span (the last
   /// string-valued `base_url`, as the on-demand pass keeps).
-  bool info() {
+  ENVLOCK_SCAN_TARGET bool info() {
     const std::size_t start = p_;
     const std::size_t end = skip_composite(t_, n_, p_);
     if (end == kNone) return false;
@@ -209,7 +231,7 @@ class TopReader {
     return true;
   }
   /// One `packages` / `packages.conda` object at p_.
-  bool packages(bool conda) {
+  ENVLOCK_SCAN_TARGET bool packages(bool conda) {
     ++p_;
     ws();
     if (p_ < n_ && t_[p_] == '}') {
@@ -267,6 +289,8 @@ bool scan_repodata_fast(std::string_view text, std::vector<RepodataSpan>& spans,
   // simdjson validates UTF-8 in its first stage; so does this pass, on a second thread for
   // large texts (it reads the same pages as the scanner, at several GB/s).
   constexpr std::size_t kThreadFrom = std::size_t{4} << 20;
+  // The validation runs ahead of the scanner (it is several times faster), so it also takes the
+  // page faults of a file mapping: the scanner finds its pages mapped.
   bool utf8 = true;
   std::thread validator;
   if (text.size() >= kThreadFrom) {

@@ -28,10 +28,20 @@ constexpr std::uint32_t kSpanFromConda = 1u << 31;
 constexpr std::uint32_t kSpanEscaped = 1u << 30;
 constexpr std::uint32_t kSpanKeyLength = (1u << 30) - 1;
 
+/// True when `s` ends with the literal `suffix` (compared inline: no memcmp call per key).
+template <std::size_t N>
+inline bool ends_with_literal(std::string_view s, const char (&suffix)[N]) {
+  if (s.size() < N - 1) return false;
+  const char* p = s.data() + s.size() - (N - 1);
+  bool same = true;
+  for (std::size_t i = 0; i + 1 < N; ++i) same &= p[i] == suffix[i];
+  return same;
+}
+
 /// A file name without `.conda` / `.tar.bz2`.
 inline std::string_view stem_of(std::string_view fn) {
-  if (fn.ends_with(".conda")) return fn.substr(0, fn.size() - 6);
-  if (fn.ends_with(".tar.bz2")) return fn.substr(0, fn.size() - 8);
+  if (ends_with_literal(fn, ".conda")) return fn.substr(0, fn.size() - 6);
+  if (ends_with_literal(fn, ".tar.bz2")) return fn.substr(0, fn.size() - 8);
   return fn;
 }
 
@@ -62,10 +72,20 @@ inline std::uint32_t name_info_of(std::string_view key, bool escaped, std::strin
   for (char c : name)
     if (c >= 'A' && c <= 'Z') return kNameOdd;
   auto info = static_cast<std::uint32_t>(name.size());
-  if ((previous & kNameOdd) == 0 && (previous & kNameLength) == name.size() &&
-      std::memcmp(previous_key.data(), name.data(), name.size()) == 0)
-    info |= kNameSame;
-  return info;
+  if ((previous & kNameOdd) != 0 || (previous & kNameLength) != name.size()) return info;
+  // Names are short: compare inline, 8 bytes at a time, rather than call memcmp.
+  const char* a = previous_key.data();
+  const char* b = name.data();
+  std::size_t n = name.size();
+  for (; n >= 8; n -= 8, a += 8, b += 8) {
+    std::uint64_t x, y;
+    std::memcpy(&x, a, 8);
+    std::memcpy(&y, b, 8);
+    if (x != y) return info;
+  }
+  for (; n > 0; --n, ++a, ++b)
+    if (*a != *b) return info;
+  return info | kNameSame;
 }
 
 /// The dedicated scanner. `text` must be followed by readable memory only up to its size (the
