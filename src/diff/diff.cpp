@@ -334,12 +334,34 @@ std::vector<const LockedPackage*> by_name(const std::vector<LockedPackage>& pack
 }
 
 Floors environment_floors(const LockedPlatform* plat) {
+  // The highest floor of every record's depends, as record_floors would give them per record.
+  // Records repeat the same few virtual-package specs ("__glibc >=2.17"): each text is read once.
   Floors out;
   if (plat == nullptr) return out;
+  struct Parsed {
+    bool host = false;  ///< a __glibc/__cuda/__linux/__osx requirement
+    std::string name;
+    Version floor;
+  };
+  std::unordered_map<std::string_view, Parsed> parsed;
   for (const auto& p : plat->packages) {
-    for (auto& [name, f] : record_floors(p)) {
-      auto it = out.find(name);
-      if (it == out.end() || f > it->second) out[name] = f;
+    for (const auto& dep : p.depends) {
+      if (dep.find("__") == std::string::npos) continue;  // not a virtual package: no spec to split
+      auto [it, added] = parsed.try_emplace(dep);
+      Parsed& v = it->second;
+      if (added) {
+        auto [name, constraint] = split_spec(dep);
+        v.host = name.starts_with("__") &&
+                 std::find(std::begin(kHostFloorNames), std::end(kHostFloorNames), name) != std::end(kHostFloorNames);
+        if (v.host) {
+          v.floor = constraint_floor(constraint);
+          v.name = std::move(name);
+        }
+      }
+      if (!v.host) continue;
+      auto e = out.find(v.name);
+      if (e == out.end()) out.emplace(v.name, v.floor);
+      else if (v.floor > e->second) e->second = v.floor;
     }
   }
   return out;

@@ -50,7 +50,10 @@ std::string display_name(const PackageChange& c) { return c.pypi ? "pypi:" + c.n
 
 std::string kind_with_flags(const PackageChange& c) {
   std::string out(change_kind_name(c.kind));
-  for (ChangeKind f : c.flags) out += "+" + std::string(change_kind_name(f));
+  for (ChangeKind f : c.flags) {
+    out += '+';
+    out += change_kind_name(f);
+  }
   return out;
 }
 
@@ -243,7 +246,7 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
   }
   j["summary"] = {{"changes", diff.total},
                   {"identical", diff.empty()},
-                  {"by_kind", by_kind},
+                  {"by_kind", std::move(by_kind)},
                   {"red_flags", diff.red_flags()},
                   {"size_delta", diff.size_delta}};
   nlohmann::json groups = nlohmann::json::array();
@@ -263,7 +266,7 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
                         {"old", f.old_floor.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.old_floor)},
                         {"new", f.new_floor.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.new_floor)}});
     }
-    gj["host_floors"] = floors;
+    gj["host_floors"] = std::move(floors);
     nlohmann::json changes = nlohmann::json::array();
     for (const auto& c : g.changes) {
       nlohmann::json cj;
@@ -272,7 +275,7 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
       cj["kind"] = std::string(change_kind_name(c.kind));
       nlohmann::json flags = nlohmann::json::array();
       for (ChangeKind f : c.flags) flags.push_back(std::string(change_kind_name(f)));
-      cj["flags"] = flags;
+      cj["flags"] = std::move(flags);
       cj["red_flag"] = c.red_flag();
       cj["old"] = side_json(c.old_side);
       cj["new"] = side_json(c.new_side);
@@ -281,10 +284,10 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
       cj["notes"] = c.notes;
       changes.push_back(std::move(cj));
     }
-    gj["changes"] = changes;
+    gj["changes"] = std::move(changes);  // moved: a copy of every group was most of the time
     groups.push_back(std::move(gj));
   }
-  j["groups"] = groups;
+  j["groups"] = std::move(groups);
   return j;
 }
 

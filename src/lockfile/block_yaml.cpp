@@ -256,9 +256,12 @@ class Parser {
       out = add(text_, l.number, col);
       return true;
     }
-    if (!starts_plain(s) || is_null_word(s) || s.back() == ':' || s.find(": ") != std::string_view::npos ||
-        s.find(" #") != std::string_view::npos || s.find('\t') != std::string_view::npos)
-      return false;
+    if (!starts_plain(s) || is_null_word(s) || s.back() == ':') return false;
+    for (std::size_t i = 0; i < s.size(); ++i) {  // no ": ", " #" or tab: one pass
+      const char c = s[i];
+      if (c == '\t' || (i + 1 < s.size() && ((c == ':' && s[i + 1] == ' ') || (c == ' ' && s[i + 1] == '#'))))
+        return false;
+    }
     out = b_.add_scalar(s, l.number, col);
     return true;
   }
