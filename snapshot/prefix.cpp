@@ -147,6 +147,52 @@ int list_directory(int fd, std::vector<DirEntryName>& out) {
   }
 }
 
+// What reading one conda-meta file gave: the record, or the problem to report.
+struct MetaRecordOutcome {
+  std::optional<PrefixRecord> record;
+  CaptureProblem problem;
+};
+
+// Reads conda-meta records for one thread: simdjson (PrefixRecordReader) into one reused buffer;
+// a record it is not sure of is read again with nlohmann and PrefixRecord::from_json, whose
+// messages are the ones reported.
+class CondaMetaFileReader {
+ public:
+  CondaMetaFileReader() : buf_(1 << 16) {}
+
+  // `name` in the open folder `dir_fd`, which is `<prefix>/conda-meta` (named in a problem).
+  MetaRecordOutcome read(int dir_fd, const std::string& name, const fs::path& prefix) {
+    std::size_t size = 0;
+    bool read_ok = false;
+    if (const int fd = dir_fd < 0 ? -1 : ::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+      read_ok = true;
+      for (;;) {
+        if (buf_.size() < size + 4096 + PrefixRecordReader::padding()) buf_.resize(buf_.size() * 2);
+        const ssize_t n = ::read(fd, buf_.data() + size, buf_.size() - size - PrefixRecordReader::padding());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) read_ok = false;
+        if (n <= 0) break;
+        size += static_cast<std::size_t>(n);
+      }
+      ::close(fd);
+    }
+    if (!read_ok) return {std::nullopt, {(prefix / "conda-meta" / name).string(), "cannot read the record"}};
+    if (auto fast = reader_.read(buf_.data(), size, buf_.size())) return {std::move(fast), {}};
+    const std::string where = (prefix / "conda-meta" / name).string();
+    const auto j = nlohmann::json::parse(std::string_view(buf_.data(), size), nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      return {std::nullopt, {where, "not valid JSON: the package it describes is left out of the snapshot"}};
+    }
+    auto rec = PrefixRecord::from_json(j);
+    if (!rec) return {std::nullopt, {where, rec.error().message}};
+    return {std::move(*rec), {}};
+  }
+
+ private:
+  PrefixRecordReader reader_;
+  std::vector<char> buf_;
+};
+
 // One pass over the prefix (what std::filesystem::recursive_directory_iterator did, in the same
 // pre-order, without following directory links, leaving out conda-meta/, a top-level envs/ and
 // pkgs/ and nested environments): every path met, with its d_type and, unless it is a folder or
@@ -300,15 +346,7 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   env.prefix = prefix.lexically_normal().string();
   env.name = environment_name(seam, prefix);
 
-  // The walk of the prefix (for drift) runs on a second thread while conda-meta and the pip
-  // dist-info folders are read here.
-  PrefixWalker walker(!options.hash_files);
-  bool walked_all = false;
-  std::jthread walk_thread([&] { walked_all = walker.walk(local_str); });
-
-  // 1. conda-meta records, one file at a time so one bad record does not hide the others. Read
-  // with simdjson (PrefixRecordReader); a record it is not sure of is read again with nlohmann
-  // and PrefixRecord::from_json, whose messages are the ones reported.
+  // 1. conda-meta records, one file at a time so one bad record does not hide the others.
   std::vector<std::string> meta_files;
   const std::string meta_dir = (local / "conda-meta").string();
   const int meta_fd = ::open(meta_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -327,49 +365,35 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     }
     std::sort(meta_files.begin(), meta_files.end());
   }
+  // Two threads: this one reads records; the other walks the prefix (for drift) first, then
+  // reads records too, and this one goes on with ownership and pip while the walk may still run.
+  // Each record's outcome goes to its own slot, so the order stays the files'.
+  std::vector<MetaRecordOutcome> outcomes(meta_files.size());
+  std::atomic<std::size_t> next_record{0};
+  std::atomic<std::size_t> records_done{0};
+  auto read_records = [&] {
+    CondaMetaFileReader reader;
+    for (std::size_t i; (i = next_record.fetch_add(1)) < meta_files.size();) {
+      outcomes[i] = reader.read(meta_fd, meta_files[i], prefix);
+      if (records_done.fetch_add(1) + 1 == meta_files.size()) records_done.notify_all();
+    }
+  };
+  PrefixWalker walker(!options.hash_files);
+  bool walked_all = false;
+  std::jthread helper([&] {
+    walked_all = walker.walk(local_str);
+    read_records();
+  });
+  read_records();
+  for (std::size_t done; (done = records_done.load()) < meta_files.size();) records_done.wait(done);
+  if (meta_fd >= 0) ::close(meta_fd);
   std::vector<PrefixRecord> records;
   records.reserve(meta_files.size());
-  {
-    PrefixRecordReader reader;
-    std::vector<char> buf(1 << 16);
-    for (const auto& f : meta_files) {
-      std::size_t size = 0;
-      bool read_ok = false;
-      if (const int fd = ::openat(meta_fd, f.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-        read_ok = true;
-        for (;;) {
-          if (buf.size() < size + 4096 + PrefixRecordReader::padding()) buf.resize(buf.size() * 2);
-          const ssize_t n = ::read(fd, buf.data() + size, buf.size() - size - PrefixRecordReader::padding());
-          if (n < 0 && errno == EINTR) continue;
-          if (n < 0) read_ok = false;
-          if (n <= 0) break;
-          size += static_cast<std::size_t>(n);
-        }
-        ::close(fd);
-      }
-      if (!read_ok) {
-        problems.push_back({(prefix / "conda-meta" / f).string(), "cannot read the record"});
-        continue;
-      }
-      if (auto fast = reader.read(buf.data(), size, buf.size())) {
-        records.push_back(std::move(*fast));
-        continue;
-      }
-      const std::string where = (prefix / "conda-meta" / f).string();
-      const auto j = nlohmann::json::parse(std::string_view(buf.data(), size), nullptr, false);
-      if (j.is_discarded() || !j.is_object()) {
-        problems.push_back({where, "not valid JSON: the package it describes is left out of the snapshot"});
-        continue;
-      }
-      auto rec = PrefixRecord::from_json(j);
-      if (!rec) {
-        problems.push_back({where, rec.error().message});
-        continue;
-      }
-      records.push_back(std::move(*rec));
-    }
+  for (auto& o : outcomes) {
+    if (o.record) records.push_back(std::move(*o.record));
+    else problems.push_back(std::move(o.problem));
   }
-  if (meta_fd >= 0) ::close(meta_fd);
+  outcomes.clear();
   std::sort(records.begin(), records.end(), [](const PrefixRecord& a, const PrefixRecord& b) { return a.name < b.name; });
 
   // 2. Ownership of every path conda installed.
@@ -491,7 +515,7 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   // to hash, the type) of every owned path it met; owned paths it did not meet (behind a linked
   // folder, missing) are lstat'ed by their whole path.
   env.drift.hashed = options.hash_files;
-  walk_thread.join();
+  helper.join();
   for (const auto& w : walker.paths()) {
     if (const auto own = owner.find(w.rel); own != owner.end()) {
       own->second.walked = &w;
