@@ -69,14 +69,16 @@ std::string_view spec_name(std::string_view spec, std::string& scratch) {
   while (a < b && std::isspace(static_cast<unsigned char>(spec[a]))) ++a;
   while (b > a && std::isspace(static_cast<unsigned char>(spec[b - 1]))) --b;
   std::size_t i = a;
-  bool upper = false;
-  while (i < b && !std::isspace(static_cast<unsigned char>(spec[i])) &&
-         std::string_view("=<>!~[").find(spec[i]) == std::string_view::npos) {
-    upper = upper || (spec[i] >= 'A' && spec[i] <= 'Z');
-    ++i;
+  bool lower_already = true;  // ASCII without upper case: lower() would not change it
+  for (; i < b; ++i) {
+    const char c = spec[i];
+    if (c == '=' || c == '<' || c == '>' || c == '!' || c == '~' || c == '[' ||
+        std::isspace(static_cast<unsigned char>(c)))
+      break;
+    lower_already = lower_already && !(c >= 'A' && c <= 'Z') && (static_cast<unsigned char>(c) < 0x80);
   }
   std::string_view name = spec.substr(a, i - a);
-  if (upper || std::any_of(name.begin(), name.end(), [](char c) { return c & 0x80; })) {
+  if (!lower_already) {
     scratch = lower(std::string(name));
     name = scratch;
   }

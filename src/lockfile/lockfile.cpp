@@ -151,17 +151,32 @@ class Reader {
   Status keys(const Node& n, const What& what, std::span<const std::string_view> allowed,
               std::span<const std::string_view> required, Node* found) const {
     if (!n.IsMap()) return at(n, what.str() + " must be a map, found " + kind_name(n));
-    if (auto st = check_unique_keys(n); !st) return st;
     for (std::size_t i = 0; i < allowed.size(); ++i) found[i] = Node();
+    // One pass while every key is an allowed string: a key seen twice is then the first duplicate.
+    // Anything else takes the two passes below, which report it as before.
+    bool simple = true;
     for (auto [key, value] : n.entries()) {
-      const std::string_view k = key.Scalar();
-      const auto it = std::find(allowed.begin(), allowed.end(), k);
+      const auto it = key.IsScalar() ? std::find(allowed.begin(), allowed.end(), key.Scalar()) : allowed.end();
       if (it == allowed.end()) {
-        std::string list;
-        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        return at(key, "unknown key '" + std::string(k) + "' in " + what.str(), "allowed keys: " + list);
+        simple = false;
+        break;
       }
-      found[it - allowed.begin()] = value;
+      Node& slot = found[it - allowed.begin()];
+      if (slot) return at(key, "duplicate key '" + std::string(key.Scalar()) + "'", "remove one of the two entries");
+      slot = value;
+    }
+    if (!simple) {
+      if (auto st = check_unique_keys(n); !st) return st;
+      for (auto [key, value] : n.entries()) {
+        const std::string_view k = key.Scalar();
+        const auto it = std::find(allowed.begin(), allowed.end(), k);
+        if (it == allowed.end()) {
+          std::string list;
+          for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+          return at(key, "unknown key '" + std::string(k) + "' in " + what.str(), "allowed keys: " + list);
+        }
+        found[it - allowed.begin()] = value;
+      }
     }
     for (auto r : required)
       if (!found[std::find(allowed.begin(), allowed.end(), r) - allowed.begin()])
