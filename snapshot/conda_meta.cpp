@@ -278,40 +278,22 @@ std::optional<PrefixRecord> record_from(element root) {
   if (!opt_string(k[kExtractedDir], r.extracted_package_dir)) return std::nullopt;
   if (!opt_string(k[kRequestedSpec], r.requested_spec)) return std::nullopt;
   if (object link; k[kLink] != nullptr && k[kLink]->get_object().get(link) == simdjson::SUCCESS) {
-    const element* type = nullptr;
-    const element* source = nullptr;
-    element type_v, source_v;
-    for (auto field : link) {
-      if (field.key == "type") {
-        type_v = field.value;
-        type = &type_v;
-      } else if (field.key == "source") {
-        source_v = field.value;
-        source = &source_v;
-      }
-    }
-    if (type != nullptr && !type->is_null()) {
+    Fields<2> l;
+    l.fill(link, [](std::string_view key) { return key == "type" ? 0 : key == "source" ? 1 : -1; });
+    if (const element* type = l[0]; type != nullptr && !type->is_null()) {
       std::int64_t t = 0;
       if (!small_int(*type, t) || t < 1 || t > 3) return std::nullopt;
       r.link_type = t == 1 ? "hardlink" : t == 2 ? "softlink" : "copy";
     }
-    if (r.extracted_package_dir.empty() && !opt_string(source, r.extracted_package_dir)) return std::nullopt;
+    if (r.extracted_package_dir.empty() && !opt_string(l[1], r.extracted_package_dir)) return std::nullopt;
   }
   if (k[kPathsData] != nullptr && !k[kPathsData]->is_null()) {
     object pd;
     if (k[kPathsData]->get_object().get(pd) != simdjson::SUCCESS) return std::nullopt;
-    const element* version_e = nullptr;
-    const element* paths_e = nullptr;
-    element version_v, paths_v;
-    for (auto field : pd) {
-      if (field.key == "paths_version") {
-        version_v = field.value;
-        version_e = &version_v;
-      } else if (field.key == "paths") {
-        paths_v = field.value;
-        paths_e = &paths_v;
-      }
-    }
+    Fields<2> f;
+    f.fill(pd, [](std::string_view key) { return key == "paths_version" ? 0 : key == "paths" ? 1 : -1; });
+    const element* version_e = f[0];
+    const element* paths_e = f[1];
     if (version_e != nullptr) {
       std::int64_t pv = 0;
       if (!small_int(*version_e, pv) || pv != 1) return std::nullopt;

@@ -346,32 +346,18 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   env.prefix = prefix.lexically_normal().string();
   env.name = environment_name(seam, prefix);
 
-  // 1. conda-meta records, one file at a time so one bad record does not hide the others.
+  // 1. conda-meta records, one file at a time so one bad record does not hide the others. Two
+  // threads: this one lists conda-meta and reads records; the other walks the prefix (for drift)
+  // first, then reads records too, and this one goes on with ownership and pip while the walk may
+  // still run. Each record's outcome goes to its own slot, so the order stays the files'.
   std::vector<std::string> meta_files;
-  const std::string meta_dir = (local / "conda-meta").string();
-  const int meta_fd = ::open(meta_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (meta_fd >= 0) {
-    std::vector<DirEntryName> entries;
-    list_directory(meta_fd, entries);
-    for (auto& e : entries) {
-      // fs::path::extension() == ".json": a name longer than ".json" that ends with it.
-      if (e.name.size() <= 5 || !e.name.ends_with(".json")) continue;
-      bool regular = e.type == DT_REG;
-      if (e.type == DT_LNK || e.type == DT_UNKNOWN) {
-        struct stat st {};
-        regular = ::fstatat(meta_fd, e.name.c_str(), &st, 0) == 0 && S_ISREG(st.st_mode);
-      }
-      if (regular) meta_files.push_back(std::move(e.name));
-    }
-    std::sort(meta_files.begin(), meta_files.end());
-  }
-  // Two threads: this one reads records; the other walks the prefix (for drift) first, then
-  // reads records too, and this one goes on with ownership and pip while the walk may still run.
-  // Each record's outcome goes to its own slot, so the order stays the files'.
-  std::vector<MetaRecordOutcome> outcomes(meta_files.size());
+  std::vector<MetaRecordOutcome> outcomes;
+  std::atomic<bool> listed{false};
   std::atomic<std::size_t> next_record{0};
   std::atomic<std::size_t> records_done{0};
+  int meta_fd = -1;
   auto read_records = [&] {
+    listed.wait(false);
     CondaMetaFileReader reader;
     for (std::size_t i; (i = next_record.fetch_add(1)) < meta_files.size();) {
       outcomes[i] = reader.read(meta_fd, meta_files[i], prefix);
@@ -384,6 +370,33 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     walked_all = walker.walk(local_str);
     read_records();
   });
+  try {
+    const std::string meta_dir = (local / "conda-meta").string();
+    meta_fd = ::open(meta_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (meta_fd >= 0) {
+      std::vector<DirEntryName> entries;
+      list_directory(meta_fd, entries);
+      for (auto& e : entries) {
+        // fs::path::extension() == ".json": a name longer than ".json" that ends with it.
+        if (e.name.size() <= 5 || !e.name.ends_with(".json")) continue;
+        bool regular = e.type == DT_REG;
+        if (e.type == DT_LNK || e.type == DT_UNKNOWN) {
+          struct stat st {};
+          regular = ::fstatat(meta_fd, e.name.c_str(), &st, 0) == 0 && S_ISREG(st.st_mode);
+        }
+        if (regular) meta_files.push_back(std::move(e.name));
+      }
+      std::sort(meta_files.begin(), meta_files.end());
+    }
+    outcomes.resize(meta_files.size());
+  } catch (...) {
+    meta_files.clear();  // the helper must not wait for a listing that never comes
+    listed.store(true);
+    listed.notify_all();
+    throw;
+  }
+  listed.store(true);
+  listed.notify_all();
   read_records();
   for (std::size_t done; (done = records_done.load()) < meta_files.size();) records_done.wait(done);
   if (meta_fd >= 0) ::close(meta_fd);
