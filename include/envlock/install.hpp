@@ -56,6 +56,7 @@
 // dropped; files no record owns (pip installs, user files) are carried over as they are.
 // One installer per prefix at a time: `<parent>/.<name>.envlock-lock` is held with flock(2).
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -156,6 +157,10 @@ struct InstallOptions {
   RunScripts scripts = RunScripts::Yes;
   PrefixOrigin origin;
   LinkProgress progress;  ///< optional
+  /// Threads that link packages at once: 0, one per core (at most 8); 1, one package after the
+  /// other. Several are used only when no file of one package is a path, or a folder above a
+  /// path, of another; otherwise packages are linked in order (the later one clobbering).
+  std::size_t link_threads = 0;
 };
 
 /// What an install did, by conda dist name ("name-version-build"), sorted.

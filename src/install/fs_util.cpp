@@ -78,14 +78,20 @@ bool fsync_written_files() {
 
 namespace {
 thread_local std::vector<std::filesystem::path>* t_written = nullptr;
+std::mutex g_written_mu;  // worker threads (WrittenFiles::Join) share one collection
 
 void note_written(const std::filesystem::path& path) {
-  if (t_written != nullptr && fsync_written_files()) t_written->push_back(path);
+  if (t_written == nullptr || !fsync_written_files()) return;
+  std::lock_guard<std::mutex> lock(g_written_mu);
+  t_written->push_back(path);
 }
 }  // namespace
 
 WrittenFiles::WrittenFiles() : previous_(t_written) { t_written = &paths_; }
 WrittenFiles::~WrittenFiles() { t_written = previous_; }
+std::vector<std::filesystem::path>* WrittenFiles::current() { return t_written; }
+WrittenFiles::Join::Join(std::vector<std::filesystem::path>* target) : previous_(t_written) { t_written = target; }
+WrittenFiles::Join::~Join() { t_written = previous_; }
 
 Status WrittenFiles::sync(std::size_t threads) {
   std::atomic<std::size_t> next{0};
@@ -198,10 +204,21 @@ Status copy_regular_file(const std::filesystem::path& from, const std::filesyste
 }
 
 Status make_dirs(const std::filesystem::path& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return io_error(path, "cannot create directory", ec.value());
-  return ok_status();
+  // mkdir(2) first: the parent usually exists, so one call does it (std::filesystem's
+  // create_directories stats every level first). ENOENT: make the parent, then this one.
+  if (path.empty() || ::mkdir(path.c_str(), 0777) == 0) return ok_status();
+  int err = errno;
+  if (err == ENOENT && path.has_relative_path() && path.parent_path() != path) {
+    if (auto st = make_dirs(path.parent_path()); !st) return st;
+    if (::mkdir(path.c_str(), 0777) == 0) return ok_status();
+    err = errno;
+  }
+  if (err == EEXIST) {  // fine when it is a folder (or a link to one), as create_directories has it
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return ok_status();
+    err = ENOTDIR;
+  }
+  return io_error(path, "cannot create directory", err);
 }
 
 Status remove_tree(const std::filesystem::path& path) {

@@ -37,6 +37,21 @@ class WrittenFiles {
   WrittenFiles& operator=(const WrittenFiles&) = delete;
   Status sync(std::size_t threads);
 
+  /// The collection the calling thread writes into (null: none).
+  static std::vector<std::filesystem::path>* current();
+  /// While alive, what this thread writes goes into `target` (a collection of another thread,
+  /// from current(); null: none) — for worker threads of an install.
+  class Join {
+   public:
+    explicit Join(std::vector<std::filesystem::path>* target);
+    ~Join();
+    Join(const Join&) = delete;
+    Join& operator=(const Join&) = delete;
+
+   private:
+    std::vector<std::filesystem::path>* previous_;
+  };
+
  private:
   std::vector<std::filesystem::path> paths_;
   std::vector<std::filesystem::path>* previous_;

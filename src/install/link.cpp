@@ -20,17 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// One entry to link, as read from the package's info/.
-struct SourceEntry {
-  std::string path;  ///< inside the package
-  PathEntry::Type type = PathEntry::Type::HardLink;
-  std::string sha256;
-  std::optional<std::uint64_t> size;
-  std::string placeholder;
-  PathEntry::PlaceholderMode mode = PathEntry::PlaceholderMode::None;
-  bool no_link = false;
-};
-
 Error integrity(const PackageToLink& p, const std::string& message, const std::string& hint = "") {
   return Error{ErrorKind::Integrity, p.record.dist_name(), message, "", hint};
 }
@@ -141,11 +130,6 @@ Result<std::vector<SourceEntry>> read_paths(const PackageToLink& p) {
   return out;
 }
 
-struct NoarchPython {
-  bool active = false;
-  std::vector<std::string> entry_points;
-};
-
 Result<NoarchPython> read_link_json(const PackageToLink& p) {
   NoarchPython out;
   out.active = p.record.noarch == NoArchKind::Python;
@@ -172,14 +156,18 @@ std::string trim(std::string_view s) {
   return std::string(s);
 }
 
-/// Creates the parent folders of `dest` and removes whatever is at `dest` (clobbering).
-Status prepare_destination(const LinkContext& ctx, const fs::path& dest, const std::string& rel,
-                           LinkResult& result) {
+/// Creates the parent folders of `dest` (once per folder with ctx.known_dirs).
+Status ensure_parent(const LinkContext& ctx, const fs::path& dest) {
   const fs::path parent = dest.parent_path();
   if (ctx.known_dirs == nullptr || ctx.known_dirs->count(parent.native()) == 0) {
     if (auto st = make_dirs(parent); !st) return st;
     if (ctx.known_dirs != nullptr) ctx.known_dirs->insert(parent.native());
   }
+  return ok_status();
+}
+
+/// Removes whatever is at `dest` (clobbering: an earlier package's file), refusing a directory.
+Status clear_destination(const LinkContext& ctx, const fs::path& dest, const std::string& rel, LinkResult& result) {
   struct stat st {};
   if (::lstat(dest.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
@@ -191,6 +179,43 @@ Status prepare_destination(const LinkContext& ctx, const fs::path& dest, const s
     result.clobbered.push_back(rel);
   }
   return ok_status();
+}
+
+/// Creates the parent folders of `dest` and removes whatever is at `dest` (clobbering).
+Status prepare_destination(const LinkContext& ctx, const fs::path& dest, const std::string& rel,
+                           LinkResult& result) {
+  if (auto st = ensure_parent(ctx, dest); !st) return st;
+  return clear_destination(ctx, dest, rel, result);
+}
+
+/// `create()` (link(2) or symlink(2): 0 or -1 with errno) at `dest` after its parent folders;
+/// only when it finds something there (EEXIST, rare: another package's file) is that cleared
+/// and the call repeated, which spares a stat of every destination. -1 leaves errno set.
+template <class Create>
+int create_at(const LinkContext& ctx, const fs::path& dest, const std::string& rel, LinkResult& result,
+              Status& failure, const Create& create) {
+  if (auto st = ensure_parent(ctx, dest); !st) {
+    failure = st;
+    return -2;
+  }
+  int rc = create();
+  if (rc != 0 && errno == EEXIST) {
+    if (auto st = clear_destination(ctx, dest, rel, result); !st) {
+      failure = st;
+      return -2;
+    }
+    rc = create();
+  }
+  return rc;
+}
+
+/// Where entry `path` of a package goes in the prefix (noarch: python moves two folders).
+std::string target_of(const LinkContext& ctx, const NoarchPython& noarch, const std::string& path) {
+  if (noarch.active) {
+    if (path.starts_with("site-packages/")) return ctx.site_packages + path.substr(13);
+    if (path.starts_with("python-scripts/")) return "bin" + path.substr(14);
+  }
+  return path;
 }
 
 }  // namespace
@@ -208,7 +233,7 @@ bool safe_relative_path(std::string_view rel) {
   return rel.find('\0') == std::string_view::npos;
 }
 
-Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) {
+Result<LinkPlan> plan_package(const LinkContext& ctx, const PackageToLink& p) {
   std::error_code ec;
   if (!fs::is_directory(p.extracted_dir / "info", ec)) {
     return integrity(p, "the package folder " + p.extracted_dir.string() + " has no info/ folder",
@@ -223,7 +248,25 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
                  "is a noarch: python package, but the environment has no python record",
                  "", "add python to the environment's specs and lock again"};
   }
+  LinkPlan plan;
+  plan.entries = std::move(*entries);
+  plan.noarch = std::move(*noarch);
+  plan.targets.reserve(plan.entries.size() + plan.noarch.entry_points.size());
+  for (const auto& e : plan.entries)
+    plan.targets.emplace_back(target_of(ctx, plan.noarch, e.path), e.type != PathEntry::Type::Directory);
+  for (const auto& spec : plan.noarch.entry_points)
+    plan.targets.emplace_back("bin/" + trim(std::string_view(spec).substr(0, spec.find('='))), true);
+  return plan;
+}
 
+Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) {
+  auto plan = plan_package(ctx, p);
+  if (!plan) return plan.error();
+  return link_planned(ctx, p, *plan);
+}
+
+Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, const LinkPlan& plan) {
+  const NoarchPython* noarch = &plan.noarch;
   LinkResult result;
   PrefixRecord& rec = result.record;
   static_cast<RepoDataRecord&>(rec) = p.record;
@@ -232,16 +275,13 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
   rec.requested_spec = p.requested_spec;
   bool any_linked = false;
 
-  for (const auto& e : *entries) {
+  for (std::size_t k = 0; k < plan.entries.size(); ++k) {
+    const SourceEntry& e = plan.entries[k];
     if (!safe_relative_path(e.path)) {
       return integrity(p, "info/paths.json names an unsafe path \"" + e.path + "\"",
                        "refusing a package that would write outside the prefix");
     }
-    std::string target = e.path;
-    if (noarch->active) {
-      if (target.starts_with("site-packages/")) target = ctx.site_packages + target.substr(13);
-      else if (target.starts_with("python-scripts/")) target = "bin" + target.substr(14);
-    }
+    const std::string& target = plan.targets[k].first;
     const fs::path src = p.extracted_dir / e.path;
     const fs::path dest = ctx.stage / target;
     PathEntry out;
@@ -261,19 +301,22 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
                        "the package cache entry is damaged; delete " + p.extracted_dir.string() +
                            " and retry");
     }
-    if (auto st = prepare_destination(ctx, dest, target, result); !st) return st.error();
-
+    Status failure = ok_status();
     if (S_ISLNK(sst.st_mode)) {
       std::error_code lec;
       const fs::path link_target = fs::read_symlink(src, lec);
       if (lec) return io_error(src, "cannot read symlink", lec.value());
-      if (::symlink(link_target.c_str(), dest.c_str()) != 0) return io_error(dest, "cannot create symlink", errno);
+      const int rc = create_at(ctx, dest, target, result, failure,
+                               [&] { return ::symlink(link_target.c_str(), dest.c_str()); });
+      if (rc == -2) return failure.error();
+      if (rc != 0) return io_error(dest, "cannot create symlink", errno);
       out.type = PathEntry::Type::SoftLink;
       out.sha256 = e.sha256;
       out.size_in_bytes = e.size;
     } else if (!S_ISREG(sst.st_mode)) {
       return integrity(p, "\"" + e.path + "\" is neither a file nor a symlink in the package");
     } else if (out.type = PathEntry::Type::HardLink; e.mode != PathEntry::PlaceholderMode::None) {
+      if (auto st = prepare_destination(ctx, dest, target, result); !st) return st.error();
       auto data = read_file(src);
       if (!data) return data.error();
       std::size_t n = 0;
@@ -297,7 +340,9 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
     } else {
       bool linked = false;
       if (ctx.mode == LinkMode::Hardlink && !e.no_link) {
-        if (::link(src.c_str(), dest.c_str()) == 0) {
+        const int rc = create_at(ctx, dest, target, result, failure, [&] { return ::link(src.c_str(), dest.c_str()); });
+        if (rc == -2) return failure.error();
+        if (rc == 0) {
           linked = true;
         } else if (errno != EXDEV && errno != EMLINK && errno != EPERM && errno != ENOTSUP) {
           return io_error(dest, "cannot hard-link from " + src.string(), errno);
@@ -307,6 +352,7 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
         ++result.linked;
         any_linked = true;
       } else {
+        if (auto st = prepare_destination(ctx, dest, target, result); !st) return st.error();
         if (auto st = copy_regular_file(src, dest, sst.st_mode); !st) return st.error();
         ++result.copied;
       }

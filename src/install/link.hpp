@@ -3,7 +3,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <optional>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "envlock/install.hpp"
 
@@ -27,7 +30,42 @@ struct LinkResult {
   std::vector<std::string> clobbered;
 };
 
-/// Links `package` into `ctx.stage` and returns its PrefixRecord (paths as installed).
+/// One entry to link, as read from the package's info/.
+struct SourceEntry {
+  std::string path;  ///< inside the package
+  PathEntry::Type type = PathEntry::Type::HardLink;
+  std::string sha256;
+  std::optional<std::uint64_t> size;
+  std::string placeholder;
+  PathEntry::PlaceholderMode mode = PathEntry::PlaceholderMode::None;
+  bool no_link = false;
+};
+
+/// info/link.json's noarch: python part.
+struct NoarchPython {
+  bool active = false;
+  std::vector<std::string> entry_points;
+};
+
+/// What linking a package will do, read from its info/ before anything is written.
+struct LinkPlan {
+  std::vector<SourceEntry> entries;
+  NoarchPython noarch;
+  /// Per entry (then per entry point, "bin/<name>"): the path in the prefix, and whether it is a
+  /// file or symlink (false: a directory entry).
+  std::vector<std::pair<std::string, bool>> targets;
+};
+
+/// Reads `package`'s info/ (paths.json or files/has_prefix/no_link, link.json). Errors as
+/// link_package's before it writes anything.
+Result<LinkPlan> plan_package(const LinkContext& ctx, const PackageToLink& package);
+
+/// Links `package` into `ctx.stage` as `plan` says and returns its PrefixRecord (paths as
+/// installed). Safe to run for several packages at once on separate threads, each with its own
+/// LinkContext::known_dirs, when no path of one is a path (or a folder above a path) of another.
+Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& package, const LinkPlan& plan);
+
+/// plan_package() then link_planned().
 Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& package);
 
 /// True when `rel` is a relative '/'-separated path without "..", "." or empty segments.

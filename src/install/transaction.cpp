@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <chrono>
@@ -19,6 +20,8 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <string_view>
+#include <thread>
 #include <unordered_set>
 
 #include "envlock/install.hpp"
@@ -473,6 +476,59 @@ nlohmann::json origin_json(const PrefixOrigin& o) {
                         {"platform", o.platform}};
 }
 
+/// How many threads link the planned packages: 1 (one after the other) unless every plan was
+/// read and no package's file or symlink is also a path, or a folder above a path, of another
+/// linked or kept package — then the order of linking cannot change the result.
+std::size_t link_threads(const std::vector<PackageToLink>& packages, const std::vector<const PrefixRecord*>& kept_of,
+                         const std::vector<std::optional<Result<detail::LinkPlan>>>& plans, bool all_planned,
+                         std::size_t wanted) {
+  std::size_t to_link = 0;
+  for (const auto& p : plans) to_link += p ? 1 : 0;
+  const std::size_t cores = wanted != 0 ? wanted : std::max(1u, std::thread::hardware_concurrency());
+  if (!all_planned || to_link < 2 || cores < 2) return 1;
+  std::unordered_set<std::string_view> files, dirs;  // views of the plans' and records' strings
+  auto add = [&](std::string_view path, bool file) {
+    if (file && !files.insert(path).second) return false;  // two packages write one path
+    if (!file) dirs.insert(path);
+    for (auto slash = path.rfind('/'); slash != std::string_view::npos && slash > 0; slash = path.rfind('/', slash - 1))
+      if (!dirs.insert(path.substr(0, slash)).second) break;  // its parents are in already
+    return true;
+  };
+  for (std::size_t i = 0; i < packages.size(); ++i) {
+    if (kept_of[i] != nullptr) {
+      for (const auto& f : kept_of[i]->files)
+        if (!add(f, true)) return 1;
+    } else {
+      for (const auto& [target, file] : (*plans[i])->targets)
+        if (!add(target, file)) return 1;
+    }
+  }
+  for (auto f : files)
+    if (dirs.count(f) > 0) return 1;  // a file where another package needs a folder
+  return std::min<std::size_t>({cores, to_link, wanted != 0 ? wanted : 8});
+}
+
+/// Links every planned package on `threads` threads, each with its own record of the stage's
+/// folders; what they write is collected for fsync as on the calling thread.
+void link_in_parallel(const detail::LinkContext& ctx, const std::vector<PackageToLink>& packages,
+                      const std::vector<std::optional<Result<detail::LinkPlan>>>& plans, std::size_t threads,
+                      std::vector<std::optional<Result<detail::LinkResult>>>& results) {
+  std::atomic<std::size_t> next{0};
+  auto* written = detail::WrittenFiles::current();
+  auto worker = [&] {
+    detail::WrittenFiles::Join join(written);
+    detail::LinkContext own = ctx;
+    std::unordered_set<std::string> known_dirs;
+    own.known_dirs = &known_dirs;
+    for (std::size_t i; (i = next++) < packages.size();)
+      if (plans[i]) results[i] = detail::link_planned(own, packages[i], **plans[i]);
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
 /// Makes the stage hold everything; returns the report. The prefix is not touched.
 Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
                                   const std::vector<PrefixRecord>& old_records,
@@ -501,9 +557,12 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   std::set<std::string> new_names;
   for (const auto& p : packages) new_names.insert(p.record.name);
 
-  std::vector<PrefixRecord> records;
-  std::vector<const PackageToLink*> linked;
+  // Which packages stay as they are (their files carried over from the old prefix) and, for the
+  // others, what linking will do: read from the package cache only, nothing written yet.
   std::error_code ec;
+  std::vector<const PrefixRecord*> kept_of(packages.size(), nullptr);
+  std::vector<std::optional<Result<detail::LinkPlan>>> plans(packages.size());
+  bool all_planned = true;
   for (std::size_t i = 0; i < packages.size(); ++i) {
     const PackageToLink& p = packages[i];
     if (options.progress) options.progress(i, packages.size(), p.record);
@@ -513,16 +572,42 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
       for (const auto& f : it->second->files)
         if (!fs::exists(fs::symlink_status(prefix / f, ec))) complete = false;
       if (complete) {
-        for (const auto& f : it->second->files)
-          if (auto st = carry_path(prefix, stage, f); !st) return st.error();
-        PrefixRecord kept = *it->second;
-        kept.requested_spec = p.requested_spec;
-        records.push_back(std::move(kept));
-        report.kept.push_back(p.record.dist_name());
+        kept_of[i] = it->second;
         continue;
       }
     }
-    auto result = detail::link_package(ctx, p);
+    plans[i] = detail::plan_package(ctx, packages[i]);
+    all_planned = all_planned && plans[i]->ok();
+  }
+  // Packages are linked in parallel when the order cannot matter: every plan read, and no path
+  // (file, symlink or entry point) of one package is a path, or a folder above a path, of another
+  // or of a kept package. Otherwise one after the other, later packages clobbering earlier ones.
+  std::vector<std::optional<Result<detail::LinkResult>>> linked_results(packages.size());
+  const std::size_t threads = link_threads(packages, kept_of, plans, all_planned, options.link_threads);
+  if (threads > 1) {
+    for (std::size_t i = 0; i < packages.size(); ++i)
+      if (kept_of[i] != nullptr)
+        for (const auto& f : kept_of[i]->files)
+          if (auto st = carry_path(prefix, stage, f); !st) return st.error();
+    link_in_parallel(ctx, packages, plans, threads, linked_results);
+  }
+  std::vector<PrefixRecord> records;
+  std::vector<const PackageToLink*> linked;
+  for (std::size_t i = 0; i < packages.size(); ++i) {
+    const PackageToLink& p = packages[i];
+    if (kept_of[i] != nullptr) {
+      if (threads <= 1)
+        for (const auto& f : kept_of[i]->files)
+          if (auto st = carry_path(prefix, stage, f); !st) return st.error();
+      PrefixRecord kept = *kept_of[i];
+      kept.requested_spec = p.requested_spec;
+      records.push_back(std::move(kept));
+      report.kept.push_back(p.record.dist_name());
+      continue;
+    }
+    if (!plans[i]->ok()) return plans[i]->error();
+    if (!linked_results[i]) linked_results[i] = detail::link_planned(ctx, p, **plans[i]);
+    auto& result = *linked_results[i];
     if (!result) return result.error();
     report.files_linked += result->linked;
     report.files_copied += result->copied;

@@ -1,6 +1,8 @@
 // Unit tests of the installer on packages the tests lay out as a package cache would hold them
 // (info/index.json, info/paths.json, info/link.json, files).
 #include <gtest/gtest.h>
+
+#include <map>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -616,6 +618,80 @@ TEST_F(Installer, OldStyleHasPrefixPackagesAreRelocated) {
   ASSERT_TRUE(install_packages(prefix_, {p}, options()).ok());
   EXPECT_EQ(slurp(prefix_ / "bin/old"), "#!/bin/sh\necho " + prefix_.string() + "\n");
   ASSERT_TRUE(verify_prefix(prefix_)->clean());
+}
+
+/// Everything an install leaves in `prefix` that a user could see: per path its type, mode,
+/// content (or link target), and the conda-meta records (history and origin carry a time).
+std::map<std::string, std::string> tree_of(const fs::path& prefix) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(prefix)) {
+    const std::string rel = e.path().lexically_relative(prefix).generic_string();
+    if (rel == "conda-meta/history" || rel.starts_with("conda-meta/envlock")) continue;
+    struct stat st {};
+    EXPECT_EQ(::lstat(e.path().c_str(), &st), 0) << rel;
+    std::string what = std::to_string(st.st_mode) + " ";
+    if (S_ISLNK(st.st_mode)) what += "-> " + fs::read_symlink(e.path()).string();
+    else if (S_ISREG(st.st_mode)) what += slurp(e.path());
+    out[rel] = what;
+  }
+  return out;
+}
+
+TEST_F(Installer, PackagesLinkedInParallelMakeTheTreeLinkingInOrderMakes) {
+  std::vector<PackageToLink> packages;
+  packages.push_back(make_package("python", "3.12.1", {{"bin/python3.12", "py\n", true}}));
+  for (int i = 0; i < 12; ++i) {
+    const std::string n = "pkg" + std::to_string(i);
+    packages.push_back(make_package(
+        n, "1." + std::to_string(i),
+        {{"lib/" + n + "/a/b/data.txt", "data " + n + "\n"},
+         {"lib/" + n + "/a/c.txt", "c\n"},
+         {"lib/lib" + n + ".so", "so " + n},
+         {"lib/lib" + n + ".so.1", "", false, "", "", "lib" + n + ".so"},
+         {"bin/" + n, "#!/bin/sh\necho " + kTextPh + "/" + n + "\n", true, "text", kTextPh},
+         {"share/" + n + "/deep/er/and/deeper/x", n}}));
+  }
+  packages.push_back(make_package("pytool", "2", {{"site-packages/pytool/__init__.py", "def main(): pass\n"}},
+                                  "python", {"pytool = pytool:main"}));
+  auto sequential = options();
+  sequential.link_threads = 1;
+  auto report1 = install_packages(prefix_, packages, sequential);
+  ASSERT_TRUE(report1.ok()) << report1.error().to_string();
+  const auto tree1 = tree_of(prefix_);
+  ASSERT_GT(tree1.size(), 80u);
+  ASSERT_TRUE(remove_environment(prefix_).ok());
+  auto parallel = options();
+  parallel.link_threads = 4;
+  auto report2 = install_packages(prefix_, packages, parallel);
+  ASSERT_TRUE(report2.ok()) << report2.error().to_string();
+  EXPECT_EQ(tree_of(prefix_), tree1);
+  EXPECT_EQ(report2->installed, report1->installed);
+  EXPECT_EQ(report2->files_linked, report1->files_linked);
+  EXPECT_EQ(report2->files_copied, report1->files_copied);
+  EXPECT_EQ(report2->files_relocated, report1->files_relocated);
+  EXPECT_TRUE(report2->clobbered.empty());
+  EXPECT_TRUE(verify_prefix(prefix_)->clean());
+}
+
+TEST_F(Installer, PackagesSharingAPathAreLinkedInOrderTheLaterOneWinning) {
+  auto a = make_package("a", "1", {{"share/common.txt", "from a\n"}, {"share/a.txt", "a\n"}});
+  auto b = make_package("b", "1", {{"share/b.txt", "b\n"}});
+  auto c = make_package("c", "1", {{"share/common.txt", "from c\n"}, {"share/c.txt", "c\n"}});
+  auto o = options();
+  o.link_threads = 4;
+  auto report = install_packages(prefix_, {a, b, c}, o);
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  EXPECT_EQ(report->clobbered, std::vector<std::string>{"share/common.txt"});
+  EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from c\n");
+  EXPECT_EQ(slurp(prefix_ / "share/b.txt"), "b\n");
+  // A file where another package has a folder: the same error whatever the thread count.
+  auto d = make_package("d", "1", {{"share/dir/x.txt", "x\n"}});
+  auto e = make_package("e", "1", {{"share/dir", "a file\n"}});
+  auto refused = install_packages(prefix_, {a, d, e}, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().where, "share/dir");
+  EXPECT_NE(refused.error().message.find("would replace a directory"), std::string::npos);
+  EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from c\n") << "the previous environment stays";
 }
 
 }  // namespace
