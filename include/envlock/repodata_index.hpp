@@ -4,7 +4,8 @@
 //
 // Loading a conda-forge-sized repodata.json (500k records, 200+ MB) eagerly costs seconds and
 // hundreds of MB; a solve needs the records of a few hundred names. RepodataIndex therefore does
-// one pass over the JSON (simdjson on-demand) that only notes, per record of `packages.conda` and
+// one pass over the JSON (a dedicated AVX2 scanner, with simdjson's on-demand pass as fallback
+// and for errors; docs/solving.md) that only notes, per record of `packages.conda` and
 // `packages`, where its file name and its record object lie in the text, and groups them by the
 // package name read from the file name (`<name>-<version>-<build>.conda|.tar.bz2`, cut at the
 // second-to-last '-', lower-cased). records(name) parses that name's records on first use, in
