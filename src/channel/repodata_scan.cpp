@@ -21,6 +21,8 @@ namespace envlock {
 namespace {
 
 constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+/// Deeper nesting is left to simdjson (its parser's limit is 1024 levels).
+constexpr long kMaxDepth = 1000;
 
 bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
@@ -61,8 +63,8 @@ inline std::uint64_t escaped_of(std::uint64_t backslash, std::uint64_t& carry) {
 }
 
 /// The end (one past the matching bracket) of the object or array that starts at text[pos], or
-/// kNone when it does not end before the text does or a string in it holds a raw control
-/// character. Strings are skipped exactly as JSON defines them; brackets of either kind count
+/// kNone when it does not end before the text does, a string in it holds a raw control
+/// character, or it nests deeper than kMaxDepth. Strings are skipped exactly as JSON defines them; brackets of either kind count
 /// as one depth, as simdjson's skipping does.
 ENVLOCK_SCAN_TARGET std::size_t skip_composite(const char* text, std::size_t size, std::size_t pos) {
   std::uint64_t in_carry = 0, esc_carry = 0;
@@ -88,7 +90,7 @@ ENVLOCK_SCAN_TARGET std::size_t skip_composite(const char* text, std::size_t siz
     for (std::uint64_t s = open | close; s != 0; s &= s - 1) {
       const std::uint64_t bit = s & (0 - s);
       if ((open & bit) != 0) {
-        ++depth;
+        if (++depth > kMaxDepth) return kNone;
       } else if (--depth == 0) {
         return p + static_cast<std::size_t>(__builtin_ctzll(bit)) + 1;
       }
@@ -176,6 +178,7 @@ class TopReader {
       }
       if (c != '\\') return false;
       escaped = true;
+      if (p_ + 1 < n_ && static_cast<unsigned char>(t_[p_ + 1]) < 0x20) return false;
       p_ += 2;
     }
     while (p_ < n_) {
@@ -189,6 +192,7 @@ class TopReader {
       if (c == '\\') {
         escaped = true;
         ++p_;
+        if (p_ < n_ && static_cast<unsigned char>(t_[p_]) < 0x20) return false;
       }
       ++p_;
     }

@@ -435,6 +435,8 @@ TEST(RepodataScanner, UnusualButValidShapesAreReadAsSimdjsonReadsThem) {
       R"({"packages": {"a-1-0.conda": )" + rec + " \"b-1-0.conda\": " + rec + "}}",
       R"({"info": {"base_url": "x",}, "packages": {}})",
       R"({"x": tru e})",
+      "{\"packages\": {\"a\\\x01-1-0.conda\": " + rec + "}}",
+      R"({"packages": {"a-1-0.conda": {"deep": )" + std::string(1100, '[') + std::string(1100, ']') + "}}}",
   };
   for (const auto& text : declined) {
     SCOPED_TRACE(text);
