@@ -258,12 +258,15 @@ class DependsGraph {
   DependsGraph(const LockedPlatform* plat, const std::vector<std::string>& requested) {
     if (plat == nullptr) return;
     index_.reserve(plat->packages.size());
-    for (const auto& p : plat->packages) id_of(p.name, true);
+    std::vector<int> ids;  // per package: its name's number
+    ids.reserve(plat->packages.size());
+    for (const auto& p : plat->packages) ids.push_back(id_of(p.name, true));
     parents_.resize(names_.size());
     std::vector<char> has_parent(names_.size(), 0);
     std::string scratch;
-    for (const auto& p : plat->packages) {
-      const int child_of = id_of(p.name, false);
+    for (std::size_t i = 0; i < plat->packages.size(); ++i) {
+      const auto& p = plat->packages[i];
+      const int child_of = ids[i];
       for (const auto& dep : p.depends) {
         const int d = id_of(spec_name(dep, scratch), false);
         if (d < 0 || d == child_of) continue;

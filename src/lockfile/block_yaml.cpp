@@ -202,34 +202,14 @@ struct Key {
 
 class Parser {
  public:
-  Parser(std::string_view text, Document& doc) : b_(doc) {
-    lines_.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
-    int number = 0;
-    std::size_t pos = 0;
-    while (pos <= text.size() && ok_) {
-      std::size_t nl = text.find('\n', pos);
-      if (nl == std::string_view::npos) nl = text.size();
-      std::string_view raw = text.substr(pos, nl - pos);
-      ++number;
-      const char* start = raw.data();
-      pos = nl + 1;
-      if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
-      std::size_t ind = 0;
-      while (ind < raw.size() && raw[ind] == ' ') ++ind;
-      std::string_view t = raw.substr(ind);
-      while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
-      if (t.empty() || t.front() == '#') continue;
-      if (t.front() == '\t' || t.starts_with("---") || t.starts_with("...") || t.front() == '%') ok_ = false;
-      lines_.push_back(Line{t, start, static_cast<int>(ind), number});
-      if (nl == text.size()) break;
-    }
-  }
+  Parser(std::string_view text, Document& doc) : b_(doc), source_(text) { advance(); }
 
   bool parse() {
-    if (!ok_ || lines_.empty() || lines_[0].indent != 0) return false;
-    b_.reserve(lines_.size() * 3 + 1);  // at most a map, a key and a value per line
+    if (!ok_ || !has_ || cur_.indent != 0) return false;
+    // At most a map, a key and a value per line.
+    b_.reserve(static_cast<std::size_t>(std::count(source_.begin(), source_.end(), '\n')) * 3 + 4);
     std::uint32_t root = 0;
-    return node(0, root) && i_ == lines_.size();
+    return node(0, root) && ok_ && !has_;
   }
 
  private:
@@ -295,17 +275,17 @@ class Parser {
     return true;
   }
 
-  /// The block node whose first line is lines_[i_], at indentation `indent`.
+  /// The block node whose first line is cur_, at indentation `indent`.
   bool node(int indent, std::uint32_t& out) {
-    if (is_item(lines_[i_].text)) return sequence(indent, out);
+    if (is_item(cur_.text)) return sequence(indent, out);
     return map(indent, out);
   }
 
   bool sequence(int indent, std::uint32_t& out) {
-    out = b_.add(Kind::Sequence, lines_[i_].number, indent + 1);
+    out = b_.add(Kind::Sequence, cur_.number, indent + 1);
     std::uint32_t previous = 0, count = 0;
-    while (i_ < lines_.size() && lines_[i_].indent == indent && is_item(lines_[i_].text)) {
-      Line& l = lines_[i_];
+    while (has_ && cur_.indent == indent && is_item(cur_.text)) {
+      Line& l = cur_;
       if (l.text.size() < 3) return false;  // "-" alone: a nested block, not written by envlock
       std::string_view content = l.text.substr(2);
       std::size_t extra = 0;
@@ -322,34 +302,34 @@ class Parser {
         if (!map(probe.indent, item)) return false;
       } else {
         if (!scalar(l, content, item)) return false;
-        ++i_;
+        advance();
       }
       b_.link(previous, item);
       previous = item;
       ++count;
-      if (i_ < lines_.size() && lines_[i_].indent > indent) return false;
+      if (has_ && cur_.indent > indent) return false;
     }
     b_.slot(out).count = count;
     return true;
   }
 
   bool map(int indent, std::uint32_t& out) {
-    out = b_.add(Kind::Map, lines_[i_].number, indent + 1);
+    out = b_.add(Kind::Map, cur_.number, indent + 1);
     std::uint32_t previous = 0, count = 0;
-    while (i_ < lines_.size() && lines_[i_].indent == indent) {
-      const Line l = lines_[i_];
+    while (has_ && cur_.indent == indent) {
+      const Line l = cur_;
       if (is_item(l.text)) return false;
       std::string_view rest;
       if (!key(l, key_, rest)) return false;
-      ++i_;
+      advance();
       const std::uint32_t k = add(key_.text, key_.line, key_.column);
       b_.link(previous, k);
       std::uint32_t v = 0;
       if (!rest.empty()) {
         if (!scalar(l, rest, v)) return false;
-      } else if (i_ < lines_.size() && lines_[i_].indent > indent) {
-        if (!node(lines_[i_].indent, v)) return false;
-      } else if (i_ < lines_.size() && lines_[i_].indent == indent && is_item(lines_[i_].text)) {
+      } else if (has_ && cur_.indent > indent) {
+        if (!node(cur_.indent, v)) return false;
+      } else if (has_ && cur_.indent == indent && is_item(cur_.text)) {
         if (!sequence(indent, v)) return false;
       } else {
         v = b_.add(Kind::Null, l.number, column(l, l.text) + static_cast<int>(l.text.size()));
@@ -359,12 +339,43 @@ class Parser {
       ++count;
     }
     b_.slot(out).count = count;
-    return !(i_ < lines_.size() && lines_[i_].indent > indent);
+    return !(has_ && cur_.indent > indent);
+  }
+
+  /// Moves cur_ to the next line with content (lines are read as the parse reaches them, not
+  /// listed first). has_ is false at the end of the text, and at a line this subset leaves to
+  /// yaml-cpp (a tab, `---`, `...`, a directive), where ok_ turns false too.
+  void advance() {
+    has_ = false;
+    while (ok_ && pos_ <= source_.size()) {
+      std::size_t nl = source_.find('\n', pos_);
+      if (nl == std::string_view::npos) nl = source_.size();
+      std::string_view raw = source_.substr(pos_, nl - pos_);
+      ++number_;
+      const char* start = raw.data();
+      pos_ = nl + 1;
+      if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+      std::size_t ind = 0;
+      while (ind < raw.size() && raw[ind] == ' ') ++ind;
+      std::string_view t = raw.substr(ind);
+      while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+      if (t.empty() || t.front() == '#') continue;
+      if (t.front() == '\t' || t.starts_with("---") || t.starts_with("...") || t.front() == '%') {
+        ok_ = false;
+        return;
+      }
+      cur_ = Line{t, start, static_cast<int>(ind), number_};
+      has_ = true;
+      return;
+    }
   }
 
   Builder b_;
-  std::vector<Line> lines_;
-  std::size_t i_ = 0;
+  std::string_view source_;
+  std::size_t pos_ = 0;  ///< where the next line starts
+  int number_ = 0;       ///< 1-based number of the last line read
+  Line cur_;             ///< the line the parse is at, when has_
+  bool has_ = false;
   bool ok_ = true;
   Text text_;  ///< scratch for scalars
   Key key_;    ///< scratch for keys

@@ -185,12 +185,13 @@ class Reader {
     return ok_status();
   }
   Status hex(const Node& n, const What& what, std::size_t len, std::string& out) const {
-    if (auto st = str(n, what, out); !st) return st;
-    bool ok = out.size() == len && std::all_of(out.begin(), out.end(), [](char c) {
-      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-    });
+    if (!n.IsScalar()) return str(n, what, out);  // the "must be a string" error
+    const std::string_view s = n.Scalar();
+    bool ok = s.size() == len;
+    for (std::size_t i = 0; ok && i < s.size(); ++i) ok = (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f');
     if (!ok)
-      return at(n, what.str() + " must be " + std::to_string(len) + " lower-case hex digits, found '" + out + "'");
+      return at(n, what.str() + " must be " + std::to_string(len) + " lower-case hex digits, found '" + std::string(s) + "'");
+    out.assign(s);
     return ok_status();
   }
   Status url(const Node& n, const What& what, std::string& out) const {
