@@ -495,35 +495,6 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     }
   }
 
-  // 4. Packages and platform.
-  std::map<std::string, int> subdirs;
-  for (const auto& r : records) {
-    CapturedPackage p;
-    p.record = static_cast<const RepoDataRecord&>(r);
-    p.record.url = redact_url(p.record.url);
-    p.record.channel = redact_url(p.record.channel);
-    // conda writes the channel with its subdir (".../conda-forge/linux-64"); a lockfile keeps the channel.
-    if (!r.subdir.empty() && p.record.channel.ends_with("/" + r.subdir)) {
-      p.record.channel.resize(p.record.channel.size() - r.subdir.size() - 1);
-    }
-    p.files.reserve(r.files.size() + r.paths.size());
-    p.files.assign(r.files.begin(), r.files.end());
-    for (const auto& pe : r.paths) p.files.push_back(pe.path);
-    std::sort(p.files.begin(), p.files.end());
-    p.files.erase(std::unique(p.files.begin(), p.files.end()), p.files.end());
-    if (auto it = shadowed.find(r.name); it != shadowed.end()) p.shadowed_by = it->second;
-    if (!r.subdir.empty() && r.subdir != "noarch") ++subdirs[r.subdir];
-    env.packages.push_back(std::move(p));
-  }
-  env.platform = host_platform;
-  int best = 0;
-  for (const auto& [s, n] : subdirs) {
-    if (n > best) {
-      best = n;
-      env.platform = s;
-    }
-  }
-
   // 5. Drift. The walk lists the files no one owns and gives the lstat (or, for a regular file
   // to hash, the type) of every owned path it met; owned paths it did not meet (behind a linked
   // folder, missing) are lstat'ed by their whole path.
@@ -656,6 +627,36 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     }
   }
   if (!walked_all) problems.push_back({prefix.string(), "could not walk the whole prefix: " + walker.error()});
+
+  // 4. Packages and platform, moved out of the records (drift is done with them).
+  std::map<std::string, int> subdirs;
+  for (auto& r : records) {
+    CapturedPackage p;
+    p.files = std::move(r.files);
+    p.files.reserve(p.files.size() + r.paths.size());
+    for (auto& pe : r.paths) p.files.push_back(std::move(pe.path));
+    std::sort(p.files.begin(), p.files.end());
+    p.files.erase(std::unique(p.files.begin(), p.files.end()), p.files.end());
+    p.record = static_cast<RepoDataRecord&&>(std::move(r));
+    p.record.url = redact_url(p.record.url);
+    p.record.channel = redact_url(p.record.channel);
+    // conda writes the channel with its subdir (".../conda-forge/linux-64"); a lockfile keeps the channel.
+    const std::string& subdir = p.record.subdir;
+    if (!subdir.empty() && p.record.channel.ends_with("/" + subdir)) {
+      p.record.channel.resize(p.record.channel.size() - subdir.size() - 1);
+    }
+    if (auto it = shadowed.find(p.record.name); it != shadowed.end()) p.shadowed_by = it->second;
+    if (!subdir.empty() && subdir != "noarch") ++subdirs[subdir];
+    env.packages.push_back(std::move(p));
+  }
+  env.platform = host_platform;
+  int best = 0;
+  for (const auto& [s, n] : subdirs) {
+    if (n > best) {
+      best = n;
+      env.platform = s;
+    }
+  }
   std::sort(env.drift.modified.begin(), env.drift.modified.end(),
             [](const ModifiedFile& a, const ModifiedFile& b) { return a.path < b.path; });
   std::sort(env.drift.unowned.begin(), env.drift.unowned.end());
