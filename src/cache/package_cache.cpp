@@ -392,7 +392,11 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
   // entry: in parallel, each under its lock.
   std::vector<std::optional<CacheEntry>> hits(locked.size());
   parallel_for(locked.size(), entry_threads(options, locked.size()), [&](std::size_t k) {
-    hits[k] = valid_entry(plans[locked[k]], records[locked[k]], options.validation);
+    try {
+      hits[k] = valid_entry(plans[locked[k]], records[locked[k]], options.validation);
+    } catch (const std::exception&) {  // a paths.json of the wrong shape (nlohmann type_error): extract again
+      hits[k].reset();
+    }
   });
   for (std::size_t k = 0; k < locked.size(); ++k) {
     const std::size_t i = locked[k];

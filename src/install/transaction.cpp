@@ -520,8 +520,14 @@ void link_in_parallel(const detail::LinkContext& ctx, const std::vector<PackageT
     detail::LinkContext own = ctx;
     std::unordered_set<std::string> known_dirs;
     own.known_dirs = &known_dirs;
-    for (std::size_t i; (i = next++) < packages.size();)
-      if (plans[i]) results[i] = detail::link_planned(own, packages[i], **plans[i]);
+    for (std::size_t i; (i = next++) < packages.size();) {
+      if (!plans[i]) continue;
+      try {
+        results[i] = detail::link_planned(own, packages[i], **plans[i]);
+      } catch (const std::exception& e) {  // out of memory, say: an error of this package, not a crash
+        results[i] = Error{ErrorKind::Io, packages[i].record.dist_name(), std::string("cannot link: ") + e.what()};
+      }
+    }
   };
   std::vector<std::thread> pool;
   for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);

@@ -209,6 +209,18 @@ TEST_F(Cache, RepairsDamagedEntriesWithoutNetworkWhenTheArchiveIsGood) {
   EXPECT_TRUE(fs::exists(dir2 / victim));
   EXPECT_FALSE(fs::exists(dir_ / "pkgs" / ("." + dist0 + ".extracting-99999-0")));
   EXPECT_EQ(cache_listing(dir_ / "pkgs").size(), 6u);
+
+  // 4. A paths.json of the wrong shape (a number where a path belongs; the entries are checked on
+  // worker threads): extracted again, never a crash.
+  auto bad = nlohmann::json::parse(read_file(dir1 / "info/paths.json"));
+  bad["paths"][0]["_path"] = 5;
+  std::ofstream(dir1 / "info/paths.json", std::ios::trunc) << bad.dump();
+  auto reshaped = cache->ensure_all(records, opts);
+  for (auto& r : reshaped) ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(reshaped[0]->origin, CacheOrigin::Hit);
+  EXPECT_EQ(reshaped[1]->origin, CacheOrigin::Extracted);
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir1 / "info/paths.json"))["paths"][0]["_path"].type(),
+            nlohmann::json::value_t::string);
 }
 
 TEST_F(Cache, CorruptCachedArchiveIsDownloadedAgain) {
