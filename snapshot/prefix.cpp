@@ -195,13 +195,14 @@ class CondaMetaFileReader {
 
 // One pass over the prefix (what std::filesystem::recursive_directory_iterator did, in the same
 // pre-order, without following directory links, leaving out conda-meta/, a top-level envs/ and
-// pkgs/ and nested environments): every path met, with its d_type and, unless it is a folder or
-// (with `stat_regular_files` false) a regular file, its lstat. Everything relative to an open
-// parent folder (openat/fstatat/getdents64), so the kernel resolves one name per call instead of
-// the whole path. It needs no conda record, so it runs beside the reading of conda-meta.
+// pkgs/ and nested environments): every path met, with its d_type and, unless it is a folder or a
+// regular file, its lstat (regular files: stat_regular_files(), when sizes are needed without
+// hashing). Everything relative to an open parent folder (openat/fstatat/getdents64), so the
+// kernel resolves one name per call instead of the whole path. It needs no conda record, so it
+// runs beside the reading of conda-meta.
 class PrefixWalker {
  public:
-  explicit PrefixWalker(bool stat_regular_files) : stat_regular_files_(stat_regular_files) {}
+  PrefixWalker() = default;
 
   // Walks `root`; false when a folder could not be read (error() says why; what was met before
   // stays in paths()).
@@ -217,6 +218,38 @@ class PrefixWalker {
   }
   [[nodiscard]] const std::string& error() const { return error_; }
   [[nodiscard]] const std::vector<WalkedPath>& paths() const { return paths_; }
+
+  // After walk(): takes the lstat of the regular files met (for sizes without hashing), 64 at a
+  // time from `next`, so several threads can share the work. Each thread keeps the folder of its
+  // last file open (O_PATH) and stats relative to it.
+  void stat_regular_files(const std::string& root, std::atomic<std::size_t>& next) {
+    constexpr std::size_t kChunk = 64;
+    std::string dir;
+    int dir_fd = -1;
+    for (std::size_t first; (first = next.fetch_add(kChunk)) < paths_.size();) {
+      for (std::size_t i = first; i < std::min(first + kChunk, paths_.size()); ++i) {
+        WalkedPath& w = paths_[i];
+        if (w.type != DT_REG || w.stated) continue;
+        const auto slash = w.rel.rfind('/');
+        const std::string_view parent = slash == std::string::npos ? std::string_view() : std::string_view(w.rel).substr(0, slash);
+        std::string want = root;
+        if (!parent.empty()) want.append("/").append(parent);
+        if (want != dir || dir_fd < 0) {
+          if (dir_fd >= 0) ::close(dir_fd);
+          dir = std::move(want);
+          dir_fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
+        struct stat st {};
+        const char* name = w.rel.c_str() + (slash == std::string::npos ? 0 : slash + 1);
+        if (dir_fd >= 0 && ::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+          w.stated = true;
+          w.mode = st.st_mode;
+          w.size = static_cast<std::uint64_t>(st.st_size);
+        }
+      }
+    }
+    if (dir_fd >= 0) ::close(dir_fd);
+  }
 
  private:
   bool fail(int err) {
@@ -237,7 +270,7 @@ class PrefixWalker {
       if (depth == 0 && e.name == "conda-meta") continue;
       WalkedPath w{rel, e.type};
       struct stat st {};
-      if (e.type == DT_UNKNOWN || (e.type != DT_DIR && (e.type != DT_REG || stat_regular_files_))) {
+      if (e.type == DT_UNKNOWN || (e.type != DT_DIR && e.type != DT_REG)) {
         if (::fstatat(fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
           w.stated = true;
           w.mode = st.st_mode;
@@ -282,7 +315,6 @@ class PrefixWalker {
     return true;
   }
 
-  bool stat_regular_files_;
   std::vector<WalkedPath> paths_;
   std::string error_;
 };
@@ -364,11 +396,18 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
       if (records_done.fetch_add(1) + 1 == meta_files.size()) records_done.notify_all();
     }
   };
-  PrefixWalker walker(!options.hash_files);
+  // Without hashing, the sizes of the files met are taken by both threads once the walk is done
+  // (the walker right after its records, this one after pip).
+  PrefixWalker walker;
   bool walked_all = false;
+  std::atomic<bool> walk_done{false};
+  std::atomic<std::size_t> next_stat{0};
   std::jthread helper([&] {
     walked_all = walker.walk(local_str);
+    walk_done.store(true);
+    walk_done.notify_all();
     read_records();
+    if (!options.hash_files) walker.stat_regular_files(local_str, next_stat);
   });
   try {
     const std::string meta_dir = (local / "conda-meta").string();
@@ -499,6 +538,10 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   // to hash, the type) of every owned path it met; owned paths it did not meet (behind a linked
   // folder, missing) are lstat'ed by their whole path.
   env.drift.hashed = options.hash_files;
+  if (!options.hash_files) {
+    walk_done.wait(false);
+    walker.stat_regular_files(local_str, next_stat);
+  }
   helper.join();
   for (const auto& w : walker.paths()) {
     if (const auto own = owner.find(w.rel); own != owner.end()) {
