@@ -675,10 +675,17 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   std::map<std::string, int> subdirs;
   for (auto& r : records) {
     CapturedPackage p;
+    // The union of `files` (sorted by the reader) and paths_data, which usually list the same paths.
     p.files = std::move(r.files);
-    p.files.reserve(p.files.size() + r.paths.size());
-    for (auto& pe : r.paths) p.files.push_back(std::move(pe.path));
-    std::sort(p.files.begin(), p.files.end());
+    const std::size_t listed = p.files.size();
+    for (auto& pe : r.paths) {
+      if (!std::binary_search(p.files.begin(), p.files.begin() + static_cast<std::ptrdiff_t>(listed), pe.path)) {
+        p.files.push_back(std::move(pe.path));
+      }
+    }
+    if (p.files.size() != listed || !std::is_sorted(p.files.begin(), p.files.end())) {
+      std::sort(p.files.begin(), p.files.end());
+    }
     p.files.erase(std::unique(p.files.begin(), p.files.end()), p.files.end());
     p.record = static_cast<RepoDataRecord&&>(std::move(r));
     p.record.url = redact_url(p.record.url);
