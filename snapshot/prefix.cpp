@@ -677,13 +677,13 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     CapturedPackage p;
     // The union of `files` (sorted by the reader) and paths_data, which usually list the same paths.
     p.files = std::move(r.files);
-    const std::size_t listed = p.files.size();
+    const std::size_t in_files = p.files.size();
     for (auto& pe : r.paths) {
-      if (!std::binary_search(p.files.begin(), p.files.begin() + static_cast<std::ptrdiff_t>(listed), pe.path)) {
+      if (!std::binary_search(p.files.begin(), p.files.begin() + static_cast<std::ptrdiff_t>(in_files), pe.path)) {
         p.files.push_back(std::move(pe.path));
       }
     }
-    if (p.files.size() != listed || !std::is_sorted(p.files.begin(), p.files.end())) {
+    if (p.files.size() != in_files || !std::is_sorted(p.files.begin(), p.files.end())) {
       std::sort(p.files.begin(), p.files.end());
     }
     p.files.erase(std::unique(p.files.begin(), p.files.end()), p.files.end());
