@@ -43,8 +43,19 @@ peak_rss_mb() {
 # row KEY=VALUE...: appends one result row (see bench/row.py for the keys).
 row() { python3 "$BENCH_TOOLS/row.py" "$@"; }
 
+# need_corpus SUBDIR: ends the scenario with a "skipped" row (not a failure) when the shared
+# corpus folder $SHARED_DIR/corpus/SUBDIR is absent; the generators that learn from it need it.
+need_corpus() {
+  [[ -d $SHARED_DIR/corpus/$1 ]] && return 0
+  local why="skipped: needs the real-data corpus ($SHARED_DIR/corpus/$1 is absent; set ENVLOCK_SHARED_DIR to the folder holding corpus/)"
+  echo "$why" >&2
+  row scenario="$(basename "$0" .sh)" inputs="-" goal="$why" skipped=1
+  exit 0
+}
+
 # repodata RECORDS: path of the generated conda-forge-shaped repodata.json with RECORDS records
-# (bench/gen_repodata.py, seed 1), generated once and kept in $BENCH_DATA.
+# (bench/gen_repodata.py, seed 1), generated once and kept in $BENCH_DATA. Call need_corpus
+# repodata first when the file may not exist yet.
 repodata() {
   local n=$1 dir=$BENCH_DATA/cf$(( $1 / 1000 ))k
   if [[ ! -s $dir/linux-64/repodata.json ]]; then

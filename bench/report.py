@@ -44,9 +44,14 @@ def table(rows):
             ref += " (%s)" % r["reference_name"]
         ratio = "%.1fx" % r["ratio"] if r.get("ratio") else "—"
         verdict = {True: "yes", False: "**no**", None: "report"}[r.get("pass")]
+        if r.get("skipped"):
+            verdict = "skipped"
         extra = " — " + r["note"] if r.get("note") else ""
+        shown = fmt(r.get("envlock"), unit)
+        if isinstance(r.get("files_per_s"), float):  # the install rows' goal is also in files/s
+            shown += " (%s files/s)" % format(int(r["files_per_s"]), ",")
         out.append("| %s | %s | %s | %s | %s | %s%s | %s |" % (
-            r.get("scenario", "?"), r.get("inputs", ""), fmt(r.get("envlock"), unit), ref, ratio,
+            r.get("scenario", "?"), r.get("inputs", ""), shown, ref, ratio,
             r.get("goal", ""), extra, verdict))
     return "\n".join(out)
 

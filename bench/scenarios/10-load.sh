@@ -2,6 +2,7 @@
 # libsolv's repo_add_conda on the same file (issue 6 row 1). --quick: 50k records; full: 50k,
 # 200k and 500k (the goal applies to 500k). Peak RSS is reported against the JSON's size.
 source "$ENVLOCK_SOURCE_DIR/bench/lib.sh"
+need_corpus repodata
 B=$BENCH_BUILD/bench
 sizes=(50000)
 [[ $BENCH_QUICK == 1 ]] || sizes=(50000 200000 500000)

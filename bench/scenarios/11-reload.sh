@@ -1,6 +1,7 @@
 # reload: the same repodata from envlock's index cache, fresh process, against libsolv's
 # repo_add_solv of a .solv written from it (issue 6 row 2). --quick: 50k records; full: 500k.
 source "$ENVLOCK_SOURCE_DIR/bench/lib.sh"
+need_corpus repodata
 B=$BENCH_BUILD/bench
 n=500000
 [[ $BENCH_QUICK == 1 ]] && n=50000

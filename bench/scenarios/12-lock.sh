@@ -2,6 +2,7 @@
 # lazy solve), against libsolv solving the same specs with every record of the channel in its
 # pool (issue 6 row 3). --quick: 50k records; full: 500k.
 source "$ENVLOCK_SOURCE_DIR/bench/lib.sh"
+need_corpus repodata
 B=$BENCH_BUILD/bench
 n=500000
 [[ $BENCH_QUICK == 1 ]] && n=50000

@@ -2,6 +2,7 @@
 # loaded index, per-problem p50/p95/max (issue 6 row 4). --quick: 50k records, 20 problems;
 # full: 500k records, 1,000 problems.
 source "$ENVLOCK_SOURCE_DIR/bench/lib.sh"
+need_corpus repodata
 B=$BENCH_BUILD/bench
 n=500000 count=1000
 [[ $BENCH_QUICK == 1 ]] && n=50000 count=20
