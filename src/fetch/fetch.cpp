@@ -23,29 +23,24 @@
 #include "envlock/build_info.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/url.hpp"
+#include "curl_api.hpp"
 
 namespace envlock {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void global_init() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-      throw std::runtime_error("libcurl: global initialisation failed");
-    }
-  });
-}
+/// libcurl's entry points; Batch::run() has checked that they are bound before any handle exists.
+const detail::CurlApi& lc() { return *detail::curl_api(nullptr); }
 
 struct EasyDeleter {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+  void operator()(CURL* c) const { lc().easy_cleanup(c); }
 };
 struct MultiDeleter {
-  void operator()(CURLM* m) const { curl_multi_cleanup(m); }
+  void operator()(CURLM* m) const { lc().multi_cleanup(m); }
 };
 struct SlistDeleter {
-  void operator()(curl_slist* s) const { curl_slist_free_all(s); }
+  void operator()(curl_slist* s) const { lc().slist_free_all(s); }
 };
 using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
 using MultiHandle = std::unique_ptr<CURLM, MultiDeleter>;
@@ -255,7 +250,7 @@ size_t on_body(char* data, size_t size, size_t nmemb, void* userp) {
   const size_t n = size * nmemb;
   if (!t->content_length) {
     curl_off_t cl = -1;
-    if (curl_easy_getinfo(t->easy.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK &&
+    if (lc().easy_getinfo(t->easy.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK &&
         cl >= 0) {
       t->content_length = static_cast<std::uint64_t>(cl);
     }
@@ -479,52 +474,52 @@ Batch::StartOutcome Batch::start(Transfer& t) {
     t.resume_requested = true;
   }
 
-  if (!t.easy) t.easy.reset(curl_easy_init());
-  else curl_easy_reset(t.easy.get());
+  if (!t.easy) t.easy.reset(lc().easy_init());
+  else lc().easy_reset(t.easy.get());
   if (!t.easy) throw std::bad_alloc();
   CURL* e = t.easy.get();
-  curl_easy_setopt(e, CURLOPT_URL, req.url.c_str());
-  curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_body);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &on_header);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf.data());
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_FAILONERROR, 1L);
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https,file");
-  curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count() * 1000));
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(options_.low_speed_limit));
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
+  lc().easy_setopt(e, CURLOPT_URL, req.url.c_str());
+  lc().easy_setopt(e, CURLOPT_PRIVATE, &t);
+  lc().easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_body);
+  lc().easy_setopt(e, CURLOPT_WRITEDATA, &t);
+  lc().easy_setopt(e, CURLOPT_HEADERFUNCTION, &on_header);
+  lc().easy_setopt(e, CURLOPT_HEADERDATA, &t);
+  lc().easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf.data());
+  lc().easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  lc().easy_setopt(e, CURLOPT_FAILONERROR, 1L);
+  lc().easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+  lc().easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+  lc().easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https,file");
+  lc().easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  lc().easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
+  lc().easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count() * 1000));
+  lc().easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(options_.low_speed_limit));
+  lc().easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
   const std::string agent =
       options_.user_agent.empty() ? std::string("envlock/") + ENVLOCK_VERSION_STRING : options_.user_agent;
-  curl_easy_setopt(e, CURLOPT_USERAGENT, agent.c_str());  // libcurl copies option strings
+  lc().easy_setopt(e, CURLOPT_USERAGENT, agent.c_str());  // libcurl copies option strings
   if (options_.use_netrc) {
-    curl_easy_setopt(e, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
+    lc().easy_setopt(e, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
     std::string netrc = options_.netrc_file.string();
     if (netrc.empty()) {
       if (const char* env = std::getenv("NETRC"); env != nullptr && *env != '\0') netrc = env;
     }
-    if (!netrc.empty()) curl_easy_setopt(e, CURLOPT_NETRC_FILE, netrc.c_str());
+    if (!netrc.empty()) lc().easy_setopt(e, CURLOPT_NETRC_FILE, netrc.c_str());
   }
-  if (req.accept_encoding == AcceptEncoding::Any) curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+  if (req.accept_encoding == AcceptEncoding::Any) lc().easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
   if (t.resume_requested) {
-    curl_easy_setopt(e, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(existing));
+    lc().easy_setopt(e, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(existing));
   }
   curl_slist* list = nullptr;
-  if (!req.if_none_match.empty()) list = curl_slist_append(list, ("If-None-Match: " + req.if_none_match).c_str());
+  if (!req.if_none_match.empty()) list = lc().slist_append(list, ("If-None-Match: " + req.if_none_match).c_str());
   if (!req.if_modified_since.empty()) {
-    list = curl_slist_append(list, ("If-Modified-Since: " + req.if_modified_since).c_str());
+    list = lc().slist_append(list, ("If-Modified-Since: " + req.if_modified_since).c_str());
   }
   t.headers.reset(list);
-  if (list != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, list);
+  if (list != nullptr) lc().easy_setopt(e, CURLOPT_HTTPHEADER, list);
 
   if (req.size) known_totals_[t.index] = *req.size;
-  curl_multi_add_handle(multi_.get(), e);
+  lc().multi_add_handle(multi_.get(), e);
   active_.insert(t.index);
   return StartOutcome::Started;
 }
@@ -583,7 +578,7 @@ void Batch::verify_and_commit(Transfer& t, long status) {
   r.url = t.redacted;
   if (t.easy) {
     char* eff = nullptr;
-    if (curl_easy_getinfo(t.easy.get(), CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff != nullptr) {
+    if (lc().easy_getinfo(t.easy.get(), CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff != nullptr) {
       r.url = redact_url(eff);
     }
   }
@@ -600,10 +595,10 @@ void Batch::verify_and_commit(Transfer& t, long status) {
 }
 
 void Batch::finish(Transfer& t, CURLcode code) {
-  curl_multi_remove_handle(multi_.get(), t.easy.get());
+  lc().multi_remove_handle(multi_.get(), t.easy.get());
   active_.erase(t.index);
   long status = 0;
-  curl_easy_getinfo(t.easy.get(), CURLINFO_RESPONSE_CODE, &status);
+  lc().easy_getinfo(t.easy.get(), CURLINFO_RESPONSE_CODE, &status);
 
   if (t.abort_error) {
     Error err = *t.abort_error;
@@ -673,7 +668,7 @@ void Batch::finish(Transfer& t, CURLcode code) {
     }
     return;
   }
-  std::string why = t.errbuf[0] != '\0' ? std::string(t.errbuf.data()) : curl_easy_strerror(code);
+  std::string why = t.errbuf[0] != '\0' ? std::string(t.errbuf.data()) : lc().easy_strerror(code);
   // libcurl's message may quote the URL it was given; never let credentials through.
   if (url_has_credentials(t.req->url)) {
     const std::string& raw = t.req->url;
@@ -727,7 +722,14 @@ void Batch::report_progress(bool force) {
 }
 
 std::vector<Result<FetchResult>> Batch::run() {
-  global_init();
+  std::string why;
+  if (detail::curl_api(&why) == nullptr) {  // every transfer fails the same way; nothing written
+    std::vector<Result<FetchResult>> out;
+    for (const Transfer& t : transfers_)
+      out.emplace_back(Error{ErrorKind::Network, t.redacted, "cannot load libcurl: " + why, "",
+                             "install libcurl (Debian: apt-get install libcurl4)"});
+    return out;
+  }
   std::set<std::string> seen;
   for (Transfer& t : transfers_) {
     if (auto err = validate(t, seen)) {
@@ -738,10 +740,10 @@ std::vector<Result<FetchResult>> Batch::run() {
       ready_.push_back(t.index);
     }
   }
-  multi_.reset(curl_multi_init());
+  multi_.reset(lc().multi_init());
   if (!multi_) throw std::bad_alloc();
   const std::size_t parallel = std::max<std::size_t>(1, options_.parallel);
-  curl_multi_setopt(multi_.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(parallel));
+  lc().multi_setopt(multi_.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(parallel));
 
   while (!ready_.empty() || !waiting_.empty() || !active_.empty()) {
     const auto now = Clock::now();
@@ -759,12 +761,12 @@ std::vector<Result<FetchResult>> Batch::run() {
       start(transfers_[i]);
     }
     int running = 0;
-    curl_multi_perform(multi_.get(), &running);
+    lc().multi_perform(multi_.get(), &running);
     int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi_.get(), &left)) {
+    while (CURLMsg* msg = lc().multi_info_read(multi_.get(), &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
       Transfer* t = nullptr;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+      lc().easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
       finish(*t, msg->data.result);
     }
     report_progress(false);
@@ -774,7 +776,7 @@ std::vector<Result<FetchResult>> Batch::run() {
       auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(transfers_[i].not_before - Clock::now());
       timeout_ms = std::min<long>(timeout_ms, std::max<long>(0, static_cast<long>(wait.count())));
     }
-    if (!active_.empty() || !waiting_.empty()) curl_multi_poll(multi_.get(), nullptr, 0, static_cast<int>(timeout_ms), nullptr);
+    if (!active_.empty() || !waiting_.empty()) lc().multi_poll(multi_.get(), nullptr, 0, static_cast<int>(timeout_ms), nullptr);
   }
   report_progress(true);
 
