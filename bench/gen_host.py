@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Generates a fake host tree for `envlock snapshot capture --root`: conda prefixes whose
 conda-meta records (conda's PrefixRecord shape: files, paths_data with sha256 and sizes) describe
-files that really exist, a few pip distributions (dist-info with RECORD), /etc/os-release and a
-/var/lib/dpkg/status.
+files that really exist, a few pip distributions (dist-info with RECORD), /etc/os-release, a
+/var/lib/dpkg/status, and the facts a complete capture needs (kernel release, page size, and this
+machine's libc.so.6 / libstdc++.so.6 for their ELF version definitions), so the capture exits 0.
 
 usage: gen_host.py --out DIR [--prefixes N] [--packages P] [--files F] [--seed S]
 
@@ -18,6 +19,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 
 
 def main():
@@ -29,7 +31,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     stats_path = os.path.join(a.out, "stats.json")
-    args = {"prefixes": a.prefixes, "packages": a.packages, "files": a.files, "seed": a.seed}
+    args = {"prefixes": a.prefixes, "packages": a.packages, "files": a.files, "seed": a.seed, "layout": 2}
     if os.path.exists(stats_path):
         with open(stats_path) as f:
             old = json.load(f)
@@ -41,6 +43,19 @@ def main():
     os.makedirs(os.path.join(root, "etc"), exist_ok=True)
     with open(os.path.join(root, "etc/os-release"), "w") as f:
         f.write('ID=debian\nVERSION_ID="12"\nVERSION_CODENAME=bookworm\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n')
+    for rel, text in (("proc/sys/kernel/osrelease", "6.1.0-bench-amd64\n"),
+                      ("proc/cpuinfo", "processor\t: 0\nmodel name\t: bench CPU\nflags\t\t: fpu cx8 cmov mmx fxsr sse sse2 syscall lm pni ssse3 sse4_1 "
+                                       "sse4_2 popcnt cx16 lahf_lm avx avx2 bmi1 bmi2 f16c fma abm movbe xsave\n\n"),
+                      ("proc/self/smaps", "00400000-00401000 r-xp 00000000 00:00 0\nKernelPageSize:        4 kB\n")):
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "w") as f:
+            f.write(text)
+    for lib in ("libc.so.6", "libstdc++.so.6"):  # the real libraries: their version definitions
+        for d in ("/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64"):
+            if os.path.exists(os.path.join(d, lib)):
+                os.makedirs(root + d, exist_ok=True)
+                shutil.copyfile(os.path.join(d, lib), os.path.join(root + d, lib))
+                break
     os.makedirs(os.path.join(root, "var/lib/dpkg"), exist_ok=True)
     with open(os.path.join(root, "var/lib/dpkg/status"), "w") as f:
         for i in range(200):

@@ -4,12 +4,17 @@
 // into the string table the section's sh_link designates). The entry with VER_FLG_BASE is the
 // file's own soname and is skipped.
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <string_view>
 
 #include "envlock/snapshot.hpp"
 
@@ -21,7 +26,7 @@ namespace {
 
 class Reader {
  public:
-  Reader(std::string data, bool little, std::string file) : d_(std::move(data)), little_(little), file_(std::move(file)) {}
+  Reader(std::string_view data, bool little, std::string file) : d_(data), little_(little), file_(std::move(file)) {}
 
   [[nodiscard]] bool has(std::uint64_t off, std::uint64_t n) const { return off <= d_.size() && n <= d_.size() - off; }
 
@@ -56,7 +61,7 @@ class Reader {
     for (std::size_t i = 0; i < sizeof(T); ++i) dst[i] = src[sizeof(T) - 1 - i];
     return out;
   }
-  std::string d_;
+  std::string_view d_;
   bool little_;
   std::string file_;
 };
@@ -118,10 +123,50 @@ Result<ElfVersionInfo> walk(const Reader& r, bool little) {
 
 }  // namespace
 
+namespace {
+
+/// A read-only mapping of a whole file (the walk touches only the headers and version sections of
+/// a multi-megabyte library, so only those pages are read).
+class Mapping {
+ public:
+  Mapping() = default;
+  ~Mapping() {
+    if (p_ != nullptr) ::munmap(p_, n_);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  /// errno of the failure, 0 on success; an empty file maps to an empty view.
+  int open(const fs::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    struct stat st {};
+    int err = ::fstat(fd, &st) != 0 ? errno : 0;
+    if (err == 0 && st.st_size > 0) {
+      void* p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        err = errno;
+      } else {
+        p_ = p;
+        n_ = static_cast<std::size_t>(st.st_size);
+      }
+    }
+    ::close(fd);
+    return err;
+  }
+  [[nodiscard]] std::string_view view() const { return {static_cast<const char*>(p_), n_}; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+}  // namespace
+
 Result<ElfVersionInfo> read_elf_version_definitions(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{ErrorKind::Io, path.string(), "cannot open the file", "", ""};
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Mapping map;
+  if (const int err = map.open(path); err != 0)
+    return Error{ErrorKind::Io, path.string(), std::string("cannot open the file: ") + std::strerror(err), "", ""};
+  const std::string_view data = map.view();
   if (data.size() < EI_NIDENT || std::memcmp(data.data(), ELFMAG, SELFMAG) != 0) {
     return Error{ErrorKind::Parse, path.string(), "not an ELF file (no \\x7fELF magic)", "",
                  "point it at the shared library itself, not a linker script or text file"};
@@ -132,7 +177,7 @@ Result<ElfVersionInfo> read_elf_version_definitions(const fs::path& path) {
     return Error{ErrorKind::Parse, path.string() + ": offset 4", "not a valid ELF file: unknown class or byte order", "", ""};
   }
   const bool little = enc == ELFDATA2LSB;
-  Reader r(std::move(data), little, path.string());
+  Reader r(data, little, path.string());
   if (cls == ELFCLASS64) return walk<Elf64_Ehdr, Elf64_Shdr, Elf64_Verdef, Elf64_Verdaux>(r, little);
   return walk<Elf32_Ehdr, Elf32_Shdr, Elf32_Verdef, Elf32_Verdaux>(r, little);
 }
