@@ -118,6 +118,9 @@ struct PlatformDiff {
   enum class Presence { Both, OnlyOld, OnlyNew } presence = Presence::Both;
   std::vector<PackageChange> changes;   ///< red flags first, then by kind, then name
   std::int64_t size_delta = 0;          ///< sum of known package size deltas, bytes
+  /// False when changes exist but none has a known size delta (conda-lock.yml and @EXPLICIT
+  /// carry no sizes): size_delta is then 0 for want of data, shown as "size unknown" / null.
+  bool size_known = true;
   std::vector<HostFloor> host_floors;   ///< floors that differ between the sides
   std::size_t old_count = 0, new_count = 0;  ///< packages (conda + pip) on each side
 };
@@ -127,7 +130,8 @@ struct LockDiff {
   std::map<ChangeKind, std::size_t> counts;        ///< changes per primary kind
   std::map<ChangeKind, std::size_t> counts_any;    ///< changes where the kind is primary or a flag
   std::size_t total = 0;                           ///< number of package changes
-  std::int64_t size_delta = 0;                     ///< bytes
+  std::int64_t size_delta = 0;                     ///< bytes, sum of the groups' known deltas
+  bool size_known = false;  ///< as PlatformDiff::size_known, over all groups (set by diff_lockfiles)
 
   [[nodiscard]] bool empty() const { return total == 0; }
   /// True when a change has one of `kinds` as its kind or among its flags.

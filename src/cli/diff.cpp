@@ -17,6 +17,7 @@ struct DiffOptions {
   std::string new_arg;
   std::string format = "text";
   std::string fail_on;
+  bool fail_on_given = false;  ///< `--fail-on ""` (an empty CI variable) is a usage error, not "off"
 };
 
 int fail(const Context& ctx, const Error& e) {
@@ -27,7 +28,7 @@ int fail(const Context& ctx, const Error& e) {
 int run_diff(const Context& ctx, const DiffOptions& opt) {
   std::string format = ctx.json ? "json" : opt.format;
   std::set<ChangeKind> fail_kinds;
-  if (!opt.fail_on.empty()) {
+  if (opt.fail_on_given) {
     auto k = parse_fail_on(opt.fail_on);
     if (!k) return fail(ctx, k.error());
     fail_kinds = std::move(k).value();
@@ -77,11 +78,14 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_option("NEW", opt->new_arg, "new side: same forms as OLD")->required();
   sub.add_option("--format", opt->format, "output: text (default), markdown (PR comment), json")
       ->check(CLI::IsMember({"text", "markdown", "json"}));
-  sub.add_option("--fail-on", opt->fail_on,
+  auto* fail_on = sub.add_option("--fail-on", opt->fail_on,
                  "exit 1 when a change of these kinds exists: 'any' or a comma-separated list of "
                  "added, removed, upgraded, downgraded, rebuilt, variant-switch, channel-changed, "
                  "hash-changed, license-changed, host-floor-raised");
-  sub.callback([&ctx, opt] { ctx.exit_code = run_diff(ctx, *opt); });
+  sub.callback([&ctx, opt, fail_on] {
+    opt->fail_on_given = fail_on->count() > 0;
+    ctx.exit_code = run_diff(ctx, *opt);
+  });
 }
 
 const RegisterCommand reg{"diff",

@@ -112,12 +112,39 @@ int check_stdout(int code) {
   return code == 0 ? 1 : code;
 }
 
+// Options that name a path, by long name, in every command. An empty value (`-p ''`, `-o ''`) is a
+// usage error naming the option (docs/cli.md), found after the command line is parsed and before
+// any command runs: one check for every command, so none turns "" into the current folder or
+// fails later with a filesystem error.
+bool is_path_option(const CLI::Option& opt) {
+  static const char* const kPathOptions[] = {"prefix", "output",   "lockfile",   "file",           "root",
+                                             "bundle", "pkgs-dir", "pip-source", "nvidia-smi-xml", "rpm-qa"};
+  for (const char* name : kPathOptions) {
+    if (opt.check_lname(name)) return true;
+  }
+  return false;
+}
+
+void refuse_empty_paths(CLI::App* app) {
+  app->parse_complete_callback([app] {
+    for (const CLI::Option* opt : app->get_options()) {
+      if (opt->count() == 0 || !is_path_option(*opt)) continue;
+      for (const auto& value : opt->results()) {
+        if (value.empty()) throw CLI::ValidationError(opt->get_name(), "an empty path; give a file or folder name");
+      }
+    }
+  });
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) refuse_empty_paths(sub);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace envlock::cli;
   Context ctx;
-  ctx.color = isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+  // no-color.org: only a NO_COLOR that is present AND not empty turns colour off.
+  const char* no_color = std::getenv("NO_COLOR");
+  ctx.color = isatty(STDOUT_FILENO) && (no_color == nullptr || *no_color == '\0');
   ctx.stderr_tty = isatty(STDERR_FILENO);
 
   CLI::App app{"envlock — one lockfile, the same ML environment on every machine"};
@@ -133,6 +160,7 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(cmd.name, cmd.summary);
     sub->fallthrough();
     cmd.setup(*sub, ctx);
+    refuse_empty_paths(sub);
   }
 
   // Usage errors found before any command runs honour --json like every other error.

@@ -564,8 +564,12 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
     return std::make_tuple(!a.red_flag(), a.kind, a.pypi, a.name) <
            std::make_tuple(!b.red_flag(), b.kind, b.pypi, b.name);
   });
+  out.size_known = out.changes.empty();
   for (const auto& c : out.changes) {
-    if (c.size_delta) out.size_delta += *c.size_delta;
+    if (c.size_delta) {
+      out.size_delta += *c.size_delta;
+      out.size_known = true;
+    }
   }
 }
 
@@ -719,6 +723,7 @@ LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock) {
   for (auto& t : pool) t.join();
   for (const auto& g : diff.groups) {
     diff.size_delta += g.size_delta;
+    if (!g.changes.empty() && g.size_known) diff.size_known = true;
     for (const auto& c : g.changes) {
       ++diff.total;
       ++diff.counts[c.kind];
@@ -726,6 +731,7 @@ LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock) {
       for (ChangeKind f : c.flags) ++diff.counts_any[f];
     }
   }
+  if (diff.total == 0) diff.size_known = true;
   return diff;
 }
 

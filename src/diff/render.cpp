@@ -1,5 +1,6 @@
 // Rendering a LockDiff as terminal text, a pull-request comment (Markdown) and JSON, and the
 // normalized one-package-per-line view of `envlock show`.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,38 @@ std::string format_size(std::int64_t bytes, bool sign) {
 
 namespace {
 
+// Defence in depth: the readers refuse names with control characters, but versions, builds,
+// channels, URLs, notes and labels come from the input too. Text output never carries a raw
+// control character (C0, DEL, or a UTF-8 encoded C1 such as U+009B CSI): each is written `\xNN`.
+bool is_control_at(const std::string& s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x20 || c == 0x7f) return true;
+  return c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+         static_cast<unsigned char>(s[i + 1]) <= 0x9f;
+}
+
+std::string clean(const std::string& s) {
+  std::size_t i = 0;
+  while (i < s.size() && !is_control_at(s, i)) ++i;
+  if (i == s.size()) return s;
+  std::string out = s.substr(0, i);
+  for (; i < s.size(); ++i) {
+    if (!is_control_at(s, i)) {
+      out += s[i];
+      continue;
+    }
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
+    out += buf;
+    if (static_cast<unsigned char>(s[i]) == 0xc2) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i + 1]));
+      out += buf;
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string kinds_summary(const LockDiff& diff) {
   std::string out;
   for (ChangeKind k : all_change_kinds()) {
@@ -43,10 +76,10 @@ std::string plural(std::size_t n, const char* one, const char* many) {
 
 std::string side_text(const std::optional<PackageSide>& s) {
   if (!s) return "";
-  return s->build.empty() ? s->version : s->version + " " + s->build;
+  return clean(s->build.empty() ? s->version : s->version + " " + s->build);
 }
 
-std::string display_name(const PackageChange& c) { return c.pypi ? "pypi:" + c.name : c.name; }
+std::string display_name(const PackageChange& c) { return clean(c.pypi ? "pypi:" + c.name : c.name); }
 
 std::string kind_with_flags(const PackageChange& c) {
   std::string out(change_kind_name(c.kind));
@@ -60,7 +93,7 @@ std::string kind_with_flags(const PackageChange& c) {
 std::string summary_line(const LockDiff& diff) {
   if (diff.empty()) return "no changes";
   std::string line = plural(diff.total, "change", "changes") + ": " + kinds_summary(diff);
-  line += "; size " + format_size(diff.size_delta, true);
+  line += "; size " + (diff.size_known ? format_size(diff.size_delta, true) : std::string("unknown"));
   if (auto r = diff.red_flags(); r > 0) line += "; " + plural(r, "red flag", "red flags");
   return line;
 }
@@ -75,16 +108,25 @@ const char* kind_color(const PackageChange& c) {
   }
 }
 
-std::string md_escape(const std::string& s) {
+std::string md_escape(const std::string& raw) {
   std::string out;
-  for (char c : s) {
+  for (char c : clean(raw)) {
     if (c == '|' || c == '<' || c == '>' || c == '*' || c == '_' || c == '`') out += '\\';
     out += c;
   }
   return out;
 }
 
-std::string md_code(const std::string& s) { return s.empty() ? "" : "`" + s + "`"; }
+// A code span for names and labels; text that a code span cannot hold safely (a backtick, a
+// table pipe, a backslash, HTML brackets, a control character) is escaped as md_escape does.
+std::string md_code(const std::string& s) {
+  if (s.empty()) return "";
+  const bool plain = std::none_of(s.begin(), s.end(), [](char c) {
+    return c == '`' || c == '|' || c == '\\' || c == '<' || c == '>' || c == '&' ||
+           static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  }) && clean(s) == s;
+  return plain ? "`" + s + "`" : md_escape(s);
+}
 
 nlohmann::json side_json(const std::optional<PackageSide>& s) {
   if (!s) return nullptr;
@@ -95,8 +137,18 @@ nlohmann::json side_json(const std::optional<PackageSide>& s) {
   return j;
 }
 
+std::string md_floor(const std::string& floor) {
+  if (floor.empty()) return "none";
+  const std::string code = md_code(floor);
+  return code.starts_with('`') ? "`>=" + floor + "`" : md_escape(">=" + floor);
+}
+
+std::string group_size(const PlatformDiff& g) {
+  return g.size_known ? format_size(g.size_delta, true) : "unknown";
+}
+
 std::string group_title(const PlatformDiff& g) {
-  std::string t = g.environment + " / " + g.platform;
+  std::string t = clean(g.environment + " / " + g.platform);
   if (g.presence == PlatformDiff::Presence::OnlyOld) t += " (removed)";
   if (g.presence == PlatformDiff::Presence::OnlyNew) t += " (new)";
   return t;
@@ -109,19 +161,19 @@ std::string render_text(const LockDiff& diff, const DiffLabels& labels, bool col
   const char* bold = color ? "\x1b[1m" : "";
   const char* reset = color ? "\x1b[0m" : "";
   out << summary_line(diff) << "\n";
-  out << "old: " << labels.old_label << " (" << labels.old_format << ")\n";
-  out << "new: " << labels.new_label << " (" << labels.new_format << ")\n";
+  out << "old: " << clean(labels.old_label) << " (" << labels.old_format << ")\n";
+  out << "new: " << clean(labels.new_label) << " (" << labels.new_format << ")\n";
   for (const auto& g : diff.groups) {
     out << "\n" << bold << group_title(g) << reset << ": ";
     if (g.changes.empty()) {
       out << "no changes (" << plural(g.new_count, "package", "packages") << ")\n";
       continue;
     }
-    out << plural(g.changes.size(), "change", "changes") << ", size " << format_size(g.size_delta, true)
+    out << plural(g.changes.size(), "change", "changes") << ", size " << group_size(g)
         << " (" << g.old_count << " -> " << g.new_count << " packages)\n";
     for (const auto& f : g.host_floors) {
-      out << "  host floor " << f.name << ": " << (f.old_floor.empty() ? "none" : ">=" + f.old_floor)
-          << " -> " << (f.new_floor.empty() ? "none" : ">=" + f.new_floor) << "\n";
+      out << "  host floor " << clean(f.name) << ": " << (f.old_floor.empty() ? "none" : ">=" + clean(f.old_floor))
+          << " -> " << (f.new_floor.empty() ? "none" : ">=" + clean(f.new_floor)) << "\n";
     }
     std::size_t width = 0;
     for (const auto& c : g.changes) width = std::max(width, display_name(c).size());
@@ -136,7 +188,7 @@ std::string render_text(const LockDiff& diff, const DiffLabels& labels, bool col
       else out << side_text(c.old_side);
       if (c.size_delta && *c.size_delta != 0) out << "  " << format_size(*c.size_delta, true);
       out << "\n";
-      for (const auto& note : c.notes) out << std::string(34, ' ') << note << "\n";
+      for (const auto& note : c.notes) out << std::string(34, ' ') << clean(note) << "\n";
       if (!c.pulled_by.empty()) {
         out << std::string(34, ' ') << "pulled by: ";
         for (std::size_t i = 0; i < c.pulled_by.size(); ++i) {
@@ -144,7 +196,7 @@ std::string render_text(const LockDiff& diff, const DiffLabels& labels, bool col
             out << ", … (" << c.pulled_by.size() - 8 << " more)";
             break;
           }
-          out << (i ? ", " : "") << c.pulled_by[i];
+          out << (i ? ", " : "") << clean(c.pulled_by[i]);
         }
         out << "\n";
       }
@@ -180,7 +232,7 @@ std::string render_markdown(const LockDiff& diff, const DiffLabels& labels) {
             : g.presence == PlatformDiff::Presence::OnlyNew ? " (new)" : "")
         << " |";
     for (ChangeKind k : cols) out << " " << (counts[k] ? std::to_string(counts[k]) : "") << " |";
-    out << " " << format_size(g.size_delta, true) << " |\n";
+    out << " " << group_size(g) << " |\n";
   }
   out << "\n";
   // Red flags first.
@@ -204,11 +256,10 @@ std::string render_markdown(const LockDiff& diff, const DiffLabels& labels) {
       out << "no changes</summary>\n\n</details>\n\n";
       continue;
     }
-    out << plural(g.changes.size(), "change", "changes") << ", size " << format_size(g.size_delta, true)
+    out << plural(g.changes.size(), "change", "changes") << ", size " << group_size(g)
         << "</summary>\n\n";
     for (const auto& f : g.host_floors) {
-      out << "Host floor `" << f.name << "`: " << (f.old_floor.empty() ? "none" : "`>=" + f.old_floor + "`")
-          << " → " << (f.new_floor.empty() ? "none" : "`>=" + f.new_floor + "`") << "\n\n";
+      out << "Host floor " << md_code(f.name) << ": " << md_floor(f.old_floor) << " → " << md_floor(f.new_floor) << "\n\n";
     }
     out << "| package | change | old | new | size | pulled by | notes |\n";
     out << "|---|---|---|---|---:|---|---|\n";
@@ -248,7 +299,7 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
                   {"identical", diff.empty()},
                   {"by_kind", std::move(by_kind)},
                   {"red_flags", diff.red_flags()},
-                  {"size_delta", diff.size_delta}};
+                  {"size_delta", diff.size_known ? nlohmann::json(diff.size_delta) : nlohmann::json(nullptr)}};
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : diff.groups) {
     nlohmann::json gj;
@@ -259,7 +310,7 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
                                                                      : "new-only";
     gj["old_packages"] = g.old_count;
     gj["new_packages"] = g.new_count;
-    gj["size_delta"] = g.size_delta;
+    gj["size_delta"] = g.size_known ? nlohmann::json(g.size_delta) : nlohmann::json(nullptr);
     nlohmann::json floors = nlohmann::json::array();
     for (const auto& f : g.host_floors) {
       floors.push_back({{"name", f.name},
@@ -295,15 +346,15 @@ std::string render_show(const Lockfile& lock) {
   std::ostringstream out;
   for (const auto& [env_name, env] : lock.environments) {
     for (const auto& [key, plat] : env.platforms) {
-      const std::string prefix = env_name + "/" + key + " ";
+      const std::string prefix = clean(env_name + "/" + key) + " ";
       for (const auto& p : plat.packages) {
-        out << prefix << p.name << " " << p.version.to_string() << " " << (p.build.empty() ? "-" : p.build)
-            << " " << (p.channel.empty() ? "-" : p.channel) << " "
+        out << prefix << clean(p.name) << " " << clean(p.version.to_string()) << " "
+            << (p.build.empty() ? "-" : clean(p.build)) << " " << (p.channel.empty() ? "-" : clean(p.channel)) << " "
             << (!p.sha256.empty() ? "sha256:" + p.sha256 : !p.md5.empty() ? "md5:" + p.md5 : "-") << "\n";
       }
       for (const auto& p : plat.pip) {
-        out << prefix << "pypi:" << p.name << " " << (p.version.empty() ? "-" : p.version) << " "
-            << (p.url.empty() ? "-" : p.url.substr(0, p.url.find('#'))) << " "
+        out << prefix << "pypi:" << clean(p.name) << " " << (p.version.empty() ? "-" : clean(p.version)) << " "
+            << (p.url.empty() ? "-" : clean(p.url.substr(0, p.url.find('#')))) << " "
             << (p.sha256.empty() ? "-" : "sha256:" + p.sha256) << "\n";
       }
     }

@@ -142,7 +142,7 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
         pip.url = redact_url(**url);
         pip.sha256 = sha256.empty() ? sha256_from_fragment(pip.url) : sha256;
         if (pip.name.empty()) return error_at(source, entry, "pip entry without a `name`");
-        auto st = add_pip(lock, index, env, **platform, **platform, std::move(pip), place);
+        auto st = add_pip(lock, index, env, **platform, **platform, std::move(pip), place, layer);
         if (!st) return st.error();
         continue;
       }

@@ -327,7 +327,8 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
           pkg->layer = env_name;
           // Source packages (built from a path or git) may share a name across variants.
           const bool source_pkg = key.starts_with("conda_source:") || !is_archive_url(key.substr(6));
-          const std::string identity = source_pkg ? key : std::string();
+          // A path may hold several packages (rattler's v6 test data): the name is part of it.
+          const std::string identity = source_pkg ? key + '\0' + pkg->name : std::string();
           if (auto st = add_package(lock, index, env_name, plat_name, subdir, std::move(pkg).value(), place,
                                     identity);
               !st) {

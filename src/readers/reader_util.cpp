@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <set>
 
 #include "envlock/url.hpp"
@@ -185,54 +186,120 @@ Error duplicate_error(const std::string& name, const std::string& env, const std
 }
 }  // namespace
 
+namespace {
+std::set<std::string> split_layers(const std::string& s) {
+  std::set<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    auto comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.insert(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// A second listing may only add categories that were not listed before: the same category
+// twice, or a format without categories, is a duplicate.
+bool adds_new_layers(const std::set<std::string>& seen, const std::set<std::string>& added) {
+  if (added.empty()) return false;
+  return std::none_of(added.begin(), added.end(), [&](const auto& l) { return seen.contains(l); });
+}
+
+Error record_mismatch_error(const std::string& name, const std::string& env,
+                            const std::string& platform, const std::string& place,
+                            const std::string& first_place, const std::string& url) {
+  Error e = duplicate_error(name, env, platform, place, first_place, url, url);
+  e.message += ": the two entries share the URL but differ in other fields (version, build, hashes...)";
+  return e;
+}
+}  // namespace
+
+namespace {
+// conda names: letters, digits and `._+-` (conda's MatchSpec / conda-build rules); PyPI names:
+// letters, digits and `._-` (PEP 508). Anything else -- white space, control characters, `|<>`,
+// quotes -- would split `envlock show` lines or inject text into diff output.
+Status check_name(const std::string& name, bool pypi, const std::string& place) {
+  const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [&](char ch) {
+    const auto c = static_cast<unsigned char>(ch);
+    return std::isalnum(c) || c == '.' || c == '_' || c == '-' || (!pypi && c == '+');
+  });
+  if (ok) return ok_status();
+  std::string shown;
+  for (char ch : name) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      shown += buf;
+    } else {
+      shown += ch;
+    }
+  }
+  Error e;
+  e.kind = ErrorKind::Parse;
+  e.where = place;
+  e.message = std::string(pypi ? "PyPI" : "conda") + " package name '" + shown + "' is not valid";
+  e.hint = pypi ? "a PyPI name holds only letters, digits, '.', '_' and '-' (PEP 508)"
+                : "a conda package name holds only letters, digits, '.', '_', '+' and '-'";
+  return e;
+}
+}  // namespace
+
 Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env,
                    const std::string& platform_key, const std::string& subdir, LockedPackage pkg,
                    const std::string& place, const std::string& identity) {
+  if (auto st = check_name(pkg.name, false, place); !st) return st;
   auto& plat = platform_of(lock, env, platform_key, subdir);
-  auto [it, inserted] = index.seen.emplace(dup_key(env, platform_key, identity.empty() ? pkg.name : identity),
-                                           std::make_pair(pkg.url, place));
-  if (!inserted) {
-    if (it->second.first != pkg.url) {
-      return duplicate_error(pkg.name, env, platform_key, place, it->second.second, pkg.url,
-                             it->second.first);
-    }
-    // Same record listed again (another category): merge the layer names.
-    for (auto& existing : plat.packages) {
-      if (existing.name != pkg.name) continue;
-      std::set<std::string> layers;
-      for (const auto* s : {&existing.layer, &pkg.layer}) {
-        std::size_t start = 0;
-        while (start <= s->size()) {
-          auto comma = s->find(',', start);
-          if (comma == std::string::npos) comma = s->size();
-          if (comma > start) layers.insert(s->substr(start, comma - start));
-          start = comma + 1;
-        }
-      }
-      std::string joined;
-      for (const auto& l : layers) joined += (joined.empty() ? "" : ",") + l;
-      existing.layer = joined;
-    }
+  const auto layers = split_layers(pkg.layer);
+  auto [it, inserted] = index.seen.emplace(
+      dup_key(env, platform_key, identity.empty() ? pkg.name : identity),
+      DuplicateIndex::Seen{pkg.url, place, layers});
+  if (inserted) {
+    plat.packages.push_back(std::move(pkg));
     return ok_status();
   }
-  plat.packages.push_back(std::move(pkg));
+  auto& first = it->second;
+  if (first.url != pkg.url || !adds_new_layers(first.layers, layers)) {
+    return duplicate_error(pkg.name, env, platform_key, place, first.place, pkg.url, first.url);
+  }
+  // The same record listed under another category (conda-lock): merge the layer names.
+  for (auto& existing : plat.packages) {
+    if (existing.name != pkg.name || existing.url != pkg.url) continue;
+    LockedPackage a = existing, b = pkg;
+    a.layer.clear();
+    b.layer.clear();
+    if (!(a == b)) return record_mismatch_error(pkg.name, env, platform_key, place, first.place, pkg.url);
+    first.layers.insert(layers.begin(), layers.end());
+    std::string joined;
+    for (const auto& l : first.layers) joined += (joined.empty() ? "" : ",") + l;
+    existing.layer = joined;
+  }
   return ok_status();
 }
 
 Status add_pip(Lockfile& lock, DuplicateIndex& index, const std::string& env,
                const std::string& platform_key, const std::string& subdir, PipPackage pkg,
-               const std::string& place) {
+               const std::string& place, const std::string& layer) {
+  if (auto st = check_name(pkg.name, true, place); !st) return st;
   auto& plat = platform_of(lock, env, platform_key, subdir);
+  const auto layers = split_layers(layer);
   auto [it, inserted] = index.seen.emplace(dup_key(env, platform_key, "pypi:" + pkg.name),
-                                           std::make_pair(pkg.url, place));
-  if (!inserted) {
-    if (it->second.first != pkg.url) {
-      return duplicate_error(pkg.name, env, platform_key, place, it->second.second, pkg.url,
-                             it->second.first);
-    }
+                                           DuplicateIndex::Seen{pkg.url, place, layers});
+  if (inserted) {
+    plat.pip.push_back(std::move(pkg));
     return ok_status();
   }
-  plat.pip.push_back(std::move(pkg));
+  auto& first = it->second;
+  if (first.url != pkg.url || !adds_new_layers(first.layers, layers)) {
+    return duplicate_error(pkg.name, env, platform_key, place, first.place, pkg.url, first.url);
+  }
+  for (const auto& existing : plat.pip) {
+    if (existing.name == pkg.name && existing.url == pkg.url && !(existing == pkg)) {
+      return record_mismatch_error(pkg.name, env, platform_key, place, first.place, pkg.url);
+    }
+  }
+  first.layers.insert(layers.begin(), layers.end());
   return ok_status();
 }
 

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,13 +58,20 @@ std::string trim(std::string_view s);
 
 /// Remembers, per environment x platform x name, where a package was first listed.
 struct DuplicateIndex {
-  std::map<std::string, std::pair<std::string, std::string>> seen;  ///< key -> (url, place)
+  struct Seen {
+    std::string url;
+    std::string place;
+    std::set<std::string> layers;  ///< categories listed so far (conda-lock main, dev, ...)
+  };
+  std::map<std::string, Seen> seen;  ///< key -> first listing
 };
 
 /// Adds `pkg` to `lock.environments[env].platforms[platform_key]` (created with `subdir` as its
-/// platform). The same name listed again with the same URL is merged (layers joined, as
-/// conda-lock lists a package once per category); with another URL it is an error naming both
-/// places ("duplicated package").
+/// platform). The same name listed again is merged (layers joined) only where conda-lock lists a
+/// package once per category: the same record (same URL, version, build, hashes...) under a
+/// category not listed before. Anything else -- another URL, another field, the same category
+/// again, an entry without category (@EXPLICIT, pixi.lock) -- is an error naming both places
+/// ("duplicated package").
 /// `identity` replaces the name in the duplicate check where a format allows several records of
 /// one name (pixi.lock 7 source packages with variants: their source id).
 Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env,
@@ -71,7 +79,7 @@ Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env
                    const std::string& place, const std::string& identity = {});
 Status add_pip(Lockfile& lock, DuplicateIndex& index, const std::string& env,
                const std::string& platform_key, const std::string& subdir, PipPackage pkg,
-               const std::string& place);
+               const std::string& place, const std::string& layer = {});
 
 /// Sorts packages and pip packages of every platform by name, and channels keep their order.
 void sort_lockfile(Lockfile& lock);

@@ -88,12 +88,31 @@ int envlock_header_version(std::string_view text) {
   return has_hash ? version : 0;
 }
 
+/// What binary input is, by its first bytes ("" for text): package archives (`.conda` is a zip,
+/// `.tar.bz2` a bzip2 stream), other compressed data, and anything with a NUL byte in its first
+/// 8 KiB (no lockfile format holds one). Checked before any YAML parser sees the bytes, whose
+/// errors ("unknown escape character") would say nothing useful.
+std::string binary_kind(std::string_view text) {
+  if (text.starts_with("PK\x03\x04")) return "a package archive (.conda, a zip file)";
+  if (text.size() > 3 && text.starts_with("BZh") && text[3] >= '1' && text[3] <= '9') return "a package archive (.tar.bz2, bzip2-compressed)";
+  if (text.starts_with("\x1f\x8b")) return "gzip-compressed data";
+  if (text.starts_with("\x28\xb5\x2f\xfd")) return "zstd-compressed data";
+  if (text.starts_with("\xfd" "7zXZ")) return "xz-compressed data";
+  if (text.substr(0, 8192).find('\0') != std::string_view::npos) return "a binary file";
+  return {};
+}
+
 constexpr int kMaxPixiVersion = 7;
 constexpr int kMaxCondaLockVersion = 1;
 
 }  // namespace
 
 Result<FormatInfo> detect_lock_format(const std::string& text, const std::string& source) {
+  if (auto binary = binary_kind(text); !binary.empty()) {
+    return refuse(source, "this is " + binary + ", not a lockfile",
+                  "pass a conda-lock.yml, pixi.lock, @EXPLICIT file, envlock.lock or prefix; to see "
+                  "what a package archive holds, extract it (`cph extract`, `unzip`/`tar`)");
+  }
   const std::string first = first_content_line(text);
   if (first.empty()) {
     return refuse(source, "empty file: no lockfile content found",

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -165,6 +167,42 @@ TEST(DiffCli, BadInputExitsTwoWithFileAndLine) {
   r = run_command(envlock_cmd() + " diff " + q(good) + " " + q(dir.path() / "absent.lock"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no such file or directory"), std::string::npos) << r.err;
+}
+
+TEST(DiffCli, ReviewFindingsExitTwo) {
+  TempDir dir;
+  auto good = dir.write("good.txt", explicit_file({kZlib + "#" + std::string(64, '1')}));
+  // A package line repeated: before, "no changes" and exit 0.
+  auto dup = dir.write("dup.txt", explicit_file({kZlib + "#" + std::string(64, '1'), kZlib + "#" + std::string(64, '1')}));
+  auto r = run_command(envlock_cmd() + " diff " + q(good) + " " + q(dup));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find(dup.string() + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("duplicated package 'zlib'"), std::string::npos) << r.err;
+  // `--fail-on ""` (an empty CI variable) is a usage error like `--fail-on ","`.
+  for (const char* arg : {"''", "','"}) {
+    r = run_command(envlock_cmd() + " diff " + q(good) + " " + q(good) + " --fail-on " + arg);
+    EXPECT_EQ(r.exit_code, 2) << arg << ": " << r.err;
+    EXPECT_NE(r.err.find("--fail-on"), std::string::npos) << r.err;
+  }
+  // A package archive is named as one, not as a YAML error.
+  auto archive = dir.write("zlib-1.3.1-hb9d3cd8_2.conda", std::string("PK\x03\x04\x14\0\0\0\x08\0\\t", 12));
+  r = run_command(envlock_cmd() + " diff " + q(good) + " " + q(archive));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("this is a package archive (.conda, a zip file), not a lockfile"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("YAML"), std::string::npos) << r.err;
+}
+
+TEST(DiffCli, EmptyNoColorKeepsColourOnATerminal) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "needs script(1) for a terminal";
+  TempDir dir;
+  auto a = dir.write("a.txt", explicit_file({kZlib + "#" + std::string(64, '1')}));
+  auto b = dir.write("b.txt", explicit_file({kZlib + "#" + std::string(64, '2')}));
+  auto on_tty = [&](const std::string& env) {
+    const std::string inner = env + " " + envlock_cmd() + " diff " + q(a) + " " + q(b);
+    return run_command("script -qec \"" + inner + "\" /dev/null").out;
+  };
+  EXPECT_NE(on_tty("NO_COLOR=").find("\x1b["), std::string::npos);   // empty: colour stays on
+  EXPECT_EQ(on_tty("NO_COLOR=1").find("\x1b["), std::string::npos);  // non-empty: off
 }
 
 TEST(DiffCli, CorpusPairsThroughTheCli) {

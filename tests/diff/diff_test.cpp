@@ -1,6 +1,8 @@
 // Change classification on small, readable lockfiles, and on the real corpus pairs.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -262,7 +264,9 @@ TEST(Diff, RenderersAgreeOnCounts) {
   auto d = diff_lockfiles(make({o, {"zlib", "1.3", "0"}}), make({n, {"zlib", "1.2", "0"}}));
   DiffLabels labels{"old.lock", "new.lock", "@EXPLICIT", "@EXPLICIT"};
   const std::string text = render_text(d, labels, false);
-  EXPECT_EQ(text.substr(0, text.find('\n')), "2 changes: 1 hash-changed, 1 downgraded; size +0 B; 2 red flags");
+  // No side knows a size (as conda-lock.yml and @EXPLICIT): unknown, not "+0 B".
+  EXPECT_EQ(text.substr(0, text.find('\n')), "2 changes: 1 hash-changed, 1 downgraded; size unknown; 2 red flags");
+  EXPECT_NE(text.find("default / linux-64: 2 changes, size unknown ("), std::string::npos);
   EXPECT_EQ(text.find("\x1b["), std::string::npos);
   EXPECT_NE(render_text(d, labels, true).find("\x1b[1;31m"), std::string::npos);
   const std::string md = render_markdown(d, labels);
@@ -274,11 +278,70 @@ TEST(Diff, RenderersAgreeOnCounts) {
   EXPECT_EQ(j["summary"]["changes"], 2);
   EXPECT_EQ(j["summary"]["by_kind"]["hash-changed"], 1);
   EXPECT_EQ(j["summary"]["red_flags"], 2);
+  EXPECT_TRUE(j["summary"]["size_delta"].is_null());
   ASSERT_EQ(j["groups"].size(), 1u);
+  EXPECT_TRUE(j["groups"][0]["size_delta"].is_null());
+  EXPECT_TRUE(j["groups"][0]["changes"][0]["size_delta"].is_null());
   EXPECT_EQ(j["groups"][0]["changes"][0]["name"], "openssl");
   EXPECT_EQ(j["groups"][0]["changes"][0]["kind"], "hash-changed");
   EXPECT_EQ(j["groups"][0]["changes"][0]["old"]["sha256"], std::string(64, 'a'));
   EXPECT_EQ(j["groups"][0]["changes"][1]["kind"], "downgraded");
+}
+
+TEST(Diff, KnownSizesStaySignedBytes) {
+  Pkg o{"zlib", "1.3", "0"};
+  o.size = 1000;
+  Pkg n{"zlib", "1.3.1", "0"};
+  n.size = 1500;
+  auto d = diff_lockfiles(make({o}), make({n}));
+  const std::string text = render_text(d, {"a", "b", "envlock.lock", "envlock.lock"}, false);
+  EXPECT_EQ(text.substr(0, text.find('\n')), "1 change: 1 upgraded; size +500 B");
+  EXPECT_EQ(diff_to_json(d, {"a", "b", "x", "y"})["summary"]["size_delta"], 500);
+  // No changes: a known zero.
+  EXPECT_EQ(diff_to_json(diff_lockfiles(make({o}), make({o})), {"a", "b", "x", "y"})["summary"]["size_delta"], 0);
+}
+
+TEST(Diff, NoRawControlCharactersOrMarkdownInjectionFromAnyField) {
+  // The readers refuse such names; a Lockfile built otherwise (or a version, channel, note) must
+  // still not inject lines, escape sequences or HTML into the output.
+  Pkg o{"zz\nno changes\n\x1b[2J", "1.0", "0"};
+  Pkg n{"zz\nno changes\n\x1b[2J", "1.1", "0"};
+  Pkg ho{"ev|il</details><img src=x onerror=alert(1)>", "1.0", "0"};
+  Pkg hn{"ev|il</details><img src=x onerror=alert(1)>", "2.0", "0"};
+  auto d = diff_lockfiles(make({o, ho}), make({n, hn}));
+  DiffLabels labels{"old\x1b]0;x\x07.lock", "new.lock", "conda-lock v1", "conda-lock v1"};
+  const std::string text = render_text(d, labels, false);
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(c == '\n' || (u >= 0x20 && u != 0x7f)) << "raw control byte " << int(u);
+  }
+  EXPECT_NE(text.find("zz\\x0ano changes\\x0a\\x1b[2J"), std::string::npos);
+  EXPECT_EQ(text.find("\nno changes"), std::string::npos);
+  const std::string md = render_markdown(d, labels);
+  for (auto pos = md.find("<img"); pos != std::string::npos; pos = md.find("<img", pos + 1)) {
+    EXPECT_EQ(md[pos - 1], '\\') << "raw HTML at " << pos;  // `\<img` is text in Markdown
+  }
+  EXPECT_EQ(md.find("</details><img"), std::string::npos);
+  EXPECT_NE(md.find("ev\\|il\\</details\\>\\<img src=x onerror=alert(1)\\>"), std::string::npos);
+  EXPECT_EQ(md.find('\x1b'), std::string::npos);
+  // Every table row keeps its 7 cells: no unescaped `|` from a field.
+  std::size_t rows = 0;
+  std::istringstream lines(md);
+  for (std::string row; std::getline(lines, row);) {
+    if (!row.starts_with("| ") || row.find("| upgraded | 1.") == std::string::npos) continue;
+    std::size_t bars = 0;
+    for (std::size_t i = 0; i < row.size(); ++i) bars += row[i] == '|' && (i == 0 || row[i - 1] != '\\');
+    EXPECT_EQ(bars, 8u) << row;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2u);
+  // A plain name keeps its code span (output unchanged for ordinary input).
+  auto plain = render_markdown(diff_lockfiles(make({{"zlib", "1.2", "0"}}), make({{"zlib", "1.3", "0"}})), labels);
+  EXPECT_NE(plain.find("| `zlib` | upgraded |"), std::string::npos);
+  Lockfile shown = make({o});
+  const std::string show = render_show(shown);
+  EXPECT_EQ(std::count(show.begin(), show.end(), '\n'), 1);
+  EXPECT_EQ(show.find('\x1b'), std::string::npos);
 }
 
 TEST(Diff, FormatSize) {

@@ -413,6 +413,90 @@ TEST(BadInput, DuplicatedPackageNamesBothPlaces) {
   EXPECT_NE(r.error().message.find("first listed at conda-lock.yml:5:3"), std::string::npos);
 }
 
+namespace {
+std::string conda_lock_entry(const std::string& name, const std::string& version, const std::string& url,
+                             const std::string& category, const std::string& manager = "conda") {
+  return "- name: " + name + "\n  version: " + version + "\n  manager: " + manager +
+         "\n  platform: linux-64\n  url: " + url + "\n  hash:\n    md5: 0123456789abcdef0123456789abcdef\n" +
+         (category.empty() ? "" : "  category: " + category + "\n");
+}
+const std::string kZlibUrl = "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda";
+const std::string kHead = "version: 1\nmetadata:\n  platforms: [linux-64]\npackage:\n";
+}  // namespace
+
+TEST(BadInput, DuplicateWithTheSameUrlIsRefused) {
+  // The entry repeated as it is (same category): before, merged silently ("no changes").
+  auto r = read_lockfile_text(kHead + conda_lock_entry("zlib", "1.3.1", kZlibUrl, "main") +
+                                  conda_lock_entry("zlib", "1.3.1", kZlibUrl, "main"),
+                              "conda-lock.yml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "conda-lock.yml:13:3");
+  EXPECT_NE(r.error().message.find("duplicated package 'zlib'"), std::string::npos);
+  // Another version, same URL.
+  r = read_lockfile_text(kHead + conda_lock_entry("zlib", "1.3.1", kZlibUrl, "main") +
+                             conda_lock_entry("zlib", "1.2.13", kZlibUrl, "dev"),
+                         "conda-lock.yml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "conda-lock.yml:13:3");
+  EXPECT_NE(r.error().message.find("differ in other fields"), std::string::npos);
+  // Pip entries too.
+  const std::string whl = "https://files.pythonhosted.org/packages/x/requests-2.31.0-py3-none-any.whl";
+  r = read_lockfile_text(kHead + conda_lock_entry("requests", "2.31.0", whl, "main", "pip") +
+                             conda_lock_entry("requests", "2.31.0", whl, "main", "pip"),
+                         "conda-lock.yml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("duplicated package 'requests'"), std::string::npos);
+  // An @EXPLICIT line repeated: line 4 names the second.
+  r = read_lockfile_text("# platform: linux-64\n@EXPLICIT\n" + kZlibUrl + "#0123456789abcdef0123456789abcdef\n" +
+                             kZlibUrl + "#0123456789abcdef0123456789abcdef\n",
+                         "env.txt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().where.find("env.txt:4"), std::string::npos) << r.error().where;
+  EXPECT_NE(r.error().message.find("duplicated package 'zlib'"), std::string::npos);
+}
+
+TEST(CondaLock, SameRecordInTwoCategoriesIsOnePackage) {
+  // How conda-lock lists a package of main and dev (the corpus has such files: see
+  // conda__conda-lock/tests__test-multiple-categories__conda-lock.yml).
+  auto r = read_lockfile_text(kHead + conda_lock_entry("zlib", "1.3.1", kZlibUrl, "main") +
+                                  conda_lock_entry("zlib", "1.3.1", kZlibUrl, "dev"),
+                              "conda-lock.yml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const auto& pkgs = r->lockfile.environments.at("default").platforms.at("linux-64").packages;
+  ASSERT_EQ(pkgs.size(), 1u);
+  EXPECT_EQ(pkgs[0].layer, "dev,main");
+}
+
+TEST(BadInput, InvalidPackageNamesAreRefusedWithTheirPlace) {
+  for (const std::string name : {"\"zz\\nno changes\\n\\e[2J\"", "\"ev|il</details><img src=x onerror=alert(1)>\"",
+                                 "\"two words\"", "\"tab\\tname\""}) {
+    auto r = read_lockfile_text(kHead + conda_lock_entry(name, "1.3.1", kZlibUrl, "main"), "conda-lock.yml");
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_EQ(r.error().where, "conda-lock.yml:5:3") << name;
+    EXPECT_NE(r.error().message.find("package name"), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("is not valid"), std::string::npos);
+    for (char c : r.error().message) EXPECT_GE(static_cast<unsigned char>(c), 0x20u) << name;
+  }
+  auto r = read_lockfile_text(kHead + conda_lock_entry("\"a<b\"", "1.0", "https://files.pythonhosted.org/a-1.0.tar.gz",
+                                                       "main", "pip"),
+                              "conda-lock.yml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("PyPI package name 'a<b' is not valid"), std::string::npos);
+}
+
+TEST(BadInput, PackageArchiveIsNotALockfile) {
+  for (const auto& [bytes, what] : {std::pair<std::string, std::string>{std::string("PK\x03\x04\x14\0\0\0", 8), "package archive"},
+                                    {std::string("BZh91AY&SY\x12\0", 12), "package archive"},
+                                    {std::string("\x1f\x8b\x08\0", 4), "gzip"},
+                                    {std::string("abc\0def", 7), "binary file"}}) {
+    auto r = read_lockfile_text(bytes, "numpy-2.0.0-py312_0.conda");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find(what), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("not a lockfile"), std::string::npos) << r.error().message;
+    EXPECT_EQ(r.error().message.find("YAML"), std::string::npos);
+  }
+}
+
 TEST(BadInput, NewerPixiVersionIsRefusedNamingBoth) {
   const std::string text = "version: 8\nenvironments: {}\npackages: []\n";
   auto r = read_lockfile_text(text, "pixi.lock");
