@@ -256,8 +256,15 @@ Result<Snapshot> open_bundle(const fs::path& bundle, const fs::path& into) {
   }
   auto snap = Snapshot::read(into / "snapshot.yaml");
   if (!snap) {
+    // Named as the bundle and its member ("host.tar.zst: snapshot.yaml:55:17"), never the
+    // temporary folder it was unpacked into (gone by the time the user reads the message).
     Error e = snap.error();
-    e.where = bundle.string() + ":" + e.where;
+    const std::string unpacked = (into / "snapshot.yaml").string();
+    if (e.where.starts_with(unpacked)) e.where = "snapshot.yaml" + e.where.substr(unpacked.size());
+    e.where = bundle.string() + ": " + e.where;
+    e.message = "the bundle is damaged: " + e.message;
+    e.hint = "the bundle's snapshot.yaml does not read; copy the bundle again or capture a new one with "
+             "`envlock snapshot capture --bundle FILE.tar.zst`";
     return e;
   }
   return snap;

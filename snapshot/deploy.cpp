@@ -154,8 +154,13 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
     if (env == nullptr) return Error{ErrorKind::Usage, options.environment, "no such environment in the snapshot", "", ""};
   }
   std::error_code ec;
-  if (fs::exists(prefix, ec) && !(fs::is_directory(prefix, ec) && fs::is_empty(prefix, ec))) {
-    return Error{ErrorKind::Usage, prefix.string(), "the target prefix exists and is not empty", "",
+  // What the named path holds is a failure (exit 1), never a usage error (docs/cli.md).
+  if (fs::exists(prefix, ec) && !fs::is_directory(prefix, ec)) {
+    return Error{ErrorKind::Io, prefix.string(), "the target prefix is a file, not a folder", "",
+                 "deploy into a new folder: pass a path that does not exist yet with -p"};
+  }
+  if (fs::exists(prefix, ec) && !fs::is_empty(prefix, ec)) {
+    return Error{ErrorKind::Io, prefix.string(), "the target prefix exists and is not empty", "",
                  "deploy into a new prefix; remove the old one first with `envlock remove -p`"};
   }
 

@@ -63,12 +63,39 @@ std::map<std::string, std::string> pip_map(const CapturedEnvironment& e) {
   return m;
 }
 
+// The counts, and each drifted path (so an unowned notes.txt replaced by new.txt shows, although
+// the counts are equal): "modified <path>" -> what it holds now, "unowned <path>", "missing <path>".
 std::map<std::string, std::string> drift_map(const CapturedEnvironment& e) {
   std::size_t missing = 0;
   for (const auto& [pkg, files] : e.drift.missing) missing += files.size();
-  return {{"modified files", std::to_string(e.drift.modified.size())},
-          {"unowned files", std::to_string(e.drift.unowned.size())},
-          {"missing files", std::to_string(missing)}};
+  std::map<std::string, std::string> m{{"modified files", std::to_string(e.drift.modified.size())},
+                                       {"unowned files", std::to_string(e.drift.unowned.size())},
+                                       {"missing files", std::to_string(missing)}};
+  for (const auto& f : e.drift.modified) {
+    std::string now = f.actual_sha256.empty() ? "" : "sha256 " + f.actual_sha256;
+    if (f.actual_size) now += (now.empty() ? "" : ", ") + std::to_string(*f.actual_size) + " bytes";
+    m["modified " + f.path] = now.empty() ? "modified (" + f.owner + ")" : now + " (" + f.owner + ")";
+  }
+  for (const auto& path : e.drift.unowned) m["unowned " + path] = "unowned";
+  for (const auto& [pkg, files] : e.drift.missing) {
+    for (const auto& path : files) m["missing " + path] = "missing (" + pkg + ")";
+  }
+  return m;
+}
+
+std::vector<SnapshotChange> sorted(std::vector<SnapshotChange> out) {
+  std::stable_sort(out.begin(), out.end(), [](const SnapshotChange& x, const SnapshotChange& y) {
+    return std::tie(x.section, x.name) < std::tie(y.section, y.name);
+  });
+  return out;
+}
+
+void compare_environments(const CapturedEnvironment& a, const CapturedEnvironment& b, const std::string& label,
+                          std::vector<SnapshotChange>& out) {
+  if (a.prefix != b.prefix) out.push_back({Kind::Changed, "environment", label, a.prefix, b.prefix});
+  compare_maps(conda_map(a), conda_map(b), "conda:" + label, out);
+  compare_maps(pip_map(a), pip_map(b), "pip:" + label, out);
+  compare_maps(drift_map(a), drift_map(b), "drift:" + label, out);
 }
 
 }  // namespace
@@ -81,6 +108,15 @@ std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b)
   for (const auto& p : b.host.system_packages) sb[p.name + (p.architecture.empty() ? "" : ":" + p.architecture)] = p.version;
   compare_maps(sa, sb, "system", out);
 
+  // One environment on each side: they are compared whatever their names (a capture, a deploy
+  // into another prefix and a capture of that), and the pairing is reported.
+  if (a.environments.size() == 1 && b.environments.size() == 1 && a.environments[0].name != b.environments[0].name) {
+    const auto& x = a.environments[0];
+    const auto& y = b.environments[0];
+    out.push_back({Kind::Changed, "environment", "compared (the only one on each side)", x.name, y.name});
+    compare_environments(x, y, x.name + "->" + y.name, out);
+    return sorted(std::move(out));
+  }
   std::map<std::string, const CapturedEnvironment*> ea, eb;
   for (const auto& e : a.environments) ea[e.name] = &e;
   for (const auto& e : b.environments) eb[e.name] = &e;
@@ -90,18 +126,12 @@ std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b)
       out.push_back({Kind::Removed, "environment", name, env->prefix, ""});
       continue;
     }
-    if (env->prefix != it->second->prefix) out.push_back({Kind::Changed, "environment", name, env->prefix, it->second->prefix});
-    compare_maps(conda_map(*env), conda_map(*it->second), "conda:" + name, out);
-    compare_maps(pip_map(*env), pip_map(*it->second), "pip:" + name, out);
-    compare_maps(drift_map(*env), drift_map(*it->second), "drift:" + name, out);
+    compare_environments(*env, *it->second, name, out);
   }
   for (const auto& [name, env] : eb) {
     if (!ea.count(name)) out.push_back({Kind::Added, "environment", name, "", env->prefix});
   }
-  std::stable_sort(out.begin(), out.end(), [](const SnapshotChange& x, const SnapshotChange& y) {
-    return std::tie(x.section, x.name) < std::tie(y.section, y.name);
-  });
-  return out;
+  return sorted(std::move(out));
 }
 
 }  // namespace envlock

@@ -394,8 +394,12 @@ struct SnapshotChange {
 };
 
 /// Differences from `a` to `b`, sorted by section then name: environments added/removed, conda
-/// packages (version-build, channel), pip distributions, drift counts, host facts (platform, os,
-/// kernel, glibc, libstdc++, CPU, page size, driver, CUDA, GPUs) and system packages.
+/// packages (version-build, channel), pip distributions, drift (the counts, and each drifted path:
+/// "modified <path>", "unowned <path>", "missing <path>"), host facts (platform, os, kernel, glibc,
+/// libstdc++, CPU, page size, driver, CUDA, GPUs) and system packages. Environments are paired by
+/// name; when each side holds exactly one and their names differ, those two are compared anyway:
+/// a change {Changed, "environment", "compared (the only one on each side)", a-name, b-name} says
+/// so, and their sections are labelled "<a-name>-><b-name>" (e.g. "conda:src->dep").
 std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b);
 
 // ---------------------------------------------------------------------------------------------

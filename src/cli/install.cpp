@@ -155,6 +155,18 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
 
   const std::string prefix = std::filesystem::absolute(request.prefix).lexically_normal().string();
   for (const auto& path : report->clobbered) warn(path + " is installed by more than one package; the later one won");
+  // envlock install links conda packages only; the lockfile's pip entries (e.g. from
+  // `envlock snapshot lock`) are named, never dropped silently.
+  if (!locked->pip.empty()) {
+    std::string names;
+    for (const auto& p : locked->pip) {
+      names += (names.empty() ? "" : ", ") + p.name + (p.version.empty() ? p.requirement : "==" + p.version);
+    }
+    report->warnings.push_back(std::to_string(locked->pip.size()) + " pip package(s) in the lockfile were not installed "
+                               "(envlock install installs conda packages only): " + names +
+                               "; to restore a captured host's pip installs use `envlock snapshot deploy`, "
+                               "or run pip in the environment");
+  }
   for (const auto& w : report->warnings) warn(w);
   if (ctx.json) {
     nlohmann::json j;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -101,10 +102,18 @@ bool record_row(const std::string& line, std::string& path, std::string& hash) {
   return true;
 }
 
-/// Checks the files of pip-installed distributions: each `*.dist-info` in a site-packages folder
-/// whose RECORD no conda record lists. Their files join `owned`; a file whose sha256 differs from
-/// RECORD's is Modified, one that is gone Missing (package "pip:<dist-info folder>").
-Status verify_pip_files(const fs::path& prefix, std::set<std::string>& owned, VerifyReport& report) {
+/// One file listed in the RECORD of a pip-installed distribution.
+struct PipRecordRow {
+  std::string owner;     ///< "pip:<dist-info folder without .dist-info>"
+  std::string expected;  ///< sha256 hex, empty when RECORD gives none
+};
+
+/// The files of pip-installed distributions: each `*.dist-info` in a site-packages folder whose
+/// RECORD no conda record lists (`conda_owned`), path -> row. A file listed in such a RECORD
+/// belongs to pip even when a conda record lists it too (pip replaced the conda package's file:
+/// that record is shadowed), as `envlock snapshot capture` attributes it.
+std::map<std::string, PipRecordRow> pip_record_rows(const fs::path& prefix, const std::set<std::string>& conda_owned) {
+  std::map<std::string, PipRecordRow> rows;
   std::error_code ec;
   std::vector<std::string> sites;
   for (fs::directory_iterator it(prefix / "lib", ec), end; !ec && it != end; it.increment(ec)) {
@@ -121,7 +130,7 @@ Status verify_pip_files(const fs::path& prefix, std::set<std::string>& owned, Ve
     }
     std::sort(dist_infos.begin(), dist_infos.end());
     for (const auto& di : dist_infos) {
-      if (owned.count(site + "/" + di + "/RECORD") != 0) continue;  // conda installed it: its record covers the files
+      if (conda_owned.count(site + "/" + di + "/RECORD") != 0) continue;  // conda installed it: its record covers the files
       const std::string owner = "pip:" + di.substr(0, di.size() - std::string_view(".dist-info").size());
       std::ifstream in(prefix / site / di / "RECORD", std::ios::binary);
       std::string line;
@@ -130,24 +139,33 @@ Status verify_pip_files(const fs::path& prefix, std::set<std::string>& owned, Ve
       while (std::getline(in, line)) {
         if (!record_row(line, path, hash)) continue;
         const std::string rel = join_normalized(site, path);
-        if (rel.empty() || owned.count(rel) != 0) continue;
-        owned.insert(rel);
-        ++report.files_checked;
-        ++report.pip_files;
-        const std::string expected = record_sha256_hex(hash);
-        struct stat st {};
-        if (::lstat((prefix / rel).c_str(), &st) != 0) {
-          if (!ignored_extra(rel)) report.drift.push_back({FileDrift::Kind::Missing, rel, owner, "not found (listed in RECORD)"});
-          continue;
-        }
-        if (expected.empty() || !S_ISREG(st.st_mode)) continue;  // RECORD itself and .pyc rows carry no hash
-        auto h = detail::sha256_file(prefix / rel);
-        if (!h) return h.error();
-        if (*h != expected) {
-          report.drift.push_back({FileDrift::Kind::Modified, rel, owner,
-                                  "sha256 " + short_hash(*h) + " != RECORD " + short_hash(expected)});
-        }
+        if (rel.empty()) continue;
+        rows.emplace(rel, PipRecordRow{owner, record_sha256_hex(hash)});  // the first RECORD listing it wins
       }
+    }
+  }
+  return rows;
+}
+
+/// Checks the files of `rows` (pip_record_rows()): they join `owned`; a file whose sha256 differs
+/// from RECORD's is Modified, one that is gone Missing (package "pip:<dist-info folder>").
+Status verify_pip_files(const fs::path& prefix, const std::map<std::string, PipRecordRow>& rows, std::set<std::string>& owned,
+                        VerifyReport& report) {
+  for (const auto& [rel, row] : rows) {
+    owned.insert(rel);
+    ++report.files_checked;
+    ++report.pip_files;
+    struct stat st {};
+    if (::lstat((prefix / rel).c_str(), &st) != 0) {
+      if (!ignored_extra(rel)) report.drift.push_back({FileDrift::Kind::Missing, rel, row.owner, "not found (listed in RECORD)"});
+      continue;
+    }
+    if (row.expected.empty() || !S_ISREG(st.st_mode)) continue;  // RECORD itself and .pyc rows carry no hash
+    auto h = detail::sha256_file(prefix / rel);
+    if (!h) return h.error();
+    if (*h != row.expected) {
+      report.drift.push_back({FileDrift::Kind::Modified, rel, row.owner,
+                              "sha256 " + short_hash(*h) + " != RECORD " + short_hash(row.expected)});
     }
   }
   return ok_status();
@@ -168,6 +186,12 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
   report.packages = records->size();
   std::set<std::string> owned;
   for (const auto& r : *records) {
+    for (const auto& e : r.paths) owned.insert(e.path);
+    for (const auto& f : r.files) owned.insert(f);
+  }
+  // A file a pip RECORD lists is checked against RECORD, not the (shadowed) conda record.
+  const auto pip_rows = pip_record_rows(prefix, owned);
+  for (const auto& r : *records) {
     const std::string dist = r.dist_name();
     std::vector<PathEntry> entries = r.paths;
     if (entries.empty()) {
@@ -179,7 +203,7 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
       }
     }
     for (const auto& e : entries) {
-      owned.insert(e.path);
+      if (pip_rows.count(e.path) != 0) continue;
       ++report.files_checked;
       const fs::path path = prefix / e.path;
       struct stat st {};
@@ -217,7 +241,7 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
     }
   }
 
-  if (auto st = verify_pip_files(prefix, owned, report); !st) return st.error();
+  if (auto st = verify_pip_files(prefix, pip_rows, owned, report); !st) return st.error();
 
   for (auto it = fs::recursive_directory_iterator(prefix, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {

@@ -1,0 +1,252 @@
+// Fixes from a newcomer's review of the snapshot commands, end to end: an empty path option is a
+// usage error naming the option (every command), and a deploy target that is not an empty folder
+// is a failure (exit 1) that says what it is.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "envlock/extract.hpp"
+#include "envlock/hash.hpp"
+#include "envlock/snapshot.hpp"
+#include "snapshot/fake_host.hpp"
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+using testing::FakeHost;
+using testing::envlock_cmd;
+using testing::run_command;
+namespace fs = std::filesystem;
+
+TEST(ReviewFixes, AnEmptyPathOptionIsAUsageErrorNamingTheOption) {
+  struct Case {
+    std::string args;
+    std::string option;
+  };
+  const std::vector<Case> cases = {
+      {"snapshot deploy snap.yaml -p ''", "--prefix"},
+      {"snapshot capture -p '' -o x.yaml", "--prefix"},
+      {"snapshot capture --root '' -o x.yaml", "--root"},
+      {"snapshot capture -o ''", "--output"},
+      {"snapshot capture --bundle ''", "--bundle"},
+      {"snapshot lock snap.yaml -o ''", "--output"},
+      {"install -l envlock.lock -p ''", "--prefix"},
+      {"install -l '' -p somewhere", "--lockfile"},
+      {"lock -f envlock.yaml -o ''", "--output"},
+      {"list -p ''", "--prefix"},
+      {"export -o ''", "--output"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command(envlock_cmd() + " " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find("error: "), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.option + ": an empty path"), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("internal"), std::string::npos) << c.args << "\n" << r.err;
+  }
+  // --json: the same usage error as JSON on stdout.
+  const auto j = run_command(envlock_cmd() + " --json snapshot deploy snap.yaml -p ''");
+  EXPECT_EQ(j.exit_code, 2);
+  EXPECT_NE(j.out.find("\"kind\": \"usage\""), std::string::npos) << j.out;
+}
+
+TEST(ReviewFixes, DeployIntoANonEmptyFolderOrAFileFailsWithExitOne) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.base_system();
+  host.corpus_prefix("/opt/conda/envs/train");
+  const fs::path snap = host.root() / "snap.yaml";
+  const auto cap = run_command(envlock_cmd() + " snapshot capture --root '" + host.root().string() +
+                               "' -p /opt/conda/envs/train -o '" + snap.string() + "'");
+  ASSERT_TRUE(cap.exit_code == 0 || cap.exit_code == 3) << cap.err;
+
+  const fs::path full = host.root() / "full";
+  fs::create_directories(full);
+  std::ofstream(full / "keep.txt") << "mine\n";
+  const auto r = run_command(envlock_cmd() + " snapshot deploy '" + snap.string() + "' -p '" + full.string() + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("the target prefix exists and is not empty"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(full / "keep.txt"));
+
+  const fs::path file = host.root() / "a-file";
+  std::ofstream(file) << "x\n";
+  const auto f = run_command(envlock_cmd() + " snapshot deploy '" + snap.string() + "' -p '" + file.string() + "'");
+  EXPECT_EQ(f.exit_code, 1) << f.err;
+  EXPECT_NE(f.err.find("is a file, not a folder"), std::string::npos) << f.err;
+  EXPECT_EQ(f.err.find("not empty"), std::string::npos) << f.err;
+}
+
+
+// A lockfile from `envlock snapshot lock` carries the captured pip distributions; envlock install
+// installs conda packages only, so it names each one it leaves out and points to snapshot deploy.
+TEST(ReviewFixes, InstallWarnsAboutThePipPackagesItDoesNotInstall) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-review-pip-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path lock = dir / "envlock.lock";
+  std::ofstream(lock) << "version: 1\nmanifest_hash: \"\"\nenvironments:\n  default:\n    requested: []\n    platforms:\n"
+                         "      linux-64:\n        channels: []\n        virtual_packages: []\n        packages: []\n"
+                         "        pip:\n          - name: toolbox\n            version: \"1.0\"\n"
+                         "            requirement: toolbox==1.0\n";
+  const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", (dir / "pkgs").string()}};
+  const auto r = run_command(envlock_cmd() + " install -l '" + lock.string() + "' -p '" + (dir / "p").string() + "'", env);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("warning: 1 pip package(s) in the lockfile were not installed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("toolbox==1.0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("envlock snapshot deploy"), std::string::npos) << r.err;
+  const auto j = run_command(envlock_cmd() + " --json install -l '" + lock.string() + "' -p '" + (dir / "q").string() + "'", env);
+  ASSERT_EQ(j.exit_code, 0) << j.out << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["warnings"].size(), 1u) << j.out;
+  EXPECT_NE(doc["warnings"][0].get<std::string>().find("toolbox==1.0"), std::string::npos) << j.out;
+  fs::remove_all(dir);
+}
+
+
+// A bundle whose snapshot.yaml does not read names the bundle and the member, never the temporary
+// folder it was unpacked into, and says the bundle is damaged.
+TEST(ReviewFixes, ADamagedBundleNamesTheBundleAndTheMember) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-review-bundle-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "snapshot.yaml") << "format: 1\nenvironments: [unclosed\n";
+  ArchiveEntry e;
+  e.path = "snapshot.yaml";
+  e.source = dir / "snapshot.yaml";
+  const fs::path bundle = dir / "flip.tar.zst";
+  ASSERT_TRUE(write_tar_zst(bundle, {e}).ok());
+  const auto r = run_command("cd '" + dir.string() + "' && " + envlock_cmd() + " snapshot lock flip.tar.zst -o out.lock");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("error: flip.tar.zst: snapshot.yaml:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the bundle is damaged"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("envlock-bundle"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("truncated"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out.lock"));
+  fs::remove_all(dir);
+}
+
+
+const SnapshotChange* find_change(const std::vector<SnapshotChange>& changes, const std::string& section, const std::string& name) {
+  for (const auto& c : changes) {
+    if (c.section == section && c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+// capture(src) -> deploy(dep) -> capture: one environment on each side is compared whatever the
+// names, and drift lists the paths that differ, not only the counts.
+TEST(ReviewFixes, SnapshotDiffPairsTheOnlyEnvironmentsAndListsDriftedPaths) {
+  Snapshot a, b;
+  CapturedEnvironment src;
+  src.name = "src";
+  src.prefix = "/opt/conda/envs/src";
+  src.drift.unowned = {"notes.txt"};
+  CapturedPackage pkg;
+  pkg.record.name = "zlib";
+  pkg.record.version = *Version::parse("1.3");
+  pkg.record.build = "h0";
+  src.packages.push_back(pkg);
+  CapturedEnvironment dep = src;
+  dep.name = "dep";
+  dep.prefix = "/opt/conda/envs/dep";
+  dep.drift.unowned = {"new.txt"};
+  a.environments = {src};
+  b.environments = {dep};
+  const auto changes = diff_snapshots(a, b);
+  const auto* paired = find_change(changes, "environment", "compared (the only one on each side)");
+  ASSERT_NE(paired, nullptr);
+  EXPECT_EQ(paired->before, "src");
+  EXPECT_EQ(paired->after, "dep");
+  EXPECT_EQ(find_change(changes, "environment", "src"), nullptr);
+  EXPECT_EQ(find_change(changes, "environment", "dep"), nullptr);
+  EXPECT_EQ(find_change(changes, "conda:src->dep", "zlib"), nullptr);  // same package: no change
+  const auto* prefix = find_change(changes, "environment", "src->dep");
+  ASSERT_NE(prefix, nullptr);
+  EXPECT_EQ(prefix->after, "/opt/conda/envs/dep");
+  const auto* gone = find_change(changes, "drift:src->dep", "unowned notes.txt");
+  ASSERT_NE(gone, nullptr);
+  EXPECT_EQ(gone->kind, SnapshotChange::Kind::Removed);
+  const auto* added = find_change(changes, "drift:src->dep", "unowned new.txt");
+  ASSERT_NE(added, nullptr);
+  EXPECT_EQ(added->kind, SnapshotChange::Kind::Added);
+  EXPECT_EQ(find_change(changes, "drift:src->dep", "unowned files"), nullptr);  // 1 and 1
+
+  // Several environments: still paired by name.
+  CapturedEnvironment other = src;
+  other.name = "other";
+  a.environments.push_back(other);
+  const auto by_name = diff_snapshots(a, b);
+  EXPECT_EQ(find_change(by_name, "environment", "compared (the only one on each side)"), nullptr);
+  ASSERT_NE(find_change(by_name, "environment", "dep"), nullptr);
+  EXPECT_TRUE(diff_snapshots(a, a).empty());
+}
+
+
+std::string sha256_hex(const std::string& bytes) {
+  Hasher h(HashAlgorithm::Sha256);
+  h.update(bytes);
+  return h.hex_digest();
+}
+
+std::string record_b64(const std::string& bytes) {
+  const std::string hex = sha256_hex(bytes);
+  std::string raw;
+  for (std::size_t i = 0; i < hex.size(); i += 2) raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < raw.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(raw[i]) << 16) | (static_cast<unsigned char>(raw[i + 1]) << 8) |
+                       static_cast<unsigned char>(raw[i + 2]);
+    out += tbl[v >> 18];
+    out += tbl[(v >> 12) & 63];
+    out += tbl[(v >> 6) & 63];
+    out += tbl[v & 63];
+  }
+  const unsigned v = (static_cast<unsigned char>(raw[i]) << 16) | (static_cast<unsigned char>(raw[i + 1]) << 8);
+  out += tbl[v >> 18];
+  out += tbl[(v >> 12) & 63];
+  out += tbl[(v >> 6) & 63];
+  return out;  // 32 bytes: 10 groups of 3 and 2 left over, no padding
+}
+
+// pip replaced a conda package's file: verify checks it against the pip RECORD (the conda record
+// is shadowed), as the snapshot attributes it; a later edit is reported against RECORD.
+TEST(ReviewFixes, VerifyChecksAPipReplacedFileAgainstRecordNotTheShadowedCondaRecord) {
+  const fs::path p = fs::temp_directory_path() / ("envlock-review-verify-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  const std::string site = "lib/python3.12/site-packages";
+  fs::create_directories(p / "conda-meta");
+  fs::create_directories(p / site / "envlock_demo");
+  fs::create_directories(p / site / "envlock_demo-2.0.dist-info");
+  const std::string conda_init = "VERSION = '1.0'\n", pip_init = "VERSION = '2.0'\n";
+  std::ofstream(p / "conda-meta/envlock_demo-1.0-0.json")
+      << R"({"name": "envlock_demo", "version": "1.0", "build": "0", "build_number": 0, "subdir": "noarch",
+           "channel": "https://conda.anaconda.org/x", "url": "https://conda.anaconda.org/x/noarch/envlock_demo-1.0-0.tar.bz2",
+           "files": [")" << site << R"(/envlock_demo/__init__.py"],
+           "paths_data": {"paths_version": 1, "paths": [{"_path": ")" << site << R"(/envlock_demo/__init__.py",
+           "path_type": "hardlink", "sha256": ")" << sha256_hex(conda_init) << R"(", "size_in_bytes": )" << conda_init.size()
+      << "}]}}\n";
+  std::ofstream(p / site / "envlock_demo/__init__.py") << pip_init;
+  std::ofstream(p / site / "envlock_demo-2.0.dist-info/RECORD")
+      << "envlock_demo/__init__.py,sha256=" << record_b64(pip_init) << "," << pip_init.size() << "\n"
+      << "envlock_demo-2.0.dist-info/RECORD,,\n";
+  const auto r = run_command(envlock_cmd() + " verify -p '" + p.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ((r.out + r.err).find("envlock_demo/__init__.py"), std::string::npos) << r.out << r.err;
+
+  std::ofstream(p / site / "envlock_demo/__init__.py") << "VERSION = '2.1'\n";
+  const auto edited = run_command(envlock_cmd() + " verify -p '" + p.string() + "'");
+  EXPECT_NE(edited.exit_code, 0) << edited.out << edited.err;
+  const std::string all = edited.out + edited.err;
+  EXPECT_NE(all.find("envlock_demo/__init__.py"), std::string::npos) << all;
+  EXPECT_NE(all.find("RECORD"), std::string::npos) << all;
+  EXPECT_EQ(all.find("recorded"), std::string::npos) << all;  // not against the conda record
+  fs::remove_all(p);
+}
+
+}  // namespace
+}  // namespace envlock
