@@ -78,8 +78,12 @@ struct ReadResult {
 };
 
 /// Detects the format of `text` and reads it. `source` names the input in errors and is used as
-/// a hint only for envlock.lock (a file named `*envlock.lock`).
-Result<ReadResult> read_lockfile_text(const std::string& text, const std::string& source);
+/// a hint only for envlock.lock (a file named `*envlock.lock`). `directory`, when given, is the
+/// folder of the file: an envlock.lock's relative local channels (`../channel`) are resolved
+/// against it into `file://` URLs, as `install` resolves them (empty: kept as written, for text
+/// from git or stdin).
+Result<ReadResult> read_lockfile_text(const std::string& text, const std::string& source,
+                                      const std::filesystem::path& directory = {});
 
 /// Reads a lockfile from a path: a file in any supported format, or a directory that is an
 /// environment prefix (has `conda-meta/`). ErrorKind::Io when the path cannot be read.

@@ -236,12 +236,13 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
                 "envlock.lock and environment prefixes");
 }
 
-Result<ReadResult> read_lockfile_text(const std::string& text, const std::string& source) {
+Result<ReadResult> read_lockfile_text(const std::string& text, const std::string& source,
+                                      const std::filesystem::path& directory) {
   auto format = detect_lock_format(text, source);
   if (!format) return format.error();
   Result<Lockfile> lock = Error{};
   switch (format->format) {
-    case LockFormat::Envlock: lock = Lockfile::parse(text, source); break;
+    case LockFormat::Envlock: lock = Lockfile::parse(text, source, directory); break;
     case LockFormat::CondaLock: lock = read_conda_lock(text, source); break;
     case LockFormat::PixiLock: lock = read_pixi_lock(text, source); break;
     case LockFormat::Explicit: lock = read_explicit(text, source); break;
@@ -286,7 +287,10 @@ Result<ReadResult> read_lockfile_path(const std::filesystem::path& path) {
   }
   char buf[1 << 16];  // the rest, or all of a file whose size is not known (a pipe)
   while (in.read(buf, sizeof buf) || in.gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
-  return read_lockfile_text(text, path.string());
+  // The file's folder: relative local channels resolve as `install` resolves them, so a lockfile
+  // and the prefix `create` made from it compare equal.
+  auto absolute = std::filesystem::absolute(path, ec);
+  return read_lockfile_text(text, path.string(), ec ? std::filesystem::path() : absolute.parent_path());
 }
 
 Status complete_record_from_url(RepoDataRecord& record, const std::string& where) {

@@ -497,6 +497,43 @@ TEST(BadInput, PackageArchiveIsNotALockfile) {
   }
 }
 
+TEST(Envlock, RelativeLocalChannelsResolveAgainstTheLockfileFolder) {
+  // `envlock diff LOCKFILE PREFIX` compared `../channel` with the prefix's `file:///.../channel`
+  // and reported channel-changed for every package; read from a path, the lockfile's relative
+  // channels resolve as `install` resolves them.
+  const fs::path dir = fs::temp_directory_path() / ("envlock-readers-relchan-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "project");
+  const std::string channel = "file://" + (dir / "channel").lexically_normal().string();
+  LockedPackage p;
+  p.name = "tool";
+  p.version = Version::parse("1.2").value();
+  p.build = "h0_0";
+  p.subdir = "linux-64";
+  p.channel = channel;
+  p.file_name = "tool-1.2-h0_0.conda";
+  p.url = channel + "/linux-64/" + p.file_name;
+  p.sha256 = std::string(64, 'a');
+  p.layer = "default";
+  LockedPlatform lp;
+  lp.platform = "linux-64";
+  lp.channels = {channel};
+  lp.packages = {p};
+  Lockfile lf;
+  lf.environments["default"] = LockedEnvironment{"default", "", {"tool"}, {{"linux-64", lp}}, std::nullopt};
+  lf.relative_channels = {channel};
+  ASSERT_TRUE(lf.write(dir / "project" / "envlock.lock").ok());
+  ASSERT_NE(slurp(dir / "project" / "envlock.lock").find("../channel"), std::string::npos);
+  auto r = read_lockfile_path(dir / "project" / "envlock.lock");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const auto* plat = r->lockfile.find("default", "linux-64");
+  ASSERT_NE(plat, nullptr);
+  EXPECT_EQ(plat->channels, std::vector<std::string>{channel});
+  EXPECT_EQ(plat->packages.at(0).channel, channel);
+  EXPECT_EQ(plat->packages.at(0).url, p.url);
+  fs::remove_all(dir);
+}
+
 TEST(BadInput, NewerPixiVersionIsRefusedNamingBoth) {
   const std::string text = "version: 8\nenvironments: {}\npackages: []\n";
   auto r = read_lockfile_text(text, "pixi.lock");
