@@ -130,7 +130,11 @@ void refuse_empty_paths(CLI::App* app) {
     for (const CLI::Option* opt : app->get_options()) {
       if (opt->count() == 0 || !is_path_option(*opt)) continue;
       for (const auto& value : opt->results()) {
-        if (value.empty()) throw CLI::ValidationError(opt->get_name(), "an empty path; give a file or folder name");
+        if (value.empty()) {
+          std::string names = opt->get_name(false, true);  // "-p,--prefix"
+          std::replace(names.begin(), names.end(), ',', '/');
+          throw CLI::ValidationError(names, "is empty (an empty path; give a file or folder name)");
+        }
       }
     }
   });

@@ -44,7 +44,7 @@ TEST(ReviewFixes, AnEmptyPathOptionIsAUsageErrorNamingTheOption) {
     const auto r = run_command(envlock_cmd() + " " + c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
     EXPECT_NE(r.err.find("error: "), std::string::npos) << c.args << "\n" << r.err;
-    EXPECT_NE(r.err.find(c.option + ": an empty path"), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.option + ": is empty (an empty path"), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_EQ(r.err.find("internal"), std::string::npos) << c.args << "\n" << r.err;
   }
   // --json: the same usage error as JSON on stdout.
