@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "envlock/hash.hpp"
+
 namespace envlock::testing {
 
 namespace fs = std::filesystem;
@@ -106,5 +108,31 @@ class FakeHost {
  private:
   fs::path root_;
 };
+
+/// A RECORD row's hash encoding (PEP 376/627): urlsafe base64 of the raw sha256 digest, no padding.
+inline std::string b64_sha256(const std::string& bytes) {
+  // RECORD's encoding: urlsafe base64 of the raw digest, no padding.
+  Hasher h(HashAlgorithm::Sha256);
+  h.update(bytes);
+  const std::string hex = h.hex_digest();
+  std::string raw;
+  for (std::size_t i = 0; i < hex.size(); i += 2) raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < raw.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(raw[i]) << 16) | (static_cast<unsigned char>(raw[i + 1]) << 8) |
+                       static_cast<unsigned char>(raw[i + 2]);
+    out += tbl[v >> 18];
+    out += tbl[(v >> 12) & 63];
+    out += tbl[(v >> 6) & 63];
+    out += tbl[v & 63];
+  }
+  const unsigned v = (static_cast<unsigned char>(raw[i]) << 16) | (static_cast<unsigned char>(raw[i + 1]) << 8);
+  out += tbl[v >> 18];
+  out += tbl[(v >> 12) & 63];
+  out += tbl[(v >> 6) & 63];
+  return out;  // 32 bytes -> 43 characters
+}
 
 }  // namespace envlock::testing

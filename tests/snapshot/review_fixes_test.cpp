@@ -191,27 +191,6 @@ std::string sha256_hex(const std::string& bytes) {
   return h.hex_digest();
 }
 
-std::string record_b64(const std::string& bytes) {
-  const std::string hex = sha256_hex(bytes);
-  std::string raw;
-  for (std::size_t i = 0; i < hex.size(); i += 2) raw += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < raw.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(raw[i]) << 16) | (static_cast<unsigned char>(raw[i + 1]) << 8) |
-                       static_cast<unsigned char>(raw[i + 2]);
-    out += tbl[v >> 18];
-    out += tbl[(v >> 12) & 63];
-    out += tbl[(v >> 6) & 63];
-    out += tbl[v & 63];
-  }
-  const unsigned v = (static_cast<unsigned char>(raw[i]) << 16) | (static_cast<unsigned char>(raw[i + 1]) << 8);
-  out += tbl[v >> 18];
-  out += tbl[(v >> 12) & 63];
-  out += tbl[(v >> 6) & 63];
-  return out;  // 32 bytes: 10 groups of 3 and 2 left over, no padding
-}
 
 // pip replaced a conda package's file: verify checks it against the pip RECORD (the conda record
 // is shadowed), as the snapshot attributes it; a later edit is reported against RECORD.
@@ -232,7 +211,7 @@ TEST(ReviewFixes, VerifyChecksAPipReplacedFileAgainstRecordNotTheShadowedCondaRe
       << "}]}}\n";
   std::ofstream(p / site / "envlock_demo/__init__.py") << pip_init;
   std::ofstream(p / site / "envlock_demo-2.0.dist-info/RECORD")
-      << "envlock_demo/__init__.py,sha256=" << record_b64(pip_init) << "," << pip_init.size() << "\n"
+      << "envlock_demo/__init__.py,sha256=" << testing::b64_sha256(pip_init) << "," << pip_init.size() << "\n"
       << "envlock_demo-2.0.dist-info/RECORD,,\n";
   const auto r = run_command(envlock_cmd() + " verify -p '" + p.string() + "'");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
