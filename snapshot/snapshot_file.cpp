@@ -552,21 +552,6 @@ Drift read_drift(const Reader& r, const YAML::Node& n) {
   return d;
 }
 
-// Blanks the lines of the top-level `snapshot:` block so the rest is a plain envlock.lock document
-// with its line numbers intact.
-std::string without_snapshot_section(const std::string& text) {
-  std::istringstream in(text);
-  std::string out, line;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    const bool top_level = !line.empty() && line[0] != ' ' && line[0] != '\t' && line[0] != '#' && line[0] != '-';
-    if (top_level) inside = line.starts_with("snapshot:");
-    if (!inside) out += line;
-    out += '\n';
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string Snapshot::to_yaml() const {
@@ -671,7 +656,7 @@ Result<Snapshot> Snapshot::parse(const std::string& text, const std::string& sou
     }
     s.host = read_host(r, r.map(sn, "host"));
 
-    auto lock = Lockfile::parse(without_snapshot_section(text), source);
+    auto lock = Lockfile::parse(text, source);
     if (!lock) return lock.error();
     const auto envs = r.map(sn, "environments", false);
     for (const auto& kvp : envs) {

@@ -81,6 +81,9 @@ struct Lockfile {
   /// written as a relative path (`./…`, `../…`, `.`, `..`) is resolved against `directory` into a
   /// `file://` URL (lexically normalised) and listed in relative_channels; with an empty
   /// `directory` it is kept as written (e.g. `envlock diff` of text from git or stdin).
+  /// A snapshot file (docs/snapshot.md: an envlock.lock document followed by a top-level
+  /// `snapshot:` block) is read as its envlock.lock part, with line numbers unchanged, so
+  /// `diff`, `show`, `list` and `install` read snapshots.
   static Result<Lockfile> parse(const std::string& text, const std::string& source,
                                 const std::filesystem::path& directory = {});
   /// Reads the file at `path` (at most 512 MiB) and parses it with the file's absolute directory

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <locale>
+#include <optional>
 #include <set>
 #include <span>
 #include <unordered_set>
@@ -494,9 +495,35 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
 
 }  // namespace
 
+namespace {
+
+/// The text with the lines of a top-level `snapshot:` block blanked (line numbers kept), or
+/// nullopt when there is none: a snapshot file is an envlock.lock document plus that block.
+std::optional<std::string> without_snapshot_block(const std::string& text) {
+  if (!text.starts_with("snapshot:") && text.find("\nsnapshot:") == std::string::npos) return std::nullopt;
+  std::string out;
+  out.reserve(text.size());
+  bool inside = false;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + pos, end - pos);
+    const bool top_level = !line.empty() && line[0] != ' ' && line[0] != '\t' && line[0] != '#' && line[0] != '-';
+    if (top_level) inside = line.starts_with("snapshot:");
+    if (!inside) out += line;
+    out += '\n';
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<Lockfile> Lockfile::parse(const std::string& text, const std::string& source,
                                  const std::filesystem::path& directory) {
-  auto lf = Reader(text, source).read();
+  const std::optional<std::string> lock_part = without_snapshot_block(text);
+  auto lf = Reader(lock_part ? *lock_part : text, source).read();
   if (lf) resolve_relative_channels(*lf, directory);
   return lf;
 }
