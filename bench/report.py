@@ -3,7 +3,7 @@
 
 usage: report.py --out DIR --binary PATH --quick 0|1 --seconds N [--readme README.md]
 
-results.json: {"binary_sha256", "machine": {cpu, cores, kernel}, "quick", "seconds", "rows": [...]}
+results.json: {"binary_sha256", "commit", "machine": {cpu, cores, kernel}, "quick", "seconds", "rows": [...]}
 (no host or user names). --readme replaces the text between <!-- bench:begin --> and
 <!-- bench:end --> in README.md with the table.
 """
@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import platform
+import subprocess
 
 
 def fmt(value, unit):
@@ -35,6 +36,20 @@ def cpu_model():
     return platform.machine()
 
 
+def commit_of(source_dir):
+    """The source tree's commit, with "+changes" when the tree differs from it; "unknown" without git."""
+    try:
+        rev = subprocess.run(["git", "-C", source_dir, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", source_dir, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    # README.md changes when the table is written: not a change to what was measured
+    changed = [l for l in dirty.splitlines() if not l.endswith(" README.md")]
+    return rev + ("+changes" if changed else "")
+
+
 def table(rows):
     out = ["| scenario | inputs | envlock | reference | ratio | goal | pass |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -50,6 +65,8 @@ def table(rows):
         shown = fmt(r.get("envlock"), unit)
         if isinstance(r.get("files_per_s"), float):  # the install rows' goal is also in files/s
             shown += " (%s files/s)" % format(int(r["files_per_s"]), ",")
+        if isinstance(r.get("rss_ratio"), float):  # the load rows' goal is also on peak RSS
+            shown += ", peak RSS %.0f MB (%.2fx the JSON)" % (r["peak_rss_mb"], r["rss_ratio"])
         out.append("| %s | %s | %s | %s | %s | %s%s | %s |" % (
             r.get("scenario", "?"), r.get("inputs", ""), shown, ref, ratio,
             r.get("goal", ""), extra, verdict))
@@ -75,6 +92,7 @@ def main():
             digest.update(chunk)
     result = {
         "binary_sha256": digest.hexdigest(),
+        "commit": commit_of(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
         "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": platform.release()},
         "quick": args.quick == "1",
         "seconds": int(args.seconds),
@@ -84,8 +102,8 @@ def main():
         json.dump(result, f, indent=2, sort_keys=True)
         f.write("\n")
     text = table(rows)
-    header = "%s run, %d s, %s, %d cores, envlock sha256 %s" % (
-        "quick" if result["quick"] else "full", result["seconds"], result["machine"]["cpu"],
+    header = "%s run of commit %s, %d s, %s, %d cores, envlock sha256 %s" % (
+        "quick" if result["quick"] else "full", result["commit"], result["seconds"], result["machine"]["cpu"],
         result["machine"]["cores"] or 0, result["binary_sha256"][:12])
     md = "_%s_\n\n%s\n" % (header, text)
     with open(os.path.join(args.out, "results.md"), "w", encoding="utf-8") as f:
