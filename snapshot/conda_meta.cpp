@@ -84,19 +84,6 @@ void lower_in_place(std::string& s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
 }
 
-void split_features_into(std::string_view s, std::vector<std::string>& out) {
-  std::string cur;
-  for (char c : s) {
-    if (c == ',' || c == ' ') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-}
-
 // The keys PrefixRecord::from_json reads, and the last value of each (a repeated key overwrites).
 enum RecordKey {
   kName, kVersion, kBuild, kBuildNumber, kSubdir, kDepends, kConstrains, kTrackFeatures, kFeatures, kLicense,
@@ -237,11 +224,13 @@ std::optional<PrefixRecord> record_from(element root) {
   if (k[kTrackFeatures] != nullptr && !k[kTrackFeatures]->is_null()) {
     std::string_view s;
     if (k[kTrackFeatures]->get_string().get(s) == simdjson::SUCCESS) {
-      split_features_into(s, r.track_features);
+      r.track_features = split_features(s);
     } else {
       std::vector<std::string> entries;
       if (!opt_strings(k[kTrackFeatures], entries)) return std::nullopt;
-      for (const auto& entry : entries) split_features_into(entry, r.track_features);
+      for (const auto& entry : entries) {
+        for (auto& f : split_features(entry)) r.track_features.push_back(std::move(f));
+      }
     }
   }
   if (k[kFeatures] != nullptr && k[kFeatures]->is_array()) {

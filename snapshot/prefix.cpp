@@ -368,7 +368,8 @@ std::vector<fs::path> discover_prefixes(const HostSeam& seam) {
 Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path& prefix, const std::string& host_platform,
                                            const CaptureOptions& options, std::vector<CaptureProblem>& problems) {
   const auto local_opt = seam.resolve(prefix);
-  if (!local_opt || !fs::is_directory(*local_opt / "conda-meta")) {
+  const auto meta_opt = seam.resolve(prefix / "conda-meta");  // a link is followed inside a host tree
+  if (!local_opt || !meta_opt || !fs::is_directory(*meta_opt)) {
     return Error{ErrorKind::Usage, prefix.string(), "not a conda environment (no conda-meta/ folder)", "",
                  "pass the folder that holds conda-meta/, e.g. ~/miniconda3/envs/<name>"};
   }
@@ -410,7 +411,7 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     if (!options.hash_files) walker.stat_regular_files(local_str, next_stat);
   });
   try {
-    const std::string meta_dir = (local / "conda-meta").string();
+    const std::string meta_dir = meta_opt->string();
     meta_fd = ::open(meta_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (meta_fd >= 0) {
       std::vector<DirEntryName> entries;
@@ -566,6 +567,18 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     bool ok = false;
   };
   std::vector<FileCheck> checks;
+  // Under a host tree (--root) a link's target, absolute or relative, is a host path: a path that
+  // goes through one is resolved inside the tree (HostSeam::resolve), never on this machine.
+  // `follow_last`: resolve the path's own last link too. Empty: not in the tree.
+  auto in_tree = [&](const std::string& rel, bool follow_last) -> std::string {
+    const fs::path host = prefix / rel;
+    if (follow_last) {
+      const auto r = seam.resolve(host);
+      return r ? r->string() : std::string();
+    }
+    const auto dir = seam.resolve(host.parent_path());
+    return dir ? (*dir / host.filename()).string() : std::string();
+  };
   auto check_file = [&](const OwnedPath* own, const std::string& rel, const std::string& who, const std::string& sha,
                         std::optional<std::uint64_t> size, PathEntry::Type type) {
     std::string f = join_path(local_str, rel);
@@ -579,14 +592,19 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
       // A regular file to hash: its size is the bytes read.
       checks.push_back({std::move(f), ModifiedFile{rel, who, sha, "", size, std::nullopt}, true, false, {}, 0, false});
       return;
-    } else if (::lstat(f.c_str(), &st) != 0) {
-      env.drift.missing[who].push_back(rel);
-      return;
+    } else {
+      // Not met by the walk (behind a linked folder, or missing).
+      if (!seam.live && w == nullptr) f = in_tree(rel, false);
+      if (f.empty() || ::lstat(f.c_str(), &st) != 0) {
+        env.drift.missing[who].push_back(rel);
+        return;
+      }
     }
     if (type == PathEntry::Type::Directory) return;
     if (type == PathEntry::Type::SoftLink) return;  // a link's target is checked where it lives
     if (S_ISLNK(st.st_mode)) {
-      if (::stat(f.c_str(), &st) != 0) {
+      if (!seam.live) f = in_tree(rel, true);
+      if (f.empty() || ::stat(f.c_str(), &st) != 0) {
         env.drift.missing[who].push_back(rel);
         return;
       }

@@ -119,6 +119,13 @@ struct PrefixRecord : RepoDataRecord {
   friend bool operator==(const PrefixRecord&, const PrefixRecord&) = default;
 };
 
+/// Splits a `track_features` / `features` string into feature names as conda does
+/// (conda.models.records FeaturesField and conda.models.match_spec FeatureMatch): the names are
+/// separated by spaces or commas, surrounding white space (space, tab, CR, LF) is trimmed off each
+/// name, and empty names are dropped. Order and repeats are kept as written; "mkl, blas" and
+/// "mkl blas" both give {"mkl", "blas"}, "" gives {}. Never fails.
+std::vector<std::string> split_features(std::string_view text);
+
 /// Splits `name-version-build.conda` / `.tar.bz2` into its parts (conda: rsplit('-', 2) after the
 /// extension); nullopt when the name does not have that shape (no extension, fewer than three
 /// non-empty parts, a '/' in it). The extension is returned with its dot.

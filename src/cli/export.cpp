@@ -10,6 +10,7 @@
 #include "envlock/lockfile.hpp"
 #include "envlock/platform.hpp"
 #include "registry.hpp"
+#include "lock_input.hpp"
 
 namespace envlock::cli {
 namespace {
@@ -29,7 +30,7 @@ std::string names_of(const auto& map) {
 }
 
 int run_export(const Context& ctx, const Options& o) {
-  auto lf = Lockfile::read(o.lockfile);
+  auto lf = read_envlock_lockfile(o.lockfile, "export");
   if (!lf) return report_error(ctx, lf.error());
 
   std::string env_name = o.environment;

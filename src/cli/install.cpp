@@ -14,6 +14,7 @@
 #include "envlock/url.hpp"
 #include "envlock/virtual_packages.hpp"
 #include "install_run.hpp"
+#include "lock_input.hpp"
 
 namespace envlock::cli {
 
@@ -224,7 +225,7 @@ void setup(CLI::App& sub, Context& ctx) {
       ctx.exit_code = report_error(ctx, st.error());
       return;
     }
-    auto lockfile = Lockfile::read(args->lockfile);
+    auto lockfile = read_envlock_lockfile(args->lockfile, "install");
     if (!lockfile) {
       ctx.exit_code = report_error(ctx, lockfile.error());
       return;

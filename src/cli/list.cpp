@@ -11,6 +11,7 @@
 #include "envlock/platform.hpp"
 #include "envlock/url.hpp"
 #include "install_run.hpp"
+#include "lock_input.hpp"
 
 namespace envlock::cli {
 namespace {
@@ -83,7 +84,7 @@ int run_list(const Context& ctx, const ListArgs& args) {
     for (const auto& r : *records) rows.push_back(row_of(r, ""));
     return print_rows(ctx, std::move(rows));
   }
-  auto lockfile = Lockfile::read(args.lockfile);
+  auto lockfile = read_envlock_lockfile(args.lockfile, "list");
   if (!lockfile) return report_error(ctx, lockfile.error());
   auto env = choose_environment(*lockfile, args.environment, args.lockfile);
   if (!env) return report_error(ctx, env.error());

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -121,6 +122,35 @@ Result<LockInput> read_lock_input(const std::string& arg) {
   if (!r) return r.error();
   input.read = std::move(r).value();
   return input;
+}
+
+Result<Lockfile> read_envlock_lockfile(const std::string& path, const std::string& command) {
+  auto lf = Lockfile::read(path);
+  if (lf || lf.error().kind == ErrorKind::Io) return lf;
+  // Not envlock.lock: name the format the readers recognise (the same detection `show` and
+  // `diff` use), within the size Lockfile::read accepts.
+  std::error_code ec;
+  if (const auto size = std::filesystem::file_size(path, ec); ec || size > (512u << 20)) return lf;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) return lf;
+  auto found = detect_lock_format(text.str(), path);
+  if (!found) return lf;
+  std::string tool;
+  switch (found->format) {
+    case LockFormat::Envlock:
+    case LockFormat::CondaMeta: return lf;
+    case LockFormat::CondaLock: tool = found->version >= 2 ? "`pixi install`" : "`conda-lock install`"; break;
+    case LockFormat::PixiLock: tool = "`pixi install`"; break;
+    case LockFormat::Explicit: tool = "`conda create --file " + path + "`"; break;
+  }
+  const std::string name = found->to_string();
+  return Error{ErrorKind::Parse, path,
+               "is a " + name + " file, not an envlock.lock; `envlock " + command + "` reads envlock.lock only", "",
+               "`envlock show` and `envlock diff` read it as it is; install it with " + tool +
+                   ", or lock the same environment with `envlock lock -f environment.yml` and pass the "
+                   "envlock.lock that writes"};
 }
 
 }  // namespace envlock::cli

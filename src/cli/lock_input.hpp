@@ -21,4 +21,12 @@ struct LockInput {
 /// Reads the lockfile that `arg` names (see the file comment).
 Result<LockInput> read_lock_input(const std::string& arg);
 
+/// Reads `path` for a command that works from envlock's own lockfile only (`install`, `list -l`,
+/// `export`, `probe -l`; `command` is its name, e.g. "install"): Lockfile::read. When that fails on
+/// a file detect_lock_format recognises as another format (conda-lock, pixi.lock, @EXPLICIT), the
+/// error says so instead of quoting envlock.lock's parser: "is a conda-lock v1 file, not an
+/// envlock.lock", with a hint naming what reads it (`show`, `diff`, the format's own tool) and how
+/// to get an envlock.lock (`envlock lock -f environment.yml`). Other errors are Lockfile::read's.
+Result<Lockfile> read_envlock_lockfile(const std::string& path, const std::string& command);
+
 }  // namespace envlock::cli

@@ -8,6 +8,7 @@
 #include "envlock/probe.hpp"
 #include "envlock/reference.hpp"
 #include "registry.hpp"
+#include "lock_input.hpp"
 
 namespace envlock::cli {
 namespace {
@@ -33,7 +34,7 @@ int run_probe(const ProbeOptions& o, const Context& ctx) {
     std::optional<Lockfile> lockfile;
     std::string env_name;
     if (!o.lockfile.empty()) {
-      auto lf = Lockfile::read(o.lockfile);
+      auto lf = read_envlock_lockfile(o.lockfile, "probe");
       if (!lf) return report_error(ctx, lf.error());
       auto name = pick_environment(*lf, o.environment);
       if (!name) return report_error(ctx, name.error());

@@ -92,14 +92,17 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
   }
   // A named prefix must be a conda prefix (a conda-meta/ folder): refused before anything is
   // captured or written, so a typo never yields a snapshot of zero environments.
+  // Under --root a host path is looked up in the tree (links inside it followed within it, as
+  // capture reads it), never on this machine.
   for (const auto& pp : opt.prefixes) {
-    const fs::path real = seam.live ? pp : fs::path(seam.root) / pp.relative_path();
+    const auto real = seam.resolve(pp);
     std::error_code ec;
-    if (!fs::exists(real, ec)) {
-      return report_error(ctx, Error{ErrorKind::Io, pp.string(), "no such prefix", "",
+    if (!real) {
+      return report_error(ctx, Error{ErrorKind::Io, pp.string(), seam.live ? "no such prefix" : "no such prefix under --root " + a.root, "",
                                      "check the path given with -p (a conda environment folder)"});
     }
-    if (!fs::is_directory(real / "conda-meta", ec)) {
+    const auto meta = seam.resolve(pp / "conda-meta");
+    if (!meta || !fs::is_directory(*meta, ec)) {
       return report_error(ctx, Error{ErrorKind::Io, pp.string(), "is not a conda prefix (it has no conda-meta/ folder)", "",
                                      "pass the folder of a conda, mamba, pixi or envlock environment with -p"});
     }

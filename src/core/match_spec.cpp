@@ -77,18 +77,10 @@ bool channel_matches(const std::string& spec_channel, const std::string& record_
   return channel_name(spec_channel) == channel_name(record_channel);
 }
 
-std::vector<std::string> split_features(std::string_view s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',' || is_space(c)) {
-      if (!cur.empty()) out.push_back(std::move(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(std::move(cur));
+// A MatchSpec's track_features is a set (conda's FeatureMatch): split as a record's, then sorted
+// and without repeats, so `'b a'` and `'a b'` are one spec.
+std::vector<std::string> feature_set(std::string_view s) {
+  std::vector<std::string> out = split_features(s);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -533,7 +525,7 @@ Result<MatchSpec> MatchSpec::parse(std::string_view text) {
     } else if (key == "license") {
       spec.license = value;
     } else if (key == "track_features") {
-      spec.track_features = split_features(value);
+      spec.track_features = feature_set(value);
     } else if (key == "fn") {
       spec.file_name = value;
     } else if (key == "url") {

@@ -66,21 +66,6 @@ Status read_uint(const json& j, const char* key, std::optional<std::uint64_t>& o
   return ok_status();
 }
 
-std::vector<std::string> split_features(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == ',' || c == ' ') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 std::string where_of(const json& j) {
   auto n = j.find("name");
   auto v = j.find("version");
@@ -341,6 +326,22 @@ void PrefixRecord::to_json(json& j) const {
   if (!requested_spec.empty()) j["requested_spec"] = requested_spec;
   int type = link_type == "softlink" ? 2 : (link_type == "copy" ? 3 : 1);
   j["link"] = json{{"source", extracted_package_dir}, {"type", type}};
+}
+
+std::vector<std::string> split_features(std::string_view text) {
+  auto is_blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = start;
+    while (end < text.size() && text[end] != ',' && text[end] != ' ') ++end;
+    std::string_view name = text.substr(start, end - start);
+    while (!name.empty() && is_blank(name.front())) name.remove_prefix(1);
+    while (!name.empty() && is_blank(name.back())) name.remove_suffix(1);
+    if (!name.empty()) out.emplace_back(name);
+    start = end + 1;
+  }
+  return out;
 }
 
 std::optional<ArchiveName> parse_archive_name(std::string_view file_name) {

@@ -97,14 +97,21 @@ fs::path normalized_prefix(const fs::path& prefix) {
   return p.parent_path();
 }
 
+/// An empty prefix is refused by every entry point that takes one (the CLI refuses an empty -p
+/// before, but a library caller must get the same answer, not the current folder).
+Status nonempty_prefix(const fs::path& given) {
+  if (given.empty()) {
+    return Error{ErrorKind::Usage, "-p/--prefix", "is empty", "", "pass the environment folder with -p PREFIX"};
+  }
+  return ok_status();
+}
+
 /// The checks every command that takes -p makes before touching anything (nothing is written):
 /// not empty, not the filesystem root, not a symlink (conda refuses those too: renaming a new tree
 /// onto a link would replace the link, and deleting it would leave the target). Returns the
 /// absolute, normalized prefix.
 Result<fs::path> checked_prefix(const fs::path& given) {
-  if (given.empty()) {
-    return Error{ErrorKind::Usage, "-p/--prefix", "is empty", "", "pass the environment folder with -p PREFIX"};
-  }
+  if (auto st = nonempty_prefix(given); !st) return st.error();
   std::error_code ec;
   const fs::path prefix = normalized_prefix(fs::path(given));
   if (prefix == prefix.root_path()) {
@@ -725,9 +732,7 @@ Status check_install_prefix(const fs::path& prefix_in) {
 }
 
 Result<std::optional<fs::path>> interrupted_install(const fs::path& prefix_in) {
-  if (prefix_in.empty()) {
-    return Error{ErrorKind::Usage, "-p/--prefix", "is empty", "", "pass the environment folder with -p PREFIX"};
-  }
+  if (auto st = nonempty_prefix(prefix_in); !st) return st.error();
   // Read-only commands follow a link to an environment; the marker names siblings of the real one.
   std::error_code ec;
   fs::path real = fs::canonical(prefix_in, ec);

@@ -15,6 +15,19 @@ namespace envlock {
 namespace {
 
 namespace fs = std::filesystem;
+
+// One splitter serves index.json, conda-meta (both readers) and MatchSpec's track_features.
+TEST(SplitFeatures, SpacesOrCommasAsConda) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split_features("mkl blas"), (V{"mkl", "blas"}));
+  EXPECT_EQ(split_features("a,b  c"), (V{"a", "b", "c"}));
+  EXPECT_EQ(split_features(" mkl ,\tblas\n"), (V{"mkl", "blas"}));  // each name trimmed
+  EXPECT_EQ(split_features("b a b"), (V{"b", "a", "b"}));           // order and repeats kept
+  EXPECT_EQ(split_features(""), V{});
+  EXPECT_EQ(split_features(" , ,"), V{});
+  // MatchSpec keeps a set on top of it.
+  EXPECT_EQ(MatchSpec::parse("numpy[track_features='b a,b']").value().track_features, (V{"a", "b"}));
+}
 using nlohmann::json;
 
 const fs::path kPrefixCorpus = fs::path(ENVLOCK_SHARED_DIR) / "corpus" / "prefix";

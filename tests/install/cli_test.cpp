@@ -145,6 +145,43 @@ class Cli : public ::testing::Test {
   std::map<std::string, std::string> env_;
 };
 
+// install, list -l, export and probe -l read envlock.lock only. Given another format the error
+// names it (recognised as `show` and `diff` recognise it) and says what to do, rather than quoting
+// envlock.lock's parser.
+TEST_F(Cli, OtherLockfileFormatsAreNamedWithWhatToDo) {
+  const fs::path explicit_file = root_ / "env.txt";
+  std::ofstream(explicit_file) << "# platform: linux-64\n@EXPLICIT\n"
+                                  "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\n";
+  std::vector<std::pair<fs::path, std::string>> files{{explicit_file, "@EXPLICIT"}};
+  const fs::path lockfiles = kCorpus / "lockfiles";
+  if (fs::exists(lockfiles)) {
+    files.emplace_back(lockfiles / "conda__conda-lock/example__zlib__conda-lock.yml", "conda-lock v1");
+    files.emplace_back(lockfiles / "prefix-dev__pixi/examples__cpp-sdl__pixi.lock", "pixi.lock v6");
+  }
+  for (const auto& [file, format] : files) {
+    for (const std::string command : {"install", "list", "export", "probe"}) {
+      std::string args = command + " -l " + q(file);
+      if (command == "install") args += " -p " + q(root_ / "p");
+      const auto r = envlock(args);
+      EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.err;  // the file's contents, not the command line
+      EXPECT_NE(r.err.find("error: " + file.string() + ": is a " + format + " file, not an envlock.lock; `envlock " +
+                           command + "` reads envlock.lock only"),
+                std::string::npos)
+          << args << "\n" << r.err;
+      EXPECT_NE(r.err.find("hint: `envlock show` and `envlock diff` read it as it is; install it with "),
+                std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("`envlock lock -f environment.yml`"), std::string::npos) << r.err;
+    }
+    EXPECT_FALSE(fs::exists(root_ / "p")) << file;
+  }
+  // An envlock.lock that is broken keeps its own parser's error.
+  const fs::path broken = root_ / "envlock.lock";
+  std::ofstream(broken) << "version: 1\nenvironments: [\n";
+  const auto r = envlock("list -l " + q(broken));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.find("not an envlock.lock"), std::string::npos) << r.err;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The README's main job: create from a manifest over the fixture channel, run a program from it.
 

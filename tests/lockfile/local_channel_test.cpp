@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "envlock/lockfile.hpp"
+#include "support/lockfile_fixtures.hpp"
 #include "support/run_command.hpp"
 
 namespace envlock {
@@ -33,23 +34,7 @@ void spit_file(const fs::path& p, const std::string& text) {
 std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
 
 Lockfile one_package(const std::string& channel) {
-  LockedPackage p;
-  p.name = "tool";
-  p.version = Version::parse("1.2").value();
-  p.build = "h0_0";
-  p.subdir = "linux-64";
-  p.channel = channel;
-  p.file_name = "tool-1.2-h0_0.conda";
-  p.url = channel + "/linux-64/" + p.file_name;
-  p.sha256 = std::string(64, 'a');
-  p.layer = "default";
-  LockedPlatform lp;
-  lp.platform = "linux-64";
-  lp.channels = {channel, "file:///srv/shared-channel", "https://conda.anaconda.org/conda-forge"};
-  lp.packages = {p};
-  Lockfile lf;
-  lf.environments["default"] = LockedEnvironment{"default", "", {"tool"}, {{"linux-64", lp}}, std::nullopt};
-  return lf;
+  return testing::one_package_lockfile(channel, {"file:///srv/shared-channel", "https://conda.anaconda.org/conda-forge"});
 }
 
 TEST(LocalChannels, WrittenRelativeToTheLockfileAndResolvedWhereItIsRead) {

@@ -11,6 +11,8 @@
 
 #include "../../src/lockfile/block_yaml.hpp"
 #include "envlock/readers.hpp"
+#include "support/lockfile_fixtures.hpp"
+#include "support/pip_prefix.hpp"
 
 namespace fs = std::filesystem;
 using namespace envlock;
@@ -505,22 +507,7 @@ TEST(Envlock, RelativeLocalChannelsResolveAgainstTheLockfileFolder) {
   fs::remove_all(dir);
   fs::create_directories(dir / "project");
   const std::string channel = "file://" + (dir / "channel").lexically_normal().string();
-  LockedPackage p;
-  p.name = "tool";
-  p.version = Version::parse("1.2").value();
-  p.build = "h0_0";
-  p.subdir = "linux-64";
-  p.channel = channel;
-  p.file_name = "tool-1.2-h0_0.conda";
-  p.url = channel + "/linux-64/" + p.file_name;
-  p.sha256 = std::string(64, 'a');
-  p.layer = "default";
-  LockedPlatform lp;
-  lp.platform = "linux-64";
-  lp.channels = {channel};
-  lp.packages = {p};
-  Lockfile lf;
-  lf.environments["default"] = LockedEnvironment{"default", "", {"tool"}, {{"linux-64", lp}}, std::nullopt};
+  Lockfile lf = envlock::testing::one_package_lockfile(channel);
   lf.relative_channels = {channel};
   ASSERT_TRUE(lf.write(dir / "project" / "envlock.lock").ok());
   ASSERT_NE(slurp(dir / "project" / "envlock.lock").find("../channel"), std::string::npos);

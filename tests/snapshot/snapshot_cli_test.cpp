@@ -1,6 +1,9 @@
 // `envlock snapshot capture|check|diff|lock` end to end, on fake host trees.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "envlock/snapshot.hpp"
@@ -134,6 +137,77 @@ TEST(SnapshotCli, MissingOrNonCondaPrefixWritesNothing) {
   EXPECT_NE(none.err.find("found no conda environments"), std::string::npos) << none.err;
   EXPECT_FALSE(fs::exists(out));
   fs::remove_all(dir);
+}
+
+// `--root DIR`: every absolute path met while capturing (-p, environments.txt lines, links in the
+// prefix, conda-meta paths reached through them) is a host path, looked up under DIR — never on
+// this machine. Links here are absolute, the case a naive `DIR + path` lookup gets wrong.
+TEST(SnapshotCli, RootResolvesAbsolutePathsInsideTheTree) {
+  FakeHost host;
+  host.base_system();
+  const fs::path outside = host.root().parent_path() / (host.root().filename().string() + "-outside");
+  fs::create_directories(outside / "machine-env/conda-meta");
+  std::ofstream(outside / "libhost.so", std::ios::binary) << "libhost\n";
+  auto sha = [](const std::string& bytes) {
+    Hasher h(HashAlgorithm::Sha256);
+    h.update(bytes);
+    return h.hex_digest();
+  };
+  auto entry = [&](const std::string& path, const std::string& bytes) {
+    return nlohmann::json{{"_path", path}, {"path_type", "hardlink"}, {"sha256", sha(bytes)}, {"size_in_bytes", bytes.size()}};
+  };
+  // The environment lives at /data/envs/train; /opt/conda is an absolute link to /data.
+  const nlohmann::json record{
+      {"name", "tool"}, {"version", "1.0"}, {"build", "0"}, {"build_number", 0}, {"subdir", "linux-64"},
+      {"depends", nlohmann::json::array()}, {"fn", "tool-1.0-0.conda"},
+      {"url", "https://conda.anaconda.org/conda-forge/linux-64/tool-1.0-0.conda"},
+      {"channel", "https://conda.anaconda.org/conda-forge/linux-64"},
+      {"files", {"bin/tool", "lib/libx.so", "share/doc/readme", "lib/libhost.so"}},
+      {"paths_data",
+       {{"paths_version", 1},
+        {"paths", {entry("bin/tool", "tool\n"), entry("lib/libx.so", "libx\n"), entry("share/doc/readme", "readme\n"),
+                   entry("lib/libhost.so", "libhost\n")}}}}};
+  host.write("/data/envs/train/conda-meta/tool-1.0-0.json", record.dump(1));
+  host.write("/data/envs/train/bin/tool", "tool\n");
+  host.write("/data/store/libx.so", "libx\n");
+  host.write("/data/share-real/doc/readme", "readme\n");
+  fs::create_symlink("/data/store/libx.so", host.local("/data/envs/train/lib/libx.so"));
+  fs::create_directory_symlink("/data/share-real", host.local("/data/envs/train/share"));
+  // Exists on this machine, not under the root: missing, not read from here.
+  fs::create_symlink(outside / "libhost.so", host.local("/data/envs/train/lib/libhost.so"));
+  fs::create_directories(host.local("/opt"));
+  fs::create_directory_symlink("/data", host.local("/opt/conda"));
+  fs::create_directory_symlink(outside / "machine-env", host.local("/opt/elsewhere"));
+  host.write("/root/.conda/environments.txt", "/opt/conda/envs/train\n");
+
+  const std::string base = envlock_cmd() + " snapshot capture --root '" + host.root().string() + "'";
+  const fs::path out = host.root().parent_path() / (host.root().filename().string() + "-snap.yaml");
+  for (const std::string prefix_arg : {" -p /opt/conda/envs/train", ""}) {  // named, then from environments.txt
+    fs::remove(out);
+    const auto r = run_command(base + prefix_arg + " -o '" + out.string() + "'");
+    ASSERT_TRUE(fs::exists(out)) << prefix_arg << ": " << r.err;
+    const auto s = Snapshot::read(out);
+    ASSERT_TRUE(s.ok()) << s.error().to_string();
+    ASSERT_EQ(s->environments.size(), 1u) << prefix_arg << ": " << r.err;
+    const auto& env = s->environments[0];
+    EXPECT_EQ(env.prefix, "/opt/conda/envs/train");
+    EXPECT_EQ(env.name, "train");
+    ASSERT_EQ(env.packages.size(), 1u);
+    EXPECT_EQ(env.packages[0].record.name, "tool");
+    // libx.so and share/doc/readme are found through the tree's links, with the recorded bytes.
+    EXPECT_TRUE(env.drift.modified.empty()) << env.drift.modified.size() << " modified, first " << env.drift.modified[0].path;
+    const std::map<std::string, std::vector<std::string>> missing{{"tool", {"lib/libhost.so"}}};
+    EXPECT_EQ(env.drift.missing, missing);
+  }
+  // A prefix that exists on this machine but not under the root is no prefix.
+  fs::remove(out);
+  const auto elsewhere = run_command(base + " -p /opt/elsewhere -o '" + out.string() + "'");
+  EXPECT_EQ(elsewhere.exit_code, 1) << elsewhere.err;
+  EXPECT_NE(elsewhere.err.find("/opt/elsewhere: no such prefix under --root " + host.root().string()), std::string::npos)
+      << elsewhere.err;
+  EXPECT_FALSE(fs::exists(out));
+  fs::remove_all(outside);
+  fs::remove(out);
 }
 
 }  // namespace
