@@ -52,17 +52,8 @@ Lockfile to_lockfile(const Snapshot& snapshot) {
     std::sort(channels.begin(), channels.end());
     lp.channels = channels;
     for (const auto& d : env.pip) {
-      PipPackage pp;
+      PipPackage pp = to_pip_package(d);
       pp.name = d.normalized_name();
-      pp.version = d.version;
-      if (d.source != PipSource::Index) {
-        pp.url = d.url;
-        const bool hex64 = d.archive_sha256.size() == 64 && std::all_of(d.archive_sha256.begin(), d.archive_sha256.end(), [](char c) {
-                             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                           });
-        if (hex64) pp.sha256 = d.archive_sha256;
-        pp.requirement = d.requirement();
-      }
       lp.pip.push_back(std::move(pp));
     }
     std::sort(lp.packages.begin(), lp.packages.end(), [](const LockedPackage& a, const LockedPackage& b) { return a.name < b.name; });

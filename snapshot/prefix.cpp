@@ -28,12 +28,6 @@ namespace {
 
 using snapshot_detail::normalize_relative;
 
-std::string pep503(std::string_view name) {
-  PipDistribution d;
-  d.name = std::string(name);
-  return d.normalized_name();
-}
-
 // SHA-256 of files, for one thread: one hasher and one read buffer reused, and the folder of the
 // last file kept open, so the next file in the same folder is opened relative to it (the kernel
 // then resolves one name instead of the whole path).
@@ -322,7 +316,7 @@ class PrefixWalker {
 // Project name of a "<name>-<version>.dist-info" folder, normalised (PEP 503).
 std::string dist_info_project(std::string_view folder) {
   const auto dash = folder.find('-');
-  return pep503(folder.substr(0, dash == std::string_view::npos ? folder.size() - 10 : dash));
+  return pep503_normalize(folder.substr(0, dash == std::string_view::npos ? folder.size() - 10 : dash));
 }
 
 std::string environment_name(const HostSeam& seam, const fs::path& prefix) {
@@ -473,25 +467,9 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   for (std::size_t i = 0; i < records.size(); ++i) by_name[records[i].name] = i;
 
   // 3. pip distributions in site-packages.
-  std::vector<std::string> site_dirs;
-  {
-    std::error_code ec;
-    for (fs::directory_iterator it(local / "lib", ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string n = it->path().filename().string();
-      if (n.starts_with("python") && fs::is_directory(it->path() / "site-packages")) site_dirs.push_back("lib/" + n + "/site-packages");
-    }
-    if (fs::is_directory(local / "Lib/site-packages", ec)) site_dirs.push_back("Lib/site-packages");
-    std::sort(site_dirs.begin(), site_dirs.end());
-  }
   std::map<std::string, std::string> shadowed;  // conda name -> pip:<name>
-  for (const auto& site : site_dirs) {
-    std::vector<fs::path> infos;
-    std::error_code ec;
-    for (fs::directory_iterator it(local / site, ec), end; !ec && it != end; it.increment(ec)) {
-      if (it->path().extension() == ".dist-info" && it->is_directory(ec)) infos.push_back(it->path());
-    }
-    std::sort(infos.begin(), infos.end());
-    for (const auto& info : infos) {
+  for (const auto& site : site_packages_dirs(local)) {
+    for (const auto& info : dist_info_dirs(local / site)) {
       const std::string rel = site + "/" + info.filename().string();
       const auto conda_owner = owner.find(rel + "/METADATA");
       // Read it; a conda-owned dist-info with a conda INSTALLER is the conda package's own metadata.

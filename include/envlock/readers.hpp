@@ -23,7 +23,9 @@
 //                     `# platform: <subdir>` names the platform; conda-lock's
 //                     `# pip <name> @ <url>#sha256=<hex>` lines become pip packages.
 //   conda-meta        an environment prefix (a directory holding `conda-meta/*.json`), through
-//                     read_conda_meta(), so a lockfile can be compared with what is installed.
+//                     read_conda_meta(), plus the pip distributions of its site-packages
+//                     (`*.dist-info`, envlock/pip.hpp), so a lockfile can be compared with what
+//                     is installed.
 //
 // Model mapping: a format without environments gives one environment named "default"; conda-lock
 // categories do not split environments (an install of all categories is one environment) — each
@@ -43,6 +45,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "envlock/lockfile.hpp"
 #include "envlock/result.hpp"
@@ -75,6 +78,9 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
 struct ReadResult {
   Lockfile lockfile;
   FormatInfo format;
+  /// Things read but left out, one line each naming the file (e.g. a damaged dist-info of a
+  /// prefix); the reading still succeeded. Commands print them on standard error.
+  std::vector<std::string> warnings;
 };
 
 /// Detects the format of `text` and reads it. `source` names the input in errors and is used as
@@ -94,9 +100,17 @@ Result<ReadResult> read_lockfile_path(const std::filesystem::path& path);
 Result<Lockfile> read_conda_lock(const std::string& text, const std::string& source);
 Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& source);
 Result<Lockfile> read_explicit(const std::string& text, const std::string& source);
-/// Reads `prefix/conda-meta/*.json` into environment "default", platform = the subdir of the
-/// installed non-noarch records ("noarch" when all are noarch).
-Result<Lockfile> read_prefix(const std::filesystem::path& prefix);
+/// Reads an environment prefix into environment "default", platform = the subdir of the
+/// installed non-noarch records ("noarch" when all are noarch):
+///  - conda packages from `prefix/conda-meta/*.json` (read_conda_meta; its errors are this one's);
+///  - pip packages from the `*.dist-info` folders of its site-packages (envlock/pip.hpp): name as
+///    METADATA spells it, version, and for a PEP 610 direct_url install the URL and a PEP 508
+///    requirement (to_pip_package). Left out: a conda package's own dist-info — INSTALLER
+///    "conda", or no INSTALLER while a conda-meta record lists its METADATA. RECORD is not read.
+///    A damaged dist-info (METADATA missing or without Name/Version, a bad direct_url.json) is
+///    not an error: it is left out and, when `warnings` is given, a line naming the file and the
+///    fault is added there (none for a damaged dist-info a conda record owns).
+Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<std::string>* warnings = nullptr);
 
 /// Fills the fields a lockfile format may leave out from the package URL: file_name (last path
 /// segment without query or fragment), name/version/build (parse_archive_name) when empty,

@@ -31,6 +31,7 @@
 
 #include "envlock/lockfile.hpp"
 #include "envlock/package_record.hpp"
+#include "envlock/pip.hpp"
 #include "envlock/result.hpp"
 
 namespace envlock {
@@ -185,53 +186,8 @@ struct HostFacts {
 // Prefixes: conda records, pip distributions, drift
 // ---------------------------------------------------------------------------------------------
 
-/// How a pip distribution was installed (PEP 610 direct_url.json).
-enum class PipSource {
-  Index,      ///< no direct_url.json: from an index, pinnable as name==version
-  Editable,   ///< dir_info.editable: a working tree, never a pin
-  Vcs,        ///< vcs_info: a git/hg/... checkout at a commit
-  Archive,    ///< archive_info: a wheel or sdist from a URL or file
-  Directory,  ///< dir_info without editable: built from a local folder
-};
-
-/// One file listed in a RECORD (PEP 376): path relative to site-packages, hash, size.
-struct RecordEntry {
-  std::string path;    ///< as written in RECORD ('/'-separated, may start with ../ for scripts)
-  std::string sha256;  ///< lower-case hex (RECORD holds urlsafe base64); empty for unhashed rows
-  std::optional<std::uint64_t> size;
-  friend bool operator==(const RecordEntry&, const RecordEntry&) = default;
-};
-
-/// A Python distribution found as `<site-packages>/<name>-<version>.dist-info`.
-struct PipDistribution {
-  std::string name;              ///< as METADATA's Name
-  std::string version;           ///< as METADATA's Version
-  std::string installer;         ///< INSTALLER's first line ("pip", "uv", "conda"); may be empty
-  PipSource source = PipSource::Index;
-  std::string url;               ///< direct_url.json url, credentials stripped
-  std::string vcs;               ///< "git", ... for Vcs
-  std::string commit_id;         ///< for Vcs
-  std::string requested_revision;///< for Vcs, when recorded
-  std::string archive_sha256;    ///< for Archive, when recorded
-  std::string dist_info;         ///< prefix-relative path of the .dist-info folder
-  std::vector<std::string> wheel_tags;  ///< WHEEL's Tag lines, e.g. "cp311-cp311-manylinux_2_17_x86_64"
-  std::vector<RecordEntry> files;       ///< RECORD rows, paths relative to site-packages
-  std::string shadows;           ///< name of the conda package this install replaced, if any
-  friend bool operator==(const PipDistribution&, const PipDistribution&) = default;
-
-  /// PEP 503 normalised name: lower case, runs of `-_.` as one `-`.
-  [[nodiscard]] std::string normalized_name() const;
-  /// "name==version" for Index installs; otherwise a PEP 508 direct reference
-  /// ("name @ git+https://...@<commit>", "name @ file:///..."), never a plain pin.
-  [[nodiscard]] std::string requirement() const;
-};
-
-/// Reads one `.dist-info` folder (local path) of a prefix; `prefix_relative` is how the folder is
-/// named in the snapshot. Errors (Parse/Io, naming the file): METADATA missing or without
-/// Name/Version, RECORD missing (a dist-info without RECORD cannot be verified or restored), a
-/// malformed RECORD row or hash, direct_url.json that is not valid JSON.
-Result<PipDistribution> read_dist_info(const std::filesystem::path& dist_info_dir,
-                                       const std::string& prefix_relative);
+// PipDistribution, RecordEntry, PipSource and read_dist_info() — the pip side of a prefix — are
+// declared in envlock/pip.hpp (module envlock_pip), shared with readers' read_prefix.
 
 /// The fast reader capture uses for conda-meta/*.json (simdjson; its types stay in snapshot/).
 /// read() gives exactly what `PrefixRecord::from_json(nlohmann::json::parse(text))` gives for a

@@ -16,6 +16,7 @@ int run_show(const Context& ctx, const std::string& arg) {
     report_error(ctx, in.error());
     return 2;
   }
+  for (const auto& w : in->read.warnings) warn(w);
   const Lockfile& lock = in->read.lockfile;
   if (ctx.json) {
     nlohmann::json j;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "envlock/pip.hpp"
 #include "envlock/version.hpp"
 
 namespace envlock {
@@ -247,6 +248,29 @@ int compare_versions(const std::string& a, const std::string& b) {
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
   return a < b ? -1 : (a > b ? 1 : 0);
+}
+
+// A pip entry that is a requirement rather than a resolved version.
+bool unresolved(const PipPackage& p) { return p.version.empty() && !p.requirement.empty(); }
+
+// How `pinned` (a version) fares against the unresolved `req`; nullopt when it meets it (or the
+// requirement cannot be read, see check_pip_requirement). `req_is_old`: the requirement is the
+// old side, so a version below its lower bound went down (downgraded); on the new side it is
+// the new requirement that went up. An excluded version or another source: the direction is
+// unknown, reported as downgraded / channel-changed for a human to look at.
+std::optional<ChangeKind> unmet_requirement(const PipPackage& req, const PipPackage& pinned, bool req_is_old,
+                                            std::vector<std::string>& notes) {
+  using Outcome = PipRequirementCheck::Outcome;
+  const PipRequirementCheck check = check_pip_requirement(req.requirement, pinned);
+  if (check.outcome == Outcome::Met || check.outcome == Outcome::Unknown) return std::nullopt;
+  const std::string have = pinned.version + (pinned.url.empty() ? "" : " from " + pinned.url);
+  notes.push_back("requirement `" + req.requirement + "` is not met by " + have);
+  switch (check.outcome) {
+    case Outcome::TooLow: return req_is_old ? ChangeKind::Downgraded : ChangeKind::Upgraded;
+    case Outcome::TooHigh: return req_is_old ? ChangeKind::Upgraded : ChangeKind::Downgraded;
+    case Outcome::OtherSource: return ChangeKind::ChannelChanged;
+    default: return ChangeKind::Downgraded;
+  }
 }
 
 std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) : h; }
@@ -518,10 +542,10 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
     out.changes.push_back(std::move(c));
   }
 
-  // pip packages
+  // pip packages, paired by PEP 503 name ("Foo_Bar" in METADATA is "foo-bar" in a lockfile)
   std::map<std::string, const PipPackage*> old_pip, new_pip;
-  if (old_p) for (const auto& p : old_p->pip) old_pip[p.name] = &p;
-  if (new_p) for (const auto& p : new_p->pip) new_pip[p.name] = &p;
+  if (old_p) for (const auto& p : old_p->pip) old_pip[pep503_normalize(p.name)] = &p;
+  if (new_p) for (const auto& p : new_p->pip) new_pip[pep503_normalize(p.name)] = &p;
   std::set<std::string> pip_names;
   for (const auto& [k, _] : old_pip) pip_names.insert(k);
   for (const auto& [k, _] : new_pip) pip_names.insert(k);
@@ -531,7 +555,7 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
     const PipPackage* o = oi == old_pip.end() ? nullptr : oi->second;
     const PipPackage* n = ni == new_pip.end() ? nullptr : ni->second;
     PackageChange c;
-    c.name = name;
+    c.name = n ? n->name : o->name;
     c.pypi = true;
     std::set<ChangeKind> kinds;
     if (o) c.old_side = side_of(*o);
@@ -540,6 +564,12 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
       kinds.insert(ChangeKind::Removed);
     } else if (n && !o) {
       kinds.insert(ChangeKind::Added);
+    } else if (unresolved(*o) != unresolved(*n)) {
+      // One side is a requirement (environment.yml `pip:`), the other an installed or pinned
+      // version: a change only when the version does not meet the requirement.
+      if (auto kind = unmet_requirement(unresolved(*o) ? *o : *n, unresolved(*o) ? *n : *o, unresolved(*o), c.notes)) {
+        kinds.insert(*kind);
+      }
     } else {
       int vc = compare_versions(o->version, n->version);
       if (vc < 0) kinds.insert(ChangeKind::Upgraded);

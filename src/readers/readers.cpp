@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "envlock/pip.hpp"
 #include "envlock/readers.hpp"
 #include "envlock/url.hpp"
 #include "reader_util.hpp"
@@ -264,9 +265,10 @@ Result<ReadResult> read_lockfile_path(const std::filesystem::path& path) {
       e.hint = "pass a lockfile, or the prefix of a conda, mamba, pixi or envlock environment";
       return e;
     }
-    auto lock = read_prefix(path);
+    std::vector<std::string> warnings;
+    auto lock = read_prefix(path, &warnings);
     if (!lock) return lock.error();
-    return ReadResult{std::move(lock).value(), FormatInfo{LockFormat::CondaMeta, 0}};
+    return ReadResult{std::move(lock).value(), FormatInfo{LockFormat::CondaMeta, 0}, std::move(warnings)};
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -345,7 +347,7 @@ Status complete_record_from_url(RepoDataRecord& record, const std::string& where
   return ok_status();
 }
 
-Result<Lockfile> read_prefix(const std::filesystem::path& prefix) {
+Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<std::string>* warnings) {
   auto records = read_conda_meta(prefix);
   if (!records) return records.error();
   Lockfile lock;
@@ -375,6 +377,35 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix) {
     plat.packages.push_back(std::move(p));
   }
   env.requested.assign(requested.begin(), requested.end());
+
+  // The pip side: site-packages/*.dist-info. A conda package's own dist-info (INSTALLER "conda",
+  // or none while a conda record lists its METADATA) is already a conda record above.
+  std::set<std::string> conda_listed;  // prefix-relative .dist-info/METADATA paths in conda-meta
+  for (const auto& r : *records) {
+    auto note = [&](const std::string& path) {
+      if (path.ends_with(".dist-info/METADATA")) conda_listed.insert(path);
+    };
+    for (const auto& pe : r.paths) note(pe.path);
+    for (const auto& f : r.files) note(f);
+  }
+  for (const auto& site : site_packages_dirs(prefix)) {
+    for (const auto& info : dist_info_dirs(prefix / site)) {
+      const std::string rel = site + "/" + info.filename().string();
+      const bool listed = conda_listed.count(rel + "/METADATA") > 0;
+      auto dist = read_dist_info(info, rel, DistInfoParts::WithoutRecord);
+      if (!dist) {
+        // A damaged dist-info must not stop a comparison: it is left out and named.
+        if (!listed && warnings != nullptr) {
+          const Error& e = dist.error();
+          warnings->push_back((prefix / e.where).string() + ": " + e.message + "; left out of the pip packages" +
+                              (e.hint.empty() ? std::string() : " (" + e.hint + ")"));
+        }
+        continue;
+      }
+      if (dist->installer == "conda" || (listed && dist->installer.empty())) continue;
+      plat.pip.push_back(to_pip_package(*dist));
+    }
+  }
   readers::sort_lockfile(lock);
   return lock;
 }

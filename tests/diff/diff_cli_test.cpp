@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "support/pip_prefix.hpp"
 #include "support/run_command.hpp"
 
 namespace fs = std::filesystem;
@@ -232,4 +233,28 @@ TEST(ShowCli, NormalizedViewIsTheSameAcrossFormatsAndOrder) {
   auto bad = run_command(envlock_cmd() + " show " + q(lockfiles() / "prefix-dev__pixi/examples__pypi__pixi.toml"));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("TOML table header"), std::string::npos);
+}
+
+// A prefix before and after `pip install`: diff sees the pip side, show lists it, and a damaged
+// dist-info is a warning naming its file, not a failure.
+TEST(DiffCli, PrefixPipSideBeforeAndAfterPipInstall) {
+  envlock::testing::PipPrefix before, after;
+  after.dist_info("Foo_Bar", "1.2.0", "pip");
+  const auto broken = after.dist_info("broken", "3.0", "pip");
+  fs::remove(broken / "METADATA");
+  const auto d = run_command(envlock_cmd() + " diff " + q(before.path()) + " " + q(after.path()) + " --format json");
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  const auto j = nlohmann::json::parse(d.out);
+  ASSERT_EQ(j["groups"].size(), 1u);
+  ASSERT_EQ(j["groups"][0]["changes"].size(), 1u) << d.out;
+  EXPECT_EQ(j["groups"][0]["changes"][0]["name"], "Foo_Bar");
+  EXPECT_EQ(j["groups"][0]["changes"][0]["kind"], "added");
+  EXPECT_NE(d.err.find("warning: " + (after.path() / envlock::testing::PipPrefix::kSite / "broken-3.0.dist-info/METADATA").string() +
+                       ": missing"),
+            std::string::npos)
+      << d.err;
+  const auto s = run_command(envlock_cmd() + " show " + q(after.path()));
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("Foo_Bar 1.2.0"), std::string::npos) << s.out;
+  EXPECT_EQ(s.out.find("six 1.16.0 pyhd8ed1ab_1"), s.out.rfind("six 1.16.0")) << "six is listed once, as conda\n" << s.out;
 }

@@ -9,6 +9,7 @@
 
 #include "envlock/diff.hpp"
 #include "envlock/readers.hpp"
+#include "support/pip_prefix.hpp"
 
 namespace fs = std::filesystem;
 using namespace envlock;
@@ -409,4 +410,85 @@ TEST(CorpusDiff, PangeoMlNotebook2023To2026) {
   // The rendered JSON lists exactly the counted changes.
   auto j = diff_to_json(d, {"old", "new", "conda-lock v1", "conda-lock v1"});
   EXPECT_EQ(j["groups"][0]["changes"].size(), d.total);
+}
+
+// A prefix's pip side against a lockfile: pip packages pair by PEP 503 name (METADATA's "Foo_Bar"
+// is a lockfile's "foo-bar"); a conda package's own dist-info (six) is no pip package.
+TEST(PrefixPip, LockfileAgainstTheInstalledPipSide) {
+  envlock::testing::PipPrefix prefix;
+  prefix.dist_info("Foo_Bar", "1.2.0", "pip");
+  auto installed = read_prefix(prefix.path());
+  ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+  ASSERT_EQ(installed->environments.at("default").platforms.at("linux-64").pip.size(), 1u);
+
+  Lockfile lock = *installed;  // the same conda side; the pip side as a lockfile writes it
+  auto& pip = lock.environments.at("default").platforms.at("linux-64").pip;
+  pip = {PipPackage{"foo-bar", "1.2.0", "", "", ""}};
+  EXPECT_TRUE(diff_lockfiles(lock, *installed).empty());
+
+  pip = {PipPackage{"foo-bar", "1.1.0", "", "", ""}};
+  auto d = diff_lockfiles(lock, *installed);
+  ASSERT_EQ(d.total, 1u);
+  const PackageChange* c = change(d, "Foo_Bar");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->pypi);
+  EXPECT_EQ(c->kind, ChangeKind::Upgraded);
+  EXPECT_EQ(c->old_side->version, "1.1.0");
+  EXPECT_EQ(c->new_side->version, "1.2.0");
+
+  // The prefix without the pip package: the lockfile's entry is removed.
+  pip = {PipPackage{"foo-bar", "1.2.0", "", "", ""}};
+  envlock::testing::PipPrefix bare;
+  auto without = read_prefix(bare.path());
+  ASSERT_TRUE(without.ok());
+  d = diff_lockfiles(lock, *without);
+  ASSERT_EQ(d.total, 1u);
+  c = change(d, "foo-bar");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->kind, ChangeKind::Removed);
+}
+
+// environment.yml `pip:` entries are requirements, not versions: met by the installed version
+// is no change; unmet says which way and why.
+TEST(PrefixPip, UnresolvedRequirementsAgainstAnInstalledVersion) {
+  envlock::testing::PipPrefix prefix;
+  prefix.dist_info("Foo_Bar", "1.2.0", "pip");
+  const auto vcs = prefix.dist_info("tool", "2.0", "pip");
+  prefix.write(vcs / "direct_url.json",
+               R"({"url": "https://github.com/o/tool", "vcs_info": {"vcs": "git", "commit_id": "0123abc"}})");
+  auto installed = read_prefix(prefix.path());
+  ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+  Lockfile lock = *installed;
+  auto& pip = lock.environments.at("default").platforms.at("linux-64").pip;
+  auto with = [&](const std::string& foo, const std::string& tool) {
+    pip = {PipPackage{"foo-bar", "", "", "", foo}, PipPackage{"tool", "", "", "", tool}};
+    return diff_lockfiles(lock, *installed);
+  };
+  EXPECT_TRUE(with("foo-bar>=1.0,<2", "tool @ git+https://github.com/o/tool@main").empty());
+  EXPECT_TRUE(with("Foo.Bar[extra] ~= 1.2 ; python_version >= '3.8'", "tool").empty());
+  EXPECT_TRUE(with("foo-bar==1.2.*", "tool==2.0").empty());
+
+  auto d = with("foo-bar>=2.0", "tool @ git+https://github.com/other/tool");
+  ASSERT_EQ(d.total, 2u);
+  const PackageChange* foo = change(d, "Foo_Bar");
+  ASSERT_NE(foo, nullptr);
+  EXPECT_EQ(foo->kind, ChangeKind::Downgraded);  // installed below what the lockfile asked for
+  ASSERT_EQ(foo->notes.size(), 1u);
+  EXPECT_EQ(foo->notes[0], "requirement `foo-bar>=2.0` is not met by 1.2.0");
+  const PackageChange* tool = change(d, "tool");
+  ASSERT_NE(tool, nullptr);
+  EXPECT_EQ(tool->kind, ChangeKind::ChannelChanged);
+  ASSERT_EQ(tool->notes.size(), 1u);
+  EXPECT_EQ(tool->notes[0],
+            "requirement `tool @ git+https://github.com/other/tool` is not met by 2.0 from https://github.com/o/tool");
+
+  // The requirement on the new side: an installed version above its upper bound must go down.
+  pip = {PipPackage{"foo-bar", "", "", "", "foo-bar<1.0"}, PipPackage{"tool", "", "", "", "tool!=2.0"}};
+  d = diff_lockfiles(*installed, lock);
+  foo = change(d, "foo-bar");
+  ASSERT_NE(foo, nullptr);
+  EXPECT_EQ(foo->kind, ChangeKind::Downgraded);
+  tool = change(d, "tool");
+  ASSERT_NE(tool, nullptr);
+  EXPECT_EQ(tool->kind, ChangeKind::Downgraded);  // excluded: the direction is unknown, a human looks
 }

@@ -16,6 +16,7 @@
 
 namespace fs = std::filesystem;
 using namespace envlock;
+using envlock::testing::PipPrefix;
 
 namespace {
 
@@ -538,8 +539,15 @@ TEST(Prefix, CondaMetaOfARealEnvironment) {
   fs::remove_all(prefix);
   fs::create_directories(prefix / "conda-meta");
   std::size_t records = 0;
+  const std::string env_stem = "tests__data__env_metadata__envpy313tosx_whl__";
   for (const auto& f : fs::directory_iterator(src)) {
     const std::string name = f.path().filename().string();
+    if (name.starts_with(env_stem + "lib__")) {  // the dist-info files that survive in the corpus
+      std::string rel = name.substr(env_stem.size());
+      for (std::size_t at; (at = rel.find("__")) != std::string::npos;) rel.replace(at, 2, "/");
+      fs::create_directories((prefix / rel).parent_path());
+      fs::copy_file(f.path(), prefix / rel);
+    }
     if (!name.starts_with(stem)) continue;
     fs::copy_file(f.path(), prefix / "conda-meta" / name.substr(stem.size()));
     records += name.ends_with(".json") ? 1 : 0;
@@ -557,6 +565,51 @@ TEST(Prefix, CondaMetaOfARealEnvironment) {
   ASSERT_NE(openssl, nullptr);
   EXPECT_EQ(openssl->version.to_string(), "3.4.1");
   EXPECT_EQ(openssl->build, "h81ee809_0");
+  // pip's dist-info belongs to the conda package pip (its record lists it, no INSTALLER survives);
+  // imagesize was installed by pip and is the one pip package, as `conda list` shows it (pypi).
+  ASSERT_EQ(plat.pip.size(), 1u);
+  EXPECT_EQ(plat.pip[0].name, "imagesize");
+  EXPECT_EQ(plat.pip[0].version, "1.4.1");
+  EXPECT_TRUE(plat.pip[0].url.empty());
+  EXPECT_TRUE(r->warnings.empty());
+}
+
+// The pip side of a prefix: pip-installed dist-info folders become pip packages, a conda
+// package's own dist-info does not, direct_url installs keep their URL, damaged ones are named.
+TEST(Prefix, PipDistInfoFoldersArePipPackages) {
+  envlock::testing::PipPrefix prefix;
+  prefix.dist_info("Foo_Bar", "1.2.0", "pip");
+  prefix.dist_info("fastapi", "0.110.0", "uv");
+  const auto editable = prefix.dist_info("mylib", "0.1.dev0", "pip");
+  prefix.write(editable / "direct_url.json", R"({"url": "file:///home/src/mylib", "dir_info": {"editable": true}})");
+  const auto vcs = prefix.dist_info("tool", "2.0", "pip");
+  prefix.write(vcs / "direct_url.json",
+               R"({"url": "https://github.com/o/tool", "vcs_info": {"vcs": "git", "commit_id": "0123abc"}})");
+  // A dist-info with INSTALLER conda is conda's even when no record lists it.
+  prefix.dist_info("stray", "1.0", "conda");
+  // Damaged: no METADATA (left out, named); a bad RECORD does not matter (RECORD is not read).
+  const auto broken = prefix.dist_info("broken", "3.0", "pip");
+  fs::remove(broken / "METADATA");
+  const auto bad_record = prefix.dist_info("badrecord", "1.5", "pip");
+  prefix.write(bad_record / "RECORD", "\"unterminated,,\n");
+
+  auto r = read_lockfile_path(prefix.path());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const auto& plat = r->lockfile.environments.at("default").platforms.at("linux-64");
+  ASSERT_EQ(plat.packages.size(), 2u);  // python, six
+  std::vector<std::string> names;
+  for (const auto& p : plat.pip) names.push_back(p.name + " " + p.version);
+  EXPECT_EQ(names, (std::vector<std::string>{"Foo_Bar 1.2.0", "badrecord 1.5", "fastapi 0.110.0", "mylib 0.1.dev0",
+                                             "tool 2.0"}));
+  EXPECT_TRUE(plat.pip[0].requirement.empty());  // index install: a plain pin
+  EXPECT_EQ(plat.pip[3].url, "file:///home/src/mylib");
+  EXPECT_EQ(plat.pip[3].requirement, "mylib @ file:///home/src/mylib");
+  EXPECT_EQ(plat.pip[4].requirement, "tool @ git+https://github.com/o/tool@0123abc");
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].find((prefix.path() / PipPrefix::kSite / "broken-3.0.dist-info/METADATA").string()),
+            std::string::npos)
+      << r->warnings[0];
+  EXPECT_NE(r->warnings[0].find("left out of the pip packages"), std::string::npos) << r->warnings[0];
 }
 
 // A manifest passed where a lockfile is expected (`envlock diff envlock.yaml good.lock`) is named

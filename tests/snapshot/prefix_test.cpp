@@ -5,7 +5,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "envlock/diff.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/readers.hpp"
 #include "envlock/snapshot.hpp"
 #include "snapshot/fake_host.hpp"
 
@@ -151,6 +153,18 @@ TEST(PrefixCapture, RealPython313PrefixFromTheCorpus) {
   EXPECT_TRUE(env->drift.missing.count("pip:imagesize"));
   EXPECT_TRUE(env->drift.modified.empty());
   EXPECT_TRUE(env->drift.unowned.empty()) << env->drift.unowned.front();
+
+  // Round trip: the snapshot's lockfile against the prefix it describes (read by read_prefix, as
+  // `envlock diff LOCK PREFIX` reads it) shows no pip change.
+  Snapshot snap;
+  snap.environments.push_back(*env);
+  auto installed = read_prefix(host.local("/home/ana/miniforge3/envs/for_pip"));
+  ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+  ASSERT_EQ(installed->environments.at("default").platforms.at("osx-arm64").pip.size(), 1u);
+  const LockDiff d = diff_lockfiles(to_lockfile(snap), *installed);
+  for (const auto& g : d.groups) {
+    for (const auto& c : g.changes) EXPECT_FALSE(c.pypi) << c.name << " " << change_kind_name(c.kind);
+  }
 }
 
 TEST(PrefixCapture, PipOverACondaPackageShadowsIt) {

@@ -1,15 +1,16 @@
-// pip-installed distributions: *.dist-info (PEP 376/627: METADATA, INSTALLER, RECORD, WHEEL) and
-// PEP 610 direct_url.json.
+// pip-installed distributions: *.dist-info (PEP 376/627: METADATA, INSTALLER, RECORD, WHEEL),
+// PEP 610 direct_url.json, and the site-packages folders of a prefix (include/envlock/pip.hpp).
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "text_util.hpp"
-#include "envlock/snapshot.hpp"
+#include "envlock/pip.hpp"
 #include "envlock/url.hpp"
+#include "envlock/version.hpp"
 
 namespace envlock {
 
@@ -17,8 +18,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using snapshot_detail::trim;
-const auto& slurp = snapshot_detail::read_text;
+// The whole file as bytes, or nullopt when it cannot be opened.
+std::optional<std::string> slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
 
 // RFC 4180 rows: fields separated by ',', optionally double-quoted with "" as an escaped quote.
 // Returns false for an unterminated quote.
@@ -96,7 +109,7 @@ std::map<std::string, std::string> read_headers(const std::string& text) {
 
 }  // namespace
 
-std::string PipDistribution::normalized_name() const {
+std::string pep503_normalize(std::string_view name) {
   std::string out;
   bool sep = false;
   for (char c : name) {
@@ -110,6 +123,8 @@ std::string PipDistribution::normalized_name() const {
   }
   return out;
 }
+
+std::string PipDistribution::normalized_name() const { return pep503_normalize(name); }
 
 std::string PipDistribution::requirement() const {
   switch (source) {
@@ -127,7 +142,104 @@ std::string PipDistribution::requirement() const {
   return name + "==" + version;
 }
 
-Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& prefix_relative) {
+PipPackage to_pip_package(const PipDistribution& d) {
+  PipPackage pp;
+  pp.name = d.name;
+  pp.version = d.version;
+  if (d.source != PipSource::Index) {
+    pp.url = d.url;
+    const bool hex64 = d.archive_sha256.size() == 64 && std::all_of(d.archive_sha256.begin(), d.archive_sha256.end(), [](char c) {
+                         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                       });
+    if (hex64) pp.sha256 = d.archive_sha256;
+    pp.requirement = d.requirement();
+  }
+  return pp;
+}
+
+namespace {
+
+// A direct-reference URL without its `vcs+` scheme prefix, `#fragment` and `@revision` (after
+// the last '/'), and without a trailing '/'.
+std::string comparable_url(std::string_view url) {
+  std::string u(trim(url));
+  if (const auto hash = u.find('#'); hash != std::string::npos) u.resize(hash);
+  if (const auto scheme = u.find("://"); scheme != std::string::npos) {
+    if (const auto plus = u.find('+'); plus != std::string::npos && plus < scheme) u.erase(0, plus + 1);
+  }
+  if (const auto at = u.rfind('@'), slash = u.rfind('/'); at != std::string::npos && slash != std::string::npos && at > slash) {
+    u.resize(at);
+  }
+  while (!u.empty() && u.back() == '/') u.pop_back();
+  return u;
+}
+
+}  // namespace
+
+PipRequirementCheck check_pip_requirement(std::string_view requirement, const PipPackage& installed) {
+  using Outcome = PipRequirementCheck::Outcome;
+  std::string_view req = requirement.substr(0, requirement.find(';'));  // markers held: it is installed
+  std::size_t i = 0;
+  while (i < req.size() && std::isspace(static_cast<unsigned char>(req[i]))) ++i;
+  const std::size_t name_start = i;
+  while (i < req.size() && (std::isalnum(static_cast<unsigned char>(req[i])) || req[i] == '-' || req[i] == '_' || req[i] == '.')) ++i;
+  if (i == name_start) return {};
+  std::string rest = trim(req.substr(i));
+  if (rest.starts_with('[')) {
+    const auto close = rest.find(']');
+    if (close == std::string::npos) return {};
+    rest = trim(std::string_view(rest).substr(close + 1));
+  }
+  if (rest.starts_with('@')) {
+    const std::string wanted = comparable_url(std::string_view(rest).substr(1));
+    if (!installed.url.empty() && comparable_url(installed.url) == wanted) return {Outcome::Met, ""};
+    return {Outcome::OtherSource, trim(std::string_view(rest).substr(1))};
+  }
+  if (rest.starts_with('(') && rest.ends_with(')')) rest = trim(std::string_view(rest).substr(1, rest.size() - 2));
+  if (rest.empty()) return {Outcome::Met, ""};
+  auto have = Version::parse(installed.version);
+  if (!have) return {};
+  std::stringstream clauses(rest);
+  for (std::string clause; std::getline(clauses, clause, ',');) {
+    clause = trim(clause);
+    static const char* const kOps[] = {"===", "~=", "==", "!=", "<=", ">=", "<", ">"};
+    std::string op;
+    for (const char* o : kOps) {
+      if (clause.starts_with(o)) {
+        op = o;
+        break;
+      }
+    }
+    if (op.empty()) return {};
+    std::string value = trim(std::string_view(clause).substr(op.size()));
+    if (op == "===") {
+      if (value != installed.version) return {Outcome::Excluded, clause};
+      continue;
+    }
+    const bool prefix = value.ends_with(".*");
+    if (prefix) value.resize(value.size() - 2);
+    auto v = Version::parse(value);
+    if (!v || (prefix && op != "==" && op != "!=")) return {};
+    const auto cmp = have->compare(*v);
+    if (op == "==") {
+      if (prefix ? have->starts_with(*v) : cmp == 0) continue;
+      return {cmp < 0 ? Outcome::TooLow : Outcome::TooHigh, clause};
+    }
+    if (op == "!=") {
+      if (prefix ? !have->starts_with(*v) : cmp != 0) continue;
+      return {Outcome::Excluded, clause};
+    }
+    if (op == "~=") {
+      if (have->compatible_with(*v)) continue;
+      return {cmp < 0 ? Outcome::TooLow : Outcome::TooHigh, clause};
+    }
+    if ((op == ">=" && cmp >= 0) || (op == ">" && cmp > 0) || (op == "<=" && cmp <= 0) || (op == "<" && cmp < 0)) continue;
+    return {op[0] == '>' ? Outcome::TooLow : Outcome::TooHigh, clause};
+  }
+  return {Outcome::Met, ""};
+}
+
+Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& prefix_relative, DistInfoParts parts) {
   PipDistribution d;
   d.dist_info = prefix_relative;
   const auto metadata = slurp(dir / "METADATA");
@@ -155,13 +267,13 @@ Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& p
     }
     std::sort(d.wheel_tags.begin(), d.wheel_tags.end());
   }
-  const auto record = slurp(dir / "RECORD");
-  if (!record) {
+  const auto record = parts == DistInfoParts::All ? slurp(dir / "RECORD") : std::optional<std::string>();
+  if (!record && parts == DistInfoParts::All) {
     return Error{ErrorKind::Io, prefix_relative + "/RECORD",
                  "missing: " + d.name + " " + d.version + " lists no installed files, so it cannot be verified or restored", "",
                  "reinstall it with pip (pip install --force-reinstall --no-deps " + d.name + "==" + d.version + ")"};
   }
-  {
+  if (record) {
     std::istringstream in(*record);
     std::string line;
     int lineno = 0;
@@ -231,6 +343,28 @@ Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& p
     }
   }
   return d;
+}
+
+std::vector<std::string> site_packages_dirs(const fs::path& prefix) {
+  std::vector<std::string> site_dirs;
+  std::error_code ec;
+  for (fs::directory_iterator it(prefix / "lib", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (n.starts_with("python") && fs::is_directory(it->path() / "site-packages")) site_dirs.push_back("lib/" + n + "/site-packages");
+  }
+  if (fs::is_directory(prefix / "Lib/site-packages", ec)) site_dirs.push_back("Lib/site-packages");
+  std::sort(site_dirs.begin(), site_dirs.end());
+  return site_dirs;
+}
+
+std::vector<fs::path> dist_info_dirs(const fs::path& site_packages) {
+  std::vector<fs::path> infos;
+  std::error_code ec;
+  for (fs::directory_iterator it(site_packages, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".dist-info" && it->is_directory(ec)) infos.push_back(it->path());
+  }
+  std::sort(infos.begin(), infos.end());
+  return infos;
 }
 
 }  // namespace envlock
