@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include "envlock/extract.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/url.hpp"
 
 namespace envlock {
 
@@ -148,6 +150,70 @@ Status repack(const PrefixRecord& record, const fs::path& local_prefix, const st
   return write_conda_package(out, std::move(entries));
 }
 
+/// A lower-case hex digest as RECORD writes it: urlsafe base64 without padding (PEP 376/427).
+std::string record_hash(const std::string& hex) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string bytes;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  std::string out;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (const unsigned char c : bytes) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(kAlphabet[(acc >> bits) & 0x3F]);
+    }
+  }
+  if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3F]);
+  return "sha256=" + out;
+}
+
+/// A pip distribution's direct_url.json whose URL carries credentials (a VCS install from
+/// https://user:token@host/...) is bundled with them removed (redact_url), and its RECORD row
+/// rewritten to the new hash and size, so the bundle holds no secret and the deployed
+/// distribution still checks against its RECORD. Returns prefix-relative path -> bundled bytes
+/// (empty when nothing needs rewriting) and updates `dist`'s file list to the bundled files.
+Result<std::map<std::string, std::string>> redacted_pip_files(PipDistribution& dist, const fs::path& local_prefix) {
+  std::map<std::string, std::string> out;
+  const std::string direct_url = dist.dist_info + "/direct_url.json";
+  const auto text = snapshot_detail::read_text(local_prefix / direct_url);
+  if (!text) return out;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("url") || !j["url"].is_string() || !url_has_credentials(j["url"].get<std::string>())) return out;
+  j["url"] = redact_url(j["url"].get<std::string>());
+  const std::string redacted = j.dump();
+  const std::string site = dist.dist_info.substr(0, dist.dist_info.rfind('/'));
+  RecordEntry* row = nullptr;
+  for (auto& f : dist.files) {
+    if (normalize_relative(site + "/" + f.path) == direct_url) row = &f;
+  }
+  out[direct_url] = redacted;
+  if (row == nullptr) return out;
+  row->sha256 = hash_bytes(redacted, HashAlgorithm::Sha256);
+  row->size = redacted.size();
+  const std::string record_path = dist.dist_info + "/RECORD";
+  const auto record = snapshot_detail::read_text(local_prefix / record_path);
+  if (!record) return Error{ErrorKind::Io, (local_prefix / record_path).string(), "cannot read RECORD to rewrite its direct_url.json row", "", ""};
+  std::string rewritten;
+  std::size_t start = 0;
+  while (start < record->size()) {
+    auto end = record->find('\n', start);
+    if (end == std::string::npos) end = record->size();
+    std::string line = record->substr(start, end - start);
+    const bool cr = !line.empty() && line.back() == '\r';
+    if (cr) line.pop_back();
+    if (line.starts_with(row->path + ",")) {
+      line = row->path + "," + record_hash(row->sha256) + "," + std::to_string(redacted.size());
+    }
+    rewritten += line + (cr ? "\r\n" : "\n");
+    start = end + 1;
+  }
+  out[record_path] = rewritten;
+  return out;
+}
+
 }  // namespace
 
 Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot, const fs::path& bundle, const BundleOptions& options) {
@@ -209,7 +275,9 @@ Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot
       report.repacked.push_back(env.name + ": " + p.record.dist_name());
     }
     // pip-installed files, by prefix-relative path.
-    for (const auto& d : env.pip) {
+    for (auto& d : env.pip) {
+      auto rewritten = redacted_pip_files(d, *local_prefix);
+      if (!rewritten) return rewritten.error();
       const std::string site = d.dist_info.substr(0, d.dist_info.rfind('/'));
       for (const auto& f : d.files) {
         const auto rel = normalize_relative(site + "/" + f.path);
@@ -224,7 +292,10 @@ Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot
         }
         ArchiveEntry a;
         a.path = at;
-        if (S_ISLNK(st.st_mode)) {
+        if (const auto r = rewritten->find(*rel); r != rewritten->end()) {
+          a.content = r->second;
+          a.mode = static_cast<std::uint32_t>(st.st_mode & 0755);
+        } else if (S_ISLNK(st.st_mode)) {
           a.kind = ArchiveEntry::Kind::Symlink;
           a.link_target = fs::read_symlink(local, ec).string();
         } else {

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <regex>
 
+#include "text_util.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/version.hpp"
+#include "envlock/virtual_packages.hpp"
 
 namespace envlock {
 
@@ -19,10 +21,18 @@ std::string numeric_kernel(const std::string& release) {
   return k;
 }
 
-int level_number(const std::string& level) {
-  static const std::regex re(R"(x86_64_v([1-4]))");
-  std::smatch m;
-  return std::regex_match(level, m, re) ? m[1].str()[0] - '0' : 0;
+using snapshot_detail::x86_level_number;
+
+// conda-forge's `_x86_64-microarch-level` metapackage: version N means the package set was built
+// for x86_64_vN. A record of that name, or a depends on it ("_x86_64-microarch-level >=3"), needs
+// that level; 0 when neither says so.
+constexpr std::string_view kMicroarchLevelPackage = "_x86_64-microarch-level";
+
+int microarch_level_needed(const std::string& spec_or_version) {
+  std::size_t i = 0;
+  while (i < spec_or_version.size() && !std::isdigit(static_cast<unsigned char>(spec_or_version[i]))) ++i;
+  const int n = i < spec_or_version.size() ? spec_or_version[i] - '0' : 0;
+  return n >= 1 && n <= 4 ? n : 0;
 }
 
 // Does `have` satisfy the version part of a virtual-package spec ("", ">=2.17", ">=2.17,<3.0.a0")?
@@ -42,13 +52,55 @@ std::string FailedRequirement::to_string() const {
   return needed_by + " needs " + requirement + "; the target has " + (target_has.empty() ? "none" : target_has);
 }
 
+Result<HostFacts> as_install_sees(const HostFacts& target) {
+  HostProbe probe;
+  probe.getenv = HostProbe::system().getenv;
+  if (!target.kernel.empty()) probe.kernel_release = [&] { return target.kernel; };
+  probe.glibc_version = [&] { return target.glibc; };
+  probe.microarchitecture = [&] { return target.cpu_level; };
+  probe.cuda_driver_version = [&]() -> std::optional<std::string> {
+    if (!target.nvidia || target.nvidia->cuda_version.empty()) return std::nullopt;
+    return target.nvidia->cuda_version;
+  };
+  auto virtuals = detect_virtual_packages(probe);
+  if (!virtuals) return virtuals.error();
+  auto find = [&](std::string_view name) -> const VirtualPackage* {
+    for (const auto& vp : *virtuals)
+      if (vp.name == name) return &vp;
+    return nullptr;
+  };
+  HostFacts h = target;
+  const auto* linux_vp = find("__linux");
+  h.kernel = linux_vp ? linux_vp->version : "";
+  const auto* glibc = find("__glibc");
+  h.glibc = glibc ? glibc->version : "";
+  const auto* arch = find("__archspec");
+  h.cpu_level = arch ? arch->build : "";
+  const auto* cuda = find("__cuda");
+  if (cuda) {
+    if (!h.nvidia) h.nvidia = NvidiaFacts{};
+    h.nvidia->cuda_version = cuda->version;
+  } else if (h.nvidia) {
+    h.nvidia->cuda_version.clear();
+  }
+  return h;
+}
+
 std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, const CapturedEnvironment& env,
-                                                   const HostFacts& target) {
+                                                   const HostFacts& target_facts) {
   std::vector<FailedRequirement> failed;
   auto fail = [&](std::string requirement, std::string needed_by, std::string has) {
     FailedRequirement f{std::move(requirement), std::move(needed_by), std::move(has)};
     if (std::find(failed.begin(), failed.end(), f) == failed.end()) failed.push_back(std::move(f));
   };
+  // The target's glibc, kernel, CPU level and CUDA as `envlock install` sees them
+  // (detect_virtual_packages: CONDA_OVERRIDE_* applied).
+  auto seen = as_install_sees(target_facts);
+  if (!seen) {
+    fail("a valid " + seen.error().where, "envlock (" + seen.error().message + ")", "");
+    return failed;
+  }
+  const HostFacts& target = *seen;
 
   // Platform.
   const bool all_noarch = std::all_of(env.packages.begin(), env.packages.end(),
@@ -63,7 +115,7 @@ std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, con
     if (!p.shadowed_by.empty()) continue;
     const std::string who = p.record.name + " " + p.record.version.to_string();
     auto check = [&](const std::string& dep, bool constraint) {
-      if (!dep.starts_with("__")) return;
+      if (!dep.starts_with("__") && !dep.starts_with(kMicroarchLevelPackage)) return;
       const auto sp = dep.find_first_of(" =<>!~");
       const std::string name = dep.substr(0, sp);
       std::string rest = sp == std::string::npos ? "" : dep.substr(sp);
@@ -93,11 +145,20 @@ std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, con
         if (!constraint) fail(dep, who, target.platform);
       } else if (name == "__archspec") {
         const std::string need = build.empty() ? version : build;
-        const int need_level = level_number(need);
-        const int have_level = level_number(target.cpu_level);
+        const int need_level = x86_level_number(need);
+        const int have_level = x86_level_number(target.cpu_level);
         if (need_level > 0 && have_level < need_level) fail(dep, who, target.cpu_level);
+      } else if (name == kMicroarchLevelPackage) {
+        const int need_level = microarch_level_needed(rest);
+        if (!constraint && need_level > 0 && x86_level_number(target.cpu_level) < need_level) fail(dep, who, target.cpu_level);
       }
     };
+    if (p.record.name == kMicroarchLevelPackage) {
+      const int need_level = microarch_level_needed(p.record.version.to_string());
+      if (need_level > 0 && x86_level_number(target.cpu_level) < need_level) {
+        fail("x86_64_v" + std::to_string(need_level) + " (built for that CPU level)", who, target.cpu_level);
+      }
+    }
     for (const auto& d : p.record.depends) check(d, false);
     for (const auto& c : p.record.constrains) check(c, true);
   }

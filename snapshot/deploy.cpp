@@ -102,10 +102,44 @@ Status check_repacked(const RepoDataRecord& record, const fs::path& extracted) {
   return ok_status();
 }
 
+// An error about a member of an unpacked bundle, as the user must read it: the bundle file and the
+// member ("host.tar.zst: pkgs/python-3.11.9-h0_0.conda"), never the temporary folder it was
+// unpacked into, and a cause that is the bundle's (damaged or altered), not a server's.
+Error bundle_member_error(Error e, const DeployOptions& options) {
+  const std::string dir = options.bundle_dir.string(), normal = options.bundle_dir.lexically_normal().string();
+  const std::string name = options.bundle_name.empty() ? dir : options.bundle_name;
+  auto rename = [&](std::string& text) {
+    for (const std::string& from : {"file://" + dir + "/", "file://" + normal + "/", dir + "/", normal + "/"}) {
+      for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+        text.replace(at, from.size(), name + ": ");
+        at += name.size() + 2;
+      }
+    }
+  };
+  rename(e.where);
+  rename(e.message);
+  rename(e.detail);
+  // fetch's words for a download ("the server sent more than ..."): here the bundle is the source.
+  for (std::size_t at = e.message.find("the server sent"); at != std::string::npos; at = e.message.find("the server sent", at)) {
+    e.message.replace(at, 15, "the bundle holds");
+  }
+  if (e.kind == ErrorKind::Integrity || e.kind == ErrorKind::Network) {
+    e.kind = ErrorKind::Integrity;
+    e.message = "the bundle is damaged or was altered: " + e.message;
+    e.hint = "copy the bundle again from where it was made, or make a new one on the source host with "
+             "`envlock snapshot capture --bundle FILE.tar.zst`";
+  }
+  return e;
+}
+
 }  // namespace
 
-std::vector<std::string> host_checklist(const HostFacts& captured, const HostFacts& target) {
+std::vector<std::string> host_checklist(const HostFacts& captured, const HostFacts& target_facts) {
   std::vector<std::string> out;
+  // The target as `envlock install` sees it (CONDA_OVERRIDE_*); an invalid override value is
+  // refused by check_compatibility(), here the detected facts stand.
+  const auto seen = as_install_sees(target_facts);
+  const HostFacts& target = seen ? *seen : target_facts;
   const std::string had_driver = captured.nvidia ? captured.nvidia->driver_version : "";
   const std::string has_driver = target.nvidia ? target.nvidia->driver_version : "";
   if (had_driver != has_driver) {
@@ -113,6 +147,15 @@ std::vector<std::string> host_checklist(const HostFacts& captured, const HostFac
                   (has_driver.empty() ? std::string("none") : has_driver));
   }
   if (captured.glibc != target.glibc) out.push_back("glibc: " + captured.glibc + " on the capture host; this host has " + target.glibc);
+  // A lower x86-64 level: code built for the capture host's CPU (-march, a package's own
+  // dispatch, pip wheels) may stop with "illegal instruction" although no record says so.
+  const int had_level = snapshot_detail::x86_level_number(captured.cpu_level);
+  const int has_level = snapshot_detail::x86_level_number(target.cpu_level);
+  if (had_level > 0 && has_level < had_level) {
+    out.push_back("cpu: " + captured.cpu_level + " on the capture host; this host has " +
+                  (target.cpu_level.empty() ? std::string("an unknown level") : target.cpu_level) +
+                  " (programs built for the newer level may stop with an illegal instruction)");
+  }
   if (captured.os.id != target.os.id || captured.os.version_id != target.os.version_id) {
     out.push_back("os: " + captured.os.id + " " + captured.os.version_id + " on the capture host; this host has " + target.os.id + " " +
                   target.os.version_id);
@@ -198,7 +241,7 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
                             : !options.bundle_dir.empty() ? options.bundle_dir / "pip" / env->name
                                                           : fs::path(env->prefix);
     auto staged = stage_pip_files(*env, source, stage);
-    if (!staged) return staged.error();
+    if (!staged) return options.bundle_dir.empty() ? staged.error() : bundle_member_error(staged.error(), options);
     report.pip_restored = std::move(*staged);
   }
   for (const auto& d : env->pip) {
@@ -237,7 +280,7 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
       RepoDataRecord& r = fetch[i];
       fs::path at = options.bundle_dir / "pkgs" / r.file_name;
       if (cp != env->packages.end() && !cp->repacked_sha256.empty()) {
-        if (cache->lookup(records[i])) continue;  // the original archive is cached already: better than a re-pack
+        if (cache->lookup(records[i], kInstallCacheValidation)) continue;  // the original archive is cached already: better than a re-pack
         repacked[i] = true;
         at = options.bundle_dir / "repacked" / env->name / (r.dist_name() + ".conda");
         r.file_name = r.dist_name() + ".conda";
@@ -252,18 +295,26 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
       r.url = "file://" + fs::absolute(at).string();
     }
   }
-  auto entries = cache->ensure_all(fetch);
+  // The cache is checked as `envlock install` checks it (a cached file edited through a hard
+  // link of an environment makes the package extract again).
+  CacheOptions cache_options;
+  cache_options.validation = kInstallCacheValidation;
+  auto entries = cache->ensure_all(fetch, cache_options);
   std::vector<PackageToLink> to_link;
   for (std::size_t i = 0; i < records.size(); ++i) {
     if (!entries[i]) {
       Error e = entries[i].error();
-      if (!options.bundle_dir.empty()) e.message = records[i].dist_name() + " (from the bundle): " + e.message;
-      return e;
+      if (options.bundle_dir.empty()) return e;
+      e.message = records[i].dist_name() + ": " + e.message;
+      return bundle_member_error(std::move(e), options);
     }
     if (repacked[i]) {
       if (auto st = check_repacked(records[i], entries[i]->extracted_dir); !st) {
         (void)cache->remove(fetch[i]);
-        return st.error();
+        Error e = st.error();
+        e.where = (options.bundle_name.empty() ? options.bundle_dir.string() : options.bundle_name) + ": repacked/" + env->name + "/" +
+                  records[i].dist_name() + ".conda";
+        return e;
       }
     }
     to_link.push_back({records[i], entries[i]->extracted_dir, entries[i]->archive, ""});

@@ -49,4 +49,10 @@ inline std::optional<std::string> normalize_relative(const std::string& p) {
   return out;
 }
 
+/// x86-64 psABI level number of "x86_64_v1".."x86_64_v4"; 0 for any other name (aarch64, "").
+inline int x86_level_number(std::string_view level) {
+  if (level.size() != 9 || !level.starts_with("x86_64_v") || level[8] < '1' || level[8] > '4') return 0;
+  return level[8] - '0';
+}
+
 }  // namespace envlock::snapshot_detail

@@ -45,6 +45,10 @@ enum class CacheValidation {
            ///< `envlock install --verify-cache`, like conda's safety_checks)
 };
 
+/// The check `envlock install` and `envlock snapshot deploy` make of a cached entry before they
+/// link it (one setting for both; `envlock install --verify-cache` raises it to Hashes).
+inline constexpr CacheValidation kInstallCacheValidation = CacheValidation::Files;
+
 /// How an entry came to be valid.
 enum class CacheOrigin {
   Hit,        ///< already valid: nothing downloaded, nothing extracted

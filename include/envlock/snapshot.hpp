@@ -331,10 +331,20 @@ struct FailedRequirement {
   [[nodiscard]] std::string to_string() const;
 };
 
-/// Checks whether `target` can run environment `env` of `snapshot`: platform; each record's
-/// `__glibc`, `__cuda`, `__linux`, `__archspec` dependencies (and constrains on them); manylinux
-/// tags of pip wheels against glibc; the system libstdc++ when the environment ships none
-/// (libstdcxx/libstdcxx-ng absent) against the capture host's. Empty: compatible.
+/// `target` as `envlock install` sees it: its kernel, glibc, CPU level (`cpu_level`, the
+/// __archspec build) and CUDA version (`nvidia->cuda_version`) replaced by the virtual packages
+/// detect_virtual_packages() makes of them, so CONDA_OVERRIDE_LINUX/GLIBC/ARCHSPEC/CUDA apply as they
+/// do for install (a removed package leaves the fact empty; an overridden CUDA without a driver
+/// adds an `nvidia` section with no driver version). Errors: ErrorKind::Parse naming the
+/// CONDA_OVERRIDE_* variable whose value is not valid.
+Result<HostFacts> as_install_sees(const HostFacts& target);
+
+/// Checks whether `target` (taken through as_install_sees()) can run environment `env` of
+/// `snapshot`: platform; each record's `__glibc`, `__cuda`, `__linux`, `__archspec` dependencies
+/// (and constrains on them); the CPU level a `_x86_64-microarch-level` record (version N: built for
+/// x86_64_vN) or a depends on it needs; manylinux tags of pip wheels against glibc; the system
+/// libstdc++ when the environment ships none (libstdcxx/libstdcxx-ng absent) against the capture
+/// host's. Empty: compatible. An invalid CONDA_OVERRIDE_* value is one failed requirement naming it.
 std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, const CapturedEnvironment& env,
                                                    const HostFacts& target);
 
@@ -421,6 +431,9 @@ struct DeployOptions {
 };
 
 /// What a deploy did, and what a person still has to do.
+  /// The bundle file as the user named it: errors about a member say "<bundle_name>: pkgs/<file>"
+  /// (never the temporary bundle_dir). Empty: bundle_dir's path is used.
+  std::string bundle_name;
 struct DeployReport {
   std::string environment;
   std::vector<std::string> installed;     ///< conda dist names linked, sorted
@@ -430,9 +443,10 @@ struct DeployReport {
   std::vector<std::string> checklist;
 };
 
-/// The differences between the capture host and `target` a person must handle by hand: the
-/// NVIDIA driver, system packages missing or at another version (same package manager only),
-/// glibc and OS release. One line each, sorted by kind then name.
+/// The differences between the capture host and `target` (taken through as_install_sees()) a
+/// person must handle by hand: the NVIDIA driver, glibc, a CPU level (x86-64 psABI) lower than the
+/// capture host's, OS release, system packages missing or at another version (same package manager
+/// only). One line each, in that order.
 std::vector<std::string> host_checklist(const HostFacts& captured, const HostFacts& target);
 
 /// Redeploys environment `options.environment` of `snapshot` into `prefix` on this machine:

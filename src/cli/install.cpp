@@ -161,7 +161,10 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   if (!locked->pip.empty()) {
     std::string names;
     for (const auto& p : locked->pip) {
-      names += (names.empty() ? "" : ", ") + p.name + (p.version.empty() ? p.requirement : "==" + p.version);
+      // A VCS, editable or URL install is named by its requirement ("mypkg @ git+https://...@<commit>"),
+      // never as a name==version pin that pip would resolve from an index.
+      names += (names.empty() ? "" : ", ") +
+               (!p.requirement.empty() ? p.requirement : p.name + (p.version.empty() ? "" : "==" + p.version));
     }
     report->warnings.push_back(std::to_string(locked->pip.size()) + " pip package(s) in the lockfile were not installed "
                                "(envlock install installs conda packages only): " + names +

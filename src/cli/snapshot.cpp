@@ -247,7 +247,10 @@ int run_deploy(const Context& ctx, const DeployArgs& a) {
   opt.pip_source = a.pip_source;
   opt.package_cache = a.pkgs_dir;
   opt.without_pip = a.without_pip;
-  if (bundle) opt.bundle_dir = unpacked;
+  if (bundle) {
+    opt.bundle_dir = unpacked;
+    opt.bundle_name = a.file;
+  }
   auto report = deploy_snapshot(*snap, prefix, target, opt);
   if (!report) return report_error(ctx, report.error());
   if (ctx.json) {
