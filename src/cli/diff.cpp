@@ -7,6 +7,7 @@
 
 #include "envlock/diff.hpp"
 #include "lock_input.hpp"
+#include "heap.hpp"
 #include "registry.hpp"
 
 namespace envlock::cli {
@@ -26,6 +27,7 @@ int fail(const Context& ctx, const Error& e) {
 }
 
 int run_diff(const Context& ctx, const DiffOptions& opt) {
+  prepare_heap_for_large_inputs();
   std::string format = ctx.json ? "json" : opt.format;
   std::set<ChangeKind> fail_kinds;
   if (opt.fail_on_given) {

@@ -9,6 +9,7 @@
 
 #include "envlock/package_cache.hpp"
 #include "envlock/snapshot.hpp"
+#include "heap.hpp"
 #include "registry.hpp"
 
 namespace envlock::cli {
@@ -62,6 +63,7 @@ struct CaptureArgs {
 };
 
 int run_capture(const Context& ctx, const CaptureArgs& a) {
+  prepare_heap_for_large_inputs();
   HostSeam seam = fs::path(a.root) == fs::path("/") ? HostSeam::system() : HostSeam::tree(a.root);
   if (!fs::is_directory(seam.root)) {
     return report_error(ctx, Error{ErrorKind::Usage, a.root, "--root is not a folder", "", "pass the folder that holds the host's /"});
