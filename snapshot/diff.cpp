@@ -2,6 +2,8 @@
 // host facts and system packages.
 #include <algorithm>
 #include <map>
+#include <string>
+#include <tuple>
 
 #include "envlock/snapshot.hpp"
 
@@ -74,18 +76,30 @@ std::map<std::string, std::string> drift_map(const CapturedEnvironment& e) {
   for (const auto& f : e.drift.modified) {
     std::string now = f.actual_sha256.empty() ? "" : "sha256 " + f.actual_sha256;
     if (f.actual_size) now += (now.empty() ? "" : ", ") + std::to_string(*f.actual_size) + " bytes";
-    m["modified " + f.path] = now.empty() ? "modified (" + f.owner + ")" : now + " (" + f.owner + ")";
+    m["modified " + f.path] = now.empty() ? "(" + f.owner + ")" : now + " (" + f.owner + ")";
   }
-  for (const auto& path : e.drift.unowned) m["unowned " + path] = "unowned";
+  // The name says what drifted; the value adds only what it does not ("+ missing bin/x (pkg)").
+  for (const auto& path : e.drift.unowned) m["unowned " + path] = "";
   for (const auto& [pkg, files] : e.drift.missing) {
-    for (const auto& path : files) m["missing " + path] = "missing (" + pkg + ")";
+    for (const auto& path : files) m["missing " + path] = "(" + pkg + ")";
   }
   return m;
 }
 
+// Report order: the host first (facts, then system packages), then the environment pairing, then
+// each environment's conda packages, pip distributions and drift, environment by environment.
+std::tuple<int, std::string, int> section_order(const std::string& section) {
+  if (section == "host") return {0, "", 0};
+  if (section == "system") return {1, "", 0};
+  if (section == "environment") return {2, "", 0};
+  const auto colon = section.find(':');
+  const std::string kind = section.substr(0, colon), label = colon == std::string::npos ? "" : section.substr(colon + 1);
+  return {3, label, kind == "conda" ? 0 : kind == "pip" ? 1 : 2};
+}
+
 std::vector<SnapshotChange> sorted(std::vector<SnapshotChange> out) {
   std::stable_sort(out.begin(), out.end(), [](const SnapshotChange& x, const SnapshotChange& y) {
-    return std::tie(x.section, x.name) < std::tie(y.section, y.name);
+    return std::tuple(section_order(x.section), x.name) < std::tuple(section_order(y.section), y.name);
   });
   return out;
 }

@@ -5,39 +5,14 @@
 
 namespace envlock {
 
-namespace {
-
-// The capture host's virtual packages, as conda would have detected them there.
-std::vector<VirtualPackage> host_virtual_packages(const HostFacts& h) {
-  std::vector<VirtualPackage> v;
-  if (h.platform.starts_with("linux-")) {
-    v.push_back({"__unix", "0", "0"});
-    if (!h.kernel.empty()) {
-      std::size_t end = 0;
-      while (end < h.kernel.size() && (std::isdigit(static_cast<unsigned char>(h.kernel[end])) || h.kernel[end] == '.')) ++end;
-      std::string k = h.kernel.substr(0, end);
-      while (!k.empty() && k.back() == '.') k.pop_back();
-      if (!k.empty()) v.push_back({"__linux", k, "0"});
-    }
-    if (!h.glibc.empty()) v.push_back({"__glibc", h.glibc, "0"});
-  }
-  if (!h.cpu_level.empty()) v.push_back({"__archspec", "1", h.cpu_level});
-  if (h.nvidia && !h.nvidia->cuda_version.empty()) v.push_back({"__cuda", h.nvidia->cuda_version, "0"});
-  std::sort(v.begin(), v.end(), [](const VirtualPackage& a, const VirtualPackage& b) { return a.name < b.name; });
-  return v;
-}
-
-}  // namespace
-
 Lockfile to_lockfile(const Snapshot& snapshot) {
   Lockfile lock;
-  const auto virtuals = host_virtual_packages(snapshot.host);
   for (const auto& env : snapshot.environments) {
     LockedEnvironment le;
     le.name = env.name;
     LockedPlatform lp;
     lp.platform = env.platform;
-    lp.virtual_packages = virtuals;
+    lp.virtual_packages = unsolved_virtual_packages(env.platform);  // never solved: no host facts
     std::vector<std::string> channels;
     for (const auto& p : env.packages) {
       if (!p.shadowed_by.empty()) continue;  // pip's install is what ran there

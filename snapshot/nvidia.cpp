@@ -77,6 +77,9 @@ Result<NvidiaFacts> parse_nvidia_smi_xml(std::string_view text, const std::strin
     GpuInfo gpu;
     gpu.name = text_of(child(g, "product_name"));
     gpu.architecture = text_of(child(g, "product_architecture"));
+    // <compute_cap> ("8.0"), when the output has it: none of the -q -x outputs in the corpus do
+    // (older drivers); `nvidia-smi --query-gpu=compute_cap` is where current drivers report it.
+    gpu.compute_capability = text_of(child(g, "compute_cap"));
     if (include_ids) gpu.uuid = text_of(child(g, "uuid"));
     const std::string total = text_of(child(child(g, "fb_memory_usage"), "total"));  // "24576 MiB"
     std::uint64_t mib = 0;

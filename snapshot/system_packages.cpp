@@ -43,8 +43,7 @@ Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, cons
     if (!bad) {
       auto it = fields.find("package");
       if (it == fields.end() || it->second.empty()) {
-        bad = Error{ErrorKind::Parse, source + ":" + std::to_string(stanza_line),
-                    "a stanza (lines " + std::to_string(stanza_line) + "-" + std::to_string(end_line) + ") has no Package field",
+        bad = Error{ErrorKind::Parse, source + ":" + std::to_string(stanza_line), "it has no Package field",
                     "", "every stanza of a dpkg status file starts with `Package: <name>`; the file may be damaged"};
       } else {
         SystemPackage p;
@@ -56,11 +55,16 @@ Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, cons
       }
     }
     if (bad) {
-      if (warnings == nullptr) return *bad;
+      // The stanza is named once: "a stanza (lines 4-9) was skipped: it has no Package field".
       const auto pkg = fields.find("package");
-      std::string what = pkg != fields.end() && !pkg->second.empty() ? "the stanza of " + pkg->second : "a stanza";
-      what += " (lines " + std::to_string(stanza_line) + "-" + std::to_string(end_line) + ") was skipped: " + bad->message;
-      warnings->push_back({bad->where, what});
+      std::string stanza = pkg != fields.end() && !pkg->second.empty() ? "the stanza of " + pkg->second : "a stanza";
+      stanza += " (lines " + std::to_string(stanza_line) + "-" + std::to_string(end_line) + ")";
+      if (warnings == nullptr) {
+        Error e = *bad;
+        e.message = stanza + ": " + e.message;
+        return e;
+      }
+      warnings->push_back({bad->where, stanza + " was skipped: " + bad->message});
     }
     reset();
     return ok_status();

@@ -62,6 +62,19 @@ struct LockedEnvironment {
   std::optional<ReferenceRun> reference;
 };
 
+/// The snapshot file format (docs/snapshot.md) this envlock reads and writes. Defined here, below
+/// the snapshot module, because Lockfile::parse reads a snapshot file's lockfile part and must
+/// refuse the same newer formats Snapshot::parse refuses (Snapshot::kFormatVersion is this value).
+inline constexpr int kSnapshotFormatVersion = 1;
+
+/// The virtual packages of a locked platform that was never solved (`envlock snapshot lock` and
+/// the lockfile part of a snapshot): only the operating-system family of `platform`, without a
+/// version — `__linux=0=0` and `__unix=0=0` for linux-*, `__osx=0=0` and `__unix=0=0` for osx-*,
+/// `__unix=0=0` for freebsd-*, `__win=0=0` for win-*, none for anything else; sorted by name.
+/// The capture host's facts are not solve assumptions: what each package needs of the target
+/// (`__glibc`, `__cuda`, `__archspec`, ...) is its own `depends`, which install checks per package.
+std::vector<VirtualPackage> unsolved_virtual_packages(std::string_view platform);
+
 struct Lockfile {
   static constexpr int kFormatVersion = 1;
   int version = kFormatVersion;
@@ -83,7 +96,11 @@ struct Lockfile {
   /// `directory` it is kept as written (e.g. `envlock diff` of text from git or stdin).
   /// A snapshot file (docs/snapshot.md: an envlock.lock document followed by a top-level
   /// `snapshot:` block) is read as its envlock.lock part, with line numbers unchanged, so
-  /// `diff`, `show`, `list` and `install` read snapshots.
+  /// `diff`, `show`, `list` and `install` read snapshots. Its `snapshot: format:` must be at most
+  /// kSnapshotFormatVersion (a newer one is ErrorKind::Parse at `file:line:col`, as
+  /// Snapshot::parse refuses it). A snapshot was never solved, so each platform's virtual
+  /// packages are read as unsolved_virtual_packages(platform): snapshots written before this
+  /// rule carried the capture host's facts there (`__cuda`, `__glibc`, kernel, CPU level).
   static Result<Lockfile> parse(const std::string& text, const std::string& source,
                                 const std::filesystem::path& directory = {});
   /// Reads the file at `path` (at most 512 MiB) and parses it with the file's absolute directory

@@ -141,7 +141,7 @@ Result<std::vector<SystemPackage>> parse_rpm_query(std::string_view text, const 
 struct GpuInfo {
   std::string name;                ///< product name, e.g. "NVIDIA A100-SXM4-80GB"
   std::string architecture;        ///< "Ampere", when the driver reports it
-  std::string compute_capability;  ///< "8.0", when known (NVML); empty from nvidia-smi XML
+  std::string compute_capability;  ///< "8.0": nvidia-smi's <compute_cap> when the output has one; else empty
   std::optional<std::uint64_t> memory_mib;  ///< total framebuffer memory in MiB
   std::string uuid;                ///< only with CaptureOptions::include_ids
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
@@ -263,7 +263,7 @@ struct CapturedEnvironment {
 
 /// A whole snapshot.
 struct Snapshot {
-  static constexpr int kFormatVersion = 1;
+  static constexpr int kFormatVersion = kSnapshotFormatVersion;  // envlock/lockfile.hpp
   int format_version = kFormatVersion;
   std::string timestamp;                     ///< ISO 8601 UTC, only with --timestamp
   HostFacts host;
@@ -317,8 +317,9 @@ Snapshot capture(const HostSeam& seam, const CaptureOptions& options);
 
 /// The conda part of a snapshot as a lockfile: one environment per captured prefix, its records
 /// on its platform, pip distributions as PipPackage entries (requirement() text for non-index
-/// installs), and the capture host's virtual packages. Shadowed conda records are left out
-/// (pip's install is what ran there). manifest_hash is empty: no manifest made it.
+/// installs), and unsolved_virtual_packages(platform) of each environment's own platform (never
+/// the capture host's facts: a snapshot was not solved, and each record's `__*` depends say what
+/// it needs of a target). Shadowed conda records are left out (pip's install is what ran there). manifest_hash is empty: no manifest made it.
 Lockfile to_lockfile(const Snapshot& snapshot);
 
 /// One requirement the target does not meet.
@@ -359,10 +360,12 @@ struct SnapshotChange {
   friend bool operator==(const SnapshotChange&, const SnapshotChange&) = default;
 };
 
-/// Differences from `a` to `b`, sorted by section then name: environments added/removed, conda
-/// packages (version-build, channel), pip distributions, drift (the counts, and each drifted path:
-/// "modified <path>", "unowned <path>", "missing <path>"), host facts (platform, os, kernel, glibc,
-/// libstdc++, CPU, page size, driver, CUDA, GPUs) and system packages. Environments are paired by
+/// Differences from `a` to `b`, in this order (by name within a section): host facts ("host":
+/// platform, os, kernel, glibc, libstdc++, CPU, page size, driver, CUDA, GPUs), system packages
+/// ("system"), environments added/removed ("environment"), then environment by environment its
+/// conda packages (version-build, channel), pip distributions and drift (the counts, and each
+/// drifted path: "modified <path>" -> "sha256 …, N bytes (owner)", "unowned <path>" -> "",
+/// "missing <path>" -> "(owner)"). Environments are paired by
 /// name; when each side holds exactly one and their names differ, those two are compared anyway:
 /// a change {Changed, "environment", "compared (the only one on each side)", a-name, b-name} says
 /// so, and their sections are labelled "<a-name>-><b-name>" (e.g. "conda:src->dep").

@@ -3,6 +3,7 @@
 // incompatible target); 2 usage; 3 capture wrote a partial snapshot (problems listed).
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -84,6 +85,18 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
   opt.hash_files = !a.no_hash;
   if (!a.nvidia_smi_xml.empty()) opt.command_outputs["nvidia-smi"] = a.nvidia_smi_xml;
   if (!a.rpm_qa.empty()) opt.command_outputs["rpm"] = a.rpm_qa;
+  // A saved output the user named is read on this machine; one that cannot be read is an error,
+  // not a problem of the host (a partial capture that silently lacks the GPUs or the rpm list).
+  for (const auto& [option, file] : {std::pair{"--nvidia-smi-xml", a.nvidia_smi_xml}, std::pair{"--rpm-qa", a.rpm_qa}}) {
+    if (file.empty()) continue;
+    std::error_code ec;
+    const bool regular = fs::is_regular_file(file, ec);
+    if (!regular || ::access(file.c_str(), R_OK) != 0) {
+      return report_error(ctx, Error{ErrorKind::Io, file,
+                                     std::string(option) + ": " + (fs::exists(file, ec) ? (regular ? "cannot read the file" : "not a file") : "no such file"),
+                                     "", "pass a saved output on this machine, or leave the option out"});
+    }
+  }
   if (a.timestamp) {
     char buf[32];
     const std::time_t now = std::time(nullptr);
@@ -162,7 +175,10 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
     for (const auto& e : snap.environments) {
       std::size_t missing = 0;
       for (const auto& [pkg, files] : e.drift.missing) missing += files.size();
-      std::cerr << "captured " << e.name << " (" << e.prefix << "): " << e.packages.size() << " conda packages, " << e.pip.size()
+      const auto shadowed = static_cast<std::size_t>(
+          std::count_if(e.packages.begin(), e.packages.end(), [](const CapturedPackage& p) { return !p.shadowed_by.empty(); }));
+      std::cerr << "captured " << e.name << " (" << e.prefix << "): " << e.packages.size() << " conda packages"
+                << (shadowed ? " (" + std::to_string(shadowed) + " shadowed by pip)" : std::string()) << ", " << e.pip.size()
                 << " pip distributions; drift: " << e.drift.modified.size() << " modified, " << e.drift.unowned.size()
                 << " unowned, " << missing << " missing files\n";
     }
@@ -301,8 +317,8 @@ int run_diff(const Context& ctx, const std::string& a, const std::string& b) {
       std::cout << section << ":\n";
     }
     switch (c.kind) {
-      case SnapshotChange::Kind::Added: std::cout << "  + " << c.name << " " << c.after << "\n"; break;
-      case SnapshotChange::Kind::Removed: std::cout << "  - " << c.name << " " << c.before << "\n"; break;
+      case SnapshotChange::Kind::Added: std::cout << "  + " << c.name << (c.after.empty() ? "" : " " + c.after) << "\n"; break;
+      case SnapshotChange::Kind::Removed: std::cout << "  - " << c.name << (c.before.empty() ? "" : " " + c.before) << "\n"; break;
       case SnapshotChange::Kind::Changed: std::cout << "  ~ " << c.name << ": " << c.before << " -> " << c.after << "\n"; break;
     }
   }
@@ -319,14 +335,19 @@ int run_lock(const Context& ctx, const std::string& file, const std::string& out
   }
   const Lockfile lock = to_lockfile(*snap);
   if (auto st = lock.write(output); !st) return report_error(ctx, st.error());
-  std::size_t packages = 0;
+  std::size_t packages = 0, pip = 0;  // conda packages and pip distributions, counted apart
   for (const auto& [name, env] : lock.environments) {
-    for (const auto& [plat, lp] : env.platforms) packages += lp.packages.size() + lp.pip.size();
+    for (const auto& [plat, lp] : env.platforms) {
+      packages += lp.packages.size();
+      pip += lp.pip.size();
+    }
   }
   if (ctx.json) {
-    std::cout << nlohmann::json{{"output", output}, {"environments", lock.environments.size()}, {"packages", packages}}.dump(2) << "\n";
+    std::cout << nlohmann::json{{"output", output}, {"environments", lock.environments.size()}, {"packages", packages}, {"pip", pip}}.dump(2)
+              << "\n";
   } else {
-    std::cerr << "wrote " << output << ": " << lock.environments.size() << " environment(s), " << packages << " package(s)\n";
+    std::cerr << "wrote " << output << ": " << lock.environments.size() << " environment(s), " << packages << " conda package(s), " << pip
+              << " pip package(s)\n";
   }
   return 0;
 }

@@ -498,34 +498,71 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
 namespace {
 
 /// The text with the lines of a top-level `snapshot:` block blanked (line numbers kept), or
-/// nullopt when there is none: a snapshot file is an envlock.lock document plus that block.
-std::optional<std::string> without_snapshot_block(const std::string& text) {
-  if (!text.starts_with("snapshot:") && text.find("\nsnapshot:") == std::string::npos) return std::nullopt;
+/// nullopt when there is none: a snapshot file is an envlock.lock document plus that block. The
+/// block's `format:` is checked here (a newer snapshot format is refused at `source:line:col`, as
+/// Snapshot::parse refuses it), since the rest of the block is not read.
+Result<std::optional<std::string>> without_snapshot_block(const std::string& text, const std::string& source) {
+  if (!text.starts_with("snapshot:") && text.find("\nsnapshot:") == std::string::npos) return std::optional<std::string>();
   std::string out;
   out.reserve(text.size());
   bool inside = false;
   std::size_t pos = 0;
+  std::size_t line_no = 0;
   while (pos < text.size()) {
     std::size_t end = text.find('\n', pos);
     if (end == std::string::npos) end = text.size();
     const std::string_view line(text.data() + pos, end - pos);
+    ++line_no;
     const bool top_level = !line.empty() && line[0] != ' ' && line[0] != '\t' && line[0] != '#' && line[0] != '-';
     if (top_level) inside = line.starts_with("snapshot:");
+    constexpr std::string_view kFormat = "  format:";
+    if (inside && line.starts_with(kFormat)) {
+      std::size_t col = kFormat.size();
+      while (col < line.size() && line[col] == ' ') ++col;
+      std::size_t stop = line.find_first_of(" #\r", col);
+      const std::string_view value = line.substr(col, stop == std::string_view::npos ? std::string_view::npos : stop - col);
+      const std::string at = source + ":" + std::to_string(line_no) + ":" + std::to_string(col + 1);
+      const bool digits = !value.empty() && value.size() <= 9 &&
+                          std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits)
+        return Error{ErrorKind::Parse, at, "the snapshot `format` must be a whole number, found '" + std::string(value) + "'",
+                     "", "the file may be damaged; capture the snapshot again"};
+      if (std::stoi(std::string(value)) > kSnapshotFormatVersion)
+        return Error{ErrorKind::Parse, at,
+                     "snapshot format " + std::string(value) + " is newer than this envlock reads (format " +
+                         std::to_string(kSnapshotFormatVersion) + ")",
+                     "", "upgrade envlock to read this snapshot"};
+    }
     if (!inside) out += line;
     out += '\n';
     pos = end + 1;
   }
-  return out;
+  return std::optional<std::string>(std::move(out));
 }
 
 }  // namespace
 
 Result<Lockfile> Lockfile::parse(const std::string& text, const std::string& source,
                                  const std::filesystem::path& directory) {
-  const std::optional<std::string> lock_part = without_snapshot_block(text);
-  auto lf = Reader(lock_part ? *lock_part : text, source).read();
-  if (lf) resolve_relative_channels(*lf, directory);
+  auto lock_part = without_snapshot_block(text, source);
+  if (!lock_part) return lock_part.error();
+  auto lf = Reader(*lock_part ? **lock_part : text, source).read();
+  if (!lf) return lf;
+  resolve_relative_channels(*lf, directory);
+  if (*lock_part) {  // a snapshot: never solved, so no host facts as assumptions
+    for (auto& [name, env] : lf->environments)
+      for (auto& [platform, lp] : env.platforms) lp.virtual_packages = unsolved_virtual_packages(platform);
+  }
   return lf;
+}
+
+std::vector<VirtualPackage> unsolved_virtual_packages(std::string_view platform) {
+  std::vector<VirtualPackage> out;
+  if (platform.starts_with("linux-")) out = {{"__linux", "0", "0"}, {"__unix", "0", "0"}};
+  else if (platform.starts_with("osx-")) out = {{"__osx", "0", "0"}, {"__unix", "0", "0"}};
+  else if (platform.starts_with("freebsd-")) out = {{"__unix", "0", "0"}};
+  else if (platform.starts_with("win-")) out = {{"__win", "0", "0"}};
+  return out;
 }
 
 Result<Lockfile> Lockfile::read(const std::filesystem::path& path) {

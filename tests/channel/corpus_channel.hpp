@@ -23,7 +23,8 @@ inline std::filesystem::path corpus_repodata_dir() {
 #define ENVLOCK_REQUIRE_CORPUS()                                                               \
   do {                                                                                         \
     if (::envlock::testing::corpus_repodata_dir().empty())                                     \
-      GTEST_SKIP() << "the shared corpus (" ENVLOCK_SHARED_DIR "/corpus) is absent; this test " \
+      GTEST_SKIP() << "the shared corpus is absent (looked in " << ENVLOCK_SHARED_DIR << "/corpus; set " \
+                      "ENVLOCK_SHARED_DIR); this test " \
                       "locks real repodata from it";                                           \
   } while (0)
 

@@ -308,7 +308,7 @@ struct RealChannel {
 };
 
 TEST_F(Cli, InstallsTheRealCorpusChannelsThroughFileUrls) {
-  if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent: the real-channel test needs it";
+  if (!have_corpus()) GTEST_SKIP() << "the shared corpus is absent (looked in " << kCorpus.string() << "; set ENVLOCK_SHARED_DIR): the real-channel test needs it";
   const std::vector<RealChannel> channels = {
       {"jancaha", "JanCaha__conda-channel/", {"linux-64", "noarch"}, {}},
       {"test-recipes", "conda__conda/tests__data__test-recipes__", {"noarch"}, {"failing_post_link", "post_link-c", "clobber-b"}},
@@ -349,7 +349,7 @@ TEST_F(Cli, InstallsTheRealCorpusChannelsThroughFileUrls) {
 }
 
 TEST_F(Cli, CondaMetaRecordsHaveTheShapeCondaWrites) {
-  if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent: the conda-meta comparison needs it";
+  if (!have_corpus()) GTEST_SKIP() << "the shared corpus is absent (looked in " << kCorpus.string() << "; set ENVLOCK_SHARED_DIR): the conda-meta comparison needs it";
   const fs::path dir = root_ / "zlib";
   corpus_channel("conda__conda/tests__data__conda_format_repo__", dir, {"linux-64"});
   auto records = channel_records(dir, "linux-64", "file://" + dir.string());
@@ -381,7 +381,7 @@ TEST_F(Cli, CondaMetaRecordsHaveTheShapeCondaWrites) {
 }
 
 TEST_F(Cli, InstallsOverHttpAndRefusesTheCorruptChannel) {
-  if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent: the HTTP install test needs it";
+  if (!have_corpus()) GTEST_SKIP() << "the shared corpus is absent (looked in " << kCorpus.string() << "; set ENVLOCK_SHARED_DIR): the HTTP install test needs it";
   const fs::path dir = root_ / "www";
   corpus_channel("prefix-dev__pixi/tests__data__channels__channels__dummy_channel_1__", dir, {"linux-64"});
   corpus_channel("conda__conda-index/tests__index_data__corrupt__", dir / "corrupt", {"noarch"});
@@ -518,7 +518,7 @@ TEST_F(BadInput, HostThatDoesNotFitIsRefusedBeforeDownloading) {
 }
 
 TEST_F(BadInput, RealPackageNeedingANewerGlibcIsRefused) {
-  if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent";
+  if (!have_corpus()) GTEST_SKIP() << "the shared corpus is absent (looked in " << kCorpus.string() << "; set ENVLOCK_SHARED_DIR)";
   const fs::path dir = root_ / "fake";
   corpus_channel("conda__conda/tests__data__test-recipes__", dir, {"linux-fake"});
   auto records = channel_records(dir, "linux-fake", "file://" + dir.string());
@@ -531,7 +531,7 @@ TEST_F(BadInput, RealPackageNeedingANewerGlibcIsRefused) {
 }
 
 TEST_F(BadInput, FailingPostLinkOfARealPackageLeavesTheEnvironment) {
-  if (!have_corpus()) GTEST_SKIP() << "../shared/corpus is absent";
+  if (!have_corpus()) GTEST_SKIP() << "the shared corpus is absent (looked in " << kCorpus.string() << "; set ENVLOCK_SHARED_DIR)";
   const fs::path dir = root_ / "recipes";
   corpus_channel("conda__conda/tests__data__test-recipes__", dir, {"noarch"});
   auto records = good_;

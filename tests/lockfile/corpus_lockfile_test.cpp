@@ -14,6 +14,7 @@
 
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
+#include "support/run_command.hpp"
 
 namespace envlock {
 namespace {
@@ -52,7 +53,7 @@ LockedPlatform newest_per_name(const fs::path& file, const std::string& channel)
 }
 
 void round_trip(const fs::path& file, const std::string& channel, std::size_t min_packages) {
-  if (!fs::exists(file)) GTEST_SKIP() << "corpus file not found: " << file << " (../shared absent)";
+  if (!fs::exists(file)) GTEST_SKIP() << "corpus file not found: " << file << "; set ENVLOCK_SHARED_DIR to the folder holding corpus/";
   Lockfile lf;
   lf.manifest_hash = "sha256:" + std::string(64, 'e');
   LockedEnvironment env;
@@ -80,6 +81,30 @@ void round_trip(const fs::path& file, const std::string& channel, std::size_t mi
   auto ex = to_explicit(*lf.find("default", "linux-64"));
   ASSERT_TRUE(ex.ok()) << ex.error().to_string();
   EXPECT_EQ(static_cast<std::size_t>(std::count(ex->begin(), ex->end(), '\n')), n + 4);
+}
+
+// The README's `ENVLOCK_SHARED_DIR=DIR ./scripts/test`: the test programs take the corpus folder
+// from the environment when they run (not only when the tests were configured), as an absolute
+// path, and a corpus test run against a folder without the corpus skips naming where it looked.
+TEST(SharedDir, IsReadFromTheEnvironmentWhenTheTestsRun) {
+  const fs::path here = fs::current_path();
+  const char* before = std::getenv("ENVLOCK_SHARED_DIR");
+  const std::string saved = before != nullptr ? before : "";
+  ::setenv("ENVLOCK_SHARED_DIR", "/nonexistent-envlock-shared/", 1);
+  EXPECT_EQ(testing::shared_dir(), "/nonexistent-envlock-shared");
+  ::setenv("ENVLOCK_SHARED_DIR", "rel/shared", 1);
+  EXPECT_EQ(testing::shared_dir(), (here / "rel/shared").string());
+  ::setenv("ENVLOCK_SHARED_DIR", "", 1);
+  EXPECT_EQ(testing::shared_dir(), fs::absolute(ENVLOCK_SHARED_DIR_DEFAULT).lexically_normal().string());
+  if (before != nullptr) ::setenv("ENVLOCK_SHARED_DIR", saved.c_str(), 1);
+  else ::unsetenv("ENVLOCK_SHARED_DIR");
+
+  const auto r = testing::run_command(
+      "'/proc/" + std::to_string(::getpid()) + "/exe' --gtest_filter=CorpusLockfile.PytorchChannelRoundTrips",
+      {{"ENVLOCK_SHARED_DIR", "/nonexistent-envlock-shared"}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[  SKIPPED ] CorpusLockfile.PytorchChannelRoundTrips"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"/nonexistent-envlock-shared/corpus/repodata/"), std::string::npos) << r.out;
 }
 
 TEST(CorpusLockfile, AnacondaRChannelRoundTrips) {
@@ -141,7 +166,7 @@ Lockfile from_conda_lock(const fs::path& file) {
 TEST(CorpusCheck, RealSolvedEnvironmentIsConsistentAndDamageIsFound) {
   const fs::path file = fs::path(ENVLOCK_SHARED_DIR) / "corpus" / "lockfiles" / "pangeo-data__pangeo-docker-images" /
                         "pangeo-notebook__conda-lock.yml";
-  if (!fs::exists(file)) GTEST_SKIP() << "corpus file not found: " << file << " (../shared absent)";
+  if (!fs::exists(file)) GTEST_SKIP() << "corpus file not found: " << file << "; set ENVLOCK_SHARED_DIR to the folder holding corpus/";
   Lockfile lf = from_conda_lock(file);
   ASSERT_EQ(lf.environments["default"].platforms.size(), 4u);
   std::size_t total = 0;

@@ -305,6 +305,61 @@ TEST(LockfileRead, MissingFileIsAnIoError) {
 
 // ---- install order and @EXPLICIT -------------------------------------------------------------
 
+// A snapshot file: the lockfile part that capture wrote, then its `snapshot:` block. Snapshots
+// written before snapshot lockfiles stopped carrying host facts list the capture host's
+// `__cuda`/`__glibc`/kernel/CPU level as virtual packages.
+std::string snapshot_text(const std::string& format) {
+  Lockfile lf = small();
+  lf.environments["default"].platforms["linux-64"].virtual_packages = {
+      {"__archspec", "1", "x86_64_v3"}, {"__cuda", "12.2", "0"}, {"__glibc", "2.36", "0"},
+      {"__linux", "6.1.0", "0"}, {"__unix", "0", "0"}};
+  return lf.to_yaml() + "snapshot:\n  format: " + format + "\n  complete: true\n  problems: []\n";
+}
+
+TEST(LockfileSnapshot, ASnapshotsVirtualPackagesAreItsPlatformsOnlyNeverTheCaptureHostsFacts) {
+  const auto lf = Lockfile::parse(snapshot_text("1"), "snap.yaml");
+  ASSERT_TRUE(lf.ok()) << lf.error().to_string();
+  const auto& vps = lf->environments.at("default").platforms.at("linux-64").virtual_packages;
+  std::vector<std::string> got;
+  for (const auto& vp : vps) got.push_back(vp.to_string());
+  EXPECT_EQ(got, (std::vector<std::string>{"__linux=0=0", "__unix=0=0"}));
+  EXPECT_EQ(lf->environments.at("default").platforms.at("linux-64").packages.size(), 3u);
+  // A solved lockfile keeps what the solve assumed.
+  const auto plain = Lockfile::parse(kSmallYaml, "envlock.lock");
+  ASSERT_TRUE(plain.ok()) << plain.error().to_string();
+  EXPECT_EQ(plain->environments.at("default").platforms.at("linux-64").virtual_packages,
+            (std::vector<VirtualPackage>{{"__glibc", "2.28", "0"}}));
+}
+
+TEST(LockfileSnapshot, UnsolvedVirtualPackagesNameTheOperatingSystemFamilyOnly) {
+  auto names = [](std::string_view platform) {
+    std::vector<std::string> out;
+    for (const auto& vp : unsolved_virtual_packages(platform)) out.push_back(vp.to_string());
+    return out;
+  };
+  EXPECT_EQ(names("linux-aarch64"), (std::vector<std::string>{"__linux=0=0", "__unix=0=0"}));
+  EXPECT_EQ(names("osx-arm64"), (std::vector<std::string>{"__osx=0=0", "__unix=0=0"}));
+  EXPECT_EQ(names("win-64"), (std::vector<std::string>{"__win=0=0"}));
+  EXPECT_EQ(names("freebsd-64"), (std::vector<std::string>{"__unix=0=0"}));
+  EXPECT_TRUE(names("noarch").empty());
+}
+
+TEST(LockfileSnapshot, ANewerSnapshotFormatIsRefusedAtItsLineAndColumn) {
+  const std::string text = snapshot_text("2");
+  const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(text.find("  format: 2")), '\n') + 1;
+  const auto lf = Lockfile::parse(text, "f2.yaml");
+  ASSERT_FALSE(lf.ok());
+  EXPECT_EQ(lf.error().kind, ErrorKind::Parse);
+  EXPECT_EQ(lf.error().where, "f2.yaml:" + std::to_string(line) + ":11");
+  EXPECT_EQ(lf.error().message, "snapshot format 2 is newer than this envlock reads (format 1)");
+  EXPECT_EQ(lf.error().hint, "upgrade envlock to read this snapshot");
+  const auto bad = Lockfile::parse(snapshot_text("two"), "bad.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().where, "bad.yaml:" + std::to_string(line) + ":11");
+  EXPECT_NE(bad.error().message.find("'two'"), std::string::npos) << bad.error().message;
+  EXPECT_TRUE(Lockfile::parse(snapshot_text("1"), "f1.yaml").ok());
+}
+
 TEST(Explicit, DependenciesFirstTiesByName) {
   LockedPlatform lp;
   lp.platform = "linux-64";

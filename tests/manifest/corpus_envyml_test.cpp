@@ -24,7 +24,7 @@ std::vector<fs::path> files() {
 }
 
 TEST(CorpusEnvYml, EveryFileLoadsOrIsRefusedPrecisely) {
-  if (!fs::is_directory(corpus())) GTEST_SKIP() << "corpus not found at " << corpus() << " (../shared absent)";
+  if (!fs::is_directory(corpus())) GTEST_SKIP() << "corpus not found at " << corpus() << "; set ENVLOCK_SHARED_DIR to the folder holding corpus/";
   const std::regex place(R"(^.+:[0-9]+:[0-9]+$)");
   std::size_t loaded = 0, refused = 0, with_pip = 0, specs = 0;
   for (const auto& f : files()) {
@@ -60,7 +60,7 @@ TEST(CorpusEnvYml, EveryFileLoadsOrIsRefusedPrecisely) {
 }
 
 TEST(CorpusEnvYml, RealFilesReadAsExpected) {
-  if (!fs::is_directory(corpus())) GTEST_SKIP() << "corpus not found at " << corpus() << " (../shared absent)";
+  if (!fs::is_directory(corpus())) GTEST_SKIP() << "corpus not found at " << corpus() << "; set ENVLOCK_SHARED_DIR to the folder holding corpus/";
   // Clay's environment.yml: three channels, python + pip, then 14 pip requirements.
   auto clay = load_manifest(corpus() / "Clay-foundation__model" / "environment.yml");
   ASSERT_TRUE(clay.ok()) << clay.error().to_string();

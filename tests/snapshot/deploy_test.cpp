@@ -5,7 +5,9 @@
 // target untouched.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "envlock/extract.hpp"
@@ -59,6 +61,23 @@ struct RoundTrip {
     options.package_cache = dir / "pkgs";
   }
   ~RoundTrip() { fs::remove_all(dir); }
+  /// Captures `prefix` of this machine (no commands run).
+  [[nodiscard]] Snapshot capture_of(const fs::path& prefix) const {
+    HostSeam seam = HostSeam::system();
+    seam.run = nullptr;
+    CaptureOptions copt;
+    copt.prefixes = {prefix};
+    return capture(seam, copt);
+  }
+  /// Writes `snap` as `bundle`, archives from this round trip's package cache.
+  void bundle_of(const Snapshot& snap, const fs::path& bundle) const {
+    HostSeam seam = HostSeam::system();
+    seam.run = nullptr;
+    BundleOptions bo;
+    bo.package_dirs = {options.package_cache};
+    const auto written = write_bundle(seam, snap, bundle, bo);
+    ASSERT_TRUE(written.ok()) << written.error().to_string();
+  }
 };
 
 TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
@@ -210,16 +229,23 @@ TEST(Deploy, AChangedPipFileOrACorruptArchiveLeavesNothingBehind) {
   }
 }
 
-TEST(Deploy, SnapshotToLockfileToEnvlockInstallGivesTheSameEnvironment) {
-  SKIP_WITHOUT_CORPUS();
-  RoundTrip t;
-  const fs::path a = t.dir / "a/geo";
-  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+// Deploys the round trip's seed into `prefix` and captures it from this machine (no commands run).
+Snapshot deploy_and_capture(const RoundTrip& t, const fs::path& prefix) {
+  EXPECT_TRUE(deploy_snapshot(t.seed, prefix, t.here, t.options).ok());
   HostSeam seam = HostSeam::system();
   seam.run = nullptr;
   CaptureOptions copt;
-  copt.prefixes = {a};
-  const Snapshot captured = capture(seam, copt);
+  copt.prefixes = {prefix};
+  return capture(seam, copt);
+}
+
+TEST(Deploy, SnapshotToLockfileToEnvlockInstallGivesTheSameEnvironment) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const Snapshot captured = deploy_and_capture(t, t.dir / "a/geo");
+  HostSeam seam = HostSeam::system();
+  seam.run = nullptr;
+  CaptureOptions copt;
   const fs::path snap = t.dir / "a.yaml", lock = t.dir / "envlock.lock", c = t.dir / "c/geo";
   ASSERT_TRUE(captured.write(snap).ok());
   const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", t.options.package_cache.string()}};
@@ -236,6 +262,39 @@ TEST(Deploy, SnapshotToLockfileToEnvlockInstallGivesTheSameEnvironment) {
   }
   ASSERT_EQ(installed.environments.size(), 1u);
   EXPECT_TRUE(installed.environments[0].drift.empty());
+}
+
+// Captured on a GPU host with a newer glibc, kernel and CPU than this one, a CPU-only environment
+// still locks and installs here: a snapshot was never solved, so the capture host's facts are not
+// the lockfile's virtual packages (each package's own `__*` depends are checked). `snapshot lock`'s
+// lockfile and the snapshot read as a lockfile behave the same.
+TEST(Deploy, ACpuOnlySnapshotFromAGpuHostInstallsOnAHostWithoutAGpu) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  Snapshot captured = deploy_and_capture(t, t.dir / "a/geo");
+  captured.host.nvidia = NvidiaFacts{};
+  captured.host.nvidia->cuda_version = "12.2";
+  captured.host.glibc = "99.1";
+  captured.host.kernel = "99.0.0-1-amd64";
+  captured.host.cpu_level = "x86_64_v4";
+  const fs::path snap = t.dir / "a.yaml", lock = t.dir / "envlock.lock";
+  ASSERT_TRUE(captured.write(snap).ok());
+  const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", t.options.package_cache.string()},
+                                               {"CONDA_OVERRIDE_CUDA", ""}};
+  const auto l = testing::run_command(testing::envlock_cmd() + " snapshot lock '" + snap.string() + "' -o '" + lock.string() + "'", env);
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  const auto lf = Lockfile::read(lock);
+  ASSERT_TRUE(lf.ok()) << lf.error().to_string();
+  const auto& lp = lf->environments.at("geo").platforms.begin()->second;
+  EXPECT_EQ(lp.virtual_packages, unsolved_virtual_packages(lp.platform));
+  for (const auto& vp : lp.virtual_packages) EXPECT_EQ(vp.version, "0") << vp.to_string();
+  for (const fs::path& from : {lock, snap}) {
+    const fs::path c = t.dir / ("c-" + from.filename().string()) / "geo";
+    const auto i = testing::run_command(testing::envlock_cmd() + " install -l '" + from.string() + "' -e geo -p '" + c.string() + "'", env);
+    ASSERT_EQ(i.exit_code, 0) << from << "\n" << i.out << i.err;
+    const auto v = testing::run_command(testing::envlock_cmd() + " verify -p '" + c.string() + "'", env);
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  }
 }
 
 // A pip distribution "toolbox 1.0" installed into `prefix` (its own files, no conda package shadowed).
@@ -384,6 +443,13 @@ TEST(Bundle, ATamperedArchiveIsRefusedNamingThePackageAndTheTargetStaysUntouched
     const auto r = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + tampered.string() + "' -p '" + target.string() + "'", env);
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+    // Named as the bundle and its member, blamed on the bundle: never the temporary folder it
+    // was unpacked into, never a server.
+    EXPECT_NE(r.err.find("error: " + tampered.string() + ": " + member), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the bundle is damaged or was altered"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("envlock-bundle"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("server"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("maintainers"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(target));
     if (fs::exists(t.dir / "target")) {
       for (const auto& e : fs::directory_iterator(t.dir / "target")) ADD_FAILURE() << "left behind: " << e.path();
@@ -458,6 +524,189 @@ TEST(Deploy, ChecklistNamesDriverAndSystemPackageDifferences) {
   EXPECT_EQ(list[0], "driver: NVIDIA 535.54.03 on the capture host; this host has none");
   EXPECT_EQ(list[1], "system package: libcudnn8 8.9.7.29-1+cuda12.2 (amd64) is not installed here");
   EXPECT_EQ(list[2], "system package: openssh-server 1:9.2p1-2 (amd64) is 1:9.2p1-2+deb12u2 here");
+}
+
+
+// A file edited in place in an environment writes through the hard link into the package cache.
+// `envlock install` notices (the cached file's size differs from paths.json) and extracts the
+// package again; deploy — from a snapshot and from a bundle — goes through the same check.
+TEST(Deploy, AFileEditedInThePackageCacheIsExtractedAgainAsInstallDoes) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const fs::path a = t.dir / "host-a/envs/geo";
+  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+  const Snapshot captured = t.capture_of(a);
+  const fs::path bundle = t.dir / "geo.tar.zst";
+  t.bundle_of(captured, bundle);
+  // Append in place: the prefix's file is a hard link of the cached one.
+  std::string edited;
+  const auto record = nlohmann::json::parse(slurp(a / "conda-meta/libviewshed-5.0.0-h29872b0_0.json"));
+  for (const auto& f : record.at("files")) {
+    const fs::path p = a / f.get<std::string>();
+    if (fs::is_regular_file(fs::symlink_status(p)) && fs::hard_link_count(p) > 1) edited = f.get<std::string>();
+  }
+  ASSERT_FALSE(edited.empty()) << "the install did not hard-link from the cache";
+  std::ofstream(a / edited, std::ios::binary | std::ios::app) << "edit2\n";
+
+  const fs::path b = t.dir / "host-b/envs/geo";
+  auto from_snapshot = deploy_snapshot(captured, b, t.here, t.options);
+  ASSERT_TRUE(from_snapshot.ok()) << from_snapshot.error().to_string();
+  auto vb = verify_prefix(b);
+  ASSERT_TRUE(vb.ok()) << vb.error().to_string();
+  for (const auto& f : vb->drift) ADD_FAILURE() << "from a snapshot: " << f.path << ": " << f.reason;
+
+  std::ofstream(b / edited, std::ios::binary | std::ios::app) << "edit3\n";  // the cache again
+  const fs::path c = t.dir / "host-c/envs/geo";
+  const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", t.options.package_cache.string()}};
+  const auto d = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + bundle.string() + "' -p '" + c.string() + "'", env);
+  ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  auto vc = verify_prefix(c);
+  ASSERT_TRUE(vc.ok()) << vc.error().to_string();
+  for (const auto& f : vc->drift) ADD_FAILURE() << "from a bundle: " << f.path << ": " << f.reason;
+}
+
+// A VCS pip install whose direct_url.json holds a token: the bundle carries no credential (its
+// direct_url.json is redacted and the RECORD row rewritten to match), and the deployed prefix
+// verifies clean.
+TEST(Bundle, AVcsPipInstallsCredentialIsNeitherBundledNorDeployed) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const fs::path a = t.dir / "host-a/envs/geo";
+  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+  const fs::path site = a / "lib/python3.12/site-packages";
+  const std::string module = "X = 1\n", installer = "pip\n", metadata = "Metadata-Version: 2.1\nName: mypkg\nVersion: 0.3.dev0\n",
+                    direct = R"({"url": "https://bob:ghp_SECRET@github.com/acme/mypkg.git", "vcs_info": {"commit_id": )"
+                             R"("0123456789abcdef0123456789abcdef01234567", "vcs": "git"}})";
+  const std::string di = "mypkg-0.3.dev0.dist-info/";
+  fs::create_directories(site / di);
+  std::ofstream(site / "mypkg.py") << module;
+  std::ofstream(site / (di + "INSTALLER")) << installer;
+  std::ofstream(site / (di + "METADATA")) << metadata;
+  std::ofstream(site / (di + "direct_url.json")) << direct;
+  std::ofstream(site / (di + "RECORD")) << "mypkg.py,sha256=" << b64_sha256(module) << "," << module.size() << "\n"
+                                        << di << "INSTALLER,sha256=" << b64_sha256(installer) << "," << installer.size() << "\n"
+                                        << di << "METADATA,sha256=" << b64_sha256(metadata) << "," << metadata.size() << "\n"
+                                        << di << "direct_url.json,sha256=" << b64_sha256(direct) << "," << direct.size() << "\n"
+                                        << di << "RECORD,,\n";
+  const Snapshot captured = t.capture_of(a);
+  ASSERT_EQ(captured.environments.at(0).pip.size(), 1u);
+  EXPECT_EQ(captured.environments[0].pip[0].source, PipSource::Vcs);
+  const fs::path bundle = t.dir / "geo.tar.zst";
+  t.bundle_of(captured, bundle);
+  const fs::path x = t.dir / "unpacked";
+  fs::create_directories(x);
+  ASSERT_TRUE(extract_tar_zst_into(bundle, x).ok());
+  for (const auto& f : fs::recursive_directory_iterator(x)) {
+    if (f.is_regular_file()) {
+      EXPECT_EQ(slurp(f.path()).find("ghp_SECRET"), std::string::npos) << f.path();
+    }
+  }
+  const std::string bundled = slurp(x / "pip/geo/lib/python3.12/site-packages" / (di + "direct_url.json"));
+  EXPECT_NE(bundled.find("\"https://github.com/acme/mypkg.git\""), std::string::npos) << bundled;
+  EXPECT_NE(slurp(x / "pip/geo/lib/python3.12/site-packages" / (di + "RECORD")).find(di + "direct_url.json,sha256=" + b64_sha256(bundled) + "," + std::to_string(bundled.size())),
+            std::string::npos);
+
+  const fs::path b = t.dir / "host-b/envs/geo";
+  const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", (t.dir / "pkgs-b").string()}};
+  const auto d = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + bundle.string() + "' -p '" + b.string() + "'", env);
+  ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  EXPECT_EQ(slurp(b / "lib/python3.12/site-packages" / (di + "direct_url.json")), bundled);
+  const auto v = verify_prefix(b);
+  ASSERT_TRUE(v.ok()) << v.error().to_string();
+  for (const auto& f : v->drift) ADD_FAILURE() << f.path << ": " << f.package << " " << f.reason;
+  EXPECT_EQ(v->pip_files, 5u);
+  const auto vcli = testing::run_command(testing::envlock_cmd() + " verify -p '" + b.string() + "'", {});
+  EXPECT_EQ(vcli.exit_code, 0) << vcli.out << vcli.err;
+}
+
+HostFacts x86_host(const std::string& level) {
+  HostFacts h;
+  h.platform = "linux-64";
+  h.kernel = "6.1.0-18-amd64";
+  h.glibc = "2.36";
+  h.cpu_arch = "x86_64";
+  h.cpu_level = level;
+  h.libstdcxx_glibcxx = "3.4.30";
+  h.libstdcxx_cxxabi = "1.3.13";
+  return h;
+}
+
+CapturedPackage linux_package(const std::string& name, const std::string& version, std::vector<std::string> depends) {
+  CapturedPackage p;
+  p.record.name = name;
+  p.record.version = *Version::parse(version);
+  p.record.build = "0";
+  p.record.subdir = "linux-64";
+  p.record.depends = std::move(depends);
+  return p;
+}
+
+// Restores an environment variable when the test ends.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) {
+    if (const char* v = std::getenv(name.c_str())) old = v;
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old) ::setenv(name.c_str(), old->c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
+};
+
+TEST(Compatibility, CpuLevelIsRefusedWhenAPackageNeedsItAndAlwaysListed) {
+  Snapshot s;
+  s.host = x86_host("x86_64_v4");
+  CapturedEnvironment env;
+  env.name = "train";
+  env.platform = "linux-64";
+  env.packages = {linux_package("python", "3.11.9", {})};
+  // Nothing needs the level: runnable, but the checklist says the CPU is older.
+  EXPECT_TRUE(check_compatibility(s, env, x86_host("x86_64_v3")).empty());
+  const auto list = host_checklist(s.host, x86_host("x86_64_v3"));
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0], "cpu: x86_64_v4 on the capture host; this host has x86_64_v3 (programs built for the newer level may stop with an illegal instruction)");
+  EXPECT_TRUE(host_checklist(s.host, x86_host("x86_64_v4")).empty());
+  EXPECT_TRUE(host_checklist(x86_host("x86_64_v3"), x86_host("x86_64_v4")).empty());
+
+  // conda-forge's microarch metapackage, and a depends on it.
+  env.packages.push_back(linux_package("_x86_64-microarch-level", "4", {}));
+  env.packages.push_back(linux_package("numpy", "2.0.0", {"_x86_64-microarch-level >=4"}));
+  const auto failed = check_compatibility(s, env, x86_host("x86_64_v3"));
+  ASSERT_EQ(failed.size(), 2u);
+  EXPECT_EQ(failed[0].to_string(), "_x86_64-microarch-level 4 needs x86_64_v4 (built for that CPU level); the target has x86_64_v3");
+  EXPECT_EQ(failed[1].to_string(), "numpy 2.0.0 needs _x86_64-microarch-level >=4; the target has x86_64_v3");
+  EXPECT_TRUE(check_compatibility(s, env, x86_host("x86_64_v4")).empty());
+}
+
+TEST(Compatibility, TheTargetIsSeenThroughCondaOverridesAsInstallSeesIt) {
+  Snapshot s;
+  s.host = x86_host("x86_64_v3");
+  CapturedEnvironment env;
+  env.name = "train";
+  env.platform = "linux-64";
+  env.packages = {linux_package("libgcc", "14.1.0", {"__glibc >=2.28"}), linux_package("pytorch", "2.3.1", {"__cuda >=12"})};
+  const HostFacts target = x86_host("x86_64_v3");  // no NVIDIA driver
+  ASSERT_EQ(check_compatibility(s, env, target).size(), 1u);
+  {
+    ScopedEnv cuda("CONDA_OVERRIDE_CUDA", "12.4");
+    ScopedEnv glibc("CONDA_OVERRIDE_GLIBC", "2.17");
+    const auto failed = check_compatibility(s, env, target);
+    ASSERT_EQ(failed.size(), 1u);
+    EXPECT_EQ(failed[0].to_string(), "libgcc 14.1.0 needs __glibc >=2.28; the target has 2.17");
+    const auto list = host_checklist(s.host, target);
+    ASSERT_FALSE(list.empty());
+    EXPECT_EQ(list[0], "glibc: 2.36 on the capture host; this host has 2.17");
+    ScopedEnv arch("CONDA_OVERRIDE_ARCHSPEC", "x86_64_v2");
+    EXPECT_NE(host_checklist(s.host, target).back().find("cpu: x86_64_v3 on the capture host; this host has x86_64_v2"), std::string::npos);
+  }
+  {
+    ScopedEnv bad("CONDA_OVERRIDE_GLIBC", "not a version!");
+    const auto failed = check_compatibility(s, env, target);
+    ASSERT_EQ(failed.size(), 1u);
+    EXPECT_NE(failed[0].to_string().find("CONDA_OVERRIDE_GLIBC"), std::string::npos) << failed[0].to_string();
+  }
 }
 
 }  // namespace

@@ -131,7 +131,7 @@ TEST(Dpkg, OddStanzasAreErrorsNamingTheLine) {
   const auto no_package = parse_dpkg_status("Package: a\nVersion: 1\n\nStatus: install ok installed\nVersion: 2\n", "status");
   ASSERT_FALSE(no_package.ok());
   EXPECT_EQ(no_package.error().where, "status:4");
-  EXPECT_NE(no_package.error().message.find("no Package field"), std::string::npos);
+  EXPECT_EQ(no_package.error().message, "a stanza (lines 4-5): it has no Package field");
   const auto leading = parse_dpkg_status(" continuation first\nPackage: a\n", "status");
   ASSERT_FALSE(leading.ok());
   EXPECT_EQ(leading.error().where, "status:1");
@@ -177,7 +177,9 @@ TEST(Dpkg, AFaultyStanzaInTheRealFileIsSkippedAndNamedTheRestKept) {
   EXPECT_NE(warnings[0].message.find("lines 28-30"), std::string::npos) << warnings[0].message;
   EXPECT_NE(warnings[0].message.find("Field: value"), std::string::npos) << warnings[0].message;
   EXPECT_EQ(warnings[1].where, "status:32");
-  EXPECT_NE(warnings[1].message.find("no Package field"), std::string::npos) << warnings[1].message;
+  // The stanza is named once, not twice ("a stanza (lines …) was skipped: a stanza (lines …) has …").
+  EXPECT_EQ(warnings[1].message.find("a stanza (lines"), warnings[1].message.rfind("a stanza (lines")) << warnings[1].message;
+  EXPECT_NE(warnings[1].message.find(") was skipped: it has no Package field"), std::string::npos) << warnings[1].message;
   // Without a warnings list the parser stays strict: the first faulty stanza is the error.
   const auto strict = parse_dpkg_status(text, "status");
   ASSERT_FALSE(strict.ok());
@@ -267,6 +269,36 @@ TEST(Nvidia, A100AndDualGpuFacts) {
   EXPECT_EQ(nv->gpus[1].name, "NVIDIA RTX A5000");
   EXPECT_EQ(nv->gpus[0].architecture, "Ampere");
   EXPECT_EQ(nv->cuda_version, "13.1");
+}
+
+// Issue 7 asks for the compute capability: recorded from <compute_cap> where the output has it
+// (next to architecture), and absent where it does not (no -q -x output in the corpus has it).
+TEST(Nvidia, ComputeCapabilityIsRecordedWherePresent) {
+  SKIP_WITHOUT_CORPUS();
+  const fs::path dual = corpus_dir() / "gpu/influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__dual_a5000-v13.xml";
+  std::string text = slurp(dual);
+  auto nv = parse_nvidia_smi_xml(text, "dual.xml", false);
+  ASSERT_TRUE(nv.ok()) << nv.error().to_string();
+  ASSERT_EQ(nv->gpus.size(), 2u);
+  EXPECT_EQ(nv->gpus[0].compute_capability, "");
+  // The same output with <compute_cap> beside the first GPU's architecture.
+  const auto at = text.find("<product_architecture>");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "<compute_cap>8.6</compute_cap>\n\t\t");
+  nv = parse_nvidia_smi_xml(text, "dual.xml", false);
+  ASSERT_TRUE(nv.ok()) << nv.error().to_string();
+  EXPECT_EQ(nv->gpus[0].compute_capability, "8.6");
+  EXPECT_EQ(nv->gpus[0].architecture, "Ampere");
+  EXPECT_EQ(nv->gpus[1].compute_capability, "");
+  // It survives the snapshot file.
+  Snapshot s;
+  s.host.platform = "linux-64";
+  s.host.nvidia = *nv;
+  const std::string yaml = s.to_yaml();
+  EXPECT_NE(yaml.find("compute-capability: "), std::string::npos) << yaml;
+  const auto back = Snapshot::parse(yaml, "s.yaml");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->host.nvidia->gpus[0].compute_capability, "8.6");
 }
 
 TEST(Nvidia, MalformedXmlAndWrongRootAreClearErrors) {

@@ -89,13 +89,19 @@ TEST(ReviewFixes, InstallWarnsAboutThePipPackagesItDoesNotInstall) {
   const fs::path lock = dir / "envlock.lock";
   std::ofstream(lock) << "version: 1\nmanifest_hash: \"\"\nenvironments:\n  default:\n    requested: []\n    platforms:\n"
                          "      linux-64:\n        channels: []\n        virtual_packages: []\n        packages: []\n"
-                         "        pip:\n          - name: toolbox\n            version: \"1.0\"\n"
-                         "            requirement: toolbox==1.0\n";
+                         "        pip:\n          - name: mypkg\n            version: \"0.3.dev0\"\n"
+                         "            url: https://github.com/acme/mypkg.git\n"
+                         "            requirement: mypkg @ git+https://github.com/acme/mypkg.git@0123456789abcdef0123456789abcdef01234567\n"
+                         "          - name: toolbox\n            version: \"1.0\"\n";
   const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", (dir / "pkgs").string()}};
   const auto r = run_command(envlock_cmd() + " install -l '" + lock.string() + "' -p '" + (dir / "p").string() + "'", env);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.err.find("warning: 1 pip package(s) in the lockfile were not installed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("warning: 2 pip package(s) in the lockfile were not installed"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("toolbox==1.0"), std::string::npos) << r.err;
+  // A VCS install is named by its requirement, never as a name==version pin.
+  EXPECT_NE(r.err.find("mypkg @ git+https://github.com/acme/mypkg.git@0123456789abcdef0123456789abcdef01234567, toolbox==1.0"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("mypkg==0.3.dev0"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("envlock snapshot deploy"), std::string::npos) << r.err;
   const auto j = run_command(envlock_cmd() + " --json install -l '" + lock.string() + "' -p '" + (dir / "q").string() + "'", env);
   ASSERT_EQ(j.exit_code, 0) << j.out << j.err;
@@ -182,6 +188,61 @@ TEST(ReviewFixes, SnapshotDiffPairsTheOnlyEnvironmentsAndListsDriftedPaths) {
   EXPECT_EQ(find_change(by_name, "environment", "compared (the only one on each side)"), nullptr);
   ASSERT_NE(find_change(by_name, "environment", "dep"), nullptr);
   EXPECT_TRUE(diff_snapshots(a, a).empty());
+}
+
+// snapshot diff: the host first, then each environment's sections; a drifted path's line says
+// "unowned"/"missing" once (was `+ unowned new.txt unowned`, `+ missing bin/x missing (libx)`).
+TEST(ReviewFixes, SnapshotDiffPutsTheHostFirstAndSaysEachWordOnce) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-snapdiff-order-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Snapshot a;
+  a.host.platform = "linux-64";
+  a.host.kernel = "6.1.0-18-amd64";
+  CapturedEnvironment train;
+  train.name = "train";
+  train.prefix = "/opt/conda/envs/train";
+  train.platform = "linux-64";
+  train.drift.unowned = {"notes.txt"};
+  a.environments = {train};
+  Snapshot b = a;
+  b.host.kernel = "6.1.0-21-amd64";
+  b.environments[0].drift.unowned = {"new.txt"};
+  b.environments[0].drift.missing = {{"libx", {"bin/x"}}};
+  const auto changes = diff_snapshots(a, b);
+  ASSERT_FALSE(changes.empty());
+  EXPECT_EQ(changes.front().section, "host");
+  EXPECT_EQ(changes.back().section, "drift:train");
+  ASSERT_TRUE(a.write(dir / "a.yaml").ok());
+  ASSERT_TRUE(b.write(dir / "b.yaml").ok());
+  const auto r = run_command(envlock_cmd() + " snapshot diff '" + (dir / "a.yaml").string() + "' '" + (dir / "b.yaml").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "host:\n"
+            "  ~ kernel: 6.1.0-18-amd64 -> 6.1.0-21-amd64\n"
+            "drift:train:\n"
+            "  + missing bin/x (libx)\n"
+            "  ~ missing files: 0 -> 1\n"
+            "  + unowned new.txt\n"
+            "  - unowned notes.txt\n");
+  fs::remove_all(dir);
+}
+
+// A saved output the user named with --nvidia-smi-xml/--rpm-qa that cannot be read is an error
+// (exit 1, nothing written), not a partial capture that silently lacks the GPUs.
+TEST(ReviewFixes, AMissingSavedCommandOutputIsAnError) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-snap-smi-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "host");
+  const fs::path out = dir / "s.yaml";
+  for (const std::string option : {"--nvidia-smi-xml", "--rpm-qa"}) {
+    const auto r = run_command(envlock_cmd() + " snapshot capture --root '" + (dir / "host").string() + "' -p /opt/conda " + option +
+                               " /nonexistent-envlock.xml -o '" + out.string() + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("/nonexistent-envlock.xml: " + option + ": no such file"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  fs::remove_all(dir);
 }
 
 

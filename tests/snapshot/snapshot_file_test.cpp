@@ -81,10 +81,9 @@ TEST(SnapshotFile, CondaPartIsAnEnvlockLockDocument) {
   EXPECT_EQ(lp.pip[1].requirement, "MyLib @ file:///srv/src/mylib");
   EXPECT_EQ(lp.pip[0].name, "imagesize");
   EXPECT_EQ(lp.pip[0].version, "1.4.1");
-  const auto glibc = std::find_if(lp.virtual_packages.begin(), lp.virtual_packages.end(),
-                                  [](const VirtualPackage& v) { return v.name == "__cuda"; });
-  ASSERT_NE(glibc, lp.virtual_packages.end());
-  EXPECT_EQ(glibc->version, "12.2");
+  // Never solved: only the environment's own platform family, none of the capture host's facts
+  // (this osx-arm64 prefix sits on a linux GPU host with glibc, a kernel and CUDA 12.2).
+  EXPECT_EQ(lp.virtual_packages, (std::vector<VirtualPackage>{{"__osx", "0", "0"}, {"__unix", "0", "0"}}));
 }
 
 TEST(SnapshotFile, PartialCaptureIsMarkedAndSurvivesTheRoundTrip) {
