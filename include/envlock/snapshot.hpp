@@ -431,12 +431,12 @@ struct DeployOptions {
   /// A bundle unpacked by open_bundle(): every archive comes from it (nothing is downloaded; a
   /// record whose archive it lacks is an error) and pip files from its pip/<env>/ folder.
   std::filesystem::path bundle_dir;
-};
-
-/// What a deploy did, and what a person still has to do.
   /// The bundle file as the user named it: errors about a member say "<bundle_name>: pkgs/<file>"
   /// (never the temporary bundle_dir). Empty: bundle_dir's path is used.
   std::string bundle_name;
+};
+
+/// What a deploy did, and what a person still has to do.
 struct DeployReport {
   std::string environment;
   std::vector<std::string> installed;     ///< conda dist names linked, sorted

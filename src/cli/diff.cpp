@@ -46,10 +46,10 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   auto new_in = new_reading.get();
   if (!old_in) return fail(ctx, old_in.error());
   if (!new_in) return fail(ctx, new_in.error());
-
-  const LockDiff diff = diff_lockfiles(old_in->read.lockfile, new_in->read.lockfile);
   for (const auto& w : old_in->read.warnings) warn(w);
   for (const auto& w : new_in->read.warnings) warn(w);
+
+  const LockDiff diff = diff_lockfiles(old_in->read.lockfile, new_in->read.lockfile);
   DiffLabels labels{old_in->label, new_in->label, old_in->read.format.to_string(),
                     new_in->read.format.to_string()};
   if (format == "json") {

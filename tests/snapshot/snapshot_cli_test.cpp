@@ -171,6 +171,7 @@ TEST(SnapshotCli, RootResolvesAbsolutePathsInsideTheTree) {
   host.write("/data/envs/train/bin/tool", "tool\n");
   host.write("/data/store/libx.so", "libx\n");
   host.write("/data/share-real/doc/readme", "readme\n");
+  fs::create_directories(host.local("/data/envs/train/lib"));
   fs::create_symlink("/data/store/libx.so", host.local("/data/envs/train/lib/libx.so"));
   fs::create_directory_symlink("/data/share-real", host.local("/data/envs/train/share"));
   // Exists on this machine, not under the root: missing, not read from here.
