@@ -19,7 +19,7 @@ void prepare_heap_for_large_inputs() {
   mallopt(M_MMAP_THRESHOLD, static_cast<int>(kPad));  // buffers up to 64 MiB come from the heap
   mallopt(M_TRIM_THRESHOLD, static_cast<int>(2 * kPad));  // what is freed stays for the next phase
   mallopt(M_TOP_PAD, static_cast<int>(kPad));         // grow 64 MiB of address space at a time
-  mallopt(M_ARENA_MAX, 1);                            // worker threads share the (huge-page) heap
+  // (no M_ARENA_MAX: threads parsing both sides at once would contend on one arena)
   // Grow the heap now: a block larger than all the heap holds cannot come from a free chunk.
   const auto lo = reinterpret_cast<std::uintptr_t>(sbrk(0));
   void* volatile grow = std::malloc(mallinfo2().arena + (std::size_t{1} << 16));  // volatile: not elided
