@@ -60,8 +60,11 @@ const char* path_type_name(PathEntry::Type t) {
 
 /// Re-packs `record` from the files installed in `local_prefix` (the host's `host_prefix`) into
 /// `out` (a .conda). Every regular file is checked against the conda-meta sha256 first: a file
-/// that changed since it was installed cannot be re-packed faithfully.
-Status repack(const PrefixRecord& record, const fs::path& local_prefix, const std::string& host_prefix, const fs::path& out) {
+/// that changed since it was installed cannot be re-packed faithfully. The prefix-relative paths
+/// in `leave_out` are not packed (files a pip RECORD lists: pip overwrote them, the bundle carries
+/// pip's copy; files pip's uninstall removed from a shadowed record).
+Status repack(const PrefixRecord& record, const fs::path& local_prefix, const std::string& host_prefix, const fs::path& out,
+              const std::set<std::string>& leave_out) {
   std::vector<ArchiveEntry> entries;
   nlohmann::json paths = nlohmann::json::array();
   std::vector<PathEntry> listed = record.paths;
@@ -82,6 +85,7 @@ Status repack(const PrefixRecord& record, const fs::path& local_prefix, const st
     if (!rel || rel->starts_with("info/") || *rel == "info") {
       return Error{ErrorKind::Integrity, dist, "cannot re-pack: conda-meta lists the unsafe path \"" + e.path + "\"", "", ""};
     }
+    if (leave_out.count(*rel) != 0) continue;
     const fs::path local = local_prefix / *rel;
     struct stat st {};
     if (::lstat(local.c_str(), &st) != 0) {
@@ -239,8 +243,16 @@ Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot
       return Error{ErrorKind::Io, env.prefix, "the captured prefix cannot be read any more", "", "capture it again"};
     }
     std::optional<std::vector<PrefixRecord>> meta;  // read once, when a package needs re-packing
+    // What a re-pack leaves out: the files pip's RECORDs list (pip's copies are bundled below).
+    std::set<std::string> pip_owned;
+    for (const auto& d : env.pip) {
+      const std::string site = d.dist_info.substr(0, d.dist_info.rfind('/'));
+      for (const auto& f : d.files) {
+        if (const auto rel = normalize_relative(site + "/" + f.path)) pip_owned.insert(*rel);
+      }
+    }
+    // Every record, shadowed ones included: deploy installs them, then pip's files over them.
     for (auto& p : env.packages) {
-      if (!p.shadowed_by.empty()) continue;  // not deployed: pip's install replaced it
       if (auto found = find_archive(seam, options.package_dirs, env.prefix, p.record)) {
         const std::string at = "pkgs/" + p.record.file_name;
         if (archived.insert(at).second) {
@@ -264,7 +276,11 @@ Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot
       }
       fs::create_directories(work / env.name, ec);
       const fs::path out = work / env.name / (p.record.dist_name() + ".conda");
-      if (auto st = repack(*rec, *local_prefix, env.prefix, out); !st) return st.error();
+      std::set<std::string> leave_out = pip_owned;
+      if (const auto gone = env.drift.missing.find(p.record.name); !p.shadowed_by.empty() && gone != env.drift.missing.end()) {
+        leave_out.insert(gone->second.begin(), gone->second.end());  // pip's uninstall removed them
+      }
+      if (auto st = repack(*rec, *local_prefix, env.prefix, out, leave_out); !st) return st.error();
       auto d = hash_file(out, HashAlgorithm::Sha256);
       if (!d) return d.error();
       p.repacked_sha256 = *d;

@@ -111,8 +111,8 @@ std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, con
 
   // Virtual packages each record depends on (always) or constrains (only when the target has one).
   const std::string target_cuda = target.nvidia ? target.nvidia->cuda_version : "";
+  // Shadowed records too: deploy installs them under the pip distribution that replaced them.
   for (const auto& p : env.packages) {
-    if (!p.shadowed_by.empty()) continue;
     const std::string who = p.record.name + " " + p.record.version.to_string();
     auto check = [&](const std::string& dep, bool constraint) {
       if (!dep.starts_with("__") && !dep.starts_with(kMicroarchLevelPackage)) return;

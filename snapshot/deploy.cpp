@@ -44,10 +44,18 @@ Result<std::vector<std::string>> stage_pip_files(const CapturedEnvironment& env,
       if (!e.sha256.empty()) {
         const auto actual = sha256_of(from);
         if (!actual || *actual != e.sha256) {
+          // The snapshot holds the RECORD hash as captured: either the capture already found the
+          // file modified (drift), or it changed afterwards.
+          const bool drifted = std::any_of(env.drift.modified.begin(), env.drift.modified.end(),
+                                           [&](const ModifiedFile& m) { return m.path == *rel; });
           return Error{ErrorKind::Integrity, from.string(),
                        "pip:" + d.name + " " + d.version + ": sha256 " + (actual ? *actual : "(unreadable)") +
-                           " does not match RECORD's " + e.sha256,
-                       "", "the file changed since pip installed it; reinstall the distribution on the source and capture again"};
+                           " does not match the RECORD hash the snapshot records (" + e.sha256 + ")",
+                       "",
+                       drifted ? "the file was already modified when the snapshot was captured (its drift section lists it); "
+                                 "reinstall the distribution on the source (or restore the file) and capture again"
+                               : "the file changed since the snapshot was captured; capture the prefix again (or deploy "
+                                 "from a bundle made with the snapshot)"};
         }
       }
       const fs::path to = stage / *rel;
@@ -76,6 +84,36 @@ Status move_tree(const fs::path& stage, const fs::path& prefix) {
     if (ec) return Error{ErrorKind::Io, to.string(), "cannot move a pip file into the prefix: " + ec.message(), "", ""};
   }
   return ok_status();
+}
+
+// The files of records pip shadowed that were gone from the captured prefix (pip removed them
+// when it uninstalled the conda package's distribution; capture lists them as missing), removed
+// from the new prefix so it holds what the captured one held. Emptied folders go too, as pip's
+// uninstall removes them. Returns how many files were removed.
+Result<std::size_t> remove_uninstalled_by_pip(const CapturedEnvironment& env, const fs::path& prefix) {
+  std::size_t removed = 0;
+  for (const auto& p : env.packages) {
+    if (p.shadowed_by.empty()) continue;
+    const auto missing = env.drift.missing.find(p.record.name);
+    if (missing == env.drift.missing.end()) continue;
+    for (const auto& path : missing->second) {
+      const auto rel = normalize_relative(path);
+      if (!rel || rel->empty() || *rel == "conda-meta" || rel->starts_with("conda-meta/")) continue;
+      std::error_code ec;
+      const fs::path file = prefix / *rel;
+      if (fs::is_directory(fs::symlink_status(file, ec))) continue;  // a folder another file still needs
+      if (!fs::remove(file, ec) && ec) {
+        return Error{ErrorKind::Io, file.string(), "cannot remove a file of " + p.record.dist_name() + " that " + p.shadowed_by +
+                                                       "'s install had removed: " + ec.message(), "", ""};
+      }
+      if (!ec) ++removed;
+      for (fs::path dir = file.parent_path(); dir != prefix && dir.has_relative_path() && fs::is_empty(dir, ec) && !ec;
+           dir = dir.parent_path()) {
+        if (!fs::remove(dir, ec)) break;
+      }
+    }
+  }
+  return removed;
 }
 
 // Every regular file of an extracted re-packed archive against the sha256 its paths.json carries
@@ -247,17 +285,28 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
   for (const auto& d : env->pip) {
     if (d.source == PipSource::Editable) report.checklist.push_back("pip: " + d.name + " is an editable install of " + d.url + "; that folder must exist here");
   }
-  if (!env->drift.modified.empty() || !env->drift.unowned.empty()) {
-    report.checklist.push_back("drift: " + std::to_string(env->drift.modified.size()) + " modified and " +
-                               std::to_string(env->drift.unowned.size()) +
-                               " unowned files of the captured prefix are not reproduced (see the snapshot's drift section)");
+  // The missing files of a record pip shadowed are what pip's uninstall removed: reproduced with
+  // pip's install (step 4), or left in place with the whole conda package by --without-pip. Those
+  // of other packages, like modified and unowned files, are left to a person. (A pip file that is
+  // gone fails step 2.)
+  std::size_t missing = 0;
+  for (const auto& [who, files] : env->drift.missing) {
+    const auto p = std::find_if(env->packages.begin(), env->packages.end(),
+                                [&](const CapturedPackage& c) { return c.record.name == who; });
+    if (!who.starts_with("pip:") && (p == env->packages.end() || p->shadowed_by.empty())) missing += files.size();
+  }
+  if (!env->drift.modified.empty() || !env->drift.unowned.empty() || missing != 0) {
+    report.checklist.push_back("drift: " + std::to_string(env->drift.modified.size()) + " modified, " +
+                               std::to_string(env->drift.unowned.size()) + " unowned and " + std::to_string(missing) +
+                               " missing files of the captured prefix are not reproduced (see the snapshot's drift section)");
   }
 
   // 3. conda records, in install order, through the package cache and the installer.
   LockedPlatform lp;
   lp.platform = env->platform;
+  // Every record, shadowed ones included: the capture host had the conda package installed and
+  // pip's files over it (step 4 restores those, and removes what pip's uninstall removed).
   for (const auto& p : env->packages) {
-    if (!p.shadowed_by.empty()) continue;
     LockedPackage lpkg;
     static_cast<RepoDataRecord&>(lpkg) = p.record;
     lpkg.layer = env->name;
@@ -328,7 +377,15 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
   if (!installed) return installed.error();
   report.installed = installed->installed;
 
-  // 4. pip files into the new prefix; undo the install when that fails.
+  // 4. pip's install over the conda packages: the files its uninstall of a shadowed package had
+  // removed go, then the staged pip files move in (over the conda files pip had overwritten).
+  // Undo the install when either fails.
+  if (!options.without_pip) {
+    if (auto removed = remove_uninstalled_by_pip(*env, prefix); !removed) {
+      (void)remove_environment(prefix);
+      return removed.error();
+    }
+  }
   if (!report.pip_restored.empty()) {
     if (auto st = move_tree(stage, prefix); !st) {
       (void)remove_environment(prefix);

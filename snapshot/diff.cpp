@@ -51,9 +51,11 @@ std::map<std::string, std::string> host_map(const HostFacts& h) {
 std::map<std::string, std::string> conda_map(const CapturedEnvironment& e) {
   std::map<std::string, std::string> m;
   for (const auto& p : e.packages) {
-    if (!p.shadowed_by.empty()) continue;  // replaced by a pip install: not installed (pip section)
     std::string v = p.record.version.to_string() + " " + p.record.build;
     if (!p.record.channel.empty()) v += " (" + p.record.channel + ")";
+    // A record pip shadowed is still installed under pip's files: its loss, or pip's install
+    // over it, is a change of the conda package too (the distribution is in the pip section).
+    if (!p.shadowed_by.empty()) v += ", shadowed by " + p.shadowed_by;
     m[p.record.name] = v;
   }
   return m;
@@ -86,9 +88,18 @@ std::map<std::string, std::string> drift_map(const CapturedEnvironment& e) {
   return m;
 }
 
-// Report order: the host first (facts, then system packages), then the environment pairing, then
+// Whether each side is complete, and the problems of a partial capture ("problem <where>" ->
+// message), so a package missing from a partial capture is not read as removed without a word.
+std::map<std::string, std::string> capture_map(const Snapshot& s) {
+  std::map<std::string, std::string> m{{"complete", s.complete() ? "yes" : "no (partial capture)"}};
+  for (const auto& p : s.problems) m["problem " + p.where] = p.message;
+  return m;
+}
+
+// Report order: the capture first (complete, problems), the host (facts, then system packages), then the environment pairing, then
 // each environment's conda packages, pip distributions and drift, environment by environment.
 std::tuple<int, std::string, int> section_order(const std::string& section) {
+  if (section == "capture") return {-1, "", 0};
   if (section == "host") return {0, "", 0};
   if (section == "system") return {1, "", 0};
   if (section == "environment") return {2, "", 0};
@@ -116,6 +127,7 @@ void compare_environments(const CapturedEnvironment& a, const CapturedEnvironmen
 
 std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b) {
   std::vector<SnapshotChange> out;
+  compare_maps(capture_map(a), capture_map(b), "capture", out);
   compare_maps(host_map(a.host), host_map(b.host), "host", out);
   std::map<std::string, std::string> sa, sb;
   for (const auto& p : a.host.system_packages) sa[p.name + (p.architecture.empty() ? "" : ":" + p.architecture)] = p.version;

@@ -29,6 +29,15 @@ std::optional<std::string> host_file(const HostSeam& seam, const fs::path& host_
   return read_text(*local);
 }
 
+// True when `host_path` is there as a symbolic link that leads nowhere (or, in a host tree, out
+// of it): a fact that could not be read, unlike a file that is simply absent.
+bool dangling_link(const HostSeam& seam, const fs::path& host_path) {
+  if (seam.resolve(host_path)) return false;
+  const auto dir = seam.resolve(host_path.parent_path());
+  std::error_code ec;
+  return dir && fs::is_symlink(fs::symlink_status(*dir / host_path.filename(), ec));
+}
+
 // Finds a shared library by soname in the usual library folders (multiarch first).
 std::optional<std::pair<fs::path, fs::path>> find_library(const HostSeam& seam, const std::string& soname) {
   std::vector<fs::path> dirs;
@@ -182,7 +191,18 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
       h.libstdcxx_glibcxx = max_symbol_version(info->versions, "GLIBCXX_");
       h.libstdcxx_cxxabi = max_symbol_version(info->versions, "CXXABI_");
     }
-  }  // no system libstdc++ is a fact, not a failure: conda environments ship their own
+  } else {
+    // No system libstdc++ is a fact, not a failure (conda environments ship their own); a link
+    // to one that is gone is a failure to read it.
+    for (const char* d : {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/powerpc64le-linux-gnu",
+                          "/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"}) {
+      const fs::path host = fs::path(d) / "libstdc++.so.6";
+      if (dangling_link(seam, host)) {
+        problems.push_back({host.string(), "a link that leads nowhere: the libstdc++ versions are not recorded"});
+        break;
+      }
+    }
+  }
 
   // CPU level.
   if (seam.live) {
@@ -243,10 +263,21 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
     if (nv.cuda_version.empty() && seam.live) {
       if (auto cuda = detect_cuda_driver_version()) nv.cuda_version = *cuda;
     }
+    // GPUs without the driver's versions would deploy as "no driver": say what is missing.
+    const std::string from = proc_version ? "/proc/driver/nvidia/version" : "nvidia-smi -q -x";
+    if (nv.driver_version.empty() && (proc_version || !nv.gpus.empty())) {
+      problems.push_back({from, "no driver version found: the NVIDIA driver version is not recorded"});
+    }
+    if (nv.cuda_version.empty() && !nv.gpus.empty()) {
+      problems.push_back({"nvidia-smi -q -x", "no <cuda_version>: the CUDA version the driver supports is not recorded"});
+    }
     h.nvidia = nv;
   }
 
   // System packages: dpkg's status database, else rpm.
+  if (dangling_link(seam, "/var/lib/dpkg/status")) {
+    problems.push_back({"/var/lib/dpkg/status", "a link that leads nowhere: the system packages are not recorded"});
+  }
   if (auto status = host_file(seam, "/var/lib/dpkg/status")) {
     h.system_package_manager = "dpkg";
     // A faulty stanza costs that one package (listed as a problem), never the whole list.

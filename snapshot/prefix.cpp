@@ -215,23 +215,24 @@ class PrefixWalker {
 
   // After walk(): takes the lstat of the regular files met (for sizes without hashing), 64 at a
   // time from `next`, so several threads can share the work. Each thread keeps the folder of its
-  // last file open (O_PATH) and stats relative to it.
+  // last file open (O_PATH), opened relative to the walked root so the kernel resolves only the
+  // prefix-relative part of its path, and stats relative to it.
   void stat_regular_files(const std::string& root, std::atomic<std::size_t>& next) {
     constexpr std::size_t kChunk = 64;
+    const int root_fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) return;  // the walk read it a moment ago; the files stay unstated (checked by path later)
     std::string dir;
-    int dir_fd = -1;
+    int dir_fd = root_fd;  // the folder of `dir` ("" is the root itself)
     for (std::size_t first; (first = next.fetch_add(kChunk)) < paths_.size();) {
       for (std::size_t i = first; i < std::min(first + kChunk, paths_.size()); ++i) {
         WalkedPath& w = paths_[i];
         if (w.type != DT_REG || w.stated) continue;
         const auto slash = w.rel.rfind('/');
         const std::string_view parent = slash == std::string::npos ? std::string_view() : std::string_view(w.rel).substr(0, slash);
-        std::string want = root;
-        if (!parent.empty()) want.append("/").append(parent);
-        if (want != dir || dir_fd < 0) {
-          if (dir_fd >= 0) ::close(dir_fd);
-          dir = std::move(want);
-          dir_fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (parent != dir) {
+          if (dir_fd >= 0 && dir_fd != root_fd) ::close(dir_fd);
+          dir.assign(parent);
+          dir_fd = dir.empty() ? root_fd : ::openat(root_fd, dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         }
         struct stat st {};
         const char* name = w.rel.c_str() + (slash == std::string::npos ? 0 : slash + 1);
@@ -242,7 +243,8 @@ class PrefixWalker {
         }
       }
     }
-    if (dir_fd >= 0) ::close(dir_fd);
+    if (dir_fd >= 0 && dir_fd != root_fd) ::close(dir_fd);
+    ::close(root_fd);
   }
 
  private:
@@ -331,10 +333,18 @@ std::string environment_name(const HostSeam& seam, const fs::path& prefix) {
 
 }  // namespace
 
+// A host path as one spelling: lexically normal, without a trailing `/` ("/x/envA/" and
+// "/x/./envA" are "/x/envA"), so one prefix listed twice is captured once.
+fs::path one_spelling(const fs::path& host) {
+  fs::path p = host.lexically_normal();
+  if (!p.has_filename() && p != p.root_path()) p = p.parent_path();
+  return p;
+}
+
 std::vector<fs::path> discover_prefixes(const HostSeam& seam) {
   std::set<fs::path> found;
   auto consider = [&](const fs::path& host) {
-    if (auto local = seam.resolve(host / "conda-meta"); local && fs::is_directory(*local)) found.insert(host.lexically_normal());
+    if (auto local = seam.resolve(host / "conda-meta"); local && fs::is_directory(*local)) found.insert(one_spelling(host));
   };
   auto children = [&](const fs::path& host_dir) {
     auto local = seam.resolve(host_dir);
@@ -436,12 +446,46 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   if (meta_fd >= 0) ::close(meta_fd);
   std::vector<PrefixRecord> records;
   records.reserve(meta_files.size());
-  for (auto& o : outcomes) {
-    if (o.record) records.push_back(std::move(*o.record));
-    else problems.push_back(std::move(o.problem));
+  std::vector<std::string> record_files;  // the conda-meta file of each record, for problems
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    if (outcomes[i].record) {
+      records.push_back(std::move(*outcomes[i].record));
+      record_files.push_back(meta_files[i]);
+    } else {
+      problems.push_back(std::move(outcomes[i].problem));
+    }
   }
   outcomes.clear();
-  std::sort(records.begin(), records.end(), [](const PrefixRecord& a, const PrefixRecord& b) { return a.name < b.name; });
+  {
+    // By name; two records of one name (a damaged prefix: conda keeps one per name) put the
+    // newest version first, and the others are left out as a problem naming both files.
+    std::vector<std::size_t> order(records.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+      const PrefixRecord& a = records[x];
+      const PrefixRecord& b = records[y];
+      if (a.name != b.name) return a.name < b.name;
+      if (a.version != b.version) return b.version < a.version;
+      if (a.build_number != b.build_number) return a.build_number > b.build_number;
+      return record_files[x] < record_files[y];
+    });
+    std::vector<PrefixRecord> sorted_records;
+    sorted_records.reserve(records.size());
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const std::size_t i = order[k];
+      if (!sorted_records.empty() && sorted_records.back().name == records[i].name) {
+        problems.push_back({(prefix / "conda-meta" / record_files[i]).string(),
+                            "a second record of package " + records[i].name + " (" + records[i].version.to_string() + " " +
+                                records[i].build + "); the snapshot keeps " + record_files[kept] +
+                                " and leaves this one out; remove the stale record"});
+        continue;
+      }
+      kept = i;
+      sorted_records.push_back(std::move(records[i]));
+    }
+    records = std::move(sorted_records);
+  }
 
   // 2. Ownership of every path conda installed.
   OwnerMap owner;                                       // prefix-relative path -> conda name or pip:<name>
@@ -495,9 +539,32 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
       env.pip.push_back(std::move(*dist));
     }
   }
-  std::sort(env.pip.begin(), env.pip.end(), [](const PipDistribution& a, const PipDistribution& b) {
-    return a.normalized_name() < b.normalized_name();
-  });
+  {
+    // By project; two dist-info folders of one project (a pip leftover: an upgrade that did not
+    // remove the old folder) would pin two versions: the newest is kept, the other left out as a
+    // problem naming both folders.
+    auto newer = [](const PipDistribution& a, const PipDistribution& b) {
+      const auto va = Version::parse(a.version), vb = Version::parse(b.version);
+      if (va && vb && *va != *vb) return *vb < *va;
+      return a.dist_info < b.dist_info;
+    };
+    std::sort(env.pip.begin(), env.pip.end(), [&](const PipDistribution& a, const PipDistribution& b) {
+      const std::string na = a.normalized_name(), nb = b.normalized_name();
+      return na != nb ? na < nb : newer(a, b);
+    });
+    std::vector<PipDistribution> one_each;
+    one_each.reserve(env.pip.size());
+    for (auto& d : env.pip) {
+      if (!one_each.empty() && one_each.back().normalized_name() == d.normalized_name()) {
+        problems.push_back({(prefix / d.dist_info).string(),
+                            "a second dist-info of " + d.name + " (" + d.version + "); the snapshot keeps " + one_each.back().dist_info +
+                                " and leaves this one out; remove the stale folder"});
+        continue;
+      }
+      one_each.push_back(std::move(d));
+    }
+    env.pip = std::move(one_each);
+  }
   // pip owns what its RECORD lists (overriding a conda owner it overwrote).
   std::map<std::string, std::pair<const PipDistribution*, const RecordEntry*>> pip_files;
   for (const auto& d : env.pip) {
@@ -595,8 +662,10 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     }
     if (options.hash_files && !sha.empty()) checks.push_back({std::move(f), std::move(m), true, true, {}, 0, false});
   };
+  // A record pip shadowed is checked too: the files its RECORD lists are pip's (owner above),
+  // the others are still the conda package's (pip overwrote or, uninstalling it, removed only
+  // those it knew of), as `envlock verify` checks them; deploy removes the ones found missing.
   for (const auto& r : records) {
-    if (shadowed.count(r.name)) continue;  // pip replaced it: its files are pip's to check
     if (!r.paths.empty()) {
       for (const auto& pe : r.paths) {
         const OwnedPath& own = owner[pe.path];
@@ -714,7 +783,14 @@ Snapshot capture(const HostSeam& seam, const CaptureOptions& options) {
   Snapshot s;
   s.timestamp = options.timestamp;
   s.host = capture_host_facts(seam, options, s.problems);
-  const auto prefixes = options.prefixes.empty() ? discover_prefixes(seam) : options.prefixes;
+  std::vector<fs::path> prefixes;
+  if (options.prefixes.empty()) {
+    prefixes = discover_prefixes(seam);
+  } else {
+    std::set<fs::path> seen;  // -p X -p X/: one environment
+    for (const auto& p : options.prefixes)
+      if (seen.insert(one_spelling(p)).second) prefixes.push_back(one_spelling(p));
+  }
   std::set<std::string> names;
   for (const auto& p : prefixes) {
     auto env = capture_prefix(seam, p, s.host.platform, options, s.problems);

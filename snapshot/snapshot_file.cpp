@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <unordered_map>
 #include <yaml-cpp/yaml.h>
 
 #include "envlock/hash.hpp"
@@ -392,6 +393,27 @@ class Reader {
     return n;
   }
 
+  // Refuses a map anywhere below `n` that holds a key twice (yaml-cpp keeps both and `[]` sees
+  // only one of them, so an edited file would be read differently from what it shows).
+  void unique_keys(const YAML::Node& n) const {
+    if (n.IsSequence()) {
+      for (const auto& item : n) unique_keys(item);
+      return;
+    }
+    if (!n.IsMap()) return;
+    std::unordered_map<std::string, YAML::Mark> seen;
+    for (const auto& kv : n) {
+      if (kv.first.IsScalar()) {
+        auto [it, inserted] = seen.emplace(kv.first.Scalar(), kv.first.Mark());
+        if (!inserted) {
+          fail(kv.first, "duplicate key `" + kv.first.Scalar() + "` (first at line " + std::to_string(it->second.line + 1) + ")",
+               "keep one of the two entries, or capture the snapshot again");
+        }
+      }
+      unique_keys(kv.second);
+    }
+  }
+
   std::string scalar(const YAML::Node& n, const std::string& what) const {
     if (n.IsNull()) return "";
     if (!n.IsScalar()) fail(n, what + " must be a plain value");
@@ -635,7 +657,13 @@ Result<Snapshot> Snapshot::parse(const std::string& text, const std::string& sou
       return Error{ErrorKind::Parse, source, "not an envlock snapshot (no `snapshot:` section)", "",
                    "make one with `envlock snapshot capture -o FILE`"};
     }
+    int sections = 0;  // the top level; the lockfile part's keys are checked by Lockfile::parse
+    for (const auto& kv : root) {
+      if (kv.first.IsScalar() && kv.first.Scalar() == "snapshot" && ++sections > 1)
+        r.fail(kv.first, "duplicate key `snapshot`", "keep one `snapshot:` section, or capture the snapshot again");
+    }
     const YAML::Node sn = r.map(root, "snapshot");
+    r.unique_keys(sn);
     const auto format = r.u64(sn["format"], "`format`");
     if (!format) r.fail(sn, "missing `format`");
     if (*format > static_cast<std::uint64_t>(kFormatVersion)) {
@@ -667,13 +695,24 @@ Result<Snapshot> Snapshot::parse(const std::string& text, const std::string& sou
       env.name = name;
       env.prefix = r.s(en, "prefix");
       env.platform = r.s(en, "platform");
+      if (env.prefix.empty()) r.fail(en, "environment `" + name + "` has no `prefix`", "capture the snapshot again");
+      if (env.platform.empty()) r.fail(en, "environment `" + name + "` has no `platform`", "capture the snapshot again");
       const auto files = r.map(en, "files", false);
       auto le = lock->environments.find(name);
       if (le == lock->environments.end()) {
         r.fail(kvp.first, "environment `" + name + "` has no entry under the lockfile's `environments`");
       }
       auto lp = le->second.platforms.find(env.platform);
-      if (lp != le->second.platforms.end()) {
+      if (lp == le->second.platforms.end()) {
+        // Its packages are the lockfile part's for this platform: without them the environment
+        // would read (and deploy) as empty.
+        std::string have;
+        for (const auto& [p, _] : le->second.platforms) have += (have.empty() ? "" : ", ") + p;
+        r.fail(en["platform"], "environment `" + name + "` was captured on platform `" + env.platform +
+                                   "`, which its lockfile part does not lock (it has: " + (have.empty() ? "none" : have) + ")",
+               "the file was edited or damaged; capture the snapshot again");
+      }
+      {
         for (const auto& pkg : lp->second.packages) {
           CapturedPackage cp;
           cp.record = static_cast<const RepoDataRecord&>(pkg);

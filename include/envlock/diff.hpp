@@ -26,7 +26,10 @@
 // hash-changed, variant-switch, added, removed, downgraded, upgraded, rebuilt, channel-changed,
 // host-floor-raised, license-changed); every other kind that also applies is in `flags`.
 // `--fail-on` matches a kind in either place. pip packages are compared too (added, removed,
-// upgraded, downgraded, hash-changed), marked `pypi`.
+// upgraded, downgraded, hash-changed), marked `pypi`; a pip line that names no project (an
+// option such as `-e .` or `--extra-index-url URL`, a path or URL without a project name) is
+// paired by its text, only ever added or removed, and named by that text (`pip_line`).
+// Requirement texts and URLs are compared and written credential-free (redact_text).
 //
 // "Why": `pulled_by` lists the direct dependencies that pull a changed package in — the
 // environment's requested specs when the format records them, else the roots of the `depends`
@@ -91,8 +94,9 @@ struct PackageSide {
 };
 
 struct PackageChange {
-  std::string name;
+  std::string name;                       ///< the package name; for a pip_line, its requirement text
   bool pypi = false;                      ///< a pip/PyPI package rather than a conda record
+  bool pip_line = false;                  ///< a pip line naming no project (`-e .`, `--extra-index-url URL`); pypi too
   ChangeKind kind = ChangeKind::Added;    ///< the most important kind that applies
   std::vector<ChangeKind> flags;          ///< further kinds that apply, in precedence order
   std::optional<PackageSide> old_side;    ///< absent for added
@@ -163,6 +167,8 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels);
 /// every format that records the same packages (for `git diff` textconv):
 ///   <env>/<platform> <name> <version> <build> <channel> <sha256:hex|md5:hex|->
 ///   <env>/<platform> pypi:<name> <version> <url> <sha256:hex|->
+///   <env>/<platform> pip <requirement text>     (a pip line that names no project, e.g. `-e .`)
+/// URLs and requirement texts are written credential-free.
 std::string render_show(const Lockfile& lock);
 
 /// Human size: "+1.2 MiB", "-340 KiB", "+12 B" (signed when `sign`), binary units.

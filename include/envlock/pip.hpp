@@ -23,13 +23,10 @@
 #include <vector>
 
 #include "envlock/lockfile.hpp"
+#include "envlock/pypi_name.hpp"  // pep503_normalize
 #include "envlock/result.hpp"
 
 namespace envlock {
-
-/// PEP 503 normalised project name: lower case, each run of `-`, `_` and `.` as one `-`
-/// ("Foo__Bar.baz" -> "foo-bar-baz").
-std::string pep503_normalize(std::string_view name);
 
 /// How a pip distribution was installed (PEP 610 direct_url.json).
 enum class PipSource {

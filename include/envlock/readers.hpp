@@ -65,7 +65,12 @@ enum class LockFormat {
 struct FormatInfo {
   LockFormat format = LockFormat::Envlock;
   int version = 0;
-  /// Human name, e.g. "conda-lock v1", "pixi.lock v6", "@EXPLICIT", "conda-meta prefix".
+  /// LockFormat::CondaLock only: the file was written by pixi. pixi.lock 2 and 3 say so by their
+  /// version; pixi.lock 1 is the conda-lock v1 format itself, told apart only by a file name that
+  /// contains "pixi.lock".
+  bool by_pixi = false;
+  /// Human name, e.g. "conda-lock v1", "pixi.lock v1", "pixi.lock v6", "@EXPLICIT",
+  /// "conda-meta prefix".
   [[nodiscard]] std::string to_string() const;
 };
 

@@ -363,7 +363,8 @@ struct SnapshotChange {
 /// Differences from `a` to `b`, in this order (by name within a section): host facts ("host":
 /// platform, os, kernel, glibc, libstdc++, CPU, page size, driver, CUDA, GPUs), system packages
 /// ("system"), environments added/removed ("environment"), then environment by environment its
-/// conda packages (version-build, channel), pip distributions and drift (the counts, and each
+/// conda packages (version-build, channel, ", shadowed by pip:<name>" for a record pip shadowed),
+/// pip distributions and drift (the counts, and each
 /// drifted path: "modified <path>" -> "sha256 …, N bytes (owner)", "unowned <path>" -> "",
 /// "missing <path>" -> "(owner)"). Environments are paired by
 /// name; when each side holds exactly one and their names differ, those two are compared anyway:
@@ -399,14 +400,16 @@ struct BundleReport {
 /// Writes a bundle (a zstd-compressed tar, written atomically) of `snapshot` as captured through
 /// `seam`:
 ///   snapshot.yaml                        the snapshot, with CapturedPackage::repacked_sha256 set;
-///   pkgs/<file name>                     each deployed (not shadowed) record's archive, found in
+///   pkgs/<file name>                     each record's archive (shadowed ones too), found in
 ///                                        BundleOptions::package_dirs or the prefix's pkgs/ folders
 ///                                        and checked against the record's sha256 (md5);
 ///   repacked/<env>/<dist>.conda          when no archive is found: a .conda re-packed from the
 ///                                        installed files conda-meta lists (pyc files and entry
-///                                        point executables made at link time left out), each file
-///                                        checked against its conda-meta sha256 first; relocated
-///                                        files carry the captured prefix as their placeholder;
+///                                        point executables made at link time left out, and the
+///                                        files a pip RECORD lists or, of a shadowed record, pip's
+///                                        uninstall removed), each file checked against its
+///                                        conda-meta sha256 first; relocated files carry the
+///                                        captured prefix as their placeholder;
 ///   pip/<env>/<prefix-relative path>     every file a pip distribution's RECORD lists (no .pyc).
 /// Errors name the package or file: an installed file that changed or is gone where a package
 /// must be re-packed (ErrorKind::Integrity / Io; hint: put the archive into the package cache),
@@ -459,10 +462,15 @@ std::vector<std::string> host_checklist(const HostFacts& captured, const HostFac
 ///     checked against its RECORD sha256 into a staging folder beside `prefix`, before anything
 ///     is installed (ErrorKind::Integrity naming the file when one no longer matches; ErrorKind::Io
 ///     when the source is gone: use without_pip);
-///  3. the recorded conda records (shadowed ones left out) go through the package cache (download,
-///     sha256 check, extract) and install_packages() — the installer of `envlock install`, which
-///     builds the prefix in a staging directory and renames it into place;
-///  4. the staged pip files are moved into the new prefix.
+///  3. every recorded conda record, shadowed ones included (the capture host had them installed
+///     under pip's files), goes through the package cache (download, sha256 check, extract) and
+///     install_packages() — the installer of `envlock install`, which builds the prefix in a
+///     staging directory and renames it into place;
+///  4. unless without_pip: the files of shadowed records that the capture found missing (pip's
+///     uninstall of the conda package removed them; Drift::missing) are removed, then the staged
+///     pip files are moved into the new prefix, over the conda files pip had overwritten.
+/// DeployReport::checklist counts the modified, unowned and missing files (those of records pip
+/// did not shadow) that are not reproduced.
 /// `prefix` must not exist or be an empty folder (ErrorKind::Usage otherwise). On any failure the
 /// prefix is left as it was: not created, or removed again when step 4 fails.
 Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const std::filesystem::path& prefix, const HostFacts& target,

@@ -6,9 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/diff.hpp"
+#include "envlock/snapshot.hpp"
 #include "lock_input.hpp"
 #include "heap.hpp"
 #include "registry.hpp"
+#include "snapshot_render.hpp"
 
 namespace envlock::cli {
 namespace {
@@ -52,12 +54,35 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   const LockDiff diff = diff_lockfiles(old_in->read.lockfile, new_in->read.lockfile);
   DiffLabels labels{old_in->label, new_in->label, old_in->read.format.to_string(),
                     new_in->read.format.to_string()};
+  // Two snapshots: their host facts too (capture completeness, host, system packages), as
+  // `envlock snapshot diff` shows them; the packages are the lockfile diff above.
+  std::vector<SnapshotChange> host;
+  if (!old_in->snapshot_text.empty() && !new_in->snapshot_text.empty()) {
+    auto a = Snapshot::parse(old_in->snapshot_text, old_in->label);
+    if (!a) return fail(ctx, a.error());
+    auto b = Snapshot::parse(new_in->snapshot_text, new_in->label);
+    if (!b) return fail(ctx, b.error());
+    for (auto& c : diff_snapshots(*a, *b)) {
+      if (c.section == "capture" || c.section == "host" || c.section == "system") host.push_back(std::move(c));
+    }
+  }
   if (format == "json") {
-    std::cout << diff_to_json(diff, labels).dump(2) << "\n";
+    auto j = diff_to_json(diff, labels);
+    if (!old_in->snapshot_text.empty() && !new_in->snapshot_text.empty()) j["host_changes"] = snapshot_changes_json(host);
+    std::cout << j.dump(2) << "\n";
   } else if (format == "markdown") {
     std::cout << render_markdown(diff, labels);
+    if (!host.empty()) {
+      std::cout << "\n### Host (snapshots)\n\n```text\n";
+      print_snapshot_changes(std::cout, host);
+      std::cout << "```\n";
+    }
   } else {
     std::cout << render_text(diff, labels, ctx.color);
+    if (!host.empty()) {
+      std::cout << "\nhost facts of the two snapshots (" << host.size() << (host.size() == 1 ? " change" : " changes") << "):\n";
+      print_snapshot_changes(std::cout, host);
+    }
   }
   std::cout.flush();
   if (!fail_kinds.empty() && diff.has_any(fail_kinds)) {

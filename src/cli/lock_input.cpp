@@ -79,6 +79,8 @@ Result<CommandOutput> run_capture(const std::vector<std::string>& argv) {
   return result;
 }
 
+constexpr std::string_view kSnapshotHeader = "# envlock snapshot";
+
 }  // namespace
 
 Result<LockInput> read_lock_input(const std::string& arg) {
@@ -89,6 +91,7 @@ Result<LockInput> read_lock_input(const std::string& arg) {
     auto r = read_lockfile_text(text, "<stdin>");
     if (!r) return r.error();
     input.read = std::move(r).value();
+    if (text.starts_with(kSnapshotHeader)) input.snapshot_text = std::move(text);
     return input;
   }
   std::error_code ec;
@@ -116,11 +119,21 @@ Result<LockInput> read_lock_input(const std::string& arg) {
     auto r = read_lockfile_text(out->out, arg);
     if (!r) return r.error();
     input.read = std::move(r).value();
+    if (out->out.starts_with(kSnapshotHeader)) input.snapshot_text = std::move(out->out);
     return input;
   }
   auto r = read_lockfile_path(arg);
   if (!r) return r.error();
   input.read = std::move(r).value();
+  if (input.read.format.format == LockFormat::Envlock) {  // a snapshot's lockfile part is envlock.lock
+    std::ifstream in(arg, std::ios::binary);
+    std::string head(kSnapshotHeader.size(), '\0');
+    if (in.read(head.data(), static_cast<std::streamsize>(head.size())) && head == kSnapshotHeader) {
+      std::ostringstream rest;
+      rest << in.rdbuf();
+      input.snapshot_text = head + rest.str();
+    }
+  }
   return input;
 }
 
@@ -141,7 +154,7 @@ Result<Lockfile> read_envlock_lockfile(const std::string& path, const std::strin
   switch (found->format) {
     case LockFormat::Envlock:
     case LockFormat::CondaMeta: return lf;
-    case LockFormat::CondaLock: tool = found->version >= 2 ? "`pixi install`" : "`conda-lock install`"; break;
+    case LockFormat::CondaLock: tool = found->by_pixi ? "`pixi install`" : "`conda-lock install`"; break;
     case LockFormat::PixiLock: tool = "`pixi install`"; break;
     case LockFormat::Explicit: tool = "`conda create --file " + path + "`"; break;
   }

@@ -16,6 +16,9 @@ namespace envlock::cli {
 struct LockInput {
   ReadResult read;
   std::string label;  ///< the argument as given (for output headers)
+  /// The whole text when the input is an envlock snapshot file (it starts with the
+  /// `# envlock snapshot` line capture writes), for the host facts `read` leaves out; else empty.
+  std::string snapshot_text;
 };
 
 /// Reads the lockfile that `arg` names (see the file comment).

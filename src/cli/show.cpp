@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/diff.hpp"
+#include "envlock/url.hpp"
 #include "lock_input.hpp"
 #include "registry.hpp"
 
@@ -31,9 +32,11 @@ int run_show(const Context& ctx, const std::string& arg) {
                                    {"sha256", p.sha256}, {"md5", p.md5}});
         }
         for (const auto& p : plat.pip) {
+          // A pip line that names no project (`-e .`) is named by its text, as in the text view.
           j["packages"].push_back({{"environment", env_name}, {"platform", key}, {"source", "pypi"},
-                                   {"name", p.name}, {"version", p.version}, {"build", ""},
-                                   {"channel", ""}, {"url", p.url}, {"sha256", p.sha256}, {"md5", ""}});
+                                   {"name", p.name.empty() ? redact_text(p.requirement) : p.name},
+                                   {"version", p.version}, {"build", ""}, {"channel", ""},
+                                   {"url", redact_url(p.url)}, {"sha256", p.sha256}, {"md5", ""}});
         }
       }
     }

@@ -12,20 +12,12 @@
 #include "envlock/snapshot.hpp"
 #include "heap.hpp"
 #include "registry.hpp"
+#include "snapshot_render.hpp"
 
 namespace envlock::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-const char* kind_word(SnapshotChange::Kind k) {
-  switch (k) {
-    case SnapshotChange::Kind::Added: return "added";
-    case SnapshotChange::Kind::Removed: return "removed";
-    case SnapshotChange::Kind::Changed: return "changed";
-  }
-  return "changed";
-}
 
 nlohmann::json problems_json(const std::vector<CaptureProblem>& problems) {
   nlohmann::json j = nlohmann::json::array();
@@ -65,6 +57,11 @@ struct CaptureArgs {
 
 int run_capture(const Context& ctx, const CaptureArgs& a) {
   prepare_heap_for_large_inputs();
+  if (ctx.json && a.output.empty() && a.bundle.empty()) {
+    // Without -o the snapshot goes to standard output, which --json gives to the summary.
+    return report_error(ctx, Error{ErrorKind::Usage, "--json", "--json prints the capture's summary; the snapshot itself needs -o FILE", "",
+                                   "envlock snapshot capture -o host.yaml --json"});
+  }
   HostSeam seam = fs::path(a.root) == fs::path("/") ? HostSeam::system() : HostSeam::tree(a.root);
   if (!fs::is_directory(seam.root)) {
     return report_error(ctx, Error{ErrorKind::Usage, a.root, "--root is not a folder", "", "pass the folder that holds the host's /"});
@@ -140,7 +137,9 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
     }
     auto b = write_bundle(seam, snap, a.bundle, bo);
     if (!b) return report_error(ctx, b.error());
-    snap = std::move(b->snapshot);
+    // -o gets the capture as it is (byte-identical to one without --bundle, deployable from the
+    // live prefix); only the bundle's own snapshot.yaml describes its re-packed archives and its
+    // redacted pip files.
     if (!ctx.json) {
       std::cerr << "wrote bundle " << a.bundle << ": " << b->archives << " package archives, " << b->repacked.size()
                 << " re-packed from installed files, " << b->pip_files << " pip files\n";
@@ -213,6 +212,10 @@ int run_check(const Context& ctx, const std::string& file, const std::string& en
       std::cout << env.name << ": " << (failed.empty() ? "this host can run it" : "this host cannot run it") << "\n";
       for (const auto& f : failed) std::cout << "  - " << f.to_string() << "\n";
     }
+  }
+  if (snap->environments.empty()) {
+    return report_error(ctx, Error{ErrorKind::Usage, file, "the snapshot holds no conda environment (host facts only): nothing to check", "",
+                                   "capture the environments with `envlock snapshot capture -p PREFIX`"});
   }
   if (!matched) {
     return report_error(ctx, Error{ErrorKind::Usage, file, "no environment named '" + env_name + "' in the snapshot", "",
@@ -299,29 +302,14 @@ int run_diff(const Context& ctx, const std::string& a, const std::string& b) {
   if (!sb) return report_error(ctx, sb.error());
   const auto changes = diff_snapshots(*sa, *sb);
   if (ctx.json) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& c : changes) {
-      j.push_back({{"kind", kind_word(c.kind)}, {"section", c.section}, {"name", c.name}, {"before", c.before}, {"after", c.after}});
-    }
-    std::cout << j.dump(2) << "\n";
+    std::cout << snapshot_changes_json(changes).dump(2) << "\n";
     return 0;
   }
   if (changes.empty()) {
     std::cout << "no differences\n";
     return 0;
   }
-  std::string section;
-  for (const auto& c : changes) {
-    if (c.section != section) {
-      section = c.section;
-      std::cout << section << ":\n";
-    }
-    switch (c.kind) {
-      case SnapshotChange::Kind::Added: std::cout << "  + " << c.name << (c.after.empty() ? "" : " " + c.after) << "\n"; break;
-      case SnapshotChange::Kind::Removed: std::cout << "  - " << c.name << (c.before.empty() ? "" : " " + c.before) << "\n"; break;
-      case SnapshotChange::Kind::Changed: std::cout << "  ~ " << c.name << ": " << c.before << " -> " << c.after << "\n"; break;
-    }
-  }
+  print_snapshot_changes(std::cout, changes);
   return 0;
 }
 
@@ -401,8 +389,18 @@ void setup(CLI::App& sub, Context& ctx) {
   lck->fallthrough();
   static std::string lock_file, lock_out = "envlock.lock";
   lck->add_option("SNAPSHOT", lock_file, "the snapshot file (or a bundle, .tar.zst)")->required();
-  lck->add_option("-o,--output", lock_out, "the lockfile to write")->capture_default_str();
-  lck->callback([&ctx] { ctx.exit_code = run_lock(ctx, lock_file, lock_out); });
+  auto* lock_out_opt = lck->add_option("-o,--output", lock_out, "the lockfile to write (default: ./envlock.lock, never replaced unless named)")
+                           ->capture_default_str();
+  lck->callback([&ctx, lock_out_opt] {
+    std::error_code ec;
+    if (lock_out_opt->count() == 0 && fs::exists(lock_out, ec)) {
+      // The default lands in the current folder, often a project with its own lockfile.
+      ctx.exit_code = report_error(ctx, Error{ErrorKind::Usage, lock_out, "exists already; `snapshot lock` replaces a lockfile only when -o names it", "",
+                                              "pass -o envlock.lock to replace it, or -o another path"});
+      return;
+    }
+    ctx.exit_code = run_lock(ctx, lock_file, lock_out);
+  });
 }
 
 const RegisterCommand reg{"snapshot", "capture a drifted host, redeploy it, compare snapshots, make a lockfile", &setup};

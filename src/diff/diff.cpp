@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "envlock/pip.hpp"
+#include "envlock/url.hpp"
 #include "envlock/version.hpp"
 
 namespace envlock {
@@ -235,7 +236,7 @@ PackageSide side_of(const LockedPackage& p, const std::set<std::string>& variant
 PackageSide side_of(const PipPackage& p) {
   PackageSide s;
   s.version = p.version;
-  s.url = p.url;
+  s.url = redact_url(p.url);
   s.sha256 = p.sha256;
   return s;
 }
@@ -258,13 +259,20 @@ bool unresolved(const PipPackage& p) { return p.version.empty() && !p.requiremen
 // old side, so a version below its lower bound went down (downgraded); on the new side it is
 // the new requirement that went up. An excluded version or another source: the direction is
 // unknown, reported as downgraded / channel-changed for a human to look at.
+// Requirement and URLs are compared and shown credential-free (redact_text), so two sides that
+// differ only in a token are no change. A bare archive URL line (`https://host/pkg-1.0.tar.gz`,
+// named by its file name) is checked as the direct reference `pkg @ URL` it stands for.
 std::optional<ChangeKind> unmet_requirement(const PipPackage& req, const PipPackage& pinned, bool req_is_old,
                                             std::vector<std::string>& notes) {
   using Outcome = PipRequirementCheck::Outcome;
-  const PipRequirementCheck check = check_pip_requirement(req.requirement, pinned);
+  const std::string text = redact_text(req.requirement);
+  const bool bare_url = !req.name.empty() && !req.url.empty() && text.starts_with(redact_url(req.url));
+  PipPackage installed = pinned;
+  installed.url = redact_url(pinned.url);
+  const PipRequirementCheck check = check_pip_requirement(bare_url ? req.name + " @ " + text : text, installed);
   if (check.outcome == Outcome::Met || check.outcome == Outcome::Unknown) return std::nullopt;
-  const std::string have = pinned.version + (pinned.url.empty() ? "" : " from " + pinned.url);
-  notes.push_back("requirement `" + req.requirement + "` is not met by " + have);
+  const std::string have = installed.version + (installed.url.empty() ? "" : " from " + installed.url);
+  notes.push_back("requirement `" + text + "` is not met by " + have);
   switch (check.outcome) {
     case Outcome::TooLow: return req_is_old ? ChangeKind::Downgraded : ChangeKind::Upgraded;
     case Outcome::TooHigh: return req_is_old ? ChangeKind::Upgraded : ChangeKind::Downgraded;
@@ -542,10 +550,13 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
     out.changes.push_back(std::move(c));
   }
 
-  // pip packages, paired by PEP 503 name ("Foo_Bar" in METADATA is "foo-bar" in a lockfile)
+  // pip packages, paired by PEP 503 name ("Foo_Bar" in METADATA is "foo-bar" in a lockfile); a pip
+  // line that names no project (`-e .`, `--extra-index-url URL`) by its credential-free text,
+  // after a space no PEP 503 name holds.
+  auto pip_key = [](const PipPackage& p) { return p.name.empty() ? " " + redact_text(p.requirement) : pep503_normalize(p.name); };
   std::map<std::string, const PipPackage*> old_pip, new_pip;
-  if (old_p) for (const auto& p : old_p->pip) old_pip[pep503_normalize(p.name)] = &p;
-  if (new_p) for (const auto& p : new_p->pip) new_pip[pep503_normalize(p.name)] = &p;
+  if (old_p) for (const auto& p : old_p->pip) old_pip[pip_key(p)] = &p;
+  if (new_p) for (const auto& p : new_p->pip) new_pip[pip_key(p)] = &p;
   std::set<std::string> pip_names;
   for (const auto& [k, _] : old_pip) pip_names.insert(k);
   for (const auto& [k, _] : new_pip) pip_names.insert(k);
@@ -557,6 +568,10 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
     PackageChange c;
     c.name = n ? n->name : o->name;
     c.pypi = true;
+    if (name.starts_with(' ')) {
+      c.name = name.substr(1);
+      c.pip_line = true;
+    }
     std::set<ChangeKind> kinds;
     if (o) c.old_side = side_of(*o);
     if (n) c.new_side = side_of(*n);

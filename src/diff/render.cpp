@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "envlock/diff.hpp"
+#include "envlock/url.hpp"
 
 namespace envlock {
 
@@ -79,7 +80,10 @@ std::string side_text(const std::optional<PackageSide>& s) {
   return clean(s->build.empty() ? s->version : s->version + " " + s->build);
 }
 
-std::string display_name(const PackageChange& c) { return clean(c.pypi ? "pypi:" + c.name : c.name); }
+// "pypi:requests" for a pip package, "pip -e ." for a pip line that names no project.
+std::string display_name(const PackageChange& c) {
+  return clean(c.pip_line ? "pip " + c.name : c.pypi ? "pypi:" + c.name : c.name);
+}
 
 std::string kind_with_flags(const PackageChange& c) {
   std::string out(change_kind_name(c.kind));
@@ -353,8 +357,13 @@ std::string render_show(const Lockfile& lock) {
             << (!p.sha256.empty() ? "sha256:" + p.sha256 : !p.md5.empty() ? "md5:" + p.md5 : "-") << "\n";
       }
       for (const auto& p : plat.pip) {
+        if (p.name.empty()) {  // a pip line that names no project: its text is all there is
+          out << prefix << "pip " << clean(redact_text(p.requirement)) << "\n";
+          continue;
+        }
+        const std::string url = redact_url(p.url);
         out << prefix << "pypi:" << clean(p.name) << " " << (p.version.empty() ? "-" : clean(p.version)) << " "
-            << (p.url.empty() ? "-" : clean(p.url.substr(0, p.url.find('#')))) << " "
+            << (url.empty() ? "-" : clean(url.substr(0, url.find('#')))) << " "
             << (p.sha256.empty() ? "-" : "sha256:" + p.sha256) << "\n";
       }
     }

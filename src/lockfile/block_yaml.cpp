@@ -182,6 +182,35 @@ bool double_quoted(std::string_view s, Text& out, std::size_t& end) {
   return false;  // no closing quote on this line
 }
 
+/// A single-quoted scalar at the start of `s` (s[0] == '\''), on one line: `''` stands for one
+/// quote, nothing else is an escape. Sets `end` to the index after the closing quote. False when
+/// the quote does not close on this line (a multi-line scalar, left to yaml-cpp).
+bool single_quoted(std::string_view s, Text& out, std::size_t& end) {
+  std::size_t close = s.find('\'', 1);
+  if (close == std::string_view::npos) return false;
+  if (close + 1 >= s.size() || s[close + 1] != '\'') {  // no doubled quote: the common case
+    out.view = s.substr(1, close - 1);
+    out.owned = false;
+    end = close + 1;
+    return true;
+  }
+  out.owned = true;
+  std::string& o = out.decoded;
+  o.clear();
+  for (std::size_t i = 1; i < s.size(); ++i) {
+    if (s[i] != '\'') {
+      o += s[i];
+    } else if (i + 1 < s.size() && s[i + 1] == '\'') {
+      o += '\'';
+      ++i;
+    } else {
+      end = i + 1;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool starts_plain(std::string_view s) {
   if (s.empty()) return false;
   if (std::string_view("[]{}'\"&*!|>%@`#,?:").find(s.front()) != std::string_view::npos) return false;
@@ -230,13 +259,18 @@ class Parser {
       out = b_.add(Kind::Map, l.number, col);
       return true;
     }
-    if (s.front() == '"') {
+    if (s.front() == '"' || s.front() == '\'') {
       std::size_t end = 0;
-      if (!double_quoted(s, text_, end) || end != s.size()) return false;
+      if (!(s.front() == '"' ? double_quoted(s, text_, end) : single_quoted(s, text_, end)) || end != s.size())
+        return false;
       out = add(text_, l.number, col);
       return true;
     }
-    if (!starts_plain(s) || is_null_word(s) || s.back() == ':') return false;
+    if (is_null_word(s)) {  // `key: null` / `- ~`: a null node, as yaml-cpp reads it
+      out = b_.add(Kind::Null, l.number, col);
+      return true;
+    }
+    if (!starts_plain(s) || s.back() == ':') return false;
     for (std::size_t i = 0; i < s.size(); ++i) {  // no ": ", " #" or tab: one pass
       const char c = s[i];
       if (c == '\t' || (i + 1 < s.size() && ((c == ':' && s[i + 1] == ' ') || (c == ' ' && s[i + 1] == '#'))))

@@ -3,10 +3,13 @@
 //
 // envlock writes envlock.lock itself (emit.cpp) in a small block-style subset of YAML: two-space
 // indentation, `key: value` maps, `- item` lists, `[]` / `{}`, plain or double-quoted scalars,
-// whole-line comments. parse_block_yaml() reads exactly that subset in one pass over the text
-// (a lockfile of 1,000 packages x 5 platforms in milliseconds, where yaml-cpp takes seconds) and
-// returns nullopt at the first construct outside it; from_yaml_cpp() converts what yaml-cpp
-// parsed, so any other valid YAML (hand edits, other emitters) reads the same, only slower.
+// whole-line comments. conda-lock and pixi write their lockfiles in nearly the same subset, plus
+// one-line single-quoted scalars and `null` / `~`. parse_block_yaml() reads exactly that subset
+// in one pass over the text (a lockfile of 1,000 packages x 5 platforms in milliseconds, where
+// yaml-cpp takes seconds) and returns nullopt at the first construct outside it; from_yaml_cpp()
+// converts what yaml-cpp parsed, so any other valid YAML (hand edits, other emitters) reads the
+// same, only slower. Used by the envlock.lock parser (lockfile.cpp) and by the conda-lock and
+// pixi.lock readers (src/readers).
 // Both give 1-based line and column for every node, for file:line:col errors.
 //
 // The tree is flat: a Document holds every node in one array in document order (a container's

@@ -157,13 +157,19 @@ void emit_package(Out& o, int ind, const LockedPackage& p, const LocalChannels& 
   o.kv(k, "layer", q(p.layer));
 }
 
+// A pip entry; a pip line that names no project (`-e .`, `--extra-index-url URL`) has no `name`
+// key: it starts with its first key present. URLs, the requirement's included, credential-free.
 void emit_pip(Out& o, int ind, const PipPackage& p) {
-  o.line(ind, "- name: " + q(p.name));
-  const int k = ind + 2;
-  if (!p.version.empty()) o.kv(k, "version", q(p.version));
-  if (!p.url.empty()) o.kv(k, "url", q(redact_url(p.url)));
-  if (!p.sha256.empty()) o.kv(k, "sha256", q(p.sha256));
-  if (!p.requirement.empty()) o.kv(k, "requirement", q(p.requirement));
+  std::vector<std::pair<std::string_view, std::string>> keys;
+  if (!p.name.empty()) keys.emplace_back("name", q(p.name));
+  if (!p.version.empty()) keys.emplace_back("version", q(p.version));
+  if (!p.url.empty()) keys.emplace_back("url", q(redact_url(p.url)));
+  if (!p.sha256.empty()) keys.emplace_back("sha256", q(p.sha256));
+  if (!p.requirement.empty()) keys.emplace_back("requirement", q(redact_text(p.requirement)));
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (i == 0) o.line(ind, "- " + std::string(keys[i].first) + ": " + keys[i].second);
+    else o.kv(ind + 2, keys[i].first, keys[i].second);
+  }
 }
 
 template <class T, class Key>

@@ -285,12 +285,12 @@ Status Reader::package(const Node& n, const std::string& where, LockedPackage& p
 }
 
 Result<PipPackage> Reader::pip(const Node& n) {
+  // `name` is absent for a pip line that names no project (`-e .`, `--extra-index-url URL`).
   static constexpr std::string_view kKeys[] = {"name", "version", "url", "sha256", "requirement"};
-  static constexpr std::string_view kRequired[] = {"name"};
   Node f[std::size(kKeys)];
-  if (auto st = keys(n, "a pip entry", kKeys, kRequired, f); !st) return st.error();
+  if (auto st = keys(n, "a pip entry", kKeys, {}, f); !st) return st.error();
   PipPackage p;
-  for (auto [key, field] : {std::pair{0, &p.name}, std::pair{1, &p.version}, std::pair{4, &p.requirement}}) {
+  for (auto [key, field] : {std::pair{0, &p.name}, std::pair{1, &p.version}}) {
     if (!f[key]) continue;
     if (auto st = str(f[key], What("pip ", kKeys[key]), *field); !st) return st.error();
   }
@@ -298,6 +298,12 @@ Result<PipPackage> Reader::pip(const Node& n) {
     if (auto st = url(f[2], "pip url", p.url); !st) return st.error();
   if (f[3])
     if (auto st = hex(f[3], "pip sha256", 64, p.sha256); !st) return st.error();
+  // Read credential-free: an older envlock wrote a manifest's pip line verbatim, token
+  // included; `envlock lock` keeps the pins and rewrites such a file clean.
+  if (f[4]) {
+    if (auto st = str(f[4], "pip requirement", p.requirement); !st) return st.error();
+    if (p.requirement.find("://") != std::string::npos) p.requirement = redact_text(p.requirement);
+  }
   if (p.name.empty() && p.requirement.empty())
     return at(n, "a pip entry needs a name or a requirement");
   return p;

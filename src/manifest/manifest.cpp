@@ -12,6 +12,7 @@
 
 #include "envlock/manifest.hpp"
 #include "envlock/platform.hpp"
+#include "envlock/pypi_name.hpp"
 #include "envlock/url.hpp"
 #include "yaml_source.hpp"
 
@@ -129,41 +130,83 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-/// PEP 503 normalised project name: lower case, runs of `-`, `_`, `.` become one `-`.
-std::string pep503(std::string_view name) {
-  std::string out;
-  bool sep = false;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      sep = true;
-      continue;
-    }
-    if (sep && !out.empty()) out += '-';
-    sep = false;
-    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
+// ---- pip requirement lines (as `pip install -r` reads a requirements file) -----------------
+
+// The file extensions pip takes as an archive (wheel or sdist).
+constexpr std::string_view kArchiveExtensions[] = {".whl", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz",
+                                                   ".txz", ".tar.lz", ".tlz", ".tar", ".zip"};
+
+std::string_view archive_extension(std::string_view file) {
+  for (std::string_view ext : kArchiveExtensions)
+    if (file.size() > ext.size() && file.ends_with(ext)) return ext;
+  return {};
 }
 
-PipPackage pip_requirement(const std::string& text) {
+// The PEP 503 project name a wheel or sdist file name carries, or "" when it carries none:
+// a wheel is `name-version(-build)?-python-abi-platform.whl` (PEP 427, 5 or 6 fields), an sdist
+// `name-version.tar.gz` (the name is what precedes the last '-', the version starts with a digit).
+std::string archive_project_name(std::string_view file) {
+  const std::string_view ext = archive_extension(file);
+  if (ext.empty()) return "";
+  const std::string_view stem = file.substr(0, file.size() - ext.size());
+  if (ext == ".whl") {
+    const auto fields = std::count(stem.begin(), stem.end(), '-') + 1;
+    if (fields != 5 && fields != 6) return "";
+    return pep503_normalize(stem.substr(0, stem.find('-')));
+  }
+  const auto dash = stem.rfind('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == stem.size() ||
+      !std::isdigit(static_cast<unsigned char>(stem[dash + 1])))
+    return "";
+  return pep503_normalize(stem.substr(0, dash));
+}
+
+// A line that names where to get a distribution rather than a PEP 508 requirement, as pip reads
+// it: a URL (`scheme://...`), a path (`.`, `./x`, `../x`, `/x`, `~/x`) or an archive file name.
+bool is_location_line(std::string_view text) {
+  static const std::regex url(R"(^[A-Za-z][A-Za-z0-9+.-]*://)");
+  if (std::regex_search(text.begin(), text.end(), url)) return true;
+  if (text.starts_with('.') || text.starts_with('/') || text.starts_with('~')) return true;
+  const std::string_view first = text.substr(0, text.find_first_of(" \t;"));
+  return first.find('@') == std::string_view::npos && !archive_extension(first).empty();
+}
+
+// One line of a `pip:` list -> an unresolved PipPackage, credential-free (redact_text: the
+// manifest may hold a token, the lockfile and every output never do). Only a real project
+// name is set: from PEP 508 `name[extras] spec` / `name @ url`, from `#egg=name`, or from an
+// archive's file name; an option line (`-e .`, `--extra-index-url URL`, `-r file`) or a path
+// or URL that names no project keeps an empty name and is carried by its text alone.
+PipPackage pip_requirement(const std::string& line) {
   PipPackage p;
-  p.requirement = text;
+  p.requirement = redact_text(line);
+  const std::string& text = p.requirement;
+  static const std::regex egg(R"(#egg=([A-Za-z0-9._-]+))");
+  std::smatch m;
   if (text.starts_with("-")) {  // an option line (-e, --extra-index-url, -r): no name unless #egg=
-    static const std::regex egg(R"(#egg=([A-Za-z0-9._-]+))");
-    std::smatch m;
-    if (std::regex_search(text, m, egg)) p.name = pep503(m[1].str());
+    if (std::regex_search(text, m, egg)) p.name = pep503_normalize(m[1].str());
+    return p;
+  }
+  if (is_location_line(text)) {
+    const std::string location = text.substr(0, text.find_first_of(" \t;"));
+    if (location.find("://") != std::string::npos) p.url = location;
+    if (std::regex_search(location, m, egg)) {
+      p.name = pep503_normalize(m[1].str());
+    } else {
+      const std::string path = location.substr(0, location.find_first_of("?#"));
+      const std::size_t slash = path.rfind('/');
+      p.name = archive_project_name(slash == std::string::npos ? path : path.substr(slash + 1));
+    }
     return p;
   }
   static const std::regex req(R"(^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, req)) return p;  // a path or URL: kept as requirement text only
-  p.name = pep503(m[1].str());
+  if (!std::regex_match(text, m, req)) return p;  // not PEP 508: kept as requirement text only
+  p.name = pep503_normalize(m[1].str());
   std::string rest = trim(m[3].str());
   static const std::regex pinned(R"(^===?\s*([^\s,;]+)$)");
   static const std::regex direct(R"(^@\s*(\S+://\S+)$)");
   std::smatch r;
   if (std::regex_match(rest, r, pinned)) p.version = r[1].str();
-  if (std::regex_match(rest, r, direct)) p.url = redact_url(r[1].str());
+  if (std::regex_match(rest, r, direct)) p.url = r[1].str();
   return p;
 }
 

@@ -109,21 +109,6 @@ std::map<std::string, std::string> read_headers(const std::string& text) {
 
 }  // namespace
 
-std::string pep503_normalize(std::string_view name) {
-  std::string out;
-  bool sep = false;
-  for (char c : name) {
-    if (c == '-' || c == '_' || c == '.') {
-      sep = true;
-      continue;
-    }
-    if (sep && !out.empty()) out += '-';
-    sep = false;
-    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 std::string PipDistribution::normalized_name() const { return pep503_normalize(name); }
 
 std::string PipDistribution::requirement() const {

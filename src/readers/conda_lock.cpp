@@ -17,16 +17,18 @@ using namespace readers;
 namespace {
 
 // `dependencies` / `constrains`: a map {name: spec} (conda-lock) or a list of MatchSpecs (pixi).
-Result<std::vector<std::string>> read_specs(const std::string& source, const YAML::Node& entry,
+Result<std::vector<std::string>> read_specs(const std::string& source, const YamlNode& entry,
                                             const char* key) {
   std::vector<std::string> out;
-  YAML::Node deps = entry[key];
+  YamlNode deps = entry[key];
   if (!deps || deps.IsNull()) return out;
   if (deps.IsMap()) {
-    for (const auto& kv : deps) {
-      std::string spec = kv.first.Scalar();
-      if (kv.second && kv.second.IsScalar() && !kv.second.Scalar().empty()) {
-        spec += " " + kv.second.Scalar();
+    out.reserve(deps.size());
+    for (auto [name, spec_node] : deps.entries()) {
+      std::string spec(name.Scalar());
+      if (spec_node.IsScalar() && !spec_node.Scalar().empty()) {
+        spec += ' ';
+        spec += spec_node.Scalar();
       }
       out.push_back(std::move(spec));
     }
@@ -47,27 +49,27 @@ std::string sha256_from_fragment(const std::string& url) {
 Result<Lockfile> read_conda_lock(const std::string& text, const std::string& source) {
   auto doc = load_yaml(text, source);
   if (!doc) return doc.error();
-  const YAML::Node& root = *doc;
+  const YamlNode root = doc->root();
   if (auto st = check_unique_keys(source, root, "the top level"); !st) return st.error();
   Lockfile lock;
   lock.version = Lockfile::kFormatVersion;
 
   std::vector<std::string> channels;
-  YAML::Node metadata = root["metadata"];
+  YamlNode metadata = root["metadata"];
   if (metadata && metadata.IsMap()) {
-    YAML::Node ch = metadata["channels"];
+    YamlNode ch = metadata["channels"];
     if (ch && ch.IsSequence()) {
-      for (const auto& c : ch) {
-        if (c.IsMap() && c["url"] && c["url"].IsScalar()) {
-          channels.push_back(redact_url(c["url"].Scalar()));
+      for (YamlNode c : ch.items()) {
+        if (c.IsMap() && c["url"].IsScalar()) {
+          channels.push_back(redact_url(std::string(c["url"].Scalar())));
         } else if (c.IsScalar()) {
-          channels.push_back(redact_url(c.Scalar()));
+          channels.push_back(redact_url(std::string(c.Scalar())));
         }
       }
     }
   }
 
-  YAML::Node packages = root["package"];
+  YamlNode packages = root["package"];
   if (!packages || (!packages.IsSequence() && !packages.IsNull())) {
     return error_at(source, packages ? packages : root,
                     "`package` must be a list of package entries",
@@ -76,7 +78,7 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
   DuplicateIndex index;
   const std::string env = "default";
   if (packages.IsSequence()) {
-    for (const auto& entry : packages) {
+    for (YamlNode entry : packages.items()) {
       const std::string place = where(source, entry);
       if (!entry.IsMap()) return error_at(source, entry, "a package entry must be a mapping");
       if (auto st = check_unique_keys(source, entry, "a package entry"); !st) return st.error();
@@ -101,7 +103,7 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
                         "regenerate the lockfile");
       }
       std::string md5, sha256;
-      if (YAML::Node hash = entry["hash"]; hash && hash.IsMap()) {
+      if (YamlNode hash = entry["hash"]; hash && hash.IsMap()) {
         auto m = get_string(source, hash, "md5");
         if (!m) return m.error();
         auto s = get_string(source, hash, "sha256");
@@ -194,12 +196,12 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
     }
   }
   // Every platform named in metadata exists, even when it has no packages.
-  if (metadata && metadata.IsMap() && metadata["platforms"] && metadata["platforms"].IsSequence()) {
-    for (const auto& p : metadata["platforms"]) {
+  if (metadata && metadata.IsMap() && metadata["platforms"].IsSequence()) {
+    for (YamlNode p : metadata["platforms"].items()) {
       if (!p.IsScalar()) continue;
       auto& e = lock.environments[env];
       e.name = env;
-      auto& plat = e.platforms[p.Scalar()];
+      auto& plat = e.platforms[std::string(p.Scalar())];
       if (plat.platform.empty()) plat.platform = p.Scalar();
     }
   }

@@ -29,14 +29,14 @@ bool is_archive_url(std::string_view url) {
 
 // The key an environment entry or a package entry is known by: "conda:<url>", "pypi:<url>",
 // "conda_source:<id>"; empty when the node has none.
-std::string entry_key(const YAML::Node& node) {
+std::string entry_key(const YamlNode& node) {
   if (!node.IsMap()) return {};
   for (const char* k : {"conda", "pypi", "conda_source"}) {
-    if (YAML::Node v = node[k]; v && v.IsScalar()) return std::string(k) + ":" + v.Scalar();
+    if (YamlNode v = node[k]; v.IsScalar()) return std::string(k) + ":" + std::string(v.Scalar());
   }
-  if (YAML::Node kind = node["kind"]; kind && kind.IsScalar()) {
+  if (YamlNode kind = node["kind"]; kind.IsScalar()) {
     for (const char* k : {"url", "path"}) {
-      if (YAML::Node loc = node[k]; loc && loc.IsScalar()) return kind.Scalar() + ":" + loc.Scalar();
+      if (YamlNode loc = node[k]; loc.IsScalar()) return std::string(kind.Scalar()) + ":" + std::string(loc.Scalar());
     }
   }
   return {};
@@ -72,12 +72,12 @@ bool valid_platform_name(const std::string& name) {
   });
 }
 
-Result<LockedPackage> read_conda_entry(const std::string& source, const YAML::Node& entry,
+Result<LockedPackage> read_conda_entry(const std::string& source, const YamlNode& entry,
                                        const std::string& key) {
   LockedPackage pkg;
   const std::string label_url = key.substr(key.find(':') + 1);
   const bool source_pkg = key.starts_with("conda_source:") || !is_archive_url(label_url);
-  pkg.url = entry["url"] && entry["url"].IsScalar() ? entry["url"].Scalar() : label_url;
+  pkg.url = entry["url"].IsScalar() ? std::string(entry["url"].Scalar()) : label_url;
   if (key.starts_with("conda_source:")) {
     // "minimal-project[ac2e8eb3] @ ../minimal-project"
     std::string id = label_url;
@@ -130,14 +130,14 @@ Result<LockedPackage> read_conda_entry(const std::string& source, const YAML::No
       }
     }
   }
-  if (YAML::Node na = entry["noarch"]; na && na.IsScalar()) {
+  if (YamlNode na = entry["noarch"]; na.IsScalar()) {
     pkg.noarch = na.Scalar() == "python" ? NoArchKind::Python : NoArchKind::Generic;
   }
   if (auto st = complete_record_from_url(pkg, where(source, entry)); !st) return st.error();
   return pkg;
 }
 
-Result<PipPackage> read_pypi_entry(const std::string& source, const YAML::Node& entry,
+Result<PipPackage> read_pypi_entry(const std::string& source, const YamlNode& entry,
                                    const std::string& key) {
   PipPackage pip;
   auto name = get_string(source, entry, "name");
@@ -147,8 +147,7 @@ Result<PipPackage> read_pypi_entry(const std::string& source, const YAML::Node& 
   auto version = get_string(source, entry, "version");
   if (!version) return version.error();
   pip.version = version->value_or("");
-  pip.url = redact_url(entry["url"] && entry["url"].IsScalar() ? entry["url"].Scalar()
-                                                                : key.substr(key.find(':') + 1));
+  pip.url = redact_url(entry["url"].IsScalar() ? std::string(entry["url"].Scalar()) : key.substr(key.find(':') + 1));
   auto sha = get_string(source, entry, "sha256");
   if (!sha) return sha.error();
   pip.sha256 = to_lower(sha->value_or(""));
@@ -164,14 +163,14 @@ Result<PipPackage> read_pypi_entry(const std::string& source, const YAML::Node& 
 Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& source) {
   auto doc = load_yaml(text, source);
   if (!doc) return doc.error();
-  const YAML::Node& root = *doc;
+  const YamlNode root = doc->root();
   if (auto st = check_unique_keys(source, root, "the top level"); !st) return st.error();
-  YAML::Node vnode = root["version"];
+  YamlNode vnode = root["version"];
   int version = 0;
-  try {
-    version = vnode ? vnode.as<int>() : 0;
-  } catch (const YAML::Exception&) {
-    return error_at(source, vnode, "pixi.lock `version` must be an integer");
+  if (vnode) {
+    const auto v = as_integer(vnode);
+    if (!v) return error_at(source, vnode, "pixi.lock `version` must be an integer");
+    version = static_cast<int>(std::clamp<long long>(*v, -1, 1000));
   }
   if (version < 4 || version > 7) {
     return error_at(source, vnode ? vnode : root,
@@ -190,13 +189,13 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
   std::map<std::string, PlatformDef> platforms;
   const bool named_platforms = version >= 7;
   if (named_platforms) {
-    YAML::Node plist = root["platforms"];
+    YamlNode plist = root["platforms"];
     if (plist && !plist.IsSequence() && !plist.IsNull()) {
       return error_at(source, plist, "`platforms` must be a list");
     }
     if (plist && plist.IsSequence()) {
-      std::map<std::string, YAML::Mark> seen;
-      for (const auto& p : plist) {
+      std::map<std::string, YamlNode> seen;
+      for (YamlNode p : plist.items()) {
         auto name = get_string(source, p, "name");
         if (!name) return name.error();
         if (!*name) return error_at(source, p, "platform entry without a `name`");
@@ -204,7 +203,7 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
           return error_at(source, p["name"], "invalid platform name '" + **name + "'",
                           "platform names use letters, digits, '-', '_' and '.'");
         }
-        if (auto [it, inserted] = seen.emplace(**name, p.Mark()); !inserted) {
+        if (auto [it, inserted] = seen.emplace(**name, p); !inserted) {
           return error_at(source, p, "platform '" + **name + "' is defined twice (first at " +
                                          where(source, it->second) + ")");
         }
@@ -226,13 +225,19 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
   }
 
   // Package entries by key.
-  std::unordered_map<std::string, std::vector<YAML::Node>> entries;
-  YAML::Node plist = root["packages"];
-  if (plist && !plist.IsSequence() && !plist.IsNull()) {
+  std::unordered_map<std::string, std::vector<YamlNode>> entries;
+  YamlNode plist = root["packages"];
+  if (!plist) {
+    // pixi writes the list last, `packages: []` when empty: a file without it was cut short.
+    return error_at(source, root, "pixi.lock without a top-level `packages` list: the file is incomplete (truncated?)",
+                    "restore it from version control or regenerate it with `pixi lock`");
+  }
+  if (!plist.IsSequence() && !plist.IsNull()) {
     return error_at(source, plist, "`packages` must be a list of package entries");
   }
   if (plist && plist.IsSequence()) {
-    for (const auto& e : plist) {
+    entries.reserve(plist.size());
+    for (YamlNode e : plist.items()) {
       std::string key = entry_key(e);
       if (key.empty()) {
         return error_at(source, e,
@@ -243,26 +248,25 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
     }
   }
 
-  YAML::Node envs = root["environments"];
+  YamlNode envs = root["environments"];
   if (!envs || !envs.IsMap()) {
     return error_at(source, envs ? envs : root, "`environments` must be a map of environments");
   }
   if (auto st = check_unique_keys(source, envs, "`environments`"); !st) return st.error();
   Lockfile lock;
   DuplicateIndex index;
-  for (const auto& kv : envs) {
-    const std::string env_name = kv.first.Scalar();
-    const YAML::Node& env = kv.second;
+  for (auto [env_key, env] : envs.entries()) {
+    const std::string env_name(env_key.Scalar());
     auto& out_env = lock.environments[env_name];
     out_env.name = env_name;
     std::vector<std::string> channels;
-    if (YAML::Node ch = env["channels"]; ch && ch.IsSequence()) {
-      for (const auto& c : ch) {
-        if (c.IsMap() && c["url"] && c["url"].IsScalar()) channels.push_back(redact_url(c["url"].Scalar()));
-        else if (c.IsScalar()) channels.push_back(redact_url(c.Scalar()));
+    if (YamlNode ch = env["channels"]; ch.IsSequence()) {
+      for (YamlNode c : ch.items()) {
+        if (c.IsMap() && c["url"].IsScalar()) channels.push_back(redact_url(std::string(c["url"].Scalar())));
+        else if (c.IsScalar()) channels.push_back(redact_url(std::string(c.Scalar())));
       }
     }
-    YAML::Node pkgs = env["packages"];
+    YamlNode pkgs = env["packages"];
     if (pkgs && !pkgs.IsMap() && !pkgs.IsNull()) {
       return error_at(source, pkgs, "environment '" + env_name + "': `packages` must be a map of platforms");
     }
@@ -270,14 +274,14 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
       return st.error();
     }
     if (!pkgs || pkgs.IsNull()) continue;
-    for (const auto& pk : pkgs) {
-      const std::string plat_name = pk.first.Scalar();
+    for (auto [plat_key, plat_list] : pkgs.entries()) {
+      const std::string plat_name(plat_key.Scalar());
       std::string subdir = plat_name;
       std::vector<VirtualPackage> vps;
       if (named_platforms) {
         auto it = platforms.find(plat_name);
         if (it == platforms.end()) {
-          return error_at(source, pk.first,
+          return error_at(source, plat_key,
                           "environment '" + env_name + "' uses platform '" + plat_name +
                               "', which the `platforms` list does not define",
                           "add it to `platforms` or regenerate the lockfile");
@@ -289,11 +293,11 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
       plat.platform = subdir;
       plat.channels = channels;
       plat.virtual_packages = vps;
-      if (!pk.second.IsSequence()) {
-        if (pk.second.IsNull()) continue;
-        return error_at(source, pk.second, "the package list of '" + plat_name + "' must be a list");
+      if (!plat_list.IsSequence()) {
+        if (plat_list.IsNull()) continue;
+        return error_at(source, plat_list, "the package list of '" + plat_name + "' must be a list");
       }
-      for (const auto& ref : pk.second) {
+      for (YamlNode ref : plat_list.items()) {
         const std::string key = entry_key(ref);
         const std::string place = where(source, ref);
         if (key.empty()) {
@@ -307,12 +311,12 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
                           "the lockfile is incomplete; regenerate it");
         }
         // A key shared by several entries (rare) is disambiguated by name or subdir.
-        const YAML::Node* chosen = &it->second.front();
+        const YamlNode* chosen = &it->second.front();
         if (it->second.size() > 1) {
-          std::string want_name = ref["name"] && ref["name"].IsScalar() ? ref["name"].Scalar() : "";
+          const std::string_view want_name = ref["name"].Scalar();
           for (const auto& cand : it->second) {
-            if (!want_name.empty() && cand["name"] && cand["name"].Scalar() == want_name) chosen = &cand;
-            else if (want_name.empty() && cand["subdir"] && cand["subdir"].Scalar() == subdir) chosen = &cand;
+            if (!want_name.empty() && cand["name"].Scalar() == want_name) chosen = &cand;
+            else if (want_name.empty() && cand["subdir"].Scalar() == subdir) chosen = &cand;
           }
         }
         if (key.starts_with("pypi:")) {

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <set>
+#include <unordered_map>
 
 #include "envlock/url.hpp"
 
@@ -15,11 +16,12 @@ std::string where(const std::string& source, const YAML::Mark& mark) {
   return source + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
-std::string where(const std::string& source, const YAML::Node& node) {
-  return where(source, node.Mark());
+std::string where(const std::string& source, const YamlNode& node) {
+  if (node.line() <= 0) return source;
+  return source + ":" + std::to_string(node.line()) + ":" + std::to_string(node.column());
 }
 
-Error error_at(const std::string& source, const YAML::Node& node, const std::string& message,
+Error error_at(const std::string& source, const YamlNode& node, const std::string& message,
                const std::string& hint) {
   Error e;
   e.kind = ErrorKind::Parse;
@@ -29,9 +31,10 @@ Error error_at(const std::string& source, const YAML::Node& node, const std::str
   return e;
 }
 
-Result<YAML::Node> load_yaml(const std::string& text, const std::string& source) {
+Result<block_yaml::Document> load_yaml(const std::string& text, const std::string& source) {
+  if (auto fast = block_yaml::parse_block_yaml(text)) return std::move(*fast);
   try {
-    return YAML::Load(text);
+    return block_yaml::from_yaml_cpp(YAML::Load(text));
   } catch (const YAML::Exception& ex) {
     Error e;
     e.kind = ErrorKind::Parse;
@@ -43,18 +46,30 @@ Result<YAML::Node> load_yaml(const std::string& text, const std::string& source)
   }
 }
 
-Result<std::optional<std::string>> get_string(const std::string& source, const YAML::Node& map,
+std::optional<long long> as_integer(const YamlNode& node) {
+  if (!node.IsScalar()) return std::nullopt;
+  std::string_view t = node.Scalar();
+  const bool negative = !t.empty() && t.front() == '-';
+  if (!t.empty() && (t.front() == '-' || t.front() == '+')) t.remove_prefix(1);
+  if (t.empty() || t.size() > 18 || !std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return std::nullopt;
+  long long v = 0;
+  for (char c : t) v = v * 10 + (c - '0');
+  return negative ? -v : v;
+}
+
+Result<std::optional<std::string>> get_string(const std::string& source, const YamlNode& map,
                                               const char* key) {
-  YAML::Node v = map[key];
+  YamlNode v = map[key];
   if (!v || v.IsNull()) return std::optional<std::string>{};
   if (!v.IsScalar()) {
     return error_at(source, v, std::string("`") + key + "` must be a single value, found a " +
                                    (v.IsMap() ? "map" : "list"));
   }
-  return std::optional<std::string>{v.Scalar()};
+  return std::optional<std::string>{std::string(v.Scalar())};
 }
 
-Result<std::optional<std::uint64_t>> get_uint(const std::string& source, const YAML::Node& map,
+Result<std::optional<std::uint64_t>> get_uint(const std::string& source, const YamlNode& map,
                                               const char* key) {
   auto s = get_string(source, map, key);
   if (!s) return s.error();
@@ -68,7 +83,7 @@ Result<std::optional<std::uint64_t>> get_uint(const std::string& source, const Y
   return std::optional<std::uint64_t>{std::stoull(t)};
 }
 
-Status read_version(const std::string& source, const YAML::Node& entry, const std::string& text,
+Status read_version(const std::string& source, const YamlNode& entry, const std::string& text,
                     const std::string& label, LockedPackage& pkg) {
   if (text.empty()) return ok_status();
   auto v = Version::parse(text);
@@ -80,7 +95,7 @@ Status read_version(const std::string& source, const YAML::Node& entry, const st
   return ok_status();
 }
 
-Status read_record_fields(const std::string& source, const YAML::Node& entry, LockedPackage& pkg) {
+Status read_record_fields(const std::string& source, const YamlNode& entry, LockedPackage& pkg) {
   for (const auto& [key, out] : {std::pair{"build", &pkg.build}, std::pair{"subdir", &pkg.subdir},
                                  std::pair{"license", &pkg.license}}) {
     auto s = get_string(source, entry, key);
@@ -98,39 +113,51 @@ Status read_record_fields(const std::string& source, const YAML::Node& entry, Lo
   return ok_status();
 }
 
-Result<std::vector<std::string>> get_string_list(const std::string& source, const YAML::Node& map,
+Result<std::vector<std::string>> get_string_list(const std::string& source, const YamlNode& map,
                                                  const char* key) {
   std::vector<std::string> out;
-  YAML::Node v = map[key];
+  YamlNode v = map[key];
   if (!v || v.IsNull()) return out;
   if (v.IsScalar()) {
-    out.push_back(v.Scalar());
+    out.emplace_back(v.Scalar());
     return out;
   }
   if (!v.IsSequence()) {
     return error_at(source, v, std::string("`") + key + "` must be a list of strings");
   }
-  for (const auto& item : v) {
+  out.reserve(v.size());
+  for (YamlNode item : v.items()) {
     if (!item.IsScalar()) {
       return error_at(source, item, std::string("`") + key + "` entries must be strings");
     }
-    out.push_back(item.Scalar());
+    out.emplace_back(item.Scalar());
   }
   return out;
 }
 
-Status check_unique_keys(const std::string& source, const YAML::Node& map, const std::string& what) {
+Status check_unique_keys(const std::string& source, const YamlNode& map, const std::string& what) {
   if (!map.IsMap()) return ok_status();
-  std::map<std::string, YAML::Mark> seen;
-  for (const auto& kv : map) {
-    const std::string key = kv.first.Scalar();
-    auto [it, inserted] = seen.emplace(key, kv.first.Mark());
-    if (!inserted) {
-      return error_at(source, kv.first,
-                      std::string("duplicate key '") + key + "' in " + what + " (first at " +
-                          where(source, it->second) + ")",
-                      "keep one of the two entries");
+  auto duplicate = [&](const YamlNode& key, const YamlNode& first) {
+    return error_at(source, key,
+                    "duplicate key '" + std::string(key.Scalar()) + "' in " + what + " (first at " +
+                        where(source, first) + ")",
+                    "keep one of the two entries");
+  };
+  if (map.size() <= 32) {  // a package entry (about 15 keys): a linear scan beats building a set
+    std::vector<YamlNode> seen;
+    seen.reserve(map.size());
+    for (auto [k, v] : map.entries()) {
+      for (const YamlNode& first : seen)
+        if (first.Scalar() == k.Scalar()) return duplicate(k, first);
+      seen.push_back(k);
     }
+    return ok_status();
+  }
+  std::unordered_map<std::string_view, YamlNode> seen;
+  seen.reserve(map.size());
+  for (auto [k, v] : map.entries()) {
+    auto [it, inserted] = seen.emplace(k.Scalar(), k);
+    if (!inserted) return duplicate(k, it->second);
   }
   return ok_status();
 }

@@ -1,6 +1,9 @@
 #pragma once
 // Internal helpers shared by the lockfile readers: YAML access with file:line:col errors,
 // duplicate-key checks, and the finishing steps every reader applies to its Lockfile.
+// The readers walk the flat YAML tree of src/lockfile/block_yaml.hpp: conda-lock and pixi write
+// their lockfiles in the block subset it reads in one pass; anything else goes through yaml-cpp
+// into the same tree, so both give the same records and the same file:line:col.
 
 #include <yaml-cpp/yaml.h>
 
@@ -13,42 +16,52 @@
 #include "envlock/lockfile.hpp"
 #include "envlock/readers.hpp"
 #include "envlock/result.hpp"
+#include "block_yaml.hpp"
 
 namespace envlock::readers {
 
-/// "source:line:col" for a node (1-based line and column, as editors count).
-std::string where(const std::string& source, const YAML::Node& node);
+using YamlNode = block_yaml::Node;
+
+/// "source:line:col" for a node (1-based line and column, as editors count); `source` alone for
+/// an Undefined node.
+std::string where(const std::string& source, const YamlNode& node);
+/// The same for a yaml-cpp mark (0-based, as yaml-cpp counts; a syntax error's place).
 std::string where(const std::string& source, const YAML::Mark& mark);
 
 /// A parse error at `node`.
-Error error_at(const std::string& source, const YAML::Node& node, const std::string& message,
+Error error_at(const std::string& source, const YamlNode& node, const std::string& message,
                const std::string& hint = {});
 
-/// Loads YAML text; syntax errors (truncated files included) become `file:line:col` errors.
-Result<YAML::Node> load_yaml(const std::string& text, const std::string& source);
+/// Parses YAML text: in one pass when it is in the block subset (block_yaml::parse_block_yaml),
+/// else with yaml-cpp; syntax errors (truncated files included) become `file:line:col` errors.
+/// The Document may refer to `text`, which must outlive it and every node taken from it.
+Result<block_yaml::Document> load_yaml(const std::string& text, const std::string& source);
+
+/// The integer a scalar spells (decimal, optional sign), or nullopt for anything else.
+std::optional<long long> as_integer(const YamlNode& node);
 
 /// The scalar text of `node[key]`, or nullopt when absent or null. A non-scalar is an error.
-Result<std::optional<std::string>> get_string(const std::string& source, const YAML::Node& map,
+Result<std::optional<std::string>> get_string(const std::string& source, const YamlNode& map,
                                               const char* key);
 /// Like get_string, for an unsigned integer.
-Result<std::optional<std::uint64_t>> get_uint(const std::string& source, const YAML::Node& map,
+Result<std::optional<std::uint64_t>> get_uint(const std::string& source, const YamlNode& map,
                                               const char* key);
 /// A list of strings at `map[key]` (absent/null -> empty); a scalar is read as a one-item list.
-Result<std::vector<std::string>> get_string_list(const std::string& source, const YAML::Node& map,
+Result<std::vector<std::string>> get_string_list(const std::string& source, const YamlNode& map,
                                                  const char* key);
 
 /// Parses `text`, the `version` of `entry`, into pkg.version; an empty text leaves it as it is.
 /// The error (at the `version` node) starts with `label`, e.g. "package 'numpy': ".
-Status read_version(const std::string& source, const YAML::Node& entry, const std::string& text,
+Status read_version(const std::string& source, const YamlNode& entry, const std::string& text,
                     const std::string& label, LockedPackage& pkg);
 
 /// Reads the optional record fields that conda-lock.yml and pixi.lock both spell as repodata
 /// does: `build`, `build_number`, `subdir`, `license`, `size`, `timestamp`. An absent one leaves
 /// `pkg` as it is; a wrong type is an error at its node.
-Status read_record_fields(const std::string& source, const YAML::Node& entry, LockedPackage& pkg);
+Status read_record_fields(const std::string& source, const YamlNode& entry, LockedPackage& pkg);
 
 /// Fails when a YAML map holds the same key twice (yaml-cpp keeps both silently).
-Status check_unique_keys(const std::string& source, const YAML::Node& map, const std::string& what);
+Status check_unique_keys(const std::string& source, const YamlNode& map, const std::string& what);
 
 /// True for lower-case hex strings of `len` characters (upper case accepted and lower-cased).
 bool is_hex(std::string_view s, std::size_t len);

@@ -15,13 +15,14 @@ namespace envlock {
 using readers::error_at;
 using readers::load_yaml;
 using readers::trim;
+using readers::YamlNode;
+using readers::as_integer;
 
 std::string FormatInfo::to_string() const {
   switch (format) {
     case LockFormat::Envlock: return "envlock.lock v" + std::to_string(version);
     case LockFormat::CondaLock:
-      return version >= 2 ? "pixi.lock v" + std::to_string(version)
-                          : "conda-lock v" + std::to_string(version);
+      return by_pixi ? "pixi.lock v" + std::to_string(std::max(version, 1)) : "conda-lock v" + std::to_string(version);
     case LockFormat::PixiLock: return "pixi.lock v" + std::to_string(version);
     case LockFormat::Explicit: return "@EXPLICIT";
     case LockFormat::CondaMeta: return "conda-meta prefix";
@@ -144,7 +145,7 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
   if (int v = envlock_header_version(text); v > 0) return FormatInfo{LockFormat::Envlock, v};
   auto doc = load_yaml(text, source);
   if (!doc) return doc.error();
-  const YAML::Node& root = *doc;
+  const YamlNode root = doc->root();
   if (!root.IsMap()) {
     return refuse(source,
                   "not a lockfile: no YAML mapping at the top level (first line: '" + first +
@@ -152,12 +153,11 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
                   "lock it first (`envlock lock`, conda-lock or pixi), then pass the lockfile");
   }
   std::optional<long long> version;
-  if (YAML::Node v = root["version"]; v && !v.IsNull()) {
-    try {
-      version = v.as<long long>();
-    } catch (const YAML::Exception&) {
+  if (YamlNode v = root["version"]; v && !v.IsNull()) {
+    version = as_integer(v);
+    if (!version) {
       return error_at(source, v, "lockfile `version` must be an integer, found '" +
-                                     (v.IsScalar() ? v.Scalar() : std::string("a collection")) + "'");
+                                     (v.IsScalar() ? std::string(v.Scalar()) : std::string("a collection")) + "'");
     }
   }
   const bool has_package = static_cast<bool>(root["package"]);
@@ -205,7 +205,8 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
       return error_at(source, root, "conda-lock file without a `package` list",
                       "the file is incomplete; regenerate it with conda-lock");
     }
-    return FormatInfo{LockFormat::CondaLock, static_cast<int>(v)};
+    const bool pixi_name = std::filesystem::path(source).filename().string().find("pixi.lock") != std::string::npos;
+    return FormatInfo{LockFormat::CondaLock, static_cast<int>(v), v >= 2 || pixi_name};
   }
   if (has_environments) {
     if (!version) {
@@ -224,7 +225,7 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
     return FormatInfo{LockFormat::PixiLock, static_cast<int>(*version)};
   }
   std::string keys;
-  for (const auto& kv : root) keys += (keys.empty() ? "" : ", ") + kv.first.Scalar();
+  for (auto [k, v] : root.entries()) keys += (keys.empty() ? "" : ", ") + std::string(k.Scalar());
   if (version) {
     return error_at(source, root["version"],
                     "unknown lockfile format: `version: " + std::to_string(*version) +

@@ -7,8 +7,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "support/lockfile_fixtures.hpp"
 #include "support/pip_prefix.hpp"
 #include "support/run_command.hpp"
 
@@ -257,4 +260,137 @@ TEST(DiffCli, PrefixPipSideBeforeAndAfterPipInstall) {
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_NE(s.out.find("Foo_Bar 1.2.0"), std::string::npos) << s.out;
   EXPECT_EQ(s.out.find("six 1.16.0 pyhd8ed1ab_1"), s.out.rfind("six 1.16.0")) << "six is listed once, as conda\n" << s.out;
+}
+
+// `envlock list -p` shows the pip side as conda list does: channel "pypi", kind "pypi" in JSON;
+// a conda package's own dist-info (six) stays one conda row.
+TEST(DiffCli, ListPrefixShowsPipPackages) {
+  envlock::testing::PipPrefix prefix;
+  prefix.dist_info("Foo_Bar", "1.2.0", "pip");
+  const auto j = run_command(envlock_cmd() + " list -p " + q(prefix.path()) + " --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto rows = nlohmann::json::parse(j.out);
+  ASSERT_EQ(rows.size(), 3u) << j.out;
+  EXPECT_EQ(rows[0]["name"], "Foo_Bar");
+  EXPECT_EQ(rows[0]["kind"], "pypi");
+  EXPECT_EQ(rows[0]["version"], "1.2.0");
+  EXPECT_EQ(rows[0]["channel"], "pypi");
+  EXPECT_EQ(rows[1]["name"], "python");
+  EXPECT_EQ(rows[1]["kind"], "conda");
+  EXPECT_EQ(rows[2]["name"], "six");
+  EXPECT_EQ(rows[2]["kind"], "conda");
+  EXPECT_EQ(rows[2]["build"], "pyhd8ed1ab_1");
+  const auto t = run_command(envlock_cmd() + " list -p " + q(prefix.path()));
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("Foo_Bar  1.2.0"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("pypi\n"), std::string::npos) << t.out;
+}
+
+// `envlock list -l` lists a lockfile's pip entries too: a pinned one with its version, an
+// unresolved one with its requirement text (JSON "requirement", version empty).
+TEST(DiffCli, ListLockfileShowsPipEntries) {
+  auto lock = envlock::testing::one_package_lockfile("https://conda.anaconda.org/conda-forge");
+  auto& lp = lock.environments["default"].platforms["linux-64"];
+  lp.pip = {envlock::PipPackage{"requests", "2.31.0", "", "", "requests==2.31.0"},
+            envlock::PipPackage{"torch", "", "", "", "torch>=2"}};
+  const fs::path file = fs::temp_directory_path() / ("envlock-list-pip-" + std::to_string(::getpid()) + ".lock");
+  ASSERT_TRUE(lock.write(file)) << "write " << file;
+  const auto j = run_command(envlock_cmd() + " list -l " + q(file) + " --platform linux-64 --json");
+  const auto t = run_command(envlock_cmd() + " list -l " + q(file) + " --platform linux-64");
+  fs::remove(file);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto rows = nlohmann::json::parse(j.out);
+  ASSERT_EQ(rows.size(), 3u) << j.out;
+  EXPECT_EQ(rows[0]["name"], "requests");
+  EXPECT_EQ(rows[0]["kind"], "pypi");
+  EXPECT_EQ(rows[0]["version"], "2.31.0");
+  EXPECT_TRUE(rows[0]["requirement"].is_null());
+  EXPECT_EQ(rows[1]["name"], "tool");
+  EXPECT_EQ(rows[1]["kind"], "conda");
+  EXPECT_EQ(rows[2]["name"], "torch");
+  EXPECT_EQ(rows[2]["version"], "");
+  EXPECT_EQ(rows[2]["requirement"], "torch>=2");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("torch     torch>=2"), std::string::npos) << t.out;
+}
+
+// A newcomer's environment.yml with pip lines that carry credentials, options and bare URLs, end
+// to end: `lock` writes every line credential-free, invents no name (`-e .` has none, a bare
+// archive URL is named by its file), and `show`, `list`, `diff` and `install` name such a line
+// by its text and never print a token — nor report a credential-only difference as a change.
+TEST(DiffCli, PipLinesEndToEndWithoutCredentialsOrInventedNames) {
+  TempDir t;
+  const std::map<std::string, std::string> env = {{"ENVLOCK_PKGS_DIR", (t.path() / "pkgs").string()},
+                                                  {"ENVLOCK_CACHE_DIR", (t.path() / "cache").string()},
+                                                  {"NO_COLOR", "1"}};
+  auto made = run_command(q(fs::path(ENVLOCK_SOURCE_DIR) / "scripts/make-fixture-channel") + " " + q(t.path() / "channel"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  t.write("environment.yml",
+          "name: newcomer\n"
+          "channels: [./channel]\n"
+          "platforms: [linux-64]\n"
+          "dependencies:\n"
+          "  - envlock-greet\n"
+          "  - pip:\n"
+          "    - -e .\n"
+          "    - --extra-index-url https://bob:PW_SECRET_888@pypi.corp.example.com/simple\n"
+          "    - https://carol:TOKEN_SECRET_999@files.example.com/pkg-1.0.tar.gz\n"
+          "    - mypkg @ git+https://alice:ghp_SECRET777@github.com/acme/mypkg.git@main\n");
+  const fs::path lockfile = t.path() / "envlock.lock";
+  auto locked = run_command(envlock_cmd() + " lock -f " + q(t.path() / "environment.yml") + " -o " + q(lockfile), env);
+  ASSERT_EQ(locked.exit_code, 0) << locked.err;
+  EXPECT_EQ(locked.err.find("SECRET"), std::string::npos) << locked.err;
+  std::ifstream in(lockfile);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("SECRET"), std::string::npos) << text;
+  EXPECT_EQ(text.find("name: \"\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("name: https"), std::string::npos) << text;
+  EXPECT_NE(text.find("        pip:\n"
+                      "          - requirement: \"--extra-index-url https://pypi.corp.example.com/simple\"\n"
+                      "          - requirement: \"-e .\"\n"
+                      "          - name: mypkg\n"
+                      "            url: git+https://github.com/acme/mypkg.git@main\n"
+                      "            requirement: mypkg @ git+https://github.com/acme/mypkg.git@main\n"
+                      "          - name: pkg\n"
+                      "            url: https://files.example.com/pkg-1.0.tar.gz\n"
+                      "            requirement: https://files.example.com/pkg-1.0.tar.gz\n"),
+            std::string::npos)
+      << text;
+
+  const auto show = run_command(envlock_cmd() + " show " + q(lockfile), env);
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("default/linux-64 pip -e .\n"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("default/linux-64 pip --extra-index-url https://pypi.corp.example.com/simple\n"),
+            std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("default/linux-64 pypi:pkg - https://files.example.com/pkg-1.0.tar.gz -\n"), std::string::npos)
+      << show.out;
+  EXPECT_EQ(show.out.find("pypi: "), std::string::npos) << show.out;
+
+  const auto list = run_command(envlock_cmd() + " list -l " + q(lockfile) + " --platform linux-64 --json", env);
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  std::vector<std::string> names;
+  for (const auto& row : nlohmann::json::parse(list.out)) names.push_back(row["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"--extra-index-url https://pypi.corp.example.com/simple", "-e .",
+                                             "envlock-greet", "envlock-hello", "mypkg", "pkg"}));
+
+  // The prefix has mypkg from the same repository, installed with another token.
+  envlock::testing::PipPrefix prefix;
+  const auto vcs = prefix.dist_info("mypkg", "0.3", "pip");
+  prefix.write(vcs / "direct_url.json",
+               R"({"url": "https://alice:ghp_SECRETTOKEN123@github.com/acme/mypkg.git",
+                   "vcs_info": {"vcs": "git", "commit_id": "0123456789abcdef0123456789abcdef01234567"}})");
+  for (const std::string format : {"text", "markdown", "json"}) {
+    const auto d = run_command(envlock_cmd() + " diff " + q(lockfile) + " " + q(prefix.path()) + " --format " + format, env);
+    EXPECT_EQ(d.exit_code, 0) << d.err;
+    EXPECT_EQ(d.out.find("SECRET"), std::string::npos) << d.out;
+    EXPECT_EQ(d.out.find("mypkg"), std::string::npos) << "a credential-only difference is no change\n" << d.out;
+    EXPECT_EQ(d.out.find("pypi:`"), std::string::npos) << d.out;
+    EXPECT_NE(d.out.find(format == "json" ? "\"name\": \"-e .\"" : "pip -e ."), std::string::npos) << d.out;
+  }
+
+  const auto installed = run_command(envlock_cmd() + " install -l " + q(lockfile) + " -p " + q(t.path() / "env"), env);
+  ASSERT_EQ(installed.exit_code, 0) << installed.err;
+  EXPECT_EQ(installed.err.find("SECRET"), std::string::npos) << installed.err;
+  EXPECT_NE(installed.err.find("4 pip package(s) in the lockfile were not installed"), std::string::npos) << installed.err;
+  EXPECT_NE(installed.err.find("-e ."), std::string::npos) << installed.err;
 }

@@ -492,3 +492,102 @@ TEST(PrefixPip, UnresolvedRequirementsAgainstAnInstalledVersion) {
   ASSERT_NE(tool, nullptr);
   EXPECT_EQ(tool->kind, ChangeKind::Downgraded);  // excluded: the direction is unknown, a human looks
 }
+
+// A pip requirement's credentials are never compared or shown: a lockfile whose requirement
+// carries one token and a prefix installed with another (direct_url.json, read redacted) differ
+// only in credentials, which is no change; a real change of source is named without them.
+// The pip side of a prefix holding one distribution installed from a URL (PEP 610
+// `direct_url_json`), and the same prefix as a lockfile whose only pip entry is `entry`.
+struct DirectUrlInstall {
+  Lockfile installed, locked;
+  DirectUrlInstall(const std::string& name, const std::string& version, const std::string& direct_url_json) {
+    envlock::testing::PipPrefix prefix;
+    prefix.write(prefix.dist_info(name, version, "pip") / "direct_url.json", direct_url_json);
+    auto read = read_prefix(prefix.path());
+    EXPECT_TRUE(read.ok()) << read.error().to_string();
+    if (read.ok()) installed = locked = *read;
+  }
+  /// diff(locked with `entry` as its pip list, installed).
+  LockDiff against(const PipPackage& entry) {
+    locked.environments["default"].platforms["linux-64"].pip = {entry};
+    return diff_lockfiles(locked, installed);
+  }
+};
+
+TEST(PrefixPip, CredentialsInARequirementAreNoChangeAndNeverShown) {
+  DirectUrlInstall mypkg("mypkg", "0.3",
+                         R"({"url": "https://alice:ghp_SECRETTOKEN123@github.com/acme/mypkg.git",
+                             "vcs_info": {"vcs": "git", "commit_id": "0123456789abcdef0123456789abcdef01234567"}})");
+  EXPECT_TRUE(mypkg.against({"mypkg", "", "", "", "mypkg @ git+https://alice:ghp_SECRET777@github.com/acme/mypkg.git@main"}).empty());
+  const LockDiff d = mypkg.against({"mypkg", "", "", "", "mypkg @ git+https://alice:ghp_SECRET777@github.com/other/mypkg.git@main"});
+  ASSERT_EQ(d.total, 1u);
+  const PackageChange* c = change(d, "mypkg");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->kind, ChangeKind::ChannelChanged);
+  ASSERT_EQ(c->notes.size(), 1u);
+  EXPECT_EQ(c->notes[0],
+            "requirement `mypkg @ git+https://github.com/other/mypkg.git@main` is not met by 0.3 from "
+            "https://github.com/acme/mypkg.git");
+  const DiffLabels labels{"envlock.lock", "env", "envlock.lock v1", "conda-meta prefix"};
+  for (const std::string& out : {render_text(d, labels, false), render_markdown(d, labels), diff_to_json(d, labels).dump()})
+    EXPECT_EQ(out.find("SECRET"), std::string::npos) << out;
+}
+
+// pip lines that name no project (`-e .`, index options) pair by their text: the same line on
+// both sides is no change, another line is added/removed, named by its text (never `pypi:`).
+TEST(PrefixPip, LinesThatNameNoProjectPairByTheirText) {
+  Lockfile a = make({{"zlib", "1.3.1", "h0"}}), b = a;
+  a.environments["default"].platforms["linux-64"].pip = {
+      PipPackage{"", "", "", "", "-e ."},
+      PipPackage{"", "", "", "", "--extra-index-url https://bob:PW_SECRET_888@pypi.corp.example.com/simple"},
+      PipPackage{"requests", "", "", "", "requests>=2"}};
+  b.environments["default"].platforms["linux-64"].pip = {
+      PipPackage{"", "", "", "", "-e ."},
+      PipPackage{"", "", "", "", "--extra-index-url https://pypi.corp.example.com/simple"},
+      PipPackage{"", "", "", "", "-r requirements-dev.txt"},
+      PipPackage{"requests", "", "", "", "requests>=2"}};
+  const LockDiff d = diff_lockfiles(a, b);
+  ASSERT_EQ(d.total, 1u);
+  const PackageChange* c = change(d, "-r requirements-dev.txt");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->kind, ChangeKind::Added);
+  EXPECT_TRUE(c->pypi);
+  EXPECT_TRUE(c->pip_line);
+  const DiffLabels labels{"a", "b", "envlock.lock", "envlock.lock"};
+  const std::string text = render_text(d, labels, false);
+  EXPECT_NE(text.find("added                         pip -r requirements-dev.txt"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pypi:"), std::string::npos) << text;
+  EXPECT_NE(render_markdown(d, labels).find("`pip -r requirements-dev.txt`"), std::string::npos);
+  const auto j = diff_to_json(d, labels);
+  EXPECT_EQ(j["groups"][0]["changes"][0]["name"], "-r requirements-dev.txt");
+  EXPECT_EQ(j["groups"][0]["changes"][0]["source"], "pypi");
+
+  const LockDiff gone = diff_lockfiles(b, a);
+  ASSERT_EQ(gone.total, 1u);
+  EXPECT_EQ(gone.groups[0].changes[0].kind, ChangeKind::Removed);
+  EXPECT_EQ(gone.groups[0].changes[0].name, "-r requirements-dev.txt");
+
+  // `envlock show`: such a line by its text, credential-free; never `pypi: - - -`.
+  const std::string show = render_show(a);
+  EXPECT_NE(show.find("default/linux-64 pip -e .\n"), std::string::npos) << show;
+  EXPECT_NE(show.find("default/linux-64 pip --extra-index-url https://pypi.corp.example.com/simple\n"), std::string::npos)
+      << show;
+  EXPECT_NE(show.find("default/linux-64 pypi:requests - - -\n"), std::string::npos) << show;
+  EXPECT_EQ(show.find("pypi: "), std::string::npos) << show;
+  EXPECT_EQ(show.find("SECRET"), std::string::npos) << show;
+}
+
+// A bare archive URL (`https://host/pkg-1.0.tar.gz`, named by its file name) is the direct
+// reference `pkg @ URL`: met by a distribution installed from that URL, not by another file.
+TEST(PrefixPip, ABareArchiveUrlIsADirectReference) {
+  DirectUrlInstall pkg("pkg", "1.1", R"({"url": "https://files.example.com/pkg-1.1.tar.gz", "archive_info": {}})");
+  const std::string same = "https://files.example.com/pkg-1.1.tar.gz", other = "https://files.example.com/pkg-1.0.tar.gz";
+  EXPECT_TRUE(pkg.against({"pkg", "", same, "", same}).empty());
+  const LockDiff d = pkg.against({"pkg", "", other, "", other});
+  ASSERT_EQ(d.total, 1u);
+  ASSERT_NE(change(d, "pkg"), nullptr);
+  EXPECT_EQ(change(d, "pkg")->kind, ChangeKind::ChannelChanged);
+  EXPECT_EQ(change(d, "pkg")->notes,
+            std::vector<std::string>{
+                "requirement `https://files.example.com/pkg-1.0.tar.gz` is not met by 1.1 from https://files.example.com/pkg-1.1.tar.gz"});
+}

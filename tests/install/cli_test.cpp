@@ -157,6 +157,8 @@ TEST_F(Cli, OtherLockfileFormatsAreNamedWithWhatToDo) {
   if (fs::exists(lockfiles)) {
     files.emplace_back(lockfiles / "conda__conda-lock/example__zlib__conda-lock.yml", "conda-lock v1");
     files.emplace_back(lockfiles / "prefix-dev__pixi/examples__cpp-sdl__pixi.lock", "pixi.lock v6");
+    // pixi.lock 1 is the conda-lock v1 format; its name says pixi wrote it, and pixi installs it.
+    files.emplace_back(lockfiles / "prefix-dev__pixi/examples__pypi__pixi.lock@ced21182_metadata", "pixi.lock v1");
   }
   for (const auto& [file, format] : files) {
     for (const std::string command : {"install", "list", "export", "probe"}) {
@@ -171,6 +173,10 @@ TEST_F(Cli, OtherLockfileFormatsAreNamedWithWhatToDo) {
       EXPECT_NE(r.err.find("hint: `envlock show` and `envlock diff` read it as it is; install it with "),
                 std::string::npos) << r.err;
       EXPECT_NE(r.err.find("`envlock lock -f environment.yml`"), std::string::npos) << r.err;
+      const char* tool = format.starts_with("pixi.lock") ? "`pixi install`" : "`conda-lock install`";
+      if (format != "@EXPLICIT") {
+        EXPECT_NE(r.err.find(tool), std::string::npos) << r.err;
+      }
     }
     EXPECT_FALSE(fs::exists(root_ / "p")) << file;
   }

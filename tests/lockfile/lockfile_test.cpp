@@ -198,6 +198,60 @@ TEST(LockfileFormat, CredentialsNeverWritten) {
   EXPECT_EQ(r.error().detail.find("secret-tok"), std::string::npos) << "the error must not echo the token";
 }
 
+// pip entries: a line that names no project (`-e .`, an index option) is written without a
+// `name` key and read back as it was; every URL in a requirement is written and read
+// credential-free (an older envlock wrote a manifest's pip line verbatim).
+TEST(LockfileFormat, PipLinesWithoutANameAndWithoutCredentials) {
+  Lockfile lf = small();
+  auto& lp = lf.environments["default"].platforms["linux-64"];
+  lp.pip = {PipPackage{"mypkg", "", "git+https://github.com/acme/mypkg.git@main", "",
+                       "mypkg @ git+https://alice:ghp_SECRET777@github.com/acme/mypkg.git@main"},
+            PipPackage{"", "", "", "", "--extra-index-url https://bob:PW_SECRET_888@pypi.corp.example.com/simple"},
+            PipPackage{"", "", "", "", "-e ."}};
+  const std::string text = lf.to_yaml();
+  EXPECT_EQ(text.find("SECRET"), std::string::npos) << text;
+  EXPECT_EQ(text.find("name: \"\""), std::string::npos) << text;
+  EXPECT_NE(text.find("        pip:\n"
+                      "          - requirement: \"--extra-index-url https://pypi.corp.example.com/simple\"\n"
+                      "          - requirement: \"-e .\"\n"
+                      "          - name: mypkg\n"
+                      "            url: git+https://github.com/acme/mypkg.git@main\n"
+                      "            requirement: mypkg @ git+https://github.com/acme/mypkg.git@main\n"),
+            std::string::npos)
+      << text;
+  auto back = Lockfile::parse(text, "envlock.lock");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  const auto& pip = back->find("default", "linux-64")->pip;
+  ASSERT_EQ(pip.size(), 3u);
+  EXPECT_EQ(pip[0], (PipPackage{"", "", "", "", "--extra-index-url https://pypi.corp.example.com/simple"}));
+  EXPECT_EQ(pip[1], (PipPackage{"", "", "", "", "-e ."}));
+  EXPECT_EQ(pip[2].requirement, "mypkg @ git+https://github.com/acme/mypkg.git@main");
+  EXPECT_EQ(back->to_yaml(), text);
+
+  // What an older envlock wrote: `name: ""` and the token in the requirement.
+  std::string old = kSmallYaml;
+  old += "        pip:\n"
+         "          - name: \"\"\n"
+         "            requirement: \"-e .\"\n"
+         "          - name: mypkg\n"
+         "            requirement: mypkg @ git+https://alice:ghp_SECRET777@github.com/acme/mypkg.git@main\n";
+  auto read = Lockfile::parse(old, "envlock.lock");
+  ASSERT_TRUE(read.ok()) << read.error().to_string();
+  const auto& old_pip = read->find("default", "linux-64")->pip;
+  ASSERT_EQ(old_pip.size(), 2u);
+  EXPECT_EQ(old_pip[0], (PipPackage{"", "", "", "", "-e ."}));
+  EXPECT_EQ(old_pip[1].requirement, "mypkg @ git+https://github.com/acme/mypkg.git@main");
+  EXPECT_EQ(read->to_yaml().find("SECRET"), std::string::npos);
+
+  // An entry with neither a name nor a requirement is refused at its line.
+  std::string empty = kSmallYaml;
+  empty += "        pip:\n          - version: \"1.0\"\n";
+  auto bad = Lockfile::parse(empty, "envlock.lock");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "a pip entry needs a name or a requirement");
+  EXPECT_EQ(bad.error().where, "envlock.lock:69:13");
+}
+
 TEST(LockfileFormat, NewerVersionIsRefusedNamingBoth) {
   auto r = Lockfile::parse("version: 2\nsomething_new: {}\n", "envlock.lock");
   ASSERT_FALSE(r.ok());

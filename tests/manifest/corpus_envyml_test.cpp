@@ -59,6 +59,51 @@ TEST(CorpusEnvYml, EveryFileLoadsOrIsRefusedPrecisely) {
   EXPECT_GE(with_pip, 10u);
 }
 
+// Every pip line of the corpus as pip reads it: a name only where the line names a project (a
+// PEP 503 name, never a URL scheme or an option), the text kept whole.
+TEST(CorpusEnvYml, PipLinesGetARealProjectNameOrNone) {
+  if (!fs::is_directory(corpus())) GTEST_SKIP() << "corpus not found at " << corpus() << "; set ENVLOCK_SHARED_DIR to the folder holding corpus/";
+  const std::regex pep503(R"(^[a-z0-9]([a-z0-9-]*[a-z0-9])?$)");
+  std::size_t lines = 0, nameless = 0;
+  for (const auto& f : files()) {
+    auto m = load_manifest(f);
+    if (!m) continue;
+    for (const auto& [_, env] : m->environments) {
+      for (const auto& p : env.pip) {
+        ++lines;
+        EXPECT_FALSE(p.requirement.empty()) << f;
+        if (p.name.empty()) {
+          ++nameless;
+          continue;
+        }
+        EXPECT_TRUE(std::regex_match(p.name, pep503)) << f << ": '" << p.name << "' from " << p.requirement;
+        EXPECT_NE(p.name, "https") << f << ": " << p.requirement;
+        EXPECT_NE(p.name, "git") << f << ": " << p.requirement;
+        if (p.requirement.starts_with("-")) {
+          EXPECT_NE(p.requirement.find("#egg="), std::string::npos) << f << ": " << p.requirement;
+        }
+      }
+    }
+  }
+  std::cout << "[corpus] " << lines << " pip lines, " << nameless << " naming no project\n";
+  EXPECT_GE(nameless, 5u);
+
+  // latent-diffusion: two editable VCS checkouts named by #egg=, and `-e .`, which names none.
+  auto ldm = load_manifest(corpus() / "CompVis__latent-diffusion" / "environment.yaml");
+  ASSERT_TRUE(ldm.ok()) << ldm.error().to_string();
+  const auto& pip = ldm->environment("default")->pip;
+  ASSERT_EQ(pip.size(), 15u);
+  EXPECT_EQ(pip[12].name, "taming-transformers");
+  EXPECT_EQ(pip[13].name, "clip");
+  EXPECT_EQ(pip[14].name, "");
+  EXPECT_EQ(pip[14].requirement, "-e .");
+  // Clay's index option is no package.
+  auto clay = load_manifest(corpus() / "Clay-foundation__model" / "environment.yml");
+  ASSERT_TRUE(clay.ok()) << clay.error().to_string();
+  EXPECT_EQ(clay->environment("default")->pip[0].name, "");
+  EXPECT_EQ(clay->environment("default")->pip[0].requirement, "--extra-index-url https://download.pytorch.org/whl/cu121");
+}
+
 TEST(CorpusEnvYml, RealFilesReadAsExpected) {
   if (!fs::is_directory(corpus())) GTEST_SKIP() << "corpus not found at " << corpus() << "; set ENVLOCK_SHARED_DIR to the folder holding corpus/";
   // Clay's environment.yml: three channels, python + pip, then 14 pip requirements.

@@ -277,6 +277,73 @@ TEST(EnvironmentYml, PipSelectorsDefaultsAndIgnoredKeys) {
       << m->warnings[1];
 }
 
+// A `pip:` list as `pip install -r` reads it: option lines and paths/URLs that name no project
+// get no invented name; an archive's file name gives one; every URL is credential-free.
+TEST(EnvironmentYml, PipLinesAreReadAsPipReadsThemWithoutCredentials) {
+  auto m = parse_manifest(
+      "channels: [conda-forge]\n"
+      "dependencies:\n"
+      "  - pip:\n"
+      "    - -e .\n"
+      "    - --extra-index-url https://bob:PW_SECRET_888@pypi.corp.example.com/simple\n"
+      "    - -r requirements-dev.txt\n"
+      "    - https://carol:TOKEN_SECRET_999@files.example.com/dl/Foo.Bar-1.0.tar.gz\n"
+      "    - https://files.example.com/whl/torch-2.4.0+cu121-cp311-cp311-linux_x86_64.whl#sha256=ab\n"
+      "    - git+https://github.com/pydantic/pydantic@v2.0b2\n"
+      "    - git+https://github.com/o/tool.git#egg=The_Tool\n"
+      "    - ./vendor/Foo_Baz-2.0-py3-none-any.whl\n"
+      "    - ../src/mylib\n"
+      "    - https://github.com/o/r/archive/refs/heads/main.zip\n"
+      "    - mypkg @ git+https://alice:ghp_SECRET777@github.com/acme/mypkg.git@main\n"
+      "    - Requests==2.31.0\n",
+      "environment.yml", "/proj");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const auto& pip = m->environment("default")->pip;
+  ASSERT_EQ(pip.size(), 12u);
+  struct Want {
+    std::string name, version, url, requirement;
+  };
+  const std::vector<Want> want = {
+      {"", "", "", "-e ."},
+      {"", "", "", "--extra-index-url https://pypi.corp.example.com/simple"},
+      {"", "", "", "-r requirements-dev.txt"},
+      {"foo-bar", "", "https://files.example.com/dl/Foo.Bar-1.0.tar.gz", "https://files.example.com/dl/Foo.Bar-1.0.tar.gz"},
+      {"torch", "", "https://files.example.com/whl/torch-2.4.0+cu121-cp311-cp311-linux_x86_64.whl#sha256=ab",
+       "https://files.example.com/whl/torch-2.4.0+cu121-cp311-cp311-linux_x86_64.whl#sha256=ab"},
+      {"", "", "git+https://github.com/pydantic/pydantic@v2.0b2", "git+https://github.com/pydantic/pydantic@v2.0b2"},
+      {"the-tool", "", "git+https://github.com/o/tool.git#egg=The_Tool", "git+https://github.com/o/tool.git#egg=The_Tool"},
+      {"foo-baz", "", "", "./vendor/Foo_Baz-2.0-py3-none-any.whl"},
+      {"", "", "", "../src/mylib"},
+      {"", "", "https://github.com/o/r/archive/refs/heads/main.zip", "https://github.com/o/r/archive/refs/heads/main.zip"},
+      {"mypkg", "", "git+https://github.com/acme/mypkg.git@main", "mypkg @ git+https://github.com/acme/mypkg.git@main"},
+      {"requests", "2.31.0", "", "Requests==2.31.0"},
+  };
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(pip[i].name, want[i].name) << i << ": " << pip[i].requirement;
+    EXPECT_EQ(pip[i].version, want[i].version) << i;
+    EXPECT_EQ(pip[i].url, want[i].url) << i;
+    EXPECT_EQ(pip[i].requirement, want[i].requirement) << i;
+  }
+  // The credentials do not enter the manifest hash either: a rotated token keeps the lock fresh.
+  auto rotated = parse_manifest(
+      "channels: [conda-forge]\n"
+      "dependencies:\n"
+      "  - pip:\n"
+      "    - --extra-index-url https://bob:ROTATED@pypi.corp.example.com/simple\n"
+      "    - mypkg @ git+https://alice:ROTATED@github.com/acme/mypkg.git@main\n",
+      "environment.yml", "/proj");
+  auto clean = parse_manifest(
+      "channels: [conda-forge]\n"
+      "dependencies:\n"
+      "  - pip:\n"
+      "    - --extra-index-url https://pypi.corp.example.com/simple\n"
+      "    - mypkg @ git+https://github.com/acme/mypkg.git@main\n",
+      "environment.yml", "/proj");
+  ASSERT_TRUE(rotated.ok() && clean.ok());
+  EXPECT_EQ(manifest_hash(*rotated), manifest_hash(*clean));
+  for (const auto& w : rotated->warnings) EXPECT_EQ(w.find("ROTATED"), std::string::npos) << w;
+}
+
 TEST(EnvironmentYml, MambaSelectors) {
   auto m = parse_manifest("channels: [conda-forge]\ndependencies:\n  - sel(osx): appnope\n  - python\n", "env.yml", "/p");
   ASSERT_TRUE(m.ok()) << m.error().to_string();

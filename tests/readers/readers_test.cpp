@@ -223,6 +223,36 @@ TEST(CorpusLockfiles, EnvlockLockReadsTheSameRecordsWithoutYamlCpp) {
   EXPECT_GT(packages, 30000u);
 }
 
+// conda-lock.yml and pixi.lock are read the same way: in one pass when the text is in the block
+// subset (most real files are), else through yaml-cpp. Every YAML lockfile of the corpus is read
+// as written and again with a `...` document end marker after it, which the one-pass reader
+// leaves to yaml-cpp: both give the same lockfile, or the same error at the same place.
+TEST(CorpusLockfiles, CondaLockAndPixiReadTheSameWithoutYamlCpp) {
+  REQUIRE_CORPUS();
+  std::size_t fast_files = 0, refused = 0;
+  for (const auto& dir : fs::directory_iterator(lockfiles())) {
+    for (const auto& f : fs::directory_iterator(dir.path())) {
+      const std::string text = slurp(f.path());
+      const std::string rel = dir.path().filename().string() + "/" + f.path().filename().string();
+      auto format = detect_lock_format(text, rel);
+      if (!format.ok() || format->format == LockFormat::Explicit || format->format == LockFormat::Envlock) continue;
+      if (!block_yaml::parse_block_yaml(text).has_value()) continue;  // yaml-cpp either way
+      ++fast_files;
+      auto fast = read_lockfile_text(text, rel);
+      auto slow = read_lockfile_text(text + "\n...\n", rel);
+      ASSERT_EQ(fast.ok(), slow.ok()) << rel << ": " << (fast.ok() ? slow.error() : fast.error()).to_string();
+      if (!fast.ok()) {
+        EXPECT_EQ(fast.error().to_string(), slow.error().to_string()) << rel;
+        ++refused;
+        continue;
+      }
+      EXPECT_EQ(fast->format.to_string(), slow->format.to_string()) << rel;
+      EXPECT_EQ(fast->lockfile.to_yaml(), slow->lockfile.to_yaml()) << rel;
+    }
+  }
+  EXPECT_GT(fast_files, 100u) << refused << " refused";
+}
+
 TEST(CondaLock, PangeoMlNotebookRecordsMatchTheFile) {
   REQUIRE_CORPUS();
   const std::string rel = "pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml";
@@ -291,6 +321,23 @@ TEST(PixiLock, Version6NamesVersionBuildFromTheUrl) {
   EXPECT_EQ(omp->build_number, 16u);  // the record's own build number, not the build string's
   EXPECT_EQ(omp->channel, "https://prefix.dev/conda-forge");
   EXPECT_EQ(omp->size, std::optional<std::uint64_t>(23621));
+}
+
+// pixi writes the top-level `packages` list last (`packages: []` when empty): a file cut short
+// before it is named as incomplete, whichever YAML reader takes it (the second text is not in
+// the block subset: a truncated key yaml-cpp reads as part of the URL before it).
+TEST(PixiLock, TruncatedBeforeThePackageListIsIncomplete) {
+  for (const std::string text : {"version: 6\nenvironments:\n  default:\n    channels:\n      - url: https://x/\n    packages: {}\n",
+                                 "version: 6\nenvironments:\n  default:\n    channels:\n      - url: https://x/\n    pac"}) {
+    auto r = read_lockfile_text(text, "pixi.lock");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.error().where, "pixi.lock:1:1") << text;
+    EXPECT_EQ(r.error().message, "pixi.lock without a top-level `packages` list: the file is incomplete (truncated?)");
+  }
+  auto empty = read_lockfile_text("version: 6\nenvironments:\n  default:\n    channels: []\n    packages: {}\npackages: []\n",
+                                  "pixi.lock");
+  ASSERT_TRUE(empty.ok()) << empty.error().to_string();
+  EXPECT_EQ(empty->lockfile.environments.size(), 1u);
 }
 
 TEST(PixiLock, Version7PlatformsCarryVirtualPackages) {
@@ -623,4 +670,43 @@ TEST(DetectFormat, ManifestIsNotALockfileOfUnknownVersion) {
       << r.error().to_string();
   EXPECT_EQ(r.error().message.find("format version"), std::string::npos) << r.error().to_string();
   EXPECT_NE(r.error().hint.find("envlock lock -f"), std::string::npos);
+}
+
+// Every reader that fills a pip package's url or requirement leaves credentials behind: userinfo
+// and secret query values of conda-lock, pixi.lock and @EXPLICIT pip URLs, and a prefix's
+// direct_url.json (whose `name @ url` requirement is built from the redacted URL).
+TEST(PipEntries, EveryReaderDropsCredentials) {
+  const std::string h(64, 'a');
+  const std::string whl = "requests-2.31.0-py3-none-any.whl";
+  auto conda_lock = read_lockfile_text(
+      kHead + conda_lock_entry("requests", "2.31.0", "https://u:CL_SECRET@pypi.example.com/p/" + whl + "?token=QTOK", "main", "pip"),
+      "conda-lock.yml");
+  auto pixi = read_lockfile_text("version: 6\nenvironments:\n  default:\n    channels:\n"
+                                 "    - url: https://conda.anaconda.org/conda-forge/\n    packages:\n      linux-64:\n"
+                                 "      - pypi: https://u:PIXI_SECRET@pypi.example.com/p/" + whl + "\n"
+                                 "packages:\n- pypi: https://u:PIXI_SECRET@pypi.example.com/p/" + whl + "\n"
+                                 "  name: requests\n  version: 2.31.0\n  sha256: " + h + "\n",
+                                 "pixi.lock");
+  auto explicit_file = read_lockfile_text("# platform: linux-64\n@EXPLICIT\n# pip requests @ https://u:EX_SECRET@pypi.example.com/p/" +
+                                              whl + "#sha256=" + h + "\n",
+                                          "env.txt");
+  PipPrefix prefix;
+  const auto vcs = prefix.dist_info("mypkg", "0.3", "pip");
+  prefix.write(vcs / "direct_url.json",
+               R"({"url": "https://alice:PREFIX_SECRET@github.com/acme/mypkg.git", "vcs_info": {"vcs": "git", "commit_id": "0123abc"}})");
+  auto installed = read_prefix(prefix.path());
+  for (const auto* r : {&conda_lock, &pixi, &explicit_file}) {
+    ASSERT_TRUE(r->ok()) << r->error().to_string();
+    const auto& pip = (*r)->lockfile.environments.begin()->second.platforms.at("linux-64").pip;
+    ASSERT_EQ(pip.size(), 1u);
+    EXPECT_EQ(pip[0].name, "requests");
+    EXPECT_TRUE(pip[0].url.starts_with("https://pypi.example.com/p/" + whl)) << pip[0].url;
+    EXPECT_EQ(pip[0].url.find("SECRET"), std::string::npos) << pip[0].url;
+    EXPECT_EQ(pip[0].url.find("QTOK"), std::string::npos) << pip[0].url;
+  }
+  ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+  const auto& pip = installed->environments.at("default").platforms.at("linux-64").pip;
+  ASSERT_EQ(pip.size(), 1u);
+  EXPECT_EQ(pip[0].url, "https://github.com/acme/mypkg.git");
+  EXPECT_EQ(pip[0].requirement, "mypkg @ git+https://github.com/acme/mypkg.git@0123abc");
 }

@@ -10,9 +10,11 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "envlock/diff.hpp"
 #include "envlock/extract.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
+#include "envlock/readers.hpp"
 #include "envlock/snapshot.hpp"
 #include "snapshot/fake_host.hpp"
 #include "support/run_command.hpp"
@@ -80,6 +82,73 @@ struct RoundTrip {
   }
 };
 
+// `pip install libsimplerasters==0.9.1` over the conda package libsimplerasters 0.9.0, as pip
+// does it: its uninstall of the conda package removed the files it knew of (here
+// lib/libsimplerasters.a), then its wheel wrote a new module and, as a data file, a header over
+// the conda package's own. lib/libsimplerasters.so.0.9.0 is a conda file pip did not touch.
+struct PipOverConda {
+  static constexpr const char* kSite = "lib/python3.12/site-packages/";
+  static constexpr const char* kHeader = "include/SimpleRasters/simplerasters.h";  // overwritten by pip
+  static constexpr const char* kRemoved = "lib/libsimplerasters.a";              // removed by pip's uninstall
+  static constexpr const char* kKept = "lib/libsimplerasters.so.0.9.0";          // untouched conda file
+  std::string module = "import math\n";
+  std::string header = "// simplerasters 0.9.1, from the wheel\n";
+  explicit PipOverConda(const fs::path& prefix) {
+    const std::string installer = "pip\n", metadata = "Metadata-Version: 2.1\nName: libsimplerasters\nVersion: 0.9.1\n";
+    const fs::path site = prefix / kSite;
+    EXPECT_TRUE(fs::remove(prefix / kRemoved));
+    // Replaced, never written in place: the prefix's file is a hard link of the package cache's.
+    EXPECT_TRUE(fs::remove(prefix / kHeader));
+    std::ofstream(prefix / kHeader, std::ios::binary) << header;
+    fs::create_directories(site / "libsimplerasters-0.9.1.dist-info");
+    std::ofstream(site / "simplerasters.py") << module;
+    std::ofstream(site / "libsimplerasters-0.9.1.dist-info/INSTALLER") << installer;
+    std::ofstream(site / "libsimplerasters-0.9.1.dist-info/METADATA") << metadata;
+    std::ofstream(site / "libsimplerasters-0.9.1.dist-info/RECORD")
+        << "simplerasters.py,sha256=" << b64_sha256(module) << "," << module.size() << "\n"
+        << "../../../" << kHeader << ",sha256=" << b64_sha256(header) << "," << header.size() << "\n"
+        << "libsimplerasters-0.9.1.dist-info/INSTALLER,sha256=" << b64_sha256(installer) << "," << installer.size() << "\n"
+        << "libsimplerasters-0.9.1.dist-info/METADATA,sha256=" << b64_sha256(metadata) << "," << metadata.size() << "\n"
+        << "libsimplerasters-0.9.1.dist-info/RECORD,,\n";
+  }
+  /// `deployed` holds what the captured prefix `source` held of libsimplerasters: its conda-meta
+  /// record, the conda file pip did not touch (same bytes), pip's header and module, and not the
+  /// file pip's uninstall removed.
+  void expect_reproduced(const fs::path& source, const fs::path& deployed) const {
+    EXPECT_TRUE(fs::is_regular_file(deployed / "conda-meta/libsimplerasters-0.9.0-h29872b0_0.json"));
+    ASSERT_TRUE(fs::is_regular_file(deployed / kKept)) << "a file of the shadowed conda package that pip did not overwrite";
+    EXPECT_EQ(slurp(deployed / kKept), slurp(source / kKept));
+    EXPECT_EQ(slurp(deployed / kHeader), header);
+    EXPECT_EQ(slurp(deployed / kSite / "simplerasters.py"), module);
+    EXPECT_FALSE(fs::exists(fs::symlink_status(deployed / kRemoved))) << "pip's uninstall had removed it";
+  }
+};
+
+/// `envlock diff SOURCE DEPLOYED` on the two prefixes (conda-meta and dist-info): no change.
+void expect_same_packages(const fs::path& source, const fs::path& deployed) {
+  const auto x = read_prefix(source), y = read_prefix(deployed);
+  ASSERT_TRUE(x.ok()) << x.error().to_string();
+  ASSERT_TRUE(y.ok()) << y.error().to_string();
+  const LockDiff d = diff_lockfiles(*x, *y);
+  for (const auto& g : d.groups) {
+    for (const auto& c : g.changes) ADD_FAILURE() << "envlock diff: " << change_kind_name(c.kind) << " " << c.name;
+  }
+  EXPECT_TRUE(d.empty());
+}
+
+/// verify's findings as "kind path (package)" lines.
+std::vector<std::string> verify_lines(const fs::path& prefix) {
+  const auto v = verify_prefix(prefix);
+  EXPECT_TRUE(v.ok()) << v.error().to_string();
+  std::vector<std::string> out;
+  if (!v.ok()) return out;
+  for (const auto& d : v->drift) {
+    out.push_back(std::string(d.kind == FileDrift::Kind::Missing ? "missing " : d.kind == FileDrift::Kind::Extra ? "extra " : "modified ") +
+                  d.path + " (" + d.package + ")");
+  }
+  return out;
+}
+
 TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
   SKIP_WITHOUT_CORPUS();
   RoundTrip t;
@@ -108,19 +177,14 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
     fs::remove(a / edited);
     std::ofstream(a / edited, std::ios::binary) << content;
   }
-  const std::string site = "lib/python3.12/site-packages/";
-  const std::string module = "import math\n";
-  const std::string installer = "pip\n";
-  const std::string metadata = "Metadata-Version: 2.1\nName: libsimplerasters\nVersion: 0.9.1\n";
-  fs::create_directories(a / site / "libsimplerasters-0.9.1.dist-info");
-  std::ofstream(a / site / "simplerasters.py") << module;
-  std::ofstream(a / site / "libsimplerasters-0.9.1.dist-info/INSTALLER") << installer;
-  std::ofstream(a / site / "libsimplerasters-0.9.1.dist-info/METADATA") << metadata;
-  std::ofstream(a / site / "libsimplerasters-0.9.1.dist-info/RECORD")
-      << "simplerasters.py,sha256=" << b64_sha256(module) << "," << module.size() << "\n"
-      << "libsimplerasters-0.9.1.dist-info/INSTALLER,sha256=" << b64_sha256(installer) << "," << installer.size() << "\n"
-      << "libsimplerasters-0.9.1.dist-info/METADATA,sha256=" << b64_sha256(metadata) << "," << metadata.size() << "\n"
-      << "libsimplerasters-0.9.1.dist-info/RECORD,,\n";
+  const std::string site = PipOverConda::kSite;
+  const PipOverConda pip(a);
+  const std::string removed_line = "missing " + std::string(PipOverConda::kRemoved) + " (libsimplerasters-0.9.0-h29872b0_0)";
+  std::vector<std::string> expected_findings{removed_line, "modified " + edited + " (libviewshed-5.0.0-h29872b0_0)"};
+  std::sort(expected_findings.begin(), expected_findings.end(), [](const std::string& x, const std::string& y) {
+    return x.substr(x.find(' ')) < y.substr(y.find(' '));  // verify sorts by path
+  });
+  EXPECT_EQ(verify_lines(a), expected_findings);
 
   // Capture, through the file.
   HostSeam seam = HostSeam::system();
@@ -135,34 +199,76 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
   EXPECT_EQ(env.drift.modified[0].owner, "libviewshed");
   ASSERT_EQ(env.pip.size(), 1u);
   EXPECT_EQ(env.pip[0].shadows, "libsimplerasters");
+  EXPECT_EQ(env.packages.at(0).shadowed_by, "pip:libsimplerasters");
+  // The shadowed record's own files are checked as verify checks them: the one pip removed is missing.
+  EXPECT_EQ(env.drift.missing, (std::map<std::string, std::vector<std::string>>{{"libsimplerasters", {PipOverConda::kRemoved}}}));
   const fs::path file = t.dir / "geo.snapshot.yaml";
   ASSERT_TRUE(captured.write(file).ok());
   const auto reread = Snapshot::read(file);
   ASSERT_TRUE(reread.ok()) << reread.error().to_string();
 
-  // Deploy into a new prefix: the shadowed conda record is replaced by the pip install.
+  // Deploy into a new prefix: the shadowed conda package as installed there, pip's install over it.
   const fs::path b = t.dir / "host-b/envs/geo";
   auto deployed = deploy_snapshot(*reread, b, t.here, t.options);
   ASSERT_TRUE(deployed.ok()) << deployed.error().to_string();
-  EXPECT_EQ(deployed->installed, std::vector<std::string>{"libviewshed-5.0.0-h29872b0_0"});
+  EXPECT_EQ(deployed->installed, (std::vector<std::string>{"libsimplerasters-0.9.0-h29872b0_0", "libviewshed-5.0.0-h29872b0_0"}));
   EXPECT_EQ(deployed->pip_restored, std::vector<std::string>{"libsimplerasters 0.9.1"});
-  EXPECT_TRUE(std::any_of(deployed->checklist.begin(), deployed->checklist.end(),
-                          [](const std::string& l) { return l.starts_with("drift: 1 modified"); }));
-  EXPECT_EQ(slurp(b / site / "simplerasters.py"), module);
+  EXPECT_TRUE(std::any_of(deployed->checklist.begin(), deployed->checklist.end(), [](const std::string& l) {
+    return l == "drift: 1 modified, 0 unowned and 0 missing files of the captured prefix are not reproduced (see the snapshot's drift section)";
+  })) << ::testing::PrintToString(deployed->checklist);
+  pip.expect_reproduced(a, b);
+  // verify finds in the deployed prefix what it finds in the captured one, less the hand edit
+  // (drift is not reproduced): the pip files check against RECORD, the file pip removed is
+  // missing in both.
+  EXPECT_EQ(verify_lines(b), std::vector<std::string>{removed_line});
   const auto verify = verify_prefix(b);
   ASSERT_TRUE(verify.ok()) << verify.error().to_string();
-  // The pip files belong to the pip distribution (its RECORD), so the deployed prefix is clean.
-  for (const auto& d : verify->drift) ADD_FAILURE() << d.path << ": " << d.package << " " << d.reason;
-  EXPECT_EQ(verify->pip_files, 4u);  // module, INSTALLER, METADATA, RECORD
+  EXPECT_EQ(verify->pip_files, 5u);  // module, header, INSTALLER, METADATA, RECORD
+  // `envlock diff A B` on the prefixes: the same conda records (the shadowed one too) and pip distributions.
+  expect_same_packages(a, b);
 
-  // The deployed prefix holds what was captured: no conda or pip difference.
+  // The deployed prefix holds what was captured: no conda or pip difference, the same missing
+  // file; only the hand edit is not reproduced.
   copt.prefixes = {b};
   const Snapshot again = capture(seam, copt);
   for (const auto& c : diff_snapshots(captured, again)) {
-    EXPECT_TRUE(c.section != "conda:geo" && c.section != "pip:geo") << c.section << " " << c.name << ": " << c.before << " -> " << c.after;
+    if (c.section == "environment" || c.section == "capture") continue;  // another prefix path; completeness is the host's
+    EXPECT_TRUE(c.section == "drift:geo" && (c.name == "modified files" || c.name == "modified " + edited))
+        << c.section << " " << c.name << ": " << c.before << " -> " << c.after;
   }
   EXPECT_TRUE(again.environments[0].drift.modified.empty());
   EXPECT_TRUE(again.environments[0].drift.unowned.empty());
+  EXPECT_EQ(again.environments[0].drift.missing, env.drift.missing);
+  // Had the deploy lost the shadowed conda package, `snapshot diff` would say so (as `envlock diff` does).
+  {
+    Snapshot lost = again;
+    auto& pkgs = lost.environments[0].packages;
+    pkgs.erase(std::remove_if(pkgs.begin(), pkgs.end(), [](const CapturedPackage& p) { return p.record.name == "libsimplerasters"; }),
+               pkgs.end());
+    const auto changes = diff_snapshots(captured, lost);
+    const auto gone = std::find_if(changes.begin(), changes.end(), [](const SnapshotChange& c) { return c.section == "conda:geo"; });
+    ASSERT_NE(gone, changes.end());
+    EXPECT_EQ(gone->kind, SnapshotChange::Kind::Removed);
+    EXPECT_EQ(gone->name, "libsimplerasters");
+    EXPECT_TRUE(gone->before.starts_with("0.9.0 h29872b0_0 (") && gone->before.ends_with("), shadowed by pip:libsimplerasters")) << gone->before;
+  }
+
+  // --without-pip: the conda package as it was recorded, whole (nothing of pip's install).
+  const fs::path c = t.dir / "host-c/envs/geo";
+  DeployOptions conda_only = t.options;
+  conda_only.without_pip = true;
+  auto plain = deploy_snapshot(*reread, c, t.here, conda_only);
+  ASSERT_TRUE(plain.ok()) << plain.error().to_string();
+  EXPECT_EQ(plain->installed, deployed->installed);
+  EXPECT_TRUE(plain->pip_restored.empty());
+  EXPECT_TRUE(fs::is_regular_file(c / "conda-meta/libsimplerasters-0.9.0-h29872b0_0.json"));
+  EXPECT_TRUE(fs::is_regular_file(c / PipOverConda::kRemoved));
+  EXPECT_NE(slurp(c / PipOverConda::kHeader), pip.header);
+  EXPECT_FALSE(fs::exists(c / site / "libsimplerasters-0.9.1.dist-info"));
+  EXPECT_EQ(verify_lines(c), std::vector<std::string>{});
+  EXPECT_TRUE(std::any_of(plain->checklist.begin(), plain->checklist.end(), [](const std::string& l) {
+    return l == "pip: libsimplerasters==0.9.1 was not restored (--without-pip)";
+  })) << ::testing::PrintToString(plain->checklist);
 
   // A pip file edited after the deploy is drift of the pip distribution, named by RECORD's hash.
   {
@@ -171,11 +277,13 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
   }
   const auto edited_pip = verify_prefix(b);
   ASSERT_TRUE(edited_pip.ok()) << edited_pip.error().to_string();
-  ASSERT_EQ(edited_pip->drift.size(), 1u);
-  EXPECT_EQ(edited_pip->drift[0].kind, FileDrift::Kind::Modified);
-  EXPECT_EQ(edited_pip->drift[0].path, site + "simplerasters.py");
-  EXPECT_EQ(edited_pip->drift[0].package, "pip:libsimplerasters-0.9.1");
-  EXPECT_NE(edited_pip->drift[0].reason.find("!= RECORD"), std::string::npos) << edited_pip->drift[0].reason;
+  ASSERT_EQ(edited_pip->drift.size(), 2u);  // and the file pip removed
+  const auto module_drift = std::find_if(edited_pip->drift.begin(), edited_pip->drift.end(),
+                                         [&](const FileDrift& d) { return d.path == site + "simplerasters.py"; });
+  ASSERT_NE(module_drift, edited_pip->drift.end());
+  EXPECT_EQ(module_drift->kind, FileDrift::Kind::Modified);
+  EXPECT_EQ(module_drift->package, "pip:libsimplerasters-0.9.1");
+  EXPECT_NE(module_drift->reason.find("!= RECORD"), std::string::npos) << module_drift->reason;
 }
 
 TEST(Deploy, RefusesTooOldGlibcAndDriverNamingThePackageAndLeavesTheTargetUntouched) {
@@ -399,6 +507,63 @@ TEST(Bundle, OfflineRoundTripWithAReRepackedPackageAndPipFiles) {
   EXPECT_FALSE(fs::exists(t.dir / "edited.tar.zst"));
 }
 
+// pip over conda, offline: the bundle carries the shadowed conda package (its archive, or a
+// re-pack of the files pip left as conda installed them) and pip's files; the deployed prefix
+// holds what the captured one held.
+TEST(Bundle, PipOverCondaDeploysTheShadowedPackageAndPipsFilesOverIt) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const fs::path a = t.dir / "host-a/envs/geo";
+  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+  const PipOverConda pip(a);
+  const Snapshot captured = t.capture_of(a);
+  ASSERT_EQ(captured.environments.size(), 1u);
+  ASSERT_EQ(captured.environments[0].packages.at(0).shadowed_by, "pip:libsimplerasters");
+  const std::string removed_line = "missing " + std::string(PipOverConda::kRemoved) + " (libsimplerasters-0.9.0-h29872b0_0)";
+  ASSERT_EQ(verify_lines(a), std::vector<std::string>{removed_line});
+  HostSeam seam = HostSeam::system();
+  seam.run = nullptr;
+  BundleOptions bo;
+  bo.package_dirs = {t.options.package_cache};
+
+  // Both archives are in the package cache.
+  const fs::path bundle = t.dir / "geo.tar.zst";
+  const auto written = write_bundle(seam, captured, bundle, bo);
+  ASSERT_TRUE(written.ok()) << written.error().to_string();
+  EXPECT_EQ(written->archives, 2u);
+  EXPECT_TRUE(written->repacked.empty());
+  EXPECT_EQ(written->pip_files, 5u);
+  fs::remove_all(t.dir / "channel");  // no network
+  const fs::path b = t.dir / "host-b/envs/geo";
+  const auto d = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + bundle.string() + "' -p '" + b.string() + "'",
+                                      {{"ENVLOCK_PKGS_DIR", (t.dir / "pkgs-b").string()}});
+  ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  EXPECT_NE(d.out.find("2 conda packages, 1 pip distributions"), std::string::npos) << d.out;
+  pip.expect_reproduced(a, b);
+  expect_same_packages(a, b);
+  EXPECT_EQ(verify_lines(b), std::vector<std::string>{removed_line});
+  const auto vcli = testing::run_command(testing::envlock_cmd() + " diff '" + a.string() + "' '" + b.string() + "'", {});
+  EXPECT_EQ(vcli.exit_code, 0) << vcli.out << vcli.err;
+  EXPECT_NE(vcli.out.find("no changes"), std::string::npos) << vcli.out;
+
+  // The shadowed package's archive is gone: it is re-packed from the files pip left as conda
+  // installed them (not the header pip overwrote, not the file pip removed).
+  const std::string rasters = "libsimplerasters-0.9.0-h29872b0_0";
+  ASSERT_TRUE(fs::remove(t.options.package_cache / (rasters + ".conda")));
+  const fs::path repacked = t.dir / "geo-repacked.tar.zst";
+  const auto written2 = write_bundle(seam, captured, repacked, bo);
+  ASSERT_TRUE(written2.ok()) << written2.error().to_string();
+  EXPECT_EQ(written2->repacked, std::vector<std::string>{"geo: " + rasters});
+  const fs::path c = t.dir / "host-c/envs/geo";
+  const auto d2 = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + repacked.string() + "' -p '" + c.string() + "'",
+                                       {{"ENVLOCK_PKGS_DIR", (t.dir / "pkgs-c").string()}});
+  ASSERT_EQ(d2.exit_code, 0) << d2.out << d2.err;
+  pip.expect_reproduced(a, c);
+  expect_same_packages(a, c);
+  // The re-packed record lists only the files it holds, so verify has nothing to miss.
+  EXPECT_EQ(verify_lines(c), std::vector<std::string>{});
+}
+
 TEST(Bundle, ATamperedArchiveIsRefusedNamingThePackageAndTheTargetStaysUntouched) {
   SKIP_WITHOUT_CORPUS();
   RoundTrip t;
@@ -414,10 +579,20 @@ TEST(Bundle, ATamperedArchiveIsRefusedNamingThePackageAndTheTargetStaysUntouched
   EXPECT_TRUE(c.exit_code == 0 || c.exit_code == 3) << c.out << c.err;  // 3: a partial host capture (no nvidia-smi here)
   EXPECT_NE(c.err.find("wrote bundle " + bundle.string() + ": 1 package archives, 1 re-packed from installed files"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("re-packed (archive gone): geo: " + viewshed), std::string::npos) << c.err;
+  // -o is the capture as it is (deployable from the prefix); only the bundle's own snapshot.yaml
+  // names the re-packed archive.
   const auto snap = Snapshot::read(t.dir / "geo.yaml");
   ASSERT_TRUE(snap.ok()) << snap.error().to_string();
   EXPECT_EQ(snap->environments.at(0).packages.at(1).record.name, "libviewshed");
-  EXPECT_EQ(snap->environments.at(0).packages.at(1).repacked_sha256.size(), 64u);
+  EXPECT_EQ(snap->environments.at(0).packages.at(1).repacked_sha256, "");
+  {
+    const fs::path dir = t.dir / "inner";
+    fs::create_directories(dir);
+    const auto inner = open_bundle(bundle, dir);
+    ASSERT_TRUE(inner.ok()) << inner.error().to_string();
+    EXPECT_EQ(inner->environments.at(0).packages.at(1).repacked_sha256.size(), 64u);
+    fs::remove_all(dir);
+  }
   fs::remove_all(t.dir / "channel");
   // check, diff and lock read the snapshot inside a bundle too.
   const auto same = testing::run_command(testing::envlock_cmd() + " snapshot diff '" + (t.dir / "geo.yaml").string() + "' '" + bundle.string() + "'", {});
@@ -617,6 +792,32 @@ TEST(Bundle, AVcsPipInstallsCredentialIsNeitherBundledNorDeployed) {
   EXPECT_EQ(v->pip_files, 5u);
   const auto vcli = testing::run_command(testing::envlock_cmd() + " verify -p '" + b.string() + "'", {});
   EXPECT_EQ(vcli.exit_code, 0) << vcli.out << vcli.err;
+
+  // `capture --bundle B -o S`: S is byte for byte the capture without --bundle (the live
+  // prefix's RECORD hash of direct_url.json, not the bundle's redacted one), so it deploys from
+  // the prefix; the bundle still holds no secret.
+  const std::string plain = (t.dir / "plain.yaml").string(), with = (t.dir / "with-bundle.yaml").string();
+  const fs::path bundle2 = t.dir / "geo2.tar.zst";
+  const auto c1 = testing::run_command(testing::envlock_cmd() + " snapshot capture -p '" + a.string() + "' -o '" + plain + "'", {});
+  const auto c2 = testing::run_command(testing::envlock_cmd() + " snapshot capture -p '" + a.string() + "' -o '" + with + "' --bundle '" +
+                                           bundle2.string() + "' --pkgs-dir '" + t.options.package_cache.string() + "'",
+                                       {});
+  EXPECT_TRUE(c1.exit_code == 0 || c1.exit_code == 3) << c1.err;  // 3: a partial host capture (no nvidia-smi here)
+  EXPECT_EQ(c2.exit_code, c1.exit_code) << c2.err;
+  ASSERT_TRUE(fs::is_regular_file(with) && fs::is_regular_file(bundle2));
+  EXPECT_EQ(slurp(with), slurp(plain));
+  const fs::path x2 = t.dir / "unpacked2";
+  fs::create_directories(x2);
+  ASSERT_TRUE(extract_tar_zst_into(bundle2, x2).ok());
+  EXPECT_EQ(slurp(x2 / "pip/geo/lib/python3.12/site-packages" / (di + "direct_url.json")), bundled);
+  EXPECT_EQ(slurp(x2 / "snapshot.yaml").find("ghp_SECRET"), std::string::npos);
+  const fs::path e = t.dir / "host-e/envs/geo";
+  const auto d2 = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + with + "' -p '" + e.string() + "'",
+                                       {{"ENVLOCK_PKGS_DIR", t.options.package_cache.string()}});
+  ASSERT_EQ(d2.exit_code, 0) << d2.out << d2.err;
+  // From the live prefix, its files are copied as they are.
+  EXPECT_EQ(slurp(e / "lib/python3.12/site-packages" / (di + "direct_url.json")), direct);
+  EXPECT_EQ(verify_lines(e), std::vector<std::string>{});
 }
 
 HostFacts x86_host(const std::string& level) {

@@ -188,7 +188,12 @@ TEST(PrefixCapture, PipOverACondaPackageShadowsIt) {
   ASSERT_EQ(env->pip.size(), 2u);
   EXPECT_EQ(env->pip[1].name, "pip");
   EXPECT_EQ(env->pip[1].shadows, "pip");
-  EXPECT_EQ(env->drift.missing.count("pip"), 0u) << "a shadowed record's files are not drift";
+  // The shadowed record's own files are checked as `envlock verify` checks them: those pip's
+  // upgrade removed (the conda dist-info) are missing, which deploy reproduces.
+  ASSERT_EQ(env->drift.missing.count("pip"), 1u);
+  const auto& gone = env->drift.missing.at("pip");
+  EXPECT_TRUE(std::any_of(gone.begin(), gone.end(), [](const std::string& f) { return f.ends_with("/pip-25.0.1.dist-info/METADATA"); }));
+  EXPECT_TRUE(std::none_of(gone.begin(), gone.end(), [](const std::string& f) { return f.find("/pip-25.1.dist-info/") != std::string::npos; }));
   // In a lockfile the shadowed conda record is left out; pip's install is pinned instead.
   Snapshot s;
   s.environments.push_back(*env);
@@ -216,6 +221,45 @@ TEST(PrefixCapture, CorruptCondaMetaIsReportedAndTheRestCaptured) {
   EXPECT_NE(problems[0].message.find("not valid JSON"), std::string::npos);
   EXPECT_EQ(problems[1].where, "/opt/env/conda-meta/noversion-1.0-0.json");
   EXPECT_NE(problems[1].message.find("version"), std::string::npos) << problems[1].message;
+}
+
+// Two conda-meta records of one package, or two dist-info folders of one project (leftovers of a
+// damaged prefix or an interrupted upgrade): the newest is kept, the other is a problem naming
+// both, so the snapshot stays readable (a lockfile lists each name once) and says it is partial.
+TEST(PrefixCapture, TwoRecordsOfOneNameKeepTheNewestAndSaySo) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.corpus_prefix("/opt/env");
+  host.write("/opt/env/conda-meta/tk-8.6.12-h0_0.json",
+             R"({"name": "tk", "version": "8.6.12", "build": "h0_0", "build_number": 0, "subdir": "osx-arm64", "files": []})");
+  const std::string site = "/opt/env/lib/python3.13t/site-packages/";
+  for (const char* v : {"0.9", "1.0"}) {
+    const std::string d = site + "toolbox-" + v + ".dist-info/";
+    host.write(d + "METADATA", std::string("Metadata-Version: 2.1\nName: toolbox\nVersion: ") + v + "\n");
+    host.write(d + "INSTALLER", "pip\n");
+    host.write(d + "RECORD", std::string("toolbox-") + v + ".dist-info/METADATA,,\n");
+  }
+  std::vector<CaptureProblem> problems;
+  const auto env = capture_prefix(HostSeam::tree(host.root()), "/opt/env", "linux-64", {}, problems);
+  ASSERT_TRUE(env.ok()) << env.error().to_string();
+  const auto tks = std::count_if(env->packages.begin(), env->packages.end(), [](const CapturedPackage& p) { return p.record.name == "tk"; });
+  EXPECT_EQ(tks, 1);
+  EXPECT_EQ(find_pkg(*env, "tk")->record.version.to_string(), "8.6.13");
+  const auto toolboxes = std::count_if(env->pip.begin(), env->pip.end(), [](const PipDistribution& d) { return d.name == "toolbox"; });
+  EXPECT_EQ(toolboxes, 1);
+  EXPECT_TRUE(std::any_of(env->pip.begin(), env->pip.end(), [](const PipDistribution& d) { return d.version == "1.0"; }));
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].where, "/opt/env/conda-meta/tk-8.6.12-h0_0.json");
+  EXPECT_EQ(problems[0].message,
+            "a second record of package tk (8.6.12 h0_0); the snapshot keeps tk-8.6.13-h5083fa2_1.json and leaves this one out; "
+            "remove the stale record");
+  EXPECT_EQ(problems[1].where, "/opt/env/lib/python3.13t/site-packages/toolbox-0.9.dist-info");
+  EXPECT_NE(problems[1].message.find("keeps lib/python3.13t/site-packages/toolbox-1.0.dist-info"), std::string::npos) << problems[1].message;
+  // And the snapshot reads back (a name locked twice was refused by every command).
+  Snapshot s;
+  s.problems = problems;
+  s.environments.push_back(*env);
+  EXPECT_TRUE(Snapshot::parse(s.to_yaml(), "s.yaml").ok());
 }
 
 TEST(PrefixCapture, NotAPrefixIsAUsageError) {
@@ -366,7 +410,8 @@ TEST(Discovery, EnvironmentsTxtAndEnvsFolders) {
   host.write("/home/ana/miniforge3/condabin/conda", "#!/bin/sh\n");
   host.corpus_prefix("/home/ana/miniforge3/envs/train");
   host.corpus_prefix("/home/ana/.conda/envs/scratch");
-  host.write("/home/ana/.conda/environments.txt", "/home/ana/miniforge3\n/home/ana/gone\n");
+  // One prefix spelt three ways is one environment.
+  host.write("/home/ana/.conda/environments.txt", "/home/ana/miniforge3\n/home/ana/gone\n/home/ana/miniforge3/\n/home/ana/./miniforge3\n");
   host.write("/home/ana/miniforge3/envs/not-an-env/readme", "x");
   const HostSeam seam = HostSeam::tree(host.root());
   const auto found = discover_prefixes(seam);

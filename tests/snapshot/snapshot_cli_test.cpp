@@ -84,6 +84,20 @@ TEST(SnapshotCli, DiffAndLock) {
   EXPECT_NE(d.out.find("host:\n  ~ kernel: 6.1.0-18-amd64 -> 6.1.0-21-amd64\n"), std::string::npos) << d.out;
   const auto same = run_command(envlock_cmd() + " snapshot diff '" + a.string() + "' '" + a.string() + "'");
   EXPECT_EQ(same.out, "no differences\n");
+  // `envlock diff` on two snapshots: the package diff, then the host facts (issue 7, item 5).
+  const auto e = run_command(envlock_cmd() + " diff '" + a.string() + "' '" + b.string() + "'");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.out.find("\nhost facts of the two snapshots (1 change):\nhost:\n  ~ kernel: 6.1.0-18-amd64 -> 6.1.0-21-amd64\n"),
+            std::string::npos)
+      << e.out;
+  const auto ej = run_command(envlock_cmd() + " diff '" + a.string() + "' '" + b.string() + "' --format json");
+  ASSERT_EQ(ej.exit_code, 0) << ej.err;
+  const auto hj = nlohmann::json::parse(ej.out).at("host_changes");
+  ASSERT_EQ(hj.size(), 1u);
+  EXPECT_EQ(hj[0].at("name"), "kernel");
+  EXPECT_EQ(hj[0].at("after"), "6.1.0-21-amd64");
+  const auto ea = run_command(envlock_cmd() + " diff '" + a.string() + "' '" + a.string() + "'");
+  EXPECT_EQ(ea.out.find("host facts"), std::string::npos) << ea.out;
 
   const fs::path lock = h.host.root() / "envlock.lock";
   const auto l = run_command(envlock_cmd() + " snapshot lock '" + a.string() + "' -o '" + lock.string() + "'");
@@ -91,6 +105,12 @@ TEST(SnapshotCli, DiffAndLock) {
   const auto lf = Lockfile::read(lock);
   ASSERT_TRUE(lf.ok()) << lf.error().to_string();
   EXPECT_EQ(lf->environments.at("train").platforms.at("osx-arm64").packages.size(), 16u);
+  // Without -o it writes ./envlock.lock, and never over one that is there.
+  const auto again = run_command("cd '" + h.host.root().string() + "' && " + envlock_cmd() + " snapshot lock '" + a.string() + "'");
+  EXPECT_EQ(again.exit_code, 2) << again.err;
+  EXPECT_NE(again.err.find("envlock.lock: exists already; `snapshot lock` replaces a lockfile only when -o names it"), std::string::npos)
+      << again.err;
+  EXPECT_TRUE(Lockfile::read(lock).ok());
 }
 
 TEST(SnapshotCli, CheckNamesEachFailedRequirement) {
@@ -114,6 +134,10 @@ TEST(SnapshotCli, UsageErrors) {
   EXPECT_EQ(relative.exit_code, 2) << relative.err;
   const auto no_sub = run_command(envlock_cmd() + " snapshot");
   EXPECT_EQ(no_sub.exit_code, 2);
+  // --json prints the summary on standard output, where the snapshot would go without -o.
+  const auto json_only = run_command(envlock_cmd() + " snapshot capture --root /tmp --json");
+  EXPECT_EQ(json_only.exit_code, 2) << json_only.err;
+  EXPECT_NE(json_only.err.find("the snapshot itself needs -o FILE"), std::string::npos) << json_only.err;
 }
 
 // A prefix that does not exist or is not a conda prefix is refused and nothing is written; a

@@ -2,6 +2,7 @@
 // from it, compatibility checks and snapshot diffs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 
@@ -132,6 +133,47 @@ TEST(SnapshotFile, BadInputNamesFileLineAndColumn) {
   EXPECT_EQ(lie.error().where, "lie.yaml:3:13");
 }
 
+// Hand edits that would make the file read differently from what it shows, or deploy an empty
+// environment, are refused at their line: a key given twice (yaml-cpp would keep one silently),
+// an environment without its prefix or platform, or on a platform its lockfile part does not lock.
+TEST(SnapshotFile, HandEditsThatChangeItsMeaningAreRefused) {
+  SKIP_WITHOUT_CORPUS();
+  CorpusHost h;
+  const std::string text = h.capture_it().to_yaml();
+  ASSERT_TRUE(Snapshot::parse(text, "s.yaml").ok());
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) t.replace(at, from.size(), to);
+    return Snapshot::parse(t, "s.yaml");
+  };
+  auto line_of = [&](const std::string& needle) {
+    const auto at = text.find(needle);
+    return std::to_string(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  };
+  const std::string glibc = "    glibc: \"2.36\"\n";
+  const auto dup = edited(glibc, glibc + "    glibc: \"2.17\"\n");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.error().message, "duplicate key `glibc` (first at line " + line_of(glibc) + ")");
+  EXPECT_EQ(dup.error().where, "s.yaml:" + std::to_string(std::stoi(line_of(glibc)) + 1) + ":5");
+  const auto two = edited("\nsnapshot:\n", "\nsnapshot:\n  format: 1\nsnapshot:\n");  // a second section
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.error().message, "duplicate key `snapshot`");
+  const std::string plat = "      platform: osx-arm64\n";  // the corpus prefix is osx-arm64
+  const auto noplat = edited(plat, "");
+  ASSERT_FALSE(noplat.ok());
+  EXPECT_EQ(noplat.error().message, "environment `train` has no `platform`");
+  const auto other = edited(plat, "      platform: linux-64\n");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().message,
+            "environment `train` was captured on platform `linux-64`, which its lockfile part does not lock (it has: osx-arm64)");
+  EXPECT_EQ(other.error().where, "s.yaml:" + line_of(plat) + ":17");
+  const auto noprefix = edited("      prefix: /opt/conda/envs/train\n", "");
+  ASSERT_FALSE(noprefix.ok());
+  EXPECT_EQ(noprefix.error().message, "environment `train` has no `prefix`");
+}
+
 TEST(SnapshotFile, WriteIsAtomicAndReadable) {
   SKIP_WITHOUT_CORPUS();
   CorpusHost h;
@@ -230,6 +272,29 @@ TEST(Compatibility, PlatformPipWheelsAndSystemLibstdcxx) {
 }
 
 // ----- diff ---------------------------------------------------------------------------------------
+
+// A partial capture on one side is said first: `complete` and each problem, so a package its
+// unreadable record left out does not read as a plain removal.
+TEST(SnapshotDiff, APartialSideIsSaidWithItsProblems) {
+  SKIP_WITHOUT_CORPUS();
+  CorpusHost before;
+  const Snapshot a = before.capture_it();
+  CorpusHost after;
+  after.host.write("/opt/conda/envs/train/conda-meta/tzdata-2025a-h78e105d_0.json", "{ not json");
+  const Snapshot b = after.capture_it();
+  ASSERT_FALSE(b.complete());
+  const auto changes = diff_snapshots(a, b);
+  ASSERT_GE(changes.size(), 3u);
+  EXPECT_EQ(changes[0].section, "capture");
+  EXPECT_EQ(changes[0].name, "complete");
+  EXPECT_EQ(changes[0].before, "yes");
+  EXPECT_EQ(changes[0].after, "no (partial capture)");
+  EXPECT_EQ(changes[1].section, "capture");
+  EXPECT_EQ(changes[1].kind, SnapshotChange::Kind::Added);
+  EXPECT_EQ(changes[1].name, "problem /opt/conda/envs/train/conda-meta/tzdata-2025a-h78e105d_0.json");
+  EXPECT_TRUE(std::any_of(changes.begin(), changes.end(),
+                          [](const SnapshotChange& c) { return c.section == "conda:train" && c.name == "tzdata"; }));
+}
 
 TEST(SnapshotDiff, PackagesPipDriftAndHostFacts) {
   SKIP_WITHOUT_CORPUS();

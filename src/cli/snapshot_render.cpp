@@ -1,0 +1,64 @@
+// Rendering of snapshot changes (snapshot_render.hpp).
+#include "snapshot_render.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace envlock::cli {
+namespace {
+
+// A field as it may be printed on a terminal: control characters (an edited file's "\e]0;...")
+// shown as \xNN, never sent raw.
+std::string printable(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* kind_word(SnapshotChange::Kind k) {
+  switch (k) {
+    case SnapshotChange::Kind::Added: return "added";
+    case SnapshotChange::Kind::Removed: return "removed";
+    case SnapshotChange::Kind::Changed: return "changed";
+  }
+  return "changed";
+}
+
+nlohmann::json snapshot_changes_json(const std::vector<SnapshotChange>& changes) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& c : changes) {
+    j.push_back({{"kind", kind_word(c.kind)}, {"section", c.section}, {"name", c.name}, {"before", c.before}, {"after", c.after}});
+  }
+  return j;
+}
+
+void print_snapshot_changes(std::ostream& out, const std::vector<SnapshotChange>& changes) {
+  std::string section;
+  bool first = true;
+  for (const auto& c : changes) {
+    if (first || c.section != section) {
+      section = c.section;
+      first = false;
+      out << printable(section) << ":\n";
+    }
+    const std::string name = printable(c.name), before = printable(c.before), after = printable(c.after);
+    switch (c.kind) {
+      case SnapshotChange::Kind::Added: out << "  + " << name << (after.empty() ? "" : " " + after) << "\n"; break;
+      case SnapshotChange::Kind::Removed: out << "  - " << name << (before.empty() ? "" : " " + before) << "\n"; break;
+      case SnapshotChange::Kind::Changed: out << "  ~ " << name << ": " << before << " -> " << after << "\n"; break;
+    }
+  }
+}
+
+}  // namespace envlock::cli

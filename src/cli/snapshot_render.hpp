@@ -1,0 +1,22 @@
+#pragma once
+// How snapshot changes (envlock/snapshot.hpp, diff_snapshots) are shown: by `envlock snapshot
+// diff`, and as the host part of `envlock diff` when both sides are snapshot files.
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <vector>
+
+#include "envlock/snapshot.hpp"
+
+namespace envlock::cli {
+
+/// "added", "removed" or "changed".
+const char* kind_word(SnapshotChange::Kind k);
+
+/// [{kind, section, name, before, after}] in the given order.
+nlohmann::json snapshot_changes_json(const std::vector<SnapshotChange>& changes);
+
+/// One header line per section ("host:") and one line per change ("  + name after",
+/// "  - name before", "  ~ name: before -> after"); control characters of any field as \xNN.
+void print_snapshot_changes(std::ostream& out, const std::vector<SnapshotChange>& changes);
+
+}  // namespace envlock::cli
