@@ -2,7 +2,7 @@
 // envlock/url.hpp — URL helpers shared by every module that prints or writes a URL.
 //
 // Credentials never leave memory: anaconda.org-style tokens in the path (`/t/<token>/`) and
-// userinfo (`user:pass@host`) are stripped from every URL written to a lockfile, snapshot, log
+// userinfo (`user:pass@host`; over ssh only the password) are stripped from every URL written to a lockfile, snapshot, log
 // or terminal. Query strings are kept (they are part of content addresses on some servers) except
 // for the keys `token`, `access_token`, `api_key`, `key`, `password`, `sig`, `signature`, whose
 // values are removed.
@@ -13,8 +13,11 @@
 namespace envlock {
 
 /// Returns `url` with userinfo, `/t/<token>/` path segments and secret query values removed.
+/// For `ssh` and `*+ssh` schemes (`git+ssh://git@host/repo.git`) the user name is kept, as ssh
+/// needs it and keys, not the URL, carry the secret; only a password is removed there.
 /// Not a URL (no "scheme://")? Returned unchanged. Idempotent.
 /// Examples: https://user:pw@host/c -> https://host/c;
+///           git+ssh://git:pw@host/r.git -> git+ssh://git@host/r.git;
 ///           https://conda.anaconda.org/t/abc-123/chan/linux-64/x.conda
 ///             -> https://conda.anaconda.org/chan/linux-64/x.conda
 std::string redact_url(std::string_view url);

@@ -36,6 +36,11 @@ std::string redact_query(std::string_view query) {
   return out;
 }
 
+// `ssh`, or a VCS scheme over ssh such as pip's `git+ssh` (PEP 440 direct references).
+bool is_ssh_scheme(std::string_view scheme) {
+  return scheme == "ssh" || (scheme.size() > 4 && scheme.substr(scheme.size() - 4) == "+ssh");
+}
+
 }  // namespace
 
 std::string redact_url(std::string_view url) {
@@ -47,6 +52,13 @@ std::string redact_url(std::string_view url) {
   std::string_view authority = url.substr(auth_start, path_start - auth_start);
   std::size_t at = authority.rfind('@');
   std::string out(url.substr(0, auth_start));
+  if (at != std::string_view::npos && is_ssh_scheme(url.substr(0, scheme_end))) {
+    // ssh authenticates with keys: the user name (`git@`) is an address, not a secret, and the
+    // URL does not work without it. Only a password goes.
+    std::string_view user = authority.substr(0, at);
+    out += user.substr(0, user.find(':'));
+    out += '@';
+  }
   out += at == std::string_view::npos ? authority : authority.substr(at + 1);
 
   std::string_view rest = url.substr(path_start);

@@ -14,6 +14,18 @@ TEST(RedactUrl, StripsUserinfoTokensAndSecretQueryValues) {
   EXPECT_EQ(redact_url("./local/dir"), "./local/dir");
 }
 
+TEST(RedactUrl, KeepsTheSshUserDropsItsPassword) {
+  // pip's VCS form: without `git@` the URL no longer reaches GitHub, and the user is no secret.
+  EXPECT_EQ(redact_url("git+ssh://git@github.com/org/repo.git@v1#egg=repo"),
+            "git+ssh://git@github.com/org/repo.git@v1#egg=repo");
+  EXPECT_EQ(redact_url("git+ssh://git:secret@host/r.git"), "git+ssh://git@host/r.git");
+  EXPECT_EQ(redact_url("ssh://deploy:pw@host:2222/r"), "ssh://deploy@host:2222/r");
+  EXPECT_FALSE(url_has_credentials("git+ssh://git@github.com/org/repo.git"));
+  // Not ssh: a user alone is still a credential (an https token often sits there).
+  EXPECT_EQ(redact_url("git+https://ghp_token@github.com/org/repo.git"), "git+https://github.com/org/repo.git");
+  EXPECT_EQ(redact_url("sshfoo://u:p@h/x"), "sshfoo://h/x");
+}
+
 TEST(RedactText, RedactsEveryUrlInsideFreeText) {
   // An error excerpt quoting a manifest line, a MatchSpec with a channel URL, two URLs at once.
   EXPECT_EQ(redact_text("    - https://user:secret@127.0.0.1:9/x"), "    - https://127.0.0.1:9/x");
