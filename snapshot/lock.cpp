@@ -5,7 +5,7 @@
 
 namespace envlock {
 
-Lockfile to_lockfile(const Snapshot& snapshot) {
+Lockfile to_lockfile(const Snapshot& snapshot, ShadowedRecords shadowed) {
   Lockfile lock;
   for (const auto& env : snapshot.environments) {
     LockedEnvironment le;
@@ -15,7 +15,7 @@ Lockfile to_lockfile(const Snapshot& snapshot) {
     lp.virtual_packages = unsolved_virtual_packages(env.platform);  // never solved: no host facts
     std::vector<std::string> channels;
     for (const auto& p : env.packages) {
-      if (!p.shadowed_by.empty()) continue;  // pip's install is what ran there
+      if (!p.shadowed_by.empty() && shadowed == ShadowedRecords::LeftOut) continue;
       LockedPackage lpkg;
       static_cast<RepoDataRecord&>(lpkg) = p.record;
       lpkg.layer = env.name;

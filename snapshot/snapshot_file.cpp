@@ -580,7 +580,7 @@ std::string Snapshot::to_yaml() const {
   std::string out =
       "# envlock snapshot: the conda part below is an envlock.lock document (envlock diff, envlock list\n"
       "# and envlock install read it); `snapshot:` holds the host facts, drift and pip installs.\n";
-  out += to_lockfile(*this).to_yaml();
+  out += to_lockfile(*this, ShadowedRecords::LeftOut).to_yaml();
   if (!out.ends_with("\n")) out += "\n";
 
   SnapshotYamlOut w;

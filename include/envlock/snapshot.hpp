@@ -319,8 +319,14 @@ Snapshot capture(const HostSeam& seam, const CaptureOptions& options);
 /// on its platform, pip distributions as PipPackage entries (requirement() text for non-index
 /// installs), and unsolved_virtual_packages(platform) of each environment's own platform (never
 /// the capture host's facts: a snapshot was not solved, and each record's `__*` depends say what
-/// it needs of a target). Shadowed conda records are left out (pip's install is what ran there). manifest_hash is empty: no manifest made it.
-Lockfile to_lockfile(const Snapshot& snapshot);
+/// it needs of a target). manifest_hash is empty: no manifest made it.
+/// `shadowed` says what becomes of a conda record pip shadowed (its project pip installed over):
+///  - LeftOut: the snapshot file's conda part, where pip's install is what `envlock list` and
+///    `envlock diff` report (the record is kept in the snapshot's `shadowed:` section);
+///  - Kept: `snapshot lock`, where the record is pinned beside pip's entry of that project, since
+///    other conda packages may depend on it and the host had it installed under pip's files.
+enum class ShadowedRecords { LeftOut, Kept };
+Lockfile to_lockfile(const Snapshot& snapshot, ShadowedRecords shadowed);
 
 /// One requirement the target does not meet.
 struct FailedRequirement {

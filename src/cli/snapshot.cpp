@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <ctime>
 #include <iostream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "envlock/package_cache.hpp"
@@ -23,6 +24,24 @@ nlohmann::json problems_json(const std::vector<CaptureProblem>& problems) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& p : problems) j.push_back({{"where", p.where}, {"message", p.message}});
   return j;
+}
+
+// Missing files of an environment, and how many of them belong to conda packages pip replaced
+// (pip's uninstall removed what the conda package's RECORD listed: expected, not damage).
+struct MissingCount {
+  std::size_t all = 0;
+  std::size_t of_shadowed = 0;
+};
+MissingCount count_missing(const CapturedEnvironment& e) {
+  std::set<std::string> shadowed;
+  for (const auto& p : e.packages)
+    if (!p.shadowed_by.empty()) shadowed.insert(p.record.name);
+  MissingCount n;
+  for (const auto& [pkg, files] : e.drift.missing) {
+    n.all += files.size();
+    if (shadowed.count(pkg)) n.of_shadowed += files.size();
+  }
+  return n;
 }
 
 // A snapshot file, or the snapshot inside a bundle (FILE.tar.zst, unpacked into a temporary
@@ -158,8 +177,7 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
     j["problems"] = problems_json(snap.problems);
     j["environments"] = nlohmann::json::array();
     for (const auto& e : snap.environments) {
-      std::size_t missing = 0;
-      for (const auto& [pkg, files] : e.drift.missing) missing += files.size();
+      const MissingCount missing = count_missing(e);
       j["environments"].push_back({{"name", e.name},
                                    {"prefix", e.prefix},
                                    {"platform", e.platform},
@@ -167,19 +185,22 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
                                    {"pip", e.pip.size()},
                                    {"modified_files", e.drift.modified.size()},
                                    {"unowned_files", e.drift.unowned.size()},
-                                   {"missing_files", missing}});
+                                   {"missing_files", missing.all},
+                                   {"missing_files_of_shadowed", missing.of_shadowed}});
     }
     std::cout << j.dump(2) << "\n";
   } else {
     for (const auto& e : snap.environments) {
-      std::size_t missing = 0;
-      for (const auto& [pkg, files] : e.drift.missing) missing += files.size();
+      const MissingCount missing = count_missing(e);
       const auto shadowed = static_cast<std::size_t>(
           std::count_if(e.packages.begin(), e.packages.end(), [](const CapturedPackage& p) { return !p.shadowed_by.empty(); }));
       std::cerr << "captured " << e.name << " (" << e.prefix << "): " << e.packages.size() << " conda packages"
                 << (shadowed ? " (" + std::to_string(shadowed) + " shadowed by pip)" : std::string()) << ", " << e.pip.size()
                 << " pip distributions; drift: " << e.drift.modified.size() << " modified, " << e.drift.unowned.size()
-                << " unowned, " << missing << " missing files\n";
+                << " unowned, " << missing.all << " missing files"
+                << (missing.of_shadowed ? " (" + std::to_string(missing.of_shadowed) + " of them removed by pip as it replaced a conda package)"
+                                        : std::string())
+                << "\n";
     }
   }
   if (!snap.complete()) {
@@ -321,7 +342,7 @@ int run_lock(const Context& ctx, const std::string& file, const std::string& out
   if (!snap->complete()) {
     warn("the snapshot is partial (" + std::to_string(snap->problems.size()) + " problem(s)); the lockfile holds what it captured");
   }
-  const Lockfile lock = to_lockfile(*snap);
+  const Lockfile lock = to_lockfile(*snap, ShadowedRecords::Kept);
   if (auto st = lock.write(output); !st) return report_error(ctx, st.error());
   std::size_t packages = 0, pip = 0;  // conda packages and pip distributions, counted apart
   for (const auto& [name, env] : lock.environments) {

@@ -372,6 +372,42 @@ TEST(Deploy, SnapshotToLockfileToEnvlockInstallGivesTheSameEnvironment) {
   EXPECT_TRUE(installed.environments[0].drift.empty());
 }
 
+// pip over conda, then snapshot lock and envlock install: the lockfile keeps the shadowed conda
+// package (libviewshed may need it; the host had it under pip's files) and pins pip's version
+// beside it; install brings the conda package and names the pip one it left to pip.
+TEST(Deploy, SnapshotLockKeepsTheCondaPackagePipShadowed) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const fs::path a = t.dir / "a/geo";
+  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+  const PipOverConda pip(a);
+  HostSeam seam = HostSeam::system();
+  seam.run = nullptr;
+  CaptureOptions copt;
+  copt.prefixes = {a};
+  const Snapshot captured = capture(seam, copt);
+  ASSERT_EQ(captured.environments.at(0).packages.at(0).shadowed_by, "pip:libsimplerasters");
+  const fs::path snap = t.dir / "a.yaml", lock = t.dir / "envlock.lock", c = t.dir / "c/geo";
+  ASSERT_TRUE(captured.write(snap).ok());
+  const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", t.options.package_cache.string()}};
+  // capture's summary tells the file pip's uninstall removed from the missing ones of real damage.
+  const auto cap = testing::run_command(testing::envlock_cmd() + " snapshot capture -p '" + a.string() + "' -o '" + (t.dir / "cli.yaml").string() + "'", env);
+  EXPECT_NE(cap.err.find("2 conda packages (1 shadowed by pip), 1 pip distributions; drift: 0 modified, 0 unowned, 1 missing files "
+                         "(1 of them removed by pip as it replaced a conda package)"),
+            std::string::npos)
+      << cap.err;
+  const auto l = testing::run_command(testing::envlock_cmd() + " snapshot lock '" + snap.string() + "' -o '" + lock.string() + "'", env);
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_NE(l.err.find("1 environment(s), 2 conda package(s), 1 pip package(s)"), std::string::npos) << l.out << l.err;
+  const auto i = testing::run_command(testing::envlock_cmd() + " install -l '" + lock.string() + "' -e geo -p '" + c.string() + "'", env);
+  ASSERT_EQ(i.exit_code, 0) << i.out << i.err;
+  EXPECT_TRUE(fs::is_regular_file(c / "conda-meta/libsimplerasters-0.9.0-h29872b0_0.json"));
+  EXPECT_TRUE(fs::is_regular_file(c / PipOverConda::kRemoved)) << "the conda package as built, pip's changes not applied";
+  EXPECT_NE(i.err.find("libsimplerasters==0.9.1"), std::string::npos) << i.err;
+  const auto v = testing::run_command(testing::envlock_cmd() + " verify -p '" + c.string() + "'", env);
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+}
+
 // Captured on a GPU host with a newer glibc, kernel and CPU than this one, a CPU-only environment
 // still locks and installs here: a snapshot was never solved, so the capture host's facts are not
 // the lockfile's virtual packages (each package's own `__*` depends are checked). `snapshot lock`'s
