@@ -1,30 +1,11 @@
 // Rendering of snapshot changes (snapshot_render.hpp).
 #include "snapshot_render.hpp"
 
-#include <cstdio>
 #include <string>
 
+#include "envlock/text.hpp"
+
 namespace envlock::cli {
-namespace {
-
-// A field as it may be printed on a terminal: control characters (an edited file's "\e]0;...")
-// shown as \xNN, never sent raw.
-std::string printable(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 const char* kind_word(SnapshotChange::Kind k) {
   switch (k) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "envlock/diff.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
@@ -31,35 +32,8 @@ namespace {
 
 // Defence in depth: the readers refuse names with control characters, but versions, builds,
 // channels, URLs, notes and labels come from the input too. Text output never carries a raw
-// control character (C0, DEL, or a UTF-8 encoded C1 such as U+009B CSI): each is written `\xNN`.
-bool is_control_at(const std::string& s, std::size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  if (c < 0x20 || c == 0x7f) return true;
-  return c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-         static_cast<unsigned char>(s[i + 1]) <= 0x9f;
-}
-
-std::string clean(const std::string& s) {
-  std::size_t i = 0;
-  while (i < s.size() && !is_control_at(s, i)) ++i;
-  if (i == s.size()) return s;
-  std::string out = s.substr(0, i);
-  for (; i < s.size(); ++i) {
-    if (!is_control_at(s, i)) {
-      out += s[i];
-      continue;
-    }
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i]));
-    out += buf;
-    if (static_cast<unsigned char>(s[i]) == 0xc2) {
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i + 1]));
-      out += buf;
-      ++i;
-    }
-  }
-  return out;
-}
+// control character: clean() is printable() (envlock/text.hpp).
+std::string clean(const std::string& s) { return printable(s); }
 
 std::string kinds_summary(const LockDiff& diff) {
   std::string out;

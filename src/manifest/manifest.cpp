@@ -13,6 +13,7 @@
 #include "envlock/manifest.hpp"
 #include "envlock/platform.hpp"
 #include "envlock/pypi_name.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "yaml_source.hpp"
 
@@ -121,13 +122,6 @@ std::string join(const std::vector<std::string_view>& v, std::string_view sep) {
 
 bool contains(const std::vector<std::string_view>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-std::string trim(std::string_view s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
 }
 
 // ---- pip requirement lines (as `pip install -r` reads a requirements file) -----------------

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "envlock/probe.hpp"
+#include "envlock/text.hpp"
 
 namespace envlock {
 namespace {
@@ -22,13 +23,6 @@ std::optional<std::string> read_small_file(const fs::path& path) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(in.gcount()));
   return text;
-}
-
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
 }
 
 // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." and

@@ -41,7 +41,7 @@ std::string sha256_from_fragment(const std::string& url) {
   auto pos = url.find("#sha256=");
   if (pos == std::string::npos) return {};
   std::string h = url.substr(pos + 8);
-  return is_hex(h, 64) ? to_lower(h) : std::string();
+  return is_hex(h, 64) ? ascii_lower(h) : std::string();
 }
 
 }  // namespace
@@ -108,8 +108,8 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
         if (!m) return m.error();
         auto s = get_string(source, hash, "sha256");
         if (!s) return s.error();
-        md5 = to_lower(m->value_or(""));
-        sha256 = to_lower(s->value_or(""));
+        md5 = ascii_lower(m->value_or(""));
+        sha256 = ascii_lower(s->value_or(""));
         // pip entries of git requirements carry the commit id here; only conda hashes are checked.
         const bool conda_entry = manager->value_or("conda") == "conda";
         if (conda_entry && !md5.empty() && !is_hex(md5, 32)) {
@@ -139,7 +139,7 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
       const std::string mgr = manager->value_or("conda");
       if (mgr == "pip" || mgr == "pypi") {
         PipPackage pip;
-        pip.name = to_lower(name->value_or(""));
+        pip.name = ascii_lower(name->value_or(""));
         pip.version = version->value_or("");
         pip.url = redact_url(**url);
         pip.sha256 = sha256.empty() ? sha256_from_fragment(pip.url) : sha256;

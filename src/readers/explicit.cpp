@@ -62,10 +62,10 @@ Result<Lockfile> read_explicit(const std::string& text, const std::string& sourc
                             "conda-lock writes pip entries as '# pip <name> @ <url>'");
         }
         PipPackage pip;
-        pip.name = to_lower(trim(std::string_view(rest).substr(0, at)));
+        pip.name = ascii_lower(trim(std::string_view(rest).substr(0, at)));
         pip.url = redact_url(trim(std::string_view(rest).substr(at + 3)));
         if (auto pos = pip.url.find("#sha256="); pos != std::string::npos) {
-          pip.sha256 = to_lower(pip.url.substr(pos + 8));
+          pip.sha256 = ascii_lower(pip.url.substr(pos + 8));
         }
         // Version from a wheel or sdist file name: name-version-... / name-version.tar.gz
         std::string file = pip.url.substr(0, pip.url.find_first_of("#?"));
@@ -105,11 +105,11 @@ Result<Lockfile> read_explicit(const std::string& text, const std::string& sourc
           return line_error(source, lineno, col + 7, "'sha256:' must be followed by 64 hexadecimal digits",
                             raw, "copy the package's sha256 from its repodata record");
         }
-        pkg.sha256 = to_lower(frag);
+        pkg.sha256 = ascii_lower(frag);
       } else if (is_hex(frag, 64)) {
-        pkg.sha256 = to_lower(frag);
+        pkg.sha256 = ascii_lower(frag);
       } else if (is_hex(frag, 32)) {
-        pkg.md5 = to_lower(frag);
+        pkg.md5 = ascii_lower(frag);
       } else {
         return line_error(source, lineno, col,
                           "unrecognized hash fragment '#" + frag +

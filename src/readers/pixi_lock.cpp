@@ -97,7 +97,7 @@ Result<LockedPackage> read_conda_entry(const std::string& source, const YamlNode
        {std::tuple{"sha256", std::size_t{64}, &pkg.sha256}, std::tuple{"md5", std::size_t{32}, &pkg.md5}}) {
     auto h = get_string(source, entry, field);
     if (!h) return h.error();
-    *out = to_lower(h->value_or(""));
+    *out = ascii_lower(h->value_or(""));
     if (!out->empty() && !is_hex(*out, len)) {
       return error_at(source, entry[field], std::string(field) + " '" + *out + "' is not " +
                                                 std::to_string(len) + " hexadecimal digits");
@@ -143,17 +143,17 @@ Result<PipPackage> read_pypi_entry(const std::string& source, const YamlNode& en
   auto name = get_string(source, entry, "name");
   if (!name) return name.error();
   if (!*name || (*name)->empty()) return error_at(source, entry, "pypi package without a `name`");
-  pip.name = to_lower(**name);
+  pip.name = ascii_lower(**name);
   auto version = get_string(source, entry, "version");
   if (!version) return version.error();
   pip.version = version->value_or("");
   pip.url = redact_url(entry["url"].IsScalar() ? std::string(entry["url"].Scalar()) : key.substr(key.find(':') + 1));
   auto sha = get_string(source, entry, "sha256");
   if (!sha) return sha.error();
-  pip.sha256 = to_lower(sha->value_or(""));
+  pip.sha256 = ascii_lower(sha->value_or(""));
   if (pip.sha256.empty()) {
     auto pos = pip.url.find("#sha256=");
-    if (pos != std::string::npos) pip.sha256 = to_lower(pip.url.substr(pos + 8));
+    if (pos != std::string::npos) pip.sha256 = ascii_lower(pip.url.substr(pos + 8));
   }
   return pip;
 }

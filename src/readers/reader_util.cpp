@@ -167,17 +167,6 @@ bool is_hex(std::string_view s, std::size_t len) {
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isxdigit(c); });
 }
 
-std::string trim(std::string_view s) {
-  std::size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
-}
-
-std::string to_lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 namespace {
 std::string dup_key(const std::string& env, const std::string& platform, const std::string& name) {
@@ -358,7 +347,7 @@ std::string spec_name(std::string_view spec) {
   std::string name(spec.substr(start, i - start));
   // channel::name and channel/subdir::name
   if (auto colons = name.rfind("::"); colons != std::string::npos) name = name.substr(colons + 2);
-  return to_lower(name);
+  return ascii_lower(name);
 }
 
 }  // namespace envlock::readers

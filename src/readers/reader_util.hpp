@@ -16,6 +16,7 @@
 #include "envlock/lockfile.hpp"
 #include "envlock/readers.hpp"
 #include "envlock/result.hpp"
+#include "envlock/text.hpp"
 #include "block_yaml.hpp"
 
 namespace envlock::readers {
@@ -65,9 +66,6 @@ Status check_unique_keys(const std::string& source, const YamlNode& map, const s
 
 /// True for lower-case hex strings of `len` characters (upper case accepted and lower-cased).
 bool is_hex(std::string_view s, std::size_t len);
-std::string to_lower(std::string s);
-/// `s` without leading and trailing white space.
-std::string trim(std::string_view s);
 
 /// Remembers, per environment x platform x name, where a package was first listed.
 struct DuplicateIndex {

@@ -14,7 +14,6 @@ namespace envlock {
 
 using readers::error_at;
 using readers::load_yaml;
-using readers::trim;
 using readers::YamlNode;
 using readers::as_integer;
 
@@ -338,7 +337,7 @@ Status complete_record_from_url(RepoDataRecord& record, const std::string& where
       }
     }
   }
-  record.name = readers::to_lower(record.name);
+  record.name = ascii_lower(record.name);
   if (record.subdir.empty() && archive) record.subdir = parent;
   if (record.channel.empty() && slash2 != std::string::npos && archive &&
       parent == record.subdir) {

@@ -1,0 +1,26 @@
+#pragma once
+// envlock/text.hpp — small text helpers every module shares (one definition each).
+
+#include <string>
+#include <string_view>
+
+namespace envlock {
+
+/// `s` without leading and trailing ASCII white space (space, \t, \n, \v, \f, \r).
+std::string trim(std::string_view s);
+
+/// `s` with ASCII letters lower-cased; other bytes (UTF-8 included) unchanged. For hex digests,
+/// conda package names and PEP 503 project names, which are ASCII by their specifications.
+std::string ascii_lower(std::string s);
+
+/// True when byte `i` of `s` starts a control character: C0 (0x00-0x1f), DEL (0x7f), or a
+/// UTF-8 encoded C1 (U+0080-U+009F, bytes 0xc2 0x80-0x9f; U+009B is a terminal's CSI).
+bool is_control_at(std::string_view s, std::size_t i);
+
+/// `s` as it may be printed on a terminal or in a report: every control character
+/// (is_control_at) written as `\xNN` (lower-case hex; a C1 as its two bytes, `\xc2\x9b`),
+/// everything else unchanged. Names, versions, paths and labels come from input files: an
+/// edited record's "\e]0;..." must never reach a terminal raw. Returns `s` itself when clean.
+std::string printable(std::string_view s);
+
+}  // namespace envlock
