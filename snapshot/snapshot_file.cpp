@@ -759,35 +759,6 @@ Result<Snapshot> Snapshot::read(const fs::path& path) {
   return parse(ss.str(), path.string());
 }
 
-Status Snapshot::write(const fs::path& path) const {
-  const std::string text = to_yaml();
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
-  const int fd = mkstemp(tmpl.data());
-  if (fd < 0) return Error{ErrorKind::Io, path.string(), std::string("cannot create a temporary file: ") + std::strerror(errno), "", ""};
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmpl.c_str());
-      return Error{ErrorKind::Io, path.string(), "cannot write the snapshot: " + why, "", ""};
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ::fchmod(fd, 0644);
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmpl.c_str());
-    return Error{ErrorKind::Io, path.string(), std::string("cannot flush the snapshot: ") + std::strerror(errno), "", ""};
-  }
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmpl.c_str());
-    return Error{ErrorKind::Io, path.string(), "cannot move the snapshot into place: " + why, "", ""};
-  }
-  return ok_status();
-}
+Status Snapshot::write(const fs::path& path) const { return write_file_atomic(path, to_yaml()); }
 
 }  // namespace envlock

@@ -105,9 +105,11 @@ struct ArchiveEntry {
 
 /// Writes `entries` (sorted by path, so equal input gives byte-identical output) as a POSIX pax
 /// tar compressed with zstd at `level` (1-19) to `archive`, atomically: a temporary file beside
-/// it, fsync(2), rename(2). Owners are written as root (0:0). Errors: ErrorKind::Usage (an
+/// it, fsync(2), rename(2); a link at `archive` is followed (output_file_target, envlock/paths.hpp).
+/// Owners are written as root (0:0). Errors: ErrorKind::Usage (an
 /// absolute or `..` path, a path listed twice, an absolute symlink target), ErrorKind::Io naming
-/// the source file or the archive (cannot read, cannot write; nothing is left at `archive`).
+/// the source file or the archive (cannot read, cannot write, `archive` is a folder or device;
+/// nothing is left at `archive`).
 Status write_tar_zst(const std::filesystem::path& archive, std::vector<ArchiveEntry> entries, int level = 3);
 
 /// Writes a `.conda` package (CEP-2, the layout described at the top of this file): a ZIP with

@@ -122,8 +122,10 @@ struct Lockfile {
 
 /// Writes `content` to `path` atomically: a temporary file in the same directory, fsync, rename
 /// over `path`, fsync of the directory. A crash leaves the old file or the new one, never a
-/// mix; an existing file is never truncated. New files get mode 0644. Errors: ErrorKind::Io
-/// naming the path and the system error.
+/// mix; an existing file is never truncated. New files get mode 0644. A symbolic link at `path`
+/// is followed and the file it names replaced (output_file_target, envlock/paths.hpp). Errors:
+/// ErrorKind::Io naming the path and the system error, or what is there when `path` is a folder,
+/// device, FIFO or socket.
 Status write_file_atomic(const std::filesystem::path& path, std::string_view content);
 
 /// The packages of one locked platform in install order: every package after the packages its

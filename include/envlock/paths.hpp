@@ -4,13 +4,27 @@
 //   cache root     $ENVLOCK_CACHE_DIR, else $XDG_CACHE_HOME/envlock, else $HOME/.cache/envlock
 //   package cache  $ENVLOCK_PKGS_DIR, else <cache root>/pkgs     (conda's pkgs/ layout)
 //   repodata cache <cache root>/repodata
+//
+// And where a file envlock writes (`-o FILE`: lockfile, snapshot, bundle) really goes.
 
 #include <filesystem>
+
+#include "envlock/result.hpp"
 
 namespace envlock {
 
 std::filesystem::path cache_root();
 std::filesystem::path package_cache_dir();
 std::filesystem::path repodata_cache_dir();
+
+/// The path an output file named `path` is written to by an atomic replace (temporary file
+/// beside it, rename over it). A symbolic link is followed (to its final target, which may not
+/// exist yet), so the link is kept and the file it names is replaced, as an editor does. The
+/// target must be a regular file or not exist: a directory, device (`-o /dev/null` would
+/// otherwise replace the device node with a file), FIFO or socket is refused with
+/// ErrorKind::Io (what is at a named path, not the command line: exit 1) naming `path` and
+/// what it is, and nothing is written. A dangling link's
+/// target whose folder does not exist is returned as is: the write then fails naming it.
+Result<std::filesystem::path> output_file_target(const std::filesystem::path& path);
 
 }  // namespace envlock

@@ -277,7 +277,8 @@ struct Snapshot {
   /// format version is refused naming both versions.
   static Result<Snapshot> parse(const std::string& text, const std::string& source);
   static Result<Snapshot> read(const std::filesystem::path& path);
-  /// Writes atomically (temporary file beside `path`, fsync, rename).
+  /// Writes atomically as write_file_atomic() (envlock/lockfile.hpp): temporary file beside
+  /// `path`, fsync, rename; a link is followed, a folder or device refused (ErrorKind::Io).
   [[nodiscard]] Status write(const std::filesystem::path& path) const;
 
   friend bool operator==(const Snapshot&, const Snapshot&) = default;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/package_cache.hpp"
+#include "envlock/paths.hpp"
 #include "envlock/snapshot.hpp"
 #include "heap.hpp"
 #include "registry.hpp"
@@ -80,6 +81,12 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
     // Without -o the snapshot goes to standard output, which --json gives to the summary.
     return report_error(ctx, Error{ErrorKind::Usage, "--json", "--json prints the capture's summary; the snapshot itself needs -o FILE", "",
                                    "envlock snapshot capture -o host.yaml --json"});
+  }
+  // Where the outputs go is checked before the host is read: a bundle is written last, after
+  // minutes of re-packing.
+  for (const std::string* out : {&a.output, &a.bundle}) {
+    if (out->empty()) continue;
+    if (auto target = output_file_target(*out); !target) return report_error(ctx, target.error());
   }
   HostSeam seam = fs::path(a.root) == fs::path("/") ? HostSeam::system() : HostSeam::tree(a.root);
   if (!fs::is_directory(seam.root)) {

@@ -1,6 +1,9 @@
 #include "envlock/paths.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <string>
 
 namespace envlock {
 namespace {
@@ -23,5 +26,34 @@ std::filesystem::path package_cache_dir() {
 }
 
 std::filesystem::path repodata_cache_dir() { return cache_root() / "repodata"; }
+
+Result<std::filesystem::path> output_file_target(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  fs::path target = path;
+  // Follow links one at a time (a relative target is relative to the link's folder); 40 as
+  // the kernel's own limit (ELOOP).
+  for (int hops = 0;; ++hops) {
+    struct stat st {};
+    if (::lstat(target.c_str(), &st) != 0) return target;  // does not exist (yet): created
+    if (S_ISREG(st.st_mode)) return target;
+    if (S_ISLNK(st.st_mode) && hops < 40) {
+      std::error_code ec;
+      const fs::path to = fs::read_symlink(target, ec);
+      if (ec) return Error{ErrorKind::Io, path.string(), "cannot read the symbolic link: " + ec.message(), "", ""};
+      target = to.is_absolute() ? to : target.parent_path() / to;
+      continue;
+    }
+    const char* what = S_ISLNK(st.st_mode) ? "a loop of symbolic links"
+                       : S_ISDIR(st.st_mode) ? "a folder"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                               : "not a regular file";
+    std::string where = path.string();
+    if (target != path) where += " (-> " + target.string() + ")";
+    return Error{ErrorKind::Io, where, std::string("is ") + what + ", not a file envlock can write", "",
+                 "name a file path (an existing file is replaced atomically)"};
+  }
+}
 
 }  // namespace envlock

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "envlock/extract.hpp"
+#include "envlock/paths.hpp"
 
 namespace envlock {
 namespace {
@@ -186,7 +187,10 @@ struct RemoveOnExit {
 
 }  // namespace
 
-Status write_tar_zst(const fs::path& archive_path, std::vector<ArchiveEntry> entries, int level) {
+Status write_tar_zst(const fs::path& output, std::vector<ArchiveEntry> entries, int level) {
+  const auto target = output_file_target(output);
+  if (!target) return target.error();
+  const fs::path& archive_path = *target;
   if (auto st = check_entries(archive_path, entries); !st) return st;
   std::sort(entries.begin(), entries.end(), [](const ArchiveEntry& a, const ArchiveEntry& b) { return a.path < b.path; });
   RemoveOnExit tmp{{temp_beside(archive_path, "writing")}};
@@ -194,7 +198,10 @@ Status write_tar_zst(const fs::path& archive_path, std::vector<ArchiveEntry> ent
   return commit_file(tmp.paths[0], archive_path);
 }
 
-Status write_conda_package(const fs::path& archive_path, std::vector<ArchiveEntry> entries, int level) {
+Status write_conda_package(const fs::path& output, std::vector<ArchiveEntry> entries, int level) {
+  const auto target = output_file_target(output);
+  if (!target) return target.error();
+  const fs::path& archive_path = *target;
   if (auto st = check_entries(archive_path, entries); !st) return st;
   const std::string file = archive_path.filename().string();
   if (!file.ends_with(".conda") || file.size() == 6) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "envlock/lockfile.hpp"
+#include "envlock/paths.hpp"
 
 namespace envlock {
 namespace {
@@ -19,7 +20,10 @@ Error io_error(const std::filesystem::path& path, const std::string& what, int e
 
 }  // namespace
 
-Status write_file_atomic(const std::filesystem::path& path, std::string_view content) {
+Status write_file_atomic(const std::filesystem::path& output, std::string_view content) {
+  const auto target = output_file_target(output);
+  if (!target) return target.error();
+  const std::filesystem::path& path = *target;
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::string tmpl = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();

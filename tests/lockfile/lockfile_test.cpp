@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -348,6 +349,41 @@ TEST(LockfileWrite, FailureLeavesTheOldFile) {
   int entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++entries;
   EXPECT_EQ(entries, 1) << "the temporary file must be removed";
+}
+
+// `-o` names where the file goes: a link is written through (the link stays), a FIFO, a device
+// or a folder is refused before anything is written (`-o /dev/null` once replaced the node).
+TEST(LockfileWrite, FollowsALinkAndRefusesWhatIsNotAFile) {
+  TempDir dir;
+  fs::create_directories(dir.path / "real");
+  fs::create_symlink("real/envlock.lock", dir.path / "link.lock");
+  fs::create_symlink("link.lock", dir.path / "link2.lock");  // a chain, relative targets
+  ASSERT_TRUE(small().write(dir.path / "link2.lock").ok());
+  EXPECT_TRUE(fs::is_symlink(dir.path / "link2.lock"));
+  EXPECT_TRUE(fs::is_symlink(dir.path / "link.lock"));
+  EXPECT_EQ(slurp(dir.path / "real/envlock.lock"), small().to_yaml());
+
+  ASSERT_EQ(::mkfifo((dir.path / "fifo").c_str(), 0644), 0);
+  auto st = small().write(dir.path / "fifo");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind, ErrorKind::Io);
+  EXPECT_EQ(st.error().where, (dir.path / "fifo").string());
+  EXPECT_EQ(st.error().message, "is a FIFO, not a file envlock can write");
+  EXPECT_TRUE(fs::is_fifo(dir.path / "fifo"));
+  fs::create_symlink("fifo", dir.path / "to-fifo");
+  auto via = write_file_atomic(dir.path / "to-fifo", "x");
+  ASSERT_FALSE(via.ok());
+  EXPECT_EQ(via.error().where, (dir.path / "to-fifo").string() + " (-> " + (dir.path / "fifo").string() + ")");
+  auto folder = write_file_atomic(dir.path / "real", "x");
+  ASSERT_FALSE(folder.ok());
+  EXPECT_NE(folder.error().message.find("is a folder"), std::string::npos) << folder.error().message;
+  fs::create_symlink("loop", dir.path / "loop");
+  EXPECT_FALSE(write_file_atomic(dir.path / "loop", "x").ok());
+  EXPECT_TRUE(fs::is_fifo(dir.path / "fifo"));
+  EXPECT_TRUE(fs::is_directory(dir.path / "real"));
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path)) ++entries;
+  EXPECT_EQ(entries, 6) << "no temporary file left";
 }
 
 TEST(LockfileRead, MissingFileIsAnIoError) {

@@ -1,5 +1,6 @@
 // `envlock snapshot capture|check|diff|lock` end to end, on fake host trees.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <map>
@@ -55,6 +56,30 @@ TEST(SnapshotCli, CaptureWritesAFileAndSummarises) {
   ASSERT_TRUE(s2.ok());
   EXPECT_EQ(s2->host.nvidia->gpus[0].uuid, "GPU-857c6374-f681-cf3a-f99f-9063a87b8ac0");
   EXPECT_EQ(s2->timestamp.size(), 20u) << s2->timestamp;
+}
+
+// -o and --bundle name files: a FIFO (as a device would be) is refused and left as it was; a
+// link is written through and stays a link.
+TEST(SnapshotCli, OutputThatIsNotAFileIsRefusedALinkIsFollowed) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  const fs::path fifo = h.host.root() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const auto r = run_command(h.capture_cmd(fifo));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(fifo.string() + ": is a FIFO, not a file envlock can write"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  fs::create_symlink("fifo", h.host.root() / "fifo.tar.zst");
+  const auto b2 = run_command(h.capture_cmd(h.host.root() / "snap.yaml") + " --bundle '" + fifo.string() + ".tar.zst'");
+  EXPECT_EQ(b2.exit_code, 1) << b2.err;
+  EXPECT_NE(b2.err.find("is a FIFO, not a file envlock can write"), std::string::npos) << b2.err;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  fs::create_directories(h.host.root() / "kept");
+  fs::create_symlink("kept/snap.yaml", h.host.root() / "link.yaml");
+  const auto l = run_command(h.capture_cmd(h.host.root() / "link.yaml"));
+  EXPECT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_TRUE(fs::is_symlink(h.host.root() / "link.yaml"));
+  EXPECT_TRUE(Snapshot::read(h.host.root() / "kept/snap.yaml").ok());
 }
 
 TEST(SnapshotCli, PartialCaptureExitsThreeAndSaysSo) {
