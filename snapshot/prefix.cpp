@@ -798,6 +798,14 @@ Snapshot capture(const HostSeam& seam, const CaptureOptions& options) {
       s.problems.push_back({env.error().where, env.error().message});
       continue;
     }
+    if (env->platform.empty()) {
+      // Only on a --root tree without libc.so.6 and a prefix of noarch or pip packages alone: a
+      // snapshot environment without a platform could not be read back, checked or locked.
+      s.problems.push_back({p.string(),
+                            "its platform is unknown (no conda package names a subdir, and the host's CPU architecture "
+                            "was not found: libc.so.6 is missing), so the environment is left out of the snapshot"});
+      continue;
+    }
     std::string name = env->name;
     for (int i = 2; names.count(name); ++i) name = env->name + "-" + std::to_string(i);
     env->name = name;

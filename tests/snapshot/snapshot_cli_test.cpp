@@ -82,6 +82,26 @@ TEST(SnapshotCli, OutputThatIsNotAFileIsRefusedALinkIsFollowed) {
   EXPECT_TRUE(Snapshot::read(h.host.root() / "kept/snap.yaml").ok());
 }
 
+// A tree without libc.so.6 and a prefix of pip installs alone: no platform can be known. The
+// environment is left out as a problem; the partial snapshot still reads, diffs and locks.
+TEST(SnapshotCli, AnEnvironmentWithoutAPlatformIsLeftOutAndTheSnapshotStaysReadable) {
+  FakeHost host;
+  host.write("/opt/env/conda-meta/history", "==> 2024-01-01 00:00:00 <==\n");
+  host.write("/opt/env/lib/python3.12/site-packages/tool-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: tool\nVersion: 1.0\n");
+  host.write("/opt/env/lib/python3.12/site-packages/tool-1.0.dist-info/INSTALLER", "pip\n");
+  host.write("/opt/env/lib/python3.12/site-packages/tool-1.0.dist-info/RECORD", "tool-1.0.dist-info/RECORD,,\n");
+  const fs::path out = host.root() / "snap.yaml";
+  const auto r = run_command(envlock_cmd() + " snapshot capture --root '" + host.root().string() + "' -p /opt/env -o '" + out.string() + "'");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("/opt/env: its platform is unknown"), std::string::npos) << r.err;
+  const auto s = Snapshot::read(out);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_TRUE(s->environments.empty());
+  EXPECT_FALSE(s->complete());
+  const auto lock = run_command(envlock_cmd() + " snapshot lock '" + out.string() + "' -o '" + (host.root() / "x.lock").string() + "'");
+  EXPECT_EQ(lock.exit_code, 0) << lock.err;
+}
+
 TEST(SnapshotCli, PartialCaptureExitsThreeAndSaysSo) {
   SKIP_WITHOUT_CORPUS();
   CliHost h;
