@@ -69,7 +69,7 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   if (format == "json") {
     auto j = diff_to_json(diff, labels);
     if (!old_in->snapshot_text.empty() && !new_in->snapshot_text.empty()) j["host_changes"] = snapshot_changes_json(host);
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else if (format == "markdown") {
     std::cout << render_markdown(diff, labels);
     if (!host.empty()) {

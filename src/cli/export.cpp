@@ -78,7 +78,7 @@ int run_export(const Context& ctx, const Options& o) {
                         {"packages", lp->second.packages.size()}};
     if (o.output.empty()) j["content"] = *text;
     else j["output"] = o.output;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else if (o.output.empty()) {
     std::cout << *text;
   } else {

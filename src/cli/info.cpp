@@ -27,7 +27,7 @@ int run_info(const Context& ctx) {
     for (const auto& vp : *vps) {
       j["virtual_packages"].push_back({{"name", vp.name}, {"version", vp.version}, {"build", vp.build}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::cout << "envlock version   : " << ENVLOCK_VERSION_STRING << "\n"

@@ -189,7 +189,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
     j["clobbered"] = report->clobbered;
     j["host_mismatches_ignored"] = nlohmann::json::array();
     for (const auto& m : mismatches) j["host_mismatches_ignored"].push_back(m.to_string());
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     for (const auto& m : report->messages) std::cout << m << (m.ends_with('\n') ? "" : "\n");
     std::cout << "environment '" << *env_name << "' (" << platform << ") is ready in " << prefix << "\n"

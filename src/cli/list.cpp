@@ -66,7 +66,7 @@ int print_rows(const Context& ctx, std::vector<Row> rows) {
                    {"layer", r.layer.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.layer)},
                    {"requirement", r.requirement.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.requirement)}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::size_t wn = 4, wv = 7, wb = 5;

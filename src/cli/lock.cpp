@@ -84,7 +84,7 @@ int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock
                               {"platform", r.platform},
                               {"package", r.package},
                               {"message", r.message}});
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   }
   if (reasons.empty()) {
     if (!ctx.json) std::cout << lock_path.string() << " is up to date with " << manifest.path.string() << "\n";
@@ -114,7 +114,7 @@ int report_conflict(const Context& ctx, const Error& error, const LockDiagnostic
                             {"detail", error.detail},
                             {"hint", error.hint}}},
                           {"conflict", j}};
-    std::cout << redact_text(out.dump(2)) << "\n";
+    std::cout << redact_text(json_text(out)) << "\n";
   }
   std::cerr << "error: " << redact_text(error.to_string()) << "\n";
   return 1;
@@ -206,7 +206,7 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   if (ctx.json) {
     j["hints"] = diag.hints;
     j["warnings"] = diag.warnings;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::cout << (unchanged ? "unchanged " : "locked ") << lock_path.string() << "\n" << summary;
   }

@@ -58,11 +58,13 @@ int report_error(const Context& ctx, const Error& raw) {
                           {"message", error.message},
                           {"detail", error.detail},
                           {"hint", error.hint}}}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   }
   std::cerr << "error: " << error.to_string() << "\n";
   return exit_code_for(error.kind);
 }
+
+std::string json_text(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 void warn(const std::string& message) { std::cerr << "warning: " << redact_text(message) << "\n"; }
 

@@ -54,7 +54,7 @@ int run_probe(const ProbeOptions& o, const Context& ctx) {
   host.timeout_ms = o.timeout_s * 1000;
   const ProbeReport report = evaluate_probe(gather_host_facts(host), std::move(packages), source);
   if (ctx.json) {
-    std::cout << report.to_json().dump(2) << "\n";
+    std::cout << json_text(report.to_json()) << "\n";
   } else {
     std::cout << report.to_text(ctx.color);
   }

@@ -62,7 +62,7 @@ void print_outcome(const ReferenceOutcome& o, const std::string& lockfile, const
     j["value"] = o.value ? nlohmann::json(*o.value) : nlohmann::json(nullptr);
     if (!o.hint.empty()) j["hint"] = o.hint;
     if (!o.ok()) j["output_tail"] = o.output_tail;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return;
   }
   if (o.ok()) {
@@ -172,7 +172,7 @@ int run_verify_reference(const VerifyReferenceFlags& flags, const std::string& l
   auto report = verify_environment(request);
   if (!report) return report_error(ctx, report.error());
   if (ctx.json) {
-    std::cout << report->to_json().dump(2) << "\n";
+    std::cout << json_text(report->to_json()) << "\n";
   } else {
     std::cout << report->to_text(ctx.color);
   }

@@ -9,6 +9,7 @@
 // more (probe: 3 = no GPU where the lockfile needs one).
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,11 @@ struct RegisterCommand {
 /// as {"error": {...}} on stdout. Returns the exit code for its kind (Usage -> 2, else 1): Usage is
 /// only for a malformed command line; anything about the state of a named path is a failure (1).
 int report_error(const Context& ctx, const Error& error);
+
+/// `j` as --json prints it: indented by 2, and never failing on text that is not UTF-8 (a file
+/// name's raw bytes, a corrupt record): each invalid byte becomes U+FFFD, as JSON (RFC 8259)
+/// text must be UTF-8. No trailing newline.
+std::string json_text(const nlohmann::json& j);
 
 /// Prints a warning line on stderr ("warning: ...").
 void warn(const std::string& message);

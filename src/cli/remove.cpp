@@ -26,11 +26,10 @@ void setup(CLI::App& sub, Context& ctx) {
     }
     for (const auto& w : report->warnings) warn(w);
     if (ctx.json) {
-      std::cout << nlohmann::json{{"removed", args->prefix},
-                                  {"packages", report->removed},
-                                  {"messages", report->messages},
-                                  {"warnings", report->warnings}}
-                       .dump(2)
+      std::cout << json_text({{"removed", args->prefix},
+                              {"packages", report->removed},
+                              {"messages", report->messages},
+                              {"warnings", report->warnings}})
                 << "\n";
     } else {
       for (const auto& m : report->messages) std::cout << m << (m.ends_with('\n') ? "" : "\n");

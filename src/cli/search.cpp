@@ -96,7 +96,7 @@ int run_search(const Context& ctx, const SearchArgs& args) {
     nlohmann::json j = {{"query", args.spec}, {"platform", platform}, {"packages", nlohmann::json::array()}};
     for (const auto& c : channels) j["channels"].push_back(c.public_url());
     for (const auto* r : found) j["packages"].push_back(record_json(*r));
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   }
   if (found.empty()) {
     std::string names;

@@ -40,7 +40,7 @@ int run_show(const Context& ctx, const std::string& arg) {
         }
       }
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::cout << render_show(lock);

@@ -195,7 +195,7 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
                                    {"missing_files", missing.all},
                                    {"missing_files_of_shadowed", missing.of_shadowed}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     for (const auto& e : snap.environments) {
       const MissingCount missing = count_missing(e);
@@ -249,7 +249,7 @@ int run_check(const Context& ctx, const std::string& file, const std::string& en
     return report_error(ctx, Error{ErrorKind::Usage, file, "no environment named '" + env_name + "' in the snapshot", "",
                                    "list them with `envlock snapshot check " + file + "`"});
   }
-  if (ctx.json) std::cout << j.dump(2) << "\n";
+  if (ctx.json) std::cout << json_text(j) << "\n";
   return any ? 1 : 0;
 }
 
@@ -303,12 +303,11 @@ int run_deploy(const Context& ctx, const DeployArgs& a) {
   auto report = deploy_snapshot(*snap, prefix, target, opt);
   if (!report) return report_error(ctx, report.error());
   if (ctx.json) {
-    std::cout << nlohmann::json{{"environment", report->environment},
-                                {"prefix", fs::absolute(a.prefix).string()},
-                                {"installed", report->installed},
-                                {"pip_restored", report->pip_restored},
-                                {"checklist", report->checklist}}
-                     .dump(2)
+    std::cout << json_text({{"environment", report->environment},
+                            {"prefix", fs::absolute(a.prefix).string()},
+                            {"installed", report->installed},
+                            {"pip_restored", report->pip_restored},
+                            {"checklist", report->checklist}})
               << "\n";
     return 0;
   }
@@ -330,7 +329,7 @@ int run_diff(const Context& ctx, const std::string& a, const std::string& b) {
   if (!sb) return report_error(ctx, sb.error());
   const auto changes = diff_snapshots(*sa, *sb);
   if (ctx.json) {
-    std::cout << snapshot_changes_json(changes).dump(2) << "\n";
+    std::cout << json_text(snapshot_changes_json(changes)) << "\n";
     return 0;
   }
   if (changes.empty()) {
@@ -359,7 +358,7 @@ int run_lock(const Context& ctx, const std::string& file, const std::string& out
     }
   }
   if (ctx.json) {
-    std::cout << nlohmann::json{{"output", output}, {"environments", lock.environments.size()}, {"packages", packages}, {"pip", pip}}.dump(2)
+    std::cout << json_text({{"output", output}, {"environments", lock.environments.size()}, {"packages", packages}, {"pip", pip}})
               << "\n";
   } else {
     std::cerr << "wrote " << output << ": " << lock.environments.size() << " environment(s), " << packages << " conda package(s), " << pip

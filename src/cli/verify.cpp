@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/install.hpp"
+#include "envlock/text.hpp"
 #include "reference_cli.hpp"
 #include "registry.hpp"
 
@@ -58,12 +59,13 @@ int run_verify(const Context& ctx, const VerifyArgs& args) {
       if (!d.package.empty()) e["package"] = d.package;
       j[kind_name(d.kind)].push_back(std::move(e));
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     for (const auto& d : report->drift) {
-      std::cout << kind_name(d.kind) << "  " << d.path;
-      if (!d.package.empty()) std::cout << "  (" << d.package << ": " << d.reason << ")";
-      else std::cout << "  (" << d.reason << ")";
+      // A file name may hold any byte but '/' and NUL: a newline in one must not print as two findings.
+      std::cout << kind_name(d.kind) << "  " << printable(d.path);
+      if (!d.package.empty()) std::cout << "  (" << printable(d.package) << ": " << printable(d.reason) << ")";
+      else std::cout << "  (" << printable(d.reason) << ")";
       std::cout << "\n";
     }
     std::cout << args.prefix << ": " << report->packages << " packages, " << report->files_checked

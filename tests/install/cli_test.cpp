@@ -270,6 +270,18 @@ TEST_F(Cli, VerifyListAndRemoveOnTheFixtureEnvironment) {
   EXPECT_NE(text.out.find("modified  share/envlock-hello/greeting.txt  (envlock-hello-1.0.0-0: size "), std::string::npos)
       << text.out;
 
+  // A file name that is not UTF-8, with a newline: --json still prints JSON (U+FFFD for the
+  // bad byte), the text lists it on one line.
+  spit(prefix / "bin/bad\xff\nname", "x");
+  auto odd = envlock("verify -p " + q(prefix) + " --json");
+  EXPECT_EQ(odd.exit_code, 1) << odd.err;
+  const auto oj = nlohmann::json::parse(odd.out);
+  ASSERT_EQ(oj["extra"].size(), 2u);
+  EXPECT_EQ(oj["extra"][0]["path"], "bin/bad\xef\xbf\xbd\nname");
+  auto odd_text = envlock("verify -p " + q(prefix));
+  EXPECT_NE(odd_text.out.find("extra  bin/bad\xff\\x0aname  ("), std::string::npos) << odd_text.out;
+  fs::remove(prefix / "bin/bad\xff\nname");
+
   // list: the prefix and the lockfile give the same records in one shape.
   auto from_prefix = envlock("list -p " + q(prefix) + " --json");
   auto from_lock = envlock("list -l " + q(lock) + " --json");
