@@ -12,6 +12,7 @@
 #include "text_util.hpp"
 #include "envlock/extract.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/url.hpp"
 
@@ -21,7 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using snapshot_detail::normalize_relative;
 
 /// True when the archive at `path` is the one `record` names (sha256, else md5; a record with
 /// neither is taken by its file name alone).
@@ -191,7 +191,7 @@ Result<std::map<std::string, std::string>> redacted_pip_files(PipDistribution& d
   const std::string site = dist.dist_info.substr(0, dist.dist_info.rfind('/'));
   RecordEntry* row = nullptr;
   for (auto& f : dist.files) {
-    if (normalize_relative(site + "/" + f.path) == direct_url) row = &f;
+    if (record_path_in_prefix(site, f.path, {}) == direct_url) row = &f;  // direct_url.json: a relative row
   }
   out[direct_url] = redacted;
   if (row == nullptr) return out;
@@ -248,7 +248,7 @@ Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot
     for (const auto& d : env.pip) {
       const std::string site = d.dist_info.substr(0, d.dist_info.rfind('/'));
       for (const auto& f : d.files) {
-        if (const auto rel = normalize_relative(site + "/" + f.path)) pip_owned.insert(*rel);
+        if (const auto rel = record_path_in_prefix(site, f.path, env.prefix)) pip_owned.insert(*rel);
       }
     }
     // Every record, shadowed ones included: deploy installs them, then pip's files over them.
@@ -296,7 +296,7 @@ Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot
       if (!rewritten) return rewritten.error();
       const std::string site = d.dist_info.substr(0, d.dist_info.rfind('/'));
       for (const auto& f : d.files) {
-        const auto rel = normalize_relative(site + "/" + f.path);
+        const auto rel = record_path_in_prefix(site, f.path, env.prefix);
         if (!rel || rel->ends_with(".pyc") || rel->find("__pycache__/") != std::string::npos) continue;
         const std::string at = "pip/" + env.name + "/" + *rel;
         if (!archived.insert(at).second) continue;

@@ -11,6 +11,7 @@
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
 #include "envlock/package_cache.hpp"
+#include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
 
 namespace envlock {
@@ -19,7 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using snapshot_detail::normalize_relative;
 
 std::optional<std::string> sha256_of(const fs::path& p) {
   auto d = hash_file(p, HashAlgorithm::Sha256);
@@ -33,7 +33,7 @@ Result<std::vector<std::string>> stage_pip_files(const CapturedEnvironment& env,
   for (const auto& d : env.pip) {
     const std::string site = d.dist_info.substr(0, d.dist_info.rfind('/'));
     for (const auto& e : d.files) {
-      const auto rel = normalize_relative(site + "/" + e.path);
+      const auto rel = record_path_in_prefix(site, e.path, env.prefix);
       if (!rel || rel->ends_with(".pyc") || rel->find("__pycache__/") != std::string::npos) continue;
       const fs::path from = source / *rel;
       std::error_code ec;

@@ -10,6 +10,7 @@
 
 #include "text_util.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/text.hpp"
 #include "envlock/virtual_packages.hpp"
 
 namespace envlock {
@@ -19,7 +20,6 @@ namespace fs = std::filesystem;
 namespace {
 
 using snapshot_detail::read_text;
-using snapshot_detail::trim;
 
 // Reads a host file through the seam; nullopt when missing.
 std::optional<std::string> host_file(const HostSeam& seam, const fs::path& host_path, fs::path* local_out = nullptr) {

@@ -17,6 +17,7 @@
 
 #include "text_util.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/url.hpp"
 
@@ -26,7 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using snapshot_detail::normalize_relative;
 
 // SHA-256 of files, for one thread: one hasher and one read buffer reused, and the folder of the
 // last file kept open, so the next file in the same folder is opened relative to it (the kernel
@@ -570,7 +570,7 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   for (const auto& d : env.pip) {
     const std::string site = d.dist_info.substr(0, d.dist_info.rfind('/'));
     for (const auto& e : d.files) {
-      const auto rel = normalize_relative(site + "/" + e.path);
+      const auto rel = record_path_in_prefix(site, e.path, prefix.string());
       if (!rel) {
         problems.push_back({(prefix / d.dist_info / "RECORD").string(), "lists `" + e.path + "`, outside the prefix; not checked"});
         continue;

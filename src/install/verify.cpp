@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "envlock/install.hpp"
+#include "envlock/record_path.hpp"
 #include "fs_util.hpp"
 
 namespace envlock {
@@ -60,24 +61,6 @@ std::string record_sha256_hex(std::string_view field) {
   return out;
 }
 
-/// `base/rel` with `.` and `..` resolved, '/'-separated; empty when it leaves the prefix.
-std::string join_normalized(const std::string& base, const std::string& rel) {
-  std::vector<std::string> parts;
-  std::stringstream in(base + "/" + rel);
-  for (std::string c; std::getline(in, c, '/');) {
-    if (c.empty() || c == ".") continue;
-    if (c == "..") {
-      if (parts.empty()) return "";
-      parts.pop_back();
-    } else {
-      parts.push_back(c);
-    }
-  }
-  std::string out;
-  for (const auto& c : parts) out += (out.empty() ? "" : "/") + c;
-  return out;
-}
-
 /// The path and hash columns of one RECORD row (CSV; the path may be quoted).
 bool record_row(const std::string& line, std::string& path, std::string& hash) {
   std::vector<std::string> cols(1);
@@ -114,6 +97,7 @@ struct PipRecordRow {
 /// that record is shadowed), as `envlock snapshot capture` attributes it.
 std::map<std::string, PipRecordRow> pip_record_rows(const fs::path& prefix, const std::set<std::string>& conda_owned) {
   std::map<std::string, PipRecordRow> rows;
+  const std::string host_prefix = fs::absolute(prefix).lexically_normal().string();  // absolute RECORD rows name it
   std::error_code ec;
   std::vector<std::string> sites;
   for (fs::directory_iterator it(prefix / "lib", ec), end; !ec && it != end; it.increment(ec)) {
@@ -138,9 +122,9 @@ std::map<std::string, PipRecordRow> pip_record_rows(const fs::path& prefix, cons
       std::string hash;
       while (std::getline(in, line)) {
         if (!record_row(line, path, hash)) continue;
-        const std::string rel = join_normalized(site, path);
-        if (rel.empty()) continue;
-        rows.emplace(rel, PipRecordRow{owner, record_sha256_hex(hash)});  // the first RECORD listing it wins
+        const auto rel = record_path_in_prefix(site, path, host_prefix);
+        if (!rel || rel->empty()) continue;  // outside the prefix: not this prefix's file
+        rows.emplace(*rel, PipRecordRow{owner, record_sha256_hex(hash)});  // the first RECORD listing it wins
       }
     }
   }

@@ -302,6 +302,26 @@ struct DriftPrefix {
   }
 };
 
+// PEP 376 lets RECORD name a file by its absolute path: one inside the prefix is pip's file
+// there (not unowned, not missing under site-packages); one elsewhere is reported, not checked.
+TEST(Drift, AbsoluteRecordRowsInsideThePrefixArePipsFiles) {
+  DriftPrefix p;
+  const std::string site = "/opt/envs/app/lib/python3.12/site-packages/";
+  p.host.write("/opt/envs/app/bin/abstool", "#!/bin/sh\n");
+  p.host.write(site + "abstool-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: abstool\nVersion: 1.0\n");
+  p.host.write(site + "abstool-1.0.dist-info/INSTALLER", "pip\n");
+  p.host.write(site + "abstool-1.0.dist-info/RECORD",
+               "/opt/envs/app/bin/abstool,,\n/etc/abstool.conf,,\nabstool-1.0.dist-info/METADATA,,\n"
+               "abstool-1.0.dist-info/INSTALLER,,\nabstool-1.0.dist-info/RECORD,,\n");
+  std::vector<CaptureProblem> problems;
+  const auto env = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems);
+  ASSERT_TRUE(env.ok()) << env.error().to_string();
+  EXPECT_TRUE(env->drift.unowned.empty()) << env->drift.unowned.front();
+  EXPECT_TRUE(env->drift.missing.empty());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message.find("lists `/etc/abstool.conf`, outside the prefix; not checked"), std::string::npos) << problems[0].message;
+}
+
 TEST(Drift, ModifiedMissingAndUnownedFiles) {
   DriftPrefix p;
   std::ofstream(p.local / "include/foo.h") << "int bar(void);\n";  // same size, other content
