@@ -13,6 +13,7 @@
 #include "envlock/package_cache.hpp"
 #include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/url.hpp"
 
 namespace envlock {
 
@@ -147,7 +148,10 @@ Error bundle_member_error(Error e, const DeployOptions& options) {
   const std::string dir = options.bundle_dir.string(), normal = options.bundle_dir.lexically_normal().string();
   const std::string name = options.bundle_name.empty() ? dir : options.bundle_name;
   auto rename = [&](std::string& text) {
-    for (const std::string& from : {"file://" + dir + "/", "file://" + normal + "/", dir + "/", normal + "/"}) {
+    if (dir.empty()) return;
+    // The archives were fetched from file_url_from_path() URLs (a space is %20 there).
+    for (const std::string& from : {file_url_from_path(fs::absolute(dir).string()) + "/",
+                                     file_url_from_path(fs::absolute(normal).string()) + "/", dir + "/", normal + "/"}) {
       for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
         text.replace(at, from.size(), name + ": ");
         at += name.size() + 2;
@@ -341,7 +345,7 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
         return Error{ErrorKind::Integrity, records[i].dist_name(), "the bundle holds no archive for this package", "",
                      "make the bundle again with `envlock snapshot capture --bundle`"};
       }
-      r.url = "file://" + fs::absolute(at).string();
+      r.url = file_url_from_path(fs::absolute(at).string());
     }
   }
   // The cache is checked as `envlock install` checks it (a cached file edited through a hard

@@ -42,7 +42,11 @@ enum class AcceptEncoding : bool {
 
 /// One file to download.
 struct FetchRequest {
-  std::string url;                        ///< http://, https:// or file:// (may hold user:pass@)
+  std::string url;                        ///< http://, https:// or file:// (may hold user:pass@);
+                                          ///< a file:// URL goes to libcurl as
+                                          ///< file_url_from_path(path_from_file_url(url)), so a
+                                          ///< raw space works; a host other than localhost is
+                                          ///< ErrorKind::Usage (envlock/url.hpp)
   std::filesystem::path destination;      ///< final path; its parent directory must exist
   std::string sha256;                     ///< expected digest, hex (any case); empty = not checked
   std::string md5;                        ///< expected digest, hex; checked only when sha256 empty

@@ -91,9 +91,11 @@ struct Lockfile {
 
   /// Parses envlock.lock text; `source` names the file in errors (`file:line:col`). A newer
   /// `version` is refused naming both versions (ErrorKind::Parse). A channel or package URL
-  /// written as a relative path (`./…`, `../…`, `.`, `..`) is resolved against `directory` into a
-  /// `file://` URL (lexically normalised) and listed in relative_channels; with an empty
-  /// `directory` it is kept as written (e.g. `envlock diff` of text from git or stdin).
+  /// written as a relative path (`./…`, `../…`, `.`, `..`) is resolved against `directory` (made
+  /// absolute) into a `file://` URL: file_url_from_path() of the lexically normalised path, so
+  /// `./my chan` becomes `file:///…/my%20chan` (envlock/url.hpp); a package URL under such a
+  /// channel is the channel's URL followed by the rest as written (`/linux-64/x.conda`). Each is
+  /// listed in relative_channels; with an empty `directory` it is kept as written.
   /// A snapshot file (docs/snapshot.md: an envlock.lock document followed by a top-level
   /// `snapshot:` block) is read as its envlock.lock part, with line numbers unchanged, so
   /// `diff`, `show`, `list` and `install` read snapshots. Its `snapshot: format:` must be at most
@@ -109,7 +111,8 @@ struct Lockfile {
 
   /// The deterministic YAML text of this lockfile, to be stored in `directory`: every
   /// relative_channels entry that is a `file://` URL is written as a path relative to
-  /// `directory` (`./channel` or `../…`). An empty `directory` writes them as their URLs.
+  /// `directory` (`./channel` or `../…`; the decoded path: `./my chan`, never `./my%20chan`).
+  /// An empty `directory` writes them as their URLs.
   [[nodiscard]] std::string to_yaml(const std::filesystem::path& directory = {}) const;
   /// Writes to_yaml(absolute directory of `path`) atomically (temporary file in the same
   /// directory, fsync, rename): an existing lockfile is never truncated or half-written.

@@ -63,14 +63,17 @@ struct Channel {
   Kind kind = Kind::Named;
   std::string spelling;  ///< as written in the manifest, e.g. "conda-forge", "./chan"
   /// The base URL, no trailing slash: `https://conda.anaconda.org/conda-forge`,
-  /// `file:///abs/path/chan`, `https://user:tok@host/chan`. May hold credentials in memory:
+  /// `file:///abs/path/chan`, `https://user:tok@host/chan`. A directory's URL is
+  /// file_url_from_path() of its normalised absolute path (`./my chan` ->
+  /// `file:///abs/my%20chan`; envlock/url.hpp). May hold credentials in memory:
   /// pass it through redact_url() before writing or printing it.
   std::string url;
   SourceLocation location;
 
   /// The credential-free URL (redact_url(url)): what lockfiles record and messages print.
   [[nodiscard]] std::string public_url() const;
-  /// For a LocalDirectory channel: the absolute directory; empty otherwise.
+  /// For a LocalDirectory channel: the absolute directory (path_from_file_url(url), decoded);
+  /// empty otherwise.
   [[nodiscard]] std::filesystem::path local_path() const;
   /// True for a LocalDirectory spelled relative to the manifest (`.`, `..`, `./…`, `../…`): such
   /// a channel moves with the checkout, so the manifest hash and the lockfile record it
@@ -83,8 +86,10 @@ struct Channel {
 /// `channel_alias` prefixes names. A path starts with `/`, `./`, `../` or `~/` (or is `.`/`..`);
 /// any other text without `://` is a name (`conda-forge`, `pytorch/label/nightly`).
 /// conda's `defaults` is not special here (load_manifest expands it; see docs/manifest.md).
+/// A file:// URL may be written percent-encoded (`file:///srv/my%20chan`) or not
+/// (`file:///srv/my chan`): both name the same folder and give the same `url`.
 /// Errors (ErrorKind::Parse, `where` empty): empty text, an unsupported URL scheme, a relative
-/// file:// URL, a name with spaces.
+/// file:// URL or one naming a host other than localhost, a name with spaces.
 Result<Channel> resolve_channel(std::string_view spelling, const std::filesystem::path& manifest_dir,
                                 std::string_view channel_alias = kDefaultChannelAlias);
 

@@ -91,8 +91,9 @@ struct ReadResult {
 /// Detects the format of `text` and reads it. `source` names the input in errors and is used as
 /// a hint only for envlock.lock (a file named `*envlock.lock`). `directory`, when given, is the
 /// folder of the file: an envlock.lock's relative local channels (`../channel`) are resolved
-/// against it into `file://` URLs, as `install` resolves them (empty: kept as written, for text
-/// from git or stdin).
+/// against it into `file://` URLs, as `install` resolves them (empty: kept as written). For text
+/// from git (`REV:PATH`) or stdin, `envlock diff` and `show` pass the folder that PATH names in
+/// the working tree, or the current folder (src/cli/lock_input.hpp).
 Result<ReadResult> read_lockfile_text(const std::string& text, const std::string& source,
                                       const std::filesystem::path& directory = {});
 

@@ -6,9 +6,16 @@
 // or terminal. Query strings are kept (they are part of content addresses on some servers) except
 // for the keys `token`, `access_token`, `api_key`, `key`, `password`, `sig`, `signature`, whose
 // values are removed.
+//
+// file:// URLs of local paths (RFC 8089 over RFC 3986): file_url_from_path() and
+// path_from_file_url() are the one place where a path becomes a URL and back, so a channel folder,
+// a bundle or a prefix whose path holds a space, '#', '%', '?' or non-ASCII bytes reaches libcurl
+// (which refuses a raw space) and every reader the same way.
 
 #include <string>
 #include <string_view>
+
+#include "envlock/result.hpp"
 
 namespace envlock {
 
@@ -34,5 +41,34 @@ bool url_has_credentials(std::string_view url);
 
 /// Joins a base URL and a relative path with exactly one '/' between them.
 std::string url_join(std::string_view base, std::string_view path);
+
+/// RFC 3986 §2.1 percent-encoding: every byte of `text` outside the unreserved set (§2.3:
+/// `A-Z a-z 0-9 - . _ ~`) and outside `keep` becomes `%XX` (upper-case hex, as §2.1 recommends);
+/// bytes >= 0x80 (UTF-8) are encoded byte by byte. Deterministic; percent_decode() inverts it.
+/// Example: percent_encode("/a b/100%", "/") -> "/a%20b/100%25".
+std::string percent_encode(std::string_view text, std::string_view keep = {});
+
+/// Decodes every `%XX` (either case of hex) of `text` into its byte. A '%' not followed by two hex
+/// digits is kept as written (as libcurl and mamba read it), so text without escapes is returned
+/// unchanged. Example: "/a%20b/c%2b" -> "/a b/c+".
+std::string percent_decode(std::string_view text);
+
+/// The `file://` URL of an absolute POSIX path: "file://" followed by the path with every byte
+/// outside the unreserved set and '/' percent-encoded (RFC 8089 §2 with an empty authority;
+/// the same bytes as mamba's `abs_path_to_url`). The path is not normalised or checked against
+/// the filesystem. Precondition: `absolute_path` starts with '/' (std::invalid_argument
+/// otherwise: callers make it absolute first).
+/// Examples: "/srv/my chan" -> "file:///srv/my%20chan"; "/tmp/a#b/é" -> "file:///tmp/a%23b/%C3%A9".
+std::string file_url_from_path(std::string_view absolute_path);
+
+/// The absolute path a `file://` URL names, percent-decoded: the inverse of
+/// file_url_from_path(). Accepts `file:///path` and `file://localhost/path` (RFC 8089 §2; the
+/// scheme in any case); a URL written with raw spaces or other unencoded bytes (lockfiles from
+/// before envlock encoded them) reads as its path unchanged. A query or fragment is not
+/// split off: in a path they are ordinary bytes once encoded, and a raw '#' or '?' is kept.
+/// Errors (ErrorKind::Parse, `where` = the URL): not a file:// URL; a host other than
+/// `localhost` (file://server/share: envlock reads local paths only); no absolute path;
+/// an encoded NUL byte (`%00`), which no path can hold.
+Result<std::string> path_from_file_url(std::string_view url);
 
 }  // namespace envlock

@@ -81,6 +81,27 @@ Result<CommandOutput> run_capture(const std::vector<std::string>& argv) {
 
 constexpr std::string_view kSnapshotHeader = "# envlock snapshot";
 
+// The folder in the working tree of the file `git show REV:PATH` read, so its relative local
+// channels resolve as they do for the checked-out file: PATH is relative to the top level of the
+// working tree, or to the current folder when it starts with ./ or ../ (gitrevisions(7)). Empty
+// (channels kept as written) when there is no working tree, e.g. in a bare repository.
+std::filesystem::path revision_file_folder(const std::string& path) {
+  std::error_code ec;
+  const auto cwd = std::filesystem::current_path(ec);
+  if (ec) return {};
+  std::filesystem::path base = cwd;
+  if (!(path.starts_with("./") || path.starts_with("../"))) {
+    // `--show-cdup`: the way from the current folder up to the top level ("" or "../../"),
+    // taken from the same current folder the other side's relative path is.
+    auto out = run_capture({"git", "rev-parse", "--show-cdup"});
+    if (!out || out->status != 0) return {};
+    std::string up = out->out;
+    while (!up.empty() && (up.back() == '\n' || up.back() == '\r')) up.pop_back();
+    if (!up.empty()) base /= up;
+  }
+  return (base / std::filesystem::path(path).parent_path()).lexically_normal();
+}
+
 }  // namespace
 
 Result<LockInput> read_lock_input(const std::string& arg) {
@@ -88,7 +109,11 @@ Result<LockInput> read_lock_input(const std::string& arg) {
   input.label = arg;
   if (arg == "-") {
     std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    auto r = read_lockfile_text(text, "<stdin>");
+    // Text from standard input has no folder of its own: relative local channels resolve against
+    // the current folder (docs/review.md), as a file in it would.
+    std::error_code cwd_ec;
+    const auto cwd = std::filesystem::current_path(cwd_ec);
+    auto r = read_lockfile_text(text, "<stdin>", cwd_ec ? std::filesystem::path() : cwd);
     if (!r) return r.error();
     input.read = std::move(r).value();
     if (text.starts_with(kSnapshotHeader)) input.snapshot_text = std::move(text);
@@ -116,7 +141,7 @@ Result<LockInput> read_lock_input(const std::string& arg) {
                "check both with `git show REV:PATH`";
       return e;
     }
-    auto r = read_lockfile_text(out->out, arg);
+    auto r = read_lockfile_text(out->out, arg, revision_file_folder(path));
     if (!r) return r.error();
     input.read = std::move(r).value();
     if (out->out.starts_with(kSnapshotHeader)) input.snapshot_text = std::move(out->out);

@@ -1,9 +1,13 @@
 #pragma once
 // Reading a lockfile named on the command line, as `envlock diff` and `envlock show` accept it:
 //   PATH      a file in any format readers.hpp reads, or an environment prefix directory;
-//   -         standard input;
+//   -         standard input; relative local channels (envlock.lock's `../channel`) resolve
+//             against the current directory;
 //   REV:PATH  the file as committed in git revision REV (`git show REV:PATH`, run in the current
-//             directory), when no file of that name exists.
+//             directory), when no file of that name exists; relative local channels resolve
+//             against PATH's folder in the working tree (PATH relative to the top level, or to the
+//             current directory when it starts with ./ or ../, as git reads it), so a committed
+//             and a checked-out copy of one lockfile compare equal.
 // Errors are values naming the argument; `git show` failures carry git's own message.
 
 #include <string>

@@ -279,16 +279,21 @@ Result<MatchSpec> parse_url_spec(const std::string& input, std::string_view text
       return spec_error(input, url.size() + 1, "the part after '#' in a package URL must be an md5 or sha256 hex digest");
     }
   }
-  std::string full = url.front() == '/' ? "file://" + std::string(url) : std::string(url);
-  std::size_t slash = full.rfind('/');
-  std::string fn = full.substr(slash + 1);
+  // An absolute path names a file:// URL: its folder percent-encoded (file_url_from_path), the
+  // file name joined as written, as a channel's records join theirs.
+  const bool path = url.front() == '/';
+  std::size_t slash = url.rfind('/');
+  std::string fn(url.substr(slash + 1));
   auto archive = parse_archive_name(fn);
   if (!archive) {
     return spec_error(input, url.size() - fn.size(), "the file name of a package URL must be name-version-build.conda or .tar.bz2");
   }
-  spec.url = full;
+  auto folder_url = [&](std::string_view folder) {
+    return path ? file_url_from_path(folder.empty() ? std::string_view("/") : folder) : std::string(folder);
+  };
+  std::string dir(url.substr(0, slash));
+  spec.url = path ? (dir.empty() ? std::string("file://") : folder_url(dir)) + "/" + fn : std::string(url);
   spec.file_name = fn;
-  std::string dir = full.substr(0, slash);
   std::size_t dslash = dir.rfind('/');
   std::string subdir = dslash == std::string::npos ? std::string() : dir.substr(dslash + 1);
   if (is_known_subdir(subdir) && dslash != std::string::npos) {
@@ -299,7 +304,7 @@ Result<MatchSpec> parse_url_spec(const std::string& input, std::string_view text
     if (!name || !version || !build) {
       return spec_error(input, url.size() - fn.size(), "the file name of a package URL has an invalid name, version or build");
     }
-    spec.channel = redact_url(dir.substr(0, dslash));
+    spec.channel = redact_url(folder_url(std::string_view(dir).substr(0, dslash)));
     spec.subdir = subdir;
     spec.name = *name;
     spec.version = *version;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <stdexcept>
 
 namespace envlock {
 namespace {
@@ -116,6 +117,85 @@ std::string url_join(std::string_view base, std::string_view path) {
   out += '/';
   out += path;
   return out;
+}
+
+namespace {
+
+bool is_unreserved(char c) {  // RFC 3986 §2.3
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string percent_encode(std::string_view text, std::string_view keep) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (is_unreserved(c) || keep.find(c) != std::string_view::npos) {
+      out += c;
+    } else {
+      const auto b = static_cast<unsigned char>(c);
+      out += '%';
+      out += kHex[b >> 4];
+      out += kHex[b & 0xF];
+    }
+  }
+  return out;
+}
+
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    int hi = -1, lo = -1;
+    if (text[i] == '%' && i + 2 < text.size() && (hi = hex_value(text[i + 1])) >= 0 &&
+        (lo = hex_value(text[i + 2])) >= 0) {
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+std::string file_url_from_path(std::string_view absolute_path) {
+  if (absolute_path.empty() || absolute_path.front() != '/')
+    throw std::invalid_argument("file_url_from_path: not an absolute path: " + std::string(absolute_path));
+  return "file://" + percent_encode(absolute_path, "/");
+}
+
+Result<std::string> path_from_file_url(std::string_view url) {
+  auto fail = [&](const std::string& message, const std::string& hint) {
+    return Error{ErrorKind::Parse, redact_url(url), message, "", hint};
+  };
+  constexpr std::string_view kScheme = "file://";
+  bool is_file = url.size() >= kScheme.size();
+  for (std::size_t i = 0; is_file && i < kScheme.size(); ++i)
+    is_file = std::tolower(static_cast<unsigned char>(url[i])) == kScheme[i];
+  if (!is_file) return fail("not a file:// URL", "a local path is written file:///absolute/path");
+  std::string_view rest = url.substr(kScheme.size());
+  const std::size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  std::string host(authority.substr(authority.rfind('@') + 1));  // userinfo, if any, is never shown
+  for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!authority.empty() && host != "localhost")
+    return fail("file URL names the host '" + host + "'; envlock reads local paths only",
+                "write file:///absolute/path (three slashes), or the path itself");
+  if (slash == std::string_view::npos) return fail("file URL without a path", "write file:///absolute/path");
+  std::string path = percent_decode(rest.substr(slash));
+  if (path.find('\0') != std::string::npos)
+    return fail("file URL holds a NUL byte (%00), which no path can hold", "");
+  return path;
 }
 
 }  // namespace envlock

@@ -173,6 +173,8 @@ struct Transfer {
   Scheme scheme = Scheme::Http;
   std::string label;
   std::string redacted;  // redact_url(req->url)
+  std::string curl_url;  // what libcurl is given: req->url, a file:// URL in its encoded spelling
+  std::optional<Error> bad_url;  // a file:// URL that names no local path
   std::filesystem::path partial;
 
   // Per attempt.
@@ -305,6 +307,13 @@ class Batch {
       t.req = &requests[i];
       t.scheme = scheme_of(requests[i].url);
       t.redacted = redact_url(requests[i].url);
+      t.curl_url = requests[i].url;
+      if (t.scheme == Scheme::File) {
+        // libcurl refuses a raw space; a lockfile written before URLs were encoded may hold one.
+        // Decoding an encoded URL and encoding it again gives the same URL.
+        if (auto path = path_from_file_url(requests[i].url)) t.curl_url = file_url_from_path(*path);
+        else t.bad_url = path.error();
+      }
       t.label = requests[i].label.empty() ? last_segment(t.redacted) : requests[i].label;
       if (!requests[i].destination.empty()) t.partial = partial_path(requests[i].destination);
     }
@@ -349,6 +358,7 @@ std::optional<Error> Batch::validate(const Transfer& t, std::set<std::string>& s
     return Error{ErrorKind::Usage, t.redacted, "unsupported URL scheme",
                  "", "use an http://, https:// or file:// URL"};
   }
+  if (t.bad_url) return Error{ErrorKind::Usage, t.redacted, t.bad_url->message, "", t.bad_url->hint};
   if (r.destination.empty()) {
     return Error{ErrorKind::Usage, t.redacted, "download request without a destination path"};
   }
@@ -478,7 +488,7 @@ Batch::StartOutcome Batch::start(Transfer& t) {
   else lc().easy_reset(t.easy.get());
   if (!t.easy) throw std::bad_alloc();
   CURL* e = t.easy.get();
-  lc().easy_setopt(e, CURLOPT_URL, req.url.c_str());
+  lc().easy_setopt(e, CURLOPT_URL, t.curl_url.c_str());
   lc().easy_setopt(e, CURLOPT_PRIVATE, &t);
   lc().easy_setopt(e, CURLOPT_WRITEFUNCTION, &on_body);
   lc().easy_setopt(e, CURLOPT_WRITEDATA, &t);

@@ -31,6 +31,14 @@ std::string_view to_string(StaleReason::Kind kind) {
 
 namespace {
 
+/// A lockfile's channel as the manifest's resolves: a file:// URL in its encoded spelling (a
+/// lockfile from before envlock encoded them holds `file:///srv/my chan`), credential-free.
+std::string comparable_channel(const std::string& c) {
+  if (c.size() > 7 && (c[0] == 'f' || c[0] == 'F'))
+    if (auto path = path_from_file_url(c)) return file_url_from_path(*path);
+  return redact_url(c);
+}
+
 using K = StaleReason::Kind;
 
 std::string pin(const LockedPackage& p) {
@@ -120,7 +128,7 @@ class Checker {
     std::vector<std::string> want;
     for (const auto& ch : m_.channels_for(env)) want.push_back(ch.public_url());
     std::vector<std::string> have;
-    for (const auto& c : lp.channels) have.push_back(redact_url(c));
+    for (const auto& c : lp.channels) have.push_back(comparable_channel(c));
     if (want != have)
       add(K::ChannelsChanged, env.name, platform, "",
           ctx + ": channels changed: the manifest has [" + join(want) + "], the lockfile [" + join(have) + "]");

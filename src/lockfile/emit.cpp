@@ -104,8 +104,9 @@ class LocalChannels {
     if (directory.empty()) return;
     const std::filesystem::path dir = directory.lexically_normal();
     for (const auto& url : channels) {
-      if (!url.starts_with("file://")) continue;
-      const std::string rel = std::filesystem::path(url.substr(7)).lexically_relative(dir).string();
+      const auto path = path_from_file_url(url);  // the spelling is a path, as the manifest's
+      if (!path) continue;
+      const std::string rel = std::filesystem::path(*path).lexically_relative(dir).string();
       if (rel.empty()) continue;
       map_.emplace_back(url, rel == "." || rel.starts_with("..") ? rel : "./" + rel);
     }
@@ -119,7 +120,8 @@ class LocalChannels {
   }
   [[nodiscard]] std::string url(const std::string& u) const {
     for (const auto& [url, rel] : map_)
-      if (u.size() > url.size() && u.starts_with(url) && u[url.size()] == '/') return rel + u.substr(url.size());
+      if (u.size() > url.size() && u.starts_with(url) && u[url.size()] == '/')
+        return rel + u.substr(url.size());
     return u;
   }
 

@@ -478,21 +478,31 @@ bool is_relative_reference(std::string_view s) {
 /// and lists the channels in relative_channels.
 void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& directory) {
   std::set<std::string> channels;
-  auto resolve = [&](std::string& s, bool is_channel) {
+  // The relative spelling of a channel is a path (as a manifest writes it): its URL is
+  // file_url_from_path() of the absolute path, as resolve_channel() gives for the manifest.
+  auto resolve_path = [&](const std::string& s) {
+    std::string p = (std::filesystem::absolute(directory) / s).lexically_normal().string();
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    return file_url_from_path(p);
+  };
+  auto resolve_channel = [&](std::string& s) {
     if (!is_relative_reference(s)) return;
-    if (!directory.empty()) {
-      std::string p = (directory / s).lexically_normal().string();
-      while (p.size() > 1 && p.back() == '/') p.pop_back();
-      s = "file://" + p;
-    }
-    if (is_channel) channels.insert(s);
+    if (!directory.empty()) s = resolve_path(s);
+    channels.insert(s);
   };
   for (auto& [env_name, env] : lf.environments) {
     for (auto& [platform, lp] : env.platforms) {
-      for (auto& c : lp.channels) resolve(c, true);
+      for (auto& c : lp.channels) resolve_channel(c);
       for (auto& p : lp.packages) {
-        resolve(p.channel, true);
-        resolve(p.url, false);
+        const std::string written = p.channel;
+        resolve_channel(p.channel);
+        if (!is_relative_reference(p.url) || directory.empty()) continue;
+        // A package URL is its channel's URL, '/', and `subdir/file_name` as written (file names
+        // are joined unencoded, as the channel's own records join them).
+        if (p.url.size() > written.size() && p.url.starts_with(written) && p.url[written.size()] == '/')
+          p.url = p.channel + p.url.substr(written.size());
+        else
+          p.url = resolve_path(p.url);
       }
     }
   }

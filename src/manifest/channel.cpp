@@ -20,9 +20,9 @@ std::string SourceLocation::to_string() const {
 std::string Channel::public_url() const { return redact_url(url); }
 
 std::filesystem::path Channel::local_path() const {
-  constexpr std::string_view kFile = "file://";
-  if (kind != Kind::LocalDirectory || !url.starts_with(kFile)) return {};
-  return std::filesystem::path(url.substr(kFile.size()));
+  if (kind != Kind::LocalDirectory) return {};
+  auto path = path_from_file_url(url);
+  return path ? std::filesystem::path(*path) : std::filesystem::path();
 }
 
 bool Channel::relative_directory() const {
@@ -63,11 +63,14 @@ Result<Channel> resolve_channel(std::string_view spelling, const std::filesystem
       ch.url = strip_trailing_slashes(text);
     } else if (s == "file") {
       ch.kind = Channel::Kind::LocalDirectory;
-      std::string path = text.substr(scheme + 3);
-      if (path.empty() || path.front() != '/')
-        return Error{ErrorKind::Parse, "", "file URL '" + text + "' is not absolute", "",
+      if (text.find('/', scheme + 3) == std::string::npos)  // `file://chan`: no path at all
+        return Error{ErrorKind::Parse, "", "file URL '" + redact_url(text) + "' is not absolute", "",
                      "write file:///absolute/path, or a path relative to the manifest (./channel)"};
-      ch.url = "file://" + strip_trailing_slashes(std::filesystem::path(path).lexically_normal().string());
+      // Written encoded (file:///srv/my%20chan) or not (file:///srv/my chan): the same folder,
+      // recorded in one spelling (envlock/url.hpp).
+      auto path = path_from_file_url(text);
+      if (!path) return Error{ErrorKind::Parse, "", "channel '" + redact_url(text) + "': " + path.error().message, "", path.error().hint};
+      ch.url = file_url_from_path(strip_trailing_slashes(std::filesystem::path(*path).lexically_normal().string()));
     } else {
       return Error{ErrorKind::Parse, "", "unsupported URL scheme '" + s + "' in channel '" + redact_url(text) + "'",
                    "", "channels are names, http(s):// or file:// URLs, or directory paths"};
@@ -88,7 +91,7 @@ Result<Channel> resolve_channel(std::string_view spelling, const std::filesystem
     } else {
       p = std::filesystem::absolute(manifest_dir.empty() ? std::filesystem::path(".") : manifest_dir) / text;
     }
-    ch.url = "file://" + strip_trailing_slashes(p.lexically_normal().string());
+    ch.url = file_url_from_path(strip_trailing_slashes(p.lexically_normal().string()));
     return ch;
   }
   if (text.find_first_of(" \t#\\") != std::string::npos)

@@ -132,6 +132,13 @@ TEST(MatchSpec, PackageUrl) {
   EXPECT_EQ(*p.url, "file:///tmp/pkgs/foo-1.0-0.tar.bz2");
   EXPECT_TRUE(p.name.is_any());  // no subdir in the path: conda matches by file name only
   EXPECT_FALSE(MatchSpec::parse("https://x/linux-64/numpy.conda"));
+  // A path's folder is percent-encoded in the URL and channel (file_url_from_path), as a local
+  // channel's records spell theirs; the file name is joined as written.
+  MatchSpec odd = S("/srv/caf\xc3\xa9%/linux-64/foo-1.0+cpu-0.conda");
+  EXPECT_EQ(*odd.url, "file:///srv/caf%C3%A9%25/linux-64/foo-1.0+cpu-0.conda");
+  EXPECT_EQ(*odd.channel, "file:///srv/caf%C3%A9%25");
+  EXPECT_EQ(*odd.file_name, "foo-1.0+cpu-0.conda");
+  EXPECT_EQ(odd.version->to_string(), "==1.0+cpu");
 }
 
 TEST(MatchSpec, CanonicalStringRoundTrips) {

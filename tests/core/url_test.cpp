@@ -1,5 +1,7 @@
-// URL redaction: credentials never leave memory (envlock/url.hpp).
+// URL redaction: credentials never leave memory; file:// URLs of paths and back (envlock/url.hpp).
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 #include "envlock/url.hpp"
 
@@ -43,6 +45,65 @@ TEST(RedactText, LeavesTextWithoutCredentialsAlone) {
   const std::string once = redact_text("see https://a:b@h/t/tok/c and https://c:d@i/");
   EXPECT_EQ(redact_text(once), once);
   EXPECT_EQ(once, "see https://h/c and https://i/");
+}
+
+TEST(PercentEncode, EncodesAllButTheUnreservedSetAndKeep) {
+  EXPECT_EQ(percent_encode("AZaz09-._~"), "AZaz09-._~");
+  EXPECT_EQ(percent_encode("a b/c", "/"), "a%20b/c");
+  EXPECT_EQ(percent_encode("a b/c"), "a%20b%2Fc");
+  EXPECT_EQ(percent_encode("#%?+&=:@!$'()*,;"), "%23%25%3F%2B%26%3D%3A%40%21%24%27%28%29%2A%2C%3B");
+  EXPECT_EQ(percent_encode("\xc3\xa9\x01\x7f"), "%C3%A9%01%7F");  // UTF-8 byte by byte, upper-case hex
+}
+
+TEST(PercentDecode, DecodesEscapesAndKeepsEverythingElse) {
+  EXPECT_EQ(percent_decode("/a%20b/c%2b%2B"), "/a b/c++");
+  EXPECT_EQ(percent_decode("%C3%A9"), "\xc3\xa9");
+  // No escapes: unchanged (paths lockfiles hold from before encoding). A lone '%' stays.
+  for (const char* s : {"", "/plain/path", "/a b/#x?y", "100%", "%", "%4", "%zz", "%%41"})
+    EXPECT_EQ(percent_decode(s), std::string(s) == "%%41" ? "%A" : std::string(s)) << s;
+}
+
+TEST(FileUrl, EncodesPathsAsMambaAndRfc8089) {
+  EXPECT_EQ(file_url_from_path("/srv/chan"), "file:///srv/chan");
+  EXPECT_EQ(file_url_from_path("/tmp/x/my chan"), "file:///tmp/x/my%20chan");
+  EXPECT_EQ(file_url_from_path("/tmp/a#b/c%d/e?f"), "file:///tmp/a%23b/c%25d/e%3Ff");
+  EXPECT_EQ(file_url_from_path("/tmp/caf\xc3\xa9/x-1.0+cpu-0.conda"), "file:///tmp/caf%C3%A9/x-1.0%2Bcpu-0.conda");
+  EXPECT_EQ(file_url_from_path("/"), "file:///");
+  EXPECT_THROW((void)file_url_from_path("relative/dir"), std::invalid_argument);
+  EXPECT_THROW((void)file_url_from_path(""), std::invalid_argument);
+}
+
+TEST(FileUrl, DecodesBackToThePath) {
+  for (const char* p : {"/srv/chan", "/tmp/x/my chan", "/tmp/a#b/c%d/e?f", "/tmp/caf\xc3\xa9/x+y", "/a%20b", "/"}) {
+    auto back = path_from_file_url(file_url_from_path(p));
+    ASSERT_TRUE(back) << p << ": " << back.error().to_string();
+    EXPECT_EQ(*back, p);
+  }
+  EXPECT_EQ(*path_from_file_url("file://localhost/srv/my%20chan"), "/srv/my chan");
+  EXPECT_EQ(*path_from_file_url("FILE:///srv/a%2fb"), "/srv/a/b");
+  // Lockfiles written before URLs were encoded: a raw space reads as itself.
+  EXPECT_EQ(*path_from_file_url("file:///tmp/x/my chan/linux-64/a-1-0.conda"), "/tmp/x/my chan/linux-64/a-1-0.conda");
+}
+
+TEST(FileUrl, RefusesWhatIsNoLocalPath) {
+  struct Case {
+    const char* url;
+    const char* message;
+  };
+  for (const Case& c : {Case{"https://host/chan", "not a file:// URL"}, Case{"/srv/chan", "not a file:// URL"},
+                        Case{"file://server/share/chan", "file URL names the host 'server'; envlock reads local paths only"},
+                        Case{"file://", "file URL without a path"},
+                        Case{"file:///a%00b", "file URL holds a NUL byte (%00), which no path can hold"}}) {
+    auto r = path_from_file_url(c.url);
+    ASSERT_FALSE(r) << c.url;
+    EXPECT_EQ(r.error().kind, ErrorKind::Parse) << c.url;
+    EXPECT_EQ(r.error().message, c.message) << c.url;
+    EXPECT_EQ(r.error().where, c.url);
+  }
+  // Credentials in a refused URL never reach the message.
+  auto r = path_from_file_url("file://user:secret@server/x");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().to_string().find("secret"), std::string::npos) << r.error().to_string();
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "envlock/url.hpp"
 #include "support/lockfile_fixtures.hpp"
 #include "support/pip_prefix.hpp"
 #include "support/run_command.hpp"
@@ -159,6 +160,57 @@ TEST(DiffCli, StdinAndGitRevisions) {
   r = run_command("cd " + q(dir.path()) + " && " + envlock_cmd() + " diff nosuchrev:env.txt env.txt");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("nosuchrev:env.txt"), std::string::npos) << r.err;
+}
+
+// An envlock.lock whose channel is a path relative to its folder (the README's example lockfile
+// has `../../build/fixture-channel`) reads the same from the working tree, from git (REV:PATH:
+// against PATH's folder in the working tree) and from standard input (against the current
+// folder): an unchanged copy is no change, not a channel-changed per package (docs/review.md).
+TEST(DiffCli, RelativeChannelsResolveAlikeFromFilesGitAndStdin) {
+  TempDir dir;
+  const fs::path repo = dir.path() / "repo";
+  const fs::path sub = repo / "sub";
+  fs::create_directories(sub);
+  const std::string channel = envlock::file_url_from_path((repo / "build/fixture channel").string());
+  envlock::Lockfile lf = envlock::testing::one_package_lockfile(channel);
+  lf.relative_channels = {channel};
+  const std::string text = lf.to_yaml(sub);
+  ASSERT_NE(text.find("channel: \"../build/fixture channel\"\n"), std::string::npos) << text;
+  std::ofstream(sub / "envlock.lock") << text;
+  const std::string git = "cd " + q(repo) +
+                          " && git -c init.defaultBranch=main init -q . && git add sub/envlock.lock && "
+                          "git -c user.name=t -c user.email=t@example.invalid commit -q -m one";
+  ASSERT_EQ(run_command(git).exit_code, 0);
+
+  struct Case {
+    fs::path cwd;
+    std::string args;
+  };
+  for (const Case& c : {Case{repo, "sub/envlock.lock sub/envlock.lock"},
+                        Case{repo, "HEAD:sub/envlock.lock sub/envlock.lock"},
+                        Case{sub, "HEAD:sub/envlock.lock envlock.lock"},   // PATH is from the top level
+                        Case{sub, "HEAD:./envlock.lock envlock.lock"},     // ./ : from the current folder
+                        Case{repo, "sub/envlock.lock HEAD:sub/envlock.lock"},
+                        Case{sub, "- envlock.lock < envlock.lock"},
+                        Case{sub, "envlock.lock - < envlock.lock"},
+                        Case{sub, "HEAD:sub/envlock.lock - < envlock.lock"}}) {
+    const auto r = run_command("cd " + q(c.cwd) + " && " + envlock_cmd() + " diff " + c.args);
+    EXPECT_EQ(r.exit_code, 0) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.starts_with("no changes\n")) << "in " << c.cwd << ": diff " << c.args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("channel-changed"), std::string::npos) << c.args << "\n" << r.out;
+  }
+  // `show` of the committed file prints the channel the working-tree copy names.
+  const auto shown = run_command("cd " + q(sub) + " && " + envlock_cmd() + " show HEAD:sub/envlock.lock --json");
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find(channel), std::string::npos) << shown.out;
+
+  // A real change is still reported, and only it.
+  std::string changed = text;
+  changed.replace(changed.find(std::string(64, 'a')), 64, std::string(64, 'b'));
+  std::ofstream(sub / "envlock.lock") << changed;
+  const auto r = run_command("cd " + q(repo) + " && " + envlock_cmd() + " diff HEAD:sub/envlock.lock sub/envlock.lock");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("1 change: 1 hash-changed")) << r.out;
 }
 
 TEST(DiffCli, BadInputExitsTwoWithFileAndLine) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "envlock/fetch.hpp"
+#include "envlock/url.hpp"
 #include "envlock/hash.hpp"
 #include "support/http_server.hpp"
 
@@ -423,6 +424,41 @@ TEST_F(Fetch, UsageErrors) {
   EXPECT_EQ(res[2].error().kind, ErrorKind::Usage);
   ASSERT_FALSE(res[3].ok());
   EXPECT_NE(res[3].error().message.find("not 64 hex digits"), std::string::npos);
+}
+
+// A local file whose path holds a space, '#', '%', '?' and non-ASCII bytes: fetched from its
+// encoded URL (file_url_from_path) and from the raw spelling older lockfiles hold (libcurl alone
+// refuses a raw space: "URL using bad/illegal format or missing URL").
+TEST_F(Fetch, FileUrlsOfPathsWithSpacesAndOddBytes) {
+  const fs::path folder = dir_ / "srv/my chan #1 100% caf\xc3\xa9?";
+  fs::create_directories(folder);
+  write_file(folder / "payload.bin", payload_);
+  std::vector<FetchRequest> reqs(2);
+  reqs[0].url = envlock::file_url_from_path((folder / "payload.bin").string());
+  EXPECT_EQ(reqs[0].url.find(' '), std::string::npos) << reqs[0].url;
+  reqs[1].url = "file://" + (folder / "payload.bin").string();
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].destination = dir_ / ("out/payload" + std::to_string(i));
+    reqs[i].sha256 = payload_sha_;
+    reqs[i].size = payload_.size();
+  }
+  auto res = envlock::fetch_all(reqs, fast_retries());
+  ASSERT_EQ(res.size(), 2u);
+  for (std::size_t i = 0; i < res.size(); ++i) {
+    ASSERT_TRUE(res[i].ok()) << reqs[i].url << ": " << res[i].error().to_string();
+    EXPECT_EQ(read_file(reqs[i].destination), payload_);
+  }
+
+  // A file URL naming another host is refused before any transfer, with the reason.
+  FetchRequest remote;
+  remote.url = "file://fileserver/share/payload.bin";
+  remote.destination = dir_ / "out/remote";
+  auto refused = envlock::fetch_to_file(remote, fast_retries());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::Usage);
+  EXPECT_EQ(refused.error().where, remote.url);
+  EXPECT_EQ(refused.error().message, "file URL names the host 'fileserver'; envlock reads local paths only");
+  expect_no_leftovers(remote.destination);
 }
 
 TEST_F(Fetch, MissingLocalFileAndMissingDirectory) {

@@ -235,6 +235,79 @@ TEST_F(Cli, CreateFromTheExampleManifestAndRunItsPrograms) {
   EXPECT_EQ(run_command(q(prefix / "bin/envlock-greet")).exit_code, 0);
 }
 
+// A channel folder, a project and prefixes whose paths hold a space (and '#', '%', non-ASCII):
+// lock, create, install, and a bundle deployed with a cold package cache. Channel URLs are
+// percent-encoded (envlock/url.hpp); before, libcurl refused the raw space ("URL using
+// bad/illegal format") and deploy blamed the bundle.
+TEST_F(Cli, ChannelProjectAndPrefixPathsWithSpaces) {
+  const fs::path x = root_ / "x";
+  const fs::path channel = x / "my chan #1 100% caf\xc3\xa9";
+  auto made = run_command("'" + std::string(ENVLOCK_SOURCE_DIR) + "/scripts/make-fixture-channel' " + q(channel));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const fs::path project = x / "proj sp";
+  spit(project / "envlock.yaml", "name: spaces\nchannels: [\"../my chan #1 100% caf\xc3\xa9\"]\n"
+                                 "platforms: [linux-64]\ndependencies:\n  - envlock-greet\n");
+
+  // create: lock, then install into the project's prefix (.envlock/envs/default under "proj sp").
+  auto created = envlock("create -f " + q(project / "envlock.yaml"));
+  ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
+  EXPECT_NE(created.out.find("envlock-greet 1.0.0: post-link ran"), std::string::npos) << created.out;
+  const std::string text = slurp(project / "envlock.lock");
+  // The lockfile holds the channel as the manifest wrote it: a path relative to its folder.
+  EXPECT_NE(text.find("url: \"../my chan #1 100% caf\xc3\xa9/noarch/envlock-greet-1.0.0-0.tar.bz2\"\n"),
+            std::string::npos) << text;
+  const fs::path env_prefix = project / ".envlock/envs/default";
+  auto greet = run_command(q(env_prefix / "bin/envlock-greet"));
+  ASSERT_EQ(greet.exit_code, 0) << greet.err;
+  EXPECT_NE(greet.out.find("envlock-greet: prefix is " + env_prefix.string() + "\n"), std::string::npos) << greet.out;
+  EXPECT_NE(greet.out.find("envlock-hello: running from " + env_prefix.string() + "\n"), std::string::npos) << greet.out;
+  auto check = envlock("lock --check -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  auto fresh = envlock("verify -p " + q(env_prefix));
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.out << fresh.err;
+
+  // The channel by its absolute path: the lockfile records the encoded file:// URL (as mamba
+  // writes one), and install reads it from a prefix with a space.
+  spit(project / "abs.yaml", "name: spaces\nchannels: [\"" + channel.string() +
+                                 "\"]\nplatforms: [linux-64]\ndependencies:\n  - envlock-hello\n");
+  auto locked = envlock("lock -f " + q(project / "abs.yaml") + " -o " + q(project / "abs.lock"));
+  ASSERT_EQ(locked.exit_code, 0) << locked.out << locked.err;
+  const std::string abs_text = slurp(project / "abs.lock");
+  const std::string encoded = "file://" + (x / "my%20chan%20%231%20100%25%20caf%C3%A9").string();
+  EXPECT_NE(abs_text.find("url: " + encoded + "/linux-64/envlock-hello-1.0.0-0.conda\n"), std::string::npos) << abs_text;
+  const fs::path prefix = x / "pre fix";
+  auto installed = envlock("install -l " + q(project / "abs.lock") + " -p " + q(prefix));
+  ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+  auto hello = run_command(q(prefix / "bin/envlock-hello"));
+  ASSERT_EQ(hello.exit_code, 0) << hello.err;
+  EXPECT_NE(hello.out.find("envlock-hello: running from " + prefix.string() + "\n"), std::string::npos) << hello.out;
+
+  // A lockfile an older envlock wrote (the raw path in the URL) installs too, with a cold cache.
+  auto records = channel_records(channel, "linux-64", "file://" + channel.string());
+  const fs::path old_lock = write_lock(make_lockfile(records), "old.lock");
+  EXPECT_NE(slurp(old_lock).find("file://" + channel.string() + "/linux-64/"), std::string::npos);
+  auto old_install = envlock("install -l " + q(old_lock) + " -p " + q(x / "old prefix"),
+                             {{"ENVLOCK_PKGS_DIR", (root_ / "pkgs old").string()}});
+  EXPECT_EQ(old_install.exit_code, 0) << old_install.out << old_install.err;
+
+  // A bundle of the environment, deployed into a prefix with a space with a cold cache: the
+  // archives come from the bundle unpacked beside that prefix, through file:// URLs.
+  const fs::path bundle = x / "bundle sp.tar.zst";
+  auto captured = envlock("snapshot capture -p " + q(env_prefix) + " --bundle " + q(bundle) + " --pkgs-dir " +
+                          q(root_ / "pkgs") + " -o " + q(x / "snap.yaml"));
+  ASSERT_TRUE(captured.exit_code == 0 || captured.exit_code == 3) << captured.out << captured.err;  // 3: partial host facts
+  ASSERT_TRUE(fs::exists(bundle)) << captured.err;
+  fs::remove_all(channel);  // nothing may come from the channel now
+  const fs::path deployed = x / "dep sp2";
+  auto deploy = envlock("snapshot deploy " + q(bundle) + " -p " + q(deployed),
+                        {{"ENVLOCK_PKGS_DIR", (root_ / "cold pkgs").string()}});
+  ASSERT_EQ(deploy.exit_code, 0) << deploy.out << deploy.err;
+  EXPECT_EQ(deploy.err.find("damaged"), std::string::npos) << deploy.err;
+  auto greet2 = run_command(q(deployed / "bin/envlock-greet"));
+  ASSERT_EQ(greet2.exit_code, 0) << greet2.err;
+  EXPECT_NE(greet2.out.find("envlock-hello: running from " + deployed.string() + "\n"), std::string::npos) << greet2.out;
+}
+
 TEST_F(Cli, VerifyListAndRemoveOnTheFixtureEnvironment) {
   const fs::path channel = make_fixture_channel();
   auto records = channel_records(channel, "linux-64", "file://" + channel.string());

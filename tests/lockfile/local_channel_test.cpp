@@ -91,6 +91,38 @@ TEST(LocalChannels, ParentDirectoriesAndAbsoluteChannels) {
   EXPECT_NE(lf.to_yaml().find("url: file:///work/fixtures/channel/linux-64/"), std::string::npos);
 }
 
+// A channel folder and a project folder with a space, '#', '%' and non-ASCII: the lockfile holds
+// the relative path as a path (what the manifest says), reading gives the percent-encoded URL a
+// channel resolves to (envlock/url.hpp), and writing it back gives the same bytes.
+TEST(LocalChannels, PathsWithSpacesAndOddBytesAreEncodedInUrlsAndPlainInTheFile) {
+  const std::string channel = "file:///work/proj%20sp/my%20chan%20%231%20100%25%C3%A9";
+  Lockfile lf = one_package(channel);
+  lf.relative_channels = {channel};
+  const std::string text = lf.to_yaml("/work/proj sp/sub dir");
+  EXPECT_NE(text.find("channel: \"../my chan #1 100%\xc3\xa9\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("url: \"../my chan #1 100%\xc3\xa9/linux-64/tool-1.2-h0_0.conda\"\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("%20"), std::string::npos) << text;
+
+  auto back = Lockfile::parse(text, "envlock.lock", "/work/proj sp/sub dir");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  const LockedPackage& p = back->find("default", "linux-64")->packages.at(0);
+  EXPECT_EQ(p.channel, channel);
+  EXPECT_EQ(p.url, channel + "/linux-64/tool-1.2-h0_0.conda");
+  EXPECT_EQ(back->relative_channels, std::vector<std::string>{channel});
+  EXPECT_EQ(back->to_yaml("/work/proj sp/sub dir"), text);
+}
+
+// Lockfiles written before URLs were encoded (a raw space in an absolute file:// URL) still read,
+// and write back unchanged.
+TEST(LocalChannels, UnencodedFileUrlsOfOlderLockfilesStillRead) {
+  Lockfile lf = one_package("file:///tmp/x/my chan");
+  const std::string text = lf.to_yaml("/tmp/x/proj");
+  auto back = Lockfile::parse(text, "envlock.lock", "/tmp/x/proj");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->find("default", "linux-64")->packages.at(0).url, "file:///tmp/x/my chan/linux-64/tool-1.2-h0_0.conda");
+  EXPECT_EQ(back->to_yaml("/tmp/x/proj"), text);
+}
+
 /// `envlock lock` over ./channel, then the project copied elsewhere and the original deleted.
 TEST(LocalChannels, MovedCheckoutPassesCheckAndInstalls) {
   const fs::path root = fs::temp_directory_path() / ("envlock-local-channel-" + std::to_string(::getpid()));

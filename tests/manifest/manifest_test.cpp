@@ -134,6 +134,31 @@ TEST(Manifest, ResolveChannel) {
   EXPECT_FALSE(resolve_channel("  ", "/p").ok());
 }
 
+// A directory's URL is percent-encoded (RFC 8089/3986, as mamba writes it) so libcurl takes it;
+// local_path() gives the folder back. Written encoded or not, a file:// URL names one folder.
+TEST(Manifest, ResolveChannelEncodesDirectoryPaths) {
+  auto rel = resolve_channel("./my chan", "/tmp/x/proj sp");
+  ASSERT_TRUE(rel.ok()) << rel.error().to_string();
+  EXPECT_EQ(rel->url, "file:///tmp/x/proj%20sp/my%20chan");
+  EXPECT_EQ(rel->local_path(), "/tmp/x/proj sp/my chan");
+  EXPECT_EQ(rel->spelling, "./my chan");
+  auto odd = resolve_channel("/srv/a#b/100%/caf\xc3\xa9?/", "/p");
+  ASSERT_TRUE(odd.ok()) << odd.error().to_string();
+  EXPECT_EQ(odd->url, "file:///srv/a%23b/100%25/caf%C3%A9%3F");
+  EXPECT_EQ(odd->local_path(), "/srv/a#b/100%/caf\xc3\xa9?");
+  for (const char* spelling : {"file:///srv/my%20chan", "file:///srv/my chan", "file://localhost/srv/my%20chan/",
+                               "FILE:///srv/./x/../my%20chan"}) {
+    auto ch = resolve_channel(spelling, "/p");
+    ASSERT_TRUE(ch.ok()) << spelling << ": " << ch.error().to_string();
+    EXPECT_EQ(ch->url, "file:///srv/my%20chan") << spelling;
+    EXPECT_EQ(ch->local_path(), "/srv/my chan") << spelling;
+  }
+  auto host = resolve_channel("file://server/share", "/p");
+  ASSERT_FALSE(host.ok());
+  EXPECT_EQ(host.error().message,
+            "channel 'file://server/share': file URL names the host 'server'; envlock reads local paths only");
+}
+
 TEST(Manifest, LayerOrderPutsBasesFirst) {
   auto m = parse(
       "channels: [conda-forge]\n"
