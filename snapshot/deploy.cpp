@@ -10,6 +10,7 @@
 #include "text_util.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
+#include "envlock/match_spec.hpp"
 #include "envlock/package_cache.hpp"
 #include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
@@ -176,6 +177,29 @@ Error bundle_member_error(Error e, const DeployOptions& options) {
 
 }  // namespace
 
+std::vector<std::string> unmet_dependencies(const CapturedEnvironment& env) {
+  std::vector<std::string> unmet;
+  std::set<std::string> pip_projects;
+  for (const auto& d : env.pip) pip_projects.insert(d.normalized_name());
+  for (const auto& p : env.packages) {
+    for (const auto& dep : p.record.depends) {
+      const auto spec = MatchSpec::parse(dep);
+      if (!spec) {
+        unmet.push_back(p.record.dist_name() + " needs " + dep + " (not a MatchSpec: " + spec.error().message + ")");
+        continue;
+      }
+      const std::string name = spec->exact_name();
+      if (name.starts_with("__")) continue;
+      const bool met = std::any_of(env.packages.begin(), env.packages.end(),
+                                   [&](const CapturedPackage& q) { return spec->matches(static_cast<const PackageRecord&>(q.record)); }) ||
+                       pip_projects.count(name) != 0;
+      if (!met) unmet.push_back(p.record.dist_name() + " needs " + dep);
+    }
+  }
+  std::sort(unmet.begin(), unmet.end());
+  return unmet;
+}
+
 std::vector<std::string> host_checklist(const HostFacts& captured, const HostFacts& target_facts) {
   std::vector<std::string> out;
   // The target as `envlock install` sees it (CONDA_OVERRIDE_*); an invalid override value is
@@ -261,6 +285,25 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
   DeployReport report;
   report.environment = env->name;
   report.checklist = host_checklist(snapshot.host, target);
+  // A capture that could not read a conda-meta record of this environment can lack a package
+  // others need: the environment would come up broken. Otherwise an unmet dependency was the
+  // capture host's own state, reproduced as it was (and listed).
+  const bool records_lost = std::any_of(snapshot.problems.begin(), snapshot.problems.end(), [&](const CaptureProblem& p) {
+    return p.where.starts_with((fs::path(env->prefix) / "conda-meta").string() + "/");
+  });
+  if (const auto unmet = unmet_dependencies(*env); !unmet.empty()) {
+    if (records_lost && !options.allow_partial) {
+      std::string detail;
+      for (const auto& u : unmet) detail += (detail.empty() ? "  - " : "\n  - ") + u;
+      return Error{ErrorKind::Incompatible, env->name,
+                   "the snapshot is partial and lacks packages its environment needs: " + unmet.front() +
+                       (unmet.size() > 1 ? " (and " + std::to_string(unmet.size() - 1) + " more)" : ""),
+                   detail,
+                   "capture again after fixing the problems the snapshot lists (`envlock snapshot check` shows them), "
+                   "or pass --allow-partial to deploy it without them"};
+    }
+    for (const auto& u : unmet) report.checklist.push_back("dependency not met: " + u);
+  }
 
   // 2. pip files, staged beside the prefix before anything is installed.
   const fs::path parent = prefix.has_parent_path() ? prefix.parent_path() : fs::path(".");

@@ -444,7 +444,17 @@ struct DeployOptions {
   /// The bundle file as the user named it: errors about a member say "<bundle_name>: pkgs/<file>"
   /// (never the temporary bundle_dir). Empty: bundle_dir's path is used.
   std::string bundle_name;
+  /// Deploy an environment capture could not read every conda-meta record of (a problem under
+  /// `<prefix>/conda-meta/`) even when its packages depend on packages it does not hold: they
+  /// are named in the checklist instead of refused (ErrorKind::Incompatible).
+  bool allow_partial = false;
 };
+
+/// The dependencies of `env`'s conda packages that no package of `env` satisfies: one line
+/// each, "<dist name> needs <MatchSpec>", sorted. Virtual packages (`__glibc`, `__cuda`) are the
+/// target's and left out (check_compatibility); a pip distribution of the same project counts
+/// (pip replaced the conda one). A depend that does not parse as a MatchSpec is listed too.
+std::vector<std::string> unmet_dependencies(const CapturedEnvironment& env);
 
 /// What a deploy did, and what a person still has to do.
 struct DeployReport {

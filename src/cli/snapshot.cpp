@@ -262,6 +262,7 @@ struct DeployArgs {
   std::string pip_source;
   std::string pkgs_dir;
   bool without_pip = false;
+  bool allow_partial = false;
 };
 
 int run_deploy(const Context& ctx, const DeployArgs& a) {
@@ -296,6 +297,7 @@ int run_deploy(const Context& ctx, const DeployArgs& a) {
   opt.pip_source = a.pip_source;
   opt.package_cache = a.pkgs_dir;
   opt.without_pip = a.without_pip;
+  opt.allow_partial = a.allow_partial;
   if (bundle) {
     opt.bundle_dir = unpacked;
     opt.bundle_name = a.file;
@@ -403,6 +405,8 @@ void setup(CLI::App& sub, Context& ctx) {
   dep->add_option("--pip-source", da.pip_source, "where the captured prefix's pip files are (default: its recorded path)");
   dep->add_option("--pkgs-dir", da.pkgs_dir, "package cache folder (default: $ENVLOCK_PKGS_DIR or the user cache)");
   dep->add_flag("--without-pip", da.without_pip, "deploy the conda packages only; pip installs are listed to do by hand");
+  dep->add_flag("--allow-partial", da.allow_partial,
+                "deploy a partial snapshot even when it lacks packages its environment needs (they are listed to do by hand)");
   dep->callback([&ctx] { ctx.exit_code = run_deploy(ctx, da); });
 
   auto* dif = sub.add_subcommand("diff", "what changed between two snapshots: packages, pip, drift, host facts");

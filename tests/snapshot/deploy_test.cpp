@@ -372,6 +372,40 @@ TEST(Deploy, SnapshotToLockfileToEnvlockInstallGivesTheSameEnvironment) {
   EXPECT_TRUE(installed.environments[0].drift.empty());
 }
 
+// A partial capture that could not read libsimplerasters' conda-meta record: libviewshed needs
+// it, so deploy refuses (naming both) unless --allow-partial, which lists it to do by hand.
+TEST(Deploy, APartialSnapshotLackingADependencyIsRefused) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  Snapshot partial = t.seed;
+  partial.environments.at(0).prefix = "/opt/envs/geo";
+  auto& pkgs = partial.environments.at(0).packages;
+  pkgs.erase(std::remove_if(pkgs.begin(), pkgs.end(), [](const CapturedPackage& p) { return p.record.name == "libsimplerasters"; }),
+             pkgs.end());
+  ASSERT_EQ(pkgs.size(), 1u);
+  partial.problems.push_back({partial.environments[0].prefix + "/conda-meta/libsimplerasters-0.9.0-h29872b0_0.json", "not valid JSON"});
+  const fs::path prefix = t.dir / "partial/geo";
+  const auto refused = deploy_snapshot(partial, prefix, t.here, t.options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::Incompatible);
+  // The seed's records name libraries it does not hold (libgcc, ...): every unmet one is listed.
+  EXPECT_NE(refused.error().message.find("the snapshot is partial and lacks packages its environment needs: "), std::string::npos)
+      << refused.error().to_string();
+  EXPECT_NE(refused.error().detail.find("  - libviewshed-5.0.0-h29872b0_0 needs libsimplerasters\n"), std::string::npos)
+      << refused.error().to_string();
+  EXPECT_NE(refused.error().hint.find("--allow-partial"), std::string::npos);
+  EXPECT_FALSE(fs::exists(prefix)) << "nothing written";
+  DeployOptions anyway = t.options;
+  anyway.allow_partial = true;
+  const auto deployed = deploy_snapshot(partial, prefix, t.here, anyway);
+  ASSERT_TRUE(deployed.ok()) << deployed.error().to_string();
+  EXPECT_EQ(deployed->installed, std::vector<std::string>{"libviewshed-5.0.0-h29872b0_0"});
+  EXPECT_NE(std::find(deployed->checklist.begin(), deployed->checklist.end(),
+                      "dependency not met: libviewshed-5.0.0-h29872b0_0 needs libsimplerasters"),
+            deployed->checklist.end())
+      << ::testing::PrintToString(deployed->checklist);
+}
+
 // pip over conda, then snapshot lock and envlock install: the lockfile keeps the shadowed conda
 // package (libviewshed may need it; the host had it under pip's files) and pins pip's version
 // beside it; install brings the conda package and names the pip one it left to pip.
