@@ -36,6 +36,11 @@ std::string redact_url(std::string_view url);
 /// built them. Idempotent; text without "://" is returned unchanged.
 std::string redact_text(std::string_view text);
 
+/// An error excerpt: "  <line>\n  <indent>^" with `line` passed through redact_text() and the
+/// caret under the character that was at byte `column` (0-based) of the original line, wherever
+/// the removal of credentials before it moved it. Tabs before the caret are kept so it lines up.
+std::string redacted_excerpt(std::string_view line, std::size_t column);
+
 /// True when `url` carries credentials that redact_url() would remove.
 bool url_has_credentials(std::string_view url);
 

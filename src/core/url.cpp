@@ -108,6 +108,22 @@ std::string redact_text(std::string_view text) {
   return out;
 }
 
+std::string redacted_excerpt(std::string_view line, std::size_t column) {
+  const std::string shown = redact_text(line);
+  // Credentials removed before the column shift it left by what they took: measured as the
+  // redaction of the text before it (a prefix of the whole redaction when the column is not
+  // inside the credentials themselves; there the caret goes to where they were).
+  std::size_t at = std::min(column, line.size());
+  if (shown.size() != line.size()) {
+    const std::string before = redact_text(line.substr(0, at));
+    at = shown.compare(0, before.size(), before) == 0 ? before.size() : std::min(at, shown.size());
+  }
+  std::string caret(at, ' ');
+  for (std::size_t i = 0; i < at && i < shown.size(); ++i)
+    if (shown[i] == '\t') caret[i] = '\t';
+  return "  " + shown + "\n  " + caret + "^";
+}
+
 bool url_has_credentials(std::string_view url) { return redact_url(url) != url; }
 
 std::string url_join(std::string_view base, std::string_view path) {

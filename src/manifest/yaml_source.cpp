@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "envlock/url.hpp"
+
 namespace envlock::yaml {
 
 Source::Source(std::string text, std::string name) : text_(std::move(text)), name_(std::move(name)) {
@@ -43,13 +45,7 @@ Error Source::error_at(const YAML::Mark& mark, const std::string& message, const
   e.hint = hint;
   if (!mark.is_null() && mark.line >= 0) {
     std::string_view l = line(mark.line + 1);
-    if (!l.empty()) {
-      std::string caret(static_cast<std::size_t>(std::max(mark.column, 0)), ' ');
-      // Keep tabs aligned with the line shown.
-      for (std::size_t i = 0; i < caret.size() && i < l.size(); ++i)
-        if (l[i] == '\t') caret[i] = '\t';
-      e.detail = "  " + std::string(l) + "\n  " + caret + "^";
-    }
+    if (!l.empty()) e.detail = redacted_excerpt(l, static_cast<std::size_t>(std::max(mark.column, 0)));
   }
   return e;
 }

@@ -24,7 +24,7 @@ Error line_error(const std::string& source, std::size_t line, std::size_t col,
   e.kind = ErrorKind::Parse;
   e.where = source + ":" + std::to_string(line) + ":" + std::to_string(col);
   e.message = message;
-  e.detail = "  " + text + "\n  " + std::string(col > 0 ? col - 1 : 0, ' ') + "^";
+  e.detail = redacted_excerpt(text, col > 0 ? col - 1 : 0);  // printed without credentials: the caret follows
   e.hint = hint;
   return e;
 }

@@ -37,6 +37,16 @@ TEST(RedactText, RedactsEveryUrlInsideFreeText) {
   EXPECT_EQ(redact_text(R"({"where": "https://u:pw@h/c/linux-64"})"), R"({"where": "https://h/c/linux-64"})");
 }
 
+TEST(RedactedExcerpt, TheCaretFollowsTheTextWhenCredentialsBeforeItGo) {
+  // An @EXPLICIT line whose hash (column 30, 0-based) is bad: the excerpt is printed redacted.
+  const std::string line = "https://u:secret@h/c/x.conda#zz";
+  const std::size_t col = line.find("#zz") + 1;
+  const std::string shown = "https://h/c/x.conda#zz";
+  EXPECT_EQ(redacted_excerpt(line, col), "  " + shown + "\n  " + std::string(shown.find("#zz") + 1, ' ') + "^");
+  EXPECT_EQ(redacted_excerpt("plain #zz", 7), "  plain #zz\n         ^");
+  EXPECT_EQ(redacted_excerpt("\tkey: [x", 7), "  \tkey: [x\n  \t      ^");
+}
+
 TEST(RedactText, LeavesTextWithoutCredentialsAlone) {
   for (const char* s : {"", "no urls here", "://", "x ://h", "https://conda.anaconda.org/conda-forge/noarch",
                         "envlock.yaml:3:5: channel 'https://h/x' is listed twice"})
