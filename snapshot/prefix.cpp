@@ -17,6 +17,7 @@
 
 #include "text_util.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/install.hpp"
 #include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/url.hpp"
@@ -277,8 +278,9 @@ class PrefixWalker {
       const bool is_dir = w.type == DT_DIR;
       paths_.push_back(std::move(w));
       if (!is_dir) continue;
-      // Nested environments (a base prefix's envs/) and the package cache are not this prefix's files.
-      if (depth == 0 && (e.name == "envs" || e.name == "pkgs")) continue;
+      // Nested environments (a base prefix's envs/) and the package cache are not this prefix's
+      // files (the rule verify shares: prefix_foreign_folder, envlock/install.hpp).
+      if (depth == 0 && prefix_foreign_folder(rel, false)) continue;
       const int child = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (child < 0) {
         const int err = errno;
@@ -297,7 +299,7 @@ class PrefixWalker {
           break;
         }
       }
-      if (nested) {
+      if (prefix_foreign_folder(rel, nested)) {
         ::close(child);
         continue;
       }
