@@ -388,6 +388,7 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
     for (const auto& pe : r.paths) note(pe.path);
     for (const auto& f : r.files) note(f);
   }
+  std::vector<PipDistribution> pip;
   for (const auto& site : site_packages_dirs(prefix)) {
     for (const auto& info : dist_info_dirs(prefix / site)) {
       const std::string rel = site + "/" + info.filename().string();
@@ -403,9 +404,18 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
         continue;
       }
       if (dist->installer == "conda" || (listed && dist->installer.empty())) continue;
-      plat.pip.push_back(to_pip_package(*dist));
+      pip.push_back(std::move(*dist));
     }
   }
+  // Two dist-info folders of one project (pip left the old one behind): the newest is listed, as
+  // snapshot capture keeps it, and the stale folder is named.
+  for (const auto& s : keep_newest_dist_infos(pip)) {
+    if (warnings != nullptr) {
+      warnings->push_back((prefix / s.stale.dist_info).string() + ": a second dist-info of " + s.stale.name + " (" +
+                          s.stale.version + ") beside " + s.kept + "; left out of the pip packages (remove the stale folder)");
+    }
+  }
+  for (const auto& d : pip) plat.pip.push_back(to_pip_package(d));
   readers::sort_lockfile(lock);
   return lock;
 }
