@@ -120,6 +120,10 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
                                      "", "pass a saved output on this machine, or leave the option out"});
     }
   }
+  // The named rpm list is what is recorded, also on a host with dpkg: say what is not read.
+  if (!a.rpm_qa.empty() && seam.resolve("/var/lib/dpkg/status")) {
+    warn("--rpm-qa " + a.rpm_qa + ": the system packages are recorded from this file; the host's /var/lib/dpkg/status is not read");
+  }
   if (a.timestamp) {
     char buf[32];
     const std::time_t now = std::time(nullptr);

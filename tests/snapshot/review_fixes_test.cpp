@@ -245,6 +245,46 @@ TEST(ReviewFixes, AMissingSavedCommandOutputIsAnError) {
   fs::remove_all(dir);
 }
 
+// --rpm-qa FILE on a host with dpkg: the named file is read (never silently ignored); a malformed
+// line costs that one package and is named FILE:LINE; the other packages are recorded.
+TEST(ReviewFixes, RpmQaFileIsReadLineByLineAndNamedInProblems) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-snap-rpm-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "host/var/lib/dpkg");
+  fs::create_directories(dir / "host/opt/conda/conda-meta");
+  std::ofstream(dir / "host/var/lib/dpkg/status") << "Package: apt\nVersion: 2.6.1\nArchitecture: amd64\nStatus: install ok installed\n";
+  const fs::path rpm = dir / "rpm-qa.txt";
+  std::ofstream(rpm) << "glibc\t0:2.34-100.el9\tx86_64\nglibc-2.34-100.el9.x86_64\nbash\t0:5.1.8-6.el9\tx86_64\n";
+  const fs::path out = dir / "s.yaml";
+  const auto r = run_command(envlock_cmd() + " snapshot capture --root '" + (dir / "host").string() + "' -p /opt/conda --rpm-qa '" +
+                             rpm.string() + "' -o '" + out.string() + "' --json");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;  // partial: the bad line is a problem
+  EXPECT_NE(r.err.find("warning: --rpm-qa " + rpm.string() + ": the system packages are recorded from this file; the host's "
+                       "/var/lib/dpkg/status is not read"),
+            std::string::npos)
+      << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  bool named = false;
+  for (const auto& p : j["problems"]) {
+    EXPECT_EQ(p["where"].get<std::string>().find("rpm -qa"), std::string::npos) << p;
+    if (p["where"] == rpm.string() + ":2") named = true;
+  }
+  EXPECT_TRUE(named) << r.out;
+  auto snap = Snapshot::read(out);
+  ASSERT_TRUE(snap.ok()) << snap.error().to_string();
+  EXPECT_EQ(snap->host.system_package_manager, "rpm");
+  ASSERT_EQ(snap->host.system_packages.size(), 2u);
+  EXPECT_EQ(snap->host.system_packages[0].name, "bash");
+  EXPECT_EQ(snap->host.system_packages[1].name, "glibc");
+
+  // A file that is no rpm output at all is not ignored either: every line is named.
+  const auto h = run_command(envlock_cmd() + " snapshot capture --root '" + (dir / "host").string() + "' -p /opt/conda --rpm-qa '" +
+                             (dir / "host/var/lib/dpkg/status").string() + "' -o '" + out.string() + "' --json");
+  EXPECT_EQ(h.exit_code, 3) << h.err;
+  EXPECT_NE(h.out.find((dir / "host/var/lib/dpkg/status").string() + ":1"), std::string::npos) << h.out;
+  fs::remove_all(dir);
+}
+
 
 std::string sha256_hex(const std::string& bytes) {
   Hasher h(HashAlgorithm::Sha256);
