@@ -248,6 +248,9 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
     return Error{ErrorKind::Io, prefix.string(), "the target prefix exists and is not empty", "",
                  "deploy into a new prefix; remove the old one first with `envlock remove -p`"};
   }
+  // The install's prefix checks (not a link, not inside another environment, ...), before anything
+  // is checked, fetched or written.
+  if (auto st = check_install_prefix(prefix); !st) return st.error();
 
   // 1. Compatibility.
   const auto failed = check_compatibility(snapshot, *env, target);

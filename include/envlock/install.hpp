@@ -194,8 +194,9 @@ Result<InstallReport> install_packages(const std::filesystem::path& prefix,
 /// Checks, before anything is downloaded and writing nothing, that `prefix` can be installed
 /// into: not empty (ErrorKind::Usage naming -p/--prefix), not the filesystem root, not a
 /// symbolic link (refused as conda refuses it, the target named), not an existing file, not a
-/// non-empty folder without `conda-meta/`, not directly inside another environment (a folder
-/// with `conda-meta/`), and under a folder this user can write (ErrorKind::Io). install_packages()
+/// non-empty folder without `conda-meta/`, not inside another environment at any depth (a folder
+/// above it with `conda-meta/`; the nearest one's `envs/<name>`, a base environment's nested
+/// environments, is allowed), and under a folder this user can write (ErrorKind::Io). install_packages()
 /// makes the same checks before it takes the prefix lock.
 Status check_install_prefix(const std::filesystem::path& prefix);
 

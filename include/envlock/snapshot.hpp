@@ -483,7 +483,9 @@ std::vector<std::string> host_checklist(const HostFacts& captured, const HostFac
 ///     pip files are moved into the new prefix, over the conda files pip had overwritten.
 /// DeployReport::checklist counts the modified, unowned and missing files (those of records pip
 /// did not shadow) that are not reproduced.
-/// `prefix` must not exist or be an empty folder (ErrorKind::Usage otherwise). On any failure the
+/// `prefix` must not exist or be an empty folder, and pass check_install_prefix() (not a link, not
+/// inside another environment at any depth, ...), checked first (ErrorKind::Io otherwise, naming
+/// it; an environment the snapshot does not hold is ErrorKind::Usage). On any failure the
 /// prefix is left as it was: not created, or removed again when step 4 fails.
 Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const std::filesystem::path& prefix, const HostFacts& target,
                                      const DeployOptions& options);

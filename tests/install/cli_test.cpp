@@ -585,6 +585,25 @@ class BadInput : public Cli {
   std::string before_;
 };
 
+// A base environment's envs/<name> is where conda puts nested environments: installing there is
+// allowed (verify and capture of the base leave envs/ out), and the base stays clean. A prefix
+// below a nested one is inside that one.
+TEST_F(BadInput, ANestedEnvironmentUnderABasesEnvsFolderIsAllowed) {
+  const std::string good = q(root_ / "good.lock");
+  auto r = envlock("install -l " + good + " -p " + q(prefix_ / "envs/inner"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_directory(prefix_ / "envs/inner/conda-meta"));
+  expect_intact();
+  auto deeper = envlock("install -l " + good + " -p " + q(prefix_ / "envs/inner/lib/x"));
+  EXPECT_EQ(deeper.exit_code, 1) << deeper.err;
+  EXPECT_NE(deeper.err.find("error: " + (prefix_ / "envs/inner/lib/x").string() + ": is inside the environment " +
+                            (prefix_ / "envs/inner").string()),
+            std::string::npos)
+      << deeper.err;
+  EXPECT_NE(deeper.err.find("hint: choose a folder outside that environment as the prefix"), std::string::npos) << deeper.err;
+  EXPECT_FALSE(fs::exists(prefix_ / "envs/inner/lib/x"));
+}
+
 TEST_F(BadInput, HashMismatchIsRefusedAndTheCacheNotPoisoned) {
   auto records = good_;
   for (auto& r : records)
@@ -923,6 +942,9 @@ TEST_F(BadInput, PrefixesThatAreLinksEmptyOrInsideAnEnvironmentAreRefusedWriting
            {"remove -p /", "is the filesystem root"},
            {"remove -p " + q(prefix_ / "bin"), "was not made by envlock"},
            {"install -l " + good + " -p " + q(prefix_ / "sub"), "is inside the environment " + prefix_.string()},
+           // Deeper than a direct child: still inside (its files would be the outer one's extras).
+           {"install -l " + good + " -p " + q(prefix_ / "lib/sub2"), "is inside the environment " + prefix_.string()},
+           {"install -l " + good + " -p " + q(prefix_ / "share/a/b/c"), "is inside the environment " + prefix_.string()},
            {"install -l " + good + " -p " + q(root_ / "stuff"), "is a non-empty folder that is not an environment"},
            {"install -l " + good + " -p " + q(root_ / "a-file"), "exists and is not a directory"},
            {"install -l " + good + " -p ''", "-p/--prefix: is empty"},
@@ -941,6 +963,8 @@ TEST_F(BadInput, PrefixesThatAreLinksEmptyOrInsideAnEnvironmentAreRefusedWriting
   EXPECT_EQ(envlock("verify -p " + q(link)).exit_code, 0) << "read-only commands follow a link";
   EXPECT_FALSE(fs::exists("/..envlock-lock") && fs::last_write_time("/..envlock-lock") > fs::last_write_time(link));
   EXPECT_EQ(listing(prefix_), before_env) << "nothing may be written inside the environment";
+  EXPECT_FALSE(fs::exists(prefix_ / "lib/sub2"));
+  EXPECT_FALSE(fs::exists(prefix_ / "share/a"));
   auto after_root = listing(root_);
   after_root.erase("stuff");
   after_root.erase("a-file");

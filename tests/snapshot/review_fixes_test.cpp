@@ -77,6 +77,17 @@ TEST(ReviewFixes, DeployIntoANonEmptyFolderOrAFileFailsWithExitOne) {
   EXPECT_EQ(f.exit_code, 1) << f.err;
   EXPECT_NE(f.err.find("is a file, not a folder"), std::string::npos) << f.err;
   EXPECT_EQ(f.err.find("not empty"), std::string::npos) << f.err;
+
+  // Inside another environment, at any depth: refused before anything is written (its files
+  // would be that environment's extra files).
+  const fs::path env = host.root() / "opt/conda/envs/train";
+  for (const fs::path& inside : {env / "lib/sub", env / "share/a/b"}) {
+    const auto n = run_command(envlock_cmd() + " snapshot deploy '" + snap.string() + "' -p '" + inside.string() + "'");
+    EXPECT_EQ(n.exit_code, 1) << n.err;
+    EXPECT_NE(n.err.find("error: " + inside.string() + ": is inside the environment " + env.string()), std::string::npos) << n.err;
+    EXPECT_FALSE(fs::exists(inside)) << inside;
+  }
+  EXPECT_FALSE(fs::exists(env / "share/a"));
 }
 
 
