@@ -110,6 +110,16 @@ constexpr int kMaxCondaLockVersion = 1;
 
 Result<FormatInfo> detect_lock_format(const std::string& text, const std::string& source) {
   if (auto binary = binary_kind(text); !binary.empty()) {
+    if (binary == "zstd-compressed data") {
+      // envlock's own zstd files are snapshot bundles (`snapshot capture --bundle`, *.tar.zst).
+      const bool bundle_name = source.ends_with(".tar.zst") || source.ends_with(".tzst");
+      return refuse(source,
+                    "this is zstd-compressed data" + std::string(bundle_name ? " (by its name, an envlock snapshot bundle)" : "") +
+                        ", not a lockfile",
+                    "an envlock snapshot bundle (`envlock snapshot capture --bundle`) is compared with `envlock snapshot diff "
+                    "A B`, which reads bundles and snapshot files; `envlock diff` and `show` read conda-lock.yml, pixi.lock, "
+                    "@EXPLICIT files, envlock.lock and prefixes");
+    }
     return refuse(source, "this is " + binary + ", not a lockfile",
                   "pass a conda-lock.yml, pixi.lock, @EXPLICIT file, envlock.lock or prefix; to see "
                   "what a package archive holds, extract it (`cph extract`, `unzip`/`tar`)");

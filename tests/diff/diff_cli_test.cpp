@@ -225,6 +225,30 @@ TEST(DiffCli, BadInputExitsTwoWithFileAndLine) {
   EXPECT_NE(r.err.find("no such file or directory"), std::string::npos) << r.err;
 }
 
+// A snapshot bundle given to `envlock diff`: the error says so and points to `envlock snapshot
+// diff`, which reads bundles (not to package-archive tools).
+TEST(DiffCli, ASnapshotBundlePointsToSnapshotDiff) {
+  TempDir dir;
+  auto good = dir.write("good.txt", explicit_file({kZlib + "#" + std::string(64, '1')}));
+  const std::string zstd("\x28\xb5\x2f\xfd\x04\x58\x00\x00", 8);
+  auto bundle = dir.write("train.tar.zst", zstd);
+  auto r = run_command(envlock_cmd() + " diff " + q(bundle) + " " + q(good));
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // diff's own code for an input it cannot read (docs/review.md)
+  EXPECT_NE(r.err.find("error: " + bundle.string() + ": this is zstd-compressed data (by its name, an envlock snapshot bundle), not a lockfile"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("hint: an envlock snapshot bundle (`envlock snapshot capture --bundle`) is compared with `envlock snapshot diff A B`"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("cph extract"), std::string::npos) << r.err;
+  // Another name: still zstd data, still the same pointer.
+  auto other = dir.write("data.bin", zstd);
+  r = run_command(envlock_cmd() + " show " + q(other));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(": this is zstd-compressed data, not a lockfile"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("`envlock snapshot diff A B`"), std::string::npos) << r.err;
+}
+
 TEST(DiffCli, ReviewFindingsExitTwo) {
   TempDir dir;
   auto good = dir.write("good.txt", explicit_file({kZlib + "#" + std::string(64, '1')}));
