@@ -236,7 +236,13 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
     for (const auto& e : snapshot.environments) {
       if (e.name == options.environment) env = &e;
     }
-    if (env == nullptr) return Error{ErrorKind::Usage, options.environment, "no such environment in the snapshot", "", ""};
+    if (env == nullptr) {
+      std::string names;
+      for (const auto& e : snapshot.environments) names += (names.empty() ? "" : ", ") + e.name;
+      return Error{ErrorKind::Usage, options.environment, "no such environment in the snapshot", "",
+                   names.empty() ? std::string("the snapshot holds no environment; capture one with `envlock snapshot capture -p PREFIX`")
+                                 : "the snapshot's environments: " + names + "; pass one of them with -e"};
+    }
   }
   std::error_code ec;
   // What the named path holds is a failure (exit 1), never a usage error (docs/cli.md).

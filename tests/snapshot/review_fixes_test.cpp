@@ -88,7 +88,15 @@ TEST(ReviewFixes, DeployIntoANonEmptyFolderOrAFileFailsWithExitOne) {
     EXPECT_FALSE(fs::exists(inside)) << inside;
   }
   EXPECT_FALSE(fs::exists(env / "share/a"));
+
+  // An environment the snapshot does not hold: the hint lists the ones it does.
+  const auto e = run_command(envlock_cmd() + " snapshot deploy '" + snap.string() + "' -e nope -p '" + (host.root() / "new").string() + "'");
+  EXPECT_EQ(e.exit_code, 2) << e.err;  // as `install -e` with an environment the lockfile lacks
+  EXPECT_NE(e.err.find("error: nope: no such environment in the snapshot"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("hint: the snapshot's environments: train; pass one of them with -e"), std::string::npos) << e.err;
+  EXPECT_FALSE(fs::exists(host.root() / "new"));
 }
+
 
 
 // A lockfile from `envlock snapshot lock` carries the captured pip distributions; envlock install
