@@ -97,6 +97,20 @@ TEST(ReviewFixes, DeployIntoANonEmptyFolderOrAFileFailsWithExitOne) {
   EXPECT_FALSE(fs::exists(host.root() / "new"));
 }
 
+// A mistyped snapshot command is named, with the commands there are, as at the top level.
+TEST(ReviewFixes, AnUnknownSnapshotCommandIsNamedWithTheCommands) {
+  const auto bogus = run_command(envlock_cmd() + " snapshot bogus");
+  EXPECT_EQ(bogus.exit_code, 2) << bogus.err;
+  EXPECT_NE(bogus.err.find("error: envlock snapshot: unknown command 'bogus'"), std::string::npos) << bogus.err;
+  EXPECT_NE(bogus.err.find("snapshot commands: capture, check, deploy, diff, lock"), std::string::npos) << bogus.err;
+  EXPECT_NE(bogus.err.find("hint: run `envlock snapshot --help`"), std::string::npos) << bogus.err;
+  const auto none = run_command(envlock_cmd() + " snapshot");
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("error: snapshot: a command is required after `envlock snapshot`"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("snapshot commands: capture, check, deploy, diff, lock"), std::string::npos) << none.err;
+  // A real subcommand still runs (and reports its own errors).
+  EXPECT_EQ(run_command(envlock_cmd() + " snapshot capture --help").exit_code, 0);
+}
 
 
 // A lockfile from `envlock snapshot lock` carries the captured pip distributions; envlock install
