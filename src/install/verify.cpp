@@ -163,6 +163,13 @@ bool prefix_foreign_folder(std::string_view rel, bool has_conda_meta) {
 
 Result<VerifyReport> verify_prefix(const fs::path& prefix) {
   std::error_code ec;
+  if (!fs::exists(prefix, ec)) {
+    return Error{ErrorKind::Io, prefix.string(), "does not exist", "", "check the path given with -p (an environment folder)"};
+  }
+  if (!fs::is_directory(prefix, ec)) {
+    return Error{ErrorKind::Io, prefix.string(), "is not a folder, so not an environment", "",
+                 "pass the environment folder (the one that holds conda-meta/) with -p"};
+  }
   if (!fs::is_directory(prefix / "conda-meta", ec)) {
     return Error{ErrorKind::Io, prefix.string(), "is not an environment (it has no conda-meta/ folder)", "",
                  "check the path given with -p"};

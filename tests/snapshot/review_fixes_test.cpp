@@ -112,6 +112,15 @@ TEST(ReviewFixes, AnUnknownSnapshotCommandIsNamedWithTheCommands) {
   EXPECT_EQ(run_command(envlock_cmd() + " snapshot capture --help").exit_code, 0);
 }
 
+// `verify -p` of a path that does not exist says so (exit 1), not "it has no conda-meta/".
+TEST(ReviewFixes, VerifyOfAMissingPrefixSaysItDoesNotExist) {
+  const std::string missing = "/nonexistent-envlock-" + std::to_string(::getpid());
+  const auto v = run_command(envlock_cmd() + " verify -p " + missing);
+  EXPECT_EQ(v.exit_code, 1) << v.err;
+  EXPECT_NE(v.err.find("error: " + missing + ": does not exist"), std::string::npos) << v.err;
+  EXPECT_EQ(v.err.find("conda-meta"), std::string::npos) << v.err;
+}
+
 
 // A lockfile from `envlock snapshot lock` carries the captured pip distributions; envlock install
 // installs conda packages only, so it names each one it leaves out and points to snapshot deploy.
