@@ -121,6 +121,19 @@ TEST(ReviewFixes, VerifyOfAMissingPrefixSaysItDoesNotExist) {
   EXPECT_EQ(v.err.find("conda-meta"), std::string::npos) << v.err;
 }
 
+// capture --root that does not exist is about a named path: exit 1, as -p that does not exist
+// (docs/cli.md), not a usage error.
+TEST(ReviewFixes, CaptureRootThatDoesNotExistExitsOneAsPrefixDoes) {
+  const std::string missing = "/nonexistent-envlock-" + std::to_string(::getpid());
+  const std::string out = (fs::temp_directory_path() / ("envlock-never-" + std::to_string(::getpid()) + ".yaml")).string();
+  const auto root = run_command(envlock_cmd() + " snapshot capture --root " + missing + " -p /opt/conda -o " + out);
+  EXPECT_EQ(root.exit_code, 1) << root.err;
+  EXPECT_NE(root.err.find("error: " + missing + ": --root does not exist"), std::string::npos) << root.err;
+  const auto prefix = run_command(envlock_cmd() + " snapshot capture -p " + missing + " -o " + out);
+  EXPECT_EQ(prefix.exit_code, root.exit_code) << prefix.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 
 // A lockfile from `envlock snapshot lock` carries the captured pip distributions; envlock install
 // installs conda packages only, so it names each one it leaves out and points to snapshot deploy.
