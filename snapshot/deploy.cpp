@@ -260,7 +260,13 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
     for (const auto& e : snapshot.environments) {
       if (e.name == options.environment) env = &e;
     }
-    if (env == nullptr) return Error{ErrorKind::Usage, options.environment, "no such environment in the snapshot", "", ""};
+    if (env == nullptr) {
+      std::string names;
+      for (const auto& e : snapshot.environments) names += (names.empty() ? "" : ", ") + e.name;
+      return Error{ErrorKind::Usage, options.environment, "no such environment in the snapshot", "",
+                   names.empty() ? std::string("the snapshot holds no environment; capture one with `envlock snapshot capture -p PREFIX`")
+                                 : "the snapshot's environments: " + names + "; pass one of them with -e"};
+    }
   }
   std::error_code ec;
   // What the named path holds is a failure (exit 1), never a usage error (docs/cli.md).
@@ -272,6 +278,9 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
     return Error{ErrorKind::Io, prefix.string(), "the target prefix exists and is not empty", "",
                  "deploy into a new prefix; remove the old one first with `envlock remove -p`"};
   }
+  // The install's prefix checks (not a link, not inside another environment, ...), before anything
+  // is checked, fetched or written.
+  if (auto st = check_install_prefix(prefix); !st) return st.error();
 
   // 1. Compatibility.
   const auto failed = check_compatibility(snapshot, *env, target);

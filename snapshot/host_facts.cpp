@@ -274,31 +274,35 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
     h.nvidia = nv;
   }
 
-  // System packages: dpkg's status database, else rpm.
-  if (dangling_link(seam, "/var/lib/dpkg/status")) {
+  // System packages: a saved `rpm -qa` output the user named, else dpkg's status database, else
+  // rpm. A named file is never left unread.
+  const auto saved_rpm = options.command_outputs.find("rpm");
+  if (saved_rpm == options.command_outputs.end() && dangling_link(seam, "/var/lib/dpkg/status")) {
     problems.push_back({"/var/lib/dpkg/status", "a link that leads nowhere: the system packages are not recorded"});
   }
-  if (auto status = host_file(seam, "/var/lib/dpkg/status")) {
+  std::optional<std::string> dpkg_status;
+  if (saved_rpm == options.command_outputs.end()) dpkg_status = host_file(seam, "/var/lib/dpkg/status");
+  if (dpkg_status) {
     h.system_package_manager = "dpkg";
     // A faulty stanza costs that one package (listed as a problem), never the whole list.
-    if (auto pkgs = parse_dpkg_status(*status, "/var/lib/dpkg/status", &problems); !pkgs) {
+    if (auto pkgs = parse_dpkg_status(*dpkg_status, "/var/lib/dpkg/status", &problems); !pkgs) {
       problems.push_back({pkgs.error().where, pkgs.error().message});
     } else {
       h.system_packages = std::move(*pkgs);
     }
-  } else if (seam.resolve("/var/lib/rpm") || options.command_outputs.count("rpm")) {
+  } else if (saved_rpm != options.command_outputs.end() || seam.resolve("/var/lib/rpm")) {
     h.system_package_manager = "rpm";
     const auto out = command_output(seam, options, "rpm",
                                     {"rpm", "-qa", "--queryformat", "%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n"},
                                     problems, true);
     if (!out) {
-      if (!seam.run && !options.command_outputs.count("rpm")) {
+      if (!seam.run && saved_rpm == options.command_outputs.end()) {
         problems.push_back({"/var/lib/rpm", "an rpm database is present but commands are not run on a host tree; pass the saved `rpm -qa` output"});
       }
-    } else if (auto pkgs = parse_rpm_query(*out, "rpm -qa"); !pkgs) {
-      problems.push_back({pkgs.error().where, pkgs.error().message});
     } else {
-      h.system_packages = std::move(*pkgs);
+      // A faulty line costs that one package (listed as a problem, naming the saved file's line).
+      const std::string source = saved_rpm != options.command_outputs.end() ? saved_rpm->second.string() : "rpm -qa";
+      if (auto pkgs = parse_rpm_query(*out, source, &problems); pkgs) h.system_packages = std::move(*pkgs);
     }
   }
   return h;

@@ -17,6 +17,7 @@
 
 #include "text_util.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/install.hpp"
 #include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/url.hpp"
@@ -277,8 +278,9 @@ class PrefixWalker {
       const bool is_dir = w.type == DT_DIR;
       paths_.push_back(std::move(w));
       if (!is_dir) continue;
-      // Nested environments (a base prefix's envs/) and the package cache are not this prefix's files.
-      if (depth == 0 && (e.name == "envs" || e.name == "pkgs")) continue;
+      // Nested environments (a base prefix's envs/) and the package cache are not this prefix's
+      // files (the rule verify shares: prefix_foreign_folder, envlock/install.hpp).
+      if (depth == 0 && prefix_foreign_folder(rel, false)) continue;
       const int child = ::openat(fd, e.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (child < 0) {
         const int err = errno;
@@ -297,7 +299,7 @@ class PrefixWalker {
           break;
         }
       }
-      if (nested) {
+      if (prefix_foreign_folder(rel, nested)) {
         ::close(child);
         continue;
       }
@@ -543,27 +545,11 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     // By project; two dist-info folders of one project (a pip leftover: an upgrade that did not
     // remove the old folder) would pin two versions: the newest is kept, the other left out as a
     // problem naming both folders.
-    auto newer = [](const PipDistribution& a, const PipDistribution& b) {
-      const auto va = Version::parse(a.version), vb = Version::parse(b.version);
-      if (va && vb && *va != *vb) return *vb < *va;
-      return a.dist_info < b.dist_info;
-    };
-    std::sort(env.pip.begin(), env.pip.end(), [&](const PipDistribution& a, const PipDistribution& b) {
-      const std::string na = a.normalized_name(), nb = b.normalized_name();
-      return na != nb ? na < nb : newer(a, b);
-    });
-    std::vector<PipDistribution> one_each;
-    one_each.reserve(env.pip.size());
-    for (auto& d : env.pip) {
-      if (!one_each.empty() && one_each.back().normalized_name() == d.normalized_name()) {
-        problems.push_back({(prefix / d.dist_info).string(),
-                            "a second dist-info of " + d.name + " (" + d.version + "); the snapshot keeps " + one_each.back().dist_info +
-                                " and leaves this one out; remove the stale folder"});
-        continue;
-      }
-      one_each.push_back(std::move(d));
+    for (const auto& s : keep_newest_dist_infos(env.pip)) {
+      problems.push_back({(prefix / s.stale.dist_info).string(),
+                          "a second dist-info of " + s.stale.name + " (" + s.stale.version + "); the snapshot keeps " + s.kept +
+                              " and leaves this one out; remove the stale folder"});
     }
-    env.pip = std::move(one_each);
   }
   // pip owns what its RECORD lists (overriding a conda owner it overwrote).
   std::map<std::string, std::pair<const PipDistribution*, const RecordEntry*>> pip_files;

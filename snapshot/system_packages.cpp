@@ -105,11 +105,15 @@ Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, cons
   return out;
 }
 
-Result<std::vector<SystemPackage>> parse_rpm_query(std::string_view text, const std::string& source) {
+Result<std::vector<SystemPackage>> parse_rpm_query(std::string_view text, const std::string& source,
+                                                   std::vector<CaptureProblem>* warnings) {
+  constexpr int kNamedLines = 10;  // bad lines named one by one; the rest are counted
   std::vector<SystemPackage> out;
   std::istringstream in{std::string(text)};
   std::string line;
   int lineno = 0;
+  int bad_lines = 0;
+  int first_unnamed = 0;
   while (std::getline(in, line)) {
     ++lineno;
     if (strip(line).empty()) continue;
@@ -122,8 +126,16 @@ Result<std::vector<SystemPackage>> parse_rpm_query(std::string_view text, const 
       start = tab + 1;
     }
     if (cols.size() != 3 || cols[0].empty() || cols[1].empty()) {
-      return Error{ErrorKind::Parse, source + ":" + std::to_string(lineno), "expected NAME<tab>EPOCH:VERSION-RELEASE<tab>ARCH",
-                   "  " + line, "produce it with rpm -qa --queryformat '%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n'"};
+      Error e{ErrorKind::Parse, source + ":" + std::to_string(lineno), "expected NAME<tab>EPOCH:VERSION-RELEASE<tab>ARCH",
+              "  " + line, "produce it with rpm -qa --queryformat '%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\t%{ARCH}\\n'"};
+      if (warnings == nullptr) return e;
+      if (++bad_lines <= kNamedLines) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        warnings->push_back({e.where, "the line was skipped: " + e.message + ", got `" + line + "` (" + e.hint + ")"});
+      } else if (first_unnamed == 0) {
+        first_unnamed = lineno;
+      }
+      continue;
     }
     SystemPackage p;
     p.name = cols[0];
@@ -131,6 +143,12 @@ Result<std::vector<SystemPackage>> parse_rpm_query(std::string_view text, const 
     p.architecture = cols[2] == "(none)" ? "" : cols[2];
     p.status = "installed";
     out.push_back(std::move(p));
+  }
+  if (bad_lines > kNamedLines) {
+    warnings->push_back({source + ":" + std::to_string(first_unnamed),
+                         std::to_string(bad_lines - kNamedLines) + " more line(s) from here on were skipped the same way; " +
+                             (out.empty() ? "no line is `rpm -qa --queryformat` output: is it the right file?"
+                                          : "the file may be damaged")});
   }
   sort_packages(out);
   return out;

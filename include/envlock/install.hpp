@@ -194,8 +194,9 @@ Result<InstallReport> install_packages(const std::filesystem::path& prefix,
 /// Checks, before anything is downloaded and writing nothing, that `prefix` can be installed
 /// into: not empty (ErrorKind::Usage naming -p/--prefix), not the filesystem root, not a
 /// symbolic link (refused as conda refuses it, the target named), not an existing file, not a
-/// non-empty folder without `conda-meta/`, not directly inside another environment (a folder
-/// with `conda-meta/`), and under a folder this user can write (ErrorKind::Io). install_packages()
+/// non-empty folder without `conda-meta/`, not inside another environment at any depth (a folder
+/// above it with `conda-meta/`; the nearest one's `envs/<name>`, a base environment's nested
+/// environments, is allowed), and under a folder this user can write (ErrorKind::Io). install_packages()
 /// makes the same checks before it takes the prefix lock.
 Status check_install_prefix(const std::filesystem::path& prefix);
 
@@ -255,11 +256,21 @@ struct VerifyReport {
   [[nodiscard]] bool clean() const { return drift.empty(); }
 };
 
+/// Whether a folder met while walking a prefix's files holds files that are not the prefix's
+/// own, so the walk does not go into it: `conda-meta/` (the records), a top-level `envs/` (a base
+/// prefix's nested environments) and `pkgs/` (its package cache), and any folder that holds its
+/// own `conda-meta/` folder (a nested environment, at any depth). `rel` is the folder's
+/// prefix-relative path ('/'-separated); `has_conda_meta` whether it holds a `conda-meta` folder
+/// (a link to a folder counts). The one rule verify_prefix() and `envlock snapshot capture`
+/// (its unowned files) share.
+bool prefix_foreign_folder(std::string_view rel, bool has_conda_meta);
+
 /// Checks every path of every `conda-meta/*.json` record: regular files by size and sha256 as
 /// installed, symlinks by being symlinks, directories by existing. Files under the prefix that no
-/// record owns are Extra, except `conda-meta/`, `__pycache__/` folders and `*.pyc` (Python writes
-/// those at run time) and `.messages.txt`. Errors: the prefix has no conda-meta (ErrorKind::Usage),
-/// a record does not parse (ErrorKind::Parse).
+/// record owns are Extra, except `__pycache__/` folders and `*.pyc` (Python writes those at run
+/// time), `.messages.txt` and what is in the folders prefix_foreign_folder() names. Errors: the
+/// prefix does not exist or has no conda-meta (ErrorKind::Io, naming it), a record does not
+/// parse (ErrorKind::Parse).
 /// Files a `*.dist-info/RECORD` lists (PEP 376/627; in `lib/python*/site-packages` or
 /// `Lib/site-packages`) belong to that pip-installed distribution and are not Extra: each is
 /// checked against RECORD's sha256 (Modified when it differs, Missing when gone; package

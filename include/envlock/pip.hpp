@@ -116,6 +116,19 @@ Result<PipDistribution> read_dist_info(const std::filesystem::path& dist_info_di
                                        const std::string& prefix_relative,
                                        DistInfoParts parts = DistInfoParts::All);
 
+/// A distribution keep_newest_dist_infos() left out: a second `*.dist-info` of a project that
+/// one already kept stands for (a pip leftover: an upgrade that did not remove the old folder).
+struct StaleDistInfo {
+  PipDistribution stale;  ///< the one left out (its `dist_info` names the folder)
+  std::string kept;       ///< prefix-relative `*.dist-info` folder kept instead
+};
+
+/// Keeps one distribution per project (PEP 503 normalised name) of `dists`: the newest version
+/// (envlock's version order; equal or unreadable versions: the folder whose path sorts first).
+/// `dists` ends sorted by normalised name; the others are returned, sorted the same way. The one
+/// rule `envlock snapshot capture` and read_prefix() (`envlock list -p`, `diff`, `show`) share.
+std::vector<StaleDistInfo> keep_newest_dist_infos(std::vector<PipDistribution>& dists);
+
 /// The site-packages folders of the prefix at local path `prefix`, prefix-relative and sorted:
 /// every `lib/python*/site-packages` and `Lib/site-packages` that is a folder. Empty when there
 /// is none (no Python installed).

@@ -115,7 +115,9 @@ Result<Lockfile> read_explicit(const std::string& text, const std::string& sourc
 ///    "conda", or no INSTALLER while a conda-meta record lists its METADATA. RECORD is not read.
 ///    A damaged dist-info (METADATA missing or without Name/Version, a bad direct_url.json) is
 ///    not an error: it is left out and, when `warnings` is given, a line naming the file and the
-///    fault is added there (none for a damaged dist-info a conda record owns).
+///    fault is added there (none for a damaged dist-info a conda record owns). Two dist-info
+///    folders of one project (a pip leftover) give one package, the newest, as snapshot capture
+///    keeps it (keep_newest_dist_infos); the stale folder is a warning naming it and the one kept.
 Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<std::string>* warnings = nullptr);
 
 /// Fills the fields a lockfile format may leave out from the package URL: file_name (last path

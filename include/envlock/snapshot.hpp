@@ -133,9 +133,14 @@ Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, cons
                                                      std::vector<CaptureProblem>* warnings = nullptr);
 
 /// Parses `rpm -qa --queryformat '%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\t%{ARCH}\n'` output
-/// (the query capture runs); epoch 0 is dropped from the version. Lines with another shape are
-/// an error naming the line.
-Result<std::vector<SystemPackage>> parse_rpm_query(std::string_view text, const std::string& source);
+/// (the query capture runs); epoch 0 is dropped from the version. A line with another shape is
+/// faulty. With `warnings` null the first faulty line is the error (Parse, where =
+/// "source:line"); otherwise each faulty line is skipped and reported there (where =
+/// "source:line", the message quoting the line and saying how to produce the output; past the
+/// tenth, one more entry counts the rest from the first of them) and every good line is still
+/// returned, as parse_dpkg_status() keeps the good stanzas.
+Result<std::vector<SystemPackage>> parse_rpm_query(std::string_view text, const std::string& source,
+                                                   std::vector<CaptureProblem>* warnings = nullptr);
 
 /// One NVIDIA GPU.
 struct GpuInfo {
@@ -488,7 +493,9 @@ std::vector<std::string> host_checklist(const HostFacts& captured, const HostFac
 ///     pip files are moved into the new prefix, over the conda files pip had overwritten.
 /// DeployReport::checklist counts the modified, unowned and missing files (those of records pip
 /// did not shadow) that are not reproduced.
-/// `prefix` must not exist or be an empty folder (ErrorKind::Usage otherwise). On any failure the
+/// `prefix` must not exist or be an empty folder, and pass check_install_prefix() (not a link, not
+/// inside another environment at any depth, ...), checked first (ErrorKind::Io otherwise, naming
+/// it; an environment the snapshot does not hold is ErrorKind::Usage). On any failure the
 /// prefix is left as it was: not created, or removed again when step 4 fails.
 Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const std::filesystem::path& prefix, const HostFacts& target,
                                      const DeployOptions& options);

@@ -56,7 +56,9 @@ struct HostProbe {
 };
 
 /// Detects this host's virtual packages with overrides applied, sorted by name.
-/// Errors: ErrorKind::Parse for an unparsable CONDA_OVERRIDE_* value, naming the variable.
+/// Errors: ErrorKind::Parse for an unparsable CONDA_OVERRIDE_* value, naming the variable; a
+/// version override (CUDA, GLIBC, LINUX) must also start with a digit ("CONDA_OVERRIDE_GLIBC=banana
+/// is not a version").
 Result<std::vector<VirtualPackage>> detect_virtual_packages(const HostProbe& probe);
 
 /// x86-64 psABI level of this CPU from CPUID ("x86_64_v1".."x86_64_v4"); on other machines the

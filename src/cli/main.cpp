@@ -92,6 +92,30 @@ const char* first_positional(int argc, char** argv) {
   return nullptr;
 }
 
+/// The positional word right after `first` (the command), or nullptr: a command's subcommand.
+const char* positional_after(int argc, char** argv, const char* first) {
+  bool seen = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") return nullptr;
+    if (argv[i] == first) {
+      seen = true;
+      continue;
+    }
+    if (seen && argv[i][0] != '-') return argv[i];
+  }
+  return nullptr;
+}
+
+/// The names of a command's subcommands (`envlock snapshot`: capture, check, ...), sorted.
+std::string subcommand_names(const CLI::App& command) {
+  std::vector<std::string> names;
+  for (const auto* sub : command.get_subcommands({})) names.push_back(sub->get_name());
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 std::string command_names() {
   std::string names;
   for (const auto& cmd : envlock::cli::command_table()) {
@@ -181,6 +205,18 @@ int main(int argc, char** argv) {
           usage_ctx, {envlock::ErrorKind::Usage, "envlock", std::string("unknown command '") + word + "'",
                       "commands: " + command_names(), "run `envlock --help` to see what each command does"}));
     }
+    // A command made of subcommands (`envlock snapshot capture`): an unknown one is named the same way.
+    const CLI::App* command = app.get_subcommand(word);
+    if (const char* sub = positional_after(argc, argv, word); sub != nullptr && !command->get_subcommands({}).empty()) {
+      const auto subs = command->get_subcommands({});
+      const bool known_sub = std::any_of(subs.begin(), subs.end(), [&](const CLI::App* c) { return c->get_name() == sub; });
+      if (!known_sub) {
+        return check_stdout(report_error(
+            usage_ctx, {envlock::ErrorKind::Usage, std::string("envlock ") + word, std::string("unknown command '") + sub + "'",
+                        std::string(word) + " commands: " + subcommand_names(*command),
+                        std::string("run `envlock ") + word + " --help` to see what each command does"}));
+      }
+    }
   }
 
   try {
@@ -200,6 +236,11 @@ int main(int argc, char** argv) {
     if (word == nullptr && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
       message = "a command is required";
       detail = "commands: " + command_names();
+    } else if (word != nullptr && positional_after(argc, argv, word) == nullptr &&
+               dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && !app.get_subcommand(word)->get_subcommands({}).empty()) {
+      message = std::string("a command is required after `envlock ") + word + "`";
+      detail = std::string(word) + " commands: " + subcommand_names(*app.get_subcommand(word));
+      hint = std::string("run `envlock ") + word + " --help` to see what each command does";
     }
     return check_stdout(report_error(usage_ctx, {envlock::ErrorKind::Usage, word != nullptr ? word : "envlock",
                                                  message, detail, hint}));

@@ -90,7 +90,9 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
   }
   HostSeam seam = fs::path(a.root) == fs::path("/") ? HostSeam::system() : HostSeam::tree(a.root);
   if (!fs::is_directory(seam.root)) {
-    return report_error(ctx, Error{ErrorKind::Usage, a.root, "--root is not a folder", "", "pass the folder that holds the host's /"});
+    // What is (not) at the named path: exit 1, as for a -p that does not exist (docs/cli.md).
+    return report_error(ctx, Error{ErrorKind::Io, a.root, fs::exists(a.root) ? "--root is not a folder" : "--root does not exist", "",
+                                   "pass the folder that holds the host's /"});
   }
   CaptureOptions opt;
   for (const auto& p : a.prefixes) {
@@ -119,6 +121,10 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
                                      std::string(option) + ": " + (fs::exists(file, ec) ? (regular ? "cannot read the file" : "not a file") : "no such file"),
                                      "", "pass a saved output on this machine, or leave the option out"});
     }
+  }
+  // The named rpm list is what is recorded, also on a host with dpkg: say what is not read.
+  if (!a.rpm_qa.empty() && seam.resolve("/var/lib/dpkg/status")) {
+    warn("--rpm-qa " + a.rpm_qa + ": the system packages are recorded from this file; the host's /var/lib/dpkg/status is not read");
   }
   if (a.timestamp) {
     char buf[32];

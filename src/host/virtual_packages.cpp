@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "envlock/version.hpp"
@@ -73,10 +74,13 @@ Result<std::optional<std::string>> apply_override(const HostProbe& probe, const 
   if (!value) return detected;
   if (value->empty()) return std::optional<std::string>{};
   if (is_version) {
-    if (auto v = Version::parse(*value); !v) {
-      Error e = v.error();
+    // A glibc, kernel or CUDA version starts with a digit; "banana" parses as a conda version but
+    // names no release, so it is refused here, naming the variable, rather than compared.
+    auto v = Version::parse(*value);
+    if (!v || !std::isdigit(static_cast<unsigned char>(value->front()))) {
+      Error e = v ? Error{ErrorKind::Parse, var, "", "", ""} : v.error();
       e.where = var;
-      e.message = "invalid value '" + *value + "': " + v.error().message;
+      e.message = var + "=" + *value + " is not a version" + (v ? std::string() : ": " + v.error().message);
       e.hint = "set " + var + " to a version such as 12.4, or to an empty value to remove the package";
       return e;
     }

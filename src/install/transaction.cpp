@@ -184,9 +184,21 @@ Status check_install_target(const fs::path& prefix) {
     }
   }
   const fs::path parent = prefix.parent_path();
-  if (fs::is_directory(parent / "conda-meta", ec)) {
-    return Error{ErrorKind::Io, prefix.string(), "is inside the environment " + parent.string(), "",
-                 "choose a folder outside that environment as the prefix"};
+  // The nearest folder above with conda-meta/ is the environment the prefix would be inside: its
+  // files would become that environment's extra files (and an install there could overwrite
+  // them). Only its `envs/<name>` (a base prefix's nested environments, which verify and capture
+  // leave out: prefix_foreign_folder) is not its own; folders further up see that environment as
+  // a nested one and leave it out.
+  for (fs::path above = parent; !above.empty(); above = above.parent_path()) {
+    if (fs::is_directory(above / "conda-meta", ec)) {
+      const fs::path rel = prefix.lexically_relative(above);
+      const std::string first = rel.begin()->string();
+      if (first == "envs" && std::distance(rel.begin(), rel.end()) >= 2) break;
+      return Error{ErrorKind::Io, prefix.string(), "is inside the environment " + above.string(), "",
+                   "choose a folder outside that environment as the prefix (a base environment's nested ones go in " +
+                       (above / "envs").string() + "/<name>)"};
+    }
+    if (above == above.root_path()) break;
   }
   const fs::path base = existing_ancestor(parent);
   if (!fs::is_directory(base, ec)) {

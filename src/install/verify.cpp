@@ -157,8 +157,19 @@ Status verify_pip_files(const fs::path& prefix, const std::map<std::string, PipR
 
 }  // namespace
 
+bool prefix_foreign_folder(std::string_view rel, bool has_conda_meta) {
+  return has_conda_meta || rel == "conda-meta" || rel == "envs" || rel == "pkgs";
+}
+
 Result<VerifyReport> verify_prefix(const fs::path& prefix) {
   std::error_code ec;
+  if (!fs::exists(prefix, ec)) {
+    return Error{ErrorKind::Io, prefix.string(), "does not exist", "", "check the path given with -p (an environment folder)"};
+  }
+  if (!fs::is_directory(prefix, ec)) {
+    return Error{ErrorKind::Io, prefix.string(), "is not a folder, so not an environment", "",
+                 "pass the environment folder (the one that holds conda-meta/) with -p"};
+  }
   if (!fs::is_directory(prefix / "conda-meta", ec)) {
     return Error{ErrorKind::Io, prefix.string(), "is not an environment (it has no conda-meta/ folder)", "",
                  "check the path given with -p"};
@@ -230,12 +241,12 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
   for (auto it = fs::recursive_directory_iterator(prefix, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string rel = it->path().lexically_relative(prefix).generic_string();
-    if (rel == "conda-meta") {
-      it.disable_recursion_pending();
+    const bool is_link = it->is_symlink(ec);
+    if (!is_link && it->is_directory(ec)) {
+      std::error_code meta_ec;
+      if (prefix_foreign_folder(rel, fs::is_directory(it->path() / "conda-meta", meta_ec))) it.disable_recursion_pending();
       continue;
     }
-    const bool is_link = it->is_symlink(ec);
-    if (!is_link && it->is_directory(ec)) continue;
     if (owned.count(rel) || ignored_extra(rel)) continue;
     report.drift.push_back({FileDrift::Kind::Extra, rel, "", "no package owns it"});
   }

@@ -342,6 +342,32 @@ std::vector<std::string> site_packages_dirs(const fs::path& prefix) {
   return site_dirs;
 }
 
+std::vector<StaleDistInfo> keep_newest_dist_infos(std::vector<PipDistribution>& dists) {
+  auto newer = [](const PipDistribution& a, const PipDistribution& b) {
+    const auto va = Version::parse(a.version), vb = Version::parse(b.version);
+    if (va && vb && *va != *vb) return *vb < *va;
+    return a.dist_info < b.dist_info;
+  };
+  std::vector<std::pair<std::string, PipDistribution>> named;  // normalised name, distribution
+  named.reserve(dists.size());
+  for (auto& d : dists) named.emplace_back(d.normalized_name(), std::move(d));
+  std::sort(named.begin(), named.end(), [&](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : newer(a.second, b.second);
+  });
+  dists.clear();
+  std::vector<StaleDistInfo> stale;
+  const std::string* last = nullptr;
+  for (auto& [name, d] : named) {
+    if (last != nullptr && *last == name) {
+      stale.push_back({std::move(d), dists.back().dist_info});
+      continue;
+    }
+    dists.push_back(std::move(d));
+    last = &name;
+  }
+  return stale;
+}
+
 std::vector<fs::path> dist_info_dirs(const fs::path& site_packages) {
   std::vector<fs::path> infos;
   std::error_code ec;

@@ -110,6 +110,16 @@ constexpr int kMaxCondaLockVersion = 1;
 
 Result<FormatInfo> detect_lock_format(const std::string& text, const std::string& source) {
   if (auto binary = binary_kind(text); !binary.empty()) {
+    if (binary == "zstd-compressed data") {
+      // envlock's own zstd files are snapshot bundles (`snapshot capture --bundle`, *.tar.zst).
+      const bool bundle_name = source.ends_with(".tar.zst") || source.ends_with(".tzst");
+      return refuse(source,
+                    "this is zstd-compressed data" + std::string(bundle_name ? " (by its name, an envlock snapshot bundle)" : "") +
+                        ", not a lockfile",
+                    "an envlock snapshot bundle (`envlock snapshot capture --bundle`) is compared with `envlock snapshot diff "
+                    "A B`, which reads bundles and snapshot files; `envlock diff` and `show` read conda-lock.yml, pixi.lock, "
+                    "@EXPLICIT files, envlock.lock and prefixes");
+    }
     return refuse(source, "this is " + binary + ", not a lockfile",
                   "pass a conda-lock.yml, pixi.lock, @EXPLICIT file, envlock.lock or prefix; to see "
                   "what a package archive holds, extract it (`cph extract`, `unzip`/`tar`)");
@@ -388,6 +398,7 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
     for (const auto& pe : r.paths) note(pe.path);
     for (const auto& f : r.files) note(f);
   }
+  std::vector<PipDistribution> pip;
   for (const auto& site : site_packages_dirs(prefix)) {
     for (const auto& info : dist_info_dirs(prefix / site)) {
       const std::string rel = site + "/" + info.filename().string();
@@ -403,9 +414,18 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
         continue;
       }
       if (dist->installer == "conda" || (listed && dist->installer.empty())) continue;
-      plat.pip.push_back(to_pip_package(*dist));
+      pip.push_back(std::move(*dist));
     }
   }
+  // Two dist-info folders of one project (pip left the old one behind): the newest is listed, as
+  // snapshot capture keeps it, and the stale folder is named.
+  for (const auto& s : keep_newest_dist_infos(pip)) {
+    if (warnings != nullptr) {
+      warnings->push_back((prefix / s.stale.dist_info).string() + ": a second dist-info of " + s.stale.name + " (" +
+                          s.stale.version + ") beside " + s.kept + "; left out of the pip packages (remove the stale folder)");
+    }
+  }
+  for (const auto& d : pip) plat.pip.push_back(to_pip_package(d));
   readers::sort_lockfile(lock);
   return lock;
 }

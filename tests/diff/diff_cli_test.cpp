@@ -225,6 +225,30 @@ TEST(DiffCli, BadInputExitsTwoWithFileAndLine) {
   EXPECT_NE(r.err.find("no such file or directory"), std::string::npos) << r.err;
 }
 
+// A snapshot bundle given to `envlock diff`: the error says so and points to `envlock snapshot
+// diff`, which reads bundles (not to package-archive tools).
+TEST(DiffCli, ASnapshotBundlePointsToSnapshotDiff) {
+  TempDir dir;
+  auto good = dir.write("good.txt", explicit_file({kZlib + "#" + std::string(64, '1')}));
+  const std::string zstd("\x28\xb5\x2f\xfd\x04\x58\x00\x00", 8);
+  auto bundle = dir.write("train.tar.zst", zstd);
+  auto r = run_command(envlock_cmd() + " diff " + q(bundle) + " " + q(good));
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // diff's own code for an input it cannot read (docs/review.md)
+  EXPECT_NE(r.err.find("error: " + bundle.string() + ": this is zstd-compressed data (by its name, an envlock snapshot bundle), not a lockfile"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("hint: an envlock snapshot bundle (`envlock snapshot capture --bundle`) is compared with `envlock snapshot diff A B`"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("cph extract"), std::string::npos) << r.err;
+  // Another name: still zstd data, still the same pointer.
+  auto other = dir.write("data.bin", zstd);
+  r = run_command(envlock_cmd() + " show " + q(other));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(": this is zstd-compressed data, not a lockfile"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("`envlock snapshot diff A B`"), std::string::npos) << r.err;
+}
+
 TEST(DiffCli, ReviewFindingsExitTwo) {
   TempDir dir;
   auto good = dir.write("good.txt", explicit_file({kZlib + "#" + std::string(64, '1')}));
@@ -336,6 +360,37 @@ TEST(DiffCli, ListPrefixShowsPipPackages) {
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.out.find("Foo_Bar  1.2.0"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("pypi\n"), std::string::npos) << t.out;
+}
+
+// Two dist-info folders of one project (pip left the old one behind): `list -p` shows the newest
+// only, as snapshot capture keeps it, and warns naming the stale folder and the one kept.
+TEST(DiffCli, ListPrefixKeepsTheNewestOfTwoDistInfos) {
+  envlock::testing::PipPrefix prefix;
+  prefix.dist_info("dup", "1.0", "pip");
+  prefix.dist_info("dup", "2.0", "pip");
+  prefix.dist_info("other", "1.10", "pip");
+  prefix.dist_info("other", "1.9", "pip");
+  const std::string site = envlock::testing::PipPrefix::kSite;
+  const auto j = run_command(envlock_cmd() + " list -p " + q(prefix.path()) + " --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto rows = nlohmann::json::parse(j.out);
+  std::vector<std::string> pip;
+  for (const auto& row : rows) {
+    if (row["kind"] == "pypi") pip.push_back(row["name"].get<std::string>() + " " + row["version"].get<std::string>());
+  }
+  EXPECT_EQ(pip, (std::vector<std::string>{"dup 2.0", "other 1.10"})) << j.out;
+  for (const auto& [stale, kept] : {std::pair<std::string, std::string>{"dup-1.0", "dup-2.0"}, {"other-1.9", "other-1.10"}}) {
+    EXPECT_NE(j.err.find("warning: " + (prefix.path() / site / (stale + ".dist-info")).string() + ": a second dist-info of " +
+                         stale.substr(0, stale.find('-')) + " (" + stale.substr(stale.find('-') + 1) + ") beside " + site + "/" +
+                         kept + ".dist-info; left out of the pip packages (remove the stale folder)"),
+              std::string::npos)
+        << j.err;
+  }
+  const auto t = run_command(envlock_cmd() + " list -p " + q(prefix.path()));
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("\ndup     2.0 "), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find(" 1.0 "), std::string::npos) << t.out;
+  EXPECT_NE(t.err.find("dup-1.0.dist-info: a second dist-info of dup (1.0)"), std::string::npos) << t.err;
 }
 
 // `envlock list -l` lists a lockfile's pip entries too: a pinned one with its version, an

@@ -97,6 +97,10 @@ TEST(VirtualPackages, UnparsableOverrideIsAnErrorNamingTheVariable) {
   auto g = detect_virtual_packages(fake_host({{"CONDA_OVERRIDE_GLIBC", "2..17"}}));
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().where, "CONDA_OVERRIDE_GLIBC");
+  auto w = detect_virtual_packages(fake_host({{"CONDA_OVERRIDE_GLIBC", "banana"}}));
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().where, "CONDA_OVERRIDE_GLIBC");
+  EXPECT_EQ(w.error().message, "CONDA_OVERRIDE_GLIBC=banana is not a version");
   auto a = detect_virtual_packages(fake_host({{"CONDA_OVERRIDE_ARCHSPEC", "x86 64"}}));
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.error().where, "CONDA_OVERRIDE_ARCHSPEC");

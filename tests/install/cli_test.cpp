@@ -384,6 +384,54 @@ TEST_F(Cli, VerifyListAndRemoveOnTheFixtureEnvironment) {
   EXPECT_FALSE(fs::exists(prefix));
 }
 
+// A conda base-style prefix: nested environments (envs/<name>/ and any folder with its own
+// conda-meta/, at any depth) and the package cache (pkgs/) are not the prefix's files. verify
+// leaves them out as snapshot capture does (one rule, prefix_foreign_folder): only the stray
+// file is drift, and both count the same.
+TEST_F(Cli, VerifySkipsNestedEnvironmentsAndThePackageCacheAsCaptureDoes) {
+  const fs::path channel = make_fixture_channel();
+  auto records = channel_records(channel, "linux-64", "file://" + channel.string());
+  auto noarch = channel_records(channel, "noarch", "file://" + channel.string());
+  records.insert(records.end(), noarch.begin(), noarch.end());
+  const fs::path lock = write_lock(make_lockfile(records));
+  const fs::path base = root_ / "base";
+  auto r = envlock("install -l " + q(lock) + " -p " + q(base) + " --copy");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  spit(base / "envs/train/conda-meta/history", "");
+  spit(base / "envs/train/bin/python", "#!/bin/sh\n");
+  spit(base / "pkgs/zlib-1.3.1-0/info/index.json", "{}");
+  spit(base / "pkgs/urls.txt", "");
+  spit(base / "lib/sub/conda-meta/history", "");
+  spit(base / "lib/sub/data.txt", "x");
+  spit(base / "share/deep/er/conda-meta/history", "");
+  spit(base / "share/deep/er/file.txt", "x");
+  spit(base / "notes.txt", "mine");
+
+  auto v = envlock("verify -p " + q(base) + " --json");
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  const auto vj = nlohmann::json::parse(v.out);
+  ASSERT_EQ(vj["extra"].size(), 1u) << v.out;
+  EXPECT_EQ(vj["extra"][0]["path"], "notes.txt");
+  EXPECT_TRUE(vj["modified"].empty()) << v.out;
+  EXPECT_TRUE(vj["missing"].empty()) << v.out;
+  auto text = envlock("verify -p " + q(base));
+  EXPECT_EQ(text.out.find("envs/train"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("pkgs/"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("lib/sub"), std::string::npos) << text.out;
+
+  auto c = envlock("snapshot capture -p " + q(base) + " -o " + q(root_ / "snap.yaml") + " --json");
+  ASSERT_TRUE(c.exit_code == 0 || c.exit_code == 3) << c.out << c.err;  // 3: partial host facts
+  const auto cj = nlohmann::json::parse(c.out);
+  ASSERT_EQ(cj["environments"].size(), 1u) << c.out;
+  EXPECT_EQ(cj["environments"][0]["unowned_files"], vj["extra"].size()) << c.out;
+
+  // Without the stray file both call the prefix clean.
+  fs::remove(base / "notes.txt");
+  auto clean = envlock("verify -p " + q(base));
+  EXPECT_EQ(clean.exit_code, 0) << clean.out << clean.err;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Real channels from the corpus.
 
@@ -536,6 +584,25 @@ class BadInput : public Cli {
   std::vector<LockedPackage> good_;
   std::string before_;
 };
+
+// A base environment's envs/<name> is where conda puts nested environments: installing there is
+// allowed (verify and capture of the base leave envs/ out), and the base stays clean. A prefix
+// below a nested one is inside that one.
+TEST_F(BadInput, ANestedEnvironmentUnderABasesEnvsFolderIsAllowed) {
+  const std::string good = q(root_ / "good.lock");
+  auto r = envlock("install -l " + good + " -p " + q(prefix_ / "envs/inner"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_directory(prefix_ / "envs/inner/conda-meta"));
+  expect_intact();
+  auto deeper = envlock("install -l " + good + " -p " + q(prefix_ / "envs/inner/lib/x"));
+  EXPECT_EQ(deeper.exit_code, 1) << deeper.err;
+  EXPECT_NE(deeper.err.find("error: " + (prefix_ / "envs/inner/lib/x").string() + ": is inside the environment " +
+                            (prefix_ / "envs/inner").string()),
+            std::string::npos)
+      << deeper.err;
+  EXPECT_NE(deeper.err.find("hint: choose a folder outside that environment as the prefix"), std::string::npos) << deeper.err;
+  EXPECT_FALSE(fs::exists(prefix_ / "envs/inner/lib/x"));
+}
 
 TEST_F(BadInput, HashMismatchIsRefusedAndTheCacheNotPoisoned) {
   auto records = good_;
@@ -875,6 +942,9 @@ TEST_F(BadInput, PrefixesThatAreLinksEmptyOrInsideAnEnvironmentAreRefusedWriting
            {"remove -p /", "is the filesystem root"},
            {"remove -p " + q(prefix_ / "bin"), "was not made by envlock"},
            {"install -l " + good + " -p " + q(prefix_ / "sub"), "is inside the environment " + prefix_.string()},
+           // Deeper than a direct child: still inside (its files would be the outer one's extras).
+           {"install -l " + good + " -p " + q(prefix_ / "lib/sub2"), "is inside the environment " + prefix_.string()},
+           {"install -l " + good + " -p " + q(prefix_ / "share/a/b/c"), "is inside the environment " + prefix_.string()},
            {"install -l " + good + " -p " + q(root_ / "stuff"), "is a non-empty folder that is not an environment"},
            {"install -l " + good + " -p " + q(root_ / "a-file"), "exists and is not a directory"},
            {"install -l " + good + " -p ''", "-p/--prefix: is empty"},
@@ -893,6 +963,8 @@ TEST_F(BadInput, PrefixesThatAreLinksEmptyOrInsideAnEnvironmentAreRefusedWriting
   EXPECT_EQ(envlock("verify -p " + q(link)).exit_code, 0) << "read-only commands follow a link";
   EXPECT_FALSE(fs::exists("/..envlock-lock") && fs::last_write_time("/..envlock-lock") > fs::last_write_time(link));
   EXPECT_EQ(listing(prefix_), before_env) << "nothing may be written inside the environment";
+  EXPECT_FALSE(fs::exists(prefix_ / "lib/sub2"));
+  EXPECT_FALSE(fs::exists(prefix_ / "share/a"));
   auto after_root = listing(root_);
   after_root.erase("stuff");
   after_root.erase("a-file");

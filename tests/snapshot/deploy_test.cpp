@@ -978,6 +978,15 @@ TEST(Compatibility, TheTargetIsSeenThroughCondaOverridesAsInstallSeesIt) {
     ASSERT_EQ(failed.size(), 1u);
     EXPECT_NE(failed[0].to_string().find("CONDA_OVERRIDE_GLIBC"), std::string::npos) << failed[0].to_string();
   }
+  {
+    // A word parses as a conda version, but is no glibc release: the failure names the variable
+    // (docs/snapshot.md), never "the target has banana".
+    ScopedEnv bad("CONDA_OVERRIDE_GLIBC", "banana");
+    const auto failed = check_compatibility(s, env, target);
+    ASSERT_EQ(failed.size(), 1u);
+    EXPECT_NE(failed[0].to_string().find("CONDA_OVERRIDE_GLIBC=banana is not a version"), std::string::npos) << failed[0].to_string();
+    EXPECT_EQ(failed[0].to_string().find("the target has banana"), std::string::npos) << failed[0].to_string();
+  }
 }
 
 }  // namespace

@@ -217,6 +217,39 @@ TEST(Rpm, QueryOutputWithEpochs) {
   EXPECT_EQ(bad.error().where, "rpm:1");
 }
 
+// With a problem list, a malformed line costs that one package: the good lines are kept (as the
+// dpkg reader keeps the good stanzas) and each bad line is named by file:line.
+TEST(Rpm, MalformedLinesAreSkippedAndNamedOneByOne) {
+  std::vector<CaptureProblem> problems;
+  const auto pkgs = parse_rpm_query("glibc\t0:2.34-100.el9\tx86_64\nglibc-2.34-100.el9.x86_64\nbash\t0:5.1.8-6.el9\tx86_64\n\tno-name\tx\n",
+                                    "/tmp/rpm-qa.txt", &problems);
+  ASSERT_TRUE(pkgs.ok()) << pkgs.error().to_string();
+  ASSERT_EQ(pkgs->size(), 2u);
+  EXPECT_EQ((*pkgs)[0].name, "bash");
+  EXPECT_EQ((*pkgs)[1].name, "glibc");
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].where, "/tmp/rpm-qa.txt:2");
+  EXPECT_NE(problems[0].message.find("the line was skipped: expected NAME<tab>EPOCH:VERSION-RELEASE<tab>ARCH, got "
+                                     "`glibc-2.34-100.el9.x86_64`"),
+            std::string::npos)
+      << problems[0].message;
+  EXPECT_NE(problems[0].message.find("rpm -qa --queryformat"), std::string::npos) << problems[0].message;
+  EXPECT_EQ(problems[1].where, "/tmp/rpm-qa.txt:4");
+
+  // A file that is no rpm output at all: ten lines named, the rest counted from the first of them.
+  problems.clear();
+  std::string text;
+  for (int i = 0; i < 14; ++i) text += "line " + std::to_string(i) + "\n";
+  const auto none = parse_rpm_query(text, "/etc/hostname", &problems);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  ASSERT_EQ(problems.size(), 11u);
+  EXPECT_EQ(problems[9].where, "/etc/hostname:10");
+  EXPECT_EQ(problems[10].where, "/etc/hostname:11");
+  EXPECT_NE(problems[10].message.find("4 more line(s) from here on were skipped"), std::string::npos) << problems[10].message;
+  EXPECT_NE(problems[10].message.find("is it the right file?"), std::string::npos) << problems[10].message;
+}
+
 // ----- NVIDIA ----------------------------------------------------------------------------------
 
 TEST(Nvidia, ProcVersionLines) {

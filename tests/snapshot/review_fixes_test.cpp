@@ -77,6 +77,61 @@ TEST(ReviewFixes, DeployIntoANonEmptyFolderOrAFileFailsWithExitOne) {
   EXPECT_EQ(f.exit_code, 1) << f.err;
   EXPECT_NE(f.err.find("is a file, not a folder"), std::string::npos) << f.err;
   EXPECT_EQ(f.err.find("not empty"), std::string::npos) << f.err;
+
+  // Inside another environment, at any depth: refused before anything is written (its files
+  // would be that environment's extra files).
+  const fs::path env = host.root() / "opt/conda/envs/train";
+  for (const fs::path& inside : {env / "lib/sub", env / "share/a/b"}) {
+    const auto n = run_command(envlock_cmd() + " snapshot deploy '" + snap.string() + "' -p '" + inside.string() + "'");
+    EXPECT_EQ(n.exit_code, 1) << n.err;
+    EXPECT_NE(n.err.find("error: " + inside.string() + ": is inside the environment " + env.string()), std::string::npos) << n.err;
+    EXPECT_FALSE(fs::exists(inside)) << inside;
+  }
+  EXPECT_FALSE(fs::exists(env / "share/a"));
+
+  // An environment the snapshot does not hold: the hint lists the ones it does.
+  const auto e = run_command(envlock_cmd() + " snapshot deploy '" + snap.string() + "' -e nope -p '" + (host.root() / "new").string() + "'");
+  EXPECT_EQ(e.exit_code, 2) << e.err;  // as `install -e` with an environment the lockfile lacks
+  EXPECT_NE(e.err.find("error: nope: no such environment in the snapshot"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("hint: the snapshot's environments: train; pass one of them with -e"), std::string::npos) << e.err;
+  EXPECT_FALSE(fs::exists(host.root() / "new"));
+}
+
+// A mistyped snapshot command is named, with the commands there are, as at the top level.
+TEST(ReviewFixes, AnUnknownSnapshotCommandIsNamedWithTheCommands) {
+  const auto bogus = run_command(envlock_cmd() + " snapshot bogus");
+  EXPECT_EQ(bogus.exit_code, 2) << bogus.err;
+  EXPECT_NE(bogus.err.find("error: envlock snapshot: unknown command 'bogus'"), std::string::npos) << bogus.err;
+  EXPECT_NE(bogus.err.find("snapshot commands: capture, check, deploy, diff, lock"), std::string::npos) << bogus.err;
+  EXPECT_NE(bogus.err.find("hint: run `envlock snapshot --help`"), std::string::npos) << bogus.err;
+  const auto none = run_command(envlock_cmd() + " snapshot");
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("error: snapshot: a command is required after `envlock snapshot`"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("snapshot commands: capture, check, deploy, diff, lock"), std::string::npos) << none.err;
+  // A real subcommand still runs (and reports its own errors).
+  EXPECT_EQ(run_command(envlock_cmd() + " snapshot capture --help").exit_code, 0);
+}
+
+// `verify -p` of a path that does not exist says so (exit 1), not "it has no conda-meta/".
+TEST(ReviewFixes, VerifyOfAMissingPrefixSaysItDoesNotExist) {
+  const std::string missing = "/nonexistent-envlock-" + std::to_string(::getpid());
+  const auto v = run_command(envlock_cmd() + " verify -p " + missing);
+  EXPECT_EQ(v.exit_code, 1) << v.err;
+  EXPECT_NE(v.err.find("error: " + missing + ": does not exist"), std::string::npos) << v.err;
+  EXPECT_EQ(v.err.find("conda-meta"), std::string::npos) << v.err;
+}
+
+// capture --root that does not exist is about a named path: exit 1, as -p that does not exist
+// (docs/cli.md), not a usage error.
+TEST(ReviewFixes, CaptureRootThatDoesNotExistExitsOneAsPrefixDoes) {
+  const std::string missing = "/nonexistent-envlock-" + std::to_string(::getpid());
+  const std::string out = (fs::temp_directory_path() / ("envlock-never-" + std::to_string(::getpid()) + ".yaml")).string();
+  const auto root = run_command(envlock_cmd() + " snapshot capture --root " + missing + " -p /opt/conda -o " + out);
+  EXPECT_EQ(root.exit_code, 1) << root.err;
+  EXPECT_NE(root.err.find("error: " + missing + ": --root does not exist"), std::string::npos) << root.err;
+  const auto prefix = run_command(envlock_cmd() + " snapshot capture -p " + missing + " -o " + out);
+  EXPECT_EQ(prefix.exit_code, root.exit_code) << prefix.err;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 
@@ -242,6 +297,46 @@ TEST(ReviewFixes, AMissingSavedCommandOutputIsAnError) {
     EXPECT_NE(r.err.find("/nonexistent-envlock.xml: " + option + ": no such file"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(out));
   }
+  fs::remove_all(dir);
+}
+
+// --rpm-qa FILE on a host with dpkg: the named file is read (never silently ignored); a malformed
+// line costs that one package and is named FILE:LINE; the other packages are recorded.
+TEST(ReviewFixes, RpmQaFileIsReadLineByLineAndNamedInProblems) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-snap-rpm-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "host/var/lib/dpkg");
+  fs::create_directories(dir / "host/opt/conda/conda-meta");
+  std::ofstream(dir / "host/var/lib/dpkg/status") << "Package: apt\nVersion: 2.6.1\nArchitecture: amd64\nStatus: install ok installed\n";
+  const fs::path rpm = dir / "rpm-qa.txt";
+  std::ofstream(rpm) << "glibc\t0:2.34-100.el9\tx86_64\nglibc-2.34-100.el9.x86_64\nbash\t0:5.1.8-6.el9\tx86_64\n";
+  const fs::path out = dir / "s.yaml";
+  const auto r = run_command(envlock_cmd() + " snapshot capture --root '" + (dir / "host").string() + "' -p /opt/conda --rpm-qa '" +
+                             rpm.string() + "' -o '" + out.string() + "' --json");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;  // partial: the bad line is a problem
+  EXPECT_NE(r.err.find("warning: --rpm-qa " + rpm.string() + ": the system packages are recorded from this file; the host's "
+                       "/var/lib/dpkg/status is not read"),
+            std::string::npos)
+      << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  bool named = false;
+  for (const auto& p : j["problems"]) {
+    EXPECT_EQ(p["where"].get<std::string>().find("rpm -qa"), std::string::npos) << p;
+    if (p["where"] == rpm.string() + ":2") named = true;
+  }
+  EXPECT_TRUE(named) << r.out;
+  auto snap = Snapshot::read(out);
+  ASSERT_TRUE(snap.ok()) << snap.error().to_string();
+  EXPECT_EQ(snap->host.system_package_manager, "rpm");
+  ASSERT_EQ(snap->host.system_packages.size(), 2u);
+  EXPECT_EQ(snap->host.system_packages[0].name, "bash");
+  EXPECT_EQ(snap->host.system_packages[1].name, "glibc");
+
+  // A file that is no rpm output at all is not ignored either: every line is named.
+  const auto h = run_command(envlock_cmd() + " snapshot capture --root '" + (dir / "host").string() + "' -p /opt/conda --rpm-qa '" +
+                             (dir / "host/var/lib/dpkg/status").string() + "' -o '" + out.string() + "' --json");
+  EXPECT_EQ(h.exit_code, 3) << h.err;
+  EXPECT_NE(h.out.find((dir / "host/var/lib/dpkg/status").string() + ":1"), std::string::npos) << h.out;
   fs::remove_all(dir);
 }
 
