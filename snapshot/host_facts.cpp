@@ -244,10 +244,13 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
   // NVIDIA: /proc/driver/nvidia/version for the driver, nvidia-smi -q -x for CUDA and GPUs.
   const auto proc_version = host_file(seam, "/proc/driver/nvidia/version");
   const auto smi = command_output(seam, options, "nvidia-smi", {"nvidia-smi", "-q", "-x"}, problems, proc_version.has_value());
+  // Problems name a saved output (--nvidia-smi-xml FILE) by its path, the command otherwise.
+  const auto saved_smi = options.command_outputs.find("nvidia-smi");
+  const std::string smi_name = saved_smi != options.command_outputs.end() ? saved_smi->second.string() : "nvidia-smi -q -x";
   if (proc_version || smi) {
     NvidiaFacts nv;
     if (smi) {
-      if (auto parsed = parse_nvidia_smi_xml(*smi, "nvidia-smi -q -x", options.include_ids); !parsed) {
+      if (auto parsed = parse_nvidia_smi_xml(*smi, smi_name, options.include_ids); !parsed) {
         problems.push_back({parsed.error().where, parsed.error().message});
       } else {
         nv = *parsed;
@@ -264,12 +267,12 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
       if (auto cuda = detect_cuda_driver_version()) nv.cuda_version = *cuda;
     }
     // GPUs without the driver's versions would deploy as "no driver": say what is missing.
-    const std::string from = proc_version ? "/proc/driver/nvidia/version" : "nvidia-smi -q -x";
+    const std::string from = proc_version ? "/proc/driver/nvidia/version" : smi_name;
     if (nv.driver_version.empty() && (proc_version || !nv.gpus.empty())) {
       problems.push_back({from, "no driver version found: the NVIDIA driver version is not recorded"});
     }
     if (nv.cuda_version.empty() && !nv.gpus.empty()) {
-      problems.push_back({"nvidia-smi -q -x", "no <cuda_version>: the CUDA version the driver supports is not recorded"});
+      problems.push_back({smi_name, "no <cuda_version>: the CUDA version the driver supports is not recorded"});
     }
     h.nvidia = nv;
   }

@@ -102,6 +102,19 @@ TEST(SnapshotCli, AnEnvironmentWithoutAPlatformIsLeftOutAndTheSnapshotStaysReada
   EXPECT_EQ(lock.exit_code, 0) << lock.err;
 }
 
+// A saved nvidia-smi output that does not parse is named by its path, the file the user passed.
+TEST(SnapshotCli, ABrokenSavedNvidiaSmiOutputIsNamedByItsPath) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  const fs::path broken = h.host.root() / "smi.xml";
+  std::ofstream(broken) << "<nvidia_smi_log><driver_version>470";
+  const fs::path out = h.host.root() / "snap.yaml";
+  const auto r = run_command(envlock_cmd() + " snapshot capture --root '" + h.host.root().string() +
+                             "' -p /opt/conda/envs/train --nvidia-smi-xml '" + broken.string() + "' -o '" + out.string() + "'");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("  " + broken.string() + ":1: not valid nvidia-smi XML"), std::string::npos) << r.err;
+}
+
 TEST(SnapshotCli, PartialCaptureExitsThreeAndSaysSo) {
   SKIP_WITHOUT_CORPUS();
   CliHost h;
