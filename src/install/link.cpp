@@ -387,7 +387,13 @@ Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, 
     }
     const std::string import_name = func.substr(0, func.find('.'));
     std::string script = "#!" + ctx.target_prefix + "/bin/python" + ctx.python_xy + "\n";
-    if (ctx.target_prefix.find(' ') != std::string::npos) script = "#!/usr/bin/env python" + ctx.python_xy + "\n";
+    if (ctx.target_prefix.find_first_of(" \t") != std::string::npos) {
+      // A shebang cannot hold a space: the script starts under /bin/sh, which execs the prefix's
+      // python on it; to Python the exec line is a string literal (pip's and distlib's form).
+      std::string quoted = ctx.target_prefix + "/bin/python" + ctx.python_xy;
+      for (std::size_t at = 0; (at = quoted.find('\'', at)) != std::string::npos; at += 4) quoted.replace(at, 1, "'\\''");
+      script = "#!/bin/sh\n'''exec' '" + quoted + "' \"$0\" \"$@\"\n' '''\n";
+    }
     script +=
         "# -*- coding: utf-8 -*-\n"
         "import re\n"

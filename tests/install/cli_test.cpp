@@ -246,7 +246,7 @@ TEST_F(Cli, ChannelProjectAndPrefixPathsWithSpaces) {
   ASSERT_EQ(made.exit_code, 0) << made.err;
   const fs::path project = x / "proj sp";
   spit(project / "envlock.yaml", "name: spaces\nchannels: [\"../my chan #1 100% caf\xc3\xa9\"]\n"
-                                 "platforms: [linux-64]\ndependencies:\n  - envlock-greet\n");
+                                 "platforms: [linux-64]\ndependencies:\n  - envlock-greet\n  - envlock-demo\n");
 
   // create: lock, then install into the project's prefix (.envlock/envs/default under "proj sp").
   auto created = envlock("create -f " + q(project / "envlock.yaml"));
@@ -261,6 +261,12 @@ TEST_F(Cli, ChannelProjectAndPrefixPathsWithSpaces) {
   ASSERT_EQ(greet.exit_code, 0) << greet.err;
   EXPECT_NE(greet.out.find("envlock-greet: prefix is " + env_prefix.string() + "\n"), std::string::npos) << greet.out;
   EXPECT_NE(greet.out.find("envlock-hello: running from " + env_prefix.string() + "\n"), std::string::npos) << greet.out;
+  // A noarch: python entry point: no shebang can name a python under "proj sp", so the script
+  // starts under /bin/sh and execs the prefix's own python (not one found on PATH).
+  EXPECT_TRUE(slurp(env_prefix / "bin/envlock-demo").starts_with("#!/bin/sh\n'''exec' '" + env_prefix.string() + "/bin/python"));
+  auto demo = run_command("env PATH=/usr/bin:/bin " + q(env_prefix / "bin/envlock-demo"));
+  ASSERT_EQ(demo.exit_code, 0) << demo.out << demo.err;
+  EXPECT_NE(demo.out.find("imported from " + (env_prefix / "lib").string()), std::string::npos) << demo.out;
   auto check = envlock("lock --check -f " + q(project / "envlock.yaml"));
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   auto fresh = envlock("verify -p " + q(env_prefix));
