@@ -23,4 +23,10 @@ bool is_control_at(std::string_view s, std::size_t i);
 /// edited record's "\e]0;..." must never reach a terminal raw. Returns `s` itself when clean.
 std::string printable(std::string_view s);
 
+/// `s` with every byte that is not part of valid UTF-8 (RFC 3629: no overlong forms, no
+/// surrogates, nothing above U+10FFFF) written as `\xNN` (lower-case hex), valid text unchanged.
+/// For names that must go where only UTF-8 may (JSON): a file name's raw bytes stay readable and
+/// two names that differ only there stay different.
+std::string escape_invalid_utf8(std::string_view s);
+
 }  // namespace envlock

@@ -244,7 +244,7 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
     if (ch.kind == Channel::Kind::LocalDirectory) {
       std::error_code ec;
       if (!fs::is_directory(ch.local_path(), ec))
-        return Error{ErrorKind::Io, ch.public_url(), "channel directory does not exist",
+        return Error{ErrorKind::Io, ch.local_path().string(), "channel directory does not exist",  // the folder as the user knows it
                      ch.location.file.empty() ? "" : "  declared at " + ch.location.to_string(),
                      "check the path (relative paths are resolved against the manifest's folder)"};
       for (std::size_t si = 0; si < wanted.size(); ++si) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/build_info.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "registry.hpp"
 
@@ -64,7 +65,32 @@ int report_error(const Context& ctx, const Error& raw) {
   return exit_code_for(error.kind);
 }
 
-std::string json_text(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace); }
+namespace {
+// Every string and key of `j` through escape_invalid_utf8().
+nlohmann::json utf8_only(const nlohmann::json& j) {
+  if (j.is_string()) return escape_invalid_utf8(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& v : j) out.push_back(utf8_only(v));
+    return out;
+  }
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : j.items()) out[escape_invalid_utf8(k)] = utf8_only(v);
+    return out;
+  }
+  return j;
+}
+}  // namespace
+
+std::string json_text(const nlohmann::json& j) {
+  try {
+    return j.dump(2);
+  } catch (const nlohmann::json::type_error&) {
+    // Text that is not UTF-8 (a file name's raw bytes): written as \xNN, as text output does.
+    return utf8_only(j).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+}
 
 void warn(const std::string& message) { std::cerr << "warning: " << redact_text(message) << "\n"; }
 

@@ -47,4 +47,40 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+std::string escape_invalid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const auto cont = [&](std::size_t i) { return i < s.size() && (byte(i) & 0xc0) == 0x80; };
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = byte(i);
+    std::size_t n = 0;  // length of a valid sequence starting at i, 0 when invalid
+    if (c < 0x80) {
+      n = 1;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      n = cont(i + 1) ? 2 : 0;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      const bool second_ok = i + 1 < s.size() && (c == 0xe0   ? byte(i + 1) >= 0xa0 && byte(i + 1) <= 0xbf
+                                                  : c == 0xed ? byte(i + 1) >= 0x80 && byte(i + 1) <= 0x9f
+                                                              : cont(i + 1));
+      n = second_ok && cont(i + 2) ? 3 : 0;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      const bool second_ok = i + 1 < s.size() && (c == 0xf0   ? byte(i + 1) >= 0x90 && byte(i + 1) <= 0xbf
+                                                  : c == 0xf4 ? byte(i + 1) >= 0x80 && byte(i + 1) <= 0x8f
+                                                              : cont(i + 1));
+      n = second_ok && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    }
+    if (n == 0) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 }  // namespace envlock

@@ -330,10 +330,12 @@ TEST(LockCli, TokenUrlNeverAppearsInLockfileOrOutput) {
 
 TEST(LockCli, MissingChannelIsAClearError) {
   TempDir tmp("lock");
-  spit(tmp.path() / "envlock.yaml", "channels: [./nowhere]\nplatforms: [linux-64]\ndependencies: [python]\n");
+  spit(tmp.path() / "envlock.yaml", "channels: [\"./no where\"]\nplatforms: [linux-64]\ndependencies: [python]\n");
   auto r = run_command(envlock_cmd() + " lock -f " + q(tmp.path() / "envlock.yaml"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("channel directory does not exist"), std::string::npos) << r.err;
+  // Named as the folder the user wrote, not as its percent-encoded file:// URL.
+  EXPECT_NE(r.err.find("error: " + (tmp.path() / "no where").string() + ": channel directory does not exist"), std::string::npos)
+      << r.err;
   EXPECT_FALSE(fs::exists(tmp.path() / "envlock.lock"));
 }
 
