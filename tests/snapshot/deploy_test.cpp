@@ -94,22 +94,12 @@ struct PipOverConda {
   std::string module = "import math\n";
   std::string header = "// simplerasters 0.9.1, from the wheel\n";
   explicit PipOverConda(const fs::path& prefix) {
-    const std::string installer = "pip\n", metadata = "Metadata-Version: 2.1\nName: libsimplerasters\nVersion: 0.9.1\n";
-    const fs::path site = prefix / kSite;
     EXPECT_TRUE(fs::remove(prefix / kRemoved));
-    // Replaced, never written in place: the prefix's file is a hard link of the package cache's.
-    EXPECT_TRUE(fs::remove(prefix / kHeader));
-    std::ofstream(prefix / kHeader, std::ios::binary) << header;
-    fs::create_directories(site / "libsimplerasters-0.9.1.dist-info");
-    std::ofstream(site / "simplerasters.py") << module;
-    std::ofstream(site / "libsimplerasters-0.9.1.dist-info/INSTALLER") << installer;
-    std::ofstream(site / "libsimplerasters-0.9.1.dist-info/METADATA") << metadata;
-    std::ofstream(site / "libsimplerasters-0.9.1.dist-info/RECORD")
-        << "simplerasters.py,sha256=" << b64_sha256(module) << "," << module.size() << "\n"
-        << "../../../" << kHeader << ",sha256=" << b64_sha256(header) << "," << header.size() << "\n"
-        << "libsimplerasters-0.9.1.dist-info/INSTALLER,sha256=" << b64_sha256(installer) << "," << installer.size() << "\n"
-        << "libsimplerasters-0.9.1.dist-info/METADATA,sha256=" << b64_sha256(metadata) << "," << metadata.size() << "\n"
-        << "libsimplerasters-0.9.1.dist-info/RECORD,,\n";
+    // pip overwrites the conda package's header (replacing the file: the prefix's is a hard link
+    // of the package cache's).
+    EXPECT_TRUE(fs::is_regular_file(prefix / kHeader));
+    testing::pip_install(prefix / kSite, "libsimplerasters", "0.9.1",
+                         {{"simplerasters.py", module}, {std::string("../../../") + kHeader, header}});
   }
   /// `deployed` holds what the captured prefix `source` held of libsimplerasters: its conda-meta
   /// record, the conda file pip did not touch (same bytes), pip's header and module, and not the
@@ -477,18 +467,7 @@ TEST(Deploy, ACpuOnlySnapshotFromAGpuHostInstallsOnAHostWithoutAGpu) {
 
 // A pip distribution "toolbox 1.0" installed into `prefix` (its own files, no conda package shadowed).
 void pip_install_toolbox(const fs::path& prefix) {
-  const fs::path site = prefix / "lib/python3.12/site-packages";
-  const std::string module = "def tool():\n    return 42\n", installer = "pip\n",
-                    metadata = "Metadata-Version: 2.1\nName: toolbox\nVersion: 1.0\n";
-  fs::create_directories(site / "toolbox-1.0.dist-info");
-  std::ofstream(site / "toolbox.py") << module;
-  std::ofstream(site / "toolbox-1.0.dist-info/INSTALLER") << installer;
-  std::ofstream(site / "toolbox-1.0.dist-info/METADATA") << metadata;
-  std::ofstream(site / "toolbox-1.0.dist-info/RECORD")
-      << "toolbox.py,sha256=" << b64_sha256(module) << "," << module.size() << "\n"
-      << "toolbox-1.0.dist-info/INSTALLER,sha256=" << b64_sha256(installer) << "," << installer.size() << "\n"
-      << "toolbox-1.0.dist-info/METADATA,sha256=" << b64_sha256(metadata) << "," << metadata.size() << "\n"
-      << "toolbox-1.0.dist-info/RECORD,,\n";
+  testing::pip_install(prefix / "lib/python3.12/site-packages", "toolbox", "1.0", {{"toolbox.py", "def tool():\n    return 42\n"}});
 }
 
 // Rewrites the unpacked bundle `dir` as `bundle` after `edit` changed it.

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "envlock/hash.hpp"
 
@@ -133,6 +135,29 @@ inline std::string b64_sha256(const std::string& bytes) {
   out += tbl[(v >> 12) & 63];
   out += tbl[(v >> 6) & 63];
   return out;  // 32 bytes -> 43 characters
+}
+
+/// Installs a pip distribution `name` `version` into site-packages folder `site` as pip does:
+/// each (RECORD path, bytes) of `files` written at site/path (`../../../bin/x` climbs out of it;
+/// a file already there is replaced, never written through a hard link to the package cache),
+/// then the dist-info with INSTALLER "pip", METADATA and a RECORD listing every file with its
+/// sha256 and size (RECORD itself without).
+inline void pip_install(const fs::path& site, const std::string& name, const std::string& version,
+                        const std::vector<std::pair<std::string, std::string>>& files) {
+  const std::string info = name + "-" + version + ".dist-info";
+  std::vector<std::pair<std::string, std::string>> all = files;
+  all.emplace_back(info + "/INSTALLER", "pip\n");
+  all.emplace_back(info + "/METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n");
+  fs::create_directories(site / info);
+  std::string record;
+  for (const auto& [path, bytes] : all) {
+    const fs::path at = (site / path).lexically_normal();
+    fs::create_directories(at.parent_path());
+    fs::remove(at);
+    std::ofstream(at, std::ios::binary) << bytes;
+    record += path + ",sha256=" + b64_sha256(bytes) + "," + std::to_string(bytes.size()) + "\n";
+  }
+  std::ofstream(site / info / "RECORD", std::ios::binary) << record << info << "/RECORD,,\n";
 }
 
 }  // namespace envlock::testing
