@@ -5,6 +5,9 @@
 # the sha256-pinned tarball into .deps/. A libsolv handed in with -DENVLOCK_LIBSOLV_ROOT=<prefix>
 # is used instead, after checking that it was built with LIBSOLV_FEATURE_CONDA.
 #
+# Before the build, the patches in cmake/patches/libsolv-*.patch are applied to the source (as
+# conda-forge's libsolv-feedstock patches libsolv); docs/design.md#libsolv says what each changes.
+#
 # Defines the imported target envlock::libsolv (libsolv.a + libsolvext.a).
 
 set(ENVLOCK_LIBSOLV_VERSION 0.7.32)
@@ -17,7 +20,16 @@ if(ENVLOCK_LIBSOLV_ROOT)
   set(_solv_prefix "${ENVLOCK_LIBSOLV_ROOT}")
 else()
   set(_solv_prefix "${CMAKE_BINARY_DIR}/_deps/libsolv-install")
-  set(_solv_stamp "${_solv_prefix}/.envlock-${ENVLOCK_LIBSOLV_SHA256}")
+  file(GLOB _solv_patches "${PROJECT_SOURCE_DIR}/cmake/patches/libsolv-*.patch")
+  list(SORT _solv_patches)
+  set(_solv_key "${ENVLOCK_LIBSOLV_SHA256}")
+  foreach(_p IN LISTS _solv_patches)
+    file(SHA256 "${_p}" _ph)
+    string(APPEND _solv_key "-${_ph}")
+  endforeach()
+  string(SHA256 _solv_key "${_solv_key}")
+  set(_solv_stamp "${_solv_prefix}/.envlock-${_solv_key}")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_solv_patches})
   if(NOT EXISTS "${_solv_stamp}")
     if(NOT EXISTS "${ENVLOCK_LIBSOLV_TARBALL}")
       message(FATAL_ERROR "libsolv source not found at ${ENVLOCK_LIBSOLV_TARBALL}.\n"
@@ -36,6 +48,19 @@ else()
     execute_process(COMMAND ${CMAKE_COMMAND} -E tar xzf "${ENVLOCK_LIBSOLV_TARBALL}"
                     WORKING_DIRECTORY "${_src}" RESULT_VARIABLE _rc)
     file(GLOB _top LIST_DIRECTORIES true "${_src}/*")
+    if(_solv_patches)
+      find_program(ENVLOCK_PATCH_EXECUTABLE patch)
+      if(NOT ENVLOCK_PATCH_EXECUTABLE)
+        message(FATAL_ERROR "patch(1) is needed to apply cmake/patches/libsolv-*.patch (apt-get install patch)")
+      endif()
+    endif()
+    foreach(_p IN LISTS _solv_patches)
+      execute_process(COMMAND "${ENVLOCK_PATCH_EXECUTABLE}" -p1 --forward --batch -i "${_p}"
+                      WORKING_DIRECTORY "${_top}" RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+      if(NOT _rc EQUAL 0)
+        message(FATAL_ERROR "applying ${_p} to libsolv ${ENVLOCK_LIBSOLV_VERSION} failed (${_rc}):\n${_out}")
+      endif()
+    endforeach()
     execute_process(
       COMMAND ${CMAKE_COMMAND} -S "${_top}" -B "${_bld}" -G "${CMAKE_GENERATOR}"
         -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=${_solv_prefix}

@@ -21,6 +21,7 @@ const char* kind_name(ProblemNode::Kind k) {
     case ProblemNode::Kind::Requires: return "requires";
     case ProblemNode::Kind::Conflict: return "conflict";
     case ProblemNode::Kind::Missing: return "missing";
+    case ProblemNode::Kind::Virtual: return "virtual";
   }
   return "packages";
 }
@@ -32,6 +33,8 @@ std::string node_line(const ProblemNode& n) {
     case ProblemNode::Kind::Pinned: return n.text + " (pinned by the base layer '" + n.detail + "')";
     case ProblemNode::Kind::Requires: return "requires " + n.text;
     case ProblemNode::Kind::Missing: return n.text + (n.detail.empty() ? "" : "; " + n.detail);
+    case ProblemNode::Kind::Virtual:
+      return n.text + " (virtual package" + (n.detail.empty() ? "" : ", " + n.detail) + ")";
     case ProblemNode::Kind::Packages:
     case ProblemNode::Kind::Conflict: return n.text + (n.detail.empty() ? "" : " (" + n.detail + ")");
   }
@@ -112,6 +115,7 @@ struct Facts {
   std::set<std::pair<Id, Id>> missing;                     ///< (solvable, dep) nothing provides
   std::map<Id, std::set<Id>> same_name;                    ///< both directions
   std::map<Id, std::vector<std::pair<Id, Id>>> constrained;  ///< target -> (source, dep)
+  std::map<Id, std::vector<std::pair<Id, Id>>> constrains;   ///< source -> (target, dep)
   std::set<Id> strict_priority;                            ///< excluded by strict priority
   std::set<Id> not_installable;
   std::set<Id> involved;
@@ -126,6 +130,7 @@ class Explainer {
     collect();
     Explanation e;
     for (std::size_t job : facts_.jobs) {
+      if (job >= ctx_.job_origins.size()) continue;
       const JobOrigin& jo = ctx_.job_origins[job];
       if (jo.kind == JobOrigin::Kind::Spec) {
         const SolveSpec& s = ctx_.task.specs[jo.index];
@@ -143,12 +148,21 @@ class Explainer {
         std::set<Id> group{p};
         add_reasons(group, root, 0);
         e.roots.push_back(std::move(root));
+      } else if (jo.kind == JobOrigin::Kind::Virtual) {
+        Id p = ctx_.virtual_solvables[jo.index];
+        ProblemNode root{ProblemNode::Kind::Virtual, ctx_.describe(p), ctx_.virtual_origin(p), {}};
+        std::set<Id> group{p};
+        add_reasons(group, root, 0);
+        e.roots.push_back(std::move(root));
       }
     }
-    // Requested specs first, then pins, each in manifest order (already, by job number).
-    std::stable_sort(e.roots.begin(), e.roots.end(), [](const ProblemNode& a, const ProblemNode& b) {
-      return a.kind == ProblemNode::Kind::Requested && b.kind != ProblemNode::Kind::Requested;
-    });
+    // Requested specs first, then pins, then virtual packages, each in manifest order (already,
+    // by job number).
+    auto rank = [](const ProblemNode& n) {
+      return n.kind == ProblemNode::Kind::Requested ? 0 : n.kind == ProblemNode::Kind::Pinned ? 1 : 2;
+    };
+    std::stable_sort(e.roots.begin(), e.roots.end(),
+                     [&](const ProblemNode& a, const ProblemNode& b) { return rank(a) < rank(b); });
     if (e.roots.empty()) {
       e.roots.push_back({ProblemNode::Kind::Conflict, "libsolv found no solution but reported no conflicting request",
                          "", {}});
@@ -186,7 +200,10 @@ class Explainer {
             facts_.same_name[source].insert(target);
             facts_.same_name[target].insert(source);
             break;
-          case SOLVER_RULE_PKG_CONSTRAINS: facts_.constrained[target].push_back({source, dep}); break;
+          case SOLVER_RULE_PKG_CONSTRAINS:
+            facts_.constrained[target].push_back({source, dep});
+            facts_.constrains[source].push_back({target, dep});
+            break;
           case SOLVER_RULE_STRICT_REPO_PRIORITY: facts_.strict_priority.insert(source); break;
           case SOLVER_RULE_PKG_NOT_INSTALLABLE: facts_.not_installable.insert(source); break;
           default: break;
@@ -204,6 +221,16 @@ class Explainer {
       else if (jo.kind == JobOrigin::Kind::Pin)
         pinned_as_[ctx_.pin_solvables[jo.index]] = jo.index;
     }
+  }
+
+  /// "__cuda 11.8 0 (CONDA_OVERRIDE_CUDA)" for the virtual solvables of one name.
+  std::string assumed_virtual(const std::vector<Id>& solvables) const {
+    std::string out;
+    for (Id p : solvables) {
+      std::string origin = ctx_.virtual_origin(p);
+      out += (out.empty() ? "" : ", ") + ctx_.describe(p) + (origin.empty() ? "" : " (" + origin + ")");
+    }
+    return out;
   }
 
   std::vector<Id> providers(Id dep) const {
@@ -235,6 +262,10 @@ class Explainer {
   }
 
   std::string role_of(Id other) const {
+    if (const RepoDataRecord* r = ctx_.record(other); r != nullptr && r->channel == "@virtual") {
+      std::string origin = ctx_.virtual_origin(other);
+      return "virtual package" + (origin.empty() ? "" : ", " + origin);
+    }
     if (auto it = pinned_as_.find(other); it != pinned_as_.end())
       return "pinned by the base layer '" + ctx_.task.pinned[it->second].layer + "'";
     if (auto it = requested_by_.find(other); it != requested_by_.end())
@@ -270,7 +301,7 @@ class Explainer {
         if (name.starts_with("__")) {
           miss.detail = all.empty() ? "the virtual package " + name + " is not assumed for this platform; declare it under "
                                                                     "virtual-packages in the manifest"
-                                    : "assumed: " + summarize_versions(ctx_, all);
+                                    : "assumed: " + assumed_virtual(all);
         } else {
           miss.detail = all.empty() ? "no package named '" + name + "' in the channels"
                                     : "versions that exist: " + summarize_versions(ctx_, all);
@@ -306,6 +337,16 @@ class Explainer {
       for (const auto& [source, dep] : it->second) {
         std::string text = "excluded by the constraint '" + ctx_.pool.dep_str(dep) + "' of " + ctx_.describe(source);
         if (seen.insert(text).second) node.children.push_back({ProblemNode::Kind::Conflict, text, role_of(source), {}});
+      }
+    }
+    // This group's own constraints that exclude something another request, pin or the
+    // platform's virtual packages need.
+    for (Id p : group) {
+      auto it = facts_.constrains.find(p);
+      if (it == facts_.constrains.end()) continue;
+      for (const auto& [target, dep] : it->second) {
+        std::string text = "constrains '" + ctx_.pool.dep_str(dep) + "', which excludes " + ctx_.describe(target);
+        if (seen.insert(text).second) node.children.push_back({ProblemNode::Kind::Conflict, text, role_of(target), {}});
       }
     }
     for (Id p : group) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <string_view>
@@ -40,6 +41,15 @@ std::vector<Id> SolveContext::all_named(const std::string& name) const {
   return it == by_name.end() ? std::vector<Id>{} : it->second;
 }
 
+std::string SolveContext::virtual_origin(Id p) const {
+  if (p <= 0 || static_cast<std::size_t>(p) >= origins.size()) return "";
+  const Origin& o = origins[static_cast<std::size_t>(p)];
+  if (o.kind != Origin::Kind::Virtual) return "";
+  const RepoDataRecord& r = virtual_records[o.index];
+  auto it = task.virtual_origins.find(r.name);
+  return it == task.virtual_origins.end() ? "" : it->second;
+}
+
 }  // namespace solv
 
 namespace {
@@ -67,6 +77,9 @@ Id conda_dep(Pool* pool, const std::string& spec) {
   return id;
 }
 
+/// The libsolv name standing for "a record that tracks feature `f`": conda's legacy spelling `f@`.
+Id feature_id(Pool* pool, const std::string& f) { return pool_str2id(pool, (f + "@").c_str(), 1); }
+
 Id add_solvable(Pool* pool, Repo* repo, Repodata* data, const PackageRecord& r) {
   Id p = repo_add_solvable(repo);
   Solvable* s = pool_id2solvable(pool, p);
@@ -76,9 +89,16 @@ Id add_solvable(Pool* pool, Repo* repo, Repodata* data, const PackageRecord& r) 
   repodata_set_str(data, p, SOLVABLE_BUILDVERSION, std::to_string(r.build_number).c_str());
   for (const auto& dep : r.depends) s->requires_ = repo_addid_dep(repo, s->requires_, conda_dep(pool, dep), 0);
   for (const auto& c : r.constrains) repodata_add_idarray(data, p, SOLVABLE_CONSTRAINS, conda_dep(pool, c));
-  for (const auto& tf : r.track_features)
-    if (!tf.empty()) repodata_add_idarray(data, p, SOLVABLE_TRACK_FEATURES, pool_str2id(pool, tf.c_str(), 1));
-  if (r.timestamp) repodata_set_num(data, p, SOLVABLE_BUILDTIME, *r.timestamp / 1000);
+  for (const auto& tf : r.track_features) {
+    if (tf.empty()) continue;
+    repodata_add_idarray(data, p, SOLVABLE_TRACK_FEATURES, pool_str2id(pool, tf.c_str(), 1));
+    s->provides = repo_addid_dep(repo, s->provides, feature_id(pool, tf), 0);
+  }
+  // conda (resolve.py ms_depends): each legacy `features` entry needs a record tracking it.
+  for (const auto& f : split_features(r.features))
+    s->requires_ = repo_addid_dep(repo, s->requires_, feature_id(pool, f), 0);
+  // Milliseconds, as the repodata holds them: conda and rattler compare them at that precision.
+  if (r.timestamp) repodata_set_num(data, p, SOLVABLE_BUILDTIME, *r.timestamp);
   s->provides = repo_addid_dep(repo, s->provides, pool_rel2id(pool, s->name, s->evr, REL_EQ, 1), 0);
   return p;
 }
@@ -148,8 +168,11 @@ std::set<std::string> reachable_names(const SolveTask& task, const std::vector<R
     std::string n = todo.back();
     todo.pop_back();
     for (const auto& repo : repos)
-      for (const auto& [r, i] : repo.named(n))
+      for (const auto& [r, i] : repo.named(n)) {
         for (const auto& d : r->depends) visit(dep_name(d));
+        // A legacy feature is tracked, by convention, by a package of its name (nomkl, cpuonly).
+        for (const auto& f : split_features(r->features)) visit(f);
+      }
   }
   return seen;
 }
@@ -187,6 +210,8 @@ Result<SolveOutcome> solve(const SolveTask& task) {
     std::string repo_name = in.channel + "/" + in.subdir;
     Repo* repo = repo_create(pool, repo_name.c_str());
     repo->priority = task.channel_priority == ChannelPriority::Disabled ? 0 : -in.channel_rank;
+    // Arch over noarch, but only after version and build number (the patched libsolv policy
+    // compares subpriority after the build number: conda's version_key).
     repo->subpriority = in.subdir == "noarch" ? 0 : 1;
     Repodata* data = repo_add_repodata(repo, 0);
     std::vector<Id> ids;
@@ -212,6 +237,7 @@ Result<SolveOutcome> solve(const SolveTask& task) {
     ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
     for (std::size_t k = 0; k < ids.size(); ++k)
       ctx.origins[static_cast<std::size_t>(ids[k])] = {Origin::Kind::Virtual, 0, k};
+    ctx.virtual_solvables = ids;
   }
 
   // Base pins: the identical record of a repo, or the pinned record added as it is.
@@ -290,6 +316,12 @@ Result<SolveOutcome> solve(const SolveTask& task) {
     jobs.push2(SOLVER_INSTALL | SOLVER_SOLVABLE, ctx.pin_solvables[i]);
     ctx.job_origins.push_back({JobOrigin::Kind::Pin, i});
   }
+  // Virtual packages are installed, as the system's: a `constrains` on `__cuda` then binds
+  // (mamba's "Run constraints on virtual packages are enforced"; conda does the same).
+  for (std::size_t i = 0; i < ctx.virtual_solvables.size(); ++i) {
+    jobs.push2(SOLVER_INSTALL | SOLVER_SOLVABLE, ctx.virtual_solvables[i]);
+    ctx.job_origins.push_back({JobOrigin::Kind::Virtual, i});
+  }
   for (const auto& rec : task.preferred) {
     auto it = by_key.find(record_key(rec));
     if (it == by_key.end() || !ctx.considered[static_cast<std::size_t>(it->second)]) continue;
@@ -297,18 +329,59 @@ Result<SolveOutcome> solve(const SolveTask& task) {
     ctx.job_origins.push_back({JobOrigin::Kind::Favor, 0});
   }
 
-  OwnedSolver solver(pool);
-  solver_set_flag(solver.get(), SOLVER_FLAG_ALLOW_DOWNGRADE, 1);
-  if (task.channel_priority == ChannelPriority::Strict)
-    solver_set_flag(solver.get(), SOLVER_FLAG_STRICT_REPO_PRIORITY, 1);
-
-  SolveOutcome out;
-  if (solver_solve(solver.get(), jobs.get()) != 0) {
-    out.explanation = explain_problems(ctx, solver.get());
-    return out;
+  // Legacy `features` (conda's two objectives after the requested versions): first as few
+  // tracked features as possible, so a featured record (which needs its tracker) is avoided
+  // when it can be; then, with the features the solution does track, the featured variants.
+  std::vector<Id> featured;
+  for (Id p = 2; p < pool->nsolvables; ++p)
+    if (ctx.considered[static_cast<std::size_t>(p)])
+      if (const RepoDataRecord* r = ctx.record(p); r != nullptr && !r->features.empty()) featured.push_back(p);
+  const int base_jobs = jobs.size();
+  for (Id p : featured) {
+    jobs.push2(SOLVER_DISFAVOR | SOLVER_SOLVABLE, p);
+    ctx.job_origins.push_back({JobOrigin::Kind::Favor, 0});
   }
 
-  Transaction* trans = solver_create_transaction(solver.get());
+  auto make_solver = [&]() {
+    auto solver = std::make_unique<OwnedSolver>(pool);
+    solver_set_flag(solver->get(), SOLVER_FLAG_ALLOW_DOWNGRADE, 1);
+    if (task.channel_priority == ChannelPriority::Strict)
+      solver_set_flag(solver->get(), SOLVER_FLAG_STRICT_REPO_PRIORITY, 1);
+    return solver;
+  };
+  auto solver = make_solver();
+
+  SolveOutcome out;
+  if (solver_solve(solver->get(), jobs.get()) != 0) {
+    out.explanation = explain_problems(ctx, solver->get());
+    return out;
+  }
+  if (!featured.empty()) {
+    OwnedQueue decided;
+    solver_get_decisionqueue(solver->get(), decided.get());
+    std::set<std::string> active;
+    for (int k = 0; k < decided.size(); ++k)
+      if (decided[k] > 0)
+        if (const RepoDataRecord* r = ctx.record(decided[k]))
+          for (const auto& tf : r->track_features) active.insert(tf);
+    std::vector<Id> wanted;
+    for (Id p : featured) {
+      auto fs = split_features(ctx.record(p)->features);
+      if (std::all_of(fs.begin(), fs.end(), [&](const std::string& f) { return active.count(f) > 0; }))
+        wanted.push_back(p);
+    }
+    if (!wanted.empty()) {
+      OwnedQueue again;
+      for (int k = 0; k < base_jobs; ++k) again.push(jobs[k]);
+      for (Id p : wanted) again.push2(SOLVER_FAVOR | SOLVER_SOLVABLE, p);
+      for (Id p : featured)
+        if (std::find(wanted.begin(), wanted.end(), p) == wanted.end()) again.push2(SOLVER_DISFAVOR | SOLVER_SOLVABLE, p);
+      auto second = make_solver();
+      if (solver_solve(second->get(), again.get()) == 0) solver = std::move(second);
+    }
+  }
+
+  Transaction* trans = solver_create_transaction(solver->get());
   OwnedQueue installed;
   transaction_installedresult(trans, installed.get());
   transaction_free(trans);

@@ -24,9 +24,9 @@ struct Origin {
 
 /// What a job of the job queue stands for.
 struct JobOrigin {
-  enum class Kind { Spec, Pin, Favor };
+  enum class Kind { Spec, Pin, Favor, Virtual };
   Kind kind = Kind::Spec;
-  std::size_t index = 0;  ///< SolveTask::specs or SolveTask::pinned index
+  std::size_t index = 0;  ///< SolveTask::specs, SolveTask::pinned or virtual_packages index
 };
 
 struct SolveContext {
@@ -37,6 +37,7 @@ struct SolveContext {
   std::map<std::string, std::vector<Id>> by_name;  ///< every solvable per name
   std::vector<bool> considered;                  ///< by solvable id: offered to libsolv
   std::vector<Id> pin_solvables;                 ///< by SolveTask::pinned index
+  std::vector<Id> virtual_solvables;             ///< by SolveTask::virtual_packages index
   std::vector<JobOrigin> job_origins;            ///< by job number (queue offset / 2)
   std::vector<std::vector<Id>> spec_candidates;  ///< by SolveTask::specs index
 
@@ -48,6 +49,8 @@ struct SolveContext {
   [[nodiscard]] std::string describe(Id p) const;
   /// Every solvable of the pool with this name (considered or not), for "versions that exist".
   [[nodiscard]] std::vector<Id> all_named(const std::string& name) const;
+  /// "__cuda 11.8 (declared in the manifest)" for a virtual package solvable; "" for others.
+  [[nodiscard]] std::string virtual_origin(Id p) const;
 };
 
 /// Builds the explanation of a failed solve from libsolv's problem rules.

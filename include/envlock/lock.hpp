@@ -20,6 +20,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,9 +84,13 @@ std::vector<VirtualPackage> default_virtual_packages(const std::string& platform
 /// CONDA_OVERRIDE_WIN (win) and CONDA_OVERRIDE_ARCHSPEC (the __archspec build): a non-empty value
 /// sets the version, an empty one removes the package. Sorted by name.
 /// Errors: ErrorKind::Parse naming the variable when an override is not a conda version.
+/// When `origins` is given, it receives for each returned name where its value came from:
+/// "CONDA_OVERRIDE_CUDA=11.8", "declared in the manifest for linux-64" or
+/// "assumed for linux-64" (what unsatisfiable explanations name).
 Result<std::vector<VirtualPackage>> lock_virtual_packages(
     const Manifest& manifest, const std::string& platform,
-    const std::function<std::optional<std::string>(const std::string&)>& getenv);
+    const std::function<std::optional<std::string>(const std::string&)>& getenv,
+    std::map<std::string, std::string>* origins = nullptr);
 
 /// Locks every environment of `manifest` for each of its platforms.
 /// Errors: those of load_repodata (channels), ErrorKind::Unsatisfiable naming the environment and

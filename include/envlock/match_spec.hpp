@@ -8,7 +8,13 @@
 //   numpy=1.26=py312*  /  numpy==1.26.4                                conda '=' forms
 //   conda-forge::numpy  /  conda-forge/linux-64::numpy                 channel[/subdir]::name
 //   numpy[version='>=1.26', build=py312*, build_number='>=2', md5=..., sha256=..., subdir=...,
-//         channel=..., license=..., track_features=..., fn=..., url=...]          bracket keys
+//         channel=..., license=..., license_family=..., track_features=..., features=...,
+//         fn=..., url=...]                                                      bracket keys
+// Bracket keys are conda's FIELD_NAMES (conda/models/match_spec.py), matched with conda's
+// implementors: name (lower-cased glob), build (case-sensitive glob), license and
+// license_family (case-insensitive globs), track_features and features (sets, equal as sets),
+// subdir, fn and url (exact); md5 and sha256 are hex digests compared case-insensitively
+// (rattler; conda compares them as exact strings, and repodata writes them in lower case).
 //   https://host/channel/linux-64/numpy-1.26.4-py312h_0.conda[#sha256]          a package URL
 //   numpy[optional]  /  ray[default,data] >=2.9                      bare bracket words
 //   mkl@                                                             conda's legacy feature spec
@@ -89,10 +95,12 @@ struct MatchSpec {
   std::optional<BuildNumberSpec> build_number;
   std::optional<std::string> md5;
   std::optional<std::string> sha256;
-  std::optional<std::string> license;
+  std::optional<std::string> license;         ///< glob, matched case-insensitively (conda)
+  std::optional<std::string> license_family;  ///< glob, matched case-insensitively (conda)
   std::optional<std::string> file_name;  ///< `fn=`
   std::optional<std::string> url;        ///< a package URL spec, or `url=`
   std::vector<std::string> track_features;  ///< `[track_features='a b']`, sorted, no duplicates
+  std::vector<std::string> features;        ///< `[features='a b']` (legacy), a set as track_features
   std::vector<std::string> extras;       ///< bare bracket words (`ray[default,data]`): pip-style
                                          ///< extras; conda ignores them when matching, so do we
   bool optional = false;                 ///< `[optional]` (conda's constrains marker)
@@ -111,8 +119,8 @@ struct MatchSpec {
   [[nodiscard]] std::string exact_name() const;
 
   /// True when `record` satisfies every field of the spec: name (case-insensitive), version,
-  /// build, build_number, md5, sha256, license (case-insensitive), subdir and track_features
-  /// (the same set, as conda's FeatureMatch). A PackageRecord carries no channel, URL or file
+  /// build, build_number, md5, sha256, license and license_family (case-insensitive globs),
+  /// subdir, track_features and features (the same set, as conda's FeatureMatch). A PackageRecord carries no channel, URL or file
   /// name, so those fields are not checked here.
   [[nodiscard]] bool matches(const PackageRecord& record) const;
   /// As above, and also channel (by channel name, e.g. `conda-forge` matches

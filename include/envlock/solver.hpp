@@ -12,17 +12,21 @@
 // names are ever parsed from the repodata JSON. A conda-forge-sized channel thus costs a solve
 // a few hundred names, not 500k records (docs/solving.md).
 //
-// Preferences follow conda as libsolv implements them for conda: fewer track_features first,
-// then the highest version, then the highest build number, then the build string (libsolv's
-// order). Record timestamps do not take part in the ranking (libsolv has no such step); the
-// channel URL, subdir and file name make every tie-break deterministic regardless of the order
-// records were read in.
-//
+// Preferences follow conda's version_key (conda/resolve.py), in libsolv's conda policy as
+// envlock patches it (cmake/patches): fewer track_features first, then the highest version,
+// then the highest build number, then an arch subdir over noarch, then the newest timestamp,
+// then the build string compared as plain text. The channel URL, subdir and file name make every
+// remaining tie deterministic regardless of the order records were read in. Legacy `features`
+// follow conda: a record with `features: F` needs a record that tracks F (`track_features`), and
+// once a solution has one, the featured variants are preferred (docs/solving.md, rule 3).
+// Virtual packages are installed solvables: `constrains` on them bind like `depends`.
+
 // Results map back to the caller's own records: a Solution holds pointers into SolveTask::repos
 // and SolveTask::pinned; no record is rebuilt from libsolv strings.
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -70,6 +74,10 @@ struct SolveTask {
   /// The virtual packages assumed on the target platform (`__glibc`, `__cuda`, ...). Records
   /// that depend on a virtual package not listed here cannot be chosen.
   std::vector<VirtualPackage> virtual_packages;
+  /// Where each virtual package's value came from, by name ("declared in the manifest",
+  /// "CONDA_OVERRIDE_CUDA", "assumed for linux-64"); named by unsatisfiable explanations.
+  /// Names without an entry are explained without an origin.
+  std::map<std::string, std::string> virtual_origins;
   /// Base layer pins: each is installed exactly (it is matched to the identical record of a
   /// repo by channel, subdir and file name, or added as it is); no other record of a pinned
   /// name can be chosen.
@@ -106,6 +114,7 @@ struct ProblemNode {
     Requires,   ///< a dependency: text = the MatchSpec of a `depends` entry
     Conflict,   ///< why a package cannot be chosen: text explains, e.g. the pin it clashes with
     Missing,    ///< nothing provides a spec: text names it, detail = the versions that exist
+    Virtual,    ///< a virtual package of the platform: text = "name version build", detail = its origin
   };
   Kind kind = Kind::Requested;
   std::string text;

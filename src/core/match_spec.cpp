@@ -143,8 +143,10 @@ std::pair<std::string, std::optional<std::string>> split_version_build(std::stri
   return {version, std::string(trim(s.substr(*split + 1)))};
 }
 
-const char* const kBracketKeys[] = {"name",    "version", "build",   "build_number", "channel", "subdir",
-                                    "md5",     "sha256",  "license", "track_features", "fn",    "url"};
+// conda's MatchSpec.FIELD_NAMES that match records (conda/models/match_spec.py).
+const char* const kBracketKeys[] = {"name",    "version",        "build",    "build_number", "channel",
+                                    "subdir",  "md5",            "sha256",   "license",      "license_family",
+                                    "track_features", "features", "fn",       "url"};
 
 }  // namespace
 
@@ -419,7 +421,7 @@ Result<MatchSpec> MatchSpec::parse(std::string_view text) {
       if (std::find(std::begin(kBracketKeys), std::end(kBracketKeys), key) == std::end(kBracketKeys)) {
         return spec_error(input, body_off + key_start, "unknown bracket key '" + key + "'",
                           "known keys: name, version, build, build_number, channel, subdir, md5, sha256, "
-                          "license, track_features, fn, url");
+                          "license, license_family, track_features, features, fn, url");
       }
       if (key == "version") version_key_pos = value_pos;
       brackets.emplace_back(key, value);
@@ -529,8 +531,12 @@ Result<MatchSpec> MatchSpec::parse(std::string_view text) {
       spec.sha256 = lower(value);
     } else if (key == "license") {
       spec.license = value;
+    } else if (key == "license_family") {
+      spec.license_family = value;
     } else if (key == "track_features") {
       spec.track_features = feature_set(value);
+    } else if (key == "features") {
+      spec.features = feature_set(value);
     } else if (key == "fn") {
       spec.file_name = value;
     } else if (key == "url") {
@@ -544,7 +550,8 @@ Result<MatchSpec> MatchSpec::parse(std::string_view text) {
 
 std::string MatchSpec::to_string() const {
   // A package URL spec prints as its URL when nothing else was added to it.
-  if (url && file_name && !build_number && !license && track_features.empty() && extras.empty() && !optional &&
+  if (url && file_name && !build_number && !license && !license_family && track_features.empty() &&
+      features.empty() && extras.empty() && !optional &&
       !(md5 && sha256)) {
     std::string text = *url;
     if (sha256) text += "#" + *sha256;
@@ -591,10 +598,12 @@ std::string MatchSpec::to_string() const {
   if (md5) br.push_back("md5=" + bracket_value(*md5));
   if (sha256) br.push_back("sha256=" + bracket_value(*sha256));
   if (license) br.push_back("license=" + bracket_value(*license));
-  if (!track_features.empty()) {
+  if (license_family) br.push_back("license_family=" + bracket_value(*license_family));
+  for (const auto* set : {&track_features, &features}) {
+    if (set->empty()) continue;
     std::string tf;
-    for (const auto& f : track_features) tf += (tf.empty() ? "" : " ") + f;
-    br.push_back("track_features=" + bracket_value(tf));
+    for (const auto& f : *set) tf += (tf.empty() ? "" : " ") + f;
+    br.push_back(std::string(set == &features ? "features=" : "track_features=") + bracket_value(tf));
   }
   if (file_name) br.push_back("fn=" + bracket_value(*file_name));
   if (url) br.push_back("url=" + bracket_value(*url));
@@ -618,6 +627,7 @@ bool MatchSpec::matches(const PackageRecord& r) const {
   if (md5 && lower(r.md5) != *md5) return false;
   if (sha256 && lower(r.sha256) != *sha256) return false;
   if (license && !detail::glob_match(lower(*license), lower(r.license))) return false;
+  if (license_family && !detail::glob_match(lower(*license_family), lower(r.license_family))) return false;
   if (subdir && r.subdir != *subdir) return false;
   if (!track_features.empty()) {
     std::vector<std::string> have = r.track_features;
@@ -625,6 +635,7 @@ bool MatchSpec::matches(const PackageRecord& r) const {
     have.erase(std::unique(have.begin(), have.end()), have.end());
     if (have != track_features) return false;
   }
+  if (!features.empty() && feature_set(r.features) != features) return false;
   return true;
 }
 
@@ -640,7 +651,8 @@ bool operator==(const MatchSpec& a, const MatchSpec& b) {
   return a.channel == b.channel && a.subdir == b.subdir && a.name == b.name && a.version == b.version &&
          a.build == b.build && a.build_number == b.build_number && a.md5 == b.md5 && a.sha256 == b.sha256 &&
          a.license == b.license && a.file_name == b.file_name && a.url == b.url &&
-         a.track_features == b.track_features && a.extras == b.extras && a.optional == b.optional;
+         a.license_family == b.license_family && a.track_features == b.track_features &&
+         a.features == b.features && a.extras == b.extras && a.optional == b.optional;
 }
 
 }  // namespace envlock

@@ -114,6 +114,15 @@ std::vector<HostMismatch> check_host(const std::vector<RepoDataRecord>& records,
         out.push_back({who, dep, describe_host(name, have)});
       }
     }
+    // A constraint on a virtual package binds only when the host has it (conda's constrains).
+    for (const auto& con : record.constrains) {
+      if (!con.starts_with("__")) continue;
+      auto spec = MatchSpec::parse(con);
+      if (!spec) continue;  // unreadable constraints are ignored, as conda does
+      const VirtualPackage* have = find_virtual(host, name_of_spec(con));
+      if (have != nullptr && !satisfies(*spec, *have))
+        out.push_back({record.name + " " + record.version.to_string(), con + " (constrains)", describe_host(have->name, have)});
+    }
   }
   return out;
 }

@@ -82,10 +82,16 @@ std::vector<VirtualPackage> default_virtual_packages(const std::string& platform
 }
 
 Result<std::vector<VirtualPackage>> lock_virtual_packages(const Manifest& manifest, const std::string& platform,
-                                                          const Getenv& getenv_in) {
+                                                          const Getenv& getenv_in,
+                                                          std::map<std::string, std::string>* origins_out) {
   const Getenv& getenv = getenv_in ? getenv_in : Getenv(process_getenv);
+  std::map<std::string, std::string> origins;
   std::vector<VirtualPackage> vps = default_virtual_packages(platform);
-  for (const auto& vp : manifest.virtual_packages_for(platform)) set_vp(vps, vp);
+  for (const auto& vp : vps) origins[vp.name] = "assumed for " + platform;
+  for (const auto& vp : manifest.virtual_packages_for(platform)) {
+    set_vp(vps, vp);
+    origins[vp.name] = "declared in the manifest for " + platform;
+  }
 
   struct Override {
     const char* variable;
@@ -111,14 +117,20 @@ Result<std::vector<VirtualPackage>> lock_virtual_packages(const Manifest& manife
                    std::string("set ") + o.variable + " to a version such as 12.4, or to an empty value to drop " +
                        o.package};
     set_vp(vps, {o.package, *value, "0"});
+    origins[o.package] = std::string(o.variable) + "=" + *value;
   }
   if (auto arch = getenv("CONDA_OVERRIDE_ARCHSPEC"); arch && platform != "noarch") {
     if (arch->empty())
       remove_vp(vps, "__archspec");
     else
       set_vp(vps, {"__archspec", "1", *arch});
+    origins["__archspec"] = "CONDA_OVERRIDE_ARCHSPEC=" + *arch;
   }
   std::sort(vps.begin(), vps.end(), [](const VirtualPackage& a, const VirtualPackage& b) { return a.name < b.name; });
+  if (origins_out != nullptr) {
+    origins_out->clear();
+    for (const auto& vp : vps) (*origins_out)[vp.name] = origins[vp.name];
+  }
   return vps;
 }
 
@@ -175,7 +187,8 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
     if (env.name == "default" || manifest.environments.size() == 1) le.reference = manifest.reference;
 
     for (const auto& platform : manifest.platforms_for(env)) {
-      auto vps = lock_virtual_packages(manifest, platform, options.getenv);
+      std::map<std::string, std::string> vp_origins;
+      auto vps = lock_virtual_packages(manifest, platform, options.getenv, &vp_origins);
       if (!vps) return vps.error();
 
       std::string key = repo_key(channels, platform);
@@ -191,6 +204,7 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
       SolveTask task;
       task.channel_priority = manifest.channel_priority;
       task.virtual_packages = *vps;
+      task.virtual_origins = vp_origins;
       std::map<std::string, int> rank;
       for (const auto& c : channels) rank.emplace(c.public_url(), static_cast<int>(rank.size()));
       for (const auto& sd : it->second) {

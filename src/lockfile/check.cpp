@@ -202,6 +202,23 @@ class Checker {
         const auto& spec = specs_.get(con);
         if (!spec) continue;  // conda ignores unreadable constraints too; the lock step reports them
         const std::string name = spec->exact_name();
+        if (name.starts_with("__")) {
+          // A constraint on a virtual package binds the one the lock assumed (absent: nothing to bind).
+          auto vp = std::find_if(lp.virtual_packages.begin(), lp.virtual_packages.end(),
+                                 [&](const VirtualPackage& v) { return v.name == name; });
+          if (vp == lp.virtual_packages.end()) continue;
+          PackageRecord r;
+          r.name = vp->name;
+          auto v = Version::parse(vp->version);
+          if (v) r.version = std::move(*v);
+          r.build = vp->build;
+          r.subdir = platform;
+          if (!v || !spec->matches(r))
+            add(K::ConstraintViolated, env.name, platform, p.name,
+                ctx + ": " + pin(p) + " constrains '" + con + "', violated by the assumed virtual package " +
+                    vp->to_string());
+          continue;
+        }
         auto it = by_name.find(name);
         if (name.empty() || it == by_name.end()) continue;  // constrains only bind what is present
         if (!spec->matches(static_cast<const RepoDataRecord&>(*it->second)))

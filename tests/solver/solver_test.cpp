@@ -76,6 +76,173 @@ TEST(Solver, TrackFeaturesAreDeprioritised) {
   EXPECT_EQ(picked(*out)["torch"], "2.0 cpu_0");
 }
 
+// Rule 1. conda/resolve.py version_key ends [..., build_number, noarch, timestamp, build];
+// rattler_solve/src/resolvo/conda_sorting.rs ends on the timestamp too.
+TEST(SolverOrder, SameVersionAndBuildNumberNewestTimestampWins) {
+  auto older = rec("lib", "1.0", "zz_0", 0);  // a build string that sorts last, as text or as a version
+  older.timestamp = 1700000000000;
+  auto newer = rec("lib", "1.0", "aa_0", 0);
+  newer.timestamp = 1700000000001;  // 1 ms newer: compared at the repodata's precision
+  for (const auto& records : {std::vector<RepoDataRecord>{older, newer}, std::vector<RepoDataRecord>{newer, older}}) {
+    auto task = one_repo_task(records);
+    task.specs = {spec("lib")};
+    auto out = solve(task);
+    ASSERT_TRUE(out.ok() && out->solved);
+    EXPECT_EQ(picked(*out)["lib"], "1.0 aa_0");
+  }
+  // Equal (or absent) timestamps: the build string decides, compared as plain text (conda's
+  // last key): "py_10" < "py_9" as text, though 10 > 9 as a version.
+  auto a = rec("lib", "1.0", "py_10", 0), b = rec("lib", "1.0", "py_9", 0);
+  a.timestamp = b.timestamp = 1700000000000;
+  for (bool with_ts : {true, false}) {
+    std::vector<RepoDataRecord> records{a, b};
+    if (!with_ts) records[0].timestamp = records[1].timestamp = std::nullopt;
+    auto task = one_repo_task(records);
+    task.specs = {spec("lib")};
+    auto out = solve(task);
+    ASSERT_TRUE(out.ok() && out->solved);
+    EXPECT_EQ(picked(*out)["lib"], "1.0 py_9") << with_ts;
+  }
+  // The timestamp never outranks the build number or the version.
+  auto bn = rec("lib", "1.0", "b_1", 1);
+  bn.timestamp = 1;
+  auto v2 = rec("lib", "0.9", "c_0", 0);
+  v2.timestamp = 1800000000000;
+  std::vector<RepoDataRecord> records{older, newer, bn, v2};
+  auto task = one_repo_task(records);
+  task.specs = {spec("lib")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out)["lib"], "1.0 b_1");
+}
+
+// Rule 2. conda/resolve.py version_key: [..., version, build_number, noarch, ...]: the arch
+// record wins only on a version + build number tie; the same with every channel priority.
+TEST(SolverOrder, BuildNumberBeforeSubdir) {
+  const std::string ch = "https://example.org/chan-a";
+  std::vector<RepoDataRecord> arch{rec("tool", "1.0", "h1_0", 0, {}, ch, "linux-64"),
+                                   rec("same", "2.0", "h2_3", 3, {}, ch, "linux-64")};
+  std::vector<RepoDataRecord> noarch{rec("tool", "1.0", "pyh_1", 1, {}, ch, "noarch"),
+                                     rec("same", "2.0", "pyh_3", 3, {}, ch, "noarch")};
+  arch[0].timestamp = arch[1].timestamp = 1000;        // older than the noarch records:
+  noarch[0].timestamp = noarch[1].timestamp = 2000;    // the subdir step comes before the timestamp
+  for (auto prio : {ChannelPriority::Strict, ChannelPriority::Flexible, ChannelPriority::Disabled}) {
+    SolveTask t;
+    t.channel_priority = prio;
+    t.repos = {{ch, "linux-64", 0, &arch}, {ch, "noarch", 0, &noarch}};
+    t.specs = {spec("tool"), spec("same")};
+    auto out = solve(t);
+    ASSERT_TRUE(out.ok() && out->solved);
+    EXPECT_EQ(picked(*out)["tool"], "1.0 pyh_1") << static_cast<int>(prio);  // higher build number, noarch
+    EXPECT_EQ(picked(*out)["same"], "2.0 h2_3") << static_cast<int>(prio);   // tie: arch preferred
+  }
+}
+
+// Rule 3, legacy form: conda/resolve.py ms_depends (a record's `features` need a tracker) and
+// generate_feature_count / generate_feature_metric (fewest trackers, then the featured variants).
+TEST(SolverFeatures, LegacyFeaturesFollowTheTracker) {
+  auto mkl = rec("numpy", "1.0", "py_mkl_0", 0);
+  auto nomkl = rec("numpy", "1.0", "py_nomkl_0", 0);
+  nomkl.features = "nomkl";
+  nomkl.timestamp = 2000;  // newer, and its build string sorts last: only the features keep it out
+  mkl.timestamp = 1000;
+  auto tracker = rec("nomkl", "1.0", "0", 0);
+  tracker.track_features = {"nomkl"};
+  std::vector<RepoDataRecord> records{mkl, nomkl, tracker, rec("scipy", "1.0", "0", 0, {"numpy"})};
+  auto task = one_repo_task(records);
+  task.specs = {spec("scipy")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{{"numpy", "1.0 py_mkl_0"}, {"scipy", "1.0 0"}}));
+  // Requesting the tracker switches every package that has a featured variant.
+  task.specs = {spec("scipy"), spec("nomkl")};
+  out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out)["numpy"], "1.0 py_nomkl_0");
+  // A featured record cannot be installed without its tracker.
+  task.specs = {spec("numpy=1.0=py_nomkl_0")};
+  out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out).count("nomkl"), 1u);
+}
+
+// Rule 3, mutex form (the pytorch channel's cpuonly / pytorch-mutex): the variant whose mutex
+// build tracks a feature is de-prioritised, and requesting the selector package yields it, also
+// when the framework is channel-pinned.
+TEST(SolverFeatures, MutexFormAndChannelPinnedSpec) {
+  const std::string ch = "https://conda.anaconda.org/pytorch";
+  auto cpu_mutex = rec("pytorch-mutex", "1.0", "cpu", 0, {}, ch, "noarch");
+  cpu_mutex.track_features = {"pytorch-mutex"};
+  std::vector<RepoDataRecord> noarch{cpu_mutex, rec("pytorch-mutex", "1.0", "cuda", 0, {}, ch, "noarch"),
+                                     rec("cpuonly", "2.0", "0", 0, {"pytorch-mutex 1.0 cpu"}, ch, "noarch")};
+  std::vector<RepoDataRecord> linux{rec("pytorch", "1.10.0", "py3.9_cpu_0", 0, {"pytorch-mutex 1.0 cpu"}, ch),
+                                    rec("pytorch", "1.10.0", "py3.9_cuda11.3_0", 0, {"pytorch-mutex 1.0 cuda"}, ch)};
+  linux[0].timestamp = 1634273220608;
+  linux[1].timestamp = 1634283637634;
+  for (const char* torch : {"pytorch", "pytorch::pytorch"}) {
+    SolveTask t;
+    t.repos = {{ch, "linux-64", 0, &linux}, {ch, "noarch", 0, &noarch}};
+    t.specs = {spec(torch)};
+    auto out = solve(t);
+    ASSERT_TRUE(out.ok() && out->solved);
+    EXPECT_EQ(picked(*out)["pytorch-mutex"], "1.0 cuda") << torch;
+    t.specs = {spec(torch), spec("cpuonly")};
+    out = solve(t);
+    ASSERT_TRUE(out.ok() && out->solved);
+    EXPECT_EQ(picked(*out)["pytorch"], "1.10.0 py3.9_cpu_0") << torch;
+    EXPECT_EQ(picked(*out)["pytorch-mutex"], "1.0 cpu") << torch;
+  }
+}
+
+// Rule 4. mamba libmamba/tests/src/solver/libsolv/test_solver.cpp "Run constraints on virtual
+// packages are enforced"; conda's virtual packages are installed records of the solve.
+TEST(SolverVirtual, ConstrainsOnVirtualPackagesBind) {
+  auto cv = rec("cuda-version", "12.4", "h3060b56_3", 3);
+  cv.constrains = {"__cuda >=12", "cudatoolkit 12.4|12.4.*"};
+  std::vector<RepoDataRecord> records{cv, rec("cuda-version", "11.8", "h70ddcb2_3", 3)};
+  auto task = one_repo_task(records);
+  task.specs = {spec("cuda-version")};
+  task.virtual_packages = {{"__cuda", "11.8", "0"}, {"__glibc", "2.28", "0"}};
+  task.virtual_origins = {{"__cuda", "declared in the manifest for linux-64"}};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{{"cuda-version", "11.8 h70ddcb2_3"}}));
+  // Without __cuda the constraint has nothing to bind: the newest is taken.
+  task.virtual_packages = {{"__glibc", "2.28", "0"}};
+  out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out)["cuda-version"], "12.4 h3060b56_3");
+  // Asked for 12, with __cuda 11.8: unsatisfiable, naming the virtual package and its origin.
+  task.virtual_packages = {{"__cuda", "11.8", "0"}};
+  task.specs = {spec("cuda-version 12.*")};
+  out = solve(task);
+  ASSERT_TRUE(out.ok());
+  ASSERT_FALSE(out->solved);
+  EXPECT_EQ(out->explanation.to_text(),
+            "  cuda-version 12.* (requested at test)\n"
+            "  └─ cuda-version 12.4 h3060b56_3\n"
+            "     └─ constrains '__cuda >=12', which excludes __cuda 11.8 0 (virtual package, declared in the "
+            "manifest for linux-64)\n"
+            "  __cuda 11.8 0 (virtual package, declared in the manifest for linux-64)\n"
+            "  └─ excluded by the constraint '__cuda >=12' of cuda-version 12.4 h3060b56_3 (requested as "
+            "'cuda-version 12.*')\n");
+  nlohmann::json j;
+  out->explanation.to_json(j);
+  EXPECT_EQ(j["conflicts"][1]["kind"], "virtual");
+  // A dependency on a newer __cuda than assumed names the assumed value and its origin.
+  records.push_back(rec("app", "1.0", "0", 0, {"__cuda >=12.6"}));
+  task = one_repo_task(records);
+  task.specs = {spec("app")};
+  task.virtual_packages = {{"__cuda", "12.4", "0"}};
+  task.virtual_origins = {{"__cuda", "CONDA_OVERRIDE_CUDA=12.4"}};
+  out = solve(task);
+  ASSERT_TRUE(out.ok());
+  ASSERT_FALSE(out->solved);
+  EXPECT_NE(out->explanation.to_text().find("nothing provides __cuda >=12.6; assumed: __cuda 12.4 0 (CONDA_OVERRIDE_CUDA=12.4)"),
+            std::string::npos)
+      << out->explanation.to_text();
+}
+
 TEST(Solver, FollowsDependenciesAndVirtualPackages) {
   std::vector<RepoDataRecord> records{
       rec("app", "2.0", "gpu_0", 0, {"libcuda-rt >=12", "__cuda >=12"}), rec("app", "1.0", "cpu_0", 0, {"zlib 1.*"}),
