@@ -2,9 +2,11 @@
 #include "envlock/lock.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "envlock/paths.hpp"
 #include "envlock/url.hpp"
@@ -62,6 +64,113 @@ const LockedPlatform* find_locked(const Lockfile& lock, const std::string& env, 
 std::string describe_location(const Manifest& m, const ManifestEnvironment& env) {
   if (env.location.line > 0) return env.location.to_string();
   return m.path.empty() ? std::string() : m.path.string();
+}
+
+// ---- Silent variant switches (docs/solving.md, rule 6) ----
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+/// The frameworks whose CPU and CUDA builds share a name (conda-forge, pytorch and nvidia channels).
+bool is_framework(const std::string& name) {
+  static const std::set<std::string> kNames{"pytorch", "torch", "libtorch", "tensorflow", "tensorflow-base",
+                                            "jax", "jaxlib"};
+  return kNames.count(name) > 0;
+}
+
+bool names_variant(const RepoDataRecord& r, std::string_view word) {
+  if (lower(r.build).find(word) != std::string::npos) return true;
+  for (const auto& f : r.track_features)
+    if (lower(f).find(word) != std::string::npos) return true;
+  for (const auto& f : split_features(r.features))
+    if (lower(f).find(word) != std::string::npos) return true;
+  return false;
+}
+
+bool is_cpu_build(const RepoDataRecord& r) { return names_variant(r, "cpu"); }
+
+bool is_cuda_build(const RepoDataRecord& r) {
+  if (names_variant(r, "cuda") || names_variant(r, "gpu")) return true;
+  return std::any_of(r.depends.begin(), r.depends.end(), [](const std::string& d) { return d.starts_with("__cuda"); });
+}
+
+std::string dist(const RepoDataRecord& r) { return r.name + " " + r.version.to_string() + " " + r.build; }
+
+/// The first reason of an explanation: its first Missing or Conflict node, depth first.
+std::string first_reason(const std::vector<ProblemNode>& nodes) {
+  for (const auto& n : nodes) {
+    if (n.kind == ProblemNode::Kind::Missing || n.kind == ProblemNode::Kind::Conflict)
+      return n.text + (n.detail.empty() ? "" : " (" + n.detail + ")");
+    if (auto r = first_reason(n.children); !r.empty()) return r;
+  }
+  return "";
+}
+
+/// Why `wanted` is not in the answer: the solve again, with `wanted` requested exactly.
+std::string why_not(const SolveTask& task, const RepoDataRecord& wanted) {
+  SolveTask t = task;
+  t.preferred.clear();
+  std::string text = wanted.name + " ==" + wanted.version.to_string() + " " + wanted.build;
+  auto ms = MatchSpec::parse(text);
+  if (!ms) return "its build string cannot be requested";
+  ms->file_name = wanted.file_name;
+  t.specs.push_back({*ms, text, ""});
+  auto out = solve(t);
+  if (!out) return out.error().message;
+  if (out->solved) return "both fit; the solver ranked the chosen build higher (track_features, version, build number)";
+  std::string r = first_reason(out->explanation.roots);
+  return r.empty() ? "it conflicts with the other requests" : r;
+}
+
+/// The best CUDA build of `name` among the task's repos (version, build number, timestamp).
+std::optional<RepoDataRecord> best_cuda_build(const SolveTask& task, const std::string& name) {
+  std::optional<RepoDataRecord> best;
+  auto key = [](const RepoDataRecord& r) { return std::make_tuple(r.version, r.build_number, r.timestamp.value_or(0)); };
+  for (const auto& repo : task.repos) {
+    std::vector<const RepoDataRecord*> recs;
+    if (repo.index != nullptr) {
+      for (const auto& r : repo.index->records(name)) recs.push_back(&r);
+    } else if (repo.records != nullptr) {
+      for (const auto& r : *repo.records)
+        if (r.name == name) recs.push_back(&r);
+    }
+    for (const auto* r : recs)
+      if (is_cuda_build(*r) && !is_cpu_build(*r) && (!best || key(*r) > key(*best))) best = *r;
+  }
+  return best;
+}
+
+/// Warnings for CPU builds of frameworks where a GPU is declared, and for CUDA -> CPU switches
+/// against the previous lock of the same environment and platform.
+void variant_warnings(const SolveTask& task, const Solution& solution, const LockedPlatform* previous,
+                      const std::string& where, std::vector<std::string>& warnings) {
+  auto cuda = std::find_if(task.virtual_packages.begin(), task.virtual_packages.end(),
+                           [](const VirtualPackage& v) { return v.name == "__cuda"; });
+  for (const auto& sp : solution.packages) {
+    const RepoDataRecord& r = *sp.record;
+    if (sp.from_pin || !is_cpu_build(r)) continue;
+    const LockedPackage* old = nullptr;
+    if (previous != nullptr)
+      for (const auto& p : previous->packages)
+        if (p.name == r.name) old = &p;
+    if (old != nullptr && is_cuda_build(*old) && !is_cpu_build(*old)) {
+      warnings.push_back(where + ": " + r.name + " switched from the CUDA build " + dist(*old) + " to the CPU build " +
+                         dist(r) + ": the CUDA build " + why_not(task, *old));
+      continue;
+    }
+    if (cuda == task.virtual_packages.end() || !is_framework(r.name)) continue;
+    auto alt = best_cuda_build(task, r.name);
+    std::string msg = where + ": " + r.name + " is the CPU-only build " + dist(r) + " although " + cuda->to_string() +
+                      " is assumed";
+    if (auto o = task.virtual_origins.find("__cuda"); o != task.virtual_origins.end()) msg += " (" + o->second + ")";
+    if (alt)
+      msg += "; the CUDA build " + dist(*alt) + " was not chosen: " + why_not(task, *alt);
+    else
+      msg += "; the channels offer no CUDA build of " + r.name + " for this platform";
+    warnings.push_back(std::move(msg));
+  }
 }
 
 }  // namespace
@@ -279,6 +388,10 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
                                       : "relax one of the specs named above, or change the base layer '" + env.base +
                                             "' and lock again"};
       }
+
+      variant_warnings(task, outcome->solution,
+                       options.previous ? find_locked(*options.previous, env.name, platform) : nullptr,
+                       env.name + "/" + platform, diag.warnings);
 
       LockedPlatform lp;
       lp.platform = platform;
