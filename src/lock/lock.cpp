@@ -157,7 +157,7 @@ void variant_warnings(const SolveTask& task, const Solution& solution, const Loc
         if (p.name == r.name) old = &p;
     if (old != nullptr && is_cuda_build(*old) && !is_cpu_build(*old)) {
       warnings.push_back(where + ": " + r.name + " switched from the CUDA build " + dist(*old) + " to the CPU build " +
-                         dist(r) + ": the CUDA build " + why_not(task, *old));
+                         dist(r) + "; the CUDA build no longer fits: " + why_not(task, *old));
       continue;
     }
     if (cuda == task.virtual_packages.end() || !is_framework(r.name)) continue;

@@ -198,6 +198,20 @@ TEST(HostCheck, NamesPackageRequirementAndHost) {
   EXPECT_NE(e.hint.find("--ignore-host"), std::string::npos);
 }
 
+// docs/solving.md rule 4: a record's `constrains` on a virtual package binds the host's value
+// when the host has it, and nothing when it does not.
+TEST(HostCheck, ConstraintsOnVirtualPackagesBindTheHost) {
+  RepoDataRecord cv;
+  cv.name = "cuda-version";
+  cv.version = *Version::parse("12.4");
+  cv.constrains = {"__cuda >=12", "cudatoolkit 12.4|12.4.*"};
+  auto m = check_host({cv}, {}, {{"__cuda", "11.8", "0"}, {"__glibc", "2.36", "0"}});
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].to_string(), "cuda-version 12.4 needs __cuda >=12 (constrains); this host's driver supports CUDA 11.8");
+  EXPECT_TRUE(check_host({cv}, {}, {{"__cuda", "12.4", "0"}}).empty());
+  EXPECT_TRUE(check_host({cv}, {}, {{"__glibc", "2.36", "0"}}).empty());  // no GPU: nothing to constrain
+}
+
 TEST(HostCheck, LockedVirtualPackagesAreMinimums) {
   const std::vector<VirtualPackage> locked{{"__glibc", "2.28", "0"}, {"__archspec", "1", "x86_64_v3"}};
   EXPECT_TRUE(check_host({}, locked, {{"__glibc", "2.36", "0"}, {"__archspec", "1", "x86_64_v4"}}).empty());

@@ -387,6 +387,60 @@ Manifest manifest_from(const std::string& text, const fs::path& dir) {
   return m.ok() ? *m : Manifest{};
 }
 
+/// A channel of hand-made records: `records` as repodata.json of <dir>/linux-64 (noarch empty).
+void write_channel(const fs::path& dir, const nlohmann::json& records) {
+  nlohmann::json j = {{"info", {{"subdir", "linux-64"}}}, {"packages", nlohmann::json::object()},
+                      {"packages.conda", records}};
+  spit(dir / "linux-64" / "repodata.json", j.dump(1));
+  spit(dir / "noarch" / "repodata.json", R"({"info": {"subdir": "noarch"}, "packages": {}})");
+}
+
+// docs/solving.md rule 6: a CPU build of a framework where __cuda is assumed, and a re-lock that
+// moves a record from its CUDA build to its CPU build, are warned about (stderr and --json).
+TEST(LockCli, WarnsAboutCpuBuildsAndCudaToCpuSwitches) {
+  TempDir tmp("lock");
+  auto record = [](const std::string& build, std::vector<std::string> depends, int ts) {
+    return nlohmann::json{{"name", "pytorch"}, {"version", "2.3.1"}, {"build", build}, {"build_number", 0},
+                          {"depends", depends}, {"subdir", "linux-64"}, {"timestamp", ts}};
+  };
+  write_channel(tmp.path() / "gpu", {{"pytorch-2.3.1-cpu_py311h0.conda", record("cpu_py311h0", {}, 1000)},
+                                     {"pytorch-2.3.1-cuda120_py311h0.conda",
+                                      record("cuda120_py311h0", {"__cuda >=12.6"}, 2000)}});
+  const auto manifest = [&](const std::string& cuda) {
+    spit(tmp.path() / "envlock.yaml", "channels: [./gpu]\nplatforms: [linux-64]\nvirtual-packages:\n  linux-64: [__cuda=" +
+                                          cuda + "]\ndependencies: [pytorch]\n");
+  };
+  const std::string lock = envlock_cmd() + " lock -f " + q(tmp.path() / "envlock.yaml");
+  // (`env -u CONDA_OVERRIDE_CUDA`: the manifest's value counts, not the test host's.)
+  // A driver new enough: the CUDA build, no warning.
+  manifest("12.6");
+  auto r = run_command("env -u CONDA_OVERRIDE_CUDA " + lock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(slurp(tmp.path() / "envlock.lock").find("cuda120_py311h0"), std::string::npos);
+  // The manifest now declares an older driver: the re-lock switches to the CPU build and says so.
+  manifest("12.4");
+  r = run_command("env -u CONDA_OVERRIDE_CUDA " + lock + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string switched =
+      "default/linux-64: pytorch switched from the CUDA build pytorch 2.3.1 cuda120_py311h0 to the CPU build pytorch "
+      "2.3.1 cpu_py311h0; the CUDA build no longer fits: nothing provides __cuda >=12.6 (assumed: __cuda 12.4 0 "
+      "(declared in the manifest for linux-64))";
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["warnings"], nlohmann::json::array({switched}));
+  // Locked afresh, it is still a CPU build where a GPU is declared.
+  r = run_command("env -u CONDA_OVERRIDE_CUDA " + lock + " --update-all");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "warning: " + switched + "\n");
+  fs::remove(tmp.path() / "envlock.lock");
+  r = run_command("env -u CONDA_OVERRIDE_CUDA " + lock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "warning: default/linux-64: pytorch is the CPU-only build pytorch 2.3.1 cpu_py311h0 although __cuda=12.4=0 "
+            "is assumed (declared in the manifest for linux-64); the CUDA build pytorch 2.3.1 cuda120_py311h0 was not "
+            "chosen: nothing provides __cuda >=12.6 (assumed: __cuda 12.4 0 (declared in the manifest for linux-64))\n");
+}
+
 TEST(LockLibrary, VirtualPackagesDefaultsManifestAndOverrides) {
   TempDir tmp("lock");
   auto m = manifest_from("channels: [./cf]\nplatforms: [linux-64, osx-arm64]\nvirtual-packages:\n  linux-64: [__cuda=12.4, "

@@ -182,6 +182,28 @@ TEST(CheckLockfile, VirtualPackageDependencies) {
             "base/linux-64: numpy 2.1.0 h0_0 depends on '__cuda >=12' but the lock assumes no __cuda virtual package");
 }
 
+// docs/solving.md rule 4: a `constrains` on a virtual package binds the one the lock assumed
+// (mamba test_solver.cpp "Run constraints on virtual packages are enforced").
+TEST(CheckLockfile, ConstraintOnAnAssumedVirtualPackage) {
+  const Manifest m = manifest();
+  Lockfile lf = fresh(m);
+  find(lf, "base", "numpy").constrains = {"__glibc >=2.34", "__cuda >=12"};
+  find(lf, "train", "numpy").constrains = find(lf, "base", "numpy").constrains;
+  auto rs = check_lockfile(m, lf);
+  // __glibc=2.28 is assumed: violated; no __cuda is assumed: nothing to bind.
+  ASSERT_EQ(rs.size(), 2u) << dump(rs);
+  EXPECT_EQ(rs[0].kind, K::ConstraintViolated);
+  EXPECT_EQ(rs[0].message,
+            "base/linux-64: numpy 2.1.0 h0_0 constrains '__glibc >=2.34', violated by the assumed virtual package "
+            "__glibc=2.28=0");
+  EXPECT_EQ(rs[1].message,
+            "train/linux-64: numpy 2.1.0 h0_0 constrains '__glibc >=2.34', violated by the assumed virtual package "
+            "__glibc=2.28=0");
+  find(lf, "base", "numpy").constrains = {"__glibc >=2.17"};
+  find(lf, "train", "numpy").constrains = {"__glibc >=2.17"};
+  EXPECT_TRUE(check_lockfile(m, lf).empty()) << dump(check_lockfile(m, lf));
+}
+
 TEST(CheckLockfile, ConstraintViolated) {
   const Manifest m = manifest();
   Lockfile lf = fresh(m);
