@@ -730,9 +730,11 @@ void Batch::finish(Transfer& t, CURLcode code) {
   }
   std::string why = t.errbuf[0] != '\0' ? std::string(t.errbuf.data()) : lc().easy_strerror(code);
   // libcurl's message may quote the URL it was given; never let credentials through.
-  for (const std::string* raw : {&t.curl_url, &t.req->url}) {
+  for (const std::string* raw : {static_cast<const std::string*>(&t.curl_url), &t.req->url}) {
     if (raw->empty()) continue;
-    for (auto pos = why.find(*raw); pos != std::string::npos; pos = why.find(*raw)) why.replace(pos, raw->size(), t.redacted);
+    if (*raw == t.redacted) continue;
+    for (auto pos = why.find(*raw); pos != std::string::npos; pos = why.find(*raw, pos + t.redacted.size()))
+      why.replace(pos, raw->size(), t.redacted);
   }
   why = redact_text(why);
   Error err{ErrorKind::Network, t.redacted, "download of " + t.label + " failed: " + why};

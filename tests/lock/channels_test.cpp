@@ -284,7 +284,7 @@ TEST(Mirror, ChannelAliasOverHttpAndFile) {
   testing::HttpServer server(tmp.path() / "www");
   ASSERT_TRUE(server.ok()) << server.error();
   std::map<std::string, std::string> env{{"ENVLOCK_CACHE_DIR", (tmp.path() / "cache").string()}};
-  for (const std::string alias : {server.url("/prefix"), "file://" + (tmp.path() / "www/prefix").string()}) {
+  for (const std::string& alias : std::vector<std::string>{server.url("/prefix"), "file://" + (tmp.path() / "www/prefix").string()}) {
     spit(tmp.path() / "envlock.yaml", "channel-alias: " + alias + "\nchannels: [dummy]\nplatforms: [linux-64]\n"
                                       "dependencies: [\"dummy::dummy-a\"]\n");
     auto lock = run_command(envlock_cmd() + " lock --update-all -f " + q(tmp.path() / "envlock.yaml"), env);
