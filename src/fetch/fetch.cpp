@@ -738,6 +738,7 @@ void Batch::finish(Transfer& t, CURLcode code) {
   }
   why = redact_text(why);
   Error err{ErrorKind::Network, t.redacted, "download of " + t.label + " failed: " + why};
+  if (code == CURLE_FILE_COULDNT_READ_FILE && t.scheme == Scheme::File) err.http_status = 404;  // as a server's 404
   if (code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING) {
     err.hint = "the connection was dropped; run the command again to resume the download";
   }

@@ -295,7 +295,7 @@ Result<std::vector<Channel>> Parser::channels(const YAML::Node& n) {
       }
       if (!entry["url"])
         return src_.error_at(entry, "a channel written as a map needs `url`", "write {url: URL, name: NAME}");
-      item = entry["url"];
+      item.reset(entry["url"]);  // (operator= would write into `entry`)
       if (entry["name"]) {
         auto nm = scalar(entry["name"], "a channel name");
         if (!nm) return nm.error();

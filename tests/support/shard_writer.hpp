@@ -66,6 +66,15 @@ inline void write_bytes(const std::filesystem::path& p, const std::string& bytes
   out << bytes;
 }
 
+/// Requests per path, for the paths of `counts` (HttpServer::request_counts()) that contain
+/// `part` (e.g. "/shards/").
+inline std::map<std::string, int> counts_under(const nlohmann::json& counts, const std::string& part) {
+  std::map<std::string, int> out;
+  for (auto it = counts.begin(); it != counts.end(); ++it)
+    if (it.key().find(part) != std::string::npos && it.value().is_number()) out[it.key()] = it.value().get<int>();
+  return out;
+}
+
 /// What write_shards() wrote.
 struct ShardSet {
   std::map<std::string, std::string> hash_by_name;  ///< name -> hex sha256 of its shard
