@@ -13,11 +13,21 @@
 // Sources, per channel and subdir (the platform's subdir and `noarch`):
 //   local directory / file://   `<dir>/<subdir>/repodata.json.zst`, else `repodata.json`; read in
 //                               place, never cached.
-//   http(s)://                  `repodata.json.zst` first, `repodata.json` when the server has no
-//                               .zst (404); stored under the repodata cache
-//                               (`<cache>/repodata/<key>.json` + `<key>.state.json`), revalidated
-//                               with If-None-Match / If-Modified-Since (a 304 reuses the copy).
-//                               All subdirs of all channels are fetched in parallel.
+//   http(s)://                  lazy loads: CEP-16 `repodata_shards.msgpack.zst` first (the
+//                               shard index; shards are fetched per name, see below), then
+//                               `repodata.json.zst`, then `repodata.json`, each tried when the
+//                               server answers 404 for the one before; stored under the repodata
+//                               cache (`<cache>/repodata/<key>.json` or `<key>.shards.msgpack.zst`
+//                               + `<key>.state.json`), revalidated with If-None-Match /
+//                               If-Modified-Since (a 304 reuses the copy). A cached copy whose
+//                               bytes no longer hash to the state's `content_hash` is ignored
+//                               and fetched again in full. All subdirs of all channels are
+//                               fetched in parallel. Eager loads skip the shards.
+// Sharded subdirs (CEP-16): the subdir's RepodataIndex is RepodataIndex::from_shards(); a
+// shard is fetched when its name is first asked for, or in parallel batches by
+// prefetch_shards(), into `<cache>/repodata/shards/<sha256>.msgpack.zst` (content-addressed:
+// verified against its name while downloading and when read back, never revalidated).
+// repodata.json is never downloaded for a sharded subdir.
 // Credentials come from ~/.netrc (or $NETRC) or from `user:pass@` / `/t/<token>/` in the channel
 // URL; they are used for the transfer only: records, cache state, errors and messages carry
 // redact_url() URLs.
@@ -28,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "envlock/fetch.hpp"
 #include "envlock/manifest.hpp"
 #include "envlock/package_record.hpp"
 #include "envlock/repodata_index.hpp"
@@ -74,6 +85,11 @@ struct RepodataOptions {
   /// Lazy loading only: keep the index cache (envlock/repodata_index.hpp) in
   /// `<cache_dir>/index`, so that a second load skips the pass over the JSON.
   bool index_cache = true;
+  /// Lazy loading only: use CEP-16 sharded repodata when an http(s) channel serves it.
+  bool shards = true;
+  /// Transfer settings (timeouts, parallelism, progress, credentials file); netrc_file and
+  /// max_retries above take precedence over the same fields here.
+  FetchOptions fetch;
 };
 
 /// Loads `subdirs` (each given subdir and `noarch`, deduplicated) of every channel, in channel
@@ -87,6 +103,14 @@ struct RepodataOptions {
 Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& channels,
                                                   const std::vector<std::string>& subdirs,
                                                   const RepodataOptions& options = {});
+
+/// Loads, in parallel batches, the shards that a solve starting from `roots` (package names)
+/// can reach through `depends` in the sharded subdirs of `repodata`: a breadth-first walk, one
+/// batch per step over every sharded subdir at once (CEP-16 "Fetch process"). Names a non-sharded
+/// subdir offers are followed too (their records are parsed, as the solver would). Afterwards
+/// the solver finds every reachable name already parsed. Errors: the first shard that could
+/// not be obtained (ErrorKind::Network, Integrity or Parse, naming the shard's URL).
+Status prefetch_shards(const std::vector<SubdirRepodata>& repodata, const std::vector<std::string>& roots);
 
 /// Decompresses a zstd frame sequence (repodata.json.zst). ErrorKind::Parse naming `source` on
 /// corrupt input; output is bounded to 4 GiB.

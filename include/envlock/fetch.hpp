@@ -12,9 +12,18 @@
 //   * is retried with exponential backoff on transient failures (connection refused/reset/dropped,
 //     timeouts, HTTP 408, 425, 429, 500, 502, 503, 504); never on 4xx client errors or digest
 //     mismatches (a mismatch deletes the `.partial` so the next attempt starts clean);
-//   * takes credentials from ~/.netrc (or FetchOptions::netrc_file) through libcurl's own netrc
-//     support and from `user:pass@` in the URL; every URL that reaches an Error, a FetchResult or a
-//     progress callback goes through redact_url() (envlock/url.hpp), so nothing secret is printed.
+//   * takes credentials from `user:pass@` or `/t/<token>/` in the URL, else from the credentials
+//     file (envlock/credentials.hpp: BearerToken, BasicHTTP, CondaToken by host, `*.domain` or
+//     URL prefix), else from ~/.netrc (or FetchOptions::netrc_file) through libcurl's own netrc
+//     support; libcurl sends them to the URL's host only: a redirect to another host goes
+//     without them (CURLOPT_UNRESTRICTED_AUTH stays off). Every URL that reaches an Error, a
+//     FetchResult or a progress callback goes through redact_url() (envlock/url.hpp), and
+//     libcurl's own messages through redact_text(), so nothing secret is printed;
+//   * may be sent elsewhere than its URL says: FetchOptions::url_prefixes maps a URL prefix (a
+//     channel as a lockfile records it) to another (the same channel with its credentials, or a
+//     mirror of it); messages then name the URL actually fetched, redacted;
+//   * honours libcurl's proxy variables (http_proxy, https_proxy, ALL_PROXY, no_proxy) and, for
+//     TLS, FetchOptions::ca_bundle (or the system's trust store).
 //
 // Conditional requests (RFC 9110 §13) for repodata: set FetchRequest::if_none_match (an ETag) and/or
 // if_modified_since (a Last-Modified value, sent verbatim); a 304 answer leaves `destination`
@@ -92,7 +101,12 @@ struct FetchProgress {
 /// batch ends. It must not call back into fetch functions.
 using FetchProgressCallback = std::function<void(const FetchProgress&)>;
 
-/// Knobs for a batch; the defaults suit a package install.
+/// Knobs for a batch; the defaults suit a package install. The environment overrides them for
+/// every batch (so CI can tune any command): ENVLOCK_CONNECT_TIMEOUT (seconds, connect_timeout,
+/// default 30), ENVLOCK_READ_TIMEOUT (seconds a transfer may stall below 1 byte/s before it is
+/// aborted and retried: low_speed_time, default 60), ENVLOCK_RETRIES (max_retries, default 4;
+/// repodata 3), ENVLOCK_CA_BUNDLE (ca_bundle when not set). Values that are not whole numbers
+/// are ignored.
 struct FetchOptions {
   std::size_t parallel = 8;                          ///< concurrent transfers (>= 1)
   unsigned max_retries = 4;                          ///< retries after the first attempt
@@ -104,6 +118,15 @@ struct FetchOptions {
   std::chrono::seconds low_speed_time{60};
   bool use_netrc = true;                             ///< read credentials from netrc (optional)
   std::filesystem::path netrc_file;                  ///< empty: $NETRC, else ~/.netrc
+  /// Apply the credentials file (envlock/credentials.hpp). A file that cannot be read or parsed
+  /// fails every request of the batch with its error (ErrorKind::Parse or Io, naming the file).
+  bool use_credentials_file = true;
+  std::filesystem::path credentials_file;            ///< empty: $ENVLOCK_AUTH_FILE, else the default
+  /// (from, to) URL prefixes, first match wins: a request for `from` or `from/...` fetches
+  /// `to` + the rest instead (`to` may carry credentials). Trailing slashes are ignored.
+  std::vector<std::pair<std::string, std::string>> url_prefixes;
+  /// PEM file of CA certificates for https (CURLOPT_CAINFO); empty: libcurl's default.
+  std::filesystem::path ca_bundle;
   std::string user_agent;                            ///< empty: "envlock/<version>"
   FetchProgressCallback on_progress;                 ///< optional
 };

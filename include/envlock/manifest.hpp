@@ -69,6 +69,18 @@ struct Channel {
   /// pass it through redact_url() before writing or printing it.
   std::string url;
   SourceLocation location;
+  /// The name of the channel this URL serves, from the manifest's `{url: URL, name: NAME}` form
+  /// (a mirror or proxy of NAME); empty otherwise. `NAME::pkg` specs match this channel's
+  /// records; what the lockfile records is still `public_url()`, the URL read from.
+  std::string name;
+  /// The name `NAME::pkg` specs use for this channel: `name` when given, else the spelling of a
+  /// Named channel (`conda-forge`, also under a mirror `channel-alias`); empty for plain URLs
+  /// and directories (they match by URL, as conda's channel_name does).
+  [[nodiscard]] std::string spec_name() const;
+  /// The subdirs the channel serves, from `{url: URL, subdirs: [...]}`; empty: any. A subdir not
+  /// listed is neither fetched nor required; an http(s) channel without this list must serve
+  /// `noarch/repodata.json` (conda's UnavailableInvalidChannel).
+  std::vector<std::string> subdirs;
 
   /// The credential-free URL (redact_url(url)): what lockfiles record and messages print.
   [[nodiscard]] std::string public_url() const;

@@ -66,10 +66,47 @@ struct RepodataIndexOptions {
   bool generic_scan = false;
 };
 
+/// Where a sharded RepodataIndex (RepodataIndex::from_shards) gets the repodata of one name:
+/// CEP-16's per-name shards (src/channel/shards.cpp implements it over HTTP with a
+/// content-addressed cache). Implementations must be thread-safe.
+class RepodataShardSource {
+ public:
+  virtual ~RepodataShardSource() = default;
+  /// Every name the shard index lists, sorted ascending (bytewise), without duplicates.
+  [[nodiscard]] virtual const std::vector<std::string_view>& names() const = 0;
+  /// The repodata.json text (`info`, `packages`, `packages.conda`) of the shard of `name`, which
+  /// names() holds: fetched (or read from the cache) on first use. Errors: ErrorKind::Network
+  /// (the shard cannot be downloaded), ErrorKind::Integrity (its bytes do not match the hash the
+  /// index names it by), ErrorKind::Parse (not zstd-compressed msgpack of the CEP-16 form).
+  [[nodiscard]] virtual Result<std::string> shard_json(std::string_view name) const = 0;
+  /// Makes the shards of `names` (those names() holds) available to shard_json() in one
+  /// parallel batch of downloads. Errors as shard_json(), for the first shard that failed.
+  [[nodiscard]] virtual Status prefetch(const std::vector<std::string>& names) const = 0;
+  /// Credential-free URL of the shard index, for messages.
+  [[nodiscard]] virtual const std::string& source() const = 0;
+  /// "sha256:<hex>" of the shard index as downloaded (compressed).
+  [[nodiscard]] virtual const std::string& index_hash() const = 0;
+};
+
 /// A repodata.json indexed by package name; records are parsed lazily and kept at stable
 /// addresses for the index's lifetime.
 class RepodataIndex {
  public:
+  /// An index over CEP-16 sharded repodata: names() are the shard index's, records(name)
+  /// fetches and parses that name's shard on first use (exactly as a repodata.json holding the
+  /// same records would be parsed: every rule above applies). A shard that cannot be obtained
+  /// gives no records and becomes first_error() (and a warning). entry_count() and
+  /// parsed_records() count the records of the shards parsed so far; content_hash() is the
+  /// shard index's hash; from_cache() and scanned_fast() are false.
+  static std::unique_ptr<RepodataIndex> from_shards(std::shared_ptr<const RepodataShardSource> shards,
+                                                    const RepodataIndexOptions& options);
+  /// True for an index made by from_shards().
+  [[nodiscard]] bool sharded() const;
+  /// Parses the records of `names` (a sharded index first fetches the shards it has not parsed
+  /// yet in one parallel batch, RepodataShardSource::prefetch) and returns the names their
+  /// records depend on, as the solver reads them (`depends` entries cut at the first space or
+  /// operator, channel prefix dropped, lower-cased), sorted and without duplicates. Errors: a
+  /// sharded index's first shard that could not be obtained.
   /// Maps `json_path` (read-only, never copied) and indexes it, or reloads the index cache.
   /// Errors: ErrorKind::Io (the file cannot be opened or mapped), ErrorKind::Parse (malformed
   /// JSON named `source:line:col`; the top level is not an object; a record that is not an
@@ -117,6 +154,8 @@ class RepodataIndex {
   /// Parses every name (as parse_repodata does) and returns every record in file order:
   /// `packages.conda` first, then `packages`. Fails with first_error() when there is one.
   [[nodiscard]] Result<std::vector<RepoDataRecord>> all_records() const;
+
+  [[nodiscard]] Result<std::vector<std::string>> load_names(const std::vector<std::string>& names) const;
 
   struct Impl;
 

@@ -1,9 +1,13 @@
 // load_repodata: every subdir of every channel, from local directories or over HTTP (through
 // envlock/fetch.hpp, in parallel) with a revalidated cache.
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <set>
 #include <system_error>
+#include <thread>
 #include <unistd.h>
 
 #include "envlock/channel.hpp"
@@ -11,6 +15,7 @@
 #include "envlock/hash.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/url.hpp"
+#include "shards.hpp"
 
 namespace envlock {
 
@@ -18,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr const char* kShards = "repodata_shards.msgpack.zst";
 constexpr const char* kZst = "repodata.json.zst";
 constexpr const char* kJson = "repodata.json";
 
@@ -118,33 +124,46 @@ struct CacheState {
 };
 
 struct CacheEntry {
-  fs::path json;   ///< the decompressed repodata.json text
-  fs::path state;  ///< CacheState as JSON
+  fs::path json;    ///< the decompressed repodata.json text
+  fs::path shards;  ///< the shard index, as downloaded (compressed)
+  fs::path state;   ///< CacheState as JSON
   fs::path download;
+  /// The cached bytes of representation `file`.
+  [[nodiscard]] const fs::path& data(const std::string& file) const { return file == kShards ? shards : json; }
 };
 
 CacheEntry cache_entry(const fs::path& dir, const std::string& public_channel, const std::string& subdir) {
   std::string key = hash_bytes(public_channel + "|" + subdir, HashAlgorithm::Sha256).substr(0, 20);
-  return {dir / (key + ".json"), dir / (key + ".state.json"), dir / (key + ".download")};
+  return {dir / (key + ".json"), dir / (key + ".shards.msgpack.zst"), dir / (key + ".state.json"),
+          dir / (key + ".download")};
 }
 
-std::optional<CacheState> read_state(const CacheEntry& e) {
+/// A cache state, and whether the cached bytes still hash to what it recorded.
+struct StateRead {
+  std::optional<CacheState> state;  ///< set only when the copy is intact
+  bool damaged = false;             ///< a state exists but its copy is missing or altered
+};
+
+StateRead read_state(const CacheEntry& e) {
   auto text = read_file(e.state);
-  if (!text) return std::nullopt;
+  if (!text) return {};
+  CacheState s;
   try {
     auto j = nlohmann::json::parse(*text);
-    CacheState s;
     s.url = j.value("url", "");
     s.file = j.value("file", "");
     s.etag = j.value("etag", "");
     s.last_modified = j.value("last_modified", "");
     s.content_hash = j.value("content_hash", "");
-    std::error_code ec;
-    if (s.file.empty() || !fs::is_regular_file(e.json, ec)) return std::nullopt;
-    return s;
   } catch (const nlohmann::json::exception&) {
-    return std::nullopt;  // a damaged state file only costs a fresh download
+    return {std::nullopt, true};  // a damaged state file only costs a fresh download
   }
+  if (s.file != kShards && s.file != kZst && s.file != kJson) return {std::nullopt, true};
+  // The copy is trusted only while its bytes hash to the state's record: a truncated or
+  // altered cache is fetched again in full (no If-None-Match, whatever a 304 would say).
+  auto digest = hash_file(e.data(s.file), HashAlgorithm::Sha256);
+  if (!digest || "sha256:" + *digest != s.content_hash) return {std::nullopt, true};
+  return {std::move(s), false};
 }
 
 Status write_state(const CacheEntry& e, const CacheState& s) {
@@ -167,14 +186,66 @@ struct Remote {
   std::string subdir;
   CacheEntry cache;
   std::optional<CacheState> state;
+  bool damaged = false;  ///< the cache held a copy that no longer matched its hash
   std::string file;      ///< representation requested in the current round
   bool done = false;
 };
 
+/// How repodata and shards are transferred.
+FetchOptions repodata_fetch_options(const RepodataOptions& options) {
+  FetchOptions fo = options.fetch;
+  fo.netrc_file = options.netrc_file;
+  fo.max_retries = options.max_retries;
+  return fo;
+}
+
+/// Credential-free URL of a subdir's file.
+std::string public_file_url(const Remote& r, const std::string& file) {
+  return url_join(r.channel->public_url(), r.subdir + "/" + file);
+}
+
+/// A sharded subdir from the cached (or just downloaded) shard index.
+Result<SubdirRepodata> load_sharded(const Remote& r, const CacheState& st, const RepodataOptions& options,
+                                    const fs::path& cache_dir) {
+  auto raw = read_file(r.cache.shards);
+  if (!raw) return raw.error();
+  const std::string source = public_file_url(r, kShards);
+  auto index = detail::parse_shard_index(*raw, source);
+  if (!index) return index.error();
+  auto shards = detail::make_shard_source(std::move(*index), url_join(r.channel->url, r.subdir + "/" + kShards), source,
+                                          st.content_hash, cache_dir / "shards", repodata_fetch_options(options));
+  RepodataIndexOptions o;
+  o.source = source;
+  o.channel_url = r.channel->public_url();
+  o.subdir = r.subdir;
+  SubdirRepodata out;
+  out.channel = r.channel->public_url();
+  out.subdir = r.subdir;
+  out.source = source;
+  out.index = std::shared_ptr<const RepodataIndex>(RepodataIndex::from_shards(std::move(shards), o));
+  return out;
+}
+
 /// Turns a finished download (or a 304) into parsed repodata and an updated cache.
-Result<SubdirRepodata> finish_remote(Remote& r, const FetchResult& got, const RepodataOptions& options) {
+Result<SubdirRepodata> finish_remote(Remote& r, const FetchResult& got, const RepodataOptions& options,
+                                     const fs::path& cache_dir) {
   std::string text;
   CacheState st;
+  if (r.file == kShards) {
+    if (got.not_modified && r.state) return load_sharded(r, *r.state, options, cache_dir);
+    auto digest = hash_file(r.cache.download, HashAlgorithm::Sha256);
+    if (!digest) return digest.error();
+    st.url = got.url;
+    st.file = kShards;
+    st.etag = got.etag;
+    st.last_modified = got.last_modified;
+    st.content_hash = "sha256:" + *digest;
+    std::error_code ec;
+    fs::rename(r.cache.download, r.cache.shards, ec);
+    if (ec) return Error{ErrorKind::Io, r.cache.shards.string(), "cannot store the shard index: " + ec.message()};
+    if (auto w = write_state(r.cache, st); !w) return w.error();
+    return load_sharded(r, st, options, cache_dir);
+  }
   if (got.not_modified && r.state && options.lazy) {
     return load_lazy(r.channel->public_url(), r.subdir,
                      url_join(r.channel->public_url(), r.subdir + "/" + r.state->file), options, r.cache.json);
@@ -255,12 +326,24 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
       continue;
     }
     for (std::size_t si = 0; si < wanted.size(); ++si) {
+      if (!ch.subdirs.empty() && std::find(ch.subdirs.begin(), ch.subdirs.end(), wanted[si]) == ch.subdirs.end()) {
+        SubdirRepodata skipped;  // the manifest says the channel does not serve it
+        skipped.channel = ch.public_url();
+        skipped.subdir = wanted[si];
+        skipped.source = url_join(ch.public_url(), wanted[si] + "/" + kJson);
+        skipped.present = false;
+        slots[ci * wanted.size() + si] = std::move(skipped);
+        continue;
+      }
       Remote r;
       r.slot = ci * wanted.size() + si;
       r.channel = &ch;
       r.subdir = wanted[si];
       r.cache = cache_entry(cache_dir, ch.public_url(), wanted[si]);
-      r.state = read_state(r.cache);
+      StateRead sr = read_state(r.cache);
+      r.state = std::move(sr.state);
+      r.damaged = sr.damaged;
+      if (r.state && r.state->file == kShards && !options.lazy) r.state.reset();  // eager loads read JSON
       remotes.push_back(std::move(r));
     }
   }
@@ -270,19 +353,26 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
       for (auto& r : remotes) {
         if (!r.state)
           return Error{ErrorKind::Network, url_join(r.channel->public_url(), r.subdir),
-                       "no cached repodata (--offline)", "",
-                       "run once without --offline to fill the repodata cache"};
+                       r.damaged ? "the cached repodata is damaged: its bytes no longer match the hash in its "
+                                   "state file (--offline)"
+                                 : "no cached repodata (--offline)",
+                       "", "run once without --offline to fill the repodata cache"};
+        if (r.state->file == kShards) {
+          auto sharded = load_sharded(r, *r.state, options, cache_dir);
+          if (!sharded) return sharded.error();
+          slots[r.slot] = std::move(*sharded);
+          continue;
+        }
         if (options.lazy) {
-          auto lazy = load_lazy(r.channel->public_url(), r.subdir,
-                                url_join(r.channel->public_url(), r.subdir + "/" + r.state->file), options, r.cache.json);
+          auto lazy = load_lazy(r.channel->public_url(), r.subdir, public_file_url(r, r.state->file), options,
+                                r.cache.json);
           if (!lazy) return lazy.error();
           slots[r.slot] = std::move(*lazy);
           continue;
         }
         auto text = read_file(r.cache.json);
         if (!text) return text.error();
-        auto parsed = parse_repodata(*text, url_join(r.channel->public_url(), r.subdir + "/" + r.state->file),
-                                     r.channel->public_url(), r.subdir);
+        auto parsed = parse_repodata(*text, public_file_url(r, r.state->file), r.channel->public_url(), r.subdir);
         if (!parsed) return parsed.error();
         slots[r.slot] = std::move(*parsed);
       }
@@ -292,26 +382,35 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
       if (ec)
         return Error{ErrorKind::Io, cache_dir.string(), "cannot create the repodata cache: " + ec.message(), "",
                      "set ENVLOCK_CACHE_DIR to a writable folder"};
-      FetchOptions fo;
-      fo.netrc_file = options.netrc_file;
-      fo.max_retries = options.max_retries;
-      // Round 1: repodata.json.zst (or the representation the cache knows the server has);
-      // round 2: repodata.json where the .zst is missing.
+      FetchOptions fo = repodata_fetch_options(options);
+      // The representations, best first: CEP-16 shards (lazy loads only: the solver asks for
+      // names), repodata.json.zst, repodata.json. Each round asks every remote for its current
+      // one; a 404 moves a remote to the next. A cached state starts at the file it names.
+      std::vector<std::string> order;
+      if (options.lazy && options.shards) order.emplace_back(kShards);
+      order.emplace_back(kZst);
+      order.emplace_back(kJson);
+      std::map<const Remote*, std::size_t> at;
       std::vector<Remote*> round;
-      for (auto& r : remotes) round.push_back(&r);
-      for (int pass = 0; pass < 2 && !round.empty(); ++pass) {
+      for (auto& r : remotes) {
+        std::size_t i = 0;
+        if (r.state)
+          if (auto it = std::find(order.begin(), order.end(), r.state->file); it != order.end())
+            i = static_cast<std::size_t>(it - order.begin());
+        at[&r] = i;
+        round.push_back(&r);
+      }
+      while (!round.empty()) {
         std::vector<FetchRequest> reqs;
-        for (Remote* r : round) {
-          std::string file = pass == 0 ? (r->state ? r->state->file : std::string(kZst)) : std::string(kJson);
-          reqs.push_back(request_for(*r, file));
-        }
+        for (Remote* r : round) reqs.push_back(request_for(*r, order[at[r]]));
         auto results = fetch_all(reqs, fo);
         std::vector<Remote*> next;
         for (std::size_t k = 0; k < round.size(); ++k) {
           Remote& r = *round[k];
           if (!results[k]) {
             const Error& err = results[k].error();
-            if (is_missing(err) && r.file == kZst && pass == 0) {
+            if (is_missing(err) && at[&r] + 1 < order.size()) {
+              ++at[&r];
               next.push_back(&r);
               continue;
             }
@@ -319,14 +418,14 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
               SubdirRepodata absent;
               absent.channel = r.channel->public_url();
               absent.subdir = r.subdir;
-              absent.source = url_join(r.channel->public_url(), r.subdir + "/" + kJson);
+              absent.source = public_file_url(r, kJson);
               absent.present = false;
               slots[r.slot] = std::move(absent);
               continue;
             }
             return err;
           }
-          auto parsed = finish_remote(r, *results[k], options);
+          auto parsed = finish_remote(r, *results[k], options, cache_dir);
           if (!parsed) return parsed.error();
           slots[r.slot] = std::move(*parsed);
         }
@@ -337,12 +436,13 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
 
   std::vector<SubdirRepodata> out;
   for (std::size_t ci = 0; ci < channels.size(); ++ci) {
+    const Channel& ch = channels[ci];
     bool any = false;
     for (std::size_t si = 0; si < wanted.size(); ++si) any = any || slots[ci * wanted.size() + si]->present;
+    any = any || !ch.subdirs.empty();  // the manifest said which subdirs it has
     if (!any) {
       std::string list;
       for (const auto& s : wanted) list += (list.empty() ? "" : ", ") + s;
-      const Channel& ch = channels[ci];
       bool local = ch.kind == Channel::Kind::LocalDirectory;
       return Error{local ? ErrorKind::Io : ErrorKind::Network, ch.public_url(),
                    "channel not found: it has no repodata.json for " + list,
@@ -350,9 +450,55 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
                    local ? "a channel directory holds <subdir>/repodata.json; index it (conda index) first"
                          : "check the channel name or URL; private channels need credentials in ~/.netrc"};
     }
+    // conda (gateways/repodata, UnavailableInvalidChannel): a channel must serve noarch; a
+    // platform subdir it lacks is empty. A channel listing its subdirs is taken at its word.
+    if (ch.kind != Channel::Kind::LocalDirectory && ch.subdirs.empty()) {
+      const auto na = static_cast<std::size_t>(std::find(wanted.begin(), wanted.end(), "noarch") - wanted.begin());
+      const SubdirRepodata& noarch = *slots[ci * wanted.size() + na];
+      if (!noarch.present)
+        return Error{ErrorKind::Network, ch.public_url(),
+                     "channel unavailable or invalid: the server has no noarch/repodata.json (HTTP 404)",
+                     ch.location.file.empty() ? "" : "  declared at " + ch.location.to_string(),
+                     "check the channel URL; a channel that serves no noarch subdir can say so in the "
+                     "manifest: {url: " + ch.public_url() + ", subdirs: [" + wanted.front() + "]}"};
+    }
     for (std::size_t si = 0; si < wanted.size(); ++si) out.push_back(std::move(*slots[ci * wanted.size() + si]));
   }
   return out;
+}
+
+Status prefetch_shards(const std::vector<SubdirRepodata>& repodata, const std::vector<std::string>& roots) {
+  std::vector<const RepodataIndex*> indexes;
+  bool any_sharded = false;
+  for (const auto& sd : repodata)
+    if (sd.present && sd.index) {
+      indexes.push_back(sd.index.get());
+      any_sharded = any_sharded || sd.index->sharded();
+    }
+  if (!any_sharded) return ok_status();
+  std::set<std::string> seen(roots.begin(), roots.end());
+  std::vector<std::string> level(seen.begin(), seen.end());
+  while (!level.empty()) {
+    // Every subdir's batch of this step runs at once (one thread per sharded subdir).
+    std::vector<Result<std::vector<std::string>>> found(indexes.size(), std::vector<std::string>{});
+    std::vector<std::thread> workers;
+    for (std::size_t i = 0; i < indexes.size(); ++i) {
+      if (!indexes[i]->sharded()) {
+        found[i] = indexes[i]->load_names(level);
+        continue;
+      }
+      workers.emplace_back([&, i] { found[i] = indexes[i]->load_names(level); });
+    }
+    for (auto& w : workers) w.join();
+    std::vector<std::string> next;
+    for (auto& f : found) {
+      if (!f) return f.error();
+      for (auto& n : *f)
+        if (seen.insert(n).second) next.push_back(n);
+    }
+    level = std::move(next);
+  }
+  return ok_status();
 }
 
 }  // namespace envlock

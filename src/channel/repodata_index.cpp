@@ -324,6 +324,16 @@ struct RepodataIndex::Impl {
   mutable std::optional<std::string> hash;
   mutable simdjson::dom::parser dom;
 
+  // Sharded (from_shards): names are the shard index's, each shard becomes an index of its own.
+  std::shared_ptr<const RepodataShardSource> shards;
+  struct ShardSlot {
+    std::unique_ptr<RepodataIndex> index;  ///< null when the shard could not be obtained
+  };
+  mutable std::map<std::string, ShardSlot, std::less<>> shard_slots;
+  mutable std::vector<Error> shard_errors;
+  /// Parses the shard of `name` (called with `mu` held).
+  const ShardSlot& parse_shard(std::string_view name) const;
+
   [[nodiscard]] std::string file_name(const IndexEntry& e) const {
     std::string_view raw = text.substr(e.key_offset, e.key_meta & kKeyLength);
     return (e.key_meta & kEscaped) != 0 ? unescape_key(raw) : std::string(raw);
@@ -773,7 +783,15 @@ const std::string& RepodataIndex::channel() const { return impl_->channel; }
 const std::string& RepodataIndex::subdir() const { return impl_->subdir; }
 const std::string& RepodataIndex::source() const { return impl_->source; }
 const std::vector<std::string_view>& RepodataIndex::names() const { return impl_->names; }
-std::size_t RepodataIndex::entry_count() const { return impl_->n_entries; }
+std::size_t RepodataIndex::entry_count() const {
+  if (!impl_->shards) return impl_->n_entries;
+  std::lock_guard lock(impl_->mu);
+  std::size_t n = 0;
+  for (const auto& [name, slot] : impl_->shard_slots)
+    if (slot.index) n += slot.index->entry_count();
+  return n;
+}
+bool RepodataIndex::sharded() const { return impl_->shards != nullptr; }
 bool RepodataIndex::from_cache() const { return impl_->from_cache; }
 bool RepodataIndex::scanned_fast() const { return impl_->scanned_fast; }
 
@@ -783,6 +801,12 @@ bool RepodataIndex::contains(std::string_view name) const {
 
 const std::vector<RepoDataRecord>& RepodataIndex::records(std::string_view name) const {
   static const std::vector<RepoDataRecord> kNone;
+  if (impl_->shards) {
+    if (!contains(name)) return kNone;
+    std::lock_guard lock(impl_->mu);
+    const auto& slot = impl_->parse_shard(name);
+    return slot.index ? slot.index->records(name) : kNone;
+  }
   auto it = std::lower_bound(impl_->names.begin(), impl_->names.end(), name);
   if (it == impl_->names.end() || *it != name) return kNone;
   auto slot = static_cast<std::size_t>(it - impl_->names.begin());
@@ -793,16 +817,31 @@ const std::vector<RepoDataRecord>& RepodataIndex::records(std::string_view name)
 
 std::size_t RepodataIndex::parsed_names() const {
   std::lock_guard lock(impl_->mu);
+  if (impl_->shards) return impl_->shard_slots.size();
   return impl_->parsed_names;
 }
 
 std::size_t RepodataIndex::parsed_records() const {
   std::lock_guard lock(impl_->mu);
+  if (impl_->shards) {
+    std::size_t n = 0;
+    for (const auto& [name, slot] : impl_->shard_slots)
+      if (slot.index) n += slot.index->parsed_records();
+    return n;
+  }
   return impl_->parsed_records;
 }
 
 std::vector<std::string> RepodataIndex::warnings() const {
   std::lock_guard lock(impl_->mu);
+  if (impl_->shards) {  // by name, then each shard's own order
+    std::vector<std::string> out;
+    for (const auto& e : impl_->shard_errors) out.push_back(e.where + ": " + e.message);
+    for (const auto& [name, slot] : impl_->shard_slots)
+      if (slot.index)
+        for (auto& w : slot.index->warnings()) out.push_back(std::move(w));
+    return out;
+  }
   auto w = impl_->warnings;
   std::stable_sort(w.begin(), w.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> out;
@@ -813,17 +852,34 @@ std::vector<std::string> RepodataIndex::warnings() const {
 
 std::optional<Error> RepodataIndex::first_error() const {
   std::lock_guard lock(impl_->mu);
+  if (impl_->shards) {
+    if (!impl_->shard_errors.empty()) return impl_->shard_errors.front();
+    for (const auto& [name, slot] : impl_->shard_slots)
+      if (slot.index)
+        if (auto e = slot.index->first_error()) return e;
+    return std::nullopt;
+  }
   if (!impl_->first_error) return std::nullopt;
   return impl_->first_error->second;
 }
 
 std::string RepodataIndex::content_hash() const {
+  if (impl_->shards) return impl_->shards->index_hash();
   std::lock_guard lock(impl_->mu);
   if (!impl_->hash) impl_->hash = "sha256:" + hash_bytes(impl_->text, HashAlgorithm::Sha256);
   return *impl_->hash;
 }
 
 Result<std::vector<RepoDataRecord>> RepodataIndex::all_records() const {
+  if (impl_->shards) {
+    std::vector<std::string> all(impl_->names.begin(), impl_->names.end());
+    if (auto loaded = load_names(all); !loaded) return loaded.error();
+    if (auto err = first_error()) return *err;
+    std::vector<RepoDataRecord> out;
+    for (auto name : impl_->names)
+      for (const auto& r : records(name)) out.push_back(r);
+    return out;
+  }
   for (auto name : impl_->names) (void)records(name);
   if (auto err = first_error()) return *err;
   std::lock_guard lock(impl_->mu);
@@ -843,6 +899,69 @@ Result<std::vector<RepoDataRecord>> RepodataIndex::all_records() const {
   out.reserve(items.size());
   for (const auto& it : items) out.push_back(*it.record);
   return out;
+}
+
+const RepodataIndex::Impl::ShardSlot& RepodataIndex::Impl::parse_shard(std::string_view name) const {
+  auto it = shard_slots.find(name);
+  if (it != shard_slots.end()) return it->second;
+  ShardSlot slot;
+  auto json = shards->shard_json(name);
+  if (json) {
+    RepodataIndexOptions o;
+    o.source = shards->source() + " (shard of " + std::string(name) + ")";
+    o.channel_url = channel;
+    o.subdir = subdir;
+    auto idx = RepodataIndex::from_text(std::move(*json), o);
+    if (idx) slot.index = std::move(*idx);
+    else shard_errors.push_back(idx.error());
+  } else {
+    shard_errors.push_back(json.error());
+  }
+  return shard_slots.emplace(std::string(name), std::move(slot)).first->second;
+}
+
+std::unique_ptr<RepodataIndex> RepodataIndex::from_shards(std::shared_ptr<const RepodataShardSource> shards,
+                                                         const RepodataIndexOptions& options) {
+  auto impl = make_impl(options);
+  if (impl->source.empty()) impl->source = shards->source();
+  impl->names = shards->names();
+  impl->shards = std::move(shards);
+  return std::unique_ptr<RepodataIndex>(new RepodataIndex(std::move(impl)));
+}
+
+namespace {
+/// The package name a `depends` entry asks for, as the solver reads it (solver/solve.cpp).
+std::string dependency_name(std::string_view dep) {
+  std::size_t start = 0;
+  if (auto colons = dep.rfind("::"); colons != std::string_view::npos) start = colons + 2;
+  std::size_t end = start;
+  while (end < dep.size() && std::string_view(" =<>!~[").find(dep[end]) == std::string_view::npos) ++end;
+  std::string name(dep.substr(start, end - start));
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+}  // namespace
+
+Result<std::vector<std::string>> RepodataIndex::load_names(const std::vector<std::string>& names) const {
+  if (impl_->shards) {
+    std::vector<std::string> todo;
+    {
+      std::lock_guard lock(impl_->mu);
+      for (const auto& n : names)
+        if (contains(n) && impl_->shard_slots.find(n) == impl_->shard_slots.end()) todo.push_back(n);
+    }
+    if (!todo.empty())
+      if (auto st = impl_->shards->prefetch(todo); !st) return st.error();
+  }
+  std::set<std::string> deps;
+  for (const auto& n : names)
+    for (const auto& r : records(n))
+      for (const auto& d : r.depends) deps.insert(dependency_name(d));
+  if (impl_->shards) {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->shard_errors.empty()) return impl_->shard_errors.front();
+  }
+  return std::vector<std::string>(deps.begin(), deps.end());
 }
 
 }  // namespace envlock

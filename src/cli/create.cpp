@@ -103,6 +103,11 @@ int run_create(const Context& ctx, const CreateArgs& args) {
   request.scripts = args.no_scripts ? RunScripts::No : RunScripts::Yes;
   request.ignore_host = args.ignore_host;
   request.command = "create";
+  // Packages come from the channels as the manifest spells them: with their credentials
+  // (`user:pass@`, `/t/<token>/`), which the lockfile never records.
+  for (const auto& [en, e] : manifest->environments)
+    for (const auto& c : manifest->channels_for(e))
+      if (c.url != c.public_url()) request.channel_urls.emplace_back(c.public_url(), c.url);
   return run_install(ctx, *lockfile, request);
 }
 

@@ -2,9 +2,12 @@
 // Installs exactly the lockfile's records for this host's platform; never solves.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <memory>
 #include <iostream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "envlock/hash.hpp"
@@ -57,6 +60,38 @@ std::string requested_spec_for(const LockedEnvironment& env, const std::string& 
 
 }  // namespace
 
+Result<std::vector<std::pair<std::string, std::string>>> parse_channel_urls(const Lockfile& lockfile,
+                                                                           const std::vector<std::string>& values) {
+  std::set<std::string> channels;
+  for (const auto& [en, env] : lockfile.environments)
+    for (const auto& [pn, plat] : env.platforms)
+      for (const auto& c : plat.channels) channels.insert(redact_url(c));
+  std::string known;
+  for (const auto& c : channels) known += (known.empty() ? "" : ", ") + c;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& v : values) {
+    auto eq = v.find('=');
+    const std::string key = eq == std::string::npos ? v : v.substr(0, eq);
+    const std::string url = eq == std::string::npos ? "" : v.substr(eq + 1);
+    if (eq == std::string::npos || key.empty() || url.empty())
+      return Error{ErrorKind::Usage, "--channel-url", "'" + redact_text(v) + "' is not CHANNEL=URL", "",
+                   "e.g. --channel-url conda-forge=https://mirror.example.com/conda-forge"};
+    if (!url.starts_with("http://") && !url.starts_with("https://") && !url.starts_with("file://"))
+      return Error{ErrorKind::Usage, "--channel-url", "the mirror of '" + key + "' is not an http(s):// or file:// URL",
+                   "", "write the mirror's full URL"};
+    std::vector<std::string> hits;
+    for (const auto& c : channels)
+      if (c == key || (c.size() > key.size() && c.ends_with("/" + key))) hits.push_back(c);
+    if (hits.size() != 1)
+      return Error{ErrorKind::Usage, "--channel-url",
+                   hits.empty() ? "'" + key + "' names no channel of the lockfile"
+                                : "'" + key + "' names more than one channel of the lockfile",
+                   "", "the lockfile's channels: " + (known.empty() ? std::string("(none)") : known)};
+    out.emplace_back(hits.front(), url);
+  }
+  return out;
+}
+
 int run_install(const Context& ctx, const Lockfile& lockfile, const InstallRequest& request) {
   const std::string source = request.lockfile_path.filename().string();
   auto env_name = choose_environment(lockfile, request.environment, request.lockfile_path.string());
@@ -92,6 +127,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   if (!cache) return report_error(ctx, cache.error());
   CacheOptions cache_options;
   cache_options.validation = request.cache_validation;
+  cache_options.fetch.url_prefixes = request.channel_urls;
   const bool progress = ctx.stderr_tty && !ctx.json;
   if (progress) {
     cache_options.fetch.on_progress = [](const FetchProgress& p) {
@@ -99,6 +135,21 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
                    human_bytes(static_cast<double>(p.bytes_done)).c_str(),
                    human_bytes(static_cast<double>(p.bytes_total)).c_str(),
                    human_bytes(p.bytes_per_second).c_str());
+      std::fflush(stderr);
+    };
+  }
+  if (!progress && !ctx.json) {
+    // Not a terminal (CI logs): one plain line every 10 s at most, so a stalled job shows where
+    // it waits; nothing when the downloads finish sooner.
+    auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+    cache_options.fetch.on_progress = [last](const FetchProgress& p) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - *last < std::chrono::seconds(10) || p.files_done == p.files_total) return;
+      *last = now;
+      std::fprintf(stderr, "fetch %zu/%zu packages  %s / %s  %s/s  (waiting on %s)\n", p.files_done, p.files_total,
+                   human_bytes(static_cast<double>(p.bytes_done)).c_str(),
+                   human_bytes(static_cast<double>(p.bytes_total)).c_str(), human_bytes(p.bytes_per_second).c_str(),
+                   redact_text(p.current).c_str());
       std::fflush(stderr);
     };
   }
@@ -210,6 +261,7 @@ struct InstallArgs {
   bool ignore_host = false;
   bool no_scripts = false;
   bool verify_cache = false;
+  std::vector<std::string> channel_urls;
 };
 
 void setup(CLI::App& sub, Context& ctx) {
@@ -222,6 +274,9 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' post-link scripts");
   sub.add_flag("--verify-cache", args->verify_cache,
                "check the sha256 of every cached package file before linking it (default: sizes only)");
+  sub.add_option("--channel-url", args->channel_urls,
+                 "CHANNEL=URL: download CHANNEL's packages from URL, a mirror of it (repeatable; CHANNEL is a "
+                 "channel URL of the lockfile or its name, e.g. conda-forge)");
   sub.callback([&ctx, args] {
     // The prefix first: a bad -p is a usage error whatever the lockfile holds.
     if (auto st = check_install_prefix(args->prefix); !st) {
@@ -241,6 +296,12 @@ void setup(CLI::App& sub, Context& ctx) {
     request.scripts = args->no_scripts ? RunScripts::No : RunScripts::Yes;
     request.ignore_host = args->ignore_host;
     if (args->verify_cache) request.cache_validation = CacheValidation::Hashes;
+    auto mirrors = parse_channel_urls(*lockfile, args->channel_urls);
+    if (!mirrors) {
+      ctx.exit_code = report_error(ctx, mirrors.error());
+      return;
+    }
+    request.channel_urls = std::move(*mirrors);
     ctx.exit_code = run_install(ctx, *lockfile, request);
   });
 }

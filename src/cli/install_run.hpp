@@ -20,7 +20,17 @@ struct InstallRequest {
   bool ignore_host = false;
   CacheValidation cache_validation = kInstallCacheValidation;  ///< --verify-cache: Hashes
   std::string command = "install";      ///< recorded in conda-meta/history
+  /// (channel URL as the lockfile records it, URL to fetch its packages from instead): the
+  /// manifest's channels with their credentials (`create`), `--channel-url` mirrors (`install`).
+  std::vector<std::pair<std::string, std::string>> channel_urls;
 };
+
+/// `--channel-url CHANNEL=URL` values against the lockfile's channels: CHANNEL is a channel URL
+/// the lockfile records, or the last path segments of one (`conda-forge` for
+/// `https://conda.anaconda.org/conda-forge`). ErrorKind::Usage for a value without '=', a URL
+/// that is not http(s):// or file://, or a CHANNEL that matches no channel or more than one.
+Result<std::vector<std::pair<std::string, std::string>>> parse_channel_urls(const Lockfile& lockfile,
+                                                                           const std::vector<std::string>& values);
 
 /// The environment to use: `requested` when given (it must exist), else the only one, else
 /// `default`. ErrorKind::Usage naming the environments the lockfile has.

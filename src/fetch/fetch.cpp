@@ -21,6 +21,7 @@
 #include <stdexcept>
 
 #include "envlock/build_info.hpp"
+#include "envlock/credentials.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/url.hpp"
 #include "curl_api.hpp"
@@ -173,7 +174,9 @@ struct Transfer {
   Scheme scheme = Scheme::Http;
   std::string label;
   std::string redacted;  // redact_url(req->url)
-  std::string curl_url;  // what libcurl is given: req->url, a file:// URL in its encoded spelling
+  std::string curl_url;  // what libcurl is given: req->url (rewritten by url_prefixes, with a
+                         // CondaToken), a file:// URL in its encoded spelling
+  std::optional<Credential> credential;  // from the credentials file
   std::optional<Error> bad_url;  // a file:// URL that names no local path
   std::filesystem::path partial;
 
@@ -296,22 +299,55 @@ bool hash_existing(Transfer& t, std::uint64_t bytes) {
   return true;
 }
 
+/// `name` as a whole number of at most 6 digits, or nullopt (unset, empty, not a number).
+std::optional<long> env_number(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0' || std::strlen(v) > 6) return std::nullopt;
+  for (const char* c = v; *c != '\0'; ++c)
+    if (*c < '0' || *c > '9') return std::nullopt;
+  return std::strtol(v, nullptr, 10);
+}
+
+/// The options with the environment's network settings applied (envlock/fetch.hpp).
+FetchOptions with_environment(FetchOptions o) {
+  if (auto s = env_number("ENVLOCK_CONNECT_TIMEOUT"); s && *s > 0) o.connect_timeout = std::chrono::seconds(*s);
+  if (auto s = env_number("ENVLOCK_READ_TIMEOUT"); s && *s > 0) o.low_speed_time = std::chrono::seconds(*s);
+  if (auto n = env_number("ENVLOCK_RETRIES")) o.max_retries = static_cast<unsigned>(*n);
+  if (const char* ca = std::getenv("ENVLOCK_CA_BUNDLE"); ca != nullptr && *ca != '\0' && o.ca_bundle.empty())
+    o.ca_bundle = ca;
+  return o;
+}
+
+/// `url` after the first matching (from, to) prefix rewrite.
+std::string rewritten(const std::string& url, const std::vector<std::pair<std::string, std::string>>& prefixes) {
+  for (const auto& [from_raw, to_raw] : prefixes) {
+    std::string_view from(from_raw), to(to_raw);
+    while (from.size() > 1 && from.back() == '/') from.remove_suffix(1);
+    while (to.size() > 1 && to.back() == '/') to.remove_suffix(1);
+    if (from.empty() || !url.starts_with(from)) continue;
+    if (url.size() > from.size() && url[from.size()] != '/') continue;
+    return std::string(to) + url.substr(from.size());
+  }
+  return url;
+}
+
 class Batch {
  public:
   Batch(const std::vector<FetchRequest>& requests, const FetchOptions& options)
-      : options_(options), results_(requests.size()) {
+      : options_(with_environment(options)), results_(requests.size()) {
     transfers_.resize(requests.size());
     for (std::size_t i = 0; i < requests.size(); ++i) {
       Transfer& t = transfers_[i];
       t.index = i;
       t.req = &requests[i];
-      t.scheme = scheme_of(requests[i].url);
-      t.redacted = redact_url(requests[i].url);
-      t.curl_url = requests[i].url;
+      const std::string url = rewritten(requests[i].url, options.url_prefixes);
+      t.scheme = scheme_of(url);
+      t.redacted = redact_url(url);
+      t.curl_url = url;
       if (t.scheme == Scheme::File) {
         // libcurl refuses a raw space; a lockfile written before URLs were encoded may hold one.
         // Decoding an encoded URL and encoding it again gives the same URL.
-        if (auto path = path_from_file_url(requests[i].url)) t.curl_url = file_url_from_path(*path);
+        if (auto path = path_from_file_url(url)) t.curl_url = file_url_from_path(*path);
         else t.bad_url = path.error();
       }
       t.label = requests[i].label.empty() ? last_segment(t.redacted) : requests[i].label;
@@ -336,7 +372,7 @@ class Batch {
   void report_progress(bool force);
   std::uint64_t bytes_in_flight() const;
 
-  const FetchOptions& options_;
+  const FetchOptions options_;
   std::vector<Transfer> transfers_;
   std::vector<std::optional<Result<FetchResult>>> results_;
   MultiHandle multi_;
@@ -516,6 +552,19 @@ Batch::StartOutcome Batch::start(Transfer& t) {
     }
     if (!netrc.empty()) lc().easy_setopt(e, CURLOPT_NETRC_FILE, netrc.c_str());
   }
+  if (t.credential) {
+    // Sent pre-emptively, to this host only (no CURLOPT_UNRESTRICTED_AUTH: a redirect elsewhere
+    // goes without it). libcurl copies the strings.
+    if (t.credential->kind == Credential::Kind::Bearer) {
+      lc().easy_setopt(e, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BEARER));
+      lc().easy_setopt(e, CURLOPT_XOAUTH2_BEARER, t.credential->token.c_str());
+    } else if (t.credential->kind == Credential::Kind::Basic) {
+      lc().easy_setopt(e, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+      lc().easy_setopt(e, CURLOPT_USERNAME, t.credential->username.c_str());
+      lc().easy_setopt(e, CURLOPT_PASSWORD, t.credential->password.c_str());
+    }
+  }
+  if (!options_.ca_bundle.empty()) lc().easy_setopt(e, CURLOPT_CAINFO, options_.ca_bundle.c_str());
   if (req.accept_encoding == AcceptEncoding::Any) lc().easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
   if (t.resume_requested) {
     lc().easy_setopt(e, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(existing));
@@ -667,7 +716,8 @@ void Batch::finish(Transfer& t, CURLcode code) {
               "HTTP " + std::to_string(status) + (text.empty() ? "" : " " + text) + " for " + t.label};
     err.http_status = status;
     if (status == 401 || status == 403) {
-      err.hint = "check the credentials for this host in ~/.netrc (or $NETRC)";
+      err.hint = "check the credentials for this host: in the channel URL, the credentials file "
+                 "(ENVLOCK_AUTH_FILE) or ~/.netrc (or $NETRC)";
     } else if (status == 404 || status == 410) {
       err.hint = "the file is not on the server; check the channel URL, or refresh the lockfile";
     }
@@ -680,13 +730,15 @@ void Batch::finish(Transfer& t, CURLcode code) {
   }
   std::string why = t.errbuf[0] != '\0' ? std::string(t.errbuf.data()) : lc().easy_strerror(code);
   // libcurl's message may quote the URL it was given; never let credentials through.
-  if (url_has_credentials(t.req->url)) {
-    const std::string& raw = t.req->url;
-    for (auto pos = why.find(raw); pos != std::string::npos; pos = why.find(raw)) {
-      why.replace(pos, raw.size(), t.redacted);
-    }
+  for (const std::string* raw : {static_cast<const std::string*>(&t.curl_url), &t.req->url}) {
+    if (raw->empty()) continue;
+    if (*raw == t.redacted) continue;
+    for (auto pos = why.find(*raw); pos != std::string::npos; pos = why.find(*raw, pos + t.redacted.size()))
+      why.replace(pos, raw->size(), t.redacted);
   }
+  why = redact_text(why);
   Error err{ErrorKind::Network, t.redacted, "download of " + t.label + " failed: " + why};
+  if (code == CURLE_FILE_COULDNT_READ_FILE && t.scheme == Scheme::File) err.http_status = 404;  // as a server's 404
   if (code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING) {
     err.hint = "the connection was dropped; run the command again to resume the download";
   }
@@ -739,6 +791,22 @@ std::vector<Result<FetchResult>> Batch::run() {
       out.emplace_back(Error{ErrorKind::Network, t.redacted, "cannot load libcurl: " + why, "",
                              "install libcurl (Debian: apt-get install libcurl4)"});
     return out;
+  }
+  if (options_.use_credentials_file) {
+    auto store = options_.credentials_file.empty() ? CredentialStore::from_environment()
+                                                   : CredentialStore::load(options_.credentials_file, true);
+    if (!store) {  // nothing is sent with half the credentials
+      std::vector<Result<FetchResult>> out;
+      for (std::size_t i = 0; i < transfers_.size(); ++i) out.emplace_back(store.error());
+      return out;
+    }
+    for (Transfer& t : transfers_) {
+      if (t.scheme != Scheme::Http || url_has_credentials(t.curl_url)) continue;  // the URL's own win
+      if (const Credential* c = store->find(t.curl_url)) {
+        t.credential = *c;
+        t.curl_url = CredentialStore::apply_to_url(t.curl_url, *c);
+      }
+    }
   }
   std::set<std::string> seen;
   for (Transfer& t : transfers_) {

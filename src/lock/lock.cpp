@@ -54,6 +54,18 @@ std::string repo_key(const std::vector<Channel>& channels, const std::string& pl
   return key;
 }
 
+/// `NAME::pkg` for a channel the manifest names NAME (`{url, name}`, or a name under a mirror
+/// channel-alias) asks for that channel's URL: the URL its records carry.
+MatchSpec spec_for_channels(MatchSpec spec, const std::vector<Channel>& channels) {
+  if (!spec.channel || spec.channel->find("://") != std::string::npos) return spec;
+  for (const auto& c : channels)
+    if (!c.spec_name().empty() && c.spec_name() == *spec.channel) {
+      spec.channel = c.public_url();
+      break;
+    }
+  return spec;
+}
+
 const LockedPlatform* find_locked(const Lockfile& lock, const std::string& env, const std::string& platform) {
   auto e = lock.environments.find(env);
   if (e == lock.environments.end()) return nullptr;
@@ -321,7 +333,7 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
         task.repos.push_back({sd.channel, sd.subdir, rank[sd.channel], nullptr, sd.index.get()});
       }
       for (const auto& d : env.dependencies)
-        if (d.applies_to(platform)) task.specs.push_back({d.spec, d.text, d.location.to_string()});
+        if (d.applies_to(platform)) task.specs.push_back({spec_for_channels(d.spec, channels), d.text, d.location.to_string()});
 
       if (!env.base.empty()) {
         const LockedPlatform* base = find_locked(lock, env.base, platform);
@@ -337,8 +349,19 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
           for (const auto& p : prev->packages)
             if (update.count(p.name) == 0) task.preferred.push_back(p);
 
+      // Sharded channels (CEP-16): fetch the shards the solve can reach, in parallel batches,
+      // before the solver walks the same names one by one.
+      {
+        std::vector<std::string> roots;
+        for (const auto& s : task.specs) roots.push_back(s.spec.exact_name());
+        for (const auto& p : task.pinned) roots.push_back(p.record.name);
+        if (auto fetched = prefetch_shards(it->second, roots); !fetched) return fetched.error();
+      }
       auto outcome = solve(task);
       if (!outcome) return outcome.error();
+      for (const auto& sd : it->second)  // a shard the solver reached that could not be fetched
+        if (sd.index && sd.index->sharded())
+          if (auto err = sd.index->first_error(); err && err->kind != ErrorKind::Parse) return *err;
       // Records skipped among the names this solve parsed (each reported once).
       for (const auto& sd : it->second)
         if (sd.index)

@@ -19,6 +19,11 @@ std::string SourceLocation::to_string() const {
 
 std::string Channel::public_url() const { return redact_url(url); }
 
+std::string Channel::spec_name() const {
+  if (!name.empty()) return name;
+  return kind == Kind::Named ? spelling : std::string();
+}
+
 std::filesystem::path Channel::local_path() const {
   if (kind != Kind::LocalDirectory) return {};
   auto path = path_from_file_url(url);

@@ -276,7 +276,36 @@ Result<std::vector<Channel>> Parser::channels(const YAML::Node& n) {
                          "write e.g. `channels: [conda-forge]`");
   std::vector<Channel> out;
   std::set<std::string> seen;
-  for (const auto& item : n) {
+  for (const auto& entry : n) {
+    // `{url: URL, name: NAME}`: a mirror (or any URL) serving the channel called NAME.
+    YAML::Node item = entry;
+    std::string mirror_name;
+    std::vector<std::string> served;
+    if (entry.IsMap()) {
+      for (const auto& kv : entry) {
+        const std::string key = kv.first.Scalar();
+        if (key != "url" && key != "name" && key != "subdirs")
+          return src_.error_at(kv.first, "unknown key '" + key + "' in a channel",
+                               "a channel is a name, a URL, a directory, or {url: URL, name: NAME, subdirs: [...]}");
+      }
+      if (entry["subdirs"]) {
+        auto sd = platforms(entry["subdirs"], "subdirs");
+        if (!sd) return sd.error();
+        served = std::move(*sd);
+      }
+      if (!entry["url"])
+        return src_.error_at(entry, "a channel written as a map needs `url`", "write {url: URL, name: NAME}");
+      item.reset(entry["url"]);  // (operator= would write into `entry`)
+      if (entry["name"]) {
+        auto nm = scalar(entry["name"], "a channel name");
+        if (!nm) return nm.error();
+        mirror_name = trim(*nm);
+        if (mirror_name.empty() || mirror_name.find("://") != std::string::npos ||
+            mirror_name.find_first_of(" \t#:") != std::string::npos)
+          return src_.error_at(entry["name"], "channel name '" + redact_text(mirror_name) + "' is not a plain name",
+                               "write the name the channel is known by, e.g. conda-forge");
+      }
+    }
     auto text = scalar(item, "a channel");
     if (!text) return text.error();
     std::string t = trim(*text);
@@ -310,6 +339,8 @@ Result<std::vector<Channel>> Parser::channels(const YAML::Node& n) {
       }
       ch->location = loc(item);
       if (t == "defaults") ch->spelling = "defaults";
+      ch->name = mirror_name;
+      ch->subdirs = served;
       if (!seen.insert(ch->url).second)
         return src_.error_at(item, "channel '" + redact_url(s) + "' is listed twice",
                              "list each channel once, in priority order");

@@ -31,9 +31,16 @@ std::string sha256_hex(const std::string& data) {
 
 /// The channel as it enters the hash: a relative directory by its spelling (so moving the
 /// checkout does not make the lock stale), everything else by its credential-free URL.
+/// A `{url, name, subdirs}` channel adds what it declares (a manifest without them hashes as
+/// before).
 std::string channel_key(const Channel& ch) {
-  if (ch.relative_directory()) return "dir:" + ch.spelling;
-  return ch.public_url();
+  std::string key = ch.relative_directory() ? "dir:" + ch.spelling : ch.public_url();
+  if (!ch.name.empty()) key += " name=" + ch.name;
+  if (!ch.subdirs.empty()) {
+    key += " subdirs=";
+    for (const auto& s : ch.subdirs) key += s + ",";
+  }
+  return key;
 }
 
 nlohmann::json channel_list(const std::vector<Channel>& channels) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "envlock/credentials.hpp"
 #include "envlock/fetch.hpp"
 #include "envlock/url.hpp"
 #include "envlock/hash.hpp"
@@ -476,6 +477,133 @@ TEST_F(Fetch, MissingLocalFileAndMissingDirectory) {
   ASSERT_FALSE(nodir.ok());
   EXPECT_EQ(nodir.error().kind, ErrorKind::Io);
   EXPECT_NE(nodir.error().hint.find("directory must exist"), std::string::npos);
+}
+
+TEST_F(Fetch, RedirectToAnotherHostDropsCredentials) {
+  // Server B (reached as "localhost", another host name for libcurl) logs whether a request
+  // carried an Authorization header; server A (127.0.0.1) wants basic auth and redirects there.
+  HttpServer b(dir_ / "srv", {"--log", (dir_ / "b.log").string()});
+  ASSERT_TRUE(b.ok()) << b.error();
+  const std::string elsewhere = "http://localhost:" + std::to_string(b.port()) + "/payload.bin";
+  HttpServer a(dir_ / "srv", {"--auth", "u:SECRET-pw", "--redirect", "/moved.bin=" + elsewhere});
+  ASSERT_TRUE(a.ok()) << a.error();
+  FetchRequest r = payload_request(a);
+  r.url = "http://u:SECRET-pw@127.0.0.1:" + std::to_string(a.port()) + "/moved.bin";
+  auto got = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  EXPECT_EQ(got->url, elsewhere);
+  EXPECT_EQ(read_file(dir_ / "b.log"), "{\"path\": \"/payload.bin\", \"status\": 200, \"range\": null, \"auth\": false}\n");
+  // The same with a bearer token from the credentials file.
+  write_file(dir_ / "creds.json", R"({"127.0.0.1": {"BearerToken": "SECRET-tok"}, "localhost": {"BasicHTTP": {"username": "x", "password": "y"}}})");
+  HttpServer c(dir_ / "srv", {"--bearer", "SECRET-tok", "--redirect", "/moved.bin=" + elsewhere});
+  ASSERT_TRUE(c.ok()) << c.error();
+  FetchOptions o = fast_retries();
+  o.credentials_file = dir_ / "creds.json";
+  std::filesystem::remove(dir_ / "out/payload.bin");
+  FetchRequest rc = payload_request(c);
+  rc.url = c.url("/moved.bin");
+  auto viaa = envlock::fetch_to_file(rc, o);
+  ASSERT_TRUE(viaa.ok()) << viaa.error().to_string();
+  // localhost's own entry is not used on a redirect either: libcurl keeps the first host's.
+  EXPECT_EQ(read_file(dir_ / "b.log"), "{\"path\": \"/payload.bin\", \"status\": 200, \"range\": null, \"auth\": false}\n"
+                                       "{\"path\": \"/payload.bin\", \"status\": 200, \"range\": null, \"auth\": false}\n");
+}
+
+TEST_F(Fetch, CredentialsFileBearerBasicAndCondaToken) {
+  write_file(dir_ / "creds.json", R"({"127.0.0.1": {"BearerToken": "SECRET-tok"}})");
+  HttpServer bearer(dir_ / "srv", {"--bearer", "SECRET-tok"});
+  ASSERT_TRUE(bearer.ok()) << bearer.error();
+  FetchOptions o = fast_retries();
+  auto denied = envlock::fetch_to_file(payload_request(bearer), o);
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.error().http_status, 401);
+  EXPECT_EQ(denied.error().hint, "check the credentials for this host: in the channel URL, the credentials file "
+                                 "(ENVLOCK_AUTH_FILE) or ~/.netrc (or $NETRC)");
+  o.credentials_file = dir_ / "creds.json";
+  ASSERT_TRUE(envlock::fetch_to_file(payload_request(bearer), o).ok());
+
+  write_file(dir_ / "creds.json", R"({"127.0.0.1": {"CondaToken": "SECRET-ct"}})");
+  HttpServer token(dir_ / "srv", {"--path-token", "SECRET-ct"});
+  ASSERT_TRUE(token.ok()) << token.error();
+  std::filesystem::remove(dir_ / "out/payload.bin");
+  auto got = envlock::fetch_to_file(payload_request(token), o);
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  EXPECT_EQ(got->url, token.url("/payload.bin"));  // the token never shows
+  EXPECT_EQ(token.request_count("/t/SECRET-ct/payload.bin"), 1);
+
+  // A credentials file that does not parse stops the batch, naming the file only.
+  write_file(dir_ / "creds.json", R"({"127.0.0.1": {"BearerToken": 42}})");
+  auto bad = envlock::fetch_to_file(payload_request(token), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().to_string(),
+            (dir_ / "creds.json").string() + ": credentials for '127.0.0.1': BearerToken is not a string\n"
+            "hint: an entry is {\"BearerToken\": \"...\"}, {\"CondaToken\": \"...\"} or "
+            "{\"BasicHTTP\": {\"username\": \"...\", \"password\": \"...\"}}");
+  o.credentials_file = dir_ / "absent.json";
+  auto absent = envlock::fetch_to_file(payload_request(token), o);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_EQ(absent.error().kind, ErrorKind::Io);
+}
+
+TEST(CredentialStore, LookupFollowsRattler) {
+  // rattler_networking authentication_storage/storage.rs get_by_url_with_host: host, then
+  // `*.<domain>` from the host outwards; envlock adds URL prefixes after them.
+  auto store = envlock::CredentialStore::parse(R"({
+    "repo.prefix.dev": {"BearerToken": "exact"},
+    "*.prefix.dev": {"BearerToken": "wild"},
+    "*.anaconda.org": {"CondaToken": "ct"},
+    "https://mirror.example.net/private": {"BasicHTTP": {"username": "u", "password": "p"}},
+    "https://mirror.example.net/private/deeper": {"BearerToken": "deeper"},
+    "s3://bucket": {"S3Credentials": {"access_key_id": "a", "secret_access_key": "b"}}
+  })", "creds.json");
+  ASSERT_TRUE(store.ok()) << store.error().to_string();
+  auto token = [&](const std::string& url) -> std::string {
+    const envlock::Credential* c = store->find(url);
+    if (c == nullptr) return "-";
+    return c->kind == envlock::Credential::Kind::Basic ? c->username + ":" + c->password : c->token;
+  };
+  EXPECT_EQ(token("https://repo.prefix.dev/chan/noarch/repodata.json"), "exact");
+  EXPECT_EQ(token("https://REPO.prefix.dev:8443/chan"), "exact");  // host compared without port, any case
+  EXPECT_EQ(token("https://other.prefix.dev/chan"), "wild");
+  EXPECT_EQ(token("https://a.b.prefix.dev/chan"), "wild");
+  EXPECT_EQ(token("https://prefix.dev/chan"), "wild");  // `*.prefix.dev` is tried for the host itself
+  EXPECT_EQ(token("https://conda.anaconda.org/private/linux-64/x.conda"), "ct");
+  EXPECT_EQ(token("https://mirror.example.net/private/linux-64/x.conda"), "u:p");
+  EXPECT_EQ(token("https://mirror.example.net/private/deeper/x"), "deeper");
+  EXPECT_EQ(token("https://mirror.example.net/privateer/x"), "-");
+  EXPECT_EQ(token("https://mirror.example.net/public/x"), "-");
+  EXPECT_EQ(token("https://example.com/x"), "-");
+  const envlock::Credential* ct = store->find("https://conda.anaconda.org/private/linux-64/x.conda");
+  ASSERT_NE(ct, nullptr);
+  EXPECT_EQ(envlock::CredentialStore::apply_to_url("https://conda.anaconda.org/private/linux-64/x.conda", *ct),
+            "https://conda.anaconda.org/t/ct/private/linux-64/x.conda");
+  EXPECT_EQ(envlock::CredentialStore::apply_to_url("https://conda.anaconda.org/t/mine/private", *ct),
+            "https://conda.anaconda.org/t/mine/private");
+}
+
+TEST_F(Fetch, ProxyVariablesAndTimeoutsFromTheEnvironment) {
+  // libcurl's http_proxy: the test server answers a proxy's absolute-form request like any other.
+  HttpServer proxy(dir_ / "srv");
+  ASSERT_TRUE(proxy.ok()) << proxy.error();
+  ::setenv("http_proxy", proxy.url("").c_str(), 1);
+  ::unsetenv("no_proxy");
+  ::unsetenv("NO_PROXY");
+  FetchRequest r = payload_request(proxy);
+  r.url = "http://envlock-proxy-test.invalid/payload.bin";  // resolvable only through the proxy
+  auto got = envlock::fetch_to_file(r, fast_retries());
+  ::unsetenv("http_proxy");
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  EXPECT_EQ(proxy.request_count("/payload.bin"), 1);
+
+  // ENVLOCK_RETRIES overrides the options: 0 retries, one attempt only.
+  HttpServer flaky(dir_ / "srv", {"--fail", "/payload.bin=503"});
+  ASSERT_TRUE(flaky.ok()) << flaky.error();
+  ::setenv("ENVLOCK_RETRIES", "0", 1);
+  std::filesystem::remove(dir_ / "out/payload.bin");
+  auto once = envlock::fetch_to_file(payload_request(flaky), fast_retries());
+  ::unsetenv("ENVLOCK_RETRIES");
+  ASSERT_FALSE(once.ok());
+  EXPECT_EQ(flaky.request_count("/payload.bin"), 1);
 }
 
 }  // namespace

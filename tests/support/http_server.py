@@ -11,12 +11,17 @@ killed. Fault switches make the failure cases of a download reproducible:
   --drop PATH=BYTES[:N]   send the headers and BYTES bytes of the body of PATH, then close the
                           connection (the first N requests; default 1)
   --auth USER:PASS        require HTTP basic auth on every request (401 otherwise)
+  --bearer TOKEN          require `Authorization: Bearer TOKEN` on every request (401 otherwise)
+  --path-token TOKEN      serve only paths under /t/TOKEN/ (anaconda.org's token form; the
+                          prefix is stripped before the file is looked up; 401 otherwise)
+  --redirect PATH=URL     answer 302 with `Location: URL` for PATH (checked before auth)
   --no-range              ignore Range headers (always answer 200 with the whole file)
   --log FILE              append one JSON line per request: {"path", "status", "range", "auth"}
 
 Range (RFC 9110 §14: `bytes=N-` and `bytes=N-M`) is honoured with 206 / 416; every response has an
 ETag (sha256 of the content, quoted) and Last-Modified, and If-None-Match gives 304.
-`GET /__stats` returns {"<path>": <request count>, ...} as JSON (not counted itself).
+`GET /__stats` returns {"<path>": <request count>, ...} as JSON (not counted itself);
+`GET /__bytes` returns the number of body bytes sent so far (files only).
 """
 import argparse
 import base64
@@ -53,6 +58,10 @@ class State:
             path, nbytes, count = parse_rule(rule, "drop")
             self.drop[path] = [nbytes, 1 if count is None else count]
         self.auth = args.auth
+        self.bearer = args.bearer
+        self.path_token = args.path_token
+        self.redirect = dict(r.split("=", 1) for r in (args.redirect or []))
+        self.bytes_sent = 0
         self.no_range = args.no_range
         self.log = args.log
         self.counts = {}
@@ -92,6 +101,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         st = self.state
         path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        if path == "/__bytes":
+            with st.lock:
+                body = str(st.bytes_sent).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if path == "/__stats":
             with st.lock:
                 body = json.dumps(st.counts, sort_keys=True).encode()
@@ -115,11 +132,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 drop_bytes = drop[0]
                 drop[1] -= 1
 
+        if path in st.redirect:
+            self._send_status(path, 302, {"Location": st.redirect[path]})
+            return
         if st.auth is not None:
             want = "Basic " + base64.b64encode(st.auth.encode()).decode()
             if self.headers.get("Authorization") != want:
                 self._send_status(path, 401, {"WWW-Authenticate": 'Basic realm="envlock-test"'})
                 return
+        if st.bearer is not None and self.headers.get("Authorization") != "Bearer " + st.bearer:
+            self._send_status(path, 401, {"WWW-Authenticate": 'Bearer realm="envlock-test"'})
+            return
+        if st.path_token is not None:
+            prefix = "/t/" + st.path_token + "/"
+            if not path.startswith(prefix):
+                self._send_status(path, 401)
+                return
+            path = path[len(prefix) - 1:]
         if fail_status is not None:
             self._send_status(path, fail_status)
             return
@@ -164,6 +193,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.shutdown(2)
             return
         self.wfile.write(body)
+        with st.lock:
+            st.bytes_sent += len(body)
 
 
 class QuietServer(http.server.ThreadingHTTPServer):
@@ -180,6 +211,9 @@ def main():
     ap.add_argument("--fail", action="append")
     ap.add_argument("--drop", action="append")
     ap.add_argument("--auth")
+    ap.add_argument("--bearer")
+    ap.add_argument("--path-token")
+    ap.add_argument("--redirect", action="append")
     ap.add_argument("--no-range", action="store_true")
     ap.add_argument("--log")
     args = ap.parse_args()
