@@ -443,6 +443,9 @@ struct DeployOptions {
   /// snapshot as a path of this machine.
   std::filesystem::path pip_source;
   bool without_pip = false;             ///< install the conda part only; pip installs go to the checklist
+  /// A pip install from a local source (editable, local folder, file: archive) whose source is not
+  /// on this host is left out and named in the checklist, instead of refusing the deploy.
+  bool skip_missing_sources = false;
   /// A bundle unpacked by open_bundle(): every archive comes from it (nothing is downloaded; a
   /// record whose archive it lacks is an error) and pip files from its pip/<env>/ folder.
   std::filesystem::path bundle_dir;
