@@ -271,6 +271,8 @@ void emit_host(SnapshotYamlOut& w, const HostFacts& h) {
     w.open("nvidia", false, "");
     w.kv("driver", h.nvidia->driver_version);
     w.kv("cuda", h.nvidia->cuda_version);
+    w.kv_nonempty("driver-nvidia-smi", h.nvidia->smi_driver_version);
+    w.kv_nonempty("libcuda", h.nvidia->libcuda_version);
     w.open("gpus", h.nvidia->gpus.empty(), "[]");
     for (const auto& g : h.nvidia->gpus) {
       w.begin_item_map();
@@ -302,6 +304,27 @@ void emit_host(SnapshotYamlOut& w, const HostFacts& h) {
       w.end_line();
     }
     w.close();
+    w.close();
+  }
+  if (!h.system_python.empty()) {
+    w.open("system-python", false, "");
+    for (const auto& sp : h.system_python) {
+      w.begin_item_map();
+      w.kv("site", sp.site);
+      w.open("packages", sp.packages.empty(), "[]");
+      for (const auto& p : sp.packages) {
+        w.begin_item();
+        w.out += '[';
+        for (const std::string* f : {&p.name, &p.version, &p.installer, &p.source}) {
+          if (f != &p.name) w.out += ", ";
+          w.str(*f, true);
+        }
+        w.out += ']';
+        w.end_line();
+      }
+      w.close();
+      w.end_item_map();
+    }
     w.close();
   }
 }
@@ -512,6 +535,8 @@ HostFacts read_host(const Reader& r, const YAML::Node& n) {
     NvidiaFacts f;
     f.driver_version = r.s(nv, "driver");
     f.cuda_version = r.s(nv, "cuda");
+    f.smi_driver_version = r.s(nv, "driver-nvidia-smi");
+    f.libcuda_version = r.s(nv, "libcuda");
     for (const auto& g : r.seq(nv, "gpus")) {
       if (!g.IsMap()) r.fail(g, "a GPU entry must be a mapping");
       GpuInfo gi;
@@ -530,6 +555,16 @@ HostFacts read_host(const Reader& r, const YAML::Node& n) {
     if (!p.IsSequence() || p.size() != 4) r.fail(p, "a system package entry must be [name, version, architecture, status]");
     h.system_packages.push_back({r.scalar(p[0], "name"), r.scalar(p[1], "version"), r.scalar(p[2], "architecture"),
                                  r.scalar(p[3], "status")});
+  }
+  for (const auto& sp : r.seq(n, "system-python")) {
+    if (!sp.IsMap()) r.fail(sp, "a system-python entry must be a mapping with `site` and `packages`");
+    SystemPythonSite site;
+    site.site = r.s(sp, "site");
+    for (const auto& p : r.seq(sp, "packages")) {
+      if (!p.IsSequence() || p.size() != 4) r.fail(p, "a system-python package entry must be [name, version, installer, source]");
+      site.packages.push_back({r.scalar(p[0], "name"), r.scalar(p[1], "version"), r.scalar(p[2], "installer"), r.scalar(p[3], "source")});
+    }
+    h.system_python.push_back(std::move(site));
   }
   return h;
 }

@@ -199,10 +199,12 @@ TEST(DiffCli, RelativeChannelsResolveAlikeFromFilesGitAndStdin) {
     EXPECT_TRUE(r.out.starts_with("no changes\n")) << "in " << c.cwd << ": diff " << c.args << "\n" << r.out;
     EXPECT_EQ(r.out.find("channel-changed"), std::string::npos) << c.args << "\n" << r.out;
   }
-  // `show` of the committed file prints the channel the working-tree copy names.
+  // `show` prints the channel as the file holds it, from the working tree and from git alike
+  // (git's textconv hands it a temporary copy: ShowCli.GitTextconvWithARelativeChannelIsExact).
   const auto shown = run_command("cd " + q(sub) + " && " + envlock_cmd() + " show HEAD:sub/envlock.lock --json");
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
-  EXPECT_NE(shown.out.find(channel), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find(channel), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("\"channel\": \"../build/fixture channel\""), std::string::npos) << shown.out;
 
   // A real change is still reported, and only it.
   std::string changed = text;
@@ -298,6 +300,48 @@ TEST(DiffCli, CorpusPairsThroughTheCli) {
                   " " + q(lockfiles() / "conda__rattler/test-data__conda-lock__forward-compatible-lock.yml"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("forward-compatible-lock.yml:11:10: lockfile format version 1000"), std::string::npos) << r.err;
+}
+
+// docs/review.md's textconv, run by the real `git diff`: a lockfile whose channel is a local folder
+// relative to it (`../build/fixture channel`, as `envlock lock` writes a manifest's relative
+// channel) shows exactly the one package that changed. Before, git's temporary copy of the old
+// side resolved the channel under /tmp and every line differed.
+TEST(ShowCli, GitTextconvWithARelativeChannelIsExact) {
+  TempDir dir;
+  const fs::path repo = dir.path() / "repo";
+  const fs::path sub = repo / "sub";
+  fs::create_directories(sub);
+  const std::string channel = envlock::file_url_from_path((repo / "build/fixture channel").string());
+  envlock::Lockfile lf = envlock::testing::one_package_lockfile(channel);
+  lf.relative_channels = {channel};
+  const std::string text = lf.to_yaml(sub);
+  std::ofstream(sub / "envlock.lock") << text;
+  std::ofstream(repo / ".gitattributes") << "envlock.lock      diff=envlock\nconda-lock.yml    diff=envlock\n";
+  const std::string git = "cd " + q(repo) + " && git -c init.defaultBranch=main init -q . && git config diff.envlock.textconv " +
+                          q(std::string(ENVLOCK_BINARY) + " show") +
+                          " && git config diff.envlock.cachetextconv true && git add . && "
+                          "git -c user.name=t -c user.email=t@example.invalid commit -q -m one";
+  ASSERT_EQ(run_command(git).exit_code, 0);
+  std::string changed = text;
+  changed.replace(changed.find(std::string(64, 'a')), 64, std::string(64, 'b'));
+  std::ofstream(sub / "envlock.lock") << changed;
+  for (const char* cwd : {"", "/sub"}) {
+    const auto r = run_command("cd " + q(repo.string() + cwd) + " && git diff --no-color HEAD -- . | sed '/^index /d'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "diff --git a/sub/envlock.lock b/sub/envlock.lock\n"
+                     "--- a/sub/envlock.lock\n"
+                     "+++ b/sub/envlock.lock\n"
+                     "@@ -1 +1 @@\n"
+                     "-default/linux-64 tool 1.2 h0_0 ../build/fixture channel sha256:" + std::string(64, 'a') + "\n"
+                     "+default/linux-64 tool 1.2 h0_0 ../build/fixture channel sha256:" + std::string(64, 'b') + "\n")
+        << "git diff from " << repo.string() + cwd;
+    EXPECT_EQ(r.err, "");
+  }
+  // Unchanged: git diff is empty (the two sides print the same, wherever each copy sits).
+  std::ofstream(sub / "envlock.lock") << text;
+  const auto same = run_command("cd " + q(repo) + " && git diff --no-color HEAD");
+  EXPECT_EQ(same.exit_code, 0);
+  EXPECT_EQ(same.out, "");
 }
 
 TEST(ShowCli, NormalizedViewIsTheSameAcrossFormatsAndOrder) {
