@@ -173,9 +173,13 @@ struct RecordedFields {
   bool requires_python = true;
 };
 
-/// Compares two lockfiles (see the file comment for the rules). Pure: no I/O.
+/// Compares two lockfiles (see the file comment for the rules). Pure: no I/O. `old_fields` and
+/// `new_fields` say which fields each side's format holds; without them a field counts as held by
+/// a side's platform when one of its records has it (non-empty, not the default), so a format
+/// that leaves a field out is never compared on it.
 LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock,
-                        const RecordedFields& old_fields = {}, const RecordedFields& new_fields = {});
+                        const std::optional<RecordedFields>& old_fields = std::nullopt,
+                        const std::optional<RecordedFields>& new_fields = std::nullopt);
 
 /// Labels naming the two inputs in rendered output (as the user gave them, credential-free).
 struct DiffLabels {

@@ -303,16 +303,31 @@ std::string comparable_spec(std::string_view spec) {
 
 // The specs of one field that differ between the sides, as a note: "depends -numpy >=1.21 +numpy
 // >=1.21,<2"; empty when the two lists hold the same specs (order and spacing aside).
-std::string list_change(const char* field, const std::vector<std::string>& olds, const std::vector<std::string>& news) {
-  std::set<std::string> a, b;
-  for (const auto& x : olds) a.insert(comparable_spec(x));
-  for (const auto& x : news) b.insert(comparable_spec(x));
-  if (a == b) return {};
+// A PEP 508 requirement as compared between sources: pixi.lock copies `requires_dist` from the
+// index's metadata, a prefix has METADATA's own spelling; white space, quote style and case (of
+// names and markers alike) are no change.
+std::string comparable_requirement(std::string_view req) {
+  std::string out;
+  for (char c : req) {
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    out += c == '"' ? '\'' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+std::string list_change(const char* field, const std::vector<std::string>& olds, const std::vector<std::string>& news,
+                        std::string (*comparable)(std::string_view) = comparable_spec) {
+  std::map<std::string, std::string> a, b;  // comparable form -> as written (spaces collapsed)
+  for (const auto& x : olds) a.emplace(comparable(x), comparable_spec(x));
+  for (const auto& x : news) b.emplace(comparable(x), comparable_spec(x));
+  bool same = a.size() == b.size();
+  for (auto i = a.begin(), j = b.begin(); same && i != a.end(); ++i, ++j) same = i->first == j->first;
+  if (same) return {};
   std::string note = field;
-  for (const auto& x : a)
-    if (!b.count(x)) note += " -" + redact_text(x);
-  for (const auto& x : b)
-    if (!a.count(x)) note += " +" + redact_text(x);
+  for (const auto& [k, x] : a)
+    if (!b.count(k)) note += " -" + redact_text(x);
+  for (const auto& [k, x] : b)
+    if (!a.count(k)) note += " +" + redact_text(x);
   return note;
 }
 
@@ -487,6 +502,35 @@ Floors environment_floors(const LockedPlatform* plat) {
     }
   }
   return out;
+}
+
+// The fields a platform's records hold, read from the records themselves (diff_lockfiles
+// without RecordedFields): a field counts when one record has it.
+RecordedFields held_fields(const LockedPlatform* p) {
+  RecordedFields r{false, false, false, false, false, false, false};
+  if (p == nullptr) return r;
+  for (const auto& x : p->packages) {
+    r.depends = r.depends || !x.depends.empty();
+    r.constrains = r.constrains || !x.constrains.empty();
+    r.noarch = r.noarch || x.noarch != NoArchKind::None;
+    r.build_number = r.build_number || x.build_number != 0;
+    r.python_site_packages_path = r.python_site_packages_path || !x.python_site_packages_path.empty();
+  }
+  for (const auto& x : p->pip) {
+    r.requires_dist = r.requires_dist || !x.requires_dist.empty();
+    r.requires_python = r.requires_python || !x.requires_python.empty();
+  }
+  return r;
+}
+
+RecordedFields both_hold(const RecordedFields& a, const RecordedFields& b) {
+  return RecordedFields{a.depends && b.depends,
+                        a.constrains && b.constrains,
+                        a.noarch && b.noarch,
+                        a.build_number && b.build_number,
+                        a.python_site_packages_path && b.python_site_packages_path,
+                        a.requires_dist && b.requires_dist,
+                        a.requires_python && b.requires_python};
 }
 
 void finish_change(PackageChange& c, std::set<ChangeKind> kinds) {
@@ -700,11 +744,11 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
         c.notes.push_back(std::move(src));
       }
       if (both.requires_dist)
-        if (auto d = list_change("requires_dist", o->requires_dist, n->requires_dist); !d.empty()) {
+        if (auto d = list_change("requires_dist", o->requires_dist, n->requires_dist, comparable_requirement); !d.empty()) {
           kinds.insert(ChangeKind::MetadataChanged);
           c.notes.push_back(std::move(d));
         }
-      if (both.requires_python && o->requires_python != n->requires_python) {
+      if (both.requires_python && comparable_requirement(o->requires_python) != comparable_requirement(n->requires_python)) {
         kinds.insert(ChangeKind::MetadataChanged);
         auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
         c.notes.push_back("requires_python " + shown(o->requires_python) + " -> " + shown(n->requires_python));
@@ -811,15 +855,8 @@ std::size_t LockDiff::red_flags() const {
   return n;
 }
 
-LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock, const RecordedFields& of,
-                        const RecordedFields& nf) {
-  const RecordedFields both{of.depends && nf.depends,
-                            of.constrains && nf.constrains,
-                            of.noarch && nf.noarch,
-                            of.build_number && nf.build_number,
-                            of.python_site_packages_path && nf.python_site_packages_path,
-                            of.requires_dist && nf.requires_dist,
-                            of.requires_python && nf.requires_python};
+LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock, const std::optional<RecordedFields>& of,
+                        const std::optional<RecordedFields>& nf) {
   LockDiff diff;
   struct Pair {
     std::string label;
@@ -878,7 +915,8 @@ LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock, cons
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < work.size(); i = next++)
-      diff_platform(diff.groups[i], work[i].old_p, work[i].new_p, *work[i].old_requested, *work[i].new_requested, both);
+      diff_platform(diff.groups[i], work[i].old_p, work[i].new_p, *work[i].old_requested, *work[i].new_requested,
+                    both_hold(of ? *of : held_fields(work[i].old_p), nf ? *nf : held_fields(work[i].new_p)));
   };
   const std::size_t threads = std::min<std::size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;

@@ -181,11 +181,15 @@ std::string PipDistribution::requirement() const {
 PipSourceInfo pip_source_info(const PipPackage& p) {
   PipSourceInfo s;
   std::string url = redact_url(p.url);
-  if (url.empty() && !p.requirement.empty()) {
-    // `name @ URL` with no url of its own (a manifest line): the URL is the requirement's.
+  if (!p.requirement.empty()) {
+    // A direct reference `name @ URL` says more than `url`: a prefix's VCS install has the plain
+    // repository URL there and `name @ git+URL@<commit>` as its requirement (to_pip_package).
     const std::string req = redact_text(p.requirement);
-    if (auto at = req.find(" @ "); at != std::string::npos) url = trim(std::string_view(req).substr(at + 3));
-    if (auto semi = url.find(';'); semi != std::string::npos) url = trim(std::string_view(url).substr(0, semi));
+    if (auto at = req.find(" @ "); at != std::string::npos) {
+      std::string ref = trim(std::string_view(req).substr(at + 3));
+      if (auto semi = ref.find(';'); semi != std::string::npos) ref = trim(std::string_view(ref).substr(0, semi));
+      if (!ref.empty() && ref.front() != '(') url = ref;
+    }
   }
   if (url.empty()) {
     s.kind = p.editable ? PipSourceInfo::Kind::Editable : PipSourceInfo::Kind::Index;

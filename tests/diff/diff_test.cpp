@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/diff.hpp"
+#include "envlock/pip.hpp"
 #include "envlock/readers.hpp"
 #include "support/pip_prefix.hpp"
 
@@ -232,7 +233,8 @@ TEST(Diff, RepodataPatchesAndOtherInstallingFieldsAreChanges) {
   r.noarch = NoArchKind::Python;
   r.build_number = 1;
   r.python_site_packages_path = "lib/python3.11/site-packages";
-  auto m = diff_lockfiles(lo, ln);
+  // envlock.lock on both sides holds every field (the CLI says so from the format).
+  auto m = diff_lockfiles(lo, ln, RecordedFields{}, RecordedFields{});
   ASSERT_EQ(m.total, 1u);
   EXPECT_EQ(m.groups[0].changes[0].notes,
             (std::vector<std::string>{"constrains +libblas * *mkl", "noarch (none) -> python", "build_number 0 -> 1",
@@ -241,7 +243,10 @@ TEST(Diff, RepodataPatchesAndOtherInstallingFieldsAreChanges) {
   // noarch or build number, an @EXPLICIT file not even depends.
   RecordedFields conda_lock;
   conda_lock.constrains = conda_lock.noarch = conda_lock.build_number = conda_lock.python_site_packages_path = false;
-  EXPECT_TRUE(diff_lockfiles(lo, ln, {}, conda_lock).empty());
+  EXPECT_TRUE(diff_lockfiles(lo, ln, RecordedFields{}, conda_lock).empty());
+  // Without RecordedFields a field counts as held by a side when one of its records has it: the
+  // old side here has no constrains, noarch, build number or site-packages path at all.
+  EXPECT_TRUE(diff_lockfiles(lo, ln).empty());
   RecordedFields none{false, false, false, false, false, false, false};
   EXPECT_TRUE(diff_lockfiles(make({o}), make({n}), none, {}).empty());
   EXPECT_FALSE(diff_lockfiles(make({o}), make({n}), conda_lock, conda_lock).empty());  // conda-lock has depends
@@ -267,7 +272,8 @@ TEST(Diff, PipSourceAndMetadataAreCompared) {
   // PEP 508 `@commit` (a prefix's direct_url.json, as to_pip_package writes it) reads the same.
   PipPackage installed{"detectron2", "0.6", "https://github.com/facebookresearch/detectron2.git", "",
                        "detectron2 @ " + repo + "@bcfd464d0c810f0442d91a349c0f6df945467143"};
-  EXPECT_EQ(pip_source_info(installed).to_string(), "vcs https://github.com/facebookresearch/detectron2.git");
+  EXPECT_EQ(pip_source_info(installed).to_string(), "vcs " + repo + "@bcfd464d0c810f0442d91a349c0f6df945467143");
+  EXPECT_TRUE(diff_lockfiles(lock({vcs_old}), lock({installed})).empty());
   PipPackage pep508{"detectron2", "0.6", repo + "@bcfd464d0c810f0442d91a349c0f6df945467143"};
   EXPECT_TRUE(diff_lockfiles(lock({vcs_old}), lock({pep508})).empty());
 
@@ -290,7 +296,7 @@ TEST(Diff, PipSourceAndMetadataAreCompared) {
   rd_old.requires_dist = {"numpy>=1.21"};
   rd_new.requires_dist = {"numpy>=1.21", "typing-extensions; python_version < '3.8'"};
   rd_new.requires_python = ">=3.8";
-  auto m = diff_lockfiles(lock({rd_old}), lock({rd_new}));
+  auto m = diff_lockfiles(lock({rd_old}), lock({rd_new}), RecordedFields{}, RecordedFields{});  // two prefixes
   ASSERT_EQ(m.total, 1u);
   EXPECT_EQ(m.groups[0].changes[0].kind, ChangeKind::MetadataChanged);
   EXPECT_EQ(m.groups[0].changes[0].notes,
