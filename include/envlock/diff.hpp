@@ -166,6 +166,7 @@ struct LockDiff {
 struct RecordedFields {
   bool depends = true;           ///< conda `depends` (conda-lock: `dependencies`)
   bool constrains = true;
+  bool track_features = true;    ///< also what variant-switch reads besides the build string
   bool noarch = true;
   bool build_number = true;
   bool python_site_packages_path = true;
@@ -176,7 +177,7 @@ struct RecordedFields {
 /// Compares two lockfiles (see the file comment for the rules). Pure: no I/O. `old_fields` and
 /// `new_fields` say which fields each side's format holds; without them a field counts as held by
 /// a side's platform when one of its records has it (non-empty, not the default), so a format
-/// that leaves a field out is never compared on it.
+/// that leaves a field out is never compared on it — except track_features, always compared then.
 LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock,
                         const std::optional<RecordedFields>& old_fields = std::nullopt,
                         const std::optional<RecordedFields>& new_fields = std::nullopt);

@@ -103,10 +103,10 @@ RecordedFields recorded_fields(const FormatInfo& f) {
       break;
     case LockFormat::CondaLock:
       // conda-lock (and pixi.lock 1-3): `dependencies` only.
-      r.constrains = r.noarch = r.build_number = r.python_site_packages_path = false;
+      r.constrains = r.track_features = r.noarch = r.build_number = r.python_site_packages_path = false;
       r.requires_dist = r.requires_python = false;
       break;
-    case LockFormat::Explicit: r = RecordedFields{false, false, false, false, false, false, false}; break;
+    case LockFormat::Explicit: r = RecordedFields{false, false, false, false, false, false, false, false}; break;
   }
   return r;
 }

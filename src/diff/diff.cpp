@@ -156,7 +156,7 @@ std::string leading_digits(std::string_view s) {
 }
 
 // Variant tags from the build string and track_features.
-std::set<std::string> build_variants(const PackageRecord& r) {
+std::set<std::string> build_variants(const PackageRecord& r, bool with_track_features) {
   std::set<std::string> tags;
   for (const auto& token : split(lower(r.build), '_')) {
     if (token.starts_with("cuda")) {
@@ -180,7 +180,8 @@ std::set<std::string> build_variants(const PackageRecord& r) {
       if (token.find(blas) != std::string::npos) tags.insert(blas);
     }
   }
-  for (const auto& f : r.track_features) tags.insert(lower(f));
+  if (with_track_features)
+    for (const auto& f : r.track_features) tags.insert(lower(f));
   return tags;
 }
 
@@ -348,7 +349,8 @@ std::vector<std::string> record_metadata_changes(const LockedPackage& o, const L
     if (auto d = list_change("depends", o.depends, n.depends); !d.empty()) notes.push_back(std::move(d));
   if (both.constrains)
     if (auto d = list_change("constrains", o.constrains, n.constrains); !d.empty()) notes.push_back(std::move(d));
-  if (auto d = list_change("track_features", o.track_features, n.track_features); !d.empty()) notes.push_back(std::move(d));
+  if (both.track_features)
+    if (auto d = list_change("track_features", o.track_features, n.track_features); !d.empty()) notes.push_back(std::move(d));
   if (both.noarch && o.noarch != n.noarch)
     notes.push_back("noarch " + std::string(noarch_name(o.noarch)) + " -> " + std::string(noarch_name(n.noarch)));
   if (both.build_number && o.build_number != n.build_number)
@@ -507,7 +509,9 @@ Floors environment_floors(const LockedPlatform* plat) {
 // The fields a platform's records hold, read from the records themselves (diff_lockfiles
 // without RecordedFields): a field counts when one record has it.
 RecordedFields held_fields(const LockedPlatform* p) {
-  RecordedFields r{false, false, false, false, false, false, false};
+  // track_features count as held: a record that drops them is a variant switch, and every format
+  // but @EXPLICIT and conda-lock writes them (the CLI tells those apart by their format).
+  RecordedFields r{false, false, true, false, false, false, false, false};
   if (p == nullptr) return r;
   for (const auto& x : p->packages) {
     r.depends = r.depends || !x.depends.empty();
@@ -526,6 +530,7 @@ RecordedFields held_fields(const LockedPlatform* p) {
 RecordedFields both_hold(const RecordedFields& a, const RecordedFields& b) {
   return RecordedFields{a.depends && b.depends,
                         a.constrains && b.constrains,
+                        a.track_features && b.track_features,
                         a.noarch && b.noarch,
                         a.build_number && b.build_number,
                         a.python_site_packages_path && b.python_site_packages_path,
@@ -593,7 +598,7 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
     std::set<ChangeKind> kinds;
     std::set<std::string> ov, nv;
     if (o) {
-      ov = build_variants(*o);
+      ov = build_variants(*o, both.track_features);
       if (!o->depends.empty() && (!n || !n->depends.empty())) {
         auto d = depends_variants(*o);
         ov.insert(d.begin(), d.end());
@@ -601,7 +606,7 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
       c.old_side = side_of(*o, ov);
     }
     if (n) {
-      nv = build_variants(*n);
+      nv = build_variants(*n, both.track_features);
       if (!n->depends.empty() && (!o || !o->depends.empty())) {
         auto d = depends_variants(*n);
         nv.insert(d.begin(), d.end());

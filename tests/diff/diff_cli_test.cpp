@@ -15,6 +15,7 @@
 #include "support/lockfile_fixtures.hpp"
 #include "support/pip_prefix.hpp"
 #include "support/run_command.hpp"
+#include "snapshot/fake_host.hpp"
 
 namespace fs = std::filesystem;
 using envlock::testing::envlock_cmd;
@@ -544,4 +545,124 @@ TEST(DiffCli, PipLinesEndToEndWithoutCredentialsOrInventedNames) {
   EXPECT_EQ(installed.err.find("SECRET"), std::string::npos) << installed.err;
   EXPECT_NE(installed.err.find("4 pip package(s) in the lockfile were not installed"), std::string::npos) << installed.err;
   EXPECT_NE(installed.err.find("-e ."), std::string::npos) << installed.err;
+}
+
+namespace {
+
+// The real osx-arm64 python 3.13t prefix of conda's env_metadata tests (conda wrote its
+// conda-meta: every `channel` ends in the subdir) and what `conda list --explicit --md5` prints for
+// it: each record's URL and md5.
+struct CorpusPrefix {
+  envlock::testing::FakeHost host;
+  fs::path prefix;
+  std::string explicit_text = "# platform: osx-arm64\n@EXPLICIT\n";
+  CorpusPrefix() {
+    host.corpus_prefix("/env");
+    prefix = host.local("/env");
+    std::vector<std::string> lines;
+    for (const auto& e : fs::directory_iterator(prefix / "conda-meta")) {
+      if (e.path().extension() != ".json") continue;
+      const auto j = nlohmann::json::parse(envlock::testing::slurp(e.path()));
+      lines.push_back(j.at("url").get<std::string>() + "#" + j.at("md5").get<std::string>());
+    }
+    std::sort(lines.begin(), lines.end());
+    for (const auto& l : lines) explicit_text += l + "\n";
+  }
+};
+
+}  // namespace
+
+// A prefix compares like its lockfile (issue 17): conda's `channel` with the subdir
+// (`https://conda.anaconda.org/conda-forge/osx-arm64`) is the lockfile's channel, so the only change
+// between the prefix and its own `conda list --explicit` is the pip package that list leaves out.
+TEST(DiffCli, APrefixAgainstItsOwnExplicitListIsOnlyItsPipSide) {
+  REQUIRE_CORPUS();
+  CorpusPrefix c;
+  TempDir dir;
+  const auto lock = dir.write("explicit.txt", c.explicit_text);
+  const auto r = run_command(envlock_cmd() + " diff " + q(lock) + " " + q(c.prefix));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "1 change: 1 added; size unknown\n"
+                   "old: " + lock.string() + " (@EXPLICIT)\n"
+                   "new: " + c.prefix.string() + " (conda-meta prefix)\n"
+                   "\n"
+                   "default / osx-arm64: 1 change, size unknown (16 -> 17 packages)\n"
+                   "  added                          pypi imagesize  1.4.1\n");
+  // The prefix against itself and against a copy that conda would write without the subdir.
+  const auto same = run_command(envlock_cmd() + " diff " + q(c.prefix) + " " + q(c.prefix) + " --fail-on any");
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_TRUE(same.out.starts_with("no changes\n")) << same.out;
+  const auto show = run_command(envlock_cmd() + " show " + q(c.prefix));
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("default/osx-arm64 tzdata 2025a h78e105d_0 https://conda.anaconda.org/conda-forge sha256:"),
+            std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("conda-forge/osx-arm64 "), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("conda-forge/noarch "), std::string::npos) << show.out;
+}
+
+// A prefix of noarch packages alone takes the other side's platform; a prefix envlock made pairs
+// with the environment it was installed from (conda-meta/envlock), and `-e ENV` chooses one.
+TEST(DiffCli, PrefixPlatformAndEnvironmentPairing) {
+  REQUIRE_CORPUS();
+  CorpusPrefix c;
+  TempDir dir;
+  // Only the two noarch records (pip, tzdata), and no pip side.
+  for (const auto& e : fs::directory_iterator(c.prefix / "conda-meta")) {
+    const std::string n = e.path().filename().string();
+    if (e.path().extension() == ".json" && !n.starts_with("pip-") && !n.starts_with("tzdata-")) fs::remove(e.path());
+  }
+  fs::remove_all(c.prefix / "lib");
+  std::string noarch_list = "# platform: osx-arm64\n@EXPLICIT\n";
+  for (const auto& l : {std::string("pip-"), std::string("tzdata-")}) {
+    const auto at = c.explicit_text.find("/noarch/" + l);
+    const auto start = c.explicit_text.rfind('\n', at) + 1;
+    noarch_list += c.explicit_text.substr(start, c.explicit_text.find('\n', at) + 1 - start);
+  }
+  const auto lock = dir.write("noarch.txt", noarch_list);
+  auto r = run_command(envlock_cmd() + " diff " + q(lock) + " " + q(c.prefix) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "no changes\n"
+                   "old: " + lock.string() + " (@EXPLICIT)\n"
+                   "new: " + c.prefix.string() + " (conda-meta prefix)\n"
+                   "\n"
+                   "default / osx-arm64: no changes (2 packages)\n");
+
+  // A lockfile of two environments: the prefix names the one it was installed from.
+  auto read = envlock::read_lockfile_path(lock);
+  ASSERT_TRUE(read.ok()) << read.error().to_string();
+  envlock::Lockfile two;
+  for (const char* name : {"docs", "tools"}) {
+    envlock::LockedEnvironment env = read->lockfile.environments.at("default");
+    env.name = name;
+    for (auto& [_, plat] : env.platforms)
+      for (auto& p : plat.packages) p.layer = name;
+    two.environments[name] = env;
+  }
+  two.environments["docs"].platforms["osx-arm64"].packages.pop_back();  // docs lacks tzdata
+  const fs::path two_path = dir.path() / "envlock.lock";
+  std::ofstream(two_path) << two.to_yaml(dir.path());
+  r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + two_path.string() + ": has environments docs, tools; the prefix " + c.prefix.string() +
+                       " does not say which one it was installed from\nhint: choose one with -e ENV\n");
+  r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix) + " -e tools --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(r.out.starts_with("no changes\n")) << r.out;
+  r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix) + " -e nope");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: " + two_path.string() + ": has no environment 'nope' (-e nope)\nhint: its environments: docs, tools; choose one with -e ENV\n");
+  // conda-meta/envlock (written by install, create and snapshot deploy) names the environment.
+  std::ofstream(c.prefix / "conda-meta/envlock") << R"({"command": "install", "environment": "docs", "lockfile": "envlock.lock", "lockfile_hash": "", "manifest_hash": "", "platform": "osx-arm64"})";
+  r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(r.out.starts_with("1 change: 1 added; size unknown\n"
+                                "old: " + two_path.string() + " (envlock.lock v1)\n"
+                                "new: " + c.prefix.string() + " (conda-meta prefix)\n"
+                                "\n"
+                                "docs / osx-arm64: 1 change, size unknown (1 -> 2 packages)\n"))
+      << r.out;
+  EXPECT_EQ(r.out.find("tools"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  added                          tzdata  2025a h78e105d_0"), std::string::npos) << r.out;
 }

@@ -242,12 +242,12 @@ TEST(Diff, RepodataPatchesAndOtherInstallingFieldsAreChanges) {
   // A field one side's format does not hold is not compared: conda-lock.yml has no constrains,
   // noarch or build number, an @EXPLICIT file not even depends.
   RecordedFields conda_lock;
-  conda_lock.constrains = conda_lock.noarch = conda_lock.build_number = conda_lock.python_site_packages_path = false;
+  conda_lock.constrains = conda_lock.track_features = conda_lock.noarch = conda_lock.build_number = conda_lock.python_site_packages_path = false;
   EXPECT_TRUE(diff_lockfiles(lo, ln, RecordedFields{}, conda_lock).empty());
   // Without RecordedFields a field counts as held by a side when one of its records has it: the
   // old side here has no constrains, noarch, build number or site-packages path at all.
   EXPECT_TRUE(diff_lockfiles(lo, ln).empty());
-  RecordedFields none{false, false, false, false, false, false, false};
+  RecordedFields none{false, false, false, false, false, false, false, false};
   EXPECT_TRUE(diff_lockfiles(make({o}), make({n}), none, {}).empty());
   EXPECT_FALSE(diff_lockfiles(make({o}), make({n}), conda_lock, conda_lock).empty());  // conda-lock has depends
 }

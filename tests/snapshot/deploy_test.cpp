@@ -208,6 +208,18 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
     return l == "drift: 1 modified, 0 unowned and 0 missing files of the captured prefix are not reproduced (see the snapshot's drift section)";
   })) << ::testing::PrintToString(deployed->checklist);
   pip.expect_reproduced(a, b);
+  // `envlock diff SNAPSHOT PREFIX`: the prefix deployed from the snapshot is that snapshot (its
+  // environment from conda-meta/envlock, pip's install over the conda package it shadowed).
+  {
+    const auto d = testing::run_command(testing::envlock_cmd() + " diff '" + file.string() + "' '" + b.string() + "' --fail-on any", {});
+    EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
+    EXPECT_EQ(d.out, "no changes\n"
+                     "old: " + file.string() + " (envlock.lock v1)\n"
+                     "new: " + b.string() + " (conda-meta prefix)\n"
+                     "\n"
+                     "geo / linux-64: no changes (2 packages)\n");
+    EXPECT_EQ(d.err, "");
+  }
   // verify finds in the deployed prefix what it finds in the captured one, less the hand edit
   // (drift is not reproduced): the pip files check against RECORD, the file pip removed is
   // missing in both.
