@@ -574,9 +574,11 @@ PipDistribution read_pip(const Reader& r, const YAML::Node& n) {
   PipDistribution d;
   d.name = r.s(n, "name");
   d.version = r.s(n, "version");
-  if (d.name.empty() || d.version.empty()) r.fail(n, "a pip entry needs a name and a version");
   d.installer = r.s(n, "installer");
   if (n["source"].IsDefined()) d.source = parse_source(r, n["source"]);
+  // A legacy editable (`*.egg-link`) whose working tree was not readable has no version.
+  if (d.name.empty() || (d.version.empty() && d.source != PipSource::Editable))
+    r.fail(n, "a pip entry needs a name and a version");
   d.url = r.s(n, "url");
   d.vcs = r.s(n, "vcs");
   d.commit_id = r.s(n, "commit-id");

@@ -180,17 +180,16 @@ TEST(Diff, SameUrlWithAnotherHashIsAReUpload) {
   EXPECT_TRUE(d.has_any({ChangeKind::ReUploaded}));
   EXPECT_FALSE(d.has_any({ChangeKind::HashChanged, ChangeKind::VariantSwitch}));
   EXPECT_EQ(d.groups[0].changes[0].name, "openssl");
+  const std::string pad(33, ' ');
   EXPECT_EQ(render_text(d, {"old.lock", "new.lock", "envlock.lock v1", "envlock.lock v1"}, false),
-            "2 changes: 1 re-uploaded, 1 downgraded; 2 red flags\n"
+            "2 changes: 1 re-uploaded, 1 downgraded; size unknown; 2 red flags\n"
             "old: old.lock (envlock.lock v1)\n"
             "new: new.lock (envlock.lock v1)\n"
             "\n"
             "default / linux-64: 2 changes, size unknown (2 -> 2 packages)\n"
-            "  ! re-uploaded                  openssl  3.2.1 hd590300_0 -> 3.2.1 hd590300_0\n"
-            "                                 re-uploaded: same URL, sha256 aaaaaaaaaaaa… -> ffffffffffff…\n"
-            "                                 pulled by: openssl\n"
-            "  ! downgraded                   aaa      1.0 h_0 -> 0.9 h_0\n"
-            "                                 pulled by: aaa\n");
+            "  ! re-uploaded" + std::string(19, ' ') + "openssl  3.2.1 hd590300_0 -> 3.2.1 hd590300_0\n" +
+                pad + " re-uploaded: same URL, sha256 aaaaaaaaaaaa… -> ffffffffffff…\n" + pad + " pulled by: openssl\n"
+            "  ! downgraded" + std::string(20, ' ') + "aaa      1.0 h_0 -> 0.9 h_0\n" + pad + " pulled by: aaa\n");
 
   // md5 only (an @EXPLICIT file): the same rule.
   Lockfile lo = make({o}), ln = make({o});
@@ -542,6 +541,54 @@ TEST(CorpusDiff, PangeoMlNotebook2023To2026) {
   // The rendered JSON lists exactly the counted changes.
   auto j = diff_to_json(d, {"old", "new", "conda-lock v1", "conda-lock v1"});
   EXPECT_EQ(j["groups"][0]["changes"].size(), d.total);
+}
+
+// PR comments fit (issue 17): the largest real pair of the corpus (pangeo's ml-notebook,
+// 2023 -> 2026, hundreds of changes) within GitHub's 65,536 characters, and a small budget keeps
+// the title, summary and table, the most severe changes first, and counts the rest.
+TEST(CorpusDiff, MarkdownFitsItsBudgetMostSevereFirst) {
+  REQUIRE_CORPUS();
+  const auto d = diff_lockfiles(read("pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml@55a3b77f"),
+                                read("pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml@aa438254"));
+  const DiffLabels labels{"HEAD~1:conda-lock.yml", "conda-lock.yml", "conda-lock v1", "conda-lock v1"};
+  const std::string full = render_markdown(d, labels, 0);
+  EXPECT_EQ(full, render_markdown(d, labels));
+  const std::string fitted = render_markdown(d, labels, kMarkdownBudget);
+  EXPECT_LE(fitted.size(), kMarkdownBudget);
+  if (full.size() <= kMarkdownBudget) EXPECT_EQ(fitted, full);
+  for (std::size_t budget : {std::size_t{6000}, std::size_t{20000}, kMarkdownBudget / 4}) {
+    const std::string md = render_markdown(d, labels, budget);
+    EXPECT_LE(md.size(), budget) << budget;
+    // Title, summary line and summary table as in the full comment.
+    const auto table_end = full.find("\n\n", full.find("| environment | platform |")) + 2;
+    EXPECT_EQ(md.substr(0, table_end), full.substr(0, table_end));
+    EXPECT_EQ(md.substr(table_end, 29), "#### Most important changes\n");
+    // Rows, most severe first: no row of a less severe kind before a more severe one.
+    std::size_t rows = 0;
+    int last = -1;
+    static const std::vector<std::string> order = {"variant-switch", "downgraded", "re-uploaded", "removed", "hash-changed",
+                                                   "host-floor-raised", "source-changed", "channel-changed", "metadata-changed",
+                                                   "added", "upgraded", "rebuilt", "license-changed"};
+    std::istringstream in(md.substr(table_end));
+    for (std::string line; std::getline(in, line);) {
+      if (!line.starts_with("| default / linux-64 |")) continue;
+      ++rows;
+      int rank = static_cast<int>(order.size());
+      for (int i = 0; i < static_cast<int>(order.size()); ++i)
+        if (line.find(" " + order[static_cast<std::size_t>(i)]) != std::string::npos ||
+            line.find("+" + order[static_cast<std::size_t>(i)]) != std::string::npos) {
+          rank = i;
+          break;
+        }
+      EXPECT_GE(rank, last) << line;
+      last = std::max(last, rank);
+    }
+    EXPECT_GT(rows, 0u) << budget;
+    const std::string note = "**" + std::to_string(d.total - rows) + " more changes not shown** (";
+    EXPECT_NE(md.find(note), std::string::npos) << md.substr(md.size() - 400);
+    EXPECT_TRUE(md.ends_with(" bytes; `envlock diff OLD NEW` (text, or `--format json`) lists every change, and `--max-bytes` sets the budget.\n"))
+        << md.substr(md.size() - 300);
+  }
 }
 
 // A prefix's pip side against a lockfile: pip packages pair by PEP 503 name (METADATA's "Foo_Bar"
