@@ -343,6 +343,8 @@ void emit_pip(SnapshotYamlOut& w, const PipDistribution& d) {
   w.kv("dist-info", d.dist_info);
   w.kv_nonempty("shadows", d.shadows);
   if (!d.wheel_tags.empty()) w.strings("wheel-tags", d.wheel_tags);
+  w.kv_nonempty("requires-python", d.requires_python);
+  if (!d.requires_dist.empty()) w.strings("requires-dist", d.requires_dist);
   w.open("record", d.files.empty(), "[]");
   for (const auto& f : d.files) {
     w.begin_item();
@@ -587,6 +589,8 @@ PipDistribution read_pip(const Reader& r, const YAML::Node& n) {
   d.dist_info = r.s(n, "dist-info");
   d.shadows = r.s(n, "shadows");
   d.wheel_tags = r.strings(n, "wheel-tags");
+  d.requires_python = r.s(n, "requires-python");
+  d.requires_dist = r.strings(n, "requires-dist");
   for (const auto& f : r.seq(n, "record")) {
     if (!f.IsSequence() || f.size() != 3) r.fail(f, "a record entry must be [path, sha256, size]");
     d.files.push_back({r.scalar(f[0], "path"), r.scalar(f[1], "sha256"), r.u64(f[2], "size")});
