@@ -588,7 +588,7 @@ TEST(DiffCli, APrefixAgainstItsOwnExplicitListIsOnlyItsPipSide) {
                    "new: " + c.prefix.string() + " (conda-meta prefix)\n"
                    "\n"
                    "default / osx-arm64: 1 change, size unknown (16 -> 17 packages)\n"
-                   "  added                          pypi imagesize  1.4.1\n");
+                   "    added" + std::string(25, ' ') + "pypi:imagesize  1.4.1\n");
   // The prefix against itself and against a copy that conda would write without the subdir.
   const auto same = run_command(envlock_cmd() + " diff " + q(c.prefix) + " " + q(c.prefix) + " --fail-on any");
   EXPECT_EQ(same.exit_code, 0) << same.err;
@@ -628,15 +628,19 @@ TEST(DiffCli, PrefixPlatformAndEnvironmentPairing) {
                    "\n"
                    "default / osx-arm64: no changes (2 packages)\n");
 
-  // A lockfile of two environments: the prefix names the one it was installed from.
-  auto read = envlock::read_lockfile_path(lock);
+  // A lockfile of two environments holding these records (as the lock that installed them would):
+  // the prefix names the one it was installed from.
+  auto read = envlock::read_lockfile_path(c.prefix);
   ASSERT_TRUE(read.ok()) << read.error().to_string();
   envlock::Lockfile two;
   for (const char* name : {"docs", "tools"}) {
-    envlock::LockedEnvironment env = read->lockfile.environments.at("default");
+    envlock::LockedEnvironment env;
     env.name = name;
-    for (auto& [_, plat] : env.platforms)
-      for (auto& p : plat.packages) p.layer = name;
+    envlock::LockedPlatform plat = read->lockfile.environments.at("default").platforms.at("noarch");
+    plat.platform = "osx-arm64";
+    plat.channels = {"https://conda.anaconda.org/conda-forge"};
+    for (auto& p : plat.packages) p.layer = name;
+    env.platforms["osx-arm64"] = plat;
     two.environments[name] = env;
   }
   two.environments["docs"].platforms["osx-arm64"].packages.pop_back();  // docs lacks tzdata
@@ -657,12 +661,11 @@ TEST(DiffCli, PrefixPlatformAndEnvironmentPairing) {
   std::ofstream(c.prefix / "conda-meta/envlock") << R"({"command": "install", "environment": "docs", "lockfile": "envlock.lock", "lockfile_hash": "", "manifest_hash": "", "platform": "osx-arm64"})";
   r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix) + " --fail-on any");
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_TRUE(r.out.starts_with("1 change: 1 added; size unknown\n"
-                                "old: " + two_path.string() + " (envlock.lock v1)\n"
-                                "new: " + c.prefix.string() + " (conda-meta prefix)\n"
-                                "\n"
-                                "docs / osx-arm64: 1 change, size unknown (1 -> 2 packages)\n"))
-      << r.out;
-  EXPECT_EQ(r.out.find("tools"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  added                          tzdata  2025a h78e105d_0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out, "1 change: 1 added; size +120.0 KiB\n"
+                   "old: " + two_path.string() + " (envlock.lock v1)\n"
+                   "new: " + c.prefix.string() + " (conda-meta prefix)\n"
+                   "\n"
+                   "docs / osx-arm64: 1 change, size +120.0 KiB (1 -> 2 packages)\n"
+                   "    added" + std::string(25, ' ') + "tzdata  2025a h78e105d_0  +120.0 KiB\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 added (--fail-on any)\n");
 }
