@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "envlock/readers.hpp"
 #include "envlock/url.hpp"
 #include "support/lockfile_fixtures.hpp"
 #include "support/pip_prefix.hpp"

@@ -555,7 +555,9 @@ TEST(CorpusDiff, MarkdownFitsItsBudgetMostSevereFirst) {
   EXPECT_EQ(full, render_markdown(d, labels));
   const std::string fitted = render_markdown(d, labels, kMarkdownBudget);
   EXPECT_LE(fitted.size(), kMarkdownBudget);
-  if (full.size() <= kMarkdownBudget) EXPECT_EQ(fitted, full);
+  if (full.size() <= kMarkdownBudget) {
+    EXPECT_EQ(fitted, full);
+  }
   for (std::size_t budget : {std::size_t{6000}, std::size_t{20000}, kMarkdownBudget / 4}) {
     const std::string md = render_markdown(d, labels, budget);
     EXPECT_LE(md.size(), budget) << budget;
