@@ -29,6 +29,17 @@ std::optional<std::string> sha256_of(const fs::path& p) {
   return *d;
 }
 
+const char* pip_source_label(PipSource s) {
+  switch (s) {
+    case PipSource::Editable: return "editable";
+    case PipSource::Directory: return "local folder";
+    case PipSource::Archive: return "local archive";
+    case PipSource::Vcs: return "VCS";
+    case PipSource::Index: break;
+  }
+  return "index";
+}
+
 // Copies every pip-installed file of `env` from `source` into `stage`, checking RECORD hashes.
 Result<std::vector<std::string>> stage_pip_files(const CapturedEnvironment& env, const fs::path& source, const fs::path& stage) {
   std::vector<std::string> restored;
@@ -314,6 +325,42 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
     for (const auto& u : unmet) report.checklist.push_back("dependency not met: " + u);
   }
 
+  // A pip install from a working tree or local path needs that source here: an editable one runs
+  // from it, a path one was built from it. One that is missing refuses the deploy, naming each,
+  // unless skip_missing_sources leaves those distributions out (named in the checklist). Such a
+  // name is never looked up on an index: an index has no build of that tree.
+  CapturedEnvironment filtered;
+  if (!options.without_pip) {
+    std::vector<std::string> missing;
+    std::set<std::string> skipped;
+    for (const auto& d : env->pip) {
+      const bool local = d.source == PipSource::Editable || d.source == PipSource::Directory ||
+                         (d.source == PipSource::Archive && d.url.starts_with("file:"));
+      if (!local) continue;
+      const auto path = d.url.empty() ? Result<std::string>(Error{}) : path_from_file_url(d.url);
+      if (path && fs::exists(*path, ec)) continue;
+      const std::string what = "pip:" + d.name + (d.version.empty() ? "" : " " + d.version) + " (" + pip_source_label(d.source) +
+                               " install of " + (path ? *path : d.url.empty() ? std::string("an unknown folder") : d.url) + ")";
+      missing.push_back(what);
+      skipped.insert(d.dist_info);
+    }
+    if (!missing.empty() && !options.skip_missing_sources) {
+      std::string detail;
+      for (const auto& m : missing) detail += (detail.empty() ? "  - " : "\n  - ") + m + ": the source is not on this host";
+      return Error{ErrorKind::Incompatible, env->name,
+                   "the source of " + std::to_string(missing.size()) + (missing.size() == 1 ? " pip install is" : " pip installs are") +
+                       " missing here: " + missing.front(),
+                   detail,
+                   "put each source folder at its path, or pass --skip-missing-sources to deploy without those installs"};
+    }
+    if (!missing.empty()) {
+      filtered = *env;
+      std::erase_if(filtered.pip, [&](const PipDistribution& d) { return skipped.count(d.dist_info) != 0; });
+      for (const auto& m : missing) report.checklist.push_back(m + ": not restored, its source is not on this host (--skip-missing-sources)");
+      env = &filtered;
+    }
+  }
+
   // 2. pip files, staged beside the prefix before anything is installed.
   const fs::path parent = prefix.has_parent_path() ? prefix.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
@@ -339,7 +386,7 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
     report.pip_restored = std::move(*staged);
   }
   for (const auto& d : env->pip) {
-    if (d.source == PipSource::Editable) report.checklist.push_back("pip: " + d.name + " is an editable install of " + d.url + "; that folder must exist here");
+    if (d.source == PipSource::Editable) report.checklist.push_back("pip: " + d.name + " is an editable install of " + d.url + "; it runs from that folder");
   }
   // The missing files of a record pip shadowed are what pip's uninstall removed: reproduced with
   // pip's install (step 4), or left in place with the whole conda package by --without-pip. Those

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -59,6 +60,17 @@ std::optional<std::pair<fs::path, fs::path>> find_library(const HostSeam& seam, 
     if (auto local = seam.resolve(host); local && fs::is_regular_file(*local)) return std::make_pair(host, *local);
   }
   return std::nullopt;
+}
+
+const char* source_kind_name(PipSource s) {
+  switch (s) {
+    case PipSource::Index: return "index";
+    case PipSource::Editable: return "editable";
+    case PipSource::Vcs: return "vcs";
+    case PipSource::Archive: return "archive";
+    case PipSource::Directory: return "directory";
+  }
+  return "index";
 }
 
 // x86-64 psABI level from /proc/cpuinfo flag names (the same feature sets as detect_microarchitecture).
@@ -260,7 +272,28 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
       if (auto v = parse_nvidia_proc_version(*proc_version, "/proc/driver/nvidia/version"); !v) {
         problems.push_back({v.error().where, v.error().message});
       } else {
-        nv.driver_version = *v;  // the loaded kernel module is the authority
+        // The loaded kernel module is the authority; nvidia-smi's own word is kept beside it when
+        // it disagrees (user space upgraded, module not reloaded: CUDA fails to initialise).
+        if (!nv.driver_version.empty() && nv.driver_version != *v) {
+          nv.smi_driver_version = nv.driver_version;
+          problems.push_back({"/proc/driver/nvidia/version", "the kernel module's driver version " + *v + " disagrees with " + smi_name +
+                                                                 "'s " + nv.smi_driver_version +
+                                                                 " (both recorded: a driver upgraded without reloading the module?)"});
+        }
+        nv.driver_version = *v;
+      }
+    }
+    // libcuda.so.1 leads to libcuda.so.<driver version>: user space of another driver than the
+    // module's is a disagreement too.
+    if (const auto lib = find_library(seam, "libcuda.so.1"); lib && !nv.driver_version.empty()) {
+      std::error_code ec;
+      const fs::path real = seam.live ? fs::canonical(lib->second, ec) : lib->second;  // a tree's path is resolved already
+      const std::string file = real.filename().string();
+      const std::string libv = file.starts_with("libcuda.so.") ? file.substr(11) : std::string();
+      if (!libv.empty() && libv != "1" && std::isdigit(static_cast<unsigned char>(libv[0])) && libv != nv.driver_version) {
+        nv.libcuda_version = libv;
+        problems.push_back({lib->first.string(), "libcuda " + libv + " disagrees with the driver version " + nv.driver_version + " (" +
+                                                     (proc_version ? "/proc/driver/nvidia/version" : smi_name) + "; both recorded)"});
       }
     }
     if (nv.cuda_version.empty() && seam.live) {
@@ -276,6 +309,43 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
     }
     h.nvidia = nv;
   }
+
+  // The pip packages of system Pythons (a host without conda has its Python stack here).
+  for (const char* base : {"/usr/lib", "/usr/local/lib", "/usr/lib64"}) {
+    const auto local = seam.resolve(base);
+    if (!local) continue;
+    std::vector<std::string> sites;
+    std::error_code ec;
+    for (fs::directory_iterator it(*local, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string n = it->path().filename().string();
+      if (!n.starts_with("python3")) continue;
+      for (const char* leaf : {"site-packages", "dist-packages"})
+        if (fs::is_directory(it->path() / leaf)) sites.push_back(std::string(base) + "/" + n + "/" + leaf);
+    }
+    std::sort(sites.begin(), sites.end());
+    for (const auto& site : sites) {
+      SystemPythonSite sp;
+      sp.site = site;
+      const auto dir = seam.resolve(site);
+      if (!dir) continue;
+      for (const auto& info : dist_info_dirs(*dir)) {
+        const std::string host_path = site + "/" + info.filename().string();
+        auto d = read_dist_info(info, host_path, DistInfoParts::WithoutRecord);
+        if (!d) {
+          problems.push_back({d.error().where, d.error().message});
+          continue;
+        }
+        sp.packages.push_back({d->name, d->version, d->installer, source_kind_name(d->source)});
+      }
+      for (const auto& d : read_egg_links(*dir, site)) sp.packages.push_back({d.name, d.version, d.installer, "editable"});
+      if (sp.packages.empty()) continue;
+      std::sort(sp.packages.begin(), sp.packages.end(), [](const auto& a, const auto& b) {
+        return std::pair(pep503_normalize(a.name), a.version) < std::pair(pep503_normalize(b.name), b.version);
+      });
+      h.system_python.push_back(std::move(sp));
+    }
+  }
+  std::sort(h.system_python.begin(), h.system_python.end(), [](const auto& a, const auto& b) { return a.site < b.site; });
 
   // System packages: a saved `rpm -qa` output the user named, else dpkg's status database, else
   // rpm. A named file is never left unread.

@@ -540,6 +540,14 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
       }
       env.pip.push_back(std::move(*dist));
     }
+    // `setup.py develop` editables: a <name>.egg-link and no dist-info (pip.hpp read_egg_links).
+    for (auto& d : read_egg_links(local / site, site)) {
+      if (d.version.empty())
+        problems.push_back({(prefix / d.dist_info).string(), "editable install of " + d.name + " at " +
+                                                                  (d.url.empty() ? std::string("an unknown folder") : d.url) +
+                                                                  ": its version is unknown (no <name>.egg-info/PKG-INFO there)"});
+      env.pip.push_back(std::move(d));
+    }
   }
   {
     // By project; two dist-info folders of one project (a pip leftover: an upgrade that did not

@@ -271,6 +271,8 @@ void emit_host(SnapshotYamlOut& w, const HostFacts& h) {
     w.open("nvidia", false, "");
     w.kv("driver", h.nvidia->driver_version);
     w.kv("cuda", h.nvidia->cuda_version);
+    w.kv_nonempty("driver-nvidia-smi", h.nvidia->smi_driver_version);
+    w.kv_nonempty("libcuda", h.nvidia->libcuda_version);
     w.open("gpus", h.nvidia->gpus.empty(), "[]");
     for (const auto& g : h.nvidia->gpus) {
       w.begin_item_map();
@@ -304,6 +306,27 @@ void emit_host(SnapshotYamlOut& w, const HostFacts& h) {
     w.close();
     w.close();
   }
+  if (!h.system_python.empty()) {
+    w.open("system-python", false, "");
+    for (const auto& sp : h.system_python) {
+      w.begin_item_map();
+      w.kv("site", sp.site);
+      w.open("packages", sp.packages.empty(), "[]");
+      for (const auto& p : sp.packages) {
+        w.begin_item();
+        w.out += '[';
+        for (const std::string* f : {&p.name, &p.version, &p.installer, &p.source}) {
+          if (f != &p.name) w.out += ", ";
+          w.str(*f, true);
+        }
+        w.out += ']';
+        w.end_line();
+      }
+      w.close();
+      w.end_item_map();
+    }
+    w.close();
+  }
 }
 
 void emit_pip(SnapshotYamlOut& w, const PipDistribution& d) {
@@ -320,6 +343,8 @@ void emit_pip(SnapshotYamlOut& w, const PipDistribution& d) {
   w.kv("dist-info", d.dist_info);
   w.kv_nonempty("shadows", d.shadows);
   if (!d.wheel_tags.empty()) w.strings("wheel-tags", d.wheel_tags);
+  w.kv_nonempty("requires-python", d.requires_python);
+  if (!d.requires_dist.empty()) w.strings("requires-dist", d.requires_dist);
   w.open("record", d.files.empty(), "[]");
   for (const auto& f : d.files) {
     w.begin_item();
@@ -512,6 +537,8 @@ HostFacts read_host(const Reader& r, const YAML::Node& n) {
     NvidiaFacts f;
     f.driver_version = r.s(nv, "driver");
     f.cuda_version = r.s(nv, "cuda");
+    f.smi_driver_version = r.s(nv, "driver-nvidia-smi");
+    f.libcuda_version = r.s(nv, "libcuda");
     for (const auto& g : r.seq(nv, "gpus")) {
       if (!g.IsMap()) r.fail(g, "a GPU entry must be a mapping");
       GpuInfo gi;
@@ -531,6 +558,16 @@ HostFacts read_host(const Reader& r, const YAML::Node& n) {
     h.system_packages.push_back({r.scalar(p[0], "name"), r.scalar(p[1], "version"), r.scalar(p[2], "architecture"),
                                  r.scalar(p[3], "status")});
   }
+  for (const auto& sp : r.seq(n, "system-python")) {
+    if (!sp.IsMap()) r.fail(sp, "a system-python entry must be a mapping with `site` and `packages`");
+    SystemPythonSite site;
+    site.site = r.s(sp, "site");
+    for (const auto& p : r.seq(sp, "packages")) {
+      if (!p.IsSequence() || p.size() != 4) r.fail(p, "a system-python package entry must be [name, version, installer, source]");
+      site.packages.push_back({r.scalar(p[0], "name"), r.scalar(p[1], "version"), r.scalar(p[2], "installer"), r.scalar(p[3], "source")});
+    }
+    h.system_python.push_back(std::move(site));
+  }
   return h;
 }
 
@@ -539,9 +576,11 @@ PipDistribution read_pip(const Reader& r, const YAML::Node& n) {
   PipDistribution d;
   d.name = r.s(n, "name");
   d.version = r.s(n, "version");
-  if (d.name.empty() || d.version.empty()) r.fail(n, "a pip entry needs a name and a version");
   d.installer = r.s(n, "installer");
   if (n["source"].IsDefined()) d.source = parse_source(r, n["source"]);
+  // A legacy editable (`*.egg-link`) whose working tree was not readable has no version.
+  if (d.name.empty() || (d.version.empty() && d.source != PipSource::Editable))
+    r.fail(n, "a pip entry needs a name and a version");
   d.url = r.s(n, "url");
   d.vcs = r.s(n, "vcs");
   d.commit_id = r.s(n, "commit-id");
@@ -550,6 +589,8 @@ PipDistribution read_pip(const Reader& r, const YAML::Node& n) {
   d.dist_info = r.s(n, "dist-info");
   d.shadows = r.s(n, "shadows");
   d.wheel_tags = r.strings(n, "wheel-tags");
+  d.requires_python = r.s(n, "requires-python");
+  d.requires_dist = r.strings(n, "requires-dist");
   for (const auto& f : r.seq(n, "record")) {
     if (!f.IsSequence() || f.size() != 3) r.fail(f, "a record entry must be [path, sha256, size]");
     d.files.push_back({r.scalar(f[0], "path"), r.scalar(f[1], "sha256"), r.u64(f[2], "size")});

@@ -15,18 +15,30 @@
 //                      or track_features), or another CUDA major (`cudaNNN` build tags,
 //                      `cuda-version` in depends)                              (red flag)
 //   channel-changed    the package now comes from another channel
-//   hash-changed       same name, version, build and archive file but another sha256 or md5,
-//                      or another URL within the same channel                 (red flag)
+//   re-uploaded        the same URL now serves another archive: same name, version, build and
+//                      URL, another sha256 (or md5 where a side has no sha256) (red flag)
+//   hash-changed       same name, version, build and archive file but another sha256 or md5
+//                      under another URL, or another URL within the same channel (red flag)
 //   license-changed    the record's license string differs (both sides known)
 //   host-floor-raised  the package needs more of the host than the old environment did: a new
 //                      or higher `__glibc`, `__cuda`, `__linux` or `__osx` lower bound in its
 //                      depends than the old environment's highest bound for that name
+//   source-changed     a pip package is installed from another kind of source or place: index,
+//                      URL, local path, VCS URL or commit, editable
+//   metadata-changed   the record installs differently though its archive may be the same (a
+//                      repodata patch): depends, constrains, track_features, noarch kind,
+//                      build number, python_site_packages_path; for pip, requires_dist and
+//                      requires_python. Each field is compared only when both sides' formats
+//                      record it (RecordedFields).
 //
 // One change per package: `kind` is the most important kind that applies (order:
-// hash-changed, variant-switch, added, removed, downgraded, upgraded, rebuilt, channel-changed,
-// host-floor-raised, license-changed); every other kind that also applies is in `flags`.
+// re-uploaded, hash-changed, variant-switch, added, removed, downgraded, upgraded, rebuilt,
+// channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed); every
+// other kind that also applies is in `flags`. A record that differs in any field compared is a
+// change, so "no changes" means none of these fields differ.
 // `--fail-on` matches a kind in either place. pip packages are compared too (added, removed,
-// upgraded, downgraded, hash-changed), marked `pypi`; a pip line that names no project (an
+// upgraded, downgraded, hash-changed, rebuilt, source-changed, metadata-changed), marked `pypi`;
+// a pip line that names no project (an
 // option such as `-e .` or `--extra-index-url URL`, a path or URL without a project name) is
 // paired by its text, only ever added or removed, and named by that text (`pip_line`).
 // Requirement texts and URLs are compared and written credential-free (redact_text).
@@ -56,6 +68,7 @@
 namespace envlock {
 
 enum class ChangeKind {
+  ReUploaded,
   HashChanged,
   VariantSwitch,
   Added,
@@ -65,6 +78,8 @@ enum class ChangeKind {
   Rebuilt,
   ChannelChanged,
   HostFloorRaised,
+  SourceChanged,
+  MetadataChanged,
   LicenseChanged,
 };
 
@@ -77,7 +92,7 @@ std::optional<ChangeKind> parse_change_kind(std::string_view name);
 /// Parses `--fail-on` text: "any" or a comma-separated list of kind names. Errors
 /// (ErrorKind::Usage) name the unknown kind and list the valid ones.
 Result<std::set<ChangeKind>> parse_fail_on(std::string_view text);
-/// hash-changed, variant-switch and downgraded: what a reviewer must look at.
+/// re-uploaded, hash-changed, variant-switch and downgraded: what a reviewer must look at.
 bool is_red_flag(ChangeKind kind);
 
 /// One side of a changed package, as the lockfile records it (empty strings when unknown).
@@ -91,6 +106,7 @@ struct PackageSide {
   std::string license;
   std::optional<std::uint64_t> size;     ///< bytes
   std::vector<std::string> variants;     ///< variant tags found: "cuda", "cuda12", "cpu", "mkl", ...
+  std::string source;                    ///< pip packages: PipSourceInfo::to_string() ("index", "vcs git+...@<commit>")
 };
 
 struct PackageChange {
@@ -143,8 +159,28 @@ struct LockDiff {
   [[nodiscard]] std::size_t red_flags() const;
 };
 
-/// Compares two lockfiles (see the file comment for the rules). Pure: no I/O.
-LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock);
+/// Which fields of its records a side's format holds. A field is compared only when both sides
+/// hold it: a conda-lock.yml has no constrains, so an envlock.lock's constrains are not "removed".
+/// The default (all) fits envlock.lock and prefixes; `envlock diff` derives it from each side's
+/// format (docs/review.md, "Compared fields").
+struct RecordedFields {
+  bool depends = true;           ///< conda `depends` (conda-lock: `dependencies`)
+  bool constrains = true;
+  bool track_features = true;    ///< also what variant-switch reads besides the build string
+  bool noarch = true;
+  bool build_number = true;
+  bool python_site_packages_path = true;
+  bool requires_dist = true;     ///< pip core metadata
+  bool requires_python = true;
+};
+
+/// Compares two lockfiles (see the file comment for the rules). Pure: no I/O. `old_fields` and
+/// `new_fields` say which fields each side's format holds; without them a field counts as held by
+/// a side's platform when one of its records has it (non-empty, not the default), so a format
+/// that leaves a field out is never compared on it — except track_features, always compared then.
+LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock,
+                        const std::optional<RecordedFields>& old_fields = std::nullopt,
+                        const std::optional<RecordedFields>& new_fields = std::nullopt);
 
 /// Labels naming the two inputs in rendered output (as the user gave them, credential-free).
 struct DiffLabels {
@@ -160,6 +196,15 @@ std::string render_text(const LockDiff& diff, const DiffLabels& labels, bool col
 /// A pull-request comment in GitHub-flavoured Markdown: title, summary table, red flags first,
 /// then one collapsible <details> section per environment x platform.
 std::string render_markdown(const LockDiff& diff, const DiffLabels& labels);
+/// The same within a size budget of `max_bytes` (0: none; `envlock diff --max-bytes`, default
+/// kMarkdownBudget, a GitHub comment's 65,536 characters — bytes are counted, never fewer than
+/// characters). Over the budget: the title, summary line and summary table stay; then one table
+/// of changes across groups, most severe first (variant-switch, downgraded, re-uploaded, removed,
+/// hash-changed, host-floor-raised, source-changed, channel-changed, metadata-changed, added,
+/// upgraded, rebuilt, license-changed), as many as fit; then a line counting the rest per kind
+/// and saying how to see them all. The budget cannot hold less than the summary table.
+std::string render_markdown(const LockDiff& diff, const DiffLabels& labels, std::size_t max_bytes);
+inline constexpr std::size_t kMarkdownBudget = 65536;
 /// The JSON document (schema "envlock-diff/1", documented in docs/review.md).
 nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels);
 

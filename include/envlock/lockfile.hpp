@@ -34,6 +34,14 @@ struct PipPackage {
   std::string url;
   std::string sha256;
   std::string requirement;  ///< the original requirement text when unresolved
+  /// Core metadata (PEP 566) when the source records it (pixi.lock `requires_dist` /
+  /// `requires_python`, a prefix's METADATA `Requires-Dist` / `Requires-Python`); envlock.lock does
+  /// not. `envlock diff` compares them only when both sides record them.
+  std::vector<std::string> requires_dist;
+  std::string requires_python;
+  /// An editable install (pixi.lock `editable: true`, PEP 610 `dir_info.editable`, `*.egg-link`,
+  /// `__editable__*.pth`): a working tree, never a pin.
+  bool editable = false;
   friend bool operator==(const PipPackage&, const PipPackage&) = default;
 };
 

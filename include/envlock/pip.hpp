@@ -60,6 +60,8 @@ struct PipDistribution {
   std::vector<std::string> wheel_tags;  ///< WHEEL's Tag lines, e.g. "cp311-cp311-manylinux_2_17_x86_64"
   std::vector<RecordEntry> files;       ///< RECORD rows, paths relative to site-packages, sorted
   std::string shadows;           ///< name of the conda package this install replaced, if any (set by capture)
+  std::vector<std::string> requires_dist;  ///< METADATA's Requires-Dist values, in file order
+  std::string requires_python;            ///< METADATA's Requires-Python, may be empty
   friend bool operator==(const PipDistribution&, const PipDistribution&) = default;
 
   /// PEP 503 normalised name (pep503_normalize(name)).
@@ -75,6 +77,28 @@ struct PipDistribution {
 /// is 64 lower-case hex digits) and `requirement` = requirement(), so an editable, VCS, archive or
 /// folder install is never read back as a plain index pin.
 PipPackage to_pip_package(const PipDistribution& dist);
+
+/// Where a pip package (a lockfile entry or an installed distribution) comes from, read from its
+/// URL, requirement text and editable flag:
+///   index     no URL: pinned as name==version from an index (PEP 610 writes no direct_url.json)
+///   url       an archive URL (https://.../pkg-1.0-py3-none-any.whl): an index's wheel as a
+///             lockfile names it, or a direct URL install
+///   path      a local file or folder (`file:` URL, `/abs`, `./rel`)
+///   vcs       `git+`/`hg+`/`svn+`/`bzr+` URL; `commit` from pixi's `#<commit>` fragment or PEP
+///             508's `@<rev>`, `location` without either (and without `?rev=`)
+///   editable  an editable install of a working tree (`location` its URL or path when known)
+struct PipSourceInfo {
+  enum class Kind { Index, Url, Path, Vcs, Editable };
+  Kind kind = Kind::Index;
+  std::string location;  ///< credential-free URL or path, without commit and fragment
+  std::string commit;    ///< VCS commit (or revision) when recorded
+  /// "index", "url https://...", "vcs git+https://host/repo.git@<commit>", "editable file:///src".
+  [[nodiscard]] std::string to_string() const;
+};
+/// Reads the source of `p` (see PipSourceInfo).
+PipSourceInfo pip_source_info(const PipPackage& p);
+/// "index", "url", "path", "vcs", "editable".
+std::string_view pip_source_kind_name(PipSourceInfo::Kind kind);
 
 /// How an unresolved requirement (PipPackage::requirement with an empty version, as an
 /// environment.yml `pip:` entry gives) fares against an installed distribution.
@@ -128,6 +152,16 @@ struct StaleDistInfo {
 /// `dists` ends sorted by normalised name; the others are returned, sorted the same way. The one
 /// rule `envlock snapshot capture` and read_prefix() (`envlock list -p`, `diff`, `show`) share.
 std::vector<StaleDistInfo> keep_newest_dist_infos(std::vector<PipDistribution>& dists);
+
+/// Editable installs made by `setup.py develop` (pip's legacy `pip install -e` before PEP 660):
+/// a `<name>.egg-link` file in `site_packages` whose first line is the working tree. They have no
+/// dist-info; pip reads them as editable too (pip's `egg_link_path_from_location`,
+/// `metadata/base.py` `editable_project_location`). Each becomes a PipDistribution with source
+/// Editable, `url` the tree's file: URL, name and version from the tree's
+/// `<name>.egg-info/PKG-INFO` when it can be read (else the link's name and no version), INSTALLER
+/// "setuptools", `dist_info` = `<prefix_relative_site>/<name>.egg-link` and the link file as its one
+/// file. Sorted by file name; an unreadable link is left out.
+std::vector<PipDistribution> read_egg_links(const std::filesystem::path& site_packages, const std::string& prefix_relative_site);
 
 /// The site-packages folders of the prefix at local path `prefix`, prefix-relative and sorted:
 /// every `lib/python*/site-packages` and `Lib/site-packages` that is a folder. Empty when there

@@ -157,6 +157,13 @@ struct NvidiaFacts {
   std::string driver_version;  ///< "535.104.05"
   std::string cuda_version;    ///< the newest CUDA the driver supports, "12.2"; may be empty
   std::vector<GpuInfo> gpus;   ///< in bus order as the driver lists them
+  /// Facts of one thing that disagree are kept both, with a CaptureProblem naming the sources:
+  /// nvidia-smi's <driver_version> when it differs from the loaded kernel module's
+  /// (/proc/driver/nvidia/version, which driver_version holds) — a driver upgraded without a reboot;
+  std::string smi_driver_version;
+  /// and the user-space libcuda's version (the `<version>` of the libcuda.so.<version> file that
+  /// libcuda.so.1 leads to) when it differs from driver_version. Empty when they agree.
+  std::string libcuda_version;
   friend bool operator==(const NvidiaFacts&, const NvidiaFacts&) = default;
 };
 
@@ -169,6 +176,22 @@ Result<std::string> parse_nvidia_proc_version(std::string_view text, const std::
 /// `include_ids`). Errors (Parse) name `source` and the XML line for malformed XML or a root
 /// element other than nvidia_smi_log.
 Result<NvidiaFacts> parse_nvidia_smi_xml(std::string_view text, const std::string& source, bool include_ids);
+
+/// The pip side of one system Python's site folder (`/usr/lib/python3/dist-packages`,
+/// `/usr/local/lib/python3.11/site-packages`, ...): every `*.dist-info` there, as `pip list`
+/// shows it. Debian's own python3-* packages (INSTALLER absent or "debian") are listed too; their
+/// files are the system packages'.
+struct SystemPythonSite {
+  std::string site;  ///< host path of the folder
+  /// name, version, installer ("pip", "uv", "" when none), source (PipSource name: "index",
+  /// "editable", ...), sorted by PEP 503 name.
+  struct Package {
+    std::string name, version, installer, source;
+    friend bool operator==(const Package&, const Package&) = default;
+  };
+  std::vector<Package> packages;
+  friend bool operator==(const SystemPythonSite&, const SystemPythonSite&) = default;
+};
 
 /// Everything capture records about the host outside conda prefixes.
 struct HostFacts {
@@ -184,6 +207,10 @@ struct HostFacts {
   std::optional<NvidiaFacts> nvidia;       ///< absent: no NVIDIA driver found
   std::string system_package_manager;      ///< "dpkg", "rpm", or empty
   std::vector<SystemPackage> system_packages;  ///< sorted by name, architecture
+  /// pip packages of the system Pythons, per site folder that holds any (sorted by path):
+  /// /usr/lib/python3*/{site,dist}-packages, /usr/local/lib/python3*/{site,dist}-packages,
+  /// /usr/lib64/python3*/site-packages. A host without conda is a snapshot of these too.
+  std::vector<SystemPythonSite> system_python;
   friend bool operator==(const HostFacts&, const HostFacts&) = default;
 };
 
@@ -443,6 +470,9 @@ struct DeployOptions {
   /// snapshot as a path of this machine.
   std::filesystem::path pip_source;
   bool without_pip = false;             ///< install the conda part only; pip installs go to the checklist
+  /// A pip install from a local source (editable, local folder, file: archive) whose source is not
+  /// on this host is left out and named in the checklist, instead of refusing the deploy.
+  bool skip_missing_sources = false;
   /// A bundle unpacked by open_bundle(): every archive comes from it (nothing is downloaded; a
   /// record whose archive it lacks is an error) and pip files from its pip/<env>/ folder.
   std::filesystem::path bundle_dir;

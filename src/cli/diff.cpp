@@ -21,7 +21,95 @@ struct DiffOptions {
   std::string format = "text";
   std::string fail_on;
   bool fail_on_given = false;  ///< `--fail-on ""` (an empty CI variable) is a usage error, not "off"
+  std::string environment;     ///< -e ENV: compare this environment only
+  std::size_t max_bytes = kMarkdownBudget;  ///< --format markdown budget; 0: none
 };
+
+std::string environment_names(const Lockfile& lock) {
+  std::string out;
+  for (const auto& [name, _] : lock.environments) out += (out.empty() ? "" : ", ") + name;
+  return out.empty() ? "none" : out;
+}
+
+// Keeps environment `name` of `lock` only; an error naming the side and its environments when it
+// has none of that name. A side with one environment is left as it is (lone environments pair
+// whatever their names).
+Status keep_environment(Lockfile& lock, const std::string& name, const std::string& label, const std::string& why) {
+  if (lock.environments.size() <= 1 && !lock.environments.contains(name)) return ok_status();
+  auto it = lock.environments.find(name);
+  if (it == lock.environments.end()) {
+    return Error{ErrorKind::Usage, label, "has no environment '" + name + "' (" + why + ")", "",
+                 "its environments: " + environment_names(lock) + "; choose one with -e ENV"};
+  }
+  LockedEnvironment env = std::move(it->second);
+  lock.environments.clear();
+  lock.environments.emplace(name, std::move(env));
+  return ok_status();
+}
+
+// A prefix holds one environment for one platform: the other side is compared on that
+// environment (the one the prefix was installed from, conda-meta/envlock, else -e ENV) and that
+// platform; a prefix of noarch packages alone takes the other side's platform when it has one.
+Status pair_with_prefix(const Lockfile& prefix, Lockfile& other, const std::string& prefix_label,
+                        const std::string& other_label, bool env_chosen) {
+  if (prefix.environments.size() != 1) return ok_status();
+  const auto& [penv, pe] = *prefix.environments.begin();
+  if (!env_chosen && other.environments.size() > 1) {
+    if (!other.environments.contains(penv)) {
+      return Error{ErrorKind::Usage, other_label,
+                   "has environments " + environment_names(other) + "; the prefix " + prefix_label +
+                       " does not say which one it was installed from",
+                   "", "choose one with -e ENV"};
+    }
+    if (auto st = keep_environment(other, penv, other_label, "the environment of " + prefix_label); !st) return st;
+  }
+  if (pe.platforms.size() != 1 || other.environments.size() != 1) return ok_status();
+  const std::string& plat = pe.platforms.begin()->first;
+  auto& oenv = other.environments.begin()->second;
+  if (oenv.platforms.contains(plat)) {
+    for (auto it = oenv.platforms.begin(); it != oenv.platforms.end();) it = it->first == plat ? std::next(it) : oenv.platforms.erase(it);
+  }
+  return ok_status();
+}
+
+// The noarch platform of a prefix that holds noarch packages only and no envlock metadata is the
+// other side's one platform.
+void adopt_platform(Lockfile& prefix, const Lockfile& other) {
+  if (prefix.environments.size() != 1 || other.environments.size() != 1) return;
+  auto& pe = prefix.environments.begin()->second;
+  const auto& oe = other.environments.begin()->second;
+  if (pe.platforms.size() != 1 || pe.platforms.begin()->first != "noarch" || oe.platforms.size() != 1) return;
+  const std::string& plat = oe.platforms.begin()->first;
+  if (plat == "noarch") return;
+  LockedPlatform p = std::move(pe.platforms.begin()->second);
+  p.platform = plat;
+  pe.platforms.clear();
+  pe.platforms.emplace(plat, std::move(p));
+}
+
+// The record fields each format holds (docs/review.md, "Compared fields"): a field is compared
+// only when both sides hold it, so a format that leaves it out never shows it as changed.
+RecordedFields recorded_fields(const FormatInfo& f) {
+  RecordedFields r;  // envlock.lock and prefixes: every conda field
+  switch (f.format) {
+    case LockFormat::Envlock:
+      r.requires_dist = r.requires_python = false;  // envlock.lock keeps no pip metadata
+      break;
+    case LockFormat::CondaMeta: break;
+    case LockFormat::PixiLock:
+      // pixi.lock 4-7 write depends and constrains of every record and pypi requires_dist /
+      // requires_python; build_number and noarch only where the file name does not give them.
+      r.noarch = r.build_number = r.python_site_packages_path = false;
+      break;
+    case LockFormat::CondaLock:
+      // conda-lock (and pixi.lock 1-3): `dependencies` only.
+      r.constrains = r.track_features = r.noarch = r.build_number = r.python_site_packages_path = false;
+      r.requires_dist = r.requires_python = false;
+      break;
+    case LockFormat::Explicit: r = RecordedFields{false, false, false, false, false, false, false, false}; break;
+  }
+  return r;
+}
 
 int fail(const Context& ctx, const Error& e) {
   report_error(ctx, e);
@@ -50,8 +138,27 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   if (!new_in) return fail(ctx, new_in.error());
   for (const auto& w : old_in->read.warnings) warn(w);
   for (const auto& w : new_in->read.warnings) warn(w);
+  Lockfile& old_lock = old_in->read.lockfile;
+  Lockfile& new_lock = new_in->read.lockfile;
+  if (!opt.environment.empty()) {
+    for (auto [lock, label] : {std::pair{&old_lock, &old_in->label}, std::pair{&new_lock, &new_in->label}}) {
+      if (auto st = keep_environment(*lock, opt.environment, *label, "-e " + opt.environment); !st) return fail(ctx, st.error());
+    }
+  }
+  const bool old_prefix = old_in->read.format.format == LockFormat::CondaMeta;
+  const bool new_prefix = new_in->read.format.format == LockFormat::CondaMeta;
+  if (old_prefix != new_prefix) {
+    Lockfile& prefix = old_prefix ? old_lock : new_lock;
+    Lockfile& other = old_prefix ? new_lock : old_lock;
+    auto st = pair_with_prefix(prefix, other, old_prefix ? old_in->label : new_in->label,
+                               old_prefix ? new_in->label : old_in->label, !opt.environment.empty());
+    if (!st) return fail(ctx, st.error());
+  }
+  if (old_prefix) adopt_platform(old_lock, new_lock);
+  if (new_prefix) adopt_platform(new_lock, old_lock);
 
-  const LockDiff diff = diff_lockfiles(old_in->read.lockfile, new_in->read.lockfile);
+  const LockDiff diff = diff_lockfiles(old_lock, new_lock, recorded_fields(old_in->read.format),
+                                       recorded_fields(new_in->read.format));
   DiffLabels labels{old_in->label, new_in->label, old_in->read.format.to_string(),
                     new_in->read.format.to_string()};
   // Two snapshots: their host facts too (capture completeness, host, system packages), as
@@ -71,7 +178,7 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
     if (!old_in->snapshot_text.empty() && !new_in->snapshot_text.empty()) j["host_changes"] = snapshot_changes_json(host);
     std::cout << json_text(j) << "\n";
   } else if (format == "markdown") {
-    std::cout << render_markdown(diff, labels);
+    std::cout << render_markdown(diff, labels, opt.max_bytes);
     if (!host.empty()) {
       std::cout << "\n### Host (snapshots)\n\n```text\n";
       print_snapshot_changes(std::cout, host);
@@ -105,12 +212,18 @@ void setup(CLI::App& sub, Context& ctx) {
                  "old side: lockfile, '-' for stdin, REV:PATH (git show), or environment prefix")
       ->required();
   sub.add_option("NEW", opt->new_arg, "new side: same forms as OLD")->required();
+  sub.add_option("-e,--environment", opt->environment,
+                 "compare this environment only (a prefix is paired with the environment it was installed from)");
+  sub.add_option("--max-bytes", opt->max_bytes,
+                 "--format markdown: fold the least important changes to stay within N bytes (default 65536, "
+                 "a GitHub comment; 0: no limit)");
   sub.add_option("--format", opt->format, "output: text (default), markdown (PR comment), json")
       ->check(CLI::IsMember({"text", "markdown", "json"}));
   auto* fail_on = sub.add_option("--fail-on", opt->fail_on,
                  "exit 1 when a change of these kinds exists: 'any' or a comma-separated list of "
                  "added, removed, upgraded, downgraded, rebuilt, variant-switch, channel-changed, "
-                 "hash-changed, license-changed, host-floor-raised");
+                 "re-uploaded, hash-changed, license-changed, host-floor-raised, source-changed, "
+                 "metadata-changed");
   sub.callback([&ctx, opt, fail_on] {
     opt->fail_on_given = fail_on->count() > 0;
     ctx.exit_code = run_diff(ctx, *opt);

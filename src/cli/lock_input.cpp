@@ -104,16 +104,17 @@ std::filesystem::path revision_file_folder(const std::string& path) {
 
 }  // namespace
 
-Result<LockInput> read_lock_input(const std::string& arg) {
+Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels) {
   LockInput input;
   input.label = arg;
+  const bool as_written = channels == LocalChannels::AsWritten;
   if (arg == "-") {
     std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     // Text from standard input has no folder of its own: relative local channels resolve against
     // the current folder (docs/review.md), as a file in it would.
     std::error_code cwd_ec;
     const auto cwd = std::filesystem::current_path(cwd_ec);
-    auto r = read_lockfile_text(text, "<stdin>", cwd_ec ? std::filesystem::path() : cwd);
+    auto r = read_lockfile_text(text, "<stdin>", cwd_ec || as_written ? std::filesystem::path() : cwd);
     if (!r) return r.error();
     input.read = std::move(r).value();
     if (text.starts_with(kSnapshotHeader)) input.snapshot_text = std::move(text);
@@ -141,13 +142,20 @@ Result<LockInput> read_lock_input(const std::string& arg) {
                "check both with `git show REV:PATH`";
       return e;
     }
-    auto r = read_lockfile_text(out->out, arg, revision_file_folder(path));
+    auto r = read_lockfile_text(out->out, arg, as_written ? std::filesystem::path() : revision_file_folder(path));
     if (!r) return r.error();
     input.read = std::move(r).value();
     if (out->out.starts_with(kSnapshotHeader)) input.snapshot_text = std::move(out->out);
     return input;
   }
-  auto r = read_lockfile_path(arg);
+  auto r = [&]() -> Result<ReadResult> {
+    if (!as_written || !std::filesystem::is_regular_file(arg, ec)) return read_lockfile_path(arg);
+    std::ifstream in(arg, std::ios::binary);
+    if (!in) return Error{ErrorKind::Io, arg, "cannot open the file for reading", "", "check the path"};
+    std::ostringstream text;
+    text << in.rdbuf();
+    return read_lockfile_text(text.str(), arg);  // no folder: channels as written
+  }();
   if (!r) return r.error();
   input.read = std::move(r).value();
   if (input.read.format.format == LockFormat::Envlock) {  // a snapshot's lockfile part is envlock.lock

@@ -25,8 +25,15 @@ struct LockInput {
   std::string snapshot_text;
 };
 
+/// How relative local channels (an envlock.lock's `../channel`) are read.
+enum class LocalChannels {
+  Resolve,  ///< into file:// URLs against the file's folder (see the file comment): `diff`
+  AsWritten,  ///< kept as the file holds them, wherever it sits: `show`, whose output git's
+              ///< textconv compares between a temporary copy and the working tree
+};
+
 /// Reads the lockfile that `arg` names (see the file comment).
-Result<LockInput> read_lock_input(const std::string& arg);
+Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels = LocalChannels::Resolve);
 
 /// Reads `path` for a command that works from envlock's own lockfile only (`install`, `list -l`,
 /// `export`, `probe -l`; `command` is its name, e.g. "install"): Lockfile::read. When that fails on

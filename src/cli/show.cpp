@@ -12,7 +12,9 @@ namespace envlock::cli {
 namespace {
 
 int run_show(const Context& ctx, const std::string& arg) {
-  auto in = read_lock_input(arg);
+  // Channels as the file holds them: git's textconv hands show a temporary copy, which must
+  // print exactly as the working-tree file does (docs/review.md, "Readable git diff").
+  auto in = read_lock_input(arg, LocalChannels::AsWritten);
   if (!in) {
     report_error(ctx, in.error());
     return 2;

@@ -152,11 +152,11 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
     }
   }
   Snapshot snap = capture(seam, opt);
-  if (opt.prefixes.empty() && snap.environments.empty()) {
-    return report_error(ctx, Error{ErrorKind::Io, seam.live ? std::string("snapshot capture") : a.root,
-                                   "found no conda environments to capture (none listed in ~/.conda/environments.txt "
-                                   "and no envs/ folder with a conda-meta/ inside)",
-                                   "", "name the environments with -p PREFIX"});
+  if (opt.prefixes.empty() && snap.environments.empty() && !ctx.json) {
+    // A host without conda is a snapshot too: its system packages, OS, kernel, ABI, CPU, driver
+    // and GPUs are what a team freezes (docs/snapshot.md, "A host without conda").
+    std::cerr << "no conda environments found (none listed in ~/.conda/environments.txt and no envs/ folder with a "
+                 "conda-meta/ inside): the snapshot holds the host facts only; name environments with -p PREFIX\n";
   }
   if (!a.bundle.empty()) {
     if (!a.bundle.ends_with(".tar.zst")) {
@@ -268,6 +268,7 @@ struct DeployArgs {
   std::string pip_source;
   std::string pkgs_dir;
   bool without_pip = false;
+  bool skip_missing_sources = false;
   bool allow_partial = false;
 };
 
@@ -303,6 +304,7 @@ int run_deploy(const Context& ctx, const DeployArgs& a) {
   opt.pip_source = a.pip_source;
   opt.package_cache = a.pkgs_dir;
   opt.without_pip = a.without_pip;
+  opt.skip_missing_sources = a.skip_missing_sources;
   opt.allow_partial = a.allow_partial;
   if (bundle) {
     opt.bundle_dir = unpacked;
@@ -411,6 +413,8 @@ void setup(CLI::App& sub, Context& ctx) {
   dep->add_option("--pip-source", da.pip_source, "where the captured prefix's pip files are (default: its recorded path)");
   dep->add_option("--pkgs-dir", da.pkgs_dir, "package cache folder (default: $ENVLOCK_PKGS_DIR or the user cache)");
   dep->add_flag("--without-pip", da.without_pip, "deploy the conda packages only; pip installs are listed to do by hand");
+  dep->add_flag("--skip-missing-sources", da.skip_missing_sources,
+                "leave out pip installs whose local source (editable or path) is not on this host; each is listed to do by hand");
   dep->add_flag("--allow-partial", da.allow_partial,
                 "deploy a partial snapshot even when it lacks packages its environment needs (they are listed to do by hand)");
   dep->callback([&ctx] { ctx.exit_code = run_deploy(ctx, da); });

@@ -18,8 +18,9 @@ namespace envlock {
 namespace {
 
 constexpr std::string_view kKindNames[] = {
-    "hash-changed", "variant-switch", "added",   "removed",           "downgraded",
-    "upgraded",     "rebuilt",        "channel-changed", "host-floor-raised", "license-changed",
+    "re-uploaded", "hash-changed",    "variant-switch",    "added",          "removed",
+    "downgraded",  "upgraded",        "rebuilt",           "channel-changed", "host-floor-raised",
+    "source-changed", "metadata-changed", "license-changed",
 };
 
 constexpr std::string_view kHostFloorNames[] = {"__glibc", "__cuda", "__linux", "__osx"};
@@ -155,7 +156,7 @@ std::string leading_digits(std::string_view s) {
 }
 
 // Variant tags from the build string and track_features.
-std::set<std::string> build_variants(const PackageRecord& r) {
+std::set<std::string> build_variants(const PackageRecord& r, bool with_track_features) {
   std::set<std::string> tags;
   for (const auto& token : split(lower(r.build), '_')) {
     if (token.starts_with("cuda")) {
@@ -179,7 +180,8 @@ std::set<std::string> build_variants(const PackageRecord& r) {
       if (token.find(blas) != std::string::npos) tags.insert(blas);
     }
   }
-  for (const auto& f : r.track_features) tags.insert(lower(f));
+  if (with_track_features)
+    for (const auto& f : r.track_features) tags.insert(lower(f));
   return tags;
 }
 
@@ -238,6 +240,7 @@ PackageSide side_of(const PipPackage& p) {
   s.version = p.version;
   s.url = redact_url(p.url);
   s.sha256 = p.sha256;
+  s.source = pip_source_info(p).to_string();
   return s;
 }
 
@@ -282,6 +285,105 @@ std::optional<ChangeKind> unmet_requirement(const PipPackage& req, const PipPack
 }
 
 std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) : h; }
+
+// A MatchSpec or requirement as compared between formats: runs of white space as one space, a
+// bare `*` version dropped (conda-lock writes `{name: '*'}` for what repodata has as `name`).
+std::string comparable_spec(std::string_view spec) {
+  std::string out;
+  for (char c : spec) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (out.ends_with(" *") && std::count(out.begin(), out.end(), ' ') == 1) out.resize(out.size() - 2);
+  return out;
+}
+
+// The specs of one field that differ between the sides, as a note: "depends -numpy >=1.21 +numpy
+// >=1.21,<2"; empty when the two lists hold the same specs (order and spacing aside).
+// A PEP 508 requirement as compared between sources: pixi.lock copies `requires_dist` from the
+// index's metadata, a prefix has METADATA's own spelling; white space, quote style and case (of
+// names and markers alike) are no change.
+std::string comparable_requirement(std::string_view req) {
+  std::string out;
+  for (char c : req) {
+    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    out += c == '"' ? '\'' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+std::string list_change(const char* field, const std::vector<std::string>& olds, const std::vector<std::string>& news,
+                        std::string (*comparable)(std::string_view) = comparable_spec) {
+  std::map<std::string, std::string> a, b;  // comparable form -> as written (spaces collapsed)
+  for (const auto& x : olds) a.emplace(comparable(x), comparable_spec(x));
+  for (const auto& x : news) b.emplace(comparable(x), comparable_spec(x));
+  bool same = a.size() == b.size();
+  for (auto i = a.begin(), j = b.begin(); same && i != a.end(); ++i, ++j) same = i->first == j->first;
+  if (same) return {};
+  std::string note = field;
+  for (const auto& [k, x] : a)
+    if (!b.count(k)) note += " -" + redact_text(x);
+  for (const auto& [k, x] : b)
+    if (!a.count(k)) note += " +" + redact_text(x);
+  return note;
+}
+
+std::string_view noarch_name(NoArchKind k) {
+  switch (k) {
+    case NoArchKind::Python: return "python";
+    case NoArchKind::Generic: return "generic";
+    case NoArchKind::None: break;
+  }
+  return "(none)";
+}
+
+// The metadata fields of two records of one package that both formats hold and that differ,
+// one note each (repodata patches change depends and constrains of the same archive).
+std::vector<std::string> record_metadata_changes(const LockedPackage& o, const LockedPackage& n, const RecordedFields& both) {
+  std::vector<std::string> notes;
+  if (both.depends)
+    if (auto d = list_change("depends", o.depends, n.depends); !d.empty()) notes.push_back(std::move(d));
+  if (both.constrains)
+    if (auto d = list_change("constrains", o.constrains, n.constrains); !d.empty()) notes.push_back(std::move(d));
+  if (both.track_features)
+    if (auto d = list_change("track_features", o.track_features, n.track_features); !d.empty()) notes.push_back(std::move(d));
+  if (both.noarch && o.noarch != n.noarch)
+    notes.push_back("noarch " + std::string(noarch_name(o.noarch)) + " -> " + std::string(noarch_name(n.noarch)));
+  if (both.build_number && o.build_number != n.build_number)
+    notes.push_back("build_number " + std::to_string(o.build_number) + " -> " + std::to_string(n.build_number));
+  if (both.python_site_packages_path && o.python_site_packages_path != n.python_site_packages_path) {
+    auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
+    notes.push_back("python_site_packages_path " + shown(o.python_site_packages_path) + " -> " +
+                    shown(n.python_site_packages_path));
+  }
+  return notes;
+}
+
+// How the pip sources of one package differ, as a note; empty when they do not. An index wheel
+// and its URL are one source (a lockfile names the wheel an index served; PEP 610 writes no
+// direct_url.json for an index install, so a prefix names none); two URLs of one version are
+// the sha256 / file comparison's business. A local path written relative on one side and as a
+// file: URL on the other cannot be told apart here and counts as the same.
+std::string pip_source_change(const PipPackage& o, const PipPackage& n) {
+  using K = PipSourceInfo::Kind;
+  const PipSourceInfo a = pip_source_info(o), b = pip_source_info(n);
+  auto registry = [](K k) { return k == K::Index || k == K::Url; };
+  if (registry(a.kind) && registry(b.kind)) return {};
+  if (a.kind == b.kind) {
+    if (a.kind == K::Vcs) {
+      if (a.location == b.location && (a.commit == b.commit || a.commit.empty() || b.commit.empty())) return {};
+    } else {
+      const bool a_url = a.location.starts_with("file:"), b_url = b.location.starts_with("file:");
+      if (a.location == b.location || a_url != b_url || a.location.empty() || b.location.empty()) return {};
+    }
+  }
+  return "source " + a.to_string() + " -> " + b.to_string();
+}
+
 
 // The depends graph of one platform, for "pulled_by": names numbered once, edges as indices.
 // Names are views into the platform's records, which outlive the graph.
@@ -404,6 +506,38 @@ Floors environment_floors(const LockedPlatform* plat) {
   return out;
 }
 
+// The fields a platform's records hold, read from the records themselves (diff_lockfiles
+// without RecordedFields): a field counts when one record has it.
+RecordedFields held_fields(const LockedPlatform* p) {
+  // track_features count as held: a record that drops them is a variant switch, and every format
+  // but @EXPLICIT and conda-lock writes them (the CLI tells those apart by their format).
+  RecordedFields r{false, false, true, false, false, false, false, false};
+  if (p == nullptr) return r;
+  for (const auto& x : p->packages) {
+    r.depends = r.depends || !x.depends.empty();
+    r.constrains = r.constrains || !x.constrains.empty();
+    r.noarch = r.noarch || x.noarch != NoArchKind::None;
+    r.build_number = r.build_number || x.build_number != 0;
+    r.python_site_packages_path = r.python_site_packages_path || !x.python_site_packages_path.empty();
+  }
+  for (const auto& x : p->pip) {
+    r.requires_dist = r.requires_dist || !x.requires_dist.empty();
+    r.requires_python = r.requires_python || !x.requires_python.empty();
+  }
+  return r;
+}
+
+RecordedFields both_hold(const RecordedFields& a, const RecordedFields& b) {
+  return RecordedFields{a.depends && b.depends,
+                        a.constrains && b.constrains,
+                        a.track_features && b.track_features,
+                        a.noarch && b.noarch,
+                        a.build_number && b.build_number,
+                        a.python_site_packages_path && b.python_site_packages_path,
+                        a.requires_dist && b.requires_dist,
+                        a.requires_python && b.requires_python};
+}
+
 void finish_change(PackageChange& c, std::set<ChangeKind> kinds) {
   c.kind = *kinds.begin();
   kinds.erase(kinds.begin());
@@ -412,7 +546,7 @@ void finish_change(PackageChange& c, std::set<ChangeKind> kinds) {
 
 void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedPlatform* new_p,
                    const std::vector<std::string>& old_requested,
-                   const std::vector<std::string>& new_requested) {
+                   const std::vector<std::string>& new_requested, const RecordedFields& both) {
   static const std::vector<LockedPackage> kNoPackages;
   static const std::vector<PipPackage> kNoPip;
   const auto& old_pkgs = old_p ? old_p->packages : kNoPackages;
@@ -464,7 +598,7 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
     std::set<ChangeKind> kinds;
     std::set<std::string> ov, nv;
     if (o) {
-      ov = build_variants(*o);
+      ov = build_variants(*o, both.track_features);
       if (!o->depends.empty() && (!n || !n->depends.empty())) {
         auto d = depends_variants(*o);
         ov.insert(d.begin(), d.end());
@@ -472,7 +606,7 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
       c.old_side = side_of(*o, ov);
     }
     if (n) {
-      nv = build_variants(*n);
+      nv = build_variants(*n, both.track_features);
       if (!n->depends.empty() && (!o || !o->depends.empty())) {
         auto d = depends_variants(*n);
         nv.insert(d.begin(), d.end());
@@ -502,12 +636,16 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
           kinds.insert(ChangeKind::Rebuilt);
           c.notes.push_back("repackaged " + oe + " -> " + ne);
         } else if (!o->sha256.empty() && !n->sha256.empty() && o->sha256 != n->sha256) {
-          kinds.insert(ChangeKind::HashChanged);
-          c.notes.push_back("sha256 " + short_hash(o->sha256) + "… -> " + short_hash(n->sha256) + "…");
+          // The same URL serving another archive is a re-upload: the pin no longer names one file.
+          const bool same_url = redact_url(o->url) == redact_url(n->url);
+          kinds.insert(same_url ? ChangeKind::ReUploaded : ChangeKind::HashChanged);
+          c.notes.push_back(std::string(same_url ? "re-uploaded: same URL, " : "") + "sha256 " + short_hash(o->sha256) +
+                            "… -> " + short_hash(n->sha256) + "…");
         } else if ((o->sha256.empty() || n->sha256.empty()) && !o->md5.empty() && !n->md5.empty() &&
                    o->md5 != n->md5) {
-          kinds.insert(ChangeKind::HashChanged);
-          c.notes.push_back("md5 " + o->md5 + " -> " + n->md5);
+          const bool same_url = redact_url(o->url) == redact_url(n->url);
+          kinds.insert(same_url ? ChangeKind::ReUploaded : ChangeKind::HashChanged);
+          c.notes.push_back(std::string(same_url ? "re-uploaded: same URL, " : "") + "md5 " + o->md5 + " -> " + n->md5);
         } else if (same_channel && o->url != n->url) {
           kinds.insert(ChangeKind::HashChanged);
           c.notes.push_back("URL " + o->url + " -> " + n->url);
@@ -517,6 +655,11 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
         kinds.insert(ChangeKind::VariantSwitch);
         c.notes.push_back("variant " + (ov.empty() ? std::string("(none)") : join(ov, "+")) + " -> " +
                           (nv.empty() ? std::string("(none)") : join(nv, "+")));
+      }
+      // What installs differently from the same archive (a repodata patch of depends, ...).
+      if (auto meta = record_metadata_changes(*o, *n, both); !meta.empty()) {
+        kinds.insert(ChangeKind::MetadataChanged);
+        for (auto& m : meta) c.notes.push_back(std::move(m));
       }
       if (!o->license.empty() && !n->license.empty() && o->license != n->license) {
         kinds.insert(ChangeKind::LicenseChanged);
@@ -590,14 +733,30 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
       if (vc < 0) kinds.insert(ChangeKind::Upgraded);
       if (vc > 0) kinds.insert(ChangeKind::Downgraded);
       if (vc == 0 && !o->sha256.empty() && !n->sha256.empty() && o->sha256 != n->sha256) {
-        auto file = [](const std::string& u) { return u.substr(0, u.find('#')); };
+        auto file = [](const std::string& u) { return redact_url(u.substr(0, u.find('#'))); };
         if (file(o->url) == file(n->url)) {
-          kinds.insert(ChangeKind::HashChanged);
-          c.notes.push_back("sha256 " + short_hash(o->sha256) + "… -> " + short_hash(n->sha256) + "…");
+          kinds.insert(ChangeKind::ReUploaded);
+          c.notes.push_back("re-uploaded: same URL, sha256 " + short_hash(o->sha256) + "… -> " + short_hash(n->sha256) + "…");
         } else {
           kinds.insert(ChangeKind::Rebuilt);
           c.notes.push_back("another distribution file of the same version");
         }
+      }
+    }
+    if (o && n && !unresolved(*o) && !unresolved(*n)) {
+      if (auto src = pip_source_change(*o, *n); !src.empty()) {
+        kinds.insert(ChangeKind::SourceChanged);
+        c.notes.push_back(std::move(src));
+      }
+      if (both.requires_dist)
+        if (auto d = list_change("requires_dist", o->requires_dist, n->requires_dist, comparable_requirement); !d.empty()) {
+          kinds.insert(ChangeKind::MetadataChanged);
+          c.notes.push_back(std::move(d));
+        }
+      if (both.requires_python && comparable_requirement(o->requires_python) != comparable_requirement(n->requires_python)) {
+        kinds.insert(ChangeKind::MetadataChanged);
+        auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
+        c.notes.push_back("requires_python " + shown(o->requires_python) + " -> " + shown(n->requires_python));
       }
     }
     if (kinds.empty()) continue;
@@ -622,9 +781,10 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
 
 const std::vector<ChangeKind>& all_change_kinds() {
   static const std::vector<ChangeKind> kinds = {
-      ChangeKind::HashChanged, ChangeKind::VariantSwitch,  ChangeKind::Added,
-      ChangeKind::Removed,     ChangeKind::Downgraded,     ChangeKind::Upgraded,
-      ChangeKind::Rebuilt,     ChangeKind::ChannelChanged, ChangeKind::HostFloorRaised,
+      ChangeKind::ReUploaded,     ChangeKind::HashChanged,     ChangeKind::VariantSwitch,
+      ChangeKind::Added,          ChangeKind::Removed,         ChangeKind::Downgraded,
+      ChangeKind::Upgraded,       ChangeKind::Rebuilt,         ChangeKind::ChannelChanged,
+      ChangeKind::HostFloorRaised, ChangeKind::SourceChanged,  ChangeKind::MetadataChanged,
       ChangeKind::LicenseChanged};
   return kinds;
 }
@@ -672,8 +832,8 @@ Result<std::set<ChangeKind>> parse_fail_on(std::string_view text) {
 }
 
 bool is_red_flag(ChangeKind kind) {
-  return kind == ChangeKind::HashChanged || kind == ChangeKind::VariantSwitch ||
-         kind == ChangeKind::Downgraded;
+  return kind == ChangeKind::ReUploaded || kind == ChangeKind::HashChanged ||
+         kind == ChangeKind::VariantSwitch || kind == ChangeKind::Downgraded;
 }
 
 bool PackageChange::has(ChangeKind k) const {
@@ -700,7 +860,8 @@ std::size_t LockDiff::red_flags() const {
   return n;
 }
 
-LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock) {
+LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock, const std::optional<RecordedFields>& of,
+                        const std::optional<RecordedFields>& nf) {
   LockDiff diff;
   struct Pair {
     std::string label;
@@ -759,7 +920,8 @@ LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock) {
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < work.size(); i = next++)
-      diff_platform(diff.groups[i], work[i].old_p, work[i].new_p, *work[i].old_requested, *work[i].new_requested);
+      diff_platform(diff.groups[i], work[i].old_p, work[i].new_p, *work[i].old_requested, *work[i].new_requested,
+                    both_hold(of ? *of : held_fields(work[i].old_p), nf ? *nf : held_fields(work[i].new_p)));
   };
   const std::size_t threads = std::min<std::size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;

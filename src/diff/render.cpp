@@ -112,6 +112,7 @@ nlohmann::json side_json(const std::optional<PackageSide>& s) {
                       {"url", s->url},         {"sha256", s->sha256}, {"md5", s->md5},
                       {"license", s->license}, {"variants", s->variants}};
   j["size"] = s->size ? nlohmann::json(*s->size) : nlohmann::json(nullptr);
+  if (!s->source.empty()) j["source"] = s->source;
   return j;
 }
 
@@ -181,6 +182,106 @@ std::string render_text(const LockDiff& diff, const DiffLabels& labels, bool col
     }
   }
   return out.str();
+}
+
+namespace {
+
+// How much a reviewer needs to see a change, most first: the "highest severity" — variant
+// switches, downgrades, re-uploads, removed packages — then the other red flag and the kinds
+// that change what runs, then the routine ones.
+int severity(const PackageChange& c) {
+  static constexpr ChangeKind kOrder[] = {
+      ChangeKind::VariantSwitch,   ChangeKind::Downgraded,    ChangeKind::ReUploaded,    ChangeKind::Removed,
+      ChangeKind::HashChanged,     ChangeKind::HostFloorRaised, ChangeKind::SourceChanged, ChangeKind::ChannelChanged,
+      ChangeKind::MetadataChanged, ChangeKind::Added,          ChangeKind::Upgraded,      ChangeKind::Rebuilt,
+      ChangeKind::LicenseChanged};
+  for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i)
+    if (c.has(kOrder[i])) return i;
+  return static_cast<int>(std::size(kOrder));
+}
+
+std::string md_pulled_by(const PackageChange& c) {
+  std::string pulled;
+  for (std::size_t i = 0; i < c.pulled_by.size(); ++i) {
+    if (i == 5) {
+      pulled += ", … (" + std::to_string(c.pulled_by.size() - 5) + " more)";
+      break;
+    }
+    pulled += (i ? ", " : "") + c.pulled_by[i];
+  }
+  return pulled;
+}
+
+std::string md_notes(const PackageChange& c) {
+  std::string notes;
+  for (const auto& n : c.notes) notes += (notes.empty() ? "" : "; ") + n;
+  return notes;
+}
+
+std::string md_kind_counts(const std::map<ChangeKind, std::size_t>& counts) {
+  std::string out;
+  for (ChangeKind k : all_change_kinds()) {
+    auto it = counts.find(k);
+    if (it == counts.end() || it->second == 0) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(it->second) + " " + std::string(change_kind_name(k));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_markdown(const LockDiff& diff, const DiffLabels& labels, std::size_t max_bytes) {
+  std::string full = render_markdown(diff, labels);
+  if (max_bytes == 0 || full.size() <= max_bytes) return full;
+  // Over the budget: the title, the summary line and table stay; the changes follow in one table,
+  // most severe first, as many as fit; the rest are counted per kind with how to see them all.
+  std::ostringstream head;
+  const std::string table_start = "| environment | platform |";
+  const auto table_at = full.find(table_start);
+  const auto table_end = full.find("\n\n", table_at);
+  head << full.substr(0, table_end == std::string::npos ? full.size() : table_end + 2);
+  struct Item {
+    int rank;
+    std::size_t group, index;
+  };
+  std::vector<Item> items;
+  for (std::size_t gi = 0; gi < diff.groups.size(); ++gi)
+    for (std::size_t ci = 0; ci < diff.groups[gi].changes.size(); ++ci)
+      items.push_back({severity(diff.groups[gi].changes[ci]), gi, ci});
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.rank < b.rank; });
+  const std::string table_head =
+      "#### Most important changes\n\n| environment / platform | package | change | old | new | size | pulled by | notes |\n"
+      "|---|---|---|---|---|---:|---|---|\n";
+  auto fold_note = [&](std::size_t shown, const std::map<ChangeKind, std::size_t>& left) {
+    std::string note = "\n**" + std::to_string(diff.total - shown) + " more " + (diff.total - shown == 1 ? "change" : "changes") +
+                       " not shown** (" + md_kind_counts(left) + ") to keep this comment within " + std::to_string(max_bytes) +
+                       " bytes; `envlock diff OLD NEW` (text, or `--format json`) lists every change, and `--max-bytes` sets the budget.\n";
+    return note;
+  };
+  std::string body;
+  std::size_t shown = 0;
+  std::map<ChangeKind, std::size_t> left = diff.counts;
+  const std::size_t base = head.str().size() + table_head.size();
+  for (const auto& it : items) {
+    const PlatformDiff& g = diff.groups[it.group];
+    const PackageChange& c = g.changes[it.index];
+    std::ostringstream row;
+    row << "| " << md_escape(g.environment + " / " + g.platform) << " | " << md_code(display_name(c)) << " | "
+        << (c.red_flag() ? ":warning: " : "") << kind_with_flags(c) << " | " << md_escape(side_text(c.old_side)) << " | "
+        << md_escape(side_text(c.new_side)) << " | " << (c.size_delta ? format_size(*c.size_delta, true) : "") << " | "
+        << md_escape(md_pulled_by(c)) << " | " << md_escape(md_notes(c)) << " |\n";
+    std::map<ChangeKind, std::size_t> after = left;
+    --after[c.kind];
+    // The note's length grows by at most a digit or two; counted with the next row's numbers.
+    if (base + body.size() + row.str().size() + fold_note(shown + 1, after).size() + 8 > max_bytes) break;
+    body += row.str();
+    ++shown;
+    left = std::move(after);
+  }
+  std::string out = head.str();
+  if (shown > 0) out += table_head + body;
+  out += fold_note(shown, left);
+  return out;
 }
 
 std::string render_markdown(const LockDiff& diff, const DiffLabels& labels) {

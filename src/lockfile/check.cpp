@@ -1,5 +1,6 @@
 // check_lockfile: does a lockfile still satisfy its manifest? No network, no solve.
 #include <algorithm>
+#include <iterator>
 #include <map>
 
 #include "envlock/lockfile.hpp"
@@ -92,6 +93,11 @@ class Checker {
     for (const auto& [name, env] : l_.environments)
       if (!m_.environments.count(name))
         add(K::ExtraEnvironment, name, "", "", "environment '" + name + "' is locked but no longer in the manifest");
+    // The hash alone says nothing a person can act on: when no other reason names what changed,
+    // say which inputs are the same, so what is left is an input the lockfile does not record.
+    if (out_.size() == 1 && out_[0].kind == K::ManifestHash && out_[0].environment.empty())
+      out_[0].message += "; every spec, channel, platform, virtual package and base the lockfile records is unchanged, so "
+                         "the change is in the channel priority, a selector or a pip entry";
     return std::move(out_);
   }
 
@@ -105,6 +111,24 @@ class Checker {
       add(K::BaseChanged, env.name, "", "",
           "environment '" + env.name + "' is built on " + (env.base.empty() ? "no base" : "'" + env.base + "'") +
               " in the manifest but on " + (locked.base.empty() ? "no base" : "'" + locked.base + "'") + " in the lockfile");
+    // The specs as written (the lockfile records the manifest's text of each).
+    if (!locked.requested.empty()) {
+      std::vector<std::string> want;
+      for (const auto& rs : env.dependencies) want.push_back(rs.text);
+      std::vector<std::string> have = locked.requested;
+      std::sort(want.begin(), want.end());
+      std::sort(have.begin(), have.end());
+      std::vector<std::string> added, removed;
+      std::set_difference(want.begin(), want.end(), have.begin(), have.end(), std::back_inserter(added));
+      std::set_difference(have.begin(), have.end(), want.begin(), want.end(), std::back_inserter(removed));
+      if (!added.empty() || !removed.empty()) {
+        std::string what;
+        for (const auto& a : added) what += (what.empty() ? "" : ", ") + std::string("'") + a + "' added";
+        for (const auto& r : removed) what += (what.empty() ? "" : ", ") + std::string("'") + r + "' removed";
+        // A manifest-hash reason of its own: which part of the hashed inputs changed.
+        add(K::ManifestHash, env.name, "", "", "environment '" + env.name + "': specs changed since the lock: " + what);
+      }
+    }
     const auto& platforms = m_.platforms_for(env);
     for (const auto& platform : platforms) {
       auto it = locked.platforms.find(platform);

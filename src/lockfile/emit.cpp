@@ -168,6 +168,7 @@ void emit_pip(Out& o, int ind, const PipPackage& p) {
   if (!p.url.empty()) keys.emplace_back("url", q(redact_url(p.url)));
   if (!p.sha256.empty()) keys.emplace_back("sha256", q(p.sha256));
   if (!p.requirement.empty()) keys.emplace_back("requirement", q(redact_text(p.requirement)));
+  if (p.editable) keys.emplace_back("editable", "true");
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (i == 0) o.line(ind, "- " + std::string(keys[i].first) + ": " + keys[i].second);
     else o.kv(ind + 2, keys[i].first, keys[i].second);

@@ -286,7 +286,7 @@ Status Reader::package(const Node& n, const std::string& where, LockedPackage& p
 
 Result<PipPackage> Reader::pip(const Node& n) {
   // `name` is absent for a pip line that names no project (`-e .`, `--extra-index-url URL`).
-  static constexpr std::string_view kKeys[] = {"name", "version", "url", "sha256", "requirement"};
+  static constexpr std::string_view kKeys[] = {"name", "version", "url", "sha256", "requirement", "editable"};
   Node f[std::size(kKeys)];
   if (auto st = keys(n, "a pip entry", kKeys, {}, f); !st) return st.error();
   PipPackage p;
@@ -303,6 +303,12 @@ Result<PipPackage> Reader::pip(const Node& n) {
   if (f[4]) {
     if (auto st = str(f[4], "pip requirement", p.requirement); !st) return st.error();
     if (p.requirement.find("://") != std::string::npos) p.requirement = redact_text(p.requirement);
+  }
+  if (f[5]) {  // an editable install (PEP 610 dir_info.editable): a working tree, never a pin
+    std::string e;
+    if (auto st = str(f[5], "pip editable", e); !st) return st.error();
+    if (e != "true" && e != "false") return at(f[5], "pip editable must be true or false, found '" + e + "'");
+    p.editable = e == "true";
   }
   if (p.name.empty() && p.requirement.empty())
     return at(n, "a pip entry needs a name or a requirement");

@@ -107,6 +107,55 @@ std::map<std::string, std::string> read_headers(const std::string& text) {
   return h;
 }
 
+// Every value of a header that may repeat (`Requires-Dist`), in file order; continuation lines
+// (starting with white space) are not part of these one-line fields.
+std::vector<std::string> header_values(const std::string& text, std::string_view key) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) break;
+    const auto colon = line.find(':');
+    if (colon != key.size() || line[0] == ' ' || line[0] == '\t') continue;
+    bool same = true;
+    for (std::size_t i = 0; i < colon && same; ++i)
+      same = std::tolower(static_cast<unsigned char>(line[i])) == key[i];
+    if (same) out.push_back(trim(std::string_view(line).substr(colon + 1)));
+  }
+  return out;
+}
+
+// The file: URL of an editable install's working tree from setuptools' PEP 660 hook
+// `__editable__.<name>-<version>.pth` in `site` (name compared PEP 503-normalised; the file names
+// it with `_` for `-`): its first line that is an absolute path (the "lenient" mode). The
+// "strict" mode's `import __editable___<name>_finder` names no folder: an empty URL then.
+// nullopt when there is no such file.
+std::optional<std::string> editable_pth(const fs::path& site, const std::string& name, const std::string& version) {
+  const std::string want = pep503_normalize(name) + "-" + version;
+  std::error_code ec;
+  for (fs::directory_iterator it(site, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string f = it->path().filename().string();
+    if (!f.starts_with("__editable__.") || !f.ends_with(".pth")) continue;
+    const std::string stem = f.substr(13, f.size() - 13 - 4);
+    const auto dash = stem.rfind('-');
+    if (dash == std::string::npos || pep503_normalize(stem.substr(0, dash)) + stem.substr(dash) != want) continue;
+    std::string url;
+    if (auto text = slurp(it->path())) {
+      std::istringstream in(*text);
+      for (std::string line; std::getline(in, line);) {
+        line = trim(line);
+        if (line.starts_with("/")) {
+          url = file_url_from_path(fs::path(line).lexically_normal().string());
+          break;
+        }
+      }
+    }
+    return url;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string PipDistribution::normalized_name() const { return pep503_normalize(name); }
@@ -122,15 +171,86 @@ std::string PipDistribution::requirement() const {
     case PipSource::Archive:
       return name + " @ " + url + (archive_sha256.empty() ? "" : "#sha256=" + archive_sha256);
     case PipSource::Editable:
+      // Never a pin (an index has no such build); an unknown working tree is said to be one.
+      return name + " @ " + (url.empty() ? std::string("(editable install, location unknown)") : url);
     case PipSource::Directory: return name + " @ " + url;
   }
   return name + "==" + version;
+}
+
+PipSourceInfo pip_source_info(const PipPackage& p) {
+  PipSourceInfo s;
+  std::string url = redact_url(p.url);
+  if (!p.requirement.empty()) {
+    // A direct reference `name @ URL` says more than `url`: a prefix's VCS install has the plain
+    // repository URL there and `name @ git+URL@<commit>` as its requirement (to_pip_package).
+    const std::string req = redact_text(p.requirement);
+    if (auto at = req.find(" @ "); at != std::string::npos) {
+      std::string ref = trim(std::string_view(req).substr(at + 3));
+      if (auto semi = ref.find(';'); semi != std::string::npos) ref = trim(std::string_view(ref).substr(0, semi));
+      if (!ref.empty() && ref.front() != '(') url = ref;
+    }
+  }
+  if (url.empty()) {
+    s.kind = p.editable ? PipSourceInfo::Kind::Editable : PipSourceInfo::Kind::Index;
+    return s;
+  }
+  const auto scheme = url.find("://");
+  const auto plus = url.find('+');
+  const bool vcs = scheme != std::string::npos && plus != std::string::npos && plus < scheme &&
+                   (url.starts_with("git+") || url.starts_with("hg+") || url.starts_with("svn+") || url.starts_with("bzr+"));
+  if (vcs) {
+    s.kind = PipSourceInfo::Kind::Vcs;
+    std::string loc = url;
+    // pixi.lock: git+https://host/repo.git?rev=main#<commit>; PEP 508: git+https://host/repo.git@<commit>.
+    if (auto hash = loc.find('#'); hash != std::string::npos) {
+      std::string frag = loc.substr(hash + 1);
+      loc.resize(hash);
+      if (!frag.starts_with("sha256=") && !frag.starts_with("egg=") && !frag.starts_with("subdirectory=")) s.commit = frag;
+    }
+    if (auto q = loc.find('?'); q != std::string::npos) loc.resize(q);
+    if (auto at = loc.rfind('@'), slash = loc.rfind('/'); at != std::string::npos && slash != std::string::npos && at > slash) {
+      if (s.commit.empty()) s.commit = loc.substr(at + 1);
+      loc.resize(at);
+    }
+    s.location = loc;
+    if (p.editable) s.kind = PipSourceInfo::Kind::Editable;
+    return s;
+  }
+  std::string loc = url;
+  if (auto hash = loc.find('#'); hash != std::string::npos) loc.resize(hash);
+  const bool local = loc.starts_with("file:") || loc.starts_with("/") || loc.starts_with("./") ||
+                     loc.starts_with("../") || loc == "." || loc == "..";
+  s.kind = p.editable ? PipSourceInfo::Kind::Editable : (local ? PipSourceInfo::Kind::Path : PipSourceInfo::Kind::Url);
+  s.location = loc;
+  return s;
+}
+
+std::string_view pip_source_kind_name(PipSourceInfo::Kind kind) {
+  switch (kind) {
+    case PipSourceInfo::Kind::Index: return "index";
+    case PipSourceInfo::Kind::Url: return "url";
+    case PipSourceInfo::Kind::Path: return "path";
+    case PipSourceInfo::Kind::Vcs: return "vcs";
+    case PipSourceInfo::Kind::Editable: return "editable";
+  }
+  return "index";
+}
+
+std::string PipSourceInfo::to_string() const {
+  std::string out(pip_source_kind_name(kind));
+  if (!location.empty()) out += " " + location;
+  if (!commit.empty()) out += "@" + commit;
+  return out;
 }
 
 PipPackage to_pip_package(const PipDistribution& d) {
   PipPackage pp;
   pp.name = d.name;
   pp.version = d.version;
+  pp.requires_dist = d.requires_dist;
+  pp.requires_python = d.requires_python;
+  pp.editable = d.source == PipSource::Editable;
   if (d.source != PipSource::Index) {
     pp.url = d.url;
     const bool hex64 = d.archive_sha256.size() == 64 && std::all_of(d.archive_sha256.begin(), d.archive_sha256.end(), [](char c) {
@@ -235,6 +355,8 @@ Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& p
   const auto headers = read_headers(*metadata);
   if (auto it = headers.find("name"); it != headers.end()) d.name = it->second;
   if (auto it = headers.find("version"); it != headers.end()) d.version = it->second;
+  if (auto it = headers.find("requires-python"); it != headers.end()) d.requires_python = it->second;
+  d.requires_dist = header_values(*metadata, "requires-dist");
   if (d.name.empty() || d.version.empty()) {
     return Error{ErrorKind::Parse, prefix_relative + "/METADATA", "has no Name or Version header", "",
                  "core metadata (PEP 566) needs both; reinstall the distribution"};
@@ -326,8 +448,56 @@ Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& p
       return Error{ErrorKind::Parse, prefix_relative + "/direct_url.json", std::string("a value has the wrong type: ") + ex.what(), "",
                    "PEP 610 values are strings and booleans; reinstall the distribution"};
     }
+  } else if (auto pth = editable_pth(dir.parent_path(), d.name, d.version)) {
+    // No direct_url.json but setuptools' PEP 660 hook `__editable__.<name>-<version>.pth`: an
+    // editable install all the same (an installer that writes no PEP 610 record, as uv's
+    // `--no-installer-metadata` or a copied environment).
+    d.source = PipSource::Editable;
+    d.url = *pth;
   }
   return d;
+}
+
+std::vector<PipDistribution> read_egg_links(const fs::path& site_packages, const std::string& prefix_relative_site) {
+  std::vector<PipDistribution> out;
+  std::error_code ec;
+  std::vector<fs::path> links;
+  for (fs::directory_iterator it(site_packages, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".egg-link" && it->is_regular_file(ec)) links.push_back(it->path());
+  std::sort(links.begin(), links.end());
+  for (const auto& link : links) {
+    const auto text = slurp(link);
+    if (!text) continue;
+    std::istringstream in(*text);
+    std::string first;
+    std::getline(in, first);
+    first = trim(first);
+    PipDistribution d;
+    d.name = link.stem().string();
+    d.source = PipSource::Editable;
+    d.installer = "setuptools";  // `setup.py develop` (pip install -e before PEP 660) writes it
+    d.dist_info = prefix_relative_site + "/" + link.filename().string();
+    if (!first.empty() && first.front() == '/') d.url = file_url_from_path(fs::path(first).lexically_normal().string());
+    // The version is in the source tree's <name>.egg-info/PKG-INFO, when the tree is here.
+    if (!first.empty()) {
+      for (const std::string& stem : {d.name, pep503_normalize(d.name)}) {
+        std::string under = stem;
+        std::replace(under.begin(), under.end(), '-', '_');
+        if (auto info = slurp(fs::path(first) / (under + ".egg-info") / "PKG-INFO")) {
+          const auto h = read_headers(*info);
+          if (auto v = h.find("version"); v != h.end()) d.version = v->second;
+          if (auto n = h.find("name"); n != h.end() && !n->second.empty()) d.name = n->second;
+          break;
+        }
+      }
+    }
+    // pip owns the link file itself (no RECORD lists it; its hash is not recorded).
+    std::error_code sec;
+    const auto size = fs::file_size(link, sec);
+    d.files.push_back(RecordEntry{link.filename().string(), "", sec ? std::nullopt : std::optional<std::uint64_t>(size)});
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 std::vector<std::string> site_packages_dirs(const fs::path& prefix) {

@@ -155,6 +155,13 @@ Result<PipPackage> read_pypi_entry(const std::string& source, const YamlNode& en
     auto pos = pip.url.find("#sha256=");
     if (pos != std::string::npos) pip.sha256 = ascii_lower(pip.url.substr(pos + 8));
   }
+  auto requires_dist = get_string_list(source, entry, "requires_dist");
+  if (!requires_dist) return requires_dist.error();
+  pip.requires_dist = std::move(requires_dist).value();
+  auto requires_python = get_string(source, entry, "requires_python");
+  if (!requires_python) return requires_python.error();
+  pip.requires_python = requires_python->value_or("");
+  if (YamlNode ed = entry["editable"]; ed.IsScalar()) pip.editable = ed.Scalar() == "true";
   return pip;
 }
 

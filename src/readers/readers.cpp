@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "envlock/pip.hpp"
 #include "envlock/readers.hpp"
 #include "envlock/url.hpp"
@@ -373,8 +375,21 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
       subdir = s;
     }
   }
-  auto& env = lock.environments["default"];
-  env.name = "default";
+  // envlock's own record of the install (conda-meta/envlock, install.hpp PrefixOrigin): the
+  // environment's name and its platform, which a prefix of noarch packages alone cannot tell.
+  std::string env_name = "default";
+  if (std::ifstream origin(prefix / "conda-meta" / "envlock", std::ios::binary); origin) {
+    const auto j = nlohmann::json::parse(origin, nullptr, false);
+    if (j.is_object()) {
+      const auto text = [&](const char* key) {
+        return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+      };
+      if (const auto e = text("environment"); !e.empty()) env_name = e;
+      if (const auto p = text("platform"); subdir == "noarch" && !p.empty()) subdir = p;
+    }
+  }
+  auto& env = lock.environments[env_name];
+  env.name = env_name;
   auto& plat = env.platforms[subdir];
   plat.platform = subdir;
   std::set<std::string> requested;
@@ -383,6 +398,14 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
     static_cast<RepoDataRecord&>(p) = r;
     auto st = complete_record_from_url(p, (prefix / "conda-meta" / (r.dist_name() + ".json")).string());
     if (!st) return st.error();
+    // conda writes the channel with the subdir (`https://conda.anaconda.org/conda-forge/noarch`),
+    // mamba and envlock without: the channel is the part before it, as lockfiles hold it.
+    for (const std::string& sd : {p.subdir, std::string("noarch")}) {
+      if (!sd.empty() && p.channel.size() > sd.size() + 1 && p.channel.ends_with("/" + sd)) {
+        p.channel.resize(p.channel.size() - sd.size() - 1);
+        break;
+      }
+    }
     if (!r.requested_spec.empty()) requested.insert(r.requested_spec);
     plat.packages.push_back(std::move(p));
   }
@@ -416,6 +439,7 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
       if (dist->installer == "conda" || (listed && dist->installer.empty())) continue;
       pip.push_back(std::move(*dist));
     }
+    for (auto& d : read_egg_links(prefix / site, site)) pip.push_back(std::move(d));
   }
   // Two dist-info folders of one project (pip left the old one behind): the newest is listed, as
   // snapshot capture keeps it, and the stale folder is named.
@@ -426,6 +450,12 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
     }
   }
   for (const auto& d : pip) plat.pip.push_back(to_pip_package(d));
+  // A conda record whose project pip installed over is pip's now: pip's install is what the
+  // prefix holds (as snapshot capture records it, a snapshot's lockfile part leaves the record out),
+  // so a prefix deployed from a snapshot reads as that snapshot.
+  std::set<std::string> pip_names;
+  for (const auto& d : pip) pip_names.insert(d.normalized_name());
+  std::erase_if(plat.packages, [&](const LockedPackage& p) { return pip_names.count(pep503_normalize(p.name)) != 0; });
   readers::sort_lockfile(lock);
   return lock;
 }

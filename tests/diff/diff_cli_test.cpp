@@ -11,10 +11,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "envlock/readers.hpp"
 #include "envlock/url.hpp"
 #include "support/lockfile_fixtures.hpp"
 #include "support/pip_prefix.hpp"
 #include "support/run_command.hpp"
+#include "snapshot/fake_host.hpp"
 
 namespace fs = std::filesystem;
 using envlock::testing::envlock_cmd;
@@ -199,10 +201,12 @@ TEST(DiffCli, RelativeChannelsResolveAlikeFromFilesGitAndStdin) {
     EXPECT_TRUE(r.out.starts_with("no changes\n")) << "in " << c.cwd << ": diff " << c.args << "\n" << r.out;
     EXPECT_EQ(r.out.find("channel-changed"), std::string::npos) << c.args << "\n" << r.out;
   }
-  // `show` of the committed file prints the channel the working-tree copy names.
+  // `show` prints the channel as the file holds it, from the working tree and from git alike
+  // (git's textconv hands it a temporary copy: ShowCli.GitTextconvWithARelativeChannelIsExact).
   const auto shown = run_command("cd " + q(sub) + " && " + envlock_cmd() + " show HEAD:sub/envlock.lock --json");
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
-  EXPECT_NE(shown.out.find(channel), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find(channel), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("\"channel\": \"../build/fixture channel\""), std::string::npos) << shown.out;
 
   // A real change is still reported, and only it.
   std::string changed = text;
@@ -298,6 +302,48 @@ TEST(DiffCli, CorpusPairsThroughTheCli) {
                   " " + q(lockfiles() / "conda__rattler/test-data__conda-lock__forward-compatible-lock.yml"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("forward-compatible-lock.yml:11:10: lockfile format version 1000"), std::string::npos) << r.err;
+}
+
+// docs/review.md's textconv, run by the real `git diff`: a lockfile whose channel is a local folder
+// relative to it (`../build/fixture channel`, as `envlock lock` writes a manifest's relative
+// channel) shows exactly the one package that changed. Before, git's temporary copy of the old
+// side resolved the channel under /tmp and every line differed.
+TEST(ShowCli, GitTextconvWithARelativeChannelIsExact) {
+  TempDir dir;
+  const fs::path repo = dir.path() / "repo";
+  const fs::path sub = repo / "sub";
+  fs::create_directories(sub);
+  const std::string channel = envlock::file_url_from_path((repo / "build/fixture channel").string());
+  envlock::Lockfile lf = envlock::testing::one_package_lockfile(channel);
+  lf.relative_channels = {channel};
+  const std::string text = lf.to_yaml(sub);
+  std::ofstream(sub / "envlock.lock") << text;
+  std::ofstream(repo / ".gitattributes") << "envlock.lock      diff=envlock\nconda-lock.yml    diff=envlock\n";
+  const std::string git = "cd " + q(repo) + " && git -c init.defaultBranch=main init -q . && git config diff.envlock.textconv " +
+                          q(std::string(ENVLOCK_BINARY) + " show") +
+                          " && git config diff.envlock.cachetextconv true && git add . && "
+                          "git -c user.name=t -c user.email=t@example.invalid commit -q -m one";
+  ASSERT_EQ(run_command(git).exit_code, 0);
+  std::string changed = text;
+  changed.replace(changed.find(std::string(64, 'a')), 64, std::string(64, 'b'));
+  std::ofstream(sub / "envlock.lock") << changed;
+  for (const char* cwd : {"", "/sub"}) {
+    const auto r = run_command("cd " + q(repo.string() + cwd) + " && git diff --no-color HEAD -- . | sed '/^index /d'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "diff --git a/sub/envlock.lock b/sub/envlock.lock\n"
+                     "--- a/sub/envlock.lock\n"
+                     "+++ b/sub/envlock.lock\n"
+                     "@@ -1 +1 @@\n"
+                     "-default/linux-64 tool 1.2 h0_0 ../build/fixture channel sha256:" + std::string(64, 'a') + "\n"
+                     "+default/linux-64 tool 1.2 h0_0 ../build/fixture channel sha256:" + std::string(64, 'b') + "\n")
+        << "git diff from " << repo.string() + cwd;
+    EXPECT_EQ(r.err, "");
+  }
+  // Unchanged: git diff is empty (the two sides print the same, wherever each copy sits).
+  std::ofstream(sub / "envlock.lock") << text;
+  const auto same = run_command("cd " + q(repo) + " && git diff --no-color HEAD");
+  EXPECT_EQ(same.exit_code, 0);
+  EXPECT_EQ(same.out, "");
 }
 
 TEST(ShowCli, NormalizedViewIsTheSameAcrossFormatsAndOrder) {
@@ -500,4 +546,127 @@ TEST(DiffCli, PipLinesEndToEndWithoutCredentialsOrInventedNames) {
   EXPECT_EQ(installed.err.find("SECRET"), std::string::npos) << installed.err;
   EXPECT_NE(installed.err.find("4 pip package(s) in the lockfile were not installed"), std::string::npos) << installed.err;
   EXPECT_NE(installed.err.find("-e ."), std::string::npos) << installed.err;
+}
+
+namespace {
+
+// The real osx-arm64 python 3.13t prefix of conda's env_metadata tests (conda wrote its
+// conda-meta: every `channel` ends in the subdir) and what `conda list --explicit --md5` prints for
+// it: each record's URL and md5.
+struct CorpusPrefix {
+  envlock::testing::FakeHost host;
+  fs::path prefix;
+  std::string explicit_text = "# platform: osx-arm64\n@EXPLICIT\n";
+  CorpusPrefix() {
+    host.corpus_prefix("/env");
+    prefix = host.local("/env");
+    std::vector<std::string> lines;
+    for (const auto& e : fs::directory_iterator(prefix / "conda-meta")) {
+      if (e.path().extension() != ".json") continue;
+      const auto j = nlohmann::json::parse(envlock::testing::slurp(e.path()));
+      lines.push_back(j.at("url").get<std::string>() + "#" + j.at("md5").get<std::string>());
+    }
+    std::sort(lines.begin(), lines.end());
+    for (const auto& l : lines) explicit_text += l + "\n";
+  }
+};
+
+}  // namespace
+
+// A prefix compares like its lockfile (issue 17): conda's `channel` with the subdir
+// (`https://conda.anaconda.org/conda-forge/osx-arm64`) is the lockfile's channel, so the only change
+// between the prefix and its own `conda list --explicit` is the pip package that list leaves out.
+TEST(DiffCli, APrefixAgainstItsOwnExplicitListIsOnlyItsPipSide) {
+  REQUIRE_CORPUS();
+  CorpusPrefix c;
+  TempDir dir;
+  const auto lock = dir.write("explicit.txt", c.explicit_text);
+  const auto r = run_command(envlock_cmd() + " diff " + q(lock) + " " + q(c.prefix));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "1 change: 1 added; size unknown\n"
+                   "old: " + lock.string() + " (@EXPLICIT)\n"
+                   "new: " + c.prefix.string() + " (conda-meta prefix)\n"
+                   "\n"
+                   "default / osx-arm64: 1 change, size unknown (16 -> 17 packages)\n"
+                   "    added" + std::string(25, ' ') + "pypi:imagesize  1.4.1\n");
+  // The prefix against itself and against a copy that conda would write without the subdir.
+  const auto same = run_command(envlock_cmd() + " diff " + q(c.prefix) + " " + q(c.prefix) + " --fail-on any");
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_TRUE(same.out.starts_with("no changes\n")) << same.out;
+  const auto show = run_command(envlock_cmd() + " show " + q(c.prefix));
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("default/osx-arm64 tzdata 2025a h78e105d_0 https://conda.anaconda.org/conda-forge sha256:"),
+            std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("conda-forge/osx-arm64 "), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("conda-forge/noarch "), std::string::npos) << show.out;
+}
+
+// A prefix of noarch packages alone takes the other side's platform; a prefix envlock made pairs
+// with the environment it was installed from (conda-meta/envlock), and `-e ENV` chooses one.
+TEST(DiffCli, PrefixPlatformAndEnvironmentPairing) {
+  REQUIRE_CORPUS();
+  CorpusPrefix c;
+  TempDir dir;
+  // Only the two noarch records (pip, tzdata), and no pip side.
+  for (const auto& e : fs::directory_iterator(c.prefix / "conda-meta")) {
+    const std::string n = e.path().filename().string();
+    if (e.path().extension() == ".json" && !n.starts_with("pip-") && !n.starts_with("tzdata-")) fs::remove(e.path());
+  }
+  fs::remove_all(c.prefix / "lib");
+  std::string noarch_list = "# platform: osx-arm64\n@EXPLICIT\n";
+  for (const auto& l : {std::string("pip-"), std::string("tzdata-")}) {
+    const auto at = c.explicit_text.find("/noarch/" + l);
+    const auto start = c.explicit_text.rfind('\n', at) + 1;
+    noarch_list += c.explicit_text.substr(start, c.explicit_text.find('\n', at) + 1 - start);
+  }
+  const auto lock = dir.write("noarch.txt", noarch_list);
+  auto r = run_command(envlock_cmd() + " diff " + q(lock) + " " + q(c.prefix) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "no changes\n"
+                   "old: " + lock.string() + " (@EXPLICIT)\n"
+                   "new: " + c.prefix.string() + " (conda-meta prefix)\n"
+                   "\n"
+                   "default / osx-arm64: no changes (2 packages)\n");
+
+  // A lockfile of two environments holding these records (as the lock that installed them would):
+  // the prefix names the one it was installed from.
+  auto read = envlock::read_lockfile_path(c.prefix);
+  ASSERT_TRUE(read.ok()) << read.error().to_string();
+  envlock::Lockfile two;
+  for (const char* name : {"docs", "tools"}) {
+    envlock::LockedEnvironment env;
+    env.name = name;
+    envlock::LockedPlatform plat = read->lockfile.environments.at("default").platforms.at("noarch");
+    plat.platform = "osx-arm64";
+    plat.channels = {"https://conda.anaconda.org/conda-forge"};
+    for (auto& p : plat.packages) p.layer = name;
+    env.platforms["osx-arm64"] = plat;
+    two.environments[name] = env;
+  }
+  two.environments["docs"].platforms["osx-arm64"].packages.pop_back();  // docs lacks tzdata
+  const fs::path two_path = dir.path() / "envlock.lock";
+  std::ofstream(two_path) << two.to_yaml(dir.path());
+  r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + two_path.string() + ": has environments docs, tools; the prefix " + c.prefix.string() +
+                       " does not say which one it was installed from\nhint: choose one with -e ENV\n");
+  r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix) + " -e tools --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(r.out.starts_with("no changes\n")) << r.out;
+  r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix) + " -e nope");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: " + two_path.string() + ": has no environment 'nope' (-e nope)\nhint: its environments: docs, tools; choose one with -e ENV\n");
+  // conda-meta/envlock (written by install, create and snapshot deploy) names the environment.
+  std::ofstream(c.prefix / "conda-meta/envlock") << R"({"command": "install", "environment": "docs", "lockfile": "envlock.lock", "lockfile_hash": "", "manifest_hash": "", "platform": "osx-arm64"})";
+  r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "1 change: 1 added; size +120.0 KiB\n"
+                   "old: " + two_path.string() + " (envlock.lock v1)\n"
+                   "new: " + c.prefix.string() + " (conda-meta prefix)\n"
+                   "\n"
+                   "docs / osx-arm64: 1 change, size +120.0 KiB (1 -> 2 packages)\n"
+                   "    added" + std::string(25, ' ') + "tzdata  2025a h78e105d_0  +120.0 KiB\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 added (--fail-on any)\n");
 }

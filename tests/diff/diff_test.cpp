@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/diff.hpp"
+#include "envlock/pip.hpp"
 #include "envlock/readers.hpp"
 #include "support/pip_prefix.hpp"
 
@@ -161,17 +162,147 @@ TEST(Diff, RebuiltAndRepackaged) {
   EXPECT_EQ(change(d, "xz")->notes, std::vector<std::string>{"repackaged .tar.bz2 -> .conda"});
 }
 
-TEST(Diff, SameFileWithAnotherHashIsARedFlag) {
+// The same URL now serving another archive is a re-upload, a red flag of its own kind and the
+// first change shown; the same file name under another URL of the channel with another hash is
+// hash-changed.
+TEST(Diff, SameUrlWithAnotherHashIsAReUpload) {
   Pkg o{"openssl", "3.2.1", "hd590300_0"};
   Pkg n = o;
   n.sha256 = std::string(64, 'f');
-  auto d = diff_lockfiles(make({o}), make({n}));
+  Pkg a{"aaa", "1.0", "h_0"};  // sorts before openssl by name: re-uploads still come first
+  Pkg a2{"aaa", "0.9", "h_0"};
+  auto d = diff_lockfiles(make({o, a}), make({n, a2}));
   ASSERT_NE(change(d, "openssl"), nullptr);
-  EXPECT_EQ(change(d, "openssl")->kind, ChangeKind::HashChanged);
+  EXPECT_EQ(change(d, "openssl")->kind, ChangeKind::ReUploaded);
+  EXPECT_EQ(change(d, "openssl")->notes, std::vector<std::string>{"re-uploaded: same URL, sha256 aaaaaaaaaaaa… -> ffffffffffff…"});
   EXPECT_TRUE(change(d, "openssl")->red_flag());
-  EXPECT_EQ(d.red_flags(), 1u);
-  EXPECT_TRUE(d.has_any({ChangeKind::HashChanged}));
-  EXPECT_FALSE(d.has_any({ChangeKind::Downgraded, ChangeKind::VariantSwitch}));
+  EXPECT_EQ(d.red_flags(), 2u);
+  EXPECT_TRUE(d.has_any({ChangeKind::ReUploaded}));
+  EXPECT_FALSE(d.has_any({ChangeKind::HashChanged, ChangeKind::VariantSwitch}));
+  EXPECT_EQ(d.groups[0].changes[0].name, "openssl");
+  const std::string pad(33, ' ');
+  EXPECT_EQ(render_text(d, {"old.lock", "new.lock", "envlock.lock v1", "envlock.lock v1"}, false),
+            "2 changes: 1 re-uploaded, 1 downgraded; size unknown; 2 red flags\n"
+            "old: old.lock (envlock.lock v1)\n"
+            "new: new.lock (envlock.lock v1)\n"
+            "\n"
+            "default / linux-64: 2 changes, size unknown (2 -> 2 packages)\n"
+            "  ! re-uploaded" + std::string(19, ' ') + "openssl  3.2.1 hd590300_0 -> 3.2.1 hd590300_0\n" +
+                pad + " re-uploaded: same URL, sha256 aaaaaaaaaaaa… -> ffffffffffff…\n" + pad + " pulled by: openssl\n"
+            "  ! downgraded" + std::string(20, ' ') + "aaa      1.0 h_0 -> 0.9 h_0\n" + pad + " pulled by: aaa\n");
+
+  // md5 only (an @EXPLICIT file): the same rule.
+  Lockfile lo = make({o}), ln = make({o});
+  for (Lockfile* l : {&lo, &ln}) l->environments["default"].platforms["linux-64"].packages[0].sha256.clear();
+  lo.environments["default"].platforms["linux-64"].packages[0].md5 = std::string(32, '1');
+  ln.environments["default"].platforms["linux-64"].packages[0].md5 = std::string(32, '2');
+  EXPECT_EQ(diff_lockfiles(lo, ln).groups[0].changes.at(0).kind, ChangeKind::ReUploaded);
+
+  // Same file name, another URL in the same channel (a mirror path), another hash: hash-changed.
+  ln = make({n});
+  ln.environments["default"].platforms["linux-64"].packages[0].url =
+      "https://conda.anaconda.org/conda-forge/linux-64/mirror/openssl-3.2.1-hd590300_0.conda";
+  auto h = diff_lockfiles(make({o}), ln);
+  ASSERT_EQ(h.total, 1u);
+  EXPECT_EQ(h.groups[0].changes[0].kind, ChangeKind::HashChanged);
+  EXPECT_TRUE(h.groups[0].changes[0].red_flag());
+}
+
+// Everything that changes what gets installed from the same archive is a change: a repodata
+// patch of depends or constrains (the same file, its record edited by the channel), the noarch
+// kind, track_features, the build number, python_site_packages_path (CEP 17). Before, such a pair
+// printed "no changes" and passed every --fail-on gate.
+TEST(Diff, RepodataPatchesAndOtherInstallingFieldsAreChanges) {
+  Pkg o{"scipy", "1.11.4", "py311h64a7726_0"};
+  o.depends = {"numpy >=1.23.5,<2.0a0", "python >=3.11,<3.12.0a0"};
+  Pkg n = o;
+  n.depends = {"numpy >=1.23.5,<1.28", "python  >=3.11,<3.12.0a0"};  // white space is no change
+  auto d = diff_lockfiles(make({o}), make({n}));
+  ASSERT_EQ(d.total, 1u);
+  const PackageChange& c = d.groups[0].changes[0];
+  EXPECT_EQ(c.kind, ChangeKind::MetadataChanged);
+  EXPECT_EQ(c.notes, std::vector<std::string>{"depends -numpy >=1.23.5,<2.0a0 +numpy >=1.23.5,<1.28"});
+  EXPECT_FALSE(c.red_flag());
+  EXPECT_TRUE(d.has_any({ChangeKind::MetadataChanged}));
+  EXPECT_EQ(render_text(d, {"a", "b", "x", "y"}, false).substr(0, 29), "1 change: 1 metadata-changed;");
+
+  Lockfile lo = make({o}), ln = make({o});
+  auto& r = ln.environments["default"].platforms["linux-64"].packages[0];
+  r.constrains = {"libblas * *mkl"};
+  r.noarch = NoArchKind::Python;
+  r.build_number = 1;
+  r.python_site_packages_path = "lib/python3.11/site-packages";
+  // envlock.lock on both sides holds every field (the CLI says so from the format).
+  auto m = diff_lockfiles(lo, ln, RecordedFields{}, RecordedFields{});
+  ASSERT_EQ(m.total, 1u);
+  EXPECT_EQ(m.groups[0].changes[0].notes,
+            (std::vector<std::string>{"constrains +libblas * *mkl", "noarch (none) -> python", "build_number 0 -> 1",
+                                      "python_site_packages_path (none) -> lib/python3.11/site-packages"}));
+  // A field one side's format does not hold is not compared: conda-lock.yml has no constrains,
+  // noarch or build number, an @EXPLICIT file not even depends.
+  RecordedFields conda_lock;
+  conda_lock.constrains = conda_lock.track_features = conda_lock.noarch = conda_lock.build_number = conda_lock.python_site_packages_path = false;
+  EXPECT_TRUE(diff_lockfiles(lo, ln, RecordedFields{}, conda_lock).empty());
+  // Without RecordedFields a field counts as held by a side when one of its records has it: the
+  // old side here has no constrains, noarch, build number or site-packages path at all.
+  EXPECT_TRUE(diff_lockfiles(lo, ln).empty());
+  RecordedFields none{false, false, false, false, false, false, false, false};
+  EXPECT_TRUE(diff_lockfiles(make({o}), make({n}), none, {}).empty());
+  EXPECT_FALSE(diff_lockfiles(make({o}), make({n}), conda_lock, conda_lock).empty());  // conda-lock has depends
+}
+
+// pip packages: the source (index, URL, path, VCS URL and commit, editable) and the core metadata
+// (requires_dist, requires_python) are compared, not only name, version and hash.
+TEST(Diff, PipSourceAndMetadataAreCompared) {
+  auto lock = [](std::vector<PipPackage> pip) {
+    Lockfile l = make({{"python", "3.11.9", "h_0"}});
+    l.environments["default"].platforms["linux-64"].pip = std::move(pip);
+    return l;
+  };
+  const std::string repo = "git+https://github.com/facebookresearch/detectron2.git";
+  PipPackage vcs_old{"detectron2", "0.6", repo + "?rev=main#bcfd464d0c810f0442d91a349c0f6df945467143"};
+  PipPackage vcs_new{"detectron2", "0.6", repo + "?rev=main#0123456789abcdef0123456789abcdef01234567"};
+  auto d = diff_lockfiles(lock({vcs_old}), lock({vcs_new}));
+  ASSERT_EQ(d.total, 1u);
+  EXPECT_EQ(d.groups[0].changes[0].kind, ChangeKind::SourceChanged);
+  EXPECT_EQ(d.groups[0].changes[0].notes,
+            std::vector<std::string>{"source vcs " + repo.substr(0) + "@bcfd464d0c810f0442d91a349c0f6df945467143 -> vcs " + repo +
+                                     "@0123456789abcdef0123456789abcdef01234567"});
+  // PEP 508 `@commit` (a prefix's direct_url.json, as to_pip_package writes it) reads the same.
+  PipPackage installed{"detectron2", "0.6", "https://github.com/facebookresearch/detectron2.git", "",
+                       "detectron2 @ " + repo + "@bcfd464d0c810f0442d91a349c0f6df945467143"};
+  EXPECT_EQ(pip_source_info(installed).to_string(), "vcs " + repo + "@bcfd464d0c810f0442d91a349c0f6df945467143");
+  EXPECT_TRUE(diff_lockfiles(lock({vcs_old}), lock({installed})).empty());
+  PipPackage pep508{"detectron2", "0.6", repo + "@bcfd464d0c810f0442d91a349c0f6df945467143"};
+  EXPECT_TRUE(diff_lockfiles(lock({vcs_old}), lock({pep508})).empty());
+
+  // An index wheel named by its URL (pixi.lock) and an index install (a prefix: no
+  // direct_url.json) are one source; an editable checkout is another.
+  PipPackage wheel{"six", "1.16.0", "https://files.pythonhosted.org/packages/d9/5a/six-1.16.0-py2.py3-none-any.whl"};
+  PipPackage index{"six", "1.16.0"};
+  PipPackage editable{"six", "1.16.0", "file:///src/six"};
+  editable.editable = true;
+  EXPECT_TRUE(diff_lockfiles(lock({wheel}), lock({index})).empty());
+  auto e = diff_lockfiles(lock({index}), lock({editable}));
+  ASSERT_EQ(e.total, 1u);
+  EXPECT_EQ(e.groups[0].changes[0].kind, ChangeKind::SourceChanged);
+  EXPECT_EQ(e.groups[0].changes[0].notes, std::vector<std::string>{"source index -> editable file:///src/six"});
+  PipPackage path{"six", "1.16.0", "file:///src/six"};
+  EXPECT_EQ(diff_lockfiles(lock({path}), lock({editable})).groups[0].changes.at(0).notes,
+            std::vector<std::string>{"source path file:///src/six -> editable file:///src/six"});
+
+  PipPackage rd_old = index, rd_new = index;
+  rd_old.requires_dist = {"numpy>=1.21"};
+  rd_new.requires_dist = {"numpy>=1.21", "typing-extensions; python_version < '3.8'"};
+  rd_new.requires_python = ">=3.8";
+  auto m = diff_lockfiles(lock({rd_old}), lock({rd_new}), RecordedFields{}, RecordedFields{});  // two prefixes
+  ASSERT_EQ(m.total, 1u);
+  EXPECT_EQ(m.groups[0].changes[0].kind, ChangeKind::MetadataChanged);
+  EXPECT_EQ(m.groups[0].changes[0].notes,
+            (std::vector<std::string>{"requires_dist +typing-extensions; python_version < '3.8'", "requires_python (none) -> >=3.8"}));
+  RecordedFields envlock_lock;  // keeps no pip metadata
+  envlock_lock.requires_dist = envlock_lock.requires_python = false;
+  EXPECT_TRUE(diff_lockfiles(lock({rd_old}), lock({rd_new}), envlock_lock, {}).empty());
 }
 
 TEST(Diff, VariantSwitches) {
@@ -410,6 +541,56 @@ TEST(CorpusDiff, PangeoMlNotebook2023To2026) {
   // The rendered JSON lists exactly the counted changes.
   auto j = diff_to_json(d, {"old", "new", "conda-lock v1", "conda-lock v1"});
   EXPECT_EQ(j["groups"][0]["changes"].size(), d.total);
+}
+
+// PR comments fit (issue 17): the largest real pair of the corpus (pangeo's ml-notebook,
+// 2023 -> 2026, hundreds of changes) within GitHub's 65,536 characters, and a small budget keeps
+// the title, summary and table, the most severe changes first, and counts the rest.
+TEST(CorpusDiff, MarkdownFitsItsBudgetMostSevereFirst) {
+  REQUIRE_CORPUS();
+  const auto d = diff_lockfiles(read("pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml@55a3b77f"),
+                                read("pangeo-data__pangeo-docker-images/ml-notebook__conda-lock.yml@aa438254"));
+  const DiffLabels labels{"HEAD~1:conda-lock.yml", "conda-lock.yml", "conda-lock v1", "conda-lock v1"};
+  const std::string full = render_markdown(d, labels, 0);
+  EXPECT_EQ(full, render_markdown(d, labels));
+  const std::string fitted = render_markdown(d, labels, kMarkdownBudget);
+  EXPECT_LE(fitted.size(), kMarkdownBudget);
+  if (full.size() <= kMarkdownBudget) {
+    EXPECT_EQ(fitted, full);
+  }
+  for (std::size_t budget : {std::size_t{6000}, std::size_t{20000}, kMarkdownBudget / 4}) {
+    const std::string md = render_markdown(d, labels, budget);
+    EXPECT_LE(md.size(), budget) << budget;
+    // Title, summary line and summary table as in the full comment.
+    const auto table_end = full.find("\n\n", full.find("| environment | platform |")) + 2;
+    EXPECT_EQ(md.substr(0, table_end), full.substr(0, table_end));
+    EXPECT_EQ(md.substr(table_end, 29), "#### Most important changes\n");
+    // Rows, most severe first: no row of a less severe kind before a more severe one.
+    std::size_t rows = 0;
+    int last = -1;
+    static const std::vector<std::string> order = {"variant-switch", "downgraded", "re-uploaded", "removed", "hash-changed",
+                                                   "host-floor-raised", "source-changed", "channel-changed", "metadata-changed",
+                                                   "added", "upgraded", "rebuilt", "license-changed"};
+    std::istringstream in(md.substr(table_end));
+    for (std::string line; std::getline(in, line);) {
+      if (!line.starts_with("| default / linux-64 |")) continue;
+      ++rows;
+      int rank = static_cast<int>(order.size());
+      for (int i = 0; i < static_cast<int>(order.size()); ++i)
+        if (line.find(" " + order[static_cast<std::size_t>(i)]) != std::string::npos ||
+            line.find("+" + order[static_cast<std::size_t>(i)]) != std::string::npos) {
+          rank = i;
+          break;
+        }
+      EXPECT_GE(rank, last) << line;
+      last = std::max(last, rank);
+    }
+    EXPECT_GT(rows, 0u) << budget;
+    const std::string note = "**" + std::to_string(d.total - rows) + " more changes not shown** (";
+    EXPECT_NE(md.find(note), std::string::npos) << md.substr(md.size() - 400);
+    EXPECT_TRUE(md.ends_with(" bytes; `envlock diff OLD NEW` (text, or `--format json`) lists every change, and `--max-bytes` sets the budget.\n"))
+        << md.substr(md.size() - 300);
+  }
 }
 
 // A prefix's pip side against a lockfile: pip packages pair by PEP 503 name (METADATA's "Foo_Bar"

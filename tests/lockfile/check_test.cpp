@@ -129,7 +129,26 @@ TEST(CheckLockfile, ManifestHashChanged) {
   auto rs = check_lockfile(m, lf);
   ASSERT_EQ(rs.size(), 1u) << dump(rs);
   EXPECT_EQ(rs[0].kind, K::ManifestHash);
-  EXPECT_NE(rs[0].message.find(manifest_hash(m)), std::string::npos);
+  EXPECT_EQ(rs[0].message, "the manifest changed since the lock (lockfile has sha256:" + std::string(64, '0') +
+                               ", the manifest now hashes to " + manifest_hash(m) +
+                               "); every spec, channel, platform, virtual package and base the lockfile records is unchanged, so "
+                               "the change is in the channel priority, a selector or a pip entry");
+}
+
+// A spec edited in a way the locked packages still satisfy changes only the hash: `lock --check`
+// names the spec that changed (issue 17), not only two hashes.
+TEST(CheckLockfile, AChangedSpecIsNamed) {
+  const Manifest now = manifest(std::string(kManifest).replace(std::string(kManifest).find("numpy >=2"), 9, "numpy >=1.26"));
+  Lockfile lf = fresh(manifest());
+  auto rs = check_lockfile(now, lf);
+  ASSERT_EQ(rs.size(), 2u) << dump(rs);
+  EXPECT_EQ(rs[0].kind, K::ManifestHash);
+  EXPECT_TRUE(rs[0].message.starts_with("the manifest changed since the lock (lockfile has " + manifest_hash(manifest()) +
+                                        ", the manifest now hashes to " + manifest_hash(now) + ")"))
+      << rs[0].message;
+  EXPECT_EQ(rs[1].kind, K::ManifestHash);
+  EXPECT_EQ(rs[1].environment, "base");
+  EXPECT_EQ(rs[1].message, "environment 'base': specs changed since the lock: 'numpy >=1.26' added, 'numpy >=2' removed");
 }
 
 TEST(CheckLockfile, EnvironmentsAndPlatforms) {

@@ -16,6 +16,7 @@
 #include "envlock/install.hpp"
 #include "envlock/readers.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/url.hpp"
 #include "snapshot/fake_host.hpp"
 #include "support/run_command.hpp"
 
@@ -207,6 +208,18 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
     return l == "drift: 1 modified, 0 unowned and 0 missing files of the captured prefix are not reproduced (see the snapshot's drift section)";
   })) << ::testing::PrintToString(deployed->checklist);
   pip.expect_reproduced(a, b);
+  // `envlock diff SNAPSHOT PREFIX`: the prefix deployed from the snapshot is that snapshot (its
+  // environment from conda-meta/envlock, pip's install over the conda package it shadowed).
+  {
+    const auto d = testing::run_command(testing::envlock_cmd() + " diff '" + file.string() + "' '" + b.string() + "' --fail-on any", {});
+    EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
+    EXPECT_EQ(d.out, "no changes\n"
+                     "old: " + file.string() + " (envlock.lock v1)\n"
+                     "new: " + b.string() + " (conda-meta prefix)\n"
+                     "\n"
+                     "geo / linux-64: no changes (2 packages)\n");
+    EXPECT_EQ(d.err, "");
+  }
   // verify finds in the deployed prefix what it finds in the captured one, less the hand edit
   // (drift is not reproduced): the pip files check against RECORD, the file pip removed is
   // missing in both.
@@ -966,6 +979,112 @@ TEST(Compatibility, TheTargetIsSeenThroughCondaOverridesAsInstallSeesIt) {
     EXPECT_NE(failed[0].to_string().find("CONDA_OVERRIDE_GLIBC=banana is not a version"), std::string::npos) << failed[0].to_string();
     EXPECT_EQ(failed[0].to_string().find("the target has banana"), std::string::npos) << failed[0].to_string();
   }
+}
+
+}  // namespace
+}  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// Every pip install form is recorded as what it is (issue 17): an editable install with PEP 610's
+// direct_url.json (`dir_info.editable`, what pip >= 21.3 writes beside setuptools'
+// `__editable__.<name>-<version>.pth`), a legacy `setup.py develop` one (`<name>.egg-link`, no
+// dist-info: pip's freeze reads it from the link), an editable whose installer wrote no
+// direct_url.json (only the `__editable__` .pth), a VCS install (URL and commit), a local
+// folder, and a wheel from an index. Deploy then refuses the missing local sources, naming
+// each, unless --skip-missing-sources; it never looks such a name up on an index.
+TEST(Deploy, EveryPipInstallFormIsRecordedAndMissingLocalSourcesAreRefused) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const fs::path a = t.dir / "host-a/envs/geo";
+  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+  const fs::path site = a / "lib/python3.12/site-packages";
+  const fs::path src = t.dir / "work";  // a working tree that exists here
+  fs::create_directories(src / "present");
+  testing::pip_install(site, "mylib", "0.1",
+                       {{"__editable__.mylib-0.1.pth", "/nonexistent-src/mylib/src\n"},
+                        {"mylib-0.1.dist-info/direct_url.json", R"({"url": "file:///nonexistent-src/mylib", "dir_info": {"editable": true}})"}});
+  testing::pip_install(site, "present", "2.0",
+                       {{"present-2.0.dist-info/direct_url.json",
+                         R"({"url": ")" + file_url_from_path((src / "present").string()) + R"(", "dir_info": {"editable": true}})"}});
+  testing::pip_install(site, "hooked", "1.0", {{"__editable__.hooked-1.0.pth", "/nonexistent-src/hooked\n"}});
+  testing::pip_install(site, "detectron2", "0.6",
+                       {{"detectron2-0.6.dist-info/direct_url.json",
+                         R"({"url": "https://github.com/facebookresearch/detectron2.git", "vcs_info": {"vcs": "git", "commit_id": "bcfd464d0c810f0442d91a349c0f6df945467143", "requested_revision": "main"}})"}});
+  testing::pip_install(site, "localpkg", "3.0",
+                       {{"localpkg-3.0.dist-info/direct_url.json", R"({"url": "file:///nonexistent-src/localpkg", "dir_info": {}})"}});
+  testing::pip_install(site, "six", "1.16.0", {{"six.py", "# six\n"}});
+  std::ofstream(site / "oldlib.egg-link") << "/nonexistent-src/oldlib\n.\n";
+
+  const Snapshot snap = t.capture_of(a);
+  ASSERT_EQ(snap.environments.size(), 1u);
+  std::vector<std::string> forms;
+  for (const auto& d : snap.environments[0].pip) forms.push_back(d.name + " " + d.version + ": " + d.requirement());
+  EXPECT_EQ(forms, (std::vector<std::string>{
+                       "detectron2 0.6: detectron2 @ git+https://github.com/facebookresearch/detectron2.git@bcfd464d0c810f0442d91a349c0f6df945467143",
+                       "hooked 1.0: hooked @ file:///nonexistent-src/hooked",
+                       "localpkg 3.0: localpkg @ file:///nonexistent-src/localpkg",
+                       "mylib 0.1: mylib @ file:///nonexistent-src/mylib",
+                       "oldlib : oldlib @ file:///nonexistent-src/oldlib",
+                       "present 2.0: present @ " + file_url_from_path((src / "present").string()),
+                       "six 1.16.0: six==1.16.0",
+                   }));
+  // The egg-link's version is unknown (its tree is not here): a problem says so.
+  std::vector<CaptureProblem> of_prefix;
+  for (const auto& p : snap.problems)
+    if (p.where.starts_with(a.string())) of_prefix.push_back(p);
+  EXPECT_EQ(of_prefix, (std::vector<CaptureProblem>{{(a / "lib/python3.12/site-packages/oldlib.egg-link").string(),
+                                                         "editable install of oldlib at file:///nonexistent-src/oldlib: its version is "
+                                                         "unknown (no <name>.egg-info/PKG-INFO there)"}}));
+  const fs::path file = t.dir / "forms.yaml";
+  ASSERT_TRUE(snap.write(file).ok());
+  const auto reread = Snapshot::read(file);
+  ASSERT_TRUE(reread.ok()) << reread.error().to_string();
+
+  const fs::path b = t.dir / "host-b/envs/geo";
+  DeployOptions opt = t.options;
+  opt.allow_partial = true;
+  auto refused = deploy_snapshot(*reread, b, t.here, opt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, ErrorKind::Incompatible);
+  EXPECT_EQ(refused.error().message,
+            "the source of 4 pip installs are missing here: pip:hooked 1.0 (editable install of /nonexistent-src/hooked)");
+  EXPECT_EQ(refused.error().detail,
+            "  - pip:hooked 1.0 (editable install of /nonexistent-src/hooked): the source is not on this host\n"
+            "  - pip:localpkg 3.0 (local folder install of /nonexistent-src/localpkg): the source is not on this host\n"
+            "  - pip:mylib 0.1 (editable install of /nonexistent-src/mylib): the source is not on this host\n"
+            "  - pip:oldlib (editable install of /nonexistent-src/oldlib): the source is not on this host");
+  EXPECT_FALSE(fs::exists(b));
+
+  opt.skip_missing_sources = true;
+  auto deployed = deploy_snapshot(*reread, b, t.here, opt);
+  ASSERT_TRUE(deployed.ok()) << deployed.error().to_string();
+  EXPECT_EQ(deployed->pip_restored, (std::vector<std::string>{"detectron2 0.6", "present 2.0", "six 1.16.0"}));
+  for (const char* line : {"pip:hooked 1.0 (editable install of /nonexistent-src/hooked): not restored, its source is not on this host "
+                           "(--skip-missing-sources)",
+                           "pip:oldlib (editable install of /nonexistent-src/oldlib): not restored, its source is not on this host "
+                           "(--skip-missing-sources)"}) {
+    EXPECT_NE(std::find(deployed->checklist.begin(), deployed->checklist.end(), line), deployed->checklist.end())
+        << line << "\n" << ::testing::PrintToString(deployed->checklist);
+  }
+  EXPECT_FALSE(fs::exists(b / "lib/python3.12/site-packages/mylib-0.1.dist-info"));
+  EXPECT_TRUE(fs::exists(b / "lib/python3.12/site-packages/present-2.0.dist-info/direct_url.json"));
+
+  // The lockfile of the snapshot names the editable and local sources, never an index pin.
+  const auto lock = to_lockfile(*reread, ShadowedRecords::Kept);
+  std::vector<std::string> entries;
+  for (const auto& p : lock.environments.at("geo").platforms.at("linux-64").pip)
+    entries.push_back(p.name + (p.editable ? " editable" : "") + " " + p.requirement);
+  EXPECT_EQ(entries, (std::vector<std::string>{
+                         "detectron2 detectron2 @ git+https://github.com/facebookresearch/detectron2.git@bcfd464d0c810f0442d91a349c0f6df945467143",
+                         "hooked editable hooked @ file:///nonexistent-src/hooked",
+                         "localpkg localpkg @ file:///nonexistent-src/localpkg",
+                         "mylib editable mylib @ file:///nonexistent-src/mylib",
+                         "oldlib editable oldlib @ file:///nonexistent-src/oldlib",
+                         "present editable present @ " + file_url_from_path((src / "present").string()),
+                         "six ",
+                     }));
 }
 
 }  // namespace

@@ -214,11 +214,92 @@ TEST(SnapshotCli, MissingOrNonCondaPrefixWritesNothing) {
   EXPECT_EQ(plain.exit_code, 1) << plain.err;
   EXPECT_NE(plain.err.find("is not a conda prefix"), std::string::npos) << plain.err;
   EXPECT_FALSE(fs::exists(out));
-  const auto none = run_command(base + " -o '" + out.string() + "'");
-  EXPECT_EQ(none.exit_code, 1) << none.err;
-  EXPECT_NE(none.err.find("found no conda environments"), std::string::npos) << none.err;
-  EXPECT_FALSE(fs::exists(out));
   fs::remove_all(dir);
+}
+
+// A host without conda is a snapshot too (issue 17): capture --root records the system packages
+// (the real dpkg status file), OS, kernel, ABI, CPU, the driver and GPUs (a real nvidia-smi
+// output) and the pip packages of the system Pythons, says on standard error that it found no
+// conda environment, and exits 0.
+TEST(SnapshotCli, AHostWithoutCondaIsASnapshot) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.base_system();
+  host.dpkg_status("pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg");
+  const std::string smi = host.nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.74  Mon Sep 13 23:09:15 UTC 2021",
+                                      "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__gt-1030.xml")
+                              .string();
+  // Debian's python3-six (no INSTALLER), and requests installed by pip into /usr/local.
+  host.write("/usr/lib/python3/dist-packages/six-1.16.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: six\nVersion: 1.16.0\n");
+  host.write("/usr/local/lib/python3.11/dist-packages/requests-2.31.0.dist-info/METADATA",
+             "Metadata-Version: 2.1\nName: requests\nVersion: 2.31.0\nRequires-Dist: idna<4,>=2.5\n");
+  host.write("/usr/local/lib/python3.11/dist-packages/requests-2.31.0.dist-info/INSTALLER", "pip\n");
+  const fs::path out = host.root() / "host.yaml";
+  const auto r = run_command(envlock_cmd() + " snapshot capture --root '" + host.root().string() + "' --nvidia-smi-xml '" + smi +
+                             "' -o '" + out.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "no conda environments found (none listed in ~/.conda/environments.txt and no envs/ folder with a conda-meta/ "
+            "inside): the snapshot holds the host facts only; name environments with -p PREFIX\n");
+  const auto s = Snapshot::read(out);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_TRUE(s->complete());
+  EXPECT_TRUE(s->environments.empty());
+  EXPECT_EQ(s->host.system_package_manager, "dpkg");
+  EXPECT_FALSE(s->host.system_packages.empty());
+  EXPECT_EQ(s->host.os.id, "debian");
+  EXPECT_EQ(s->host.kernel, "6.1.0-18-amd64");
+  EXPECT_FALSE(s->host.glibc.empty());
+  EXPECT_EQ(s->host.cpu_level, "x86_64_v3");
+  ASSERT_TRUE(s->host.nvidia.has_value());
+  EXPECT_EQ(s->host.nvidia->driver_version, "470.74");
+  EXPECT_EQ(s->host.nvidia->gpus.size(), 1u);
+  EXPECT_EQ(s->host.system_python,
+            (std::vector<SystemPythonSite>{{"/usr/lib/python3/dist-packages", {{"six", "1.16.0", "", "index"}}},
+                                           {"/usr/local/lib/python3.11/dist-packages", {{"requests", "2.31.0", "pip", "index"}}}}));
+  // The same file, read back and written again, is byte-identical.
+  EXPECT_EQ(s->to_yaml(), testing::slurp(out));
+  // check and lock say there is no environment, as before.
+  const auto chk = run_command(envlock_cmd() + " snapshot check '" + out.string() + "'");
+  EXPECT_EQ(chk.exit_code, 2) << chk.err;
+  EXPECT_NE(chk.err.find("the snapshot holds no conda environment (host facts only)"), std::string::npos) << chk.err;
+}
+
+// Two sources of one fact that disagree are both kept, with a problem naming them (the snapshot is
+// then partial, exit 3): the loaded kernel module (/proc/driver/nvidia/version) against
+// nvidia-smi's driver version, and the libcuda.so.<version> libcuda.so.1 leads to.
+TEST(SnapshotCli, DisagreeingDriverFactsAreKeptBothAndNamed) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.base_system();
+  const std::string smi = host.nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023",
+                                      "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__a100-sxm4-v12.xml")
+                              .string();
+  host.write("/usr/lib/x86_64-linux-gnu/libcuda.so.535.54.03", "not really a library\n");
+  fs::create_symlink("libcuda.so.535.54.03", host.local("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
+  const fs::path out = host.root() / "host.yaml";
+  const auto r = run_command(envlock_cmd() + " snapshot capture --root '" + host.root().string() + "' --nvidia-smi-xml '" + smi +
+                             "' -o '" + out.string() + "'");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.err,
+            "no conda environments found (none listed in ~/.conda/environments.txt and no envs/ folder with a conda-meta/ "
+            "inside): the snapshot holds the host facts only; name environments with -p PREFIX\n"
+            "warning: the snapshot is PARTIAL: 2 fact(s) could not be captured:\n"
+            "  /proc/driver/nvidia/version: the kernel module's driver version 535.104.05 disagrees with " + smi +
+                "'s 535.54.03 (both recorded: a driver upgraded without reloading the module?)\n"
+            "  /usr/lib/x86_64-linux-gnu/libcuda.so.1: libcuda 535.54.03 disagrees with the driver version 535.104.05 "
+            "(/proc/driver/nvidia/version; both recorded)\n");
+  const auto s = Snapshot::read(out);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  ASSERT_TRUE(s->host.nvidia.has_value());
+  EXPECT_EQ(s->host.nvidia->driver_version, "535.104.05");
+  EXPECT_EQ(s->host.nvidia->smi_driver_version, "535.54.03");
+  EXPECT_EQ(s->host.nvidia->libcuda_version, "535.54.03");
+  const std::string text = testing::slurp(out);
+  EXPECT_NE(text.find("    driver: 535.104.05\n    cuda: \"12.2\"\n    driver-nvidia-smi: 535.54.03\n    libcuda: 535.54.03\n"),
+            std::string::npos)
+      << text;
 }
 
 // `--root DIR`: every absolute path met while capturing (-p, environments.txt lines, links in the
