@@ -209,8 +209,19 @@ DriverFacts detect_driver(const ProbeHost& host) {
   const std::vector<LibraryCandidate> nvml_candidates =
       host.libnvml.empty() ? driver_library_candidates(root, "libnvidia-ml.so.1", ld_path)
                            : std::vector<LibraryCandidate>{{host.libnvml, DriverLayout::Override}};
-  f.cuda = query_cuda_driver(cuda_candidates, host.timeout_ms, false, root);
-  f.nvml = query_nvml(nvml_candidates, host.timeout_ms, root);
+  const std::string nowhere = "not in any folder searched under the root (loader path, system, WSL2, Tegra, container, compat)";
+  if (cuda_candidates.empty()) {
+    f.cuda.library = "libcuda.so.1";
+    f.cuda.error = nowhere;
+  } else {
+    f.cuda = query_cuda_driver(cuda_candidates, host.timeout_ms, false, root);
+  }
+  if (nvml_candidates.empty()) {
+    f.nvml.library = "libnvidia-ml.so.1";
+    f.nvml.error = nowhere;
+  } else {
+    f.nvml = query_nvml(nvml_candidates, host.timeout_ms, root);
+  }
   const bool cuda_loaded = f.cuda.outcome == VendorOutcome::Ok;
   const int init = f.cuda.init_result.value_or(-1);
   const bool is_compat = cuda_loaded && (f.cuda.layout == DriverLayout::Compat || init == 804);
