@@ -93,6 +93,18 @@ std::vector<HostMismatch> check_host(const std::vector<RepoDataRecord>& records,
                                      const std::vector<VirtualPackage>& locked_virtuals,
                                      const std::vector<VirtualPackage>& host);
 
+/// Whether the lockfile platform needs CUDA: solved with a `__cuda` virtual package, or a record
+/// depends on `__cuda`. Returns the reason ("pytorch 2.3.1 depends on __cuda"), nullopt if not.
+std::optional<std::string> needs_cuda(const std::vector<RepoDataRecord>& records,
+                                      const std::vector<VirtualPackage>& locked_virtuals);
+
+/// The warning `install` prints, instead of refusing, for a CUDA lockfile on a host whose driver is
+/// present (so `__cuda` fits) but hides every device from this process: `hidden` is
+/// HostProbe::cuda_visibility's answer. nullopt when either part is missing.
+std::optional<std::string> cuda_visibility_warning(const std::vector<RepoDataRecord>& records,
+                                                   const std::vector<VirtualPackage>& locked_virtuals,
+                                                   const std::optional<std::string>& hidden);
+
 /// The ErrorKind::Incompatible error for `mismatches` (non-empty): the first one as the message,
 /// all of them in `detail`, and the `--ignore-host` hint.
 Error host_mismatch_error(const std::vector<HostMismatch>& mismatches);

@@ -55,6 +55,45 @@ enum class VendorOutcome {
 /// "ok", "library-missing", "symbol-missing", "crashed", "timed-out", "child-failed".
 const char* to_string(VendorOutcome outcome);
 
+/// Where a host keeps the NVIDIA user-space libraries (docs/probe.md, "Layouts").
+enum class DriverLayout {
+  Override,    ///< ENVLOCK_LIBCUDA / ENVLOCK_LIBNVML named the file (tests, fake drivers)
+  LoaderPath,  ///< what the dynamic loader finds: LD_LIBRARY_PATH, /etc/ld.so.conf, the soname
+  System,      ///< a distribution folder (/usr/lib/x86_64-linux-gnu, /usr/lib64, /usr/lib64/nvidia)
+  Wsl,         ///< WSL2: /usr/lib/wsl/lib, the GPU behind /dev/dxg
+  Tegra,       ///< Jetson/L4T: /usr/lib/aarch64-linux-gnu/tegra (or .../nvidia), no NVML
+  Container,   ///< folders a container runtime injects: /usr/local/nvidia/lib64, /.singularity.d/libs
+  Compat,      ///< a CUDA forward-compatibility package: /usr/local/cuda*/compat
+};
+/// "override", "loader-path", "system", "wsl", "tegra", "container", "compat".
+const char* to_string(DriverLayout layout);
+
+/// The layout a library file belongs to, by its folder (as on the host, without a probe root):
+/// `/usr/local/cuda-12.8/compat/libcuda.so.1` is Compat, `/usr/lib/wsl/lib/...` Wsl, and so on;
+/// `fallback` for any other folder.
+DriverLayout layout_of_library(const std::string& host_path, DriverLayout fallback);
+
+/// One place to try a vendor library.
+struct LibraryCandidate {
+  std::string path;  ///< what dlopen gets: a soname (the loader path) or a file under the root
+  DriverLayout layout = DriverLayout::LoaderPath;
+};
+
+/// A library that was tried and did not load, and why (dlerror, without the probe root).
+struct LibraryAttempt {
+  std::string path;
+  std::string error;
+};
+
+/// Every place `soname` ("libcuda.so.1", "libnvidia-ml.so.1") may be under `root`, in search
+/// order: the loader path (the soname itself when `root` is "/"; under another root the
+/// `ld_library_path` folders and the folders of `etc/ld.so.conf` and `etc/ld.so.conf.d/*.conf`,
+/// re-rooted), the distribution folders, `/usr/lib/wsl/lib`, the Tegra folders, the container
+/// folders, then every `/usr/local/cuda*/compat` (and `compat/lib`), by name. Only files that exist
+/// are listed (the soname always is, when `root` is "/"); no duplicates.
+std::vector<LibraryCandidate> driver_library_candidates(const std::filesystem::path& root, const std::string& soname,
+                                                        const std::optional<std::string>& ld_library_path);
+
 /// One GPU as the CUDA driver API sees it (ordinals count visible devices only).
 struct CudaDevice {
   int ordinal = 0;
@@ -66,7 +105,9 @@ struct CudaDevice {
 
 /// What libcuda.so.1 answered.
 struct CudaDriverQuery {
-  std::string library;          ///< the path or soname given to dlopen
+  std::string library;          ///< the file that was loaded (as on the host), else the last one tried
+  DriverLayout layout = DriverLayout::LoaderPath;  ///< the layout of `library`
+  std::vector<LibraryAttempt> tried;  ///< candidates that did not load, in order
   VendorOutcome outcome = VendorOutcome::LibraryMissing;
   std::string error;            ///< dlerror text, missing symbol, or signal name
   std::string step;             ///< the vendor function running when the child crashed/hung
@@ -90,7 +131,12 @@ struct NvmlDevice {
 
 /// What libnvidia-ml.so.1 answered.
 struct NvmlQuery {
-  std::string library;
+  std::string library;  ///< the file that was loaded (as on the host), else the last one tried
+  DriverLayout layout = DriverLayout::LoaderPath;
+  std::vector<LibraryAttempt> tried;
+  /// nvmlSystemGetCudaDriverVersion_v2 (else the v1 call): the CUDA version, e.g. 12040. NVML's
+  /// documentation says it is "retrieved from the shared library" (cuDriverGetVersion).
+  std::optional<int> cuda_version;
   VendorOutcome outcome = VendorOutcome::LibraryMissing;
   std::string error;
   std::string step;
@@ -106,11 +152,40 @@ struct NvmlQuery {
 /// `timeout_ms` milliseconds, then kills the child. Never throws; a crash is an outcome.
 CudaDriverQuery query_cuda_driver(const std::string& library = "libcuda.so.1", int timeout_ms = 10000);
 
+/// The same, trying each candidate in order in one child: the first that loads is used (as the
+/// loader would), the others are listed in `tried`. `unmask` unsets CUDA_VISIBLE_DEVICES in the
+/// child before loading (what conda's detection does), to count the devices the driver has.
+/// Paths in the answer are shown without `root`.
+CudaDriverQuery query_cuda_driver(const std::vector<LibraryCandidate>& candidates, int timeout_ms, bool unmask,
+                                  const std::filesystem::path& root = "/");
+
 /// Loads `library` in a forked child and calls nvmlInit_v2, nvmlSystemGetDriverVersion,
 /// nvmlDeviceGetCount_v2 and per device nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetName,
 /// nvmlDeviceGetUUID, nvmlDeviceGetMemoryInfo, nvmlDeviceGetCudaComputeCapability,
 /// nvmlDeviceGetMigMode, then nvmlShutdown. Same child and timeout rules as query_cuda_driver.
 NvmlQuery query_nvml(const std::string& library = "libnvidia-ml.so.1", int timeout_ms = 10000);
+/// The same over candidates, as query_cuda_driver.
+NvmlQuery query_nvml(const std::vector<LibraryCandidate>& candidates, int timeout_ms, const std::filesystem::path& root = "/");
+
+/// What `nvidia-smi -q -x` said (run in a child with the same timeout, stdin from /dev/null).
+struct NvidiaSmiAnswer {
+  std::string command;         ///< the program run, as on the host
+  std::string driver_version;  ///< <driver_version>, e.g. "550.54.14"
+  std::string cuda_version;    ///< <cuda_version>, e.g. "12.4"
+  std::string error;           ///< why it gave nothing: not found, exit status, timeout, not XML
+};
+
+/// Runs `program -q -x` (an absolute path) and reads the two versions with libxml2 (no network,
+/// no entities). Never throws.
+NvidiaSmiAnswer query_nvidia_smi(const std::string& program, int timeout_ms, const std::filesystem::path& root = "/");
+
+/// Whether a cuInit result leaves the driver counted as present: CUDA_SUCCESS, or an error that
+/// only says no device is visible to this process (CUDA_ERROR_NO_DEVICE 100,
+/// CUDA_ERROR_INVALID_DEVICE 101 — what CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES cause).
+bool cuda_init_counts(int init_result);
+
+/// "12.4" for a cuDriverGetVersion value of 12040 (major = v / 1000, minor = v % 1000 / 10).
+std::string cuda_version_string(int driver_version);
 
 /// The name of a CUresult when the library cannot say (cuda.h's names for the codes a probe
 /// meets: 0, 1, 2, 3, 4, 34, 35, 100, 101, 304, 803, 804, 999); "CUDA error <n>" otherwise.
@@ -121,17 +196,89 @@ std::string cuda_error_name(int code);
 
 /// Where the probe reads the outside world. Tests give a fake root and environment.
 struct ProbeHost {
-  std::filesystem::path root = "/";  ///< files are read under it: proc/driver/nvidia/version, dev/
-  /// Environment lookup (CUDA_VISIBLE_DEVICES, NVIDIA_*); nullopt when unset.
+  /// Files are read under it: proc/driver/nvidia/version, dev/, etc/nv_tegra_release, and the
+  /// library folders of every layout (driver_library_candidates).
+  std::filesystem::path root = "/";
+  /// Environment lookup (CUDA_VISIBLE_DEVICES, NVIDIA_*, LD_LIBRARY_PATH); nullopt when unset.
   std::function<std::optional<std::string>(const std::string&)> getenv;
-  std::string libcuda = "libcuda.so.1";       ///< dlopen name or path
-  std::string libnvml = "libnvidia-ml.so.1";  ///< dlopen name or path
-  int timeout_ms = 10000;                     ///< per vendor library
+  std::string libcuda;     ///< a file to load instead of searching the layouts (empty: search)
+  std::string libnvml;     ///< the same for NVML
+  std::string nvidia_smi;  ///< a program to run instead of searching PATH and the layouts
+  int timeout_ms = 10000;  ///< per vendor query
 
-  /// This host: root "/", the process environment, libraries from ENVLOCK_LIBCUDA and
-  /// ENVLOCK_LIBNVML when set (paths to fake libraries in tests), else the sonames.
+  /// This host: root "/", the process environment, ENVLOCK_LIBCUDA, ENVLOCK_LIBNVML and
+  /// ENVLOCK_NVIDIA_SMI when set (fake drivers in tests), else every layout is searched. With
+  /// ENVLOCK_LIBCUDA set and no ENVLOCK_NVIDIA_SMI, nvidia-smi is not run: a fake driver stays
+  /// the only driver.
   static ProbeHost system();
 };
+
+/// The method behind a driver fact, or why a method could not say (the fallback chain of
+/// docs/probe.md: NVML, libcuda, /proc/driver/nvidia/version, nvidia-smi -q -x).
+struct MethodAttempt {
+  std::string method;  ///< "NVML", "libcuda", "/proc/driver/nvidia/version", "nvidia-smi -q -x"
+  std::string source;  ///< the file loaded or read, or the program run
+  bool ok = false;
+  std::string detail;  ///< what it gave, or why it failed
+};
+
+/// How a CUDA forward-compatibility library fared.
+enum class CompatState {
+  None,   ///< the libcuda in use is not a forward-compatibility one
+  Works,  ///< it initialises: the newer CUDA works on this device
+  Fails,  ///< cuInit failed with 803 or 804: the kernel driver's CUDA counts
+};
+
+/// The NVIDIA driver as every method saw it, with the facts the chain settled on.
+struct DriverFacts {
+  bool kernel_module = false;          ///< /proc/driver/nvidia/version exists
+  std::string kernel_module_version;   ///< e.g. "550.54.14"; empty when not found in the file
+  std::string kernel_module_line;      ///< the file's first line, trimmed
+  bool wsl = false;                    ///< /dev/dxg exists (WSL2's GPU paravirtualisation)
+  std::string tegra_release;           ///< "R35.4.1" from etc/nv_tegra_release; empty: not L4T
+  std::vector<std::string> compat_libraries;  ///< every /usr/local/cuda*/compat libcuda present
+  CudaDriverQuery cuda;                ///< the libcuda the loader picks (first candidate loading)
+  /// The driver's own libcuda, asked when `cuda` is a forward-compatibility library.
+  std::optional<CudaDriverQuery> driver_cuda;
+  /// `cuda` again with CUDA_VISIBLE_DEVICES unset, when cuInit saw no device with it set.
+  std::optional<CudaDriverQuery> unmasked;
+  NvmlQuery nvml;
+  std::optional<NvidiaSmiAnswer> nvidia_smi;  ///< run only when the other methods left a fact open
+  CompatState compat = CompatState::None;
+
+  std::string driver_version;         ///< the driver release, e.g. "550.54.14"
+  std::string driver_version_method;  ///< e.g. "NVML nvmlSystemGetDriverVersion"
+  /// The CUDA version `__cuda` gets, "12.4"; empty when no initialising driver says one.
+  std::string cuda_version;
+  std::string cuda_version_method;    ///< e.g. "libcuda cuDriverGetVersion (/usr/lib/wsl/lib/libcuda.so.1)"
+  std::vector<MethodAttempt> methods;  ///< every method tried, in chain order
+};
+
+/// The driver is there but this process sees no device, and the variable that hid them.
+struct HiddenDevices {
+  std::string variable;   ///< "CUDA_VISIBLE_DEVICES" or "NVIDIA_VISIBLE_DEVICES"
+  std::string value;      ///< its value, possibly empty
+  unsigned installed = 0;  ///< devices the driver has (libcuda without the variable, or NVML); 0: unknown
+  /// "driver present, no device visible to this process: CUDA_VISIBLE_DEVICES="" hides the 2
+  /// GPU(s) the driver has"
+  [[nodiscard]] std::string to_string() const;
+};
+
+/// When cuInit said no device is visible (CUDA_ERROR_NO_DEVICE, CUDA_ERROR_INVALID_DEVICE) while
+/// the driver has devices with CUDA_VISIBLE_DEVICES unset (or NVML lists some), or
+/// NVIDIA_VISIBLE_DEVICES is `void`, `none` or empty: who hid them. nullopt otherwise (a host
+/// with no device at all is not a visibility matter).
+std::optional<HiddenDevices> hidden_devices(const DriverFacts& facts, const std::optional<std::string>& cuda_visible_devices,
+                                            const std::optional<std::string>& nvidia_visible_devices);
+
+/// Looks for the driver in every layout under `host.root` and settles the driver release and the
+/// CUDA version: the release from NVML, else /proc/driver/nvidia/version, else nvidia-smi; the
+/// CUDA version from the libcuda that initialises (cuInit succeeds, or fails only because no
+/// device is visible: CUDA_ERROR_NO_DEVICE, CUDA_ERROR_INVALID_DEVICE); when that libcuda is a
+/// forward-compatibility one failing with 803/804, from the driver's own libcuda; when no libcuda
+/// loads, from NVML, else nvidia-smi. A libcuda that loads but cannot initialise gives no CUDA
+/// version, whatever the other methods say. Never throws.
+DriverFacts detect_driver(const ProbeHost& host);
 
 /// A `/dev/nvidia*` node and whether this user may open it for reading and writing.
 struct DeviceNode {
@@ -140,13 +287,8 @@ struct DeviceNode {
 };
 
 /// Everything the probe learned about the host, before any verdict.
-struct GpuHostFacts {
-  bool kernel_module = false;          ///< /proc/driver/nvidia/version exists
-  std::string kernel_module_version;   ///< e.g. "550.54.14"; empty when not found in the file
-  std::string kernel_module_line;      ///< the file's first line, trimmed
-  std::vector<DeviceNode> device_nodes;  ///< sorted by path
-  CudaDriverQuery cuda;
-  NvmlQuery nvml;
+struct GpuHostFacts : DriverFacts {
+  std::vector<DeviceNode> device_nodes;  ///< /dev/nvidia*, /dev/dxg, /dev/nvmap, /dev/nvhost-*; sorted
   std::optional<std::string> cuda_visible_devices;    ///< the variable, when set
   std::optional<std::string> nvidia_visible_devices;  ///< the variable, when set
   std::vector<std::string> container_hints;  ///< e.g. "/.dockerenv exists", sorted

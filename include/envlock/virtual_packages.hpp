@@ -9,8 +9,12 @@
 //   __archspec = 1=<microarchitecture>, for x86-64 the psABI level from CPUID (x86_64_v1..v4),
 //                otherwise the machine name (aarch64, ppc64le, ...)
 //   __cuda     = <max CUDA version the driver supports>=0, from libcuda.so.1 loaded at run time
-//                (cuInit + cuDriverGetVersion in a child process, so a broken driver cannot take
-//                envlock down); absent — not 0 — when there is no usable driver.
+//                (cuDriverGetVersion + cuInit in a child process, so a broken driver cannot take
+//                envlock down), looked up in every layout (loader path, WSL2, Tegra, container
+//                folders, CUDA compat) with NVML and nvidia-smi as fallbacks (detect_driver in
+//                envlock/probe.hpp); absent — not 0 — when there is no usable driver.
+//                CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES hide devices, not the driver:
+//                `__cuda` stays (conda unsets CUDA_VISIBLE_DEVICES before cuInit to the same end).
 // Overrides, as conda: CONDA_OVERRIDE_CUDA, CONDA_OVERRIDE_GLIBC, CONDA_OVERRIDE_LINUX,
 // CONDA_OVERRIDE_ARCHSPEC, CONDA_OVERRIDE_OSX, CONDA_OVERRIDE_WIN. A set, non-empty value replaces
 // the detected version (archspec: the build); an empty value removes the package; a value that is
@@ -49,6 +53,10 @@ struct HostProbe {
   std::function<std::string()> microarchitecture;
   /// Max CUDA version the driver supports ("12.4"), or nullopt without a usable driver.
   std::function<std::optional<std::string>()> cuda_driver_version;
+  /// Why no GPU is usable by this process although the driver is there (e.g. "driver present, no
+  /// device visible to this process: CUDA_VISIBLE_DEVICES is empty"); nullopt otherwise. Asked
+  /// after cuda_driver_version (the system probe answers both from one detection).
+  std::function<std::optional<std::string>()> cuda_visibility;
 
   /// The real host: process environment, uname, gnu_get_libc_version, CPUID, libcuda.so.1
   /// (path overridable with ENVLOCK_LIBCUDA for tests with a fake driver library).
@@ -65,9 +73,10 @@ Result<std::vector<VirtualPackage>> detect_virtual_packages(const HostProbe& pro
 /// uname machine name.
 std::string detect_microarchitecture();
 
-/// Calls cuInit(0) and cuDriverGetVersion through `library` (dlopen) inside a forked child with a
+/// Calls cuDriverGetVersion and cuInit(0) through `library` (dlopen) inside a forked child with a
 /// timeout (milliseconds). Returns "major.minor", or nullopt when the library is missing, cuInit
-/// fails, the child crashes or times out.
+/// fails for another reason than "no device visible" (CUDA_ERROR_NO_DEVICE, _INVALID_DEVICE: a
+/// driver whose devices CUDA_VISIBLE_DEVICES hides still counts), the child crashes or times out.
 std::optional<std::string> detect_cuda_driver_version(const std::string& library = "libcuda.so.1",
                                                       int timeout_ms = 5000);
 

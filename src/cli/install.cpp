@@ -111,7 +111,8 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
 
   // The prefix and the host are checked first, before anything is downloaded.
   if (auto st = check_install_prefix(request.prefix); !st) return report_error(ctx, st.error());
-  auto host = detect_virtual_packages(HostProbe::system());
+  const HostProbe probe = HostProbe::system();
+  auto host = detect_virtual_packages(probe);
   if (!host) return report_error(ctx, host.error());
   const auto order = install_order(*locked);
   std::vector<RepoDataRecord> records;
@@ -120,6 +121,9 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   if (!mismatches.empty()) {
     if (!request.ignore_host) return report_error(ctx, host_mismatch_error(mismatches));
     for (const auto& m : mismatches) warn("--ignore-host: installing although " + m.to_string());
+  } else if (needs_cuda(records, locked->virtual_packages) && probe.cuda_visibility) {
+    // Visibility is not presence: devices hidden from this process warn, never refuse.
+    if (auto w = cuda_visibility_warning(records, locked->virtual_packages, probe.cuda_visibility())) warn(*w);
   }
 
   // Package cache: download and extract what is missing.

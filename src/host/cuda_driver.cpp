@@ -6,6 +6,7 @@
 // knows in which call. The parent reads until end of file or the deadline, kills the child after
 // the deadline, and reaps it.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -20,7 +21,13 @@
 #include <string>
 #include <vector>
 
+#include <libxml/parser.h>
+#include <libxml/xpath.h>
+
+#include <memory>
+
 #include "envlock/probe.hpp"
+#include "envlock/text.hpp"
 #include "envlock/virtual_packages.hpp"
 
 namespace envlock {
@@ -74,13 +81,44 @@ using CuGetErrorName = int (*)(int, const char**);
 constexpr int kCcMajorAttribute = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kCcMinorAttribute = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 
-void cuda_child(int fd, const char* library) {
-  void* h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    emit_text(fd, "dlerror", dlerror());
-    return;
+// What a child is asked to do: the candidates to load, in order; CUDA_VISIBLE_DEVICES unset first?
+struct ChildJob {
+  const std::vector<std::string>* paths;
+  bool unmask;
+};
+
+// Loads the first candidate that loads, writing `tried.<i>=<dlerror>` for the others and
+// `dlerror` when none did. A step line precedes each dlopen: a library constructor may crash.
+void* load_first(int fd, const ChildJob& job) {
+  if (job.unmask) unsetenv("CUDA_VISIBLE_DEVICES");
+  const char* last = "no candidate library";
+  for (std::size_t i = 0; i < job.paths->size(); ++i) {
+    emit(fd, "step", "dlopen");
+    void* h = dlopen((*job.paths)[i].c_str(), RTLD_NOW | RTLD_LOCAL);
+    char key[32];
+    if (h != nullptr) {
+      std::snprintf(key, sizeof key, "%zu", i);
+      emit(fd, "loaded_index", key);
+      return h;
+    }
+    const char* err = dlerror();
+    last = err != nullptr ? err : "dlopen failed";
+    std::snprintf(key, sizeof key, "tried.%zu", i);
+    emit_text(fd, key, last);
   }
-  emit(fd, "loaded", "1");
+  emit_text(fd, "dlerror", last);
+  return nullptr;
+}
+
+// The file the loader actually mapped for `fn` (a soname resolves through the loader path).
+void emit_loaded_file(int fd, const void* fn) {
+  Dl_info info{};
+  if (fn != nullptr && dladdr(fn, &info) != 0 && info.dli_fname != nullptr) emit_text(fd, "loaded_file", info.dli_fname);
+}
+
+void cuda_child(int fd, const ChildJob& job) {
+  void* h = load_first(fd, job);
+  if (h == nullptr) return;
   auto init = symbol<CuInit>(h, "cuInit");
   auto driver_version = symbol<CuDriverGetVersion>(h, "cuDriverGetVersion");
   auto get_count = symbol<CuDeviceGetCount>(h, "cuDeviceGetCount");
@@ -89,6 +127,7 @@ void cuda_child(int fd, const char* library) {
   auto get_attribute = symbol<CuDeviceGetAttribute>(h, "cuDeviceGetAttribute");
   auto total_mem = symbol<CuDeviceTotalMem>(h, "cuDeviceTotalMem_v2");
   auto error_name = symbol<CuGetErrorName>(h, "cuGetErrorName");
+  emit_loaded_file(fd, init != nullptr ? reinterpret_cast<const void*>(init) : reinterpret_cast<const void*>(get_count));
   const std::pair<const char*, bool> required[] = {
       {"cuInit", init != nullptr}, {"cuDriverGetVersion", driver_version != nullptr},
       {"cuDeviceGetCount", get_count != nullptr}, {"cuDeviceGet", get != nullptr},
@@ -165,14 +204,15 @@ using NvmlMemoryInfo = int (*)(NvmlDeviceHandle, NvmlMemory*);
 using NvmlCc = int (*)(NvmlDeviceHandle, int*, int*);
 using NvmlMig = int (*)(NvmlDeviceHandle, unsigned*, unsigned*);
 
-void nvml_child(int fd, const char* library) {
-  void* h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    emit_text(fd, "dlerror", dlerror());
-    return;
-  }
-  emit(fd, "loaded", "1");
+using NvmlCudaVersion = int (*)(int*);
+
+void nvml_child(int fd, const ChildJob& job) {
+  void* h = load_first(fd, job);
+  if (h == nullptr) return;
   auto init = symbol<NvmlInit>(h, "nvmlInit_v2");
+  emit_loaded_file(fd, reinterpret_cast<const void*>(init));
+  auto cuda_version_fn = symbol<NvmlCudaVersion>(h, "nvmlSystemGetCudaDriverVersion_v2");
+  if (cuda_version_fn == nullptr) cuda_version_fn = symbol<NvmlCudaVersion>(h, "nvmlSystemGetCudaDriverVersion");
   auto shutdown = symbol<NvmlShutdown>(h, "nvmlShutdown");
   auto error_string = symbol<NvmlErrorString>(h, "nvmlErrorString");
   auto driver = symbol<NvmlDriverVersion>(h, "nvmlSystemGetDriverVersion");
@@ -205,6 +245,11 @@ void nvml_child(int fd, const char* library) {
   emit(fd, "step", "nvmlSystemGetDriverVersion");
   char version[96] = {0};
   if (driver(version, sizeof version - 1) == 0) emit_text(fd, "driver", version);
+  if (cuda_version_fn != nullptr) {
+    emit(fd, "step", "nvmlSystemGetCudaDriverVersion_v2");
+    int cuda = 0;
+    if (cuda_version_fn(&cuda) == 0 && cuda > 0) emit_int(fd, "cuda_version", cuda);
+  }
   emit(fd, "step", "nvmlDeviceGetCount_v2");
   unsigned count = 0;
   if (count_fn(&count) != 0) count = 0;
@@ -272,44 +317,57 @@ struct ChildAnswer {
   std::string fork_error;
 };
 
-ChildAnswer run_child(void (*body)(int, const char*), const std::string& library, int timeout_ms) {
-  ChildAnswer answer;
+// Raw output of a child: what it wrote before it ended, was killed, or said `done=1`.
+struct ChildOutput {
+  std::string buffer;
+  bool timed_out = false;
+  bool finished = false;  // the `done=1` line was seen
+  int signal = 0;
+  int exit_status = 0;
+  std::string fork_error;
+};
+
+// Forks; the child runs `body(write_fd)` in its own process group and exits. The parent reads
+// until end of file, `done=1`, or the deadline (then kills the group), and reaps the child.
+template <class Body>
+ChildOutput collect_child(Body&& body, int timeout_ms) {
+  ChildOutput out;
   int fds[2];
-  if (pipe(fds) != 0) {
-    answer.fork_error = std::string("pipe: ") + std::strerror(errno);
-    return answer;
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    out.fork_error = std::string("pipe: ") + std::strerror(errno);
+    return out;
   }
   std::fflush(nullptr);
   const pid_t pid = fork();
   if (pid < 0) {
-    answer.fork_error = std::string("fork: ") + std::strerror(errno);
+    out.fork_error = std::string("fork: ") + std::strerror(errno);
     close(fds[0]);
     close(fds[1]);
-    return answer;
+    return out;
   }
   if (pid == 0) {
     close(fds[0]);
     // A new process group, so a library's helper processes die with the child on timeout.
     setpgid(0, 0);
-    body(fds[1], library.c_str());
+    body(fds[1]);
     close(fds[1]);
     _exit(0);
   }
   close(fds[1]);
-  std::string buffer;
-  bool finished = false;
+  std::string& buffer = out.buffer;
+  bool& finished = out.finished;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
-      answer.timed_out = true;
+      out.timed_out = true;
       break;
     }
     pollfd pfd{fds[0], POLLIN, 0};
     const int ready = poll(&pfd, 1, static_cast<int>(left));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
-      answer.timed_out = true;
+      out.timed_out = true;
       break;
     }
     char chunk[4096];
@@ -326,7 +384,7 @@ ChildAnswer run_child(void (*body)(int, const char*), const std::string& library
     }
   }
   close(fds[0]);
-  if (answer.timed_out || finished) {
+  if (out.timed_out || finished) {
     // Past the deadline, or done: nothing the library started for this query may outlive it.
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
@@ -334,8 +392,18 @@ ChildAnswer run_child(void (*body)(int, const char*), const std::string& library
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!answer.timed_out && !finished && WIFSIGNALED(status)) answer.signal = WTERMSIG(status);
+  if (!out.timed_out && !finished && WIFSIGNALED(status)) out.signal = WTERMSIG(status);
+  if (WIFEXITED(status)) out.exit_status = WEXITSTATUS(status);
+  return out;
+}
 
+ChildAnswer run_child(void (*body)(int, const ChildJob&), const ChildJob& job, int timeout_ms) {
+  ChildOutput raw = collect_child([&](int fd) { body(fd, job); }, timeout_ms);
+  ChildAnswer answer;
+  answer.timed_out = raw.timed_out;
+  answer.signal = raw.signal;
+  answer.fork_error = raw.fork_error;
+  const std::string& buffer = raw.buffer;
   std::size_t start = 0;
   while (start < buffer.size()) {
     std::size_t end = buffer.find('\n', start);
@@ -439,11 +507,56 @@ std::string cuda_error_name(int code) {
   }
 }
 
-CudaDriverQuery query_cuda_driver(const std::string& library, int timeout_ms) {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `text` as on the host: the probe root removed wherever it appears (paths, dlerror texts).
+std::string unroot(const fs::path& root, std::string text) {
+  const std::string r = root.string();
+  if (r.empty() || r == "/") return text;
+  const std::string bare = r.back() == '/' ? r.substr(0, r.size() - 1) : r;
+  for (std::size_t at = text.find(bare); at != std::string::npos; at = text.find(bare, at)) text.erase(at, bare.size());
+  return text;
+}
+
+std::vector<std::string> paths_of(const std::vector<LibraryCandidate>& candidates) {
+  std::vector<std::string> out;
+  for (const auto& c : candidates) out.push_back(c.path);
+  return out;
+}
+
+// Which candidate loaded, the file the loader mapped, and the candidates that failed.
+template <class Query>
+void fill_library(Query& q, const ChildAnswer& a, const std::vector<LibraryCandidate>& candidates, const fs::path& root) {
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const std::string key = "tried." + std::to_string(i);
+    if (a.facts.count(key)) q.tried.push_back({unroot(root, candidates[i].path), unroot(root, get(a.facts, key))});
+  }
+  const auto index = to_int(a.facts, "loaded_index");
+  const std::size_t i = index && *index >= 0 && static_cast<std::size_t>(*index) < candidates.size()
+                            ? static_cast<std::size_t>(*index) : candidates.size() - (candidates.empty() ? 0 : 1);
+  if (candidates.empty()) return;
+  const std::string file = get(a.facts, "loaded_file");
+  q.library = unroot(root, index && !file.empty() ? file : candidates[i].path);
+  if (q.error.size() > 0) q.error = unroot(root, q.error);
+  q.layout = candidates[i].layout == DriverLayout::Override ? DriverLayout::Override
+                                                            : layout_of_library(q.library, candidates[i].layout);
+}
+
+}  // namespace
+
+bool cuda_init_counts(int init_result) { return init_result == 0 || init_result == 100 || init_result == 101; }
+
+std::string cuda_version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+
+CudaDriverQuery query_cuda_driver(const std::vector<LibraryCandidate>& candidates, int timeout_ms, bool unmask,
+                                  const std::filesystem::path& root) {
   CudaDriverQuery q;
-  q.library = library;
-  const ChildAnswer a = run_child(&cuda_child, library, timeout_ms);
+  const std::vector<std::string> paths = paths_of(candidates);
+  const ChildAnswer a = run_child(&cuda_child, ChildJob{&paths, unmask}, timeout_ms);
   fill_outcome(q, a);
+  fill_library(q, a, candidates, root);
   q.driver_version = to_int(a.facts, "driver_version");
   q.init_result = to_int(a.facts, "init");
   if (q.init_result) {
@@ -464,14 +577,20 @@ CudaDriverQuery query_cuda_driver(const std::string& library, int timeout_ms) {
   return q;
 }
 
-NvmlQuery query_nvml(const std::string& library, int timeout_ms) {
+CudaDriverQuery query_cuda_driver(const std::string& library, int timeout_ms) {
+  return query_cuda_driver({{library, DriverLayout::Override}}, timeout_ms, false);
+}
+
+NvmlQuery query_nvml(const std::vector<LibraryCandidate>& candidates, int timeout_ms, const std::filesystem::path& root) {
   NvmlQuery q;
-  q.library = library;
-  const ChildAnswer a = run_child(&nvml_child, library, timeout_ms);
+  const std::vector<std::string> paths = paths_of(candidates);
+  const ChildAnswer a = run_child(&nvml_child, ChildJob{&paths, false}, timeout_ms);
   fill_outcome(q, a);
+  fill_library(q, a, candidates, root);
   q.init_result = to_int(a.facts, "init");
   q.init_error = get(a.facts, "init_name");
   q.driver_version = get(a.facts, "driver");
+  q.cuda_version = to_int(a.facts, "cuda_version");
   const int count = to_int(a.facts, "count").value_or(0);
   for (int i = 0; i < count; ++i) {
     const std::string prefix = "dev." + std::to_string(i) + ".";
@@ -493,14 +612,87 @@ NvmlQuery query_nvml(const std::string& library, int timeout_ms) {
   return q;
 }
 
+NvmlQuery query_nvml(const std::string& library, int timeout_ms) {
+  return query_nvml({{library, DriverLayout::Override}}, timeout_ms);
+}
+
+namespace {
+
+struct XmlDocFree {
+  void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
+};
+struct XPathContextFree {
+  void operator()(xmlXPathContext* c) const { xmlXPathFreeContext(c); }
+};
+
+// The trimmed string value of an XPath expression; "N/A" (nvidia-smi's "unknown") as empty.
+std::string xpath_string(xmlXPathContext* ctx, const char* expression) {
+  xmlXPathObject* value = xmlXPathEvalExpression(BAD_CAST expression, ctx);
+  std::string out;
+  if (value != nullptr && value->type == XPATH_STRING && value->stringval != nullptr) {
+    out = trim(reinterpret_cast<const char*>(value->stringval));
+  }
+  xmlXPathFreeObject(value);
+  return out == "N/A" ? std::string() : out;
+}
+
+}  // namespace
+
+NvidiaSmiAnswer query_nvidia_smi(const std::string& program, int timeout_ms, const std::filesystem::path& root) {
+  NvidiaSmiAnswer answer;
+  answer.command = unroot(root, program) + " -q -x";
+  ChildOutput out = collect_child(
+      [&](int fd) {
+        const int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+          dup2(null, 0);
+          dup2(null, 2);
+        }
+        dup2(fd, 1);
+        execl(program.c_str(), program.c_str(), "-q", "-x", static_cast<char*>(nullptr));
+        _exit(127);
+      },
+      timeout_ms);
+  if (!out.fork_error.empty()) {
+    answer.error = out.fork_error;
+  } else if (out.timed_out) {
+    answer.error = "did not answer within the timeout; killed";
+  } else if (out.signal != 0) {
+    answer.error = std::string("killed by SIG") + (sigabbrev_np(out.signal) != nullptr ? sigabbrev_np(out.signal) : "?");
+  } else if (out.exit_status == 127 && out.buffer.empty()) {
+    answer.error = "could not be run";
+  } else if (out.exit_status != 0) {
+    answer.error = "exit status " + std::to_string(out.exit_status) +
+                   (out.exit_status == 9 ? " (NVIDIA_SMI_ERROR_DRIVER_NOT_LOADED: no driver)" : "");
+  }
+  if (!answer.error.empty()) return answer;
+  // No network, no DTD, no entity expansion: the output is untrusted.
+  std::unique_ptr<xmlDoc, XmlDocFree> doc(xmlReadMemory(out.buffer.data(), static_cast<int>(out.buffer.size()), "nvidia-smi.xml",
+                                                        nullptr, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
+  if (!doc) {
+    answer.error = "the output is not XML";
+    return answer;
+  }
+  std::unique_ptr<xmlXPathContext, XPathContextFree> ctx(xmlXPathNewContext(doc.get()));
+  if (!ctx) {
+    answer.error = "out of memory reading the XML";
+    return answer;
+  }
+  answer.driver_version = xpath_string(ctx.get(), "string(/nvidia_smi_log/driver_version)");
+  answer.cuda_version = xpath_string(ctx.get(), "string(/nvidia_smi_log/cuda_version)");
+  if (answer.driver_version.empty() && answer.cuda_version.empty()) {
+    answer.error = "no <driver_version> or <cuda_version> under <nvidia_smi_log>";
+  }
+  return answer;
+}
+
 std::optional<std::string> detect_cuda_driver_version(const std::string& library, int timeout_ms) {
   const CudaDriverQuery q = query_cuda_driver(library, timeout_ms);
-  if (q.outcome != VendorOutcome::Ok || !q.init_result || *q.init_result != 0 || !q.driver_version ||
+  if (q.outcome != VendorOutcome::Ok || !q.init_result || !cuda_init_counts(*q.init_result) || !q.driver_version ||
       *q.driver_version <= 0) {
     return std::nullopt;
   }
-  const int v = *q.driver_version;
-  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+  return cuda_version_string(*q.driver_version);
 }
 
 }  // namespace envlock

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <memory>
+
+#include "envlock/probe.hpp"
 
 #include "envlock/version.hpp"
 
@@ -49,9 +52,25 @@ HostProbe HostProbe::system() {
   };
   p.glibc_version = [] { return std::string(gnu_get_libc_version()); };
   p.microarchitecture = [] { return detect_microarchitecture(); };
-  p.cuda_driver_version = [getenv = p.getenv]() -> std::optional<std::string> {
-    const auto lib = getenv("ENVLOCK_LIBCUDA");
-    return detect_cuda_driver_version(lib && !lib->empty() ? *lib : "libcuda.so.1");
+  // One detection (every layout, the fallback chain) answers both questions, when first asked.
+  auto facts = std::make_shared<std::optional<DriverFacts>>();
+  auto detect = [facts]() -> const DriverFacts& {
+    if (!*facts) {
+      ProbeHost host = ProbeHost::system();
+      host.timeout_ms = 5000;
+      *facts = detect_driver(host);
+    }
+    return **facts;
+  };
+  p.cuda_driver_version = [detect]() -> std::optional<std::string> {
+    const DriverFacts& f = detect();
+    if (f.cuda_version.empty()) return std::nullopt;
+    return f.cuda_version;
+  };
+  p.cuda_visibility = [detect, getenv = p.getenv]() -> std::optional<std::string> {
+    const auto hidden = hidden_devices(detect(), getenv("CUDA_VISIBLE_DEVICES"), getenv("NVIDIA_VISIBLE_DEVICES"));
+    if (!hidden) return std::nullopt;
+    return hidden->to_string();
   };
   return p;
 }

@@ -127,6 +127,29 @@ std::vector<HostMismatch> check_host(const std::vector<RepoDataRecord>& records,
   return out;
 }
 
+std::optional<std::string> needs_cuda(const std::vector<RepoDataRecord>& records,
+                                      const std::vector<VirtualPackage>& locked_virtuals) {
+  for (const auto& vp : locked_virtuals) {
+    if (vp.name == "__cuda") return "the lockfile was solved for " + vp.to_string();
+  }
+  for (const auto& record : records) {
+    for (const auto& dep : record.depends) {
+      if (name_of_spec(dep) == "__cuda") return record.name + " " + record.version.to_string() + " depends on " + dep;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> cuda_visibility_warning(const std::vector<RepoDataRecord>& records,
+                                                   const std::vector<VirtualPackage>& locked_virtuals,
+                                                   const std::optional<std::string>& hidden) {
+  if (!hidden) return std::nullopt;
+  const auto why = needs_cuda(records, locked_virtuals);
+  if (!why) return std::nullopt;
+  return *hidden + "; the environment needs CUDA (" + *why +
+         "): installing it anyway, but a job run like this sees no GPU (see `envlock probe`)";
+}
+
 Error host_mismatch_error(const std::vector<HostMismatch>& mismatches) {
   Error e;
   e.kind = ErrorKind::Incompatible;

@@ -25,47 +25,21 @@ std::optional<std::string> read_small_file(const fs::path& path) {
   return text;
 }
 
-// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." and
-// "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build ..."
-std::string kernel_module_version(const std::string& first_line) {
-  static const std::regex re(R"(Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?))");
-  std::smatch m;
-  if (std::regex_search(first_line, m, re)) return m[1].str();
-  return {};
-}
-
 }  // namespace
-
-ProbeHost ProbeHost::system() {
-  ProbeHost host;
-  host.getenv = [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
-  if (const char* lib = std::getenv("ENVLOCK_LIBCUDA"); lib != nullptr && *lib != '\0') host.libcuda = lib;
-  if (const char* lib = std::getenv("ENVLOCK_LIBNVML"); lib != nullptr && *lib != '\0') host.libnvml = lib;
-  return host;
-}
 
 GpuHostFacts gather_host_facts(const ProbeHost& host) {
   GpuHostFacts facts;
+  static_cast<DriverFacts&>(facts) = detect_driver(host);
   const fs::path& root = host.root;
   auto env = [&](const std::string& name) -> std::optional<std::string> {
     return host.getenv ? host.getenv(name) : std::nullopt;
   };
 
-  if (auto text = read_small_file(root / "proc/driver/nvidia/version")) {
-    facts.kernel_module = true;
-    std::string first = text->substr(0, text->find('\n'));
-    facts.kernel_module_line = trim(first);
-    facts.kernel_module_version = kernel_module_version(facts.kernel_module_line);
-  }
-
   std::error_code ec;
   for (fs::directory_iterator it(root / "dev", ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (!name.starts_with("nvidia")) continue;
+    // /dev/nvidia*; /dev/dxg under WSL2; /dev/nvmap and /dev/nvhost-* on Jetson/L4T.
+    if (!name.starts_with("nvidia") && name != "dxg" && name != "nvmap" && !name.starts_with("nvhost-")) continue;
     std::error_code type_ec;
     if (it->is_directory(type_ec)) continue;  // nvidia-caps/ holds MIG capabilities
     DeviceNode node;
@@ -96,8 +70,6 @@ GpuHostFacts gather_host_facts(const ProbeHost& host) {
   if (env("KUBERNETES_SERVICE_HOST")) facts.container_hints.push_back("KUBERNETES_SERVICE_HOST is set (Kubernetes pod)");
   std::sort(facts.container_hints.begin(), facts.container_hints.end());
 
-  facts.cuda = query_cuda_driver(host.libcuda, host.timeout_ms);
-  facts.nvml = query_nvml(host.libnvml, host.timeout_ms);
   return facts;
 }
 

@@ -39,7 +39,7 @@ std::string gib(std::uint64_t bytes) {
   return buf;
 }
 
-std::string cuda_from_int(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+std::string cuda_from_int(int v) { return cuda_version_string(v); }
 
 bool is_cuda_spec(const std::string& spec) {
   if (!spec.starts_with("__cuda")) return false;
@@ -193,18 +193,33 @@ struct Judge {
   }
 };
 
-// The driver's supported CUDA version: cuDriverGetVersion, else derived from NVML's driver
-// version through the minimum-driver table (the highest major it reaches).
+// The driver's supported CUDA version, as the chain settled it (the `__cuda` version): never that
+// of a library that cannot initialise.
 std::optional<std::pair<int, int>> driver_cuda(const GpuHostFacts& h) {
-  if (h.cuda.driver_version && *h.cuda.driver_version > 0) {
-    return std::make_pair(*h.cuda.driver_version / 1000, (*h.cuda.driver_version % 1000) / 10);
-  }
+  int major = 0, minor = 0;
+  if (!h.cuda_version.empty() && major_minor(h.cuda_version, major, minor)) return std::make_pair(major, minor);
   return std::nullopt;
 }
 
-std::string driver_string(const GpuHostFacts& h) {
-  if (!h.nvml.driver_version.empty()) return h.nvml.driver_version;
-  return h.kernel_module_version;
+std::string driver_string(const GpuHostFacts& h) { return h.driver_version; }
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+// "; not loaded: /usr/lib64/libcuda.so.1 (wrong ELF class)" for the candidates that failed.
+std::string tried_text(const std::vector<LibraryAttempt>& tried) {
+  std::vector<std::string> parts;
+  for (const auto& t : tried) parts.push_back(t.path + " (" + t.error + ")");
+  return parts.empty() ? std::string() : "; not loaded: " + join(parts, ", ");
+}
+
+// The folder of a library file: what to drop from LD_LIBRARY_PATH.
+std::string folder_of(const std::string& file) {
+  const std::size_t slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(0, slash);
 }
 
 }  // namespace
@@ -230,10 +245,28 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
                    : "install the NVIDIA driver for this GPU, or run on a GPU node";
 
   // --- driver -----------------------------------------------------------------------------
+  {
+    std::vector<std::string> layouts;
+    if (h.wsl) layouts.push_back("WSL2 (/dev/dxg)");
+    if (!h.tegra_release.empty()) layouts.push_back("Jetson/L4T " + h.tegra_release + " (/etc/nv_tegra_release)");
+    if (!h.compat_libraries.empty()) layouts.push_back("CUDA forward compatibility installed (" + join(h.compat_libraries, ", ") + ")");
+    if (h.cuda.outcome == VendorOutcome::Ok) {
+      layouts.push_back(std::string("libcuda from the ") + to_string(h.cuda.layout) + " layout (" + h.cuda.library + ")");
+    }
+    if (h.nvml.outcome == VendorOutcome::Ok) {
+      layouts.push_back(std::string("NVML from the ") + to_string(h.nvml.layout) + " layout (" + h.nvml.library + ")");
+    }
+    if (!layouts.empty()) j.add("driver.layout", Verdict::Info, join(layouts, "; "), "/dev, /etc, the library folders of every layout");
+  }
   if (h.kernel_module) {
     j.add("driver.kernel-module", Verdict::Pass,
           "NVIDIA kernel module " + (h.kernel_module_version.empty() ? std::string("loaded (version not found in the file)") : h.kernel_module_version),
           "/proc/driver/nvidia/version");
+  } else if (h.wsl || !h.tegra_release.empty()) {
+    j.add("driver.kernel-module", Verdict::Info,
+          h.wsl ? "no /proc/driver/nvidia/version: under WSL2 the NVIDIA driver runs on Windows and reaches Linux through /dev/dxg"
+                : "no /proc/driver/nvidia/version: Jetson/L4T " + h.tegra_release + " drives the GPU with nvgpu",
+          h.wsl ? "/dev/dxg" : "/etc/nv_tegra_release");
   } else {
     const bool works_anyway = h.cuda.outcome == VendorOutcome::Ok && h.cuda.init_result == 0;
     j.add("driver.kernel-module", works_anyway ? Verdict::Info : absent,
@@ -254,7 +287,17 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
     }
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    if (names.empty()) {
+    const bool dxg = std::find(names.begin(), names.end(), "/dev/dxg") != names.end();
+    const bool nvmap = std::find(names.begin(), names.end(), "/dev/nvmap") != names.end();
+    if ((dxg && h.wsl && !have_gpu) || (nvmap && !h.tegra_release.empty() && !have_gpu)) {
+      if (blocked.empty()) {
+        j.add("driver.device-nodes", Verdict::Pass, list + " accessible" + (dxg ? " (WSL2 has no /dev/nvidia* nodes)" : " (Jetson/L4T)"),
+              "/dev (access R_OK|W_OK)");
+      } else {
+        j.add("driver.device-nodes", Verdict::Fail, "not readable and writable by this user: " + join(blocked, ", "), "/dev (access R_OK|W_OK)",
+              h.wsl ? "add the user to the group that owns /dev/dxg (often `render` or `video`)" : "add the user to the `video` group", true);
+      }
+    } else if (names.empty()) {
       j.add("driver.device-nodes", absent, "no /dev/nvidia* device nodes", "/dev", container_hint, true);
     } else if (!blocked.empty()) {
       std::string b;
@@ -277,10 +320,14 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
   const std::string cuda_src = "dlopen(" + h.cuda.library + ")";
   switch (h.cuda.outcome) {
     case VendorOutcome::Ok:
-      j.add("driver.libcuda", Verdict::Pass, "loaded " + h.cuda.library, cuda_src);
+      j.add("driver.libcuda", Verdict::Pass, "loaded " + h.cuda.library + " (" + to_string(h.cuda.layout) + ")" + tried_text(h.cuda.tried),
+            cuda_src);
       break;
     case VendorOutcome::LibraryMissing:
-      j.add("driver.libcuda", absent, "cannot load " + h.cuda.library + ": " + h.cuda.error, cuda_src,
+      j.add("driver.libcuda", absent,
+            h.cuda.tried.size() > 1 ? "no libcuda.so.1 loads" + tried_text(h.cuda.tried)
+                                    : "cannot load " + h.cuda.library + ": " + h.cuda.error,
+            cuda_src,
             h.kernel_module ? "the kernel module is loaded but its user-space library is not on the loader path: "
                               "install the matching libcuda (e.g. libnvidia-compute-<version>) or fix ld.so.conf"
                             : container_hint,
@@ -303,22 +350,53 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
       break;
   }
 
-  if (h.cuda.driver_version) {
-    j.add("driver.cuda-version", Verdict::Pass, "the driver supports CUDA " + cuda_from_int(*h.cuda.driver_version),
-          "cuDriverGetVersion = " + std::to_string(*h.cuda.driver_version));
+  if (!h.cuda_version.empty()) {
+    j.add("driver.cuda-version", Verdict::Pass, "the driver supports CUDA " + h.cuda_version + ": __cuda=" + h.cuda_version,
+          h.cuda_version_method);
+  } else if (h.cuda.driver_version) {
+    j.add("driver.cuda-version", Verdict::Info,
+          h.cuda.library + " reports CUDA " + cuda_from_int(*h.cuda.driver_version) + " but cannot initialise (cuInit = " +
+              h.cuda.init_error_name + "): no __cuda",
+          "cuDriverGetVersion = " + std::to_string(*h.cuda.driver_version) + ", cuInit");
   }
+  if (h.compat != CompatState::None) {
+    const std::string own = h.driver_cuda && h.driver_cuda->driver_version
+                                ? "the driver's own " + h.driver_cuda->library + " supports CUDA " + cuda_from_int(*h.driver_cuda->driver_version)
+                                : "the driver's own libcuda was not found";
+    const std::string compat_cuda = h.cuda.driver_version ? cuda_from_int(*h.cuda.driver_version) : std::string("?");
+    if (h.compat == CompatState::Works) {
+      j.add("driver.compat", Verdict::Info,
+            "forward compatibility works: " + h.cuda.library + " gives CUDA " + compat_cuda + " on kernel driver " +
+                (h.driver_version.empty() ? std::string("(version unknown)") : h.driver_version) + "; " + own,
+            "cuInit, cuDriverGetVersion of both libraries");
+    } else {
+      j.add("driver.compat", Verdict::Fail,
+            "the forward-compatibility library " + h.cuda.library + " reports CUDA " + compat_cuda + " but cuInit = " + h.cuda.init_error_name +
+                " (" + std::to_string(h.cuda.init_result.value_or(0)) + "); kernel driver " +
+                (h.driver_version.empty() ? std::string("(version unknown)") : h.driver_version) + ": " + own +
+                (h.cuda_version.empty() ? std::string(", no __cuda") : ", so __cuda=" + h.cuda_version),
+            "cuInit, cuDriverGetVersion (" + h.cuda.library + ")",
+            "take " + folder_of(h.cuda.library) + " out of LD_LIBRARY_PATH (forward compatibility needs a data-center GPU and a "
+                "driver branch NVIDIA lists for it), or install a driver that supports CUDA " + compat_cuda + " natively",
+            true);
+    }
+  }
+  const auto hidden = hidden_devices(h, h.cuda_visible_devices, h.nvidia_visible_devices);
   if (h.cuda.init_result) {
     const int rc = *h.cuda.init_result;
     const std::string name = h.cuda.init_error_name;
     if (rc == 0) {
       j.add("driver.cuinit", Verdict::Pass, "cuInit(0) = CUDA_SUCCESS", "cuInit");
+    } else if ((rc == 100 || rc == 101) && hidden) {
+      j.add("driver.cuinit", Verdict::Info, "cuInit(0) = " + name + " (" + std::to_string(rc) + "): " + hidden->variable + " hides the devices",
+            "cuInit");
     } else if (rc == 100) {
-      const bool hidden = h.cuda_visible_devices && h.cuda_visible_devices->empty();
       j.add("driver.cuinit", need ? Verdict::Fail : Verdict::Warn, "cuInit(0) = " + name + " (" + std::to_string(rc) + "): no CUDA device is visible",
-            "cuInit",
-            hidden ? "CUDA_VISIBLE_DEVICES is set to an empty value, which hides every GPU: unset it or list devices"
-                   : "no GPU is visible to this process: check CUDA_VISIBLE_DEVICES and the container's GPU options",
+            "cuInit", in_container ? container_hint : "no GPU is attached to this host, or the driver cannot see it: check `nvidia-smi` and `dmesg`",
             true);
+    } else if ((rc == 803 || rc == 804) && h.compat == CompatState::Fails) {
+      j.add("driver.cuinit", Verdict::Fail, "cuInit(0) = " + name + " (" + std::to_string(rc) + ") in the forward-compatibility library " + h.cuda.library,
+            "cuInit", "see driver.compat", true);
     } else if (rc == 803) {
       j.add("driver.cuinit", Verdict::Fail, "cuInit(0) = " + name + " (803): libcuda and the kernel module are from different driver versions",
             "cuInit", "reboot, or reload the nvidia kernel module, after a driver update; in a container, do not ship libcuda in the image", true);
@@ -345,7 +423,8 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
       }
       break;
     case VendorOutcome::LibraryMissing:
-      j.add("driver.nvml", no_driver ? absent : Verdict::Warn, "cannot load " + h.nvml.library + ": " + h.nvml.error, nvml_src,
+      j.add("driver.nvml", no_driver || !h.tegra_release.empty() ? (no_driver ? absent : Verdict::Info) : Verdict::Warn,
+            "cannot load " + h.nvml.library + ": " + h.nvml.error + (h.tegra_release.empty() ? "" : " (Jetson/L4T has no NVML)"), nvml_src,
             "install the driver's NVML library (libnvidia-ml); without it device names and MIG mode come from CUDA only");
       break;
     case VendorOutcome::SymbolMissing:
@@ -372,6 +451,16 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
           "reboot or reload the nvidia kernel module after a driver update", true);
   }
 
+  // --- how each fact was found -------------------------------------------------------------
+  for (const auto& m : h.methods) {
+    std::string id = m.method == "NVML" ? "nvml" : m.method == "libcuda" ? "libcuda" : m.method.starts_with("libcuda") ? "libcuda-own"
+                     : m.method.starts_with("/proc") ? "proc" : "nvidia-smi";
+    j.add("method." + id, m.ok ? Verdict::Pass : Verdict::Info, m.method + (m.ok ? ": " : " failed: ") + m.detail, m.source);
+  }
+  if (!h.driver_version.empty()) {
+    j.add("driver.version", Verdict::Pass, "driver " + h.driver_version, h.driver_version_method);
+  }
+
   // --- devices ----------------------------------------------------------------------------
   const bool cuda_ok = h.cuda.outcome == VendorOutcome::Ok && h.cuda.init_result == 0;
   const std::size_t physical = h.nvml.devices.size();
@@ -379,12 +468,22 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
   const bool cvd_empty = h.cuda_visible_devices && h.cuda_visible_devices->empty();
   const bool nvd_hides = h.nvidia_visible_devices && (h.nvidia_visible_devices->empty() || *h.nvidia_visible_devices == "void" ||
                                                       *h.nvidia_visible_devices == "none");
-  if (cvd_empty) {
-    j.add("devices.cuda-visible-devices", need ? Verdict::Fail : Verdict::Warn,
-          "CUDA_VISIBLE_DEVICES is set to an empty value: it hides every GPU from CUDA", "environment",
-          "unset CUDA_VISIBLE_DEVICES or list the devices to use (e.g. 0,1)", true);
-  } else if (h.cuda_visible_devices) {
-    j.add("devices.cuda-visible-devices", Verdict::Info, "CUDA_VISIBLE_DEVICES=" + *h.cuda_visible_devices, "environment");
+  if (h.cuda_visible_devices) {
+    j.add("devices.cuda-visible-devices", Verdict::Info,
+          "CUDA_VISIBLE_DEVICES=\"" + *h.cuda_visible_devices + "\"" + (cvd_empty ? ": an empty value hides every GPU from CUDA" : ""),
+          "environment");
+  }
+  if (hidden) {
+    const bool by_cvd = hidden->variable == "CUDA_VISIBLE_DEVICES";
+    j.add("devices.visibility", need ? Verdict::Fail : Verdict::Warn, hidden->to_string(),
+          by_cvd ? "cuInit = " + h.cuda.init_error_name + " with CUDA_VISIBLE_DEVICES set; " +
+                       (h.unmasked && h.unmasked->init_result == 0 ? "cuInit without it sees " + std::to_string(h.unmasked->devices.size())
+                                                                   : "NVML lists " + std::to_string(h.nvml.devices.size()))
+                 : "cuInit = " + h.cuda.init_error_name + ", NVIDIA_VISIBLE_DEVICES",
+          by_cvd ? "unset CUDA_VISIBLE_DEVICES, or set it to the devices to use: indices (0,1) or UUIDs from `nvidia-smi -L` "
+                   "(GPU-..., MIG-...); -1 or an empty value hides every GPU"
+                 : "start the container with the GPUs it needs: docker run --gpus all (or NVIDIA_VISIBLE_DEVICES=all)",
+          true);
   }
   if (h.nvidia_visible_devices) {
     j.add("devices.nvidia-visible-devices", nvd_hides ? Verdict::Warn : Verdict::Info,
@@ -396,7 +495,7 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
     std::string summary = std::to_string(visible) + " visible to CUDA";
     if (h.nvml.outcome == VendorOutcome::Ok) summary += ", " + std::to_string(physical) + " installed (NVML)";
     const bool none = visible == 0;
-    j.add("devices.count", none ? (need ? Verdict::Fail : Verdict::Warn) : Verdict::Pass, summary,
+    j.add("devices.count", none ? (hidden ? Verdict::Info : need ? Verdict::Fail : Verdict::Warn) : Verdict::Pass, summary,
           "cuDeviceGetCount, nvmlDeviceGetCount_v2", "make a GPU visible to this process (CUDA_VISIBLE_DEVICES, container GPU options)",
           none);
   }
@@ -610,11 +709,34 @@ nlohmann::json ProbeReport::to_json() const {
     driver["libcuda"]["cuinit"] = *h.cuda.init_result;
     driver["libcuda"]["cuinit_name"] = h.cuda.init_error_name;
   }
-  if (h.cuda.driver_version) {
-    driver["libcuda"]["driver_version"] = *h.cuda.driver_version;
-    driver["cuda_version"] = cuda_from_int(*h.cuda.driver_version);
-  }
+  if (h.cuda.driver_version) driver["libcuda"]["driver_version"] = *h.cuda.driver_version;
   if (h.nvml.init_result) driver["nvml"]["init"] = *h.nvml.init_result;
+  if (h.nvml.cuda_version) driver["nvml"]["cuda_version"] = *h.nvml.cuda_version;
+  auto library_json = [](json& at, DriverLayout layout, const std::vector<LibraryAttempt>& tried) {
+    at["layout"] = to_string(layout);
+    at["tried"] = json::array();
+    for (const auto& t : tried) at["tried"].push_back({{"path", t.path}, {"error", t.error}});
+  };
+  library_json(driver["libcuda"], h.cuda.layout, h.cuda.tried);
+  library_json(driver["nvml"], h.nvml.layout, h.nvml.tried);
+  if (h.driver_cuda) {
+    driver["libcuda_own"] = {{"library", h.driver_cuda->library}, {"outcome", to_string(h.driver_cuda->outcome)}};
+    if (h.driver_cuda->driver_version) driver["libcuda_own"]["driver_version"] = *h.driver_cuda->driver_version;
+    if (h.driver_cuda->init_result) driver["libcuda_own"]["cuinit"] = *h.driver_cuda->init_result;
+  }
+  driver["compat"] = h.compat == CompatState::None ? "none" : h.compat == CompatState::Works ? "works" : "fails";
+  driver["compat_libraries"] = h.compat_libraries;
+  driver["wsl"] = h.wsl;
+  driver["tegra_release"] = h.tegra_release;
+  // The facts the chain settled on, each with its method; `cuda_version` is what __cuda gets.
+  driver["driver_version"] = h.driver_version;
+  driver["driver_version_method"] = h.driver_version_method;
+  if (!h.cuda_version.empty()) driver["cuda_version"] = h.cuda_version;
+  driver["cuda_version_method"] = h.cuda_version_method;
+  driver["methods"] = json::array();
+  for (const auto& m : h.methods) {
+    driver["methods"].push_back({{"method", m.method}, {"source", m.source}, {"ok", m.ok}, {"detail", m.detail}});
+  }
 
   json devices = json::array();
   for (const auto& d : h.nvml.devices) {
@@ -635,6 +757,10 @@ nlohmann::json ProbeReport::to_json() const {
   json visibility = json::object();
   visibility["CUDA_VISIBLE_DEVICES"] = h.cuda_visible_devices ? json(*h.cuda_visible_devices) : json(nullptr);
   visibility["NVIDIA_VISIBLE_DEVICES"] = h.nvidia_visible_devices ? json(*h.nvidia_visible_devices) : json(nullptr);
+  if (auto hidden = hidden_devices(h, h.cuda_visible_devices, h.nvidia_visible_devices)) {
+    visibility["hidden_by"] = hidden->variable;
+    visibility["installed"] = hidden->installed;
+  }
 
   json out = {{"exit_code", exit_code()},
               {"verdict", to_string(worst)},
@@ -679,9 +805,8 @@ std::map<std::string, std::string> recorded_host_facts(const GpuHostFacts& h) {
   // The CPU level matters too: vectorised kernels (AVX2 vs AVX-512) change floating-point results.
   m["platform"] = Platform::host().to_string();
   m["cpu"] = detect_microarchitecture();
-  if (!h.nvml.driver_version.empty()) m["driver_version"] = h.nvml.driver_version;
-  else if (!h.kernel_module_version.empty()) m["driver_version"] = h.kernel_module_version;
-  if (h.cuda.driver_version) m["cuda_driver_version"] = cuda_from_int(*h.cuda.driver_version);
+  if (!h.driver_version.empty()) m["driver_version"] = h.driver_version;
+  if (!h.cuda_version.empty()) m["cuda_driver_version"] = h.cuda_version;
   m["gpu_count"] = std::to_string(h.cuda.devices.size());
   for (const auto& d : h.cuda.devices) {
     const std::string k = "gpu." + std::to_string(d.ordinal);

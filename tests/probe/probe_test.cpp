@@ -82,7 +82,7 @@ class FakeHost : public ::testing::Test {
   }
 
   ProbeReport probe(std::optional<PackageCudaFacts> packages = std::nullopt, ProbeHost h = {}) {
-    if (h.libcuda == "libcuda.so.1") h = host();
+    if (h.libcuda.empty()) h = host();
     return evaluate_probe(gather_host_facts(h), std::move(packages), "test.lock environment default (linux-64)");
   }
 
@@ -151,7 +151,8 @@ TEST_F(FakeHost, HealthyTwoGpusPassWithEveryFact) {
     ASSERT_NE(c, nullptr) << id << "\n" << dump(r);
     EXPECT_EQ(c->verdict, Verdict::Pass) << id << ": " << c->summary;
   }
-  EXPECT_EQ(find(r, "driver.cuda-version")->summary, "the driver supports CUDA 12.4");
+  EXPECT_EQ(find(r, "driver.cuda-version")->summary, "the driver supports CUDA 12.4: __cuda=12.4");
+  EXPECT_EQ(find(r, "driver.cuda-version")->source, "libcuda cuDriverGetVersion (" FAKE_LIBCUDA ")");
   EXPECT_EQ(find(r, "devices.count")->summary, "2 visible to CUDA, 2 installed (NVML)");
   EXPECT_EQ(find(r, "device.1")->summary, "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.6 GiB, visible");
 
@@ -333,12 +334,18 @@ TEST_F(FakeHost, EmptyCudaVisibleDevicesHidesAllAndSaysSo) {
   healthy(2);
   setenv("CUDA_VISIBLE_DEVICES", "", 1);
   const ProbeReport r = probe(analyze_packages(cuda_pytorch(), {}, {}));
-  const ProbeCheck* c = find(r, "devices.cuda-visible-devices");
+  const ProbeCheck* c = find(r, "devices.visibility");
   ASSERT_NE(c, nullptr) << dump(r);
   EXPECT_EQ(c->verdict, Verdict::Fail);
-  EXPECT_EQ(c->summary, "CUDA_VISIBLE_DEVICES is set to an empty value: it hides every GPU from CUDA");
-  EXPECT_NE(find(r, "driver.cuinit")->hint.find("empty value"), std::string::npos);
+  EXPECT_EQ(c->summary, "driver present, no device visible to this process: CUDA_VISIBLE_DEVICES=\"\" hides the 2 GPU(s) the driver has");
+  EXPECT_EQ(c->source, "cuInit = CUDA_ERROR_NO_DEVICE with CUDA_VISIBLE_DEVICES set; cuInit without it sees 2");
+  EXPECT_NE(c->hint.find("unset CUDA_VISIBLE_DEVICES"), std::string::npos);
+  EXPECT_EQ(find(r, "devices.cuda-visible-devices")->summary, "CUDA_VISIBLE_DEVICES=\"\": an empty value hides every GPU from CUDA");
+  EXPECT_EQ(find(r, "driver.cuinit")->verdict, Verdict::Info);
   EXPECT_NE(find(r, "device.0")->summary.find("hidden (CUDA_VISIBLE_DEVICES is empty)"), std::string::npos);
+  // Visibility is not presence: __cuda follows the driver.
+  EXPECT_EQ(r.host.cuda_version, "12.4");
+  EXPECT_EQ(find(r, "driver.cuda-version")->verdict, Verdict::Pass);
   EXPECT_EQ(r.exit_code(), 3) << dump(r);
 }
 

@@ -10,11 +10,16 @@
  *   cuda.crash=<function>       that function dereferences NULL (SIGSEGV), e.g. cuInit
  *   cuda.hang=<function>        that function never returns
  *   cuda.helper=1               cuInit leaves a helper process holding every descriptor
+ *   gpu.<i>.mig_uuid=MIG-...    the MIG instance CUDA_VISIBLE_DEVICES=MIG-... selects
+ *   compat.init, compat.driver_version, compat.crash, compat.hang: the same for the
+ *                               forward-compatibility build (FAKE_COMPAT, default version 12080)
  *   nvml.init=<nvmlReturn_t>    what nvmlInit_v2 returns (default 0)
  *   nvml.driver=550.54.14       nvmlSystemGetDriverVersion
+ *   nvml.cuda_version=12040     nvmlSystemGetCudaDriverVersion_v2 (default cuda.driver_version)
  *   nvml.crash=<function>, nvml.hang=<function>
- * Like the real libcuda, the fake honours CUDA_VISIBLE_DEVICES (indices or UUID prefixes; an
- * empty value hides every GPU, and cuInit then returns CUDA_ERROR_NO_DEVICE). */
+ * Like the real libcuda, the fake honours CUDA_VISIBLE_DEVICES (indices, GPU- UUID prefixes,
+ * MIG- instance UUIDs; the list ends at the first entry naming no device, so an empty value or
+ * -1 hides every GPU, and cuInit then returns CUDA_ERROR_NO_DEVICE). */
 #ifndef ENVLOCK_FAKE_CONFIG_H
 #define ENVLOCK_FAKE_CONFIG_H
 

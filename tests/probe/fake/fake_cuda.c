@@ -1,6 +1,20 @@
 /* A fake libcuda.so.1 for tests: the CUDA driver API symbols envlock's probe calls, with the
- * real names and signatures (cuda.h, CUDA 12), answering from fake_config.h. */
+ * real names and signatures (cuda.h, CUDA 12), answering from fake_config.h.
+ *
+ * Built three ways (tests/probe/CMakeLists.txt): the driver's own library (keys `cuda.*`), a
+ * half-installed one without cuDriverGetVersion (FAKE_PARTIAL), and a CUDA forward-compatibility
+ * library as the cuda-compat package installs in /usr/local/cuda-X.Y/compat (FAKE_COMPAT, keys
+ * `compat.*`: compat.driver_version defaults to 12080; compat.init=803 or 804 makes cuInit fail
+ * as the real one does on an unsupported kernel driver or a GPU without forward compatibility). */
 #include "fake_config.h"
+
+#ifdef FAKE_COMPAT
+#define FAKE_PREFIX "compat"
+#define FAKE_DEFAULT_VERSION 12080
+#else
+#define FAKE_PREFIX "cuda"
+#define FAKE_DEFAULT_VERSION 12040
+#endif
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -35,8 +49,9 @@ static void compute_visible(void) {
       int i = atoi(token);
       if (i < count) found = i;
     } else {
+      /* GPU-<uuid> prefixes, and MIG-<uuid> names of the MIG instance a GPU holds. */
       for (int i = 0; i < count; ++i) {
-        const char* uuid = fake_gpu(i, "uuid");
+        const char* uuid = fake_gpu(i, strncmp(token, "MIG-", 4) == 0 ? "mig_uuid" : "uuid");
         if (uuid != NULL && strncmp(uuid, token, strlen(token)) == 0) found = i;
       }
     }
@@ -47,14 +62,14 @@ static void compute_visible(void) {
 
 CUresult cuInit(unsigned int flags) {
   (void)flags;
-  fake_misbehave("cuda", "cuInit");
+  fake_misbehave(FAKE_PREFIX, "cuInit");
   /* cuda.helper=1: start a helper process that inherits every descriptor and lingers, as a
    * driver library's helpers may. */
   if (fake_int("cuda.helper", 0) == 1 && fork() == 0) {
     for (;;) pause();
   }
   compute_visible();
-  const char* forced = fake_get("cuda.init");
+  const char* forced = fake_get(FAKE_PREFIX ".init");
   if (forced != NULL && atoi(forced) != 0) return atoi(forced);
   if (visible_count == 0) return CUDA_ERROR_NO_DEVICE;
   initialised = 1;
@@ -64,15 +79,15 @@ CUresult cuInit(unsigned int flags) {
 #ifndef FAKE_PARTIAL
 /* The "half-installed driver" variant (FAKE_PARTIAL) lacks this symbol. */
 CUresult cuDriverGetVersion(int* version) {
-  fake_misbehave("cuda", "cuDriverGetVersion");
+  fake_misbehave(FAKE_PREFIX, "cuDriverGetVersion");
   if (version == NULL) return CUDA_ERROR_INVALID_VALUE;
-  *version = (int)fake_int("cuda.driver_version", 12040);
+  *version = (int)fake_int(FAKE_PREFIX ".driver_version", FAKE_DEFAULT_VERSION);
   return CUDA_SUCCESS;
 }
 #endif
 
 CUresult cuDeviceGetCount(int* count) {
-  fake_misbehave("cuda", "cuDeviceGetCount");
+  fake_misbehave(FAKE_PREFIX, "cuDeviceGetCount");
   if (!initialised) return CUDA_ERROR_NOT_INITIALIZED;
   *count = visible_count;
   return CUDA_SUCCESS;
@@ -86,7 +101,7 @@ CUresult cuDeviceGet(CUdevice* device, int ordinal) {
 }
 
 CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
-  fake_misbehave("cuda", "cuDeviceGetName");
+  fake_misbehave(FAKE_PREFIX, "cuDeviceGetName");
   if (device < 0 || device >= visible_count) return CUDA_ERROR_INVALID_DEVICE;
   const char* value = fake_gpu(visible[device], "name");
   snprintf(name, (size_t)len, "%s", value != NULL ? value : "NVIDIA Fake GPU");
@@ -115,7 +130,9 @@ CUresult cuGetErrorName(CUresult error, const char** name) {
   switch (error) {
     case 0: *name = "CUDA_SUCCESS"; return CUDA_SUCCESS;
     case 100: *name = "CUDA_ERROR_NO_DEVICE"; return CUDA_SUCCESS;
+    case 101: *name = "CUDA_ERROR_INVALID_DEVICE"; return CUDA_SUCCESS;
     case 803: *name = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"; return CUDA_SUCCESS;
+    case 804: *name = "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"; return CUDA_SUCCESS;
     case 999: *name = "CUDA_ERROR_UNKNOWN"; return CUDA_SUCCESS;
     default: *name = NULL; return CUDA_ERROR_INVALID_VALUE;
   }

@@ -60,6 +60,15 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
   return NVML_SUCCESS;
 }
 
+/* As documented, "retrieved from the shared library": the driver's cuDriverGetVersion unless
+ * nvml.cuda_version says otherwise. */
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  fake_misbehave("nvml", "nvmlSystemGetCudaDriverVersion_v2");
+  if (version == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *version = (int)fake_int("nvml.cuda_version", fake_int("cuda.driver_version", 12040));
+  return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
   fake_misbehave("nvml", "nvmlDeviceGetCount_v2");
   if (!initialised) return NVML_ERROR_UNINITIALIZED;
