@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text_util.hpp"
+#include "envlock/install.hpp"
 #include "envlock/extract.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/record_path.hpp"
@@ -65,6 +66,12 @@ const char* path_type_name(PathEntry::Type t) {
 /// pip's copy; files pip's uninstall removed from a shadowed record).
 Status repack(const PrefixRecord& record, const fs::path& local_prefix, const std::string& host_prefix, const fs::path& out,
               const std::set<std::string>& leave_out) {
+  // The prefix really written into the files: what envlock recorded when it installed them
+  // (conda-meta/envlock "prefix"; a prefix moved since then still holds the old one), else the
+  // captured prefix (an environment conda made).
+  std::string placeholder = host_prefix;
+  if (auto origin = read_prefix_origin(local_prefix); origin && *origin && !(*origin)->prefix.empty())
+    placeholder = (*origin)->prefix;
   std::vector<ArchiveEntry> entries;
   nlohmann::json paths = nlohmann::json::array();
   std::vector<PathEntry> listed = record.paths;
@@ -127,7 +134,7 @@ Status repack(const PrefixRecord& record, const fs::path& local_prefix, const st
       if (!e.prefix_placeholder.empty()) {
         // The file holds the captured prefix where the package had its placeholder: the captured
         // prefix becomes the placeholder, so the installer relocates it to the new prefix.
-        pj["prefix_placeholder"] = host_prefix;
+        pj["prefix_placeholder"] = placeholder;
         pj["file_mode"] = e.file_mode == PathEntry::PlaceholderMode::Binary ? "binary" : "text";
       }
       if (e.no_link) pj["no_link"] = true;
@@ -149,7 +156,7 @@ Status repack(const PrefixRecord& record, const fs::path& local_prefix, const st
   entries.push_back(std::move(pj));
   ArchiveEntry marker;
   marker.path = "info/envlock-repacked.json";
-  marker.content = nlohmann::json{{"repacked_from", "installed files"}, {"placeholder", host_prefix}}.dump(2);
+  marker.content = nlohmann::json{{"repacked_from", "installed files"}, {"placeholder", placeholder}}.dump(2);
   entries.push_back(std::move(marker));
   return write_conda_package(out, std::move(entries));
 }

@@ -134,14 +134,39 @@ Result<std::size_t> replace_binary_placeholder(std::string& data, std::string_vi
 /// Returns true when it rewrote the line.
 bool rewrite_long_shebang(std::string& data);
 
+/// The first lines of a Python script that must run `interpreter` when no `#!` line can name it
+/// (longer than kMaxShebangLength bytes with `#!` and the newline, or holding a space or tab: the
+/// kernel splits a `#!` line at blanks): pip's and distlib's `/bin/sh` exec trampoline, which
+/// conda writes too (conda/common/path.py generate_shebang_for_entry_point) —
+/// `#!/bin/sh`, `'''exec' '<interpreter>' "$0" "$@"`, `' '''` — so the shell execs that very
+/// interpreter, to which the lines are a string literal. The interpreter is single-quoted (a `'`
+/// in it written `'\''`), so no character of the prefix is special to the shell.
+std::string python_exec_trampoline(std::string_view interpreter);
+
+/// `#!<interpreter>` and a newline, or python_exec_trampoline() when that would be over
+/// kMaxShebangLength bytes or the interpreter holds a space or tab (conda's rule for entry points).
+std::string python_shebang(std::string_view interpreter);
+
+/// For a relocated package file: when its first line is `#!<prefix>/.../python*[ args]` and that
+/// line is over kMaxShebangLength bytes or `prefix` holds a space or tab, replaces it with
+/// python_exec_trampoline() (arguments dropped) and returns true — never
+/// `#!/usr/bin/env pythonX.Y`, which runs whatever python PATH finds. Other files: false.
+bool trampoline_python_shebang(std::string& data, std::string_view prefix);
+
 // ---------------------------------------------------------------------------------------------
 // Installing
 
 /// How files reach the prefix. Hardlink falls back to a copy per file when linking fails
 /// (another filesystem) and for files that are rewritten.
 enum class LinkMode { Hardlink, Copy };
-/// Whether post-link scripts run (`--no-scripts` gives No).
+/// Whether pre-link, post-link and pre-unlink scripts run (`--no-scripts` gives No).
 enum class RunScripts : bool { No, Yes };
+/// Whether a prefix holding a conda environment that envlock did not make (`conda-meta/` without
+/// `conda-meta/envlock`) may be installed into (`--force` gives Allow); conda's own
+/// environments are refused by default so that envlock never clobbers what it did not make.
+enum class ForeignPrefix : bool { Refuse, Allow };
+/// Whether a command only reports what it would do (`--dry-run` gives Yes).
+enum class DryRun : bool { No, Yes };
 
 /// A package ready to link: its record and where the package cache holds it.
 struct PackageToLink {
@@ -159,6 +184,12 @@ struct PrefixOrigin {
   std::string environment;    ///< environment name in the lockfile
   std::string platform;       ///< subdir installed, e.g. "linux-64"
   std::string command;        ///< "install" or "create" (for conda-meta/history)
+  /// The prefix written into the files (relocated placeholders, entry points, shebangs):
+  /// install_packages() records the absolute prefix it installs into, whatever is set here. A
+  /// later install into a prefix whose recorded one differs (the folder was moved) relinks every
+  /// package, and a re-packed bundle uses it as the placeholder, so relocation always replaces the
+  /// prefix that is really in the files. Empty in prefixes made before it was recorded.
+  std::string prefix;
 };
 
 /// Progress: called once per package as it is linked (index from 0), from the calling thread.
@@ -173,6 +204,8 @@ struct InstallOptions {
   /// other. Several are used only when no file of one package is a path, or a folder above a
   /// path, of another; otherwise packages are linked in order (the later one clobbering).
   std::size_t link_threads = 0;
+  /// A conda environment envlock did not make is refused unless Allow (check_install_prefix()).
+  ForeignPrefix foreign = ForeignPrefix::Refuse;
 };
 
 /// What an install did, by conda dist name ("name-version-build"), sorted.
@@ -208,9 +241,25 @@ Result<InstallReport> install_packages(const std::filesystem::path& prefix,
 /// symbolic link (refused as conda refuses it, the target named), not an existing file, not a
 /// non-empty folder without `conda-meta/`, not inside another environment at any depth (a folder
 /// above it with `conda-meta/`; the nearest one's `envs/<name>`, a base environment's nested
-/// environments, is allowed), and under a folder this user can write (ErrorKind::Io). install_packages()
-/// makes the same checks before it takes the prefix lock.
-Status check_install_prefix(const std::filesystem::path& prefix);
+/// environments, is allowed), not a conda environment envlock did not make (`conda-meta/` without
+/// `conda-meta/envlock`, ErrorKind::Io with the `--force` hint) unless `foreign` is Allow, and
+/// under a folder this user can write (ErrorKind::Io). install_packages() makes the same checks
+/// before it takes the prefix lock.
+Status check_install_prefix(const std::filesystem::path& prefix, ForeignPrefix foreign = ForeignPrefix::Refuse);
+
+/// What installing `records` into `prefix` would change (`--dry-run`), by conda dist name, each
+/// list sorted; read from the prefix's `conda-meta/*.json` only (damaged records are skipped, as
+/// install_packages() skips them), nothing written. A record is unchanged when the prefix holds
+/// the same dist name with the same archive hash (sha256, else md5) — the rule install_packages()
+/// uses to carry a package over.
+struct TransactionPlan {
+  std::vector<std::string> added;      ///< names the prefix does not have
+  std::vector<std::string> removed;    ///< names the prefix has and `records` do not
+  std::vector<std::pair<std::string, std::string>> changed;  ///< (installed, new) of one name
+  std::vector<std::string> unchanged;  ///< carried over as they are
+  std::vector<std::string> warnings;   ///< damaged records skipped
+};
+TransactionPlan plan_transaction(const std::filesystem::path& prefix, const std::vector<RepoDataRecord>& records);
 
 /// Whether `prefix` holds an install that was interrupted before its post-link scripts all ran
 /// (`conda-meta/envlock-pending`): nullopt when not; else where the previous environment waits
@@ -245,8 +294,10 @@ struct RemoveReport {
 /// (ErrorKind::Usage) before anything is written: an empty path, `/`, a symbolic link (its
 /// target named), a folder without `conda-meta/envlock`. Damaged `conda-meta/*.json` records
 /// do not stop the removal (a warning each; their pre-unlink scripts do not run).
+/// With DryRun::Yes every refusal is made and the report filled, but no script runs and nothing
+/// is written or deleted.
 Result<RemoveReport> remove_environment(const std::filesystem::path& prefix,
-                                        RunScripts scripts = RunScripts::Yes);
+                                        RunScripts scripts = RunScripts::Yes, DryRun dry_run = DryRun::No);
 
 // ---------------------------------------------------------------------------------------------
 // Verifying

@@ -1,5 +1,5 @@
 // envlock create -f MANIFEST [-e ENV] [-p PREFIX] [--locked|--frozen] [--copy] [--ignore-host]
-//                [--no-scripts]
+//                [--no-scripts] [--allow-unverified] [--force] [--dry-run]
 // The main job: lock when the lockfile beside the manifest is missing or stale, then install.
 //   (default)  lock when the lockfile is missing or no longer satisfies the manifest;
 //   --locked   fail (exit 1) instead of re-locking a missing or stale lockfile;
@@ -26,10 +26,13 @@ struct CreateArgs {
   bool copy = false;
   bool ignore_host = false;
   bool no_scripts = false;
+  bool allow_unverified = false;
+  bool force = false;
+  bool dry_run = false;
 };
 
 Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::optional<Lockfile> previous,
-                          const fs::path& path) {
+                          const fs::path& path, DryRun dry_run) {
   LockDiagnostics diagnostics;
   LockOptions options;
   options.previous = std::move(previous);
@@ -40,6 +43,10 @@ Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::opt
     for (const auto& h : diagnostics.hints) std::cerr << "hint: " << h << "\n";
   if (!lockfile) return lockfile.error();
   lockfile->relative_channels = relative_channel_urls(manifest);  // as `envlock lock` writes them
+  if (dry_run == DryRun::Yes) {  // the lockfile is not written either
+    if (!ctx.json) std::cerr << "locked " << manifest.path.string() << " (dry run: " << path.string() << " not written)\n";
+    return lockfile;
+  }
   if (auto st = lockfile->write(path); !st) return st.error();
   if (!ctx.json) std::cerr << "locked " << manifest.path.string() << " -> " << path.string() << "\n";
   return lockfile;
@@ -55,6 +62,7 @@ int run_create(const Context& ctx, const CreateArgs& args) {
   for (const auto& w : manifest->warnings) warn(w);
   const fs::path dir = fs::absolute(args.manifest).parent_path();
   const fs::path lock_path = dir / "envlock.lock";
+  const DryRun dry = args.dry_run ? DryRun::Yes : DryRun::No;
 
   std::optional<Lockfile> lockfile;
   std::error_code ec;
@@ -73,7 +81,7 @@ int run_create(const Context& ctx, const CreateArgs& args) {
       return report_error(ctx, Error{ErrorKind::Stale, lock_path.string(), "does not exist, and --locked never locks",
                                      "", "run `envlock lock -f " + args.manifest + "` and commit the lockfile"});
     }
-    auto fresh = lock_now(ctx, *manifest, std::nullopt, lock_path);
+    auto fresh = lock_now(ctx, *manifest, std::nullopt, lock_path, dry);
     if (!fresh) return report_error(ctx, fresh.error());
     lockfile = std::move(*fresh);
   } else {
@@ -87,7 +95,7 @@ int run_create(const Context& ctx, const CreateArgs& args) {
         return report_error(ctx, e);
       }
       if (!ctx.json) std::cerr << "the lockfile is stale (" << reasons.front().message << "); locking again\n";
-      auto fresh = lock_now(ctx, *manifest, std::move(lockfile), lock_path);
+      auto fresh = lock_now(ctx, *manifest, std::move(lockfile), lock_path, dry);
       if (!fresh) return report_error(ctx, fresh.error());
       lockfile = std::move(*fresh);
     }
@@ -108,6 +116,9 @@ int run_create(const Context& ctx, const CreateArgs& args) {
   for (const auto& [en, e] : manifest->environments)
     for (const auto& c : manifest->channels_for(e))
       if (c.url != c.public_url()) request.channel_urls.emplace_back(c.public_url(), c.url);
+  request.allow_unverified = args.allow_unverified;
+  request.foreign = args.force ? ForeignPrefix::Allow : ForeignPrefix::Refuse;
+  request.dry_run = dry;
   return run_install(ctx, *lockfile, request);
 }
 
@@ -120,7 +131,8 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_flag("--frozen", args->frozen, "install the lockfile as it is, without checking it against the manifest");
   sub.add_flag("--copy", args->copy, "copy files instead of hard-linking them from the package cache");
   sub.add_flag("--ignore-host", args->ignore_host, "install even when this host does not meet the lockfile's requirements");
-  sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' post-link scripts");
+  sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' pre-link, post-link and pre-unlink scripts");
+  add_install_safety_flags(sub, args->allow_unverified, args->force, args->dry_run);
   sub.callback([&ctx, args] { ctx.exit_code = run_create(ctx, *args); });
 }
 

@@ -2,6 +2,7 @@
 // Installs exactly the lockfile's records for this host's platform; never solves.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -58,6 +59,37 @@ std::string requested_spec_for(const LockedEnvironment& env, const std::string& 
   return "";
 }
 
+/// The text and JSON of a --dry-run: what would change, nothing changed.
+int print_dry_run(const Context& ctx, const TransactionPlan& plan, const std::string& prefix, const std::string& env,
+                  const std::string& platform, const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) warn(w);
+  if (ctx.json) {
+    nlohmann::json changed = nlohmann::json::array();
+    for (const auto& [from, to] : plan.changed) changed.push_back({{"from", from}, {"to", to}});
+    std::cout << json_text({{"dry_run", true},
+                            {"prefix", prefix},
+                            {"environment", env},
+                            {"platform", platform},
+                            {"added", plan.added},
+                            {"removed", plan.removed},
+                            {"changed", changed},
+                            {"unchanged", plan.unchanged},
+                            {"warnings", warnings}})
+              << "\n";
+    return 0;
+  }
+  std::string out = "dry run: environment '" + env + "' (" + platform + ") in " + prefix +
+                    " would change as follows; nothing was changed\n";
+  for (const auto& d : plan.added) out += "  added      " + d + "\n";
+  for (const auto& d : plan.removed) out += "  removed    " + d + "\n";
+  for (const auto& [from, to] : plan.changed) out += "  changed    " + from + " -> " + to + "\n";
+  for (const auto& d : plan.unchanged) out += "  unchanged  " + d + "\n";
+  out += "  " + std::to_string(plan.added.size()) + " added, " + std::to_string(plan.removed.size()) + " removed, " +
+         std::to_string(plan.changed.size()) + " changed, " + std::to_string(plan.unchanged.size()) + " unchanged\n";
+  std::cout << terminal_text(out);
+  return 0;
+}
+
 }  // namespace
 
 Result<std::vector<std::pair<std::string, std::string>>> parse_channel_urls(const Lockfile& lockfile,
@@ -92,6 +124,67 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_channel_urls(cons
   return out;
 }
 
+Status check_records(const std::vector<RepoDataRecord>& records, const std::filesystem::path& lockfile_path,
+                     bool allow_unverified, std::vector<std::string>& warnings) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path folder = fs::weakly_canonical(fs::absolute(lockfile_path), ec).parent_path();
+  if (ec) folder = fs::absolute(lockfile_path).lexically_normal().parent_path();
+  std::vector<std::string> unverified;
+  std::map<std::string, std::vector<std::string>> outside;  // local channel -> its packages
+  for (const auto& r : records) {
+    if (r.name.starts_with("__")) {
+      return Error{ErrorKind::Integrity, r.dist_name(),
+                   "is a virtual package (" + r.name + "), which describes the host and is never installed",
+                   "lockfile: " + lockfile_path.string(),
+                   "remove the record from the lockfile's packages (virtual packages belong in its virtual_packages), "
+                   "or lock again"};
+    }
+    if (!r.file_name.empty() &&
+        (r.file_name.find('/') != std::string::npos || r.file_name == "." || r.file_name == ".." ||
+         r.file_name.find('\0') != std::string::npos)) {
+      return Error{ErrorKind::Integrity, r.dist_name(),
+                   "fn \"" + r.file_name + "\" is not a plain file name", "lockfile: " + lockfile_path.string(),
+                   "fix the record's fn in the lockfile, or lock again"};
+    }
+    if (r.sha256.empty() && r.md5.empty()) unverified.push_back(r.dist_name());
+    if (r.url.starts_with("file://")) {
+      auto path = path_from_file_url(r.url);
+      const fs::path p = path ? fs::weakly_canonical(fs::path(*path), ec) : fs::path();
+      const auto rel = p.lexically_relative(folder);
+      if (!path || p.empty() || rel.empty() || *rel.begin() == "..") {
+        // Named by its channel (one warning per local folder), else by the file's folder.
+        std::string channel = r.channel;
+        while (channel.ends_with('/')) channel.pop_back();
+        if (!channel.starts_with("file://") || !r.url.starts_with(channel + "/")) channel = r.url.substr(0, r.url.rfind('/'));
+        outside[redact_url(channel)].push_back(r.dist_name());
+      }
+    }
+  }
+  for (auto& [channel, names] : outside) {
+    std::sort(names.begin(), names.end());
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    warnings.push_back(std::to_string(names.size()) + " package(s) come from " + channel +
+                       ", a local folder outside the lockfile's folder " + folder.string() +
+                       " (check that it is the one meant): " + list);
+  }
+  if (!unverified.empty()) {
+    std::sort(unverified.begin(), unverified.end());
+    std::string names;
+    for (const auto& n : unverified) names += (names.empty() ? "" : ", ") + n;
+    if (!allow_unverified) {
+      return Error{ErrorKind::Integrity, unverified.front(),
+                   "has neither a sha256 nor an md5 in the lockfile, so its archive cannot be verified",
+                   "records without a hash: " + names + "\nnothing was downloaded; the prefix was not touched",
+                   "lock again (envlock records sha256 and md5), or pass --allow-unverified to install them unchecked"};
+    }
+    warnings.push_back("--allow-unverified: installing " + std::to_string(unverified.size()) +
+                       " package(s) whose archives cannot be verified (no sha256 or md5): " + names);
+  }
+  return ok_status();
+}
+
 int run_install(const Context& ctx, const Lockfile& lockfile, const InstallRequest& request) {
   const std::string source = request.lockfile_path.filename().string();
   auto env_name = choose_environment(lockfile, request.environment, request.lockfile_path.string());
@@ -109,22 +202,33 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
                    "add " + platform + " to `platforms` in the manifest and run `envlock lock`"});
   }
 
-  // The prefix and the host are checked first, before anything is downloaded.
-  if (auto st = check_install_prefix(request.prefix); !st) return report_error(ctx, st.error());
-  const HostProbe probe = HostProbe::system();
-  auto host = detect_virtual_packages(probe);
-  if (!host) return report_error(ctx, host.error());
+  // The prefix, the records and the host are checked first, before anything is downloaded.
+  if (auto st = check_install_prefix(request.prefix, request.foreign); !st) return report_error(ctx, st.error());
   const auto order = install_order(*locked);
   std::vector<RepoDataRecord> records;
   for (const auto* p : order) records.push_back(*p);
+  std::vector<std::string> early_warnings;
+  if (auto st = check_records(records, request.lockfile_path, request.allow_unverified, early_warnings); !st)
+    return report_error(ctx, st.error());
+  const HostProbe probe = HostProbe::system();
+  auto host = detect_virtual_packages(probe);
+  if (!host) return report_error(ctx, host.error());
   const auto mismatches = check_host(records, locked->virtual_packages, *host);
   if (!mismatches.empty()) {
     if (!request.ignore_host) return report_error(ctx, host_mismatch_error(mismatches));
-    for (const auto& m : mismatches) warn("--ignore-host: installing although " + m.to_string());
+    for (const auto& m : mismatches) early_warnings.push_back("--ignore-host: installing although " + m.to_string());
   } else if (needs_cuda(records, locked->virtual_packages) && probe.cuda_visibility) {
     // Visibility is not presence: devices hidden from this process warn, never refuse.
-    if (auto w = cuda_visibility_warning(records, locked->virtual_packages, probe.cuda_visibility())) warn(*w);
+    if (auto w = cuda_visibility_warning(records, locked->virtual_packages, probe.cuda_visibility()))
+      early_warnings.push_back(*w);
   }
+  if (request.dry_run == DryRun::Yes) {
+    auto plan = plan_transaction(request.prefix, records);
+    early_warnings.insert(early_warnings.end(), plan.warnings.begin(), plan.warnings.end());
+    return print_dry_run(ctx, plan, std::filesystem::absolute(request.prefix).lexically_normal().string(), *env_name,
+                         platform, early_warnings);
+  }
+  for (const auto& w : early_warnings) warn(w);
 
   // Package cache: download and extract what is missing.
   auto cache = PackageCache::open_default();
@@ -195,6 +299,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   options.origin.environment = *env_name;
   options.origin.platform = platform;
   options.origin.command = request.command;
+  options.foreign = request.foreign;
   if (progress) {
     options.progress = [](std::size_t i, std::size_t n, const RepoDataRecord& r) {
       std::fprintf(stderr, "\r\033[Klink %zu/%zu %s", i + 1, n, r.dist_name().c_str());
@@ -227,6 +332,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
                                "or run pip in the environment");
   }
   for (const auto& w : report->warnings) warn(w);
+  report->warnings.insert(report->warnings.begin(), early_warnings.begin(), early_warnings.end());
   if (ctx.json) {
     nlohmann::json j;
     j["prefix"] = prefix;
@@ -246,8 +352,8 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
     for (const auto& m : mismatches) j["host_mismatches_ignored"].push_back(m.to_string());
     std::cout << json_text(j) << "\n";
   } else {
-    for (const auto& m : report->messages) std::cout << m << (m.ends_with('\n') ? "" : "\n");
-    std::cout << "environment '" << *env_name << "' (" << platform << ") is ready in " << prefix << "\n"
+    for (const auto& m : report->messages) std::cout << terminal_text(m) << (m.ends_with('\n') ? "" : "\n");
+    std::cout << terminal_text("environment '" + *env_name + "' (" + platform + ") is ready in " + prefix) << "\n"
               << "  " << report->installed.size() << " installed, " << report->kept.size() << " unchanged, "
               << report->removed.size() << " removed; files: " << report->files_linked << " linked, "
               << report->files_copied << " copied, " << report->files_relocated << " relocated\n";
@@ -266,6 +372,9 @@ struct InstallArgs {
   bool no_scripts = false;
   bool verify_cache = false;
   std::vector<std::string> channel_urls;
+  bool allow_unverified = false;
+  bool force = false;
+  bool dry_run = false;
 };
 
 void setup(CLI::App& sub, Context& ctx) {
@@ -275,15 +384,16 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_option("-p,--prefix", args->prefix, "the environment folder to create or update")->required();
   sub.add_flag("--copy", args->copy, "copy files instead of hard-linking them from the package cache");
   sub.add_flag("--ignore-host", args->ignore_host, "install even when this host does not meet the lockfile's requirements");
-  sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' post-link scripts");
+  sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' pre-link, post-link and pre-unlink scripts");
   sub.add_flag("--verify-cache", args->verify_cache,
                "check the sha256 of every cached package file before linking it (default: sizes only)");
   sub.add_option("--channel-url", args->channel_urls,
                  "CHANNEL=URL: download CHANNEL's packages from URL, a mirror of it (repeatable; CHANNEL is a "
                  "channel URL of the lockfile or its name, e.g. conda-forge)");
+  add_install_safety_flags(sub, args->allow_unverified, args->force, args->dry_run);
   sub.callback([&ctx, args] {
     // The prefix first: a bad -p is a usage error whatever the lockfile holds.
-    if (auto st = check_install_prefix(args->prefix); !st) {
+    if (auto st = check_install_prefix(args->prefix, args->force ? ForeignPrefix::Allow : ForeignPrefix::Refuse); !st) {
       ctx.exit_code = report_error(ctx, st.error());
       return;
     }
@@ -306,6 +416,9 @@ void setup(CLI::App& sub, Context& ctx) {
       return;
     }
     request.channel_urls = std::move(*mirrors);
+    request.allow_unverified = args->allow_unverified;
+    request.foreign = args->force ? ForeignPrefix::Allow : ForeignPrefix::Refuse;
+    request.dry_run = args->dry_run ? DryRun::Yes : DryRun::No;
     ctx.exit_code = run_install(ctx, *lockfile, request);
   });
 }
@@ -314,4 +427,12 @@ const RegisterCommand reg{"install", "install exactly what a lockfile pins for t
                           &setup};
 
 }  // namespace
+
+void add_install_safety_flags(CLI::App& sub, bool& allow_unverified, bool& force, bool& dry_run) {
+  sub.add_flag("--allow-unverified", allow_unverified,
+               "install records that have neither a sha256 nor an md5 (their archives cannot be verified)");
+  sub.add_flag("--force", force, "install into a conda environment that envlock did not make");
+  sub.add_flag("--dry-run", dry_run, "print what would be added, removed, changed and kept; change nothing");
+}
+
 }  // namespace envlock::cli

@@ -23,6 +23,9 @@ struct InstallRequest {
   /// (channel URL as the lockfile records it, URL to fetch its packages from instead): the
   /// manifest's channels with their credentials (`create`), `--channel-url` mirrors (`install`).
   std::vector<std::pair<std::string, std::string>> channel_urls;
+  bool allow_unverified = false;        ///< --allow-unverified: records without sha256 or md5 install
+  ForeignPrefix foreign = ForeignPrefix::Refuse;  ///< --force: Allow
+  DryRun dry_run = DryRun::No;          ///< --dry-run: print the transaction, change nothing
 };
 
 /// `--channel-url CHANNEL=URL` values against the lockfile's channels: CHANNEL is a channel URL
@@ -36,6 +39,17 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_channel_urls(cons
 /// `default`. ErrorKind::Usage naming the environments the lockfile has.
 Result<std::string> choose_environment(const Lockfile& lockfile, const std::string& requested,
                                        const std::string& source);
+
+/// The checks of the lockfile's records made before anything is fetched (docs/install.md, "Unverified
+/// content"): a record with neither sha256 nor md5 (or with an empty one) is refused unless
+/// `allow_unverified` (then a warning names it); a `__*` virtual package as a record is refused
+/// always; a record's `fn` that is not a plain file name is refused; a `file://` URL outside the
+/// lockfile's folder tree is a warning naming it. Warnings go to `warnings`.
+Status check_records(const std::vector<RepoDataRecord>& records, const std::filesystem::path& lockfile_path,
+                     bool allow_unverified, std::vector<std::string>& warnings);
+
+/// The flags `install` and `create` share: --allow-unverified, --force, --dry-run.
+void add_install_safety_flags(CLI::App& sub, bool& allow_unverified, bool& force, bool& dry_run);
 
 /// Runs the install and prints the outcome (text or JSON). Returns the exit code.
 int run_install(const Context& ctx, const Lockfile& lockfile, const InstallRequest& request);

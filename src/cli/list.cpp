@@ -69,6 +69,10 @@ int print_rows(const Context& ctx, std::vector<Row> rows) {
     std::cout << json_text(j) << "\n";
     return 0;
   }
+  // The table reaches a terminal: every field from the lockfile or prefix through terminal_text().
+  for (auto& r : rows) {
+    for (std::string* f : {&r.name, &r.version, &r.build, &r.channel, &r.layer, &r.requirement}) *f = terminal_text(*f);
+  }
   std::size_t wn = 4, wv = 7, wb = 5;
   auto shown_version = [](const Row& r) { return r.version.empty() && !r.pip_line ? r.requirement : r.version; };
   for (const auto& r : rows) {

@@ -44,6 +44,20 @@ const char* kind_name(ErrorKind k) {
 }
 }  // namespace
 
+std::string terminal_text(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t nl = s.find('\n', start);
+    out += printable(s.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start));
+    if (nl == std::string_view::npos) break;
+    out += '\n';
+    start = nl + 1;
+  }
+  return out;
+}
+
 int report_error(const Context& ctx, const Error& raw) {
   // Whatever module built the error, nothing it quotes (a manifest line, a spec with a channel
   // URL) leaves the process with a credential in it.
@@ -61,7 +75,7 @@ int report_error(const Context& ctx, const Error& raw) {
                           {"hint", error.hint}}}};
     std::cout << json_text(j) << "\n";
   }
-  std::cerr << "error: " << error.to_string() << "\n";
+  std::cerr << "error: " << terminal_text(error.to_string()) << "\n";
   return exit_code_for(error.kind);
 }
 
@@ -92,7 +106,7 @@ std::string json_text(const nlohmann::json& j) {
   }
 }
 
-void warn(const std::string& message) { std::cerr << "warning: " << redact_text(message) << "\n"; }
+void warn(const std::string& message) { std::cerr << "warning: " << terminal_text(redact_text(message)) << "\n"; }
 
 }  // namespace envlock::cli
 

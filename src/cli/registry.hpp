@@ -40,8 +40,15 @@ struct RegisterCommand {
   }
 };
 
-/// Prints `error` on stderr in envlock's style ("error: " + Error::to_string()) or, with --json,
-/// as {"error": {...}} on stdout. Returns the exit code for its kind (Usage -> 2, else 1): Usage is
+/// `s` as it may reach a terminal: each line through printable() (envlock/text.hpp: every control
+/// character as `\xNN`, a C1 too), the line breaks kept. Every text sink of the CLI (errors,
+/// warnings, script messages) goes through it: names, paths and messages come from lockfiles,
+/// snapshots, manifests and package metadata, and `envlock show` is a git textconv for untrusted
+/// pull requests.
+std::string terminal_text(std::string_view s);
+
+/// Prints `error` on stderr in envlock's style ("error: " + Error::to_string(), through
+/// terminal_text()) or, with --json, as {"error": {...}} on stdout. Returns the exit code for its kind (Usage -> 2, else 1): Usage is
 /// only for a malformed command line; anything about the state of a named path is a failure (1).
 int report_error(const Context& ctx, const Error& error);
 
@@ -50,7 +57,7 @@ int report_error(const Context& ctx, const Error& error);
 /// envlock/text.hpp), as JSON (RFC 8259) text must be UTF-8. No trailing newline.
 std::string json_text(const nlohmann::json& j);
 
-/// Prints a warning line on stderr ("warning: ...").
+/// Prints a warning line on stderr ("warning: ...", through terminal_text()).
 void warn(const std::string& message);
 
 }  // namespace envlock::cli

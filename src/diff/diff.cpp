@@ -651,6 +651,15 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
           c.notes.push_back("URL " + o->url + " -> " + n->url);
         }
       }
+      if (o->python_site_packages_path != n->python_site_packages_path) {
+        // CEP-17's field steers where every noarch: python file of the environment goes: a change
+        // is as important as a changed archive (docs/install.md, "Safety rules").
+        kinds.insert(ChangeKind::HashChanged);
+        c.notes.push_back("python_site_packages_path " +
+                          (o->python_site_packages_path.empty() ? std::string("(none)") : o->python_site_packages_path) +
+                          " -> " +
+                          (n->python_site_packages_path.empty() ? std::string("(none)") : n->python_site_packages_path));
+      }
       if (ov != nv) {
         kinds.insert(ChangeKind::VariantSwitch);
         c.notes.push_back("variant " + (ov.empty() ? std::string("(none)") : join(ov, "+")) + " -> " +

@@ -2,6 +2,8 @@
 #include "fs_util.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,9 +135,9 @@ Status write_all(int fd, const std::filesystem::path& path, std::string_view dat
 }
 }  // namespace
 
-Status write_new_file(const std::filesystem::path& path, std::string_view data, mode_t mode) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return io_error(path, "cannot create", errno);
+namespace {
+/// Fills new file `fd` with `data`, sets `mode` and closes it (collected for fsync as `path`).
+Status fill_new(int fd, const std::filesystem::path& path, std::string_view data, mode_t mode) {
   Status st = write_all(fd, path, data);
   if (st.ok() && ::fchmod(fd, mode & 07777) != 0) st = io_error(path, "cannot chmod", errno);
   if (::close(fd) != 0 && st.ok()) st = io_error(path, "cannot close", errno);
@@ -143,31 +145,9 @@ Status write_new_file(const std::filesystem::path& path, std::string_view data, 
   return st;
 }
 
-Status write_file_atomic(const std::filesystem::path& path, std::string_view data, mode_t mode) {
-  std::random_device rd;
-  const std::filesystem::path tmp =
-      path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(rd()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return io_error(tmp, "cannot create", errno);
-  Status st = write_all(fd, tmp, data);
-  if (st.ok() && ::fchmod(fd, mode & 07777) != 0) st = io_error(tmp, "cannot chmod", errno);
-  if (st.ok() && ::fsync(fd) != 0) st = io_error(tmp, "cannot fsync", errno);
-  if (::close(fd) != 0 && st.ok()) st = io_error(tmp, "cannot close", errno);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = io_error(path, "cannot rename into place", errno);
-  if (!st.ok()) ::unlink(tmp.c_str());
-  return st;
-}
-
-Status copy_regular_file(const std::filesystem::path& from, const std::filesystem::path& to,
-                         mode_t mode) {
-  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) return io_error(from, "cannot open", errno);
-  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (out < 0) {
-    const int err = errno;
-    ::close(in);
-    return io_error(to, "cannot create", err);
-  }
+/// Copies open file `in` into new file `out` (copy_file_range, else read/write), sets `mode`,
+/// closes both (collected for fsync as `to`).
+Status copy_into(int in, int out, const std::filesystem::path& from, const std::filesystem::path& to, mode_t mode) {
   Status st = ok_status();
   bool fallback = false;
   for (;;) {
@@ -202,6 +182,41 @@ Status copy_regular_file(const std::filesystem::path& from, const std::filesyste
   if (st.ok()) note_written(to);
   return st;
 }
+}  // namespace
+
+Status write_new_file(const std::filesystem::path& path, std::string_view data, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return io_error(path, "cannot create", errno);
+  return fill_new(fd, path, data, mode);
+}
+
+Status write_file_atomic(const std::filesystem::path& path, std::string_view data, mode_t mode) {
+  std::random_device rd;
+  const std::filesystem::path tmp =
+      path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(rd()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return io_error(tmp, "cannot create", errno);
+  Status st = write_all(fd, tmp, data);
+  if (st.ok() && ::fchmod(fd, mode & 07777) != 0) st = io_error(tmp, "cannot chmod", errno);
+  if (st.ok() && ::fsync(fd) != 0) st = io_error(tmp, "cannot fsync", errno);
+  if (::close(fd) != 0 && st.ok()) st = io_error(tmp, "cannot close", errno);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = io_error(path, "cannot rename into place", errno);
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
+}
+
+Status copy_regular_file(const std::filesystem::path& from, const std::filesystem::path& to,
+                         mode_t mode) {
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return io_error(from, "cannot open", errno);
+  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0) {
+    const int err = errno;
+    ::close(in);
+    return io_error(to, "cannot create", err);
+  }
+  return copy_into(in, out, from, to, mode);
+}
 
 Status make_dirs(const std::filesystem::path& path) {
   // mkdir(2) first: the parent usually exists, so one call does it (std::filesystem's
@@ -226,6 +241,193 @@ Status remove_tree(const std::filesystem::path& path) {
   std::filesystem::remove_all(path, ec);
   if (ec) return io_error(path, "cannot remove", ec.value());
   return ok_status();
+}
+
+}  // namespace envlock::detail
+
+namespace envlock::detail {
+
+namespace {
+std::atomic<bool> g_no_openat2{false};
+
+/// openat(2) of `rel` beneath `dirfd` (see Tree): openat2 RESOLVE_BENEATH, or, without it, one
+/// component at a time with O_NOFOLLOW (then a symbolic link anywhere on the way fails with
+/// EXDEV, as a way out would). `follow_last`: whether the last component may be a link.
+int open_beneath(int dirfd, std::string_view rel, int flags, bool follow_last = true) {
+  const std::string path(rel);
+  if (!g_no_openat2.load(std::memory_order_relaxed)) {
+    struct open_how how {};
+    how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC | (follow_last ? 0 : O_NOFOLLOW));
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    const long fd = ::syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+    if (fd >= 0) return static_cast<int>(fd);
+    if (errno != ENOSYS && errno != EPERM) return -1;
+    g_no_openat2.store(true);
+  }
+  int cur = dirfd;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t slash = path.find('/', start);
+    const bool last = slash == std::string::npos;
+    const std::string comp = path.substr(start, last ? std::string::npos : slash - start);
+    if (comp.empty() || comp == "." || comp == "..") {
+      if (cur != dirfd) ::close(cur);
+      errno = EXDEV;
+      return -1;
+    }
+    const int next = ::openat(cur, comp.c_str(), (last ? flags : O_PATH | O_DIRECTORY) | O_CLOEXEC | O_NOFOLLOW);
+    int err = errno;
+    if (next < 0 && (err == ENOTDIR || err == ELOOP)) {
+      struct stat st {};
+      if (::fstatat(cur, comp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) err = EXDEV;
+    }
+    if (cur != dirfd) ::close(cur);
+    if (next < 0) {
+      errno = err;
+      return -1;
+    }
+    if (last) return next;
+    cur = next;
+    start = slash + 1;
+  }
+}
+
+std::pair<std::string_view, std::string_view> split_last(std::string_view rel) {
+  const auto slash = rel.rfind('/');
+  if (slash == std::string_view::npos) return {std::string_view(), rel};
+  return {rel.substr(0, slash), rel.substr(slash + 1)};
+}
+}  // namespace
+
+Result<Tree> Tree::open(const std::filesystem::path& root) {
+  const int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return io_error(root, "cannot open", errno);
+  return Tree(root, fd);
+}
+
+Tree::Tree(Tree&& o) noexcept
+    : root_(std::move(o.root_)), fd_(o.fd_), cached_rel_(std::move(o.cached_rel_)), cached_fd_(o.cached_fd_) {
+  o.fd_ = -1;
+  o.cached_fd_ = -1;
+}
+
+Tree::~Tree() {
+  forget();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Tree::forget() {
+  if (cached_fd_ >= 0) ::close(cached_fd_);
+  cached_fd_ = -1;
+  cached_rel_.clear();
+}
+
+Result<int> Tree::dir(std::string_view rel, bool create) {
+  if (rel.empty()) return fd_;
+  if (cached_fd_ >= 0 && rel == cached_rel_) return cached_fd_;
+  int fd = open_beneath(fd_, rel, O_PATH | O_DIRECTORY);
+  if (fd < 0 && errno == ENOENT && create) {
+    const auto [parent, name] = split_last(rel);
+    auto pfd = dir(parent, true);
+    if (!pfd) return pfd.error();
+    if (::mkdirat(*pfd, std::string(name).c_str(), 0777) != 0 && errno != EEXIST)
+      return io_error(root_ / std::string(rel), "cannot create directory", errno);
+    fd = open_beneath(fd_, rel, O_PATH | O_DIRECTORY);
+  }
+  if (fd < 0) {
+    if (errno == EXDEV || errno == ELOOP) {
+      return Error{ErrorKind::Integrity, std::string(rel),
+                   kLeadsOutside, "",
+                   "a package (or two together) would write outside the environment; remove the package that makes "
+                   "the link from the lockfile"};
+    }
+    return io_error(root_ / std::string(rel), create ? "cannot create directory" : "cannot open directory", errno);
+  }
+  forget();
+  cached_rel_ = std::string(rel);
+  cached_fd_ = fd;
+  return fd;
+}
+
+Result<int> Tree::parent_of(std::string_view rel, std::string& name) {
+  const auto [parent, last] = split_last(rel);
+  name = std::string(last);
+  return dir(parent, true);
+}
+
+Result<bool> Tree::lstat(std::string_view rel, struct stat& st) {
+  std::string name;
+  const auto [parent, last] = split_last(rel);
+  auto dfd = dir(parent, false);
+  if (!dfd) {
+    if (dfd.error().kind == ErrorKind::Io) return false;  // a missing folder: nothing there
+    return dfd.error();
+  }
+  if (::fstatat(*dfd, std::string(last).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  return io_error(root_ / std::string(rel), "cannot stat", errno);
+}
+
+Status Tree::unlink(std::string_view rel) {
+  std::string name;
+  auto dfd = parent_of(rel, name);
+  if (!dfd) return dfd.error();
+  if (::unlinkat(*dfd, name.c_str(), 0) != 0) return io_error(root_ / std::string(rel), "cannot replace", errno);
+  return ok_status();
+}
+
+Result<bool> Tree::symlink(std::string_view rel, const std::string& target) {
+  std::string name;
+  auto dfd = parent_of(rel, name);
+  if (!dfd) return dfd.error();
+  if (::symlinkat(target.c_str(), *dfd, name.c_str()) == 0) return true;
+  if (errno == EEXIST) return false;
+  return io_error(root_ / std::string(rel), "cannot create symlink", errno);
+}
+
+Result<bool> Tree::link_from(const std::filesystem::path& from, std::string_view rel, int& err) {
+  std::string name;
+  auto dfd = parent_of(rel, name);
+  if (!dfd) return dfd.error();
+  if (::linkat(AT_FDCWD, from.c_str(), *dfd, name.c_str(), 0) == 0) return true;
+  err = errno;
+  if (err == EEXIST || err == EXDEV || err == EMLINK || err == EPERM || err == ENOTSUP) return false;
+  return io_error(root_ / std::string(rel), "cannot hard-link from " + from.string(), err);
+}
+
+Status Tree::write_new(std::string_view rel, std::string_view data, mode_t mode) {
+  std::string name;
+  auto dfd = parent_of(rel, name);
+  if (!dfd) return dfd.error();
+  const std::filesystem::path shown = root_ / std::string(rel);
+  const int fd = ::openat(*dfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return io_error(shown, "cannot create", errno);
+  return fill_new(fd, shown, data, mode);
+}
+
+Status Tree::copy_new(const std::filesystem::path& from, std::string_view rel, mode_t mode) {
+  std::string name;
+  auto dfd = parent_of(rel, name);
+  if (!dfd) return dfd.error();
+  const std::filesystem::path shown = root_ / std::string(rel);
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return io_error(from, "cannot open", errno);
+  const int out = ::openat(*dfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (out < 0) {
+    const int err = errno;
+    ::close(in);
+    return io_error(shown, "cannot create", err);
+  }
+  return copy_into(in, out, from, shown, mode);
+}
+
+bool Tree::link_leaves(std::string_view rel) {
+  const int fd = open_beneath(fd_, rel, O_PATH);
+  if (fd >= 0) {
+    ::close(fd);
+    return false;
+  }
+  return !g_no_openat2.load() && errno == EXDEV;
 }
 
 }  // namespace envlock::detail

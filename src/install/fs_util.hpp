@@ -1,6 +1,7 @@
 #pragma once
 // Small POSIX file helpers for the installer (private to src/install). Every failure is an
 // ErrorKind::Io error naming the file and the system's reason.
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -74,5 +75,61 @@ Status make_dirs(const std::filesystem::path& path);
 
 /// rm -rf that reports errors as values; a missing path is fine.
 Status remove_tree(const std::filesystem::path& path);
+
+/// The message of a Tree refusal: a folder on the way is a link leading out of the root.
+inline constexpr const char* kLeadsOutside =
+    "is, or is below, a symbolic link that points outside the prefix; refusing to write through it";
+
+/// A folder tree that is written only beneath its root (the install's stage). Every path given is
+/// relative and '/'-separated; the kernel resolves it with openat2(2) RESOLVE_BENEATH (Linux >=
+/// 5.6), so a symbolic link met on the way (one a package made, in-tree) is followed only while
+/// it stays under the root: one that leads out (absolute, or `..` past the root) fails with EXDEV
+/// and nothing is written. Where openat2 is missing (ENOSYS, or refused by a seccomp filter) each
+/// component is opened with O_NOFOLLOW instead, so any symbolic link on the way is refused. The
+/// last component is never followed: files are created with O_CREAT|O_EXCL, links with
+/// link/symlinkat, removals with unlinkat — a symlink already at the destination is never written
+/// through. Errors are ErrorKind::Io naming the relative path (ErrorKind::Integrity for a way out
+/// through a link). One Tree per thread: it caches the last folder opened.
+class Tree {
+ public:
+  /// Opens `root` (an existing folder, itself not a symbolic link).
+  static Result<Tree> open(const std::filesystem::path& root);
+  Tree(Tree&& o) noexcept;
+  Tree& operator=(Tree&&) = delete;
+  Tree(const Tree&) = delete;
+  ~Tree();
+
+  const std::filesystem::path& root() const { return root_; }
+  /// A descriptor (owned by the Tree, valid until the next call) of folder `rel` ("" = the root),
+  /// made with its parents when `create` and missing.
+  Result<int> dir(std::string_view rel, bool create);
+  /// Forgets the cached folder (after something in the tree was removed or replaced).
+  void forget();
+  /// lstat(2) of `rel` (its parent resolved beneath the root); false when missing.
+  Result<bool> lstat(std::string_view rel, struct stat& st);
+  /// Removes the file or symbolic link `rel` (never a folder).
+  Status unlink(std::string_view rel);
+  /// Creates the symbolic link `rel` -> `target` (the parent made when missing); EEXIST as errno 
+  /// in the error's detail is reported by returning false.
+  Result<bool> symlink(std::string_view rel, const std::string& target);
+  /// Hard-links `from` (an absolute path outside the tree: the package cache) at `rel`; false with
+  /// errno kept when link(2) fails with EEXIST, EXDEV, EMLINK, EPERM or ENOTSUP (the caller copies
+  /// or clears), an error otherwise.
+  Result<bool> link_from(const std::filesystem::path& from, std::string_view rel, int& err);
+  /// Creates `rel` (must not exist) holding `data` (write_new_file's rules, collected for fsync).
+  Status write_new(std::string_view rel, std::string_view data, mode_t mode);
+  /// Copies regular file `from` (outside the tree) into new file `rel` (copy_regular_file's rules).
+  Status copy_new(const std::filesystem::path& from, std::string_view rel, mode_t mode);
+  /// Whether following the symbolic link `rel` would leave the tree (openat2 reports EXDEV); false for a target inside, missing or not, and where openat2 is not available.
+  bool link_leaves(std::string_view rel);
+
+ private:
+  Tree(std::filesystem::path root, int fd) : root_(std::move(root)), fd_(fd) {}
+  Result<int> parent_of(std::string_view rel, std::string& name);
+  std::filesystem::path root_;
+  int fd_ = -1;
+  std::string cached_rel_;
+  int cached_fd_ = -1;
+};
 
 }  // namespace envlock::detail

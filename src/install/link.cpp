@@ -24,6 +24,15 @@ Error integrity(const PackageToLink& p, const std::string& message, const std::s
   return Error{ErrorKind::Integrity, p.record.dist_name(), message, "", hint};
 }
 
+/// The refusal of a path-valued field: names the package, the field and the value (escaped).
+Error unsafe_field(const PackageToLink& p, const std::string& field, std::string_view value) {
+  return Error{ErrorKind::Integrity, p.record.dist_name(),
+               field + " \"" + std::string(value) + "\" is not a relative path inside the prefix",
+               "nothing was installed; the prefix was not touched",
+               "refusing a package that would write outside the environment (or into conda-meta/); remove it from "
+               "the lockfile or rebuild it"};
+}
+
 /// Splits a has_prefix line as shlex would for the simple cases conda-build writes:
 /// whitespace-separated tokens, double or single quotes grouping.
 std::vector<std::string> split_words(const std::string& line) {
@@ -156,57 +165,35 @@ std::string trim(std::string_view s) {
   return std::string(s);
 }
 
-/// Creates the parent folders of `dest` (once per folder with ctx.known_dirs).
-Status ensure_parent(const LinkContext& ctx, const fs::path& dest) {
-  const fs::path parent = dest.parent_path();
-  if (ctx.known_dirs == nullptr || ctx.known_dirs->count(parent.native()) == 0) {
-    if (auto st = make_dirs(parent); !st) return st;
-    if (ctx.known_dirs != nullptr) ctx.known_dirs->insert(parent.native());
-  }
-  return ok_status();
-}
-
-/// Removes whatever is at `dest` (clobbering: an earlier package's file), refusing a directory.
-Status clear_destination(const LinkContext& ctx, const fs::path& dest, const std::string& rel, LinkResult& result) {
+/// Removes whatever is at `target` (clobbering: an earlier package's file or link; never followed),
+/// refusing a directory.
+Status clear_destination(const LinkContext& ctx, const std::string& target, LinkResult& result) {
   struct stat st {};
-  if (::lstat(dest.c_str(), &st) == 0) {
+  auto there = ctx.tree->lstat(target, st);
+  if (!there) return there.error();
+  if (*there) {
     if (S_ISDIR(st.st_mode)) {
-      return Error{ErrorKind::Integrity, rel, "a file would replace a directory another package installed",
+      return Error{ErrorKind::Integrity, target, "a file would replace a directory another package installed",
                    "", "two packages in this environment disagree about this path"};
     }
-    if (::unlink(dest.c_str()) != 0) return io_error(dest, "cannot replace", errno);
-    if (ctx.known_dirs != nullptr) ctx.known_dirs->clear();  // it may have been a symlink to a folder
-    result.clobbered.push_back(rel);
+    if (auto s = ctx.tree->unlink(target); !s) return s;
+    ctx.tree->forget();  // it may have been a symlink to a folder
+    result.clobbered.push_back(target);
   }
   return ok_status();
 }
 
-/// Creates the parent folders of `dest` and removes whatever is at `dest` (clobbering).
-Status prepare_destination(const LinkContext& ctx, const fs::path& dest, const std::string& rel,
-                           LinkResult& result) {
-  if (auto st = ensure_parent(ctx, dest); !st) return st;
-  return clear_destination(ctx, dest, rel, result);
-}
-
-/// `create()` (link(2) or symlink(2): 0 or -1 with errno) at `dest` after its parent folders;
-/// only when it finds something there (EEXIST, rare: another package's file) is that cleared
-/// and the call repeated, which spares a stat of every destination. -1 leaves errno set.
+/// Runs `create()` (a Tree operation at `target`: true made, false EEXIST or a reason to copy) and,
+/// only when something is already there (EEXIST, rare: another package's file), clears it and
+/// tries once more — which spares a stat of every destination.
 template <class Create>
-int create_at(const LinkContext& ctx, const fs::path& dest, const std::string& rel, LinkResult& result,
-              Status& failure, const Create& create) {
-  if (auto st = ensure_parent(ctx, dest); !st) {
-    failure = st;
-    return -2;
-  }
-  int rc = create();
-  if (rc != 0 && errno == EEXIST) {
-    if (auto st = clear_destination(ctx, dest, rel, result); !st) {
-      failure = st;
-      return -2;
-    }
-    rc = create();
-  }
-  return rc;
+Result<bool> create_at(const LinkContext& ctx, const std::string& target, LinkResult& result, const Create& create,
+                       const int* err = nullptr) {
+  auto made = create();
+  if (!made || *made) return made;
+  if (err != nullptr && *err != EEXIST) return false;
+  if (auto st = clear_destination(ctx, target, result); !st) return st.error();
+  return create();
 }
 
 /// Where entry `path` of a package goes in the prefix (noarch: python moves two folders).
@@ -233,6 +220,32 @@ bool safe_relative_path(std::string_view rel) {
   return rel.find('\0') == std::string_view::npos;
 }
 
+bool link_target_inside(std::string_view link, std::string_view target) {
+  if (target.empty() || target.front() == '/' || target.find('\0') != std::string_view::npos) return false;
+  // Depth of the link's folder, then each component of the target moves down or up.
+  long depth = static_cast<long>(std::count(link.begin(), link.end(), '/'));
+  std::size_t start = 0;
+  while (start <= target.size()) {
+    std::size_t end = target.find('/', start);
+    if (end == std::string_view::npos) end = target.size();
+    const std::string_view seg = target.substr(start, end - start);
+    if (seg == "..") {
+      if (--depth < 0) return false;
+    } else if (!seg.empty() && seg != ".") {
+      ++depth;
+    }
+    start = end + 1;
+  }
+  return true;
+}
+
+namespace {
+/// A prefix path a package may write: safe_relative_path() and not in conda-meta/.
+bool writable_target(std::string_view rel) {
+  return safe_relative_path(rel) && rel != "conda-meta" && !rel.starts_with("conda-meta/");
+}
+}  // namespace
+
 Result<LinkPlan> plan_package(const LinkContext& ctx, const PackageToLink& p) {
   std::error_code ec;
   if (!fs::is_directory(p.extracted_dir / "info", ec)) {
@@ -251,11 +264,34 @@ Result<LinkPlan> plan_package(const LinkContext& ctx, const PackageToLink& p) {
   LinkPlan plan;
   plan.entries = std::move(*entries);
   plan.noarch = std::move(*noarch);
+  const char* paths_field = fs::exists(p.extracted_dir / "info" / "paths.json", ec) ? "info/paths.json _path"
+                                                                                   : "info/files path";
   plan.targets.reserve(plan.entries.size() + plan.noarch.entry_points.size());
-  for (const auto& e : plan.entries)
-    plan.targets.emplace_back(target_of(ctx, plan.noarch, e.path), e.type != PathEntry::Type::Directory);
-  for (const auto& spec : plan.noarch.entry_points)
-    plan.targets.emplace_back("bin/" + trim(std::string_view(spec).substr(0, spec.find('='))), true);
+  plan.link_targets.resize(plan.entries.size());
+  for (std::size_t k = 0; k < plan.entries.size(); ++k) {
+    const SourceEntry& e = plan.entries[k];
+    if (!safe_relative_path(e.path)) return unsafe_field(p, paths_field, e.path);
+    std::string target = target_of(ctx, plan.noarch, e.path);
+    if (!writable_target(target)) return unsafe_field(p, std::string(paths_field) + " (as installed)", target);
+    if (e.type == PathEntry::Type::SoftLink) {
+      struct stat st {};
+      if (::lstat((p.extracted_dir / e.path).c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        std::error_code lec;
+        std::string link_target = fs::read_symlink(p.extracted_dir / e.path, lec).string();
+        if (lec) return io_error(p.extracted_dir / e.path, "cannot read symlink", lec.value());
+        if (!link_target_inside(target, link_target))
+          return unsafe_field(p, "symbolic link target of " + target, link_target);
+        plan.link_targets[k] = std::move(link_target);
+      }
+    }
+    plan.targets.emplace_back(std::move(target), e.type != PathEntry::Type::Directory);
+  }
+  for (const auto& spec : plan.noarch.entry_points) {
+    const std::string name = trim(std::string_view(spec).substr(0, spec.find('=')));
+    if (!safe_relative_path(name) || name.find('/') != std::string::npos)
+      return unsafe_field(p, "info/link.json entry point name", name);
+    plan.targets.emplace_back("bin/" + name, true);
+  }
   return plan;
 }
 
@@ -265,7 +301,26 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& p) 
   return link_planned(ctx, p, *plan);
 }
 
+namespace {
+Result<LinkResult> link_planned_impl(const LinkContext& ctx, const PackageToLink& p, const LinkPlan& plan,
+                                     std::string& at);
+}  // namespace
+
 Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, const LinkPlan& plan) {
+  std::string at;
+  auto r = link_planned_impl(ctx, p, plan, at);
+  if (!r && r.error().kind == ErrorKind::Integrity && r.error().message.starts_with(kLeadsOutside) && !at.empty()) {
+    // A refusal of the stage's Tree names a folder; say which package and which of its paths.
+    const Error& e = r.error();
+    return Error{ErrorKind::Integrity, p.record.dist_name(), at + ": the folder " + e.where + " " + e.message,
+                 "nothing was installed; the prefix was not touched", e.hint};
+  }
+  return r;
+}
+
+namespace {
+Result<LinkResult> link_planned_impl(const LinkContext& ctx, const PackageToLink& p, const LinkPlan& plan,
+                                     std::string& at) {
   const NoarchPython* noarch = &plan.noarch;
   LinkResult result;
   PrefixRecord& rec = result.record;
@@ -277,11 +332,8 @@ Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, 
 
   for (std::size_t k = 0; k < plan.entries.size(); ++k) {
     const SourceEntry& e = plan.entries[k];
-    if (!safe_relative_path(e.path)) {
-      return integrity(p, "info/paths.json names an unsafe path \"" + e.path + "\"",
-                       "refusing a package that would write outside the prefix");
-    }
     const std::string& target = plan.targets[k].first;
+    at = target;
     const fs::path src = p.extracted_dir / e.path;
     const fs::path dest = ctx.stage / target;
     PathEntry out;
@@ -290,7 +342,7 @@ Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, 
     out.no_link = e.no_link;
 
     if (e.type == PathEntry::Type::Directory) {
-      if (auto st = make_dirs(dest); !st) return st.error();
+      if (auto st = ctx.tree->dir(target, true); !st) return st.error();
       rec.paths.push_back(std::move(out));
       rec.files.push_back(target);
       continue;
@@ -301,22 +353,24 @@ Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, 
                        "the package cache entry is damaged; delete " + p.extracted_dir.string() +
                            " and retry");
     }
-    Status failure = ok_status();
     if (S_ISLNK(sst.st_mode)) {
-      std::error_code lec;
-      const fs::path link_target = fs::read_symlink(src, lec);
-      if (lec) return io_error(src, "cannot read symlink", lec.value());
-      const int rc = create_at(ctx, dest, target, result, failure,
-                               [&] { return ::symlink(link_target.c_str(), dest.c_str()); });
-      if (rc == -2) return failure.error();
-      if (rc != 0) return io_error(dest, "cannot create symlink", errno);
+      std::string link_target = plan.link_targets[k];
+      if (link_target.empty()) {  // a file in paths.json that is a link in the cache folder
+        std::error_code lec;
+        link_target = fs::read_symlink(src, lec).string();
+        if (lec) return io_error(src, "cannot read symlink", lec.value());
+        if (!link_target_inside(target, link_target)) return unsafe_field(p, "symbolic link target of " + target, link_target);
+      }
+      auto made = create_at(ctx, target, result, [&] { return ctx.tree->symlink(target, link_target); });
+      if (!made) return made.error();
+      if (!*made) return io_error(dest, "cannot create symlink", EEXIST);
       out.type = PathEntry::Type::SoftLink;
       out.sha256 = e.sha256;
       out.size_in_bytes = e.size;
     } else if (!S_ISREG(sst.st_mode)) {
       return integrity(p, "\"" + e.path + "\" is neither a file nor a symlink in the package");
     } else if (out.type = PathEntry::Type::HardLink; e.mode != PathEntry::PlaceholderMode::None) {
-      if (auto st = prepare_destination(ctx, dest, target, result); !st) return st.error();
+      if (auto st = clear_destination(ctx, target, result); !st) return st.error();
       auto data = read_file(src);
       if (!data) return data.error();
       std::size_t n = 0;
@@ -327,9 +381,11 @@ Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, 
         n = *r;
       } else {
         n = replace_text_placeholder(*data, e.placeholder, ctx.target_prefix);
-        rewrite_long_shebang(*data);
+        // A python script's #! line that cannot hold the prefix runs it through the /bin/sh
+        // trampoline; other interpreters get conda's `#!/usr/bin/env NAME`.
+        if (!trampoline_python_shebang(*data, ctx.target_prefix)) rewrite_long_shebang(*data);
       }
-      if (auto st = write_new_file(dest, *data, sst.st_mode); !st) return st.error();
+      if (auto st = ctx.tree->write_new(target, *data, sst.st_mode); !st) return st.error();
       out.sha256 = sha256_bytes(*data);
       if (!e.sha256.empty() && e.sha256 != out.sha256) out.sha256_in_package = e.sha256;
       out.size_in_bytes = data->size();
@@ -340,26 +396,24 @@ Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, 
     } else {
       bool linked = false;
       if (ctx.mode == LinkMode::Hardlink && !e.no_link) {
-        const int rc = create_at(ctx, dest, target, result, failure, [&] { return ::link(src.c_str(), dest.c_str()); });
-        if (rc == -2) return failure.error();
-        if (rc == 0) {
-          linked = true;
-        } else if (errno != EXDEV && errno != EMLINK && errno != EPERM && errno != ENOTSUP) {
-          return io_error(dest, "cannot hard-link from " + src.string(), errno);
-        }
+        int err = 0;
+        auto made = create_at(ctx, target, result, [&] { return ctx.tree->link_from(src, target, err); }, &err);
+        if (!made) return made.error();
+        if (!*made && err == EEXIST) return io_error(dest, "cannot hard-link from " + src.string(), err);
+        linked = *made;
       }
       if (linked) {
         ++result.linked;
         any_linked = true;
       } else {
-        if (auto st = prepare_destination(ctx, dest, target, result); !st) return st.error();
-        if (auto st = copy_regular_file(src, dest, sst.st_mode); !st) return st.error();
+        if (auto st = clear_destination(ctx, target, result); !st) return st.error();
+        if (auto st = ctx.tree->copy_new(src, target, sst.st_mode); !st) return st.error();
         ++result.copied;
       }
       if (!e.sha256.empty()) {
         out.sha256 = e.sha256;
       } else {
-        auto h = sha256_file(dest);
+        auto h = sha256_file(src);
         if (!h) return h.error();
         out.sha256 = *h;
       }
@@ -386,14 +440,9 @@ Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, 
       return integrity(p, "info/link.json has an unusable entry point \"" + spec + "\"");
     }
     const std::string import_name = func.substr(0, func.find('.'));
-    std::string script = "#!" + ctx.target_prefix + "/bin/python" + ctx.python_xy + "\n";
-    if (ctx.target_prefix.find_first_of(" \t") != std::string::npos) {
-      // A shebang cannot hold a space: the script starts under /bin/sh, which execs the prefix's
-      // python on it; to Python the exec line is a string literal (pip's and distlib's form).
-      std::string quoted = ctx.target_prefix + "/bin/python" + ctx.python_xy;
-      for (std::size_t at = 0; (at = quoted.find('\'', at)) != std::string::npos; at += 4) quoted.replace(at, 1, "'\\''");
-      script = "#!/bin/sh\n'''exec' '" + quoted + "' \"$0\" \"$@\"\n' '''\n";
-    }
+    // A shebang over 127 bytes or with a space cannot start the prefix's python: the /bin/sh exec
+    // trampoline does (pip's, distlib's and conda's form), never #!/usr/bin/env pythonX.Y.
+    std::string script = python_shebang(ctx.target_prefix + "/bin/python" + ctx.python_xy);
     script +=
         "# -*- coding: utf-8 -*-\n"
         "import re\n"
@@ -404,11 +453,10 @@ Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, 
         "if __name__ == '__main__':\n"
         "    sys.argv[0] = re.sub(r'(-script\\.pyw?|\\.exe)?$', '', sys.argv[0])\n"
         "    sys.exit(" + func + "())\n";
-    rewrite_long_shebang(script);
     const std::string target = "bin/" + name;
-    const fs::path dest = ctx.stage / target;
-    if (auto st = prepare_destination(ctx, dest, target, result); !st) return st.error();
-    if (auto st = write_new_file(dest, script, 0755); !st) return st.error();
+    at = target;
+    if (auto st = clear_destination(ctx, target, result); !st) return st.error();
+    if (auto st = ctx.tree->write_new(target, script, 0755); !st) return st.error();
     PathEntry out;
     out.path = target;
     out.type = PathEntry::Type::HardLink;
@@ -425,5 +473,7 @@ Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, 
   rec.link_type = (ctx.mode == LinkMode::Hardlink && any_linked) ? "hardlink" : "copy";
   return result;
 }
+
+}  // namespace
 
 }  // namespace envlock::detail

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "envlock/install.hpp"
+#include "fs_util.hpp"
 
 namespace envlock::detail {
 
@@ -18,8 +19,9 @@ struct LinkContext {
   LinkMode mode = LinkMode::Hardlink;
   std::string site_packages;     ///< e.g. "lib/python3.11/site-packages"; empty: no python
   std::string python_xy;         ///< e.g. "3.11"; empty: no python
-  /// Directories of the stage known to exist (saves a stat per file); may be null.
-  std::unordered_set<std::string>* known_dirs = nullptr;
+  /// The stage, opened: every write goes through it, beneath the stage (fs_util.hpp). One per
+  /// thread; must be set before linking.
+  Tree* tree = nullptr;
 };
 
 struct LinkResult {
@@ -54,15 +56,21 @@ struct LinkPlan {
   /// Per entry (then per entry point, "bin/<name>"): the path in the prefix, and whether it is a
   /// file or symlink (false: a directory entry).
   std::vector<std::pair<std::string, bool>> targets;
+  /// Per entry: the symbolic link's target as read from the package (empty: not a link).
+  std::vector<std::string> link_targets;
 };
 
-/// Reads `package`'s info/ (paths.json or files/has_prefix/no_link, link.json). Errors as
-/// link_package's before it writes anything.
+/// Reads `package`'s info/ (paths.json or files/has_prefix/no_link, link.json) and checks every
+/// path-valued field before anything is written: each `_path` and where it goes in the prefix
+/// (after the noarch: python moves), each entry point name, each symbolic link's target (relative,
+/// and inside the prefix from where the link is) must be a relative, normalised path inside the
+/// prefix and not in `conda-meta/` (the records' folder); otherwise ErrorKind::Integrity naming
+/// the package, the field and the value. Errors as link_package's before it writes anything.
 Result<LinkPlan> plan_package(const LinkContext& ctx, const PackageToLink& package);
 
 /// Links `package` into `ctx.stage` as `plan` says and returns its PrefixRecord (paths as
 /// installed). Safe to run for several packages at once on separate threads, each with its own
-/// LinkContext::known_dirs, when no path of one is a path (or a folder above a path) of another.
+/// LinkContext::tree, when no path of one is a path (or a folder above a path) of another.
 Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& package, const LinkPlan& plan);
 
 /// plan_package() then link_planned().
@@ -70,5 +78,9 @@ Result<LinkResult> link_package(const LinkContext& ctx, const PackageToLink& pac
 
 /// True when `rel` is a relative '/'-separated path without "..", "." or empty segments.
 bool safe_relative_path(std::string_view rel);
+
+/// True when symbolic link `target`, read at prefix path `link` ('/'-separated, relative), is
+/// relative and, taken lexically from the link's folder, stays inside the prefix.
+bool link_target_inside(std::string_view link, std::string_view target);
 
 }  // namespace envlock::detail

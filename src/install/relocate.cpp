@@ -90,4 +90,34 @@ bool rewrite_long_shebang(std::string& data) {
   return true;
 }
 
+std::string python_exec_trampoline(std::string_view interpreter) {
+  std::string quoted(interpreter);
+  for (std::size_t at = 0; (at = quoted.find('\'', at)) != std::string::npos; at += 4) quoted.replace(at, 1, "'\\''");
+  return "#!/bin/sh\n'''exec' '" + quoted + "' \"$0\" \"$@\"\n' '''\n";
+}
+
+std::string python_shebang(std::string_view interpreter) {
+  const std::string line = "#!" + std::string(interpreter) + "\n";
+  if (line.size() > kMaxShebangLength || interpreter.find_first_of(" \t") != std::string_view::npos)
+    return python_exec_trampoline(interpreter);
+  return line;
+}
+
+bool trampoline_python_shebang(std::string& data, std::string_view prefix) {
+  const std::string start = "#!" + std::string(prefix) + "/";
+  if (prefix.empty() || !data.starts_with(start)) return false;
+  std::size_t eol = data.find('\n');
+  if (eol == std::string::npos) eol = data.size();
+  std::string_view line(data.data(), eol);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.size() <= kMaxShebangLength && prefix.find_first_of(" \t") == std::string_view::npos) return false;
+  // The interpreter is the prefix plus the path up to the next blank after it.
+  const std::size_t blank = line.find_first_of(" \t", start.size());
+  const std::string interpreter(line.substr(2, (blank == std::string_view::npos ? line.size() : blank) - 2));
+  const std::size_t slash = interpreter.rfind('/');
+  if (!std::string_view(interpreter).substr(slash + 1).starts_with("python")) return false;
+  data.replace(0, eol == data.size() ? eol : eol + 1, python_exec_trampoline(interpreter));
+  return true;
+}
+
 }  // namespace envlock

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -169,7 +170,7 @@ fs::path existing_ancestor(fs::path dir) {
 
 /// Checks that `prefix` (already through checked_prefix) may become or be updated as an
 /// environment, writing nothing.
-Status check_install_target(const fs::path& prefix) {
+Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
   std::error_code ec;
   const auto status = fs::symlink_status(prefix, ec);
   if (fs::exists(status)) {
@@ -181,6 +182,13 @@ Status check_install_target(const fs::path& prefix) {
       return Error{ErrorKind::Io, prefix.string(),
                    "is a non-empty folder that is not an environment (it has no conda-meta/)", "",
                    "choose a new or empty folder as the prefix"};
+    }
+    if (foreign == ForeignPrefix::Refuse && fs::is_directory(prefix / "conda-meta", ec) &&
+        !fs::exists(fs::symlink_status(prefix / "conda-meta" / kOriginFile, ec))) {
+      return Error{ErrorKind::Io, prefix.string(),
+                   "holds a conda environment that envlock did not make (conda-meta/ without conda-meta/envlock)",
+                   "installing would replace its packages with the lockfile's and drop the ones it lacks",
+                   "choose another prefix, or pass --force to make it the lockfile's environment"};
     }
   }
   const fs::path parent = prefix.parent_path();
@@ -298,58 +306,114 @@ bool same_package(const PrefixRecord& installed, const RepoDataRecord& wanted) {
   return false;
 }
 
-/// Hard-links (or re-creates, for symlinks) `rel` from the old prefix into the stage.
-Status carry_path(const fs::path& old_root, const fs::path& stage, const std::string& rel) {
+/// Hard-links (or re-creates, for symlinks) `rel` from the old prefix into the stage, writing only
+/// beneath the stage (`stage`, a Tree: a link a new package made is never written through).
+Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::string& rel) {
   const fs::path src = old_root / rel;
-  const fs::path dst = stage / rel;
   struct stat st {};
   if (::lstat(src.c_str(), &st) != 0) return io_error(src, "cannot stat", errno);
-  if (S_ISDIR(st.st_mode)) return detail::make_dirs(dst);
-  if (auto s = detail::make_dirs(dst.parent_path()); !s) return s;
+  if (S_ISDIR(st.st_mode)) {
+    auto d = stage.dir(rel, true);
+    return d ? ok_status() : Status(d.error());
+  }
   struct stat existing {};
-  if (::lstat(dst.c_str(), &existing) == 0) return ok_status();  // a new package owns it now
+  auto there = stage.lstat(rel, existing);
+  if (!there) return there.error();
+  if (*there) return ok_status();  // a new package owns it now
   if (S_ISLNK(st.st_mode)) {
     std::error_code ec;
     const fs::path target = fs::read_symlink(src, ec);
     if (ec) return io_error(src, "cannot read symlink", ec.value());
-    if (::symlink(target.c_str(), dst.c_str()) != 0) return io_error(dst, "cannot create symlink", errno);
-    return ok_status();
+    auto made = stage.symlink(rel, target.string());
+    return made ? ok_status() : Status(made.error());
   }
   if (!S_ISREG(st.st_mode)) return ok_status();  // sockets, fifos: not carried
-  if (::link(src.c_str(), dst.c_str()) == 0) return ok_status();
-  return detail::copy_regular_file(src, dst, st.st_mode);
+  int err = 0;
+  auto linked = stage.link_from(src, rel, err);
+  if (!linked) return linked.error();
+  if (*linked) return ok_status();
+  return stage.copy_new(src, rel, st.st_mode);
 }
 
-/// Runs `bin/.<name>-<action>.sh` of `record` in `prefix` as conda does (conda's
-/// core/link.py run_script): `/bin/sh -x SCRIPT`, working directory the script's folder,
-/// PREFIX / ROOT_PREFIX = `prefix`, PKG_NAME, PKG_VERSION, PKG_BUILDNUM set, PATH starting with
-/// `prefix/bin`. `$PREFIX/.messages.txt` is collected into `messages` and removed. A missing
-/// script is fine. A script that fails gives an ErrorKind::Io error naming the package, with its
-/// output in `detail`.
+/// The shell conda runs link scripts with on Linux: bash (`bash -x SCRIPT`), else sh where bash is
+/// absent (conda/core/link.py run_script uses `sh` on BSD).
+const char* script_shell() {
+  static const char* shell = [] {
+    for (const char* candidate : {"/bin/bash", "/usr/bin/bash"})
+      if (::access(candidate, X_OK) == 0) return candidate;
+    return "/bin/sh";
+  }();
+  return shell;
+}
+
+/// What a post-link script runs inside (conda runs it sourced, after activating the environment:
+/// conda/utils.py wrap_subprocess_call): the environment's `etc/conda/activate.d/*.sh` hooks are
+/// sourced, then the script (so a top-level `return` ends it, as in conda); the script's status is
+/// the exit status. `$1` is the script; the text is fixed (nothing from a package is spliced into
+/// it). conda's wrapper also sources the deactivate.d hooks afterwards; their only effect on a
+/// process that ends is their side effects, and envlock leaves them out.
+constexpr const char* kPostLinkWrapper =
+    "for _envlock_hook in \"$PREFIX\"/etc/conda/activate.d/*.sh; do\n"
+    "  [ -f \"$_envlock_hook\" ] && . \"$_envlock_hook\"\n"
+    "done\n"
+    "unset _envlock_hook\n"
+    ". \"$1\"\n";
+
+/// Runs `bin/.<name>-<action>.sh` of `record` as conda does (conda's core/link.py run_script):
+/// `bash -x SCRIPT` (sh where bash is absent) in the script's folder, with PREFIX / ROOT_PREFIX =
+/// `prefix`, PKG_NAME, PKG_VERSION, PKG_BUILDNUM set and PATH starting with the script's folder
+/// (`prefix/bin`); a post-link script is sourced by a fixed wrapper (kPostLinkWrapper) with
+/// CONDA_PREFIX set, as conda runs it inside the activated environment. A pre-link script is the
+/// package's own (`source_dir/bin/`, the extracted package; SOURCE_DIR set to it, as conda does).
+/// `$PREFIX/.messages.txt` is collected into `messages` and removed. A missing script is fine.
+/// A script that fails gives an ErrorKind::Io error naming the package, with its output in
+/// `detail`.
 Status run_script(const fs::path& prefix, const RepoDataRecord& record, const std::string& action,
-                  std::vector<std::string>& messages) {
+                  std::vector<std::string>& messages, const fs::path& source_dir = {}) {
   const std::string rel = "bin/." + record.name + "-" + action + ".sh";
-  const fs::path script = prefix / rel;
+  const fs::path script = (source_dir.empty() ? prefix : source_dir) / rel;
   std::error_code ec;
-  if (!fs::exists(script, ec)) return ok_status();
+  if (!fs::is_regular_file(script, ec)) return ok_status();
 
   std::vector<std::string> env_strings;
   const std::set<std::string> overridden = {"PREFIX", "PKG_NAME", "PKG_VERSION", "PKG_BUILDNUM",
-                                            "ROOT_PREFIX", "PATH"};
-  std::string path_var = (prefix / "bin").string();
+                                            "ROOT_PREFIX", "PATH", "SOURCE_DIR", "CONDA_PREFIX"};
+  std::string path_var = script.parent_path().string();
+  bool had_path = false;
   for (char** e = environ; e && *e; ++e) {
     std::string kv(*e);
     const std::string key = kv.substr(0, kv.find('='));
-    if (key == "PATH") path_var += ":" + kv.substr(5);
+    if (key == "PATH") path_var += ":" + kv.substr(5), had_path = true;
     if (overridden.count(key)) continue;
     env_strings.push_back(std::move(kv));
   }
+  if (!had_path) path_var += ":/usr/bin:/bin";
   env_strings.push_back("PREFIX=" + prefix.string());
   env_strings.push_back("ROOT_PREFIX=" + prefix.string());
   env_strings.push_back("PKG_NAME=" + record.name);
   env_strings.push_back("PKG_VERSION=" + record.version.to_string());
   env_strings.push_back("PKG_BUILDNUM=" + std::to_string(record.build_number));
   env_strings.push_back("PATH=" + path_var);
+  if (!source_dir.empty()) env_strings.push_back("SOURCE_DIR=" + source_dir.string());
+  if (action == "post-link") {
+    env_strings.push_back("CONDA_PREFIX=" + prefix.string());
+    // conda's activation (which conda runs post-link scripts inside) also sets the environment's
+    // own variables, `conda env config vars` in conda-meta/state: {"env_vars": {NAME: VALUE}}.
+    if (auto text = detail::read_file(prefix / "conda-meta" / "state"); text) {
+      const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+      if (j.is_object() && j.contains("env_vars") && j["env_vars"].is_object()) {
+        for (const auto& [key, value] : j["env_vars"].items()) {
+          const bool name_ok = !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0])) &&
+                               std::all_of(key.begin(), key.end(), [](char ch) {
+                                 return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+                               });
+          if (!name_ok || !value.is_string() || overridden.count(key)) continue;
+          std::erase_if(env_strings, [&](const std::string& kv) { return kv.starts_with(key + "="); });
+          env_strings.push_back(key + "=" + value.get<std::string>());
+        }
+      }
+    }
+  }
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -363,8 +427,12 @@ Status run_script(const fs::path& prefix, const RepoDataRecord& record, const st
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
   const std::string dir = script.parent_path().string();
   posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
-  std::string sh = "/bin/sh", x = "-x", path = script.string();
-  char* argv[] = {sh.data(), x.data(), path.data(), nullptr};
+  std::string sh = script_shell(), x = "-x", path = script.string(), c = "-c", wrapper = kPostLinkWrapper,
+              name = "envlock-" + action;
+  std::vector<char*> argv = {sh.data(), x.data()};
+  if (action == "post-link") argv.insert(argv.end(), {c.data(), wrapper.data(), name.data()});
+  argv.push_back(path.data());
+  argv.push_back(nullptr);
   // The child gets an empty signal mask and the default dispositions of SIGINT/SIGTERM/SIGHUP,
   // whatever envlock blocks meanwhile (Ctrl-C stops a hanging script as it would stop conda's).
   posix_spawnattr_t attr;
@@ -379,13 +447,13 @@ Status run_script(const fs::path& prefix, const RepoDataRecord& record, const st
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, "/bin/sh", &actions, &attr, argv, envp.data());
+  const int rc = ::posix_spawn(&pid, sh.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(pipefd[1]);
   if (rc != 0) {
     ::close(pipefd[0]);
-    return io_error(script, "cannot start /bin/sh", rc);
+    return io_error(script, "cannot start " + sh, rc);
   }
   std::string output;
   char buffer[4096];
@@ -492,7 +560,8 @@ nlohmann::json origin_json(const PrefixOrigin& o) {
                         {"lockfile", o.lockfile},
                         {"lockfile_hash", o.lockfile_hash},
                         {"manifest_hash", o.manifest_hash},
-                        {"platform", o.platform}};
+                        {"platform", o.platform},
+                        {"prefix", o.prefix}};
 }
 
 /// How many threads link the planned packages: 1 (one after the other) unless every plan was
@@ -537,10 +606,14 @@ void link_in_parallel(const detail::LinkContext& ctx, const std::vector<PackageT
   auto worker = [&] {
     detail::WrittenFiles::Join join(written);
     detail::LinkContext own = ctx;
-    std::unordered_set<std::string> known_dirs;
-    own.known_dirs = &known_dirs;
+    auto tree = detail::Tree::open(ctx.stage);
+    if (tree) own.tree = &*tree;
     for (std::size_t i; (i = next++) < packages.size();) {
       if (!plans[i]) continue;
+      if (!tree) {
+        results[i] = tree.error();
+        continue;
+      }
       try {
         results[i] = detail::link_planned(own, packages[i], **plans[i]);
       } catch (const std::exception& e) {  // out of memory, say: an error of this package, not a crash
@@ -554,10 +627,37 @@ void link_in_parallel(const detail::LinkContext& ctx, const std::vector<PackageT
   for (auto& t : pool) t.join();
 }
 
+/// The files of `package`'s `info/prelink_messages/` (conda shows them before linking it), as
+/// conda prints them: `File NAME:` and the text indented by two spaces; empty when none.
+std::string prelink_messages(const PackageToLink& package) {
+  const fs::path dir = package.extracted_dir / "info" / "prelink_messages";
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  std::string out;
+  for (const auto& f : files) {
+    auto text = detail::read_file(f);
+    if (!text) continue;
+    out += (out.empty() ? package.record.dist_name() + ": PRELINK MESSAGES\n" : "") + "  File " +
+           f.filename().string() + ":\n";
+    std::size_t start = 0;
+    while (start < text->size()) {
+      std::size_t end = text->find('\n', start);
+      if (end == std::string::npos) end = text->size();
+      out += "    " + text->substr(start, end - start) + "\n";
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
 /// Makes the stage hold everything; returns the report. The prefix is not touched.
 Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
                                   const std::vector<PrefixRecord>& old_records,
-                                  const std::set<std::string>& damaged_records, bool has_old,
+                                  const std::set<std::string>& damaged_records, bool has_old, bool moved,
                                   const std::vector<PackageToLink>& packages,
                                   const InstallOptions& options,
                                   std::vector<const PackageToLink*>& post_link) {
@@ -566,14 +666,24 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   ctx.stage = stage;
   ctx.target_prefix = prefix.string();
   ctx.mode = options.link_mode;
-  std::unordered_set<std::string> known_dirs;
-  ctx.known_dirs = &known_dirs;
+  auto tree = detail::Tree::open(stage);
+  if (!tree) return tree.error();
+  ctx.tree = &*tree;
   for (const auto& p : packages) {
     if (p.record.name == "python") {
       ctx.python_xy = python_xy(p.record);
       ctx.site_packages = p.record.python_site_packages_path.empty()
                               ? "lib/python" + ctx.python_xy + "/site-packages"
                               : p.record.python_site_packages_path;
+      // CEP-17's field steers where every noarch: python file goes: a relative, normalised path
+      // inside the prefix, or the install is refused (a lockfile's "../../etc" must not be used).
+      if (!detail::safe_relative_path(ctx.site_packages) || ctx.site_packages.starts_with("conda-meta")) {
+        return Error{ErrorKind::Integrity, p.record.dist_name(),
+                     "python_site_packages_path \"" + ctx.site_packages + "\" is not a relative path inside the prefix",
+                     "nothing was installed; the prefix was not touched",
+                     "fix the record's python_site_packages_path in the lockfile (e.g. lib/python3.13t/site-packages), "
+                     "or lock again"};
+      }
     }
   }
 
@@ -592,10 +702,10 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
     const PackageToLink& p = packages[i];
     if (options.progress) options.progress(i, packages.size(), p.record);
     auto it = old_by_name.find(p.record.name);
-    if (it != old_by_name.end() && same_package(*it->second, p.record)) {
+    if (!moved && it != old_by_name.end() && same_package(*it->second, p.record)) {
       bool complete = true;
       for (const auto& f : it->second->files)
-        if (!fs::exists(fs::symlink_status(prefix / f, ec))) complete = false;
+        if (!detail::safe_relative_path(f) || !fs::exists(fs::symlink_status(prefix / f, ec))) complete = false;
       if (complete) {
         kept_of[i] = it->second;
         continue;
@@ -607,13 +717,31 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   // Packages are linked in parallel when the order cannot matter: every plan read, and no path
   // (file, symlink or entry point) of one package is a path, or a folder above a path, of another
   // or of a kept package. Otherwise one after the other, later packages clobbering earlier ones.
+  // conda's two steps before a package is linked (conda/core/link.py): its
+  // `info/prelink_messages/` files are shown to the user (conda then asks to confirm; envlock,
+  // non-interactive, shows them as messages), and its pre-link script runs from the package
+  // cache (PREFIX the final prefix, SOURCE_DIR the package), a failure stopping the install.
+  for (std::size_t i = 0; i < packages.size(); ++i) {
+    if (kept_of[i] != nullptr || !plans[i]->ok()) continue;
+    if (auto text = prelink_messages(packages[i]); !text.empty()) report.messages.push_back(std::move(text));
+    if (options.scripts != RunScripts::Yes) continue;
+    const fs::path script = packages[i].extracted_dir / "bin" / ("." + packages[i].record.name + "-pre-link.sh");
+    if (!fs::is_regular_file(script, ec)) continue;
+    report.warnings.push_back(packages[i].record.dist_name() +
+                              " ran a pre-link script (it can change the package cache; conda warns about these too)");
+    if (auto st = run_script(prefix, packages[i].record, "pre-link", report.messages, packages[i].extracted_dir); !st) {
+      Error e = st.error();
+      e.hint = "nothing was installed; the prefix was not touched; fix the package or pass --no-scripts";
+      return e;
+    }
+  }
   std::vector<std::optional<Result<detail::LinkResult>>> linked_results(packages.size());
   const std::size_t threads = link_threads(packages, kept_of, plans, all_planned, options.link_threads);
   if (threads > 1) {
     for (std::size_t i = 0; i < packages.size(); ++i)
       if (kept_of[i] != nullptr)
         for (const auto& f : kept_of[i]->files)
-          if (auto st = carry_path(prefix, stage, f); !st) return st.error();
+          if (auto st = carry_path(prefix, *tree, f); !st) return st.error();
     link_in_parallel(ctx, packages, plans, threads, linked_results);
   }
   std::vector<PrefixRecord> records;
@@ -623,7 +751,7 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
     if (kept_of[i] != nullptr) {
       if (threads <= 1)
         for (const auto& f : kept_of[i]->files)
-          if (auto st = carry_path(prefix, stage, f); !st) return st.error();
+          if (auto st = carry_path(prefix, *tree, f); !st) return st.error();
       PrefixRecord kept = *kept_of[i];
       kept.requested_spec = p.requested_spec;
       records.push_back(std::move(kept));
@@ -642,12 +770,27 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
     report.installed.push_back(p.record.dist_name());
     linked.push_back(&p);
   }
+  // The transaction as a whole: every symbolic link of the new tree, whichever packages made the
+  // links it goes through, must resolve inside the prefix (a link `d -> .` of one package and
+  // `d/d/e -> ../../x` of another each look harmless alone).
+  for (const auto& r : records)
+    for (const auto& path : r.paths)
+      if (path.type == PathEntry::Type::SoftLink && tree->link_leaves(path.path)) {
+        return Error{ErrorKind::Integrity, r.dist_name(),
+                     "symbolic link " + path.path + " resolves outside the prefix (through the links of the packages "
+                     "installed together)",
+                     "nothing was installed; the prefix was not touched",
+                     "refusing an environment whose links lead out of it; remove the packages that make them from the "
+                     "lockfile"};
+      }
   for (const auto& r : old_records)
     if (!new_names.count(r.name)) report.removed.push_back(r.dist_name());
   // Old records replaced by another build of the same name count as removed too.
   for (const auto& r : old_records)
     if (new_names.count(r.name) &&
-        std::find(report.kept.begin(), report.kept.end(), r.dist_name()) == report.kept.end())
+        std::find(report.kept.begin(), report.kept.end(), r.dist_name()) == report.kept.end() &&
+        !(moved && std::any_of(packages.begin(), packages.end(),
+                               [&](const PackageToLink& p) { return same_package(r, p.record); })))
       report.removed.push_back(r.dist_name());
 
   // Pre-unlink scripts of the packages that go (removed, or replaced by another build) run in the
@@ -676,14 +819,13 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
       }
       if (it->is_directory(ec) && !it->is_symlink(ec)) continue;
       if (owned.count(rel)) continue;
-      if (auto st = carry_path(prefix, stage, rel); !st) return st.error();
+      if (auto st = carry_path(prefix, *tree, rel); !st) return st.error();
     }
     if (ec) return io_error(prefix, "cannot walk the existing environment", ec.value());
   }
 
   // conda-meta: records, history, origin; other files conda-meta held (pinned, ...) carried.
-  const fs::path meta = stage / "conda-meta";
-  if (auto st = detail::make_dirs(meta); !st) return st.error();
+  if (auto st = tree->dir("conda-meta", true); !st) return st.error();
   std::set<std::string> old_record_files;
   for (const auto& r : old_records) old_record_files.insert(r.dist_name() + ".json");
   std::string history;
@@ -697,13 +839,13 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
       if (name == kOriginFile || old_record_files.count(name) || damaged_records.count(name) ||
           !entry.is_regular_file())
         continue;
-      if (auto st = carry_path(prefix, stage, "conda-meta/" + name); !st) return st.error();
+      if (auto st = carry_path(prefix, *tree, "conda-meta/" + name); !st) return st.error();
     }
   }
   for (const auto& r : records) {
     nlohmann::json j;
     r.to_json(j);
-    if (auto st = detail::write_new_file(meta / (r.dist_name() + ".json"), j.dump(2) + "\n", 0644); !st)
+    if (auto st = tree->write_new("conda-meta/" + r.dist_name() + ".json", j.dump(2) + "\n", 0644); !st)
       return st.error();
   }
   if (!history.empty() && !history.ends_with('\n')) history += '\n';
@@ -719,8 +861,8 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   for (const auto* p : linked) lines.push_back(history_line('+', p->record));
   std::sort(lines.begin(), lines.end());
   for (const auto& l : lines) history += l + "\n";
-  if (auto st = detail::write_new_file(meta / "history", history, 0644); !st) return st.error();
-  if (auto st = detail::write_new_file(meta / kOriginFile, origin_json(options.origin).dump(2) + "\n", 0644); !st)
+  if (auto st = tree->write_new("conda-meta/history", history, 0644); !st) return st.error();
+  if (auto st = tree->write_new(std::string("conda-meta/") + kOriginFile, origin_json(options.origin).dump(2) + "\n", 0644); !st)
     return st.error();
 
   if (options.scripts == RunScripts::Yes) {
@@ -737,10 +879,36 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
 
 }  // namespace
 
-Status check_install_prefix(const fs::path& prefix_in) {
+Status check_install_prefix(const fs::path& prefix_in, ForeignPrefix foreign) {
   auto prefix = checked_prefix(prefix_in);
   if (!prefix) return prefix.error();
-  return check_install_target(*prefix);
+  return check_install_target(*prefix, foreign);
+}
+
+TransactionPlan plan_transaction(const fs::path& prefix_in, const std::vector<RepoDataRecord>& records) {
+  TransactionPlan plan;
+  const fs::path prefix = normalized_prefix(prefix_in);
+  std::set<std::string> damaged;
+  std::error_code ec;
+  std::vector<PrefixRecord> old;
+  if (fs::is_directory(prefix / "conda-meta", ec)) old = read_records_tolerant(prefix, plan.warnings, damaged);
+  std::map<std::string, const PrefixRecord*> old_by_name;
+  for (const auto& r : old) old_by_name[r.name] = &r;
+  std::set<std::string> names;
+  for (const auto& r : records) {
+    names.insert(r.name);
+    const auto it = old_by_name.find(r.name);
+    if (it == old_by_name.end()) plan.added.push_back(r.dist_name());
+    else if (same_package(*it->second, r)) plan.unchanged.push_back(r.dist_name());
+    else plan.changed.emplace_back(it->second->dist_name(), r.dist_name());
+  }
+  for (const auto& r : old)
+    if (!names.count(r.name)) plan.removed.push_back(r.dist_name());
+  std::sort(plan.added.begin(), plan.added.end());
+  std::sort(plan.removed.begin(), plan.removed.end());
+  std::sort(plan.changed.begin(), plan.changed.end());
+  std::sort(plan.unchanged.begin(), plan.unchanged.end());
+  return plan;
 }
 
 Result<std::optional<fs::path>> interrupted_install(const fs::path& prefix_in) {
@@ -843,7 +1011,7 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
   for (const auto& p : packages)
     if (auto st = check_index_json(p); !st) return st.error();
   // Validate before taking the lock: a refusal writes nothing (no lock file either).
-  if (auto st = check_install_target(prefix); !st) return st.error();
+  if (auto st = check_install_target(prefix, options.foreign); !st) return st.error();
   if (auto st = detail::make_dirs(prefix.parent_path()); !st) return st.error();
   auto lock = PrefixLock::acquire(prefix);
   if (!lock) return lock.error();
@@ -878,7 +1046,20 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
 
   std::vector<const PackageToLink*> post_link;
   detail::WrittenFiles written;
-  auto report = build_stage(prefix, stage, old_records, damaged_records, has_old, packages, options, post_link);
+  // The prefix written into the files is recorded (conda-meta/envlock "prefix"); a prefix whose
+  // recorded one differs was moved: its files hold the old path, so every package is relinked
+  // (relocated to the prefix really there) instead of carried over.
+  InstallOptions opts = options;
+  opts.origin.prefix = prefix.string();
+  bool moved = false;
+  if (has_old) {
+    if (auto o = read_prefix_origin(prefix); o && *o && !(*o)->prefix.empty() && (*o)->prefix != prefix.string()) {
+      moved = true;
+      damaged_warnings.push_back("the environment was moved from " + (*o)->prefix +
+                                 " (recorded in conda-meta/envlock); every package is linked again for " + prefix.string());
+    }
+  }
+  auto report = build_stage(prefix, stage, old_records, damaged_records, has_old, moved, packages, opts, post_link);
   if (!report) {
     (void)detail::remove_tree(stage);
     return report.error();
@@ -991,10 +1172,11 @@ Result<std::optional<PrefixOrigin>> read_prefix_origin(const fs::path& prefix) {
   o.manifest_hash = j.value("manifest_hash", "");
   o.environment = j.value("environment", "");
   o.platform = j.value("platform", "");
+  o.prefix = j.value("prefix", "");
   return std::optional<PrefixOrigin>(std::move(o));
 }
 
-Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts scripts) {
+Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts scripts, DryRun dry_run) {
   // Everything is checked before the lock file is created: a refusal writes nothing.
   auto checked = checked_prefix(prefix_in);
   if (!checked) return checked.error();
@@ -1010,6 +1192,13 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
     return Error{ErrorKind::Io, prefix.string(),
                  "was not made by envlock (no conda-meta/envlock); refusing to delete it", "",
                  "remove it with the tool that made it"};
+  }
+  if (dry_run == DryRun::Yes) {
+    RemoveReport report;
+    std::set<std::string> damaged;
+    for (const auto& r : read_records_tolerant(prefix, report.warnings, damaged)) report.removed.push_back(r.dist_name());
+    std::sort(report.removed.begin(), report.removed.end());
+    return report;
   }
   auto lock = PrefixLock::acquire(prefix);
   if (!lock) return lock.error();

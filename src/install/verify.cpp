@@ -10,6 +10,7 @@
 #include "envlock/install.hpp"
 #include "envlock/record_path.hpp"
 #include "fs_util.hpp"
+#include "link.hpp"
 
 namespace envlock {
 
@@ -200,6 +201,12 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
     for (const auto& e : entries) {
       if (pip_rows.count(e.path) != 0) continue;
       ++report.files_checked;
+      if (!detail::safe_relative_path(e.path)) {
+        // A record edited to name a path outside the prefix (`../../etc/shadow`) is never read.
+        report.drift.push_back({FileDrift::Kind::Modified, e.path, dist,
+                                "the record names a path that is not a relative path inside the prefix"});
+        continue;
+      }
       const fs::path path = prefix / e.path;
       struct stat st {};
       if (::lstat(path.c_str(), &st) != 0) {

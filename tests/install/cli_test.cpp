@@ -719,6 +719,11 @@ std::set<std::string> dists(const fs::path& prefix) {
   return out;
 }
 
+LockedPackage make_post_link_package(const fs::path& dir, const std::string& name, const std::string& post_link);
+
+// The new environment runs post-link scripts (envlock-greet's, and one that takes a while, so
+// kills land inside scripts too): a kill during them leaves the new tree marked pending, with the
+// old one kept beside it for the next run to restore — still the old or the new, never a mix.
 TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
   const fs::path channel = make_fixture_channel();
   auto linux = channel_records(channel, "linux-64", "file://" + channel.string());
@@ -727,6 +732,8 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
   for (const auto& p : linux)
     if (p.name == "envlock-hello") old_set.push_back(p);
   new_set.insert(new_set.end(), noarch.begin(), noarch.end());
+  new_set.push_back(make_post_link_package(root_ / "slow", "envlock-slowpost",
+                                           "sleep 0.1\necho slowpost ran > \"$PREFIX/.messages.txt\"\n"));
   const fs::path old_lock = write_lock(make_lockfile(old_set), "old.lock");
   const fs::path new_lock = write_lock(make_lockfile(new_set), "new.lock");
   const fs::path prefix = root_ / "env";
@@ -759,7 +766,7 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
   const auto full_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
 
   std::mt19937 rng(20261130);
-  int saw_old = 0, saw_new = 0;
+  int saw_old = 0, saw_new = 0, saw_pending = 0;
   for (int run = 0; run < 100; ++run) {
     const bool forward = run % 2 == 0;  // alternate old->new and new->old
     const fs::path target = forward ? new_lock : old_lock;
@@ -777,6 +784,15 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
     ASSERT_TRUE(fs::is_directory(prefix)) << "the prefix vanished";
     const auto now = dists(prefix);
     ASSERT_TRUE(now == from || now == to) << "a mix of old and new";
+    auto pending = interrupted_install(prefix);
+    ASSERT_TRUE(pending.ok()) << pending.error().to_string();
+    if (pending->has_value()) {  // killed while post-link scripts ran: the new tree, the old one kept
+      ASSERT_EQ(now, to);
+      if (!(*pending)->empty()) {
+        EXPECT_EQ(dists(**pending), from) << "the tree kept for the rollback";
+      }
+      ++saw_pending;
+    }
     auto v = verify_prefix(prefix);
     ASSERT_TRUE(v.ok()) << v.error().to_string();
     ASSERT_TRUE(v->clean()) << v->drift.front().path << ": " << v->drift.front().reason;
@@ -788,6 +804,7 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
   for (const auto& [k, v] : env_) ::unsetenv(k.c_str());
   EXPECT_GT(saw_old, 0);
   EXPECT_GT(saw_new, 0);
+  EXPECT_GT(saw_pending, 0) << "no kill landed in a post-link script";
   // The next run cleans whatever a killed run left beside the prefix.
   ASSERT_EQ(envlock("install -l " + q(new_lock) + " -p " + q(prefix)).exit_code, 0);
   for (const auto& e : fs::directory_iterator(prefix.parent_path()))
@@ -1046,3 +1063,239 @@ TEST_F(BadInput, AFileEditedThroughAHardLinkIsNotLinkedIntoTheNextEnvironment) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Issue 23: unverified content, virtual packages as records, local files outside the lockfile's
+// folder, foreign conda environments, dry runs, terminal-safe messages, conda's test recipes.
+
+TEST_F(BadInput, ARecordWithoutAHashIsRefusedUnlessAllowUnverified) {
+  auto records = good_;
+  for (auto& r : records) r.sha256.clear(), r.md5.clear();
+  const fs::path lock = write_lock(make_lockfile(records), "nohash.lock");
+  fs::remove_all(root_ / "pkgs");
+  const fs::path fresh = root_ / "fresh";
+  auto r = envlock("install -l " + q(lock) + " -p " + q(fresh));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "error: envlock-hello-1.0.0-0: has neither a sha256 nor an md5 in the lockfile, so its archive cannot be "
+            "verified\nrecords without a hash: envlock-hello-1.0.0-0, python-" +
+                std::string(records[1].version.to_string()) + "-" + records[1].build +
+                "\nnothing was downloaded; the prefix was not touched\nhint: lock again (envlock records sha256 and "
+                "md5), or pass --allow-unverified to install them unchecked\n");
+  EXPECT_FALSE(fs::exists(fresh));
+  EXPECT_FALSE(fs::exists(root_ / "pkgs") && !fs::is_empty(root_ / "pkgs")) << "nothing may be downloaded";
+  auto allowed = envlock("install --allow-unverified -l " + q(lock) + " -p " + q(fresh));
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+  EXPECT_NE(allowed.err.find("warning: --allow-unverified: installing 2 package(s) whose archives cannot be verified "
+                             "(no sha256 or md5): envlock-hello-1.0.0-0, python-"),
+            std::string::npos)
+      << allowed.err;
+  // md5 alone is a hash conda verifies with: no flag needed.
+  records = good_;
+  for (auto& rec : records) rec.sha256.clear();
+  EXPECT_EQ(envlock("install -l " + q(write_lock(make_lockfile(records), "md5.lock")) + " -p " + q(root_ / "md5")).exit_code, 0);
+  expect_intact();
+}
+
+TEST_F(BadInput, AVirtualPackageAsARecordIsNeverInstalled) {
+  auto records = good_;
+  LockedPackage v = records[0];
+  v.name = "__cuda";
+  v.file_name = "__cuda-12.0-0.conda";
+  v.url = "file://" + channel_.string() + "/linux-64/__cuda-12.0-0.conda";
+  records.push_back(v);
+  const fs::path lock = write_lock(make_lockfile(records), "virtual.lock");
+  for (const std::string flags : {"", "--allow-unverified --force --ignore-host "}) {
+    auto r = envlock("install " + flags + "-l " + q(lock) + " -p " + q(prefix_));
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err, "error: __cuda-" + v.version.to_string() + "-" + v.build +
+                         ": is a virtual package (__cuda), which describes the host and is never installed\nlockfile: " +
+                         lock.string() +
+                         "\nhint: remove the record from the lockfile's packages (virtual packages belong in its "
+                         "virtual_packages), or lock again\n");
+  }
+  expect_intact();
+}
+
+TEST_F(BadInput, ALocalFileOutsideTheLockfilesFolderIsNamedInAWarning) {
+  const fs::path elsewhere = root_ / "review" / "pr-42";
+  fs::create_directories(elsewhere);
+  const fs::path lock = elsewhere / "envlock.lock";
+  ASSERT_TRUE(make_lockfile(good_).write(lock).ok());
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> names;
+  for (const auto& rec : good_) names.push_back(rec.dist_name());
+  std::sort(names.begin(), names.end());
+  EXPECT_NE(r.err.find("warning: " + std::to_string(names.size()) + " package(s) come from file://" + channel_.string() +
+                       ", a local folder outside the lockfile's folder " + elsewhere.string() +
+                       " (check that it is the one meant): " + names[0] + ", " + names[1] + "\n"),
+            std::string::npos)
+      << r.err;
+  auto inside = envlock("install -l " + q(root_ / "good.lock") + " -p " + q(prefix_));
+  EXPECT_EQ(inside.err.find("outside the lockfile's folder"), std::string::npos) << inside.err;
+}
+
+TEST_F(BadInput, ACondaEnvironmentEnvlockDidNotMakeNeedsForce) {
+  const fs::path theirs = root_ / "conda-env";
+  spit(theirs / "conda-meta/history", "==> 2024-01-01 00:00:00 <==\n");
+  spit(theirs / "bin/mine", "user file\n");
+  const std::string good = q(root_ / "good.lock");
+  auto r = envlock("install -l " + good + " -p " + q(theirs));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + theirs.string() +
+                       ": holds a conda environment that envlock did not make (conda-meta/ without conda-meta/envlock)\n"
+                       "installing would replace its packages with the lockfile's and drop the ones it lacks\n"
+                       "hint: choose another prefix, or pass --force to make it the lockfile's environment\n");
+  EXPECT_FALSE(fs::exists(theirs / "bin/envlock-hello"));
+  EXPECT_FALSE(fs::exists(root_ / ".conda-env.envlock-lock"));
+  auto forced = envlock("install --force -l " + good + " -p " + q(theirs));
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_EQ(slurp(theirs / "bin/mine"), "user file\n");
+  EXPECT_EQ(run_command(q(theirs / "bin/envlock-hello")).exit_code, 0);
+}
+
+TEST_F(BadInput, DryRunsPrintTheTransactionAndTouchNothing) {
+  auto records = channel_records(channel_, "noarch", "file://" + channel_.string());
+  auto with_noarch = good_;
+  with_noarch.insert(with_noarch.end(), records.begin(), records.end());
+  const fs::path lock = write_lock(make_lockfile(with_noarch), "more.lock");
+  fs::remove_all(root_ / "pkgs");
+  auto r = envlock("install --dry-run -l " + q(lock) + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::string expected = "dry run: environment 'default' (linux-64) in " + prefix_.string() +
+                         " would change as follows; nothing was changed\n";
+  std::vector<std::string> added;
+  for (const auto& p : records) added.push_back(p.dist_name());
+  std::sort(added.begin(), added.end());
+  for (const auto& d : added) expected += "  added      " + d + "\n";
+  std::vector<std::string> kept;
+  for (const auto& p : good_) kept.push_back(p.dist_name());
+  std::sort(kept.begin(), kept.end());
+  for (const auto& d : kept) expected += "  unchanged  " + d + "\n";
+  expected += "  " + std::to_string(added.size()) + " added, 0 removed, 0 changed, " + std::to_string(kept.size()) +
+              " unchanged\n";
+  EXPECT_EQ(r.out, expected);
+  EXPECT_EQ(r.err, "");
+  auto j = envlock("install --dry-run --json -l " + q(lock) + " -p " + q(root_ / "new-env"));
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto json = nlohmann::json::parse(j.out);
+  EXPECT_EQ(json["dry_run"], true);
+  EXPECT_EQ(json["added"].size(), with_noarch.size());
+  EXPECT_FALSE(fs::exists(root_ / "new-env"));
+  EXPECT_FALSE(fs::exists(root_ / ".new-env.envlock-lock"));
+  EXPECT_FALSE(fs::exists(root_ / "pkgs") && !fs::is_empty(root_ / "pkgs")) << "nothing may be downloaded";
+
+  auto rm = envlock("remove --dry-run -p " + q(prefix_));
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  std::string rm_expected = "dry run: " + prefix_.string() + " would be removed; nothing was changed\n";
+  for (const auto& d : kept) rm_expected += "  removed    " + d + "\n";
+  rm_expected += "  " + std::to_string(kept.size()) + " removed\n";
+  EXPECT_EQ(rm.out, rm_expected);
+  expect_intact();
+
+  // create --dry-run neither writes the lockfile nor the environment.
+  const fs::path project = root_ / "project";
+  spit(project / "envlock.yaml", "name: p\nchannels: [" + channel_.string() +
+                                     "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-hello\n");
+  auto c = envlock("create --dry-run -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("  added      envlock-hello-1.0.0-0\n"), std::string::npos) << c.out;
+  EXPECT_FALSE(fs::exists(project / "envlock.lock"));
+  EXPECT_FALSE(fs::exists(project / ".envlock"));
+}
+
+/// True when `s` holds a raw control byte other than a line break (a C1 as UTF-8 counts).
+bool has_raw_control(const std::string& s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\n') || c == 0x7f) return true;
+    if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(s[i + 1]) <= 0x9f)
+      return true;
+  }
+  return false;
+}
+
+TEST_F(BadInput, ControlBytesFromALockfileNeverReachTheTerminalRaw) {
+  auto records = good_;
+  records[0].build = "0\x1b]0;pwned\x07";
+  records[0].url += "\x1b[2J";
+  records[0].sha256.clear();
+  records[0].md5.clear();
+  const fs::path lock = write_lock(make_lockfile(records), "evil.lock");
+  for (const std::string& args : {"install -l " + q(lock) + " -p " + q(root_ / "x"),
+                                 "install --dry-run -l " + q(lock) + " -p " + q(prefix_),
+                                 "list -l " + q(lock), "show " + q(lock), "diff " + q(root_ / "good.lock") + " " + q(lock),
+                                 "export -l " + q(lock)}) {
+    auto r = envlock(args);
+    SCOPED_TRACE(args);
+    EXPECT_FALSE(has_raw_control(r.out)) << r.out;
+    EXPECT_FALSE(has_raw_control(r.err)) << r.err;
+  }
+  auto r = envlock("install -l " + q(lock) + " -p " + q(root_ / "x"));
+  EXPECT_NE(r.err.find("error: envlock-hello-1.0.0-0\\x1b]0;pwned\\x07: has neither a sha256"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, CondasTestRecipesWithBashScriptsAndPrelinkMessagesInstall) {
+  if (!have_corpus()) GTEST_SKIP() << "the shared corpus is absent (looked in " << kCorpus.string() << "; set ENVLOCK_SHARED_DIR): conda's test recipes are in it";
+  if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "bash is not installed";
+  const fs::path dir = root_ / "channels" / "test-recipes";
+  corpus_channel("conda__conda/tests__data__test-recipes__", dir, {"noarch"});
+  // post_link-c checks with bash's [[ ]] and returns at top level (conda sources it) that
+  // post_link-b's file is there; post_link-d that post_link-e's post-link script made bin/file.
+  const std::set<std::string> wanted = {"post_link-b", "post_link-c", "post_link-d", "post_link-e",
+                                        "pre_link_messages_package", "post_link_run_in_env_package"};
+  std::vector<LockedPackage> records;
+  for (auto& p : channel_records(dir, "noarch", "file://" + dir.string()))
+    if (wanted.count(p.name)) records.push_back(p);
+  ASSERT_EQ(records.size(), wanted.size());
+  const fs::path prefix = root_ / "envs" / "recipes";
+  fs::create_directories(prefix / "conda-meta");
+  spit(prefix / "conda-meta/envlock", "{}\n");
+  spit(prefix / "conda-meta/state", R"({"env_vars": {"TEST_VAR": "1"}})");  // `conda env config vars set`
+  auto r = envlock("install -l " + q(write_lock(make_lockfile(records), "recipes.lock")) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(slurp(prefix / "bin/file"), "test\n");
+  EXPECT_NE(r.out.find("pre_link_messages_package-1.0-0: PRELINK MESSAGES\n  File message-from-pkg.txt:\n    Lorem ipsum "
+                       "dolor sit amet, consectetur adipiscing elit,\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  File message-from-pkg2.txt:\n    Spam spam spam,\n    SPAM!\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TEST_VAR is set to :1:\nSuccess: TEST_VAR is set correctly\n"), std::string::npos) << r.out;
+  // Without the environment's variable the recipe's own check fails, as it does under conda.
+  fs::remove(prefix / "conda-meta/state");
+  std::vector<LockedPackage> just_env;
+  for (const auto& p : records)
+    if (p.name == "post_link_run_in_env_package") just_env.push_back(p);
+  const fs::path other = root_ / "envs" / "no-var";
+  auto failed = envlock("install -l " + q(write_lock(make_lockfile(just_env), "env.lock")) + " -p " + q(other));
+  EXPECT_EQ(failed.exit_code, 1) << failed.err;
+  EXPECT_NE(failed.err.find("error: post_link_run_in_env_package-1.0-0: post-link script exited with status 1"),
+            std::string::npos)
+      << failed.err;
+  EXPECT_FALSE(fs::exists(other));
+}
+
+TEST_F(BadInput, APythonSitePackagesPathLeavingThePrefixIsRefusedAndShownByDiff) {
+  auto records = good_;
+  for (auto& r : records)
+    if (r.name == "python") r.python_site_packages_path = "../../outside";
+  const fs::path lock = write_lock(make_lockfile(records), "site.lock");
+  auto d = envlock("diff " + q(root_ / "good.lock") + " " + q(lock));
+  EXPECT_NE(d.out.find("python_site_packages_path (none) -> ../../outside"), std::string::npos) << d.out << d.err;
+  // python alone has no noarch: python package to place, yet the field is refused all the same.
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  std::string python_dist;
+  for (const auto& rec : records)
+    if (rec.name == "python") python_dist = rec.dist_name();
+  EXPECT_NE(r.err.find("error: " + python_dist +
+                       ": python_site_packages_path \"../../outside\" is not a relative path inside the prefix\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(root_ / "outside"));
+  expect_intact();
+}

@@ -709,3 +709,288 @@ TEST_F(Installer, PackagesSharingAPathAreLinkedInOrderTheLaterOneWinning) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Issue 23: no write outside the prefix, for the transaction as a whole. Each victim is a file
+// (or folder) beside the environment that must stay untouched.
+
+TEST_F(Installer, ALinkTargetOrPathLeavingThePrefixIsRefusedNamingPackageAndField) {
+  spit(root_ / "victim.txt", "precious\n");
+  struct Case {
+    std::vector<FakeFile> files;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{{"lib/evil", "", false, "", "", "../../victim.txt"}},
+       "symbolic link target of lib/evil \"../../victim.txt\" is not a relative path inside the prefix"},
+      {{{"lib/abs", "", false, "", "", "/etc/passwd"}},
+       "symbolic link target of lib/abs \"/etc/passwd\" is not a relative path inside the prefix"},
+      {{{"conda-meta/x.json", "{}\n"}},
+       "info/paths.json _path (as installed) \"conda-meta/x.json\" is not a relative path inside the prefix"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.message);
+    auto p = make_package("evil", "1", c.files);
+    auto r = install_packages(prefix_, {p}, options());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind, ErrorKind::Integrity);
+    EXPECT_EQ(r.error().where, "evil-1-0");
+    EXPECT_EQ(r.error().message, c.message);
+    EXPECT_FALSE(fs::exists(prefix_));
+    EXPECT_TRUE(siblings().empty());
+  }
+  // paths.json itself naming a way out.
+  auto p = make_package("evil", "1", {{"share/ok", "ok\n"}});
+  spit(p.extracted_dir / "info/paths.json", R"({"paths":[{"_path":"share/../../victim.txt"}],"paths_version":1})");
+  auto r = install_packages(prefix_, {p}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "info/paths.json _path \"share/../../victim.txt\" is not a relative path inside the prefix");
+  EXPECT_EQ(slurp(root_ / "victim.txt"), "precious\n");
+}
+
+TEST_F(Installer, TwoPackagesWhoseLinksTogetherLeadOutsideAreRefused) {
+  // Each link looks harmless alone (lexically inside the prefix); together `up` resolves to the
+  // folder above the prefix, and the second package's file would land there.
+  const fs::path victim = root_ / "envs" / "victim.txt";
+  spit(victim, "precious\n");
+  auto links = make_package("links", "1", {{"x", "", false, "", "", "."}, {"up", "", false, "", "", "x/x/.."}});
+  auto writer = make_package("writer", "1", {{"up/victim.txt", "overwritten\n"}});
+  auto r = install_packages(prefix_, {links, writer}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Integrity);
+  EXPECT_EQ(r.error().where, "writer-1-0");
+  EXPECT_EQ(r.error().message,
+            "up/victim.txt: the folder up is, or is below, a symbolic link that points outside the prefix; refusing "
+            "to write through it");
+  EXPECT_EQ(slurp(victim), "precious\n");
+  EXPECT_FALSE(fs::exists(prefix_));
+  // The links alone make no write outside, but the environment would hold a link leading out.
+  auto alone = install_packages(prefix_, {links}, options());
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(alone.error().where, "links-1-0");
+  EXPECT_EQ(alone.error().message,
+            "symbolic link up resolves outside the prefix (through the links of the packages installed together)");
+  EXPECT_FALSE(fs::exists(prefix_));
+  // In the other order, and with a kept environment under them, the same.
+  auto r2 = install_packages(prefix_, {writer, links}, options());
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(slurp(victim), "precious\n");
+  EXPECT_TRUE(siblings().size() == 1 && siblings()[0] == victim);
+}
+
+TEST_F(Installer, AFileReplacingAnotherPackagesLinkNeverWritesThroughIt) {
+  // `a` links bin/tool to its own data file; `b` installs bin/tool as a relocated file, then as a
+  // hard link: the link is replaced, the file it pointed to stays as `a` made it.
+  auto a = make_package("a", "1", {{"share/real", "a's data\n"}, {"bin/tool", "", false, "", "", "../share/real"}});
+  auto b = make_package("b", "1", {{"bin/tool", "#!/bin/sh\necho " + kTextPh + "\n", true, "text", kTextPh}});
+  auto c = make_package("c", "1", {{"bin/tool", "plain\n"}});
+  for (const auto& second : {b, c}) {
+    fs::remove_all(root_ / "envs");
+    auto r = install_packages(prefix_, {a, second}, options());
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->clobbered, std::vector<std::string>{"bin/tool"});
+    EXPECT_FALSE(fs::is_symlink(prefix_ / "bin/tool"));
+    EXPECT_EQ(slurp(prefix_ / "share/real"), "a's data\n");
+    EXPECT_EQ(slurp(a.extracted_dir / "share/real"), "a's data\n") << "the package cache stays untouched";
+  }
+}
+
+TEST_F(Installer, AnInsidePathThroughAnotherPackagesFolderLinkIsFollowedAsCondaDoes) {
+  auto a = make_package("a", "1", {{"lib/real/.keep", ""}, {"lib64", "", false, "", "", "lib/real"}});
+  auto b = make_package("b", "1", {{"lib64/libb.so", "b\n"}});
+  auto r = install_packages(prefix_, {a, b}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(slurp(prefix_ / "lib/real/libb.so"), "b\n");
+}
+
+TEST_F(Installer, PathFieldsOfTheLockfileAndLinkJsonMustStayInsideThePrefix) {
+  auto python = make_package("python", "3.13.0", {{"bin/python3.13", "#!/bin/sh\n", true}});
+  auto pkg = make_package("demo", "1.0", {{"site-packages/demo/__init__.py", "x = 1\n"}}, "python", {}, "pyh_0");
+  for (const std::string bad : {"../../victim", "/etc", "lib/python3.13t/../../..", "conda-meta/x"}) {
+    SCOPED_TRACE(bad);
+    auto py = python;
+    py.record.python_site_packages_path = bad;
+    auto r = install_packages(prefix_, {py, pkg}, options());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind, ErrorKind::Integrity);
+    EXPECT_EQ(r.error().where, "python-3.13.0-0");
+    EXPECT_EQ(r.error().message, "python_site_packages_path \"" + bad + "\" is not a relative path inside the prefix");
+    EXPECT_FALSE(fs::exists(prefix_));
+  }
+  auto py = python;
+  py.record.python_site_packages_path = "lib/python3.13t/site-packages";
+  ASSERT_TRUE(install_packages(prefix_, {py, pkg}, options()).ok());
+  EXPECT_TRUE(fs::exists(prefix_ / "lib/python3.13t/site-packages/demo/__init__.py"));
+
+  fs::remove_all(root_ / "envs");
+  auto ep = make_package("epkg", "1.0", {{"site-packages/e/__init__.py", ""}}, "python", {"../../escape = e:main"},
+                         "pyh_0");
+  auto r = install_packages(prefix_, {python, ep}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "info/link.json entry point name \"../../escape\" is not a relative path inside the prefix");
+  EXPECT_FALSE(fs::exists(root_ / "escape"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 23: scripts run as conda runs them.
+
+TEST_F(Installer, ScriptsRunUnderBashWithCondasEnvironmentAndPostLinkIsSourced) {
+  if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "bash is not installed";
+  // bash syntax ([[ ]]) and a top-level `return`, as conda's own test recipe post_link-c has: it
+  // works because conda sources post-link scripts inside the activated environment.
+  auto p = make_package("hook", "2.1",
+                        {{"bin/.hook-post-link.sh",
+                          "if [[ -n \"$BASH_VERSION\" ]]; then\n"
+                          "  echo \"$PKG_NAME $PKG_VERSION $PKG_BUILDNUM ${PATH%%:*} $CONDA_PREFIX $MY_VAR\" > "
+                          "\"$PREFIX/marker\"\n"
+                          "  return 0\n"
+                          "fi\n"
+                          "exit 3\n",
+                          true},
+                         {"bin/.hook-pre-unlink.sh", "[[ -f \"$PREFIX/marker\" ]] && echo 'bye' > \"$PREFIX/.messages.txt\"\n",
+                          true}});
+  // pre-link runs from the package cache before linking, SOURCE_DIR naming it.
+  spit(p.extracted_dir / "bin/.hook-pre-link.sh", "[[ -d \"$SOURCE_DIR/info\" ]] || exit 4\n");
+  spit(p.extracted_dir / "info/prelink_messages/note.txt", "read me\nfirst\n");
+  fs::create_directories(prefix_ / "conda-meta");
+  spit(prefix_ / "conda-meta/envlock", "{}\n");
+  spit(prefix_ / "conda-meta/state", R"({"env_vars": {"MY_VAR": "from-state", "BAD NAME": "x"}})");
+  auto r = install_packages(prefix_, {p}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string() << "\n" << r.error().detail;
+  EXPECT_EQ(slurp(prefix_ / "marker"),
+            "hook 2.1 0 " + (prefix_ / "bin").string() + " " + prefix_.string() + " from-state\n");
+  EXPECT_EQ(r->messages, std::vector<std::string>{"hook-2.1-0: PRELINK MESSAGES\n  File note.txt:\n    read me\n    first\n"});
+  EXPECT_EQ(r->warnings, std::vector<std::string>{
+                             "hook-2.1-0 ran a pre-link script (it can change the package cache; conda warns about these too)"});
+  auto removed = remove_environment(prefix_);
+  ASSERT_TRUE(removed.ok()) << removed.error().to_string();
+  EXPECT_EQ(removed->messages, std::vector<std::string>{"bye\n"});
+
+  // A failing pre-link script stops the install before anything is linked.
+  spit(p.extracted_dir / "bin/.hook-pre-link.sh", "echo no; exit 4\n");
+  auto failed = install_packages(prefix_, {p}, options());
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().where, "hook-2.1-0");
+  EXPECT_EQ(failed.error().message, "pre-link script exited with status 4");
+  EXPECT_FALSE(fs::exists(prefix_));
+  EXPECT_TRUE(install_packages(prefix_, {p}, options(RunScripts::No)).ok());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 23: long and odd prefixes; the prefix written into the files is recorded.
+
+TEST(Relocate, PythonShebangUsesTheExecTrampolineWhenNoShebangCanHoldThePrefix) {
+  EXPECT_EQ(python_shebang("/opt/env/bin/python3.11"), "#!/opt/env/bin/python3.11\n");
+  const std::string trampoline = "#!/bin/sh\n'''exec' '/opt/my env/bin/python3.11' \"$0\" \"$@\"\n' '''\n";
+  EXPECT_EQ(python_shebang("/opt/my env/bin/python3.11"), trampoline);
+  const std::string longest_plain = "/" + std::string(123, 'p');  // "#!" + 124 + "\n" = 127 bytes
+  EXPECT_EQ(python_shebang(longest_plain), "#!" + longest_plain + "\n");
+  const std::string too_long = "/" + std::string(124, 'l');  // 128 bytes
+  EXPECT_EQ(python_shebang(too_long), "#!/bin/sh\n'''exec' '" + too_long + "' \"$0\" \"$@\"\n' '''\n");
+  EXPECT_EQ(python_exec_trampoline("/it's"), "#!/bin/sh\n'''exec' '/it'\\''s' \"$0\" \"$@\"\n' '''\n");
+
+  std::string script = "#!/opt/my env/bin/python3.11 -E\nprint(1)\n";
+  EXPECT_TRUE(trampoline_python_shebang(script, "/opt/my env"));
+  EXPECT_EQ(script, trampoline + "print(1)\n");
+  std::string perl = "#!/opt/my env/bin/perl -w\nprint 1;\n";
+  EXPECT_FALSE(trampoline_python_shebang(perl, "/opt/my env"));
+  std::string short_one = "#!/opt/env/bin/python\n";
+  EXPECT_FALSE(trampoline_python_shebang(short_one, "/opt/env"));
+}
+
+TEST_F(Installer, EntryPointsAndPythonScriptsInALongPrefixStartThePrefixPython) {
+  prefix_ = root_ / "envs" / std::string(120, 'l');
+  auto python = make_package("python", "3.11.7", {{"bin/python3.11", "#!/bin/sh\n", true}});
+  auto pkg = make_package("demo", "1.0",
+                          {{"site-packages/demo/__init__.py", "def main():\n    return 0\n"},
+                           {"python-scripts/demo-tool", "#!" + kTextPh + "/bin/python3.11\nprint(1)\n", true, "text", kTextPh},
+                           {"bin/perl-tool", "#!" + kTextPh + "/bin/perl -w\nprint 1;\n", true, "text", kTextPh}},
+                          "python", {"demo-cli = demo:main"}, "pyh_0");
+  auto r = install_packages(prefix_, {python, pkg}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const std::string head = "#!/bin/sh\n'''exec' '" + prefix_.string() + "/bin/python3.11' \"$0\" \"$@\"\n' '''\n";
+  EXPECT_TRUE(slurp(prefix_ / "bin/demo-cli").starts_with(head)) << slurp(prefix_ / "bin/demo-cli");
+  EXPECT_EQ(slurp(prefix_ / "bin/demo-tool"), head + "print(1)\n");
+  EXPECT_EQ(slurp(prefix_ / "bin/perl-tool"), "#!/usr/bin/env perl -w\nprint 1;\n") << "conda's rule for other interpreters";
+  EXPECT_TRUE(verify_prefix(prefix_)->clean());
+}
+
+TEST_F(Installer, TheWrittenPrefixIsRecordedAndAMovedPrefixIsRelinked) {
+  auto p = make_package("tool", "1", {{"bin/tool", "#!/bin/sh\necho " + kTextPh + "\n", true, "text", kTextPh},
+                                      {"share/data", "d\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {p}, options()).ok());
+  EXPECT_EQ((*read_prefix_origin(prefix_))->prefix, prefix_.string());
+  const fs::path moved = root_ / "envs" / "moved";
+  fs::rename(prefix_, moved);
+  auto r = install_packages(moved, {p}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->installed, std::vector<std::string>{"tool-1-0"}) << "relinked, not carried over";
+  EXPECT_TRUE(r->kept.empty());
+  EXPECT_TRUE(r->removed.empty());
+  EXPECT_EQ(r->warnings, std::vector<std::string>{"the environment was moved from " + prefix_.string() +
+                                                  " (recorded in conda-meta/envlock); every package is linked again for " +
+                                                  moved.string()});
+  EXPECT_EQ(slurp(moved / "bin/tool"), "#!/bin/sh\necho " + moved.string() + "\n");
+  EXPECT_EQ((*read_prefix_origin(moved))->prefix, moved.string());
+  // Twice is the same as once: now the recorded prefix is the real one and the package is kept.
+  auto again = install_packages(moved, {p}, options());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->kept, std::vector<std::string>{"tool-1-0"});
+  EXPECT_TRUE(again->warnings.empty());
+  EXPECT_EQ(slurp(moved / "bin/tool"), "#!/bin/sh\necho " + moved.string() + "\n");
+  EXPECT_TRUE(verify_prefix(moved)->clean());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 23: never clobber what envlock did not make; dry runs.
+
+TEST_F(Installer, ACondaEnvironmentEnvlockDidNotMakeIsRefusedUnlessForced) {
+  spit(prefix_ / "conda-meta/history", "==> 2024-01-01 00:00:00 <==\n");
+  spit(prefix_ / "bin/theirs", "conda's\n");
+  auto p = make_package("tool", "1", {{"share/t", "t\n"}});
+  auto st = check_install_prefix(prefix_);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind, ErrorKind::Io);
+  EXPECT_EQ(st.error().to_string(),
+            prefix_.string() + ": holds a conda environment that envlock did not make (conda-meta/ without "
+                               "conda-meta/envlock)\ninstalling would replace its packages with the lockfile's and drop "
+                               "the ones it lacks\nhint: choose another prefix, or pass --force to make it the lockfile's "
+                               "environment");
+  auto r = install_packages(prefix_, {p}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, st.error().message);
+  EXPECT_FALSE(fs::exists(prefix_ / "share/t"));
+  EXPECT_FALSE(fs::exists(root_ / "envs/.demo.envlock-lock")) << "refused before the lock is taken";
+  auto o = options();
+  o.foreign = ForeignPrefix::Allow;
+  ASSERT_TRUE(check_install_prefix(prefix_, ForeignPrefix::Allow).ok());
+  ASSERT_TRUE(install_packages(prefix_, {p}, o).ok());
+  EXPECT_EQ(slurp(prefix_ / "bin/theirs"), "conda's\n") << "files no record owns are carried over";
+  EXPECT_TRUE(check_install_prefix(prefix_).ok()) << "envlock's now";
+}
+
+TEST_F(Installer, PlanTransactionNamesAddedRemovedChangedAndUnchangedWritingNothing) {
+  auto a = make_package("a", "1", {{"share/a", "a\n"}});
+  auto b = make_package("b", "1", {{"share/b", "b\n"}});
+  auto c1 = make_package("c", "1", {{"share/c", "1\n"}});
+  auto c2 = make_package("c", "2", {{"share/c", "2\n"}});
+  auto d = make_package("d", "1", {{"share/d", "d\n"}});
+  auto fresh = plan_transaction(prefix_, {a.record, b.record});
+  EXPECT_EQ(fresh.added, (std::vector<std::string>{"a-1-0", "b-1-0"}));
+  EXPECT_TRUE(fresh.removed.empty() && fresh.changed.empty() && fresh.unchanged.empty());
+  EXPECT_FALSE(fs::exists(prefix_));
+  ASSERT_TRUE(install_packages(prefix_, {a, b, c1}, options()).ok());
+  const auto before = slurp(prefix_ / "conda-meta/history");
+  auto plan = plan_transaction(prefix_, {a.record, c2.record, d.record});
+  EXPECT_EQ(plan.added, std::vector<std::string>{"d-1-0"});
+  EXPECT_EQ(plan.removed, std::vector<std::string>{"b-1-0"});
+  EXPECT_EQ(plan.changed, (std::vector<std::pair<std::string, std::string>>{{"c-1-0", "c-2-0"}}));
+  EXPECT_EQ(plan.unchanged, std::vector<std::string>{"a-1-0"});
+  EXPECT_EQ(slurp(prefix_ / "conda-meta/history"), before);
+
+  auto dry = remove_environment(prefix_, RunScripts::Yes, DryRun::Yes);
+  ASSERT_TRUE(dry.ok());
+  EXPECT_EQ(dry->removed, (std::vector<std::string>{"a-1-0", "b-1-0", "c-1-0"}));
+  EXPECT_TRUE(fs::exists(prefix_ / "share/a"));
+  EXPECT_TRUE(siblings().empty());
+}
