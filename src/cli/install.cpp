@@ -220,8 +220,8 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_flag("--copy", args->copy, "copy files instead of hard-linking them from the package cache");
   sub.add_flag("--ignore-host", args->ignore_host, "install even when this host does not meet the lockfile's requirements");
   sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' post-link scripts");
-  sub.add_flag("--verify-cache", args->verify_cache,
-               "check the sha256 of every cached package file before linking it (default: sizes only)");
+  sub.add_flag("--extra-safety-checks,--verify-cache", args->verify_cache,
+               "check the sha256 of every cached package file before linking it (mamba's name; default: sizes only)");
   sub.callback([&ctx, args] {
     // The prefix first: a bad -p is a usage error whatever the lockfile holds.
     if (auto st = check_install_prefix(args->prefix); !st) {
