@@ -299,7 +299,7 @@ TEST_F(WholeEntry, PkgsDirsFromTheEnvironment) {
   EXPECT_EQ(bad.error().to_string(),
             "ENVLOCK_PKGS_DIRS: 'relative/pkgs' is not an absolute path\nhint: list absolute folders, separated by commas "
             "(as CONDA_PKGS_DIRS)");
-  ::setenv("ENVLOCK_PKGS_DIRS", (dir_ / "a").string() + "," + (dir_ / "b").string(), 1);
+  ::setenv("ENVLOCK_PKGS_DIRS", ((dir_ / "a").string() + "," + (dir_ / "b").string()).c_str(), 1);
   auto cache = PackageCache::open_default();
   ASSERT_TRUE(cache.ok());
   EXPECT_EQ(cache->root(), dir_ / "a");  // missing: created, and the first writable

@@ -489,7 +489,7 @@ class FetchCap : public Fetch {};
 TEST_F(FetchCap, UnknownSizeIsCappedAndTheCapNamed) {
   HttpServer server(dir_ / "srv");
   ASSERT_TRUE(server.ok()) << server.error();
-  for (const std::string url : {server.url("/payload.bin"), "file://" + (dir_ / "srv/payload.bin").string()}) {
+  for (const std::string& url : {server.url("/payload.bin"), "file://" + (dir_ / "srv/payload.bin").string()}) {
     SCOPED_TRACE(url);
     FetchRequest r;
     r.url = url;
@@ -534,11 +534,11 @@ TEST_F(FetchCap, CapFromTheEnvironment) {
   o.max_unknown_size = 7;  // the option wins over the variable
   EXPECT_EQ(envlock::unknown_size_cap(o).value(), 7u);
   o.max_unknown_size.reset();
-  for (const std::string bad : {"0", "12X", "-1", "1.5G", "G", "99999999999999999999"}) {
-    ::setenv("ENVLOCK_MAX_DOWNLOAD_SIZE", bad.c_str(), 1);
+  for (const char* bad : {"0", "12X", "-1", "1.5G", "G", "99999999999999999999"}) {
+    ::setenv("ENVLOCK_MAX_DOWNLOAD_SIZE", bad, 1);
     auto cap = envlock::unknown_size_cap(o);
     ASSERT_FALSE(cap.ok()) << bad;
-    EXPECT_EQ(cap.error().to_string(), "ENVLOCK_MAX_DOWNLOAD_SIZE: '" + bad +
+    EXPECT_EQ(cap.error().to_string(), "ENVLOCK_MAX_DOWNLOAD_SIZE: '" + std::string(bad) +
                                            "' is not a size\nhint: give bytes, or a number with K, M, G or T (powers of "
                                            "1024), e.g. 16G");
   }
