@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "envlock/hash.hpp"
+#include "envlock/install.hpp"
 #include "envlock/package_cache.hpp"
 #include "extract/archive_builder.hpp"
 
@@ -98,6 +99,9 @@ class WholeEntry : public ::testing::Test {
     }
     RepoDataRecord r;
     r.name = name;
+    r.version = envlock::Version::parse("1.0").value();
+    r.build = "0";
+    r.subdir = "noarch";
     r.file_name = dist + ext;
     r.url = "file://" + archive.string();
     auto d = envlock::digest_file(archive);
@@ -372,6 +376,60 @@ TEST_F(WholeEntry, KilledRepairNeverLeavesAnEntryThatPassesButIsNotWhole) {
   for (const auto& e : fs::directory_iterator(dir_ / "pkgs")) {
     EXPECT_EQ(e.path().filename().string().find(".extracting-"), std::string::npos) << "debris left: " << e.path();
   }
+}
+
+// `envlock verify` compares the cache entry a package was linked from with its own paths.json:
+// a cache copy edited, truncated or deleted is reported (Kind::Cache), beside the prefix's own
+// drift when the edit went through a hard link.
+TEST_F(WholeEntry, VerifyReportsCacheCopiesThatNoLongerMatch) {
+  auto r = package("seen", kFiles, kLinks);
+  auto cache = PackageCache::open(dir_ / "pkgs");
+  auto e = cache->ensure(r, with(CacheValidation::Files));
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  envlock::PackageToLink p;
+  p.record = r;
+  p.extracted_dir = e->extracted_dir;
+  p.archive_path = e->archive;
+  envlock::InstallOptions o;
+  o.scripts = envlock::RunScripts::No;
+  const fs::path prefix = dir_ / "env";
+  auto installed = envlock::install_packages(prefix, {p}, o);
+  ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+  auto clean = envlock::verify_prefix(prefix);
+  ASSERT_TRUE(clean.ok());
+  EXPECT_TRUE(clean->clean());
+
+  auto describe = [](const envlock::VerifyReport& v) {
+    std::vector<std::string> out;
+    for (const auto& d : v.drift) {
+      out.push_back(std::to_string(static_cast<int>(d.kind)) + " " + d.path + " " + d.package + ": " + d.reason);
+    }
+    return out;
+  };
+  const std::string data_sha = envlock::hash_bytes("12345", envlock::HashAlgorithm::Sha256).substr(0, 12) + "…";
+  // Same size, through the hard link: the prefix file and the cache copy both changed.
+  spit(prefix / "share/data.txt", "54321");
+  const std::string edited_sha = envlock::hash_bytes("54321", envlock::HashAlgorithm::Sha256).substr(0, 12) + "…";
+  auto linked = envlock::verify_prefix(prefix);
+  ASSERT_TRUE(linked.ok());
+  EXPECT_EQ(describe(*linked), (std::vector<std::string>{
+                                   "0 share/data.txt seen-1.0-0: sha256 " + edited_sha + " != recorded " + data_sha,
+                                   "3 share/data.txt seen-1.0-0: package cache copy: sha256 " + edited_sha +
+                                       " != paths.json " + data_sha}));
+  // The cache copy alone: deleted, truncated (the prefix keeps its own copy of the inode).
+  spit(prefix / "share/data.txt", "12345");
+  fs::remove(e->extracted_dir / "bin/tool");
+  fs::remove(e->extracted_dir / "share/data.txt");
+  spit(e->extracted_dir / "share/data.txt", "12");
+  auto cached = envlock::verify_prefix(prefix);
+  ASSERT_TRUE(cached.ok());
+  EXPECT_EQ(describe(*cached), (std::vector<std::string>{"3 bin/tool seen-1.0-0: package cache copy not found",
+                                                         "3 share/data.txt seen-1.0-0: package cache copy: size 2 != paths.json 5"}));
+  // The cache entry gone altogether (cleaned): nothing to compare, nothing reported.
+  fs::remove_all(e->extracted_dir);
+  auto gone = envlock::verify_prefix(prefix);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_TRUE(gone->clean()) << describe(*gone).size();
 }
 
 }  // namespace
