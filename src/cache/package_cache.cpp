@@ -48,15 +48,18 @@ class EntryLock {
   EntryLock(const EntryLock&) = delete;
   EntryLock& operator=(const EntryLock&) = delete;
 
-  /// A shared flock on an existing lock file of a read-only cache; none when there is no lock
-  /// file (a cache made read-only by its owner is not being changed).
-  static EntryLock shared_if_present(const fs::path& path) {
+  /// A shared flock on an existing lock file of a read-only cache, never waited for: nullopt when
+  /// another process holds it exclusively (it is changing the entry: skip it; waiting while
+  /// holding our own locks could deadlock with a process whose writable folder this is). No
+  /// lock file: an unlocked EntryLock (a cache made read-only by its owner is not being changed).
+  static std::optional<EntryLock> shared_if_free(const fs::path& path) {
     EntryLock l;
     l.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (l.fd_ >= 0) {
-      while (::flock(l.fd_, LOCK_SH) != 0 && errno == EINTR) {
-      }
+    if (l.fd_ < 0) return l;
+    int r = 0;
+    while ((r = ::flock(l.fd_, LOCK_SH | LOCK_NB)) != 0 && errno == EINTR) {
     }
+    if (r != 0) return std::nullopt;
     return l;
   }
 
@@ -461,7 +464,8 @@ std::optional<CacheEntry> find_valid(const std::vector<fs::path>& dirs, const fs
     }
     auto q = plan_for(d, r);
     if (!q.ok()) return std::nullopt;
-    const EntryLock shared = EntryLock::shared_if_present(q->lock);
+    const auto shared = EntryLock::shared_if_free(q->lock);
+    if (!shared) continue;
     if (auto e = valid_entry(*q, r, v)) return e;
   }
   return std::nullopt;
@@ -477,7 +481,8 @@ std::optional<std::pair<fs::path, FileDigests>> find_archive(const std::vector<f
     if (dir == root) continue;
     auto q = plan_for(dir, r);
     if (!q.ok()) return std::nullopt;
-    const EntryLock shared = EntryLock::shared_if_present(q->lock);
+    const auto shared = EntryLock::shared_if_free(q->lock);
+    if (!shared) continue;
     if (auto d = verified_archive(*q, r)) return std::make_pair(q->archive, *d);
   }
   return std::nullopt;
