@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   envlock::fuzz::write_file(pkg / "info" / "index.json", R"({"name":"fuzz","version":"1.0","build":"0","build_number":0})");
   envlock::PackageToLink p;
   p.record.name = "fuzz";
-  p.record.version = "1.0";
+  p.record.version = envlock::Version::parse("1.0").value();
   p.record.build = "0";
   p.record.file_name = "fuzz-1.0-0.conda";
   p.record.url = "https://conda.anaconda.org/fuzz/noarch/fuzz-1.0-0.conda";
