@@ -1,6 +1,7 @@
-// A package's info/: index.json (PackageRecord::from_json) and paths.json, read as install reads
-// it (plan_package, src/install/link.hpp) and as the package cache checks an entry (lookup with
-// CacheValidation::Files). The first byte picks the file; the rest is its text.
+// A package's info/: index.json (PackageRecord::from_json), paths.json and link.json, read as
+// install reads them (plan_package, src/install/link.hpp) and paths.json as the package cache
+// checks an entry (lookup with CacheValidation::Hashes). The first byte picks the file (modulo 3:
+// index.json, paths.json, link.json); the rest is its text.
 #include <nlohmann/json.hpp>
 
 #include "envlock/package_cache.hpp"
@@ -11,7 +12,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string text = envlock::fuzz::text_of(data + 1, size - 1);
-  if (data[0] % 2 == 0) {
+  if (data[0] % 3 == 0) {
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (!j.is_discarded()) {
       (void)envlock::PackageRecord::from_json(j);
@@ -22,7 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const auto& dir = envlock::fuzz::scratch();
   const auto pkg = dir / "pkgs" / "fuzz-1.0-0";
-  envlock::fuzz::write_file(pkg / "info" / "paths.json", text);
+  const bool link_json = data[0] % 3 == 2;
+  envlock::fuzz::write_file(pkg / "info" / "paths.json", link_json ? R"({"paths_version":1,"paths":[]})" : text);
+  if (link_json) envlock::fuzz::write_file(pkg / "info" / "link.json", text);
   envlock::fuzz::write_file(pkg / "info" / "index.json", R"({"name":"fuzz","version":"1.0","build":"0","build_number":0})");
   envlock::PackageToLink p;
   p.record.name = "fuzz";
