@@ -222,11 +222,13 @@ TEST_F(WholeEntry, WrongLockfileHashNeverDeletesAGoodArchive) {
   EXPECT_EQ(res.error().message, "sha256 mismatch for keep-1.0-0.tar.bz2") << res.error().to_string();
   EXPECT_EQ(envlock::hash_file(archive, envlock::HashAlgorithm::Sha256).value(), good.sha256);
   EXPECT_FALSE(fs::exists(archive.string() + ".partial"));
-  // A wrong size and an unreachable URL: refused the same way, the archive kept.
-  RepoDataRecord gone = good;
+  // A wrong hash and size with an unreachable URL: the download fails, the archive is kept.
+  RepoDataRecord gone = wrong;
   gone.size = *good.size + 1;
   fs::remove_all(dir_ / "chan");
-  EXPECT_FALSE(cache->ensure(gone, with(CacheValidation::Files)).ok());
+  auto unreachable = cache->ensure(gone, with(CacheValidation::Files));
+  ASSERT_FALSE(unreachable.ok());
+  EXPECT_EQ(unreachable.error().kind, ErrorKind::Network) << unreachable.error().to_string();
   EXPECT_EQ(envlock::hash_file(archive, envlock::HashAlgorithm::Sha256).value(), good.sha256);
   // The right record still finds its entry, with no network, and its archive for a repair.
   EXPECT_EQ(ensure(*cache, good), "hit");
