@@ -19,7 +19,11 @@
 //   * symlinks whose target is absolute or resolves (through the package's other symlinks) to a
 //     place outside the package directory; hard links to such places;
 //   * character/block devices, FIFOs and sockets;
-//   * more than ExtractLimits::max_total_bytes of file content or max_entries entries;
+//   * more file content than the archive's cap (ExtractLimits: max_expansion_ratio times the
+//     archive's size, at least expansion_floor, at most max_total_bytes), checked against each
+//     entry's declared size before it is written and against the bytes as they arrive, so a
+//     bomb is refused before the disk fills; more than max_entries entries. The error names the
+//     cap that was passed;
 //   * a corrupt or truncated archive, and an archive without info/index.json.
 // File modes keep the owner's permission bits and group/other read and execute (masked with 0755:
 // setuid/setgid/sticky and group/other write dropped, so a shared cache cannot be altered through
@@ -46,11 +50,16 @@ enum class ArchiveFormat { Conda, TarBz2 };
 /// Format from a file name's extension (".conda" or ".tar.bz2"); nullopt for anything else.
 std::optional<ArchiveFormat> archive_format(std::string_view file_name);
 
-/// Bounds against archive bombs. The defaults fit the largest real packages (CUDA libraries are a
-/// few GiB unpacked) with a wide margin.
+/// Bounds against archive bombs. The content (sum of regular file sizes) of one archive may be at
+/// most max(max_expansion_ratio x the archive file's size, expansion_floor), and never more than
+/// max_total_bytes. The defaults fit the largest real packages (CUDA libraries are a few GiB
+/// unpacked, about 3x their archive; text-heavy packages such as repodata patches reach 30x)
+/// with a wide margin. conda, mamba and rattler set no such bound.
 struct ExtractLimits {
-  std::uint64_t max_total_bytes = 64ULL << 30;  ///< sum of regular file sizes, in bytes
-  std::uint64_t max_entries = 2'000'000;        ///< entries of all inner archives together
+  std::uint64_t max_total_bytes = 64ULL << 30;   ///< the absolute cap, in bytes
+  std::uint64_t max_expansion_ratio = 250;       ///< content / archive size; 0 = only the absolute cap
+  std::uint64_t expansion_floor = 1ULL << 30;    ///< the derived cap is never below this (1 GiB)
+  std::uint64_t max_entries = 2'000'000;         ///< entries of all inner archives together
 };
 
 /// What an extraction wrote.

@@ -128,8 +128,23 @@ struct FetchOptions {
   /// PEM file of CA certificates for https (CURLOPT_CAINFO); empty: libcurl's default.
   std::filesystem::path ca_bundle;
   std::string user_agent;                            ///< empty: "envlock/<version>"
+  /// Bytes a download whose FetchRequest::size is not set may have (its body, decoded): past it
+  /// the transfer stops, nothing is kept, and the error names the cap (ErrorKind::Integrity,
+  /// not retried). A Content-Length over the cap is refused at the first byte. nullopt:
+  /// $ENVLOCK_MAX_DOWNLOAD_SIZE, else kDefaultMaxUnknownDownload (see unknown_size_cap()).
+  std::optional<std::uint64_t> max_unknown_size;
   FetchProgressCallback on_progress;                 ///< optional
 };
+
+/// The default cap of a download of unknown size: 4 GiB (above the largest conda package and any
+/// channel's repodata.json, decoded).
+inline constexpr std::uint64_t kDefaultMaxUnknownDownload = 4ULL << 30;
+
+/// The cap of downloads of unknown size for `options`: max_unknown_size, else
+/// $ENVLOCK_MAX_DOWNLOAD_SIZE (bytes, or a number with K, M, G or T: powers of 1024), else
+/// kDefaultMaxUnknownDownload. ErrorKind::Usage naming the variable when it does not parse; a
+/// batch then fails every request without a size with that error.
+Result<std::uint64_t> unknown_size_cap(const FetchOptions& options);
 
 /// Downloads one file (a batch of one). Errors (Error::where is the redacted URL):
 ///   ErrorKind::Network   HTTP status >= 400, connection failures, timeouts (after retries);

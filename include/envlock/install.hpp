@@ -302,9 +302,17 @@ Result<RemoveReport> remove_environment(const std::filesystem::path& prefix,
 // ---------------------------------------------------------------------------------------------
 // Verifying
 
-/// One file that differs from its conda-meta record.
+/// One file that differs from its conda-meta record, or a package cache file that differs from
+/// its package's info/paths.json (Kind::Cache).
 struct FileDrift {
-  enum class Kind { Modified, Missing, Extra };
+  enum class Kind {
+    Modified,
+    Missing,
+    Extra,
+    Cache,  ///< the package cache's copy (in the record's extracted_package_dir) no longer
+            ///< matches info/paths.json: missing, other size or other sha256. The next install
+            ///< extracts that package again; a file edited through a hard link shows here too
+  };
   Kind kind = Kind::Modified;
   std::string path;     ///< relative to the prefix, '/'-separated
   std::string package;  ///< owning dist name; empty for Extra
@@ -338,6 +346,10 @@ bool prefix_foreign_folder(std::string_view rel, bool has_conda_meta);
 /// `Lib/site-packages`) belong to that pip-installed distribution and are not Extra: each is
 /// checked against RECORD's sha256 (Modified when it differs, Missing when gone; package
 /// "pip:<name>-<version>"). A dist-info whose RECORD a conda record lists is conda's.
+/// The package cache entry each record was linked from (`extracted_package_dir`, when it still
+/// exists) is checked against its info/paths.json: every hardlink-type file by size and sha256
+/// (a file that is the same inode as a prefix file found intact is not read twice); each that
+/// differs is Kind::Cache, `path` package-relative.
 Result<VerifyReport> verify_prefix(const std::filesystem::path& prefix);
 
 }  // namespace envlock

@@ -11,12 +11,21 @@
 //   <root>/<dist>.lock                       flock(2) lock file, one per entry
 //
 // Location: $ENVLOCK_PKGS_DIR, else $XDG_CACHE_HOME/envlock/pkgs, else $HOME/.cache/envlock/pkgs.
+// Several folders (conda's pkgs_dirs): $ENVLOCK_PKGS_DIRS, comma-separated as CONDA_PKGS_DIRS.
+// They are searched in order for a valid entry or a matching archive; the first writable one
+// (created when missing) gets every new entry; the others are read-only sources, never changed
+// (conda's PackageCacheData.first_writable, mamba's MultiPackageCache).
 //
 // An entry is reused only when its marker exists and names the same archive (file name and
-// sha256 — or md5, or size, whichever the record carries, in that order of preference). The
-// extracted folder appears by rename() only after extraction and the marker are complete, so a
-// folder without a marker is debris of an older envlock and is replaced. A cached archive is
-// re-hashed before it is extracted again; a corrupt one is deleted and downloaded anew.
+// sha256 — or md5, or size, whichever the record carries, in that order of preference), and —
+// with CacheValidation::Files, what install uses — only when whole: info/paths.json is there
+// and every file it lists exists as the kind it lists with its recorded size (for an old package
+// without paths.json, every file the marker recorded at extraction). Otherwise it is extracted
+// again from the cached archive. The extracted folder appears by rename() only after extraction
+// and the marker are complete, so a folder without a marker is debris of an older envlock and is
+// replaced. A cached archive is re-hashed before it is extracted again; one that does not match
+// the record is never deleted: it is downloaded again, and the download replaces it only when
+// the new bytes match the record (so a lockfile with a wrong hash cannot destroy a good archive).
 // Several envlock processes may use one cache at once: each entry is read or changed only while
 // holding an exclusive flock on its lock file (taken in sorted order, so batches cannot deadlock).
 // A cache hit opens no network connection.
@@ -42,11 +51,12 @@ enum class CacheValidation {
            ///< what `envlock install` uses: a cached file edited through a hard link of an
            ///< environment changes size in most edits, and the package is extracted again
   Hashes,  ///< also every hardlink-type file has its recorded sha256 (reads every byte;
-           ///< `envlock install --verify-cache`, like conda's safety_checks)
+           ///< `envlock install --extra-safety-checks`, mamba's name for it, like conda's
+           ///< extra_safety_checks)
 };
 
 /// The check `envlock install` and `envlock snapshot deploy` make of a cached entry before they
-/// link it (one setting for both; `envlock install --verify-cache` raises it to Hashes).
+/// link it (one setting for both; `envlock install --extra-safety-checks` raises it to Hashes).
 inline constexpr CacheValidation kInstallCacheValidation = CacheValidation::Files;
 
 /// How an entry came to be valid.
@@ -79,25 +89,42 @@ struct CacheOptions {
 /// ErrorKind::Usage when none of them is set.
 Result<std::filesystem::path> default_package_cache_dir();
 
+/// The cache folders, in search order: $ENVLOCK_PKGS_DIRS (absolute folders separated by commas,
+/// as conda's CONDA_PKGS_DIRS; empty items ignored), else {default_package_cache_dir()}.
+/// ErrorKind::Usage for a relative item or a list that names no folder (`where` names the variable).
+Result<std::vector<std::filesystem::path>> default_package_cache_dirs();
+
 class PackageCache {
  public:
   /// Uses (and creates, with parents) the folder `root`. ErrorKind::Io when it cannot be created.
   static Result<PackageCache> open(const std::filesystem::path& root);
+  /// A pkgs_dirs list: the first folder that is writable (or missing and creatable) is root();
+  /// every other existing one is a read-only source. A folder is read-only when access(2) or,
+  /// for root too, its permission bits deny writing. ErrorKind::Io when none exists or can be
+  /// created; a list without a writable folder opens, and then only serves entries it holds.
+  static Result<PackageCache> open(const std::vector<std::filesystem::path>& dirs);
+  /// open(default_package_cache_dirs()) when $ENVLOCK_PKGS_DIRS is set, else
   /// open(default_package_cache_dir()).
   static Result<PackageCache> open_default();
 
+  /// The folder new entries go to; empty when no folder of the list is writable.
   [[nodiscard]] const std::filesystem::path& root() const { return root_; }
+  /// Every folder, in search order (root() among them).
+  [[nodiscard]] const std::vector<std::filesystem::path>& dirs() const { return dirs_; }
 
-  /// The valid entry for `record` if the cache holds one (under the entry's lock); never touches
-  /// the network and never changes the cache.
+  /// The valid entry for `record` in the first folder that holds one (under the entry's lock);
+  /// never touches the network and never changes the cache.
   [[nodiscard]] std::optional<CacheEntry> lookup(const RepoDataRecord& record,
                                                  CacheValidation validation = CacheValidation::Marker) const;
 
-  /// Makes the entry for `record` valid: reuses it, extracts a verified cached archive, or
-  /// downloads (record.url, checked against record.sha256/md5/size) and extracts.
+  /// Makes the entry for `record` valid: reuses one (any folder), extracts a verified cached
+  /// archive (root()'s, else a read-only folder's) into root(), or downloads (record.url, checked
+  /// against record.sha256/md5/size) into root() and extracts.
   /// Errors carry the record's file name in `where`: ErrorKind::Network / Integrity / Io from
-  /// fetch and extract (nothing of a failed entry is left in the cache), ErrorKind::Usage for a
-  /// record without url or with a file name that is not .conda / .tar.bz2.
+  /// fetch and extract (nothing of a failed entry is left in the cache; a cached archive the
+  /// record does not match is kept), ErrorKind::Io when the entry is missing and no folder is
+  /// writable, ErrorKind::Usage for a record without url or with a file name that is not
+  /// .conda / .tar.bz2.
   Result<CacheEntry> ensure(const RepoDataRecord& record, const CacheOptions& options = {});
 
   /// ensure() for many records: the misses are downloaded in parallel (one fetch_all batch), then
@@ -106,12 +133,18 @@ class PackageCache {
   std::vector<Result<CacheEntry>> ensure_all(const std::vector<RepoDataRecord>& records,
                                              const CacheOptions& options = {});
 
-  /// Deletes the entry (archive, extracted folder, partial download) for `record`, under its lock.
+  /// Deletes the entry (archive, extracted folder, partial download) for `record` in root(),
+  /// under its lock; read-only folders are never changed (ErrorKind::Io without a root()).
   Status remove(const RepoDataRecord& record);
 
  private:
-  explicit PackageCache(std::filesystem::path root) : root_(std::move(root)) {}
+  PackageCache(std::filesystem::path root, std::vector<std::filesystem::path> dirs)
+      : root_(std::move(root)), dirs_(std::move(dirs)) {}
+  /// Where entry names are planned: root(), else the first folder.
+  [[nodiscard]] const std::filesystem::path& home() const { return root_.empty() ? dirs_.front() : root_; }
+  [[nodiscard]] Error no_writable_folder(const std::string& what) const;
   std::filesystem::path root_;
+  std::vector<std::filesystem::path> dirs_;
 };
 
 }  // namespace envlock

@@ -27,7 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-constexpr int kMarkerFormat = 1;
+// Format 2 records whether the package had info/paths.json, and the files extracted when it had
+// none (old packages list only info/files): a format-1 entry is extracted again.
+constexpr int kMarkerFormat = 2;
 constexpr const char* kMarker = "info/envlock_cache.json";
 constexpr const char* kRepodataRecord = "info/repodata_record.json";
 
@@ -45,6 +47,21 @@ class EntryLock {
   }
   EntryLock(const EntryLock&) = delete;
   EntryLock& operator=(const EntryLock&) = delete;
+
+  /// A shared flock on an existing lock file of a read-only cache, never waited for: nullopt when
+  /// another process holds it exclusively (it is changing the entry: skip it; waiting while
+  /// holding our own locks could deadlock with a process whose writable folder this is). No
+  /// lock file: an unlocked EntryLock (a cache made read-only by its owner is not being changed).
+  static std::optional<EntryLock> shared_if_free(const fs::path& path) {
+    EntryLock l;
+    l.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (l.fd_ < 0) return l;
+    int r = 0;
+    while ((r = ::flock(l.fd_, LOCK_SH | LOCK_NB)) != 0 && errno == EINTR) {
+    }
+    if (r != 0) return std::nullopt;
+    return l;
+  }
 
   static Result<EntryLock> acquire(const fs::path& path) {
     EntryLock l;
@@ -140,25 +157,69 @@ bool marker_matches(const json& m, const Plan& p, const RepoDataRecord& r) {
   return true;
 }
 
-bool files_present(const fs::path& dir, bool hashes) {
-  auto pj = read_json(dir / "info/paths.json");
-  if (!pj) return fs::exists(dir / "info/index.json");
-  const auto it = pj->find("paths");
-  if (it == pj->end() || !it->is_array()) return false;
-  for (const auto& e : *it) {
-    if (!e.is_object() || !e.contains("_path")) return false;
-    const fs::path f = dir / e["_path"].get<std::string>();
-    struct stat st {};
-    if (::lstat(f.c_str(), &st) != 0) return false;
-    if (e.value("path_type", "hardlink") == "hardlink" && e.contains("size_in_bytes") &&
-        static_cast<std::uint64_t>(st.st_size) != e["size_in_bytes"].get<std::uint64_t>()) {
-      return false;
+/// A JSON value as an unsigned size; nullopt for anything else (a damaged file has any shape).
+std::optional<std::uint64_t> as_size(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
+  return it->get<std::uint64_t>();
+}
+
+std::string as_string(const json& j, const char* key, const std::string& fallback = "") {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+/// A path listed by the package (paths.json or the marker) that stays inside the entry.
+bool inside_entry(const std::string& rel) {
+  if (rel.empty() || rel.front() == '/') return false;
+  for (const auto& part : fs::path(rel)) {
+    if (part == "..") return false;
+  }
+  return true;
+}
+
+/// One listed file against the folder: exists as the kind listed, with the size (and sha256
+/// when `hashes`) recorded.
+bool file_matches(const fs::path& dir, const std::string& rel, const std::string& type,
+                  std::optional<std::uint64_t> size, const std::string& sha256, bool hashes) {
+  if (!inside_entry(rel)) return false;
+  const fs::path f = dir / rel;
+  struct stat st {};
+  if (::lstat(f.c_str(), &st) != 0) return false;
+  // A symlink with an empty target is extracted as an empty file (envlock/extract.hpp).
+  if (type == "softlink") return S_ISLNK(st.st_mode) || (S_ISREG(st.st_mode) && st.st_size == 0);
+  if (type == "directory") return S_ISDIR(st.st_mode);
+  if (!S_ISREG(st.st_mode)) return false;
+  if (size && static_cast<std::uint64_t>(st.st_size) != *size) return false;
+  if (hashes && !sha256.empty()) {
+    auto h = hash_file(f, HashAlgorithm::Sha256);
+    if (!h.ok() || !digest_equal(*h, sha256)) return false;
+  }
+  return true;
+}
+
+/// Every file the package lists is there as extracted: info/paths.json's entries (size, and
+/// sha256 with `hashes`), or for a package without paths.json the files the marker recorded.
+bool files_present(const fs::path& dir, const json& marker, bool hashes) {
+  if (marker.value("has_paths_json", true)) {
+    auto pj = read_json(dir / "info/paths.json");
+    if (!pj) return false;  // listed by the package, now gone or damaged
+    const auto it = pj->find("paths");
+    if (it == pj->end() || !it->is_array()) return false;
+    for (const auto& e : *it) {
+      if (!e.is_object()) return false;
+      const std::string rel = as_string(e, "_path");
+      if (!file_matches(dir, rel, as_string(e, "path_type", "hardlink"), as_size(e, "size_in_bytes"), as_string(e, "sha256"),
+                        hashes)) {
+        return false;
+      }
     }
-    if (hashes && S_ISREG(st.st_mode) && e.value("path_type", "hardlink") == "hardlink" && e.contains("sha256") &&
-        e["sha256"].is_string()) {
-      auto h = hash_file(f, HashAlgorithm::Sha256);
-      if (!h.ok() || !digest_equal(*h, e["sha256"].get<std::string>())) return false;
-    }
+    return true;
+  }
+  const auto it = marker.find("files");
+  if (it == marker.end() || !it->is_object()) return false;
+  for (const auto& [rel, size] : it->items()) {
+    if (!size.is_number_unsigned() || !file_matches(dir, rel, "hardlink", size.get<std::uint64_t>(), "", false)) return false;
   }
   return true;
 }
@@ -166,7 +227,7 @@ bool files_present(const fs::path& dir, bool hashes) {
 std::optional<CacheEntry> valid_entry(const Plan& p, const RepoDataRecord& r, CacheValidation v) {
   auto m = read_json(p.dir / kMarker);
   if (!m || !marker_matches(*m, p, r)) return std::nullopt;
-  if (v != CacheValidation::Marker && !files_present(p.dir, v == CacheValidation::Hashes)) return std::nullopt;
+  if (v != CacheValidation::Marker && !files_present(p.dir, *m, v == CacheValidation::Hashes)) return std::nullopt;
   CacheEntry e;
   e.dist_name = p.dist;
   e.archive = p.archive;
@@ -229,11 +290,34 @@ void clear_for_extraction(const Plan& p) {
   fs::remove_all(p.dir, ec);
 }
 
-/// Extracts the verified archive into place with the marker and repodata_record.json.
-Result<CacheEntry> extract_entry(const Plan& p, const RepoDataRecord& r, const FileDigests& d, CacheOrigin origin,
-                                 const ExtractLimits& limits) {
+/// The marker of a freshly extracted folder: the archive it came from, and whether the package
+/// has info/paths.json; without one, every regular file extracted with its size (what a later
+/// CacheValidation::Files check compares).
+json make_marker(const fs::path& staging, const Plan& p, const FileDigests& d) {
+  json marker = {{"format", kMarkerFormat}, {"file_name", p.file_name}, {"archive_sha256", d.sha256},
+                 {"archive_md5", d.md5}, {"archive_size", d.size}};
+  std::error_code ec;
+  const bool has_paths = fs::is_regular_file(staging / "info/paths.json", ec);
+  marker["has_paths_json"] = has_paths;
+  if (!has_paths) {
+    json files = json::object();
+    for (fs::recursive_directory_iterator it(staging, ec), end; !ec && it != end; it.increment(ec)) {
+      if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
+      const std::string rel = it->path().lexically_relative(staging).generic_string();
+      if (rel == kMarker || rel == kRepodataRecord) continue;
+      files[rel] = static_cast<std::uint64_t>(it->file_size(ec));
+    }
+    marker["files"] = std::move(files);
+  }
+  return marker;
+}
+
+/// Extracts the verified archive `source` (in this cache, or in a read-only one) into place with
+/// the marker and repodata_record.json.
+Result<CacheEntry> extract_entry(const Plan& p, const fs::path& source, const RepoDataRecord& r, const FileDigests& d,
+                                 CacheOrigin origin, const ExtractLimits& limits) {
   clear_for_extraction(p);
-  auto stats = extract_package(p.archive, p.dir, limits, [&](const fs::path& staging) -> Status {
+  auto stats = extract_package(source, p.dir, limits, [&](const fs::path& staging) -> Status {
     json rec;
     r.to_json(rec);
     rec["url"] = redact_url(r.url);
@@ -243,19 +327,18 @@ Result<CacheEntry> extract_entry(const Plan& p, const RepoDataRecord& r, const F
     rec["md5"] = d.md5;
     rec["size"] = d.size;
     if (auto s = write_file_atomic(staging / kRepodataRecord, rec.dump(1) + "\n"); !s.ok()) return s;
-    json marker = {{"format", kMarkerFormat}, {"file_name", p.file_name}, {"archive_sha256", d.sha256},
-                   {"archive_md5", d.md5}, {"archive_size", d.size}};
-    return write_file_atomic(staging / kMarker, marker.dump(1) + "\n");
+    return write_file_atomic(staging / kMarker, make_marker(staging, p, d).dump(1) + "\n");
   });
   if (!stats.ok()) {
-    // A verified archive that does not extract is bad at the source: keep nothing of it.
+    // A verified archive that does not extract is bad at the source: keep nothing of it (a
+    // read-only cache's copy is left alone).
     std::error_code ec;
-    fs::remove(p.archive, ec);
+    if (source == p.archive) fs::remove(p.archive, ec);
     return stats.error().with_context(p.file_name);
   }
   CacheEntry e;
   e.dist_name = p.dist;
-  e.archive = p.archive;
+  e.archive = source;
   e.extracted_dir = p.dir;
   e.sha256 = d.sha256;
   e.size = d.size;
@@ -280,6 +363,47 @@ Result<fs::path> default_package_cache_dir() {
                "set ENVLOCK_PKGS_DIR to a writable folder"};
 }
 
+Result<std::vector<fs::path>> default_package_cache_dirs() {
+  const std::string list = env_or_empty("ENVLOCK_PKGS_DIRS");
+  if (list.empty()) {
+    auto one = default_package_cache_dir();
+    if (!one.ok()) return one.error();
+    return std::vector<fs::path>{*one};
+  }
+  std::vector<fs::path> dirs;
+  std::size_t i = 0;
+  while (i <= list.size()) {
+    std::size_t j = list.find(',', i);
+    if (j == std::string::npos) j = list.size();
+    const std::string item = list.substr(i, j - i);
+    if (!item.empty()) {
+      if (item.front() != '/') {
+        return Error{ErrorKind::Usage, "ENVLOCK_PKGS_DIRS", "'" + item + "' is not an absolute path", "",
+                     "list absolute folders, separated by commas (as CONDA_PKGS_DIRS)"};
+      }
+      dirs.emplace_back(item);
+    }
+    i = j + 1;
+  }
+  if (dirs.empty()) {
+    return Error{ErrorKind::Usage, "ENVLOCK_PKGS_DIRS", "names no folder", "", "list absolute folders, separated by commas"};
+  }
+  return dirs;
+}
+
+namespace {
+
+/// Whether envlock may write into the existing folder `dir`: access(2) allows it and, for root
+/// too, its permission bits do (root's override ignored, so `chmod a-w` shares a cache read-only).
+bool folder_writable(const fs::path& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(dir.c_str(), W_OK) != 0) return false;
+  if (::geteuid() != 0) return true;
+  return (st.st_mode & (st.st_uid == 0 ? S_IWUSR : (S_IWUSR | S_IWGRP | S_IWOTH))) != 0;
+}
+
+}  // namespace
+
 Result<PackageCache> PackageCache::open(const fs::path& root) {
   std::error_code ec;
   fs::create_directories(root, ec);
@@ -287,21 +411,99 @@ Result<PackageCache> PackageCache::open(const fs::path& root) {
     return Error{ErrorKind::Io, root.string(), "cannot create the package cache folder: " + ec.message(), "",
                  "set ENVLOCK_PKGS_DIR to a writable folder"};
   }
-  return PackageCache(fs::absolute(root));
+  return PackageCache(fs::absolute(root), {fs::absolute(root)});
+}
+
+Result<PackageCache> PackageCache::open(const std::vector<fs::path>& dirs) {
+  if (dirs.empty()) return Error{ErrorKind::Usage, "", "no package cache folder given"};
+  std::vector<fs::path> all;
+  fs::path root;
+  for (const auto& d : dirs) {
+    const fs::path a = fs::absolute(d).lexically_normal();
+    if (std::find(all.begin(), all.end(), a) != all.end()) continue;
+    std::error_code ec;
+    if (root.empty()) {
+      // The first folder envlock may write, created when missing (conda's first writable pkgs_dir).
+      if (!fs::exists(a, ec)) {
+        fs::create_directories(a, ec);
+        if (!ec && folder_writable(a)) root = a;
+      } else if (folder_writable(a)) {
+        root = a;
+      }
+    }
+    if (fs::is_directory(a, ec)) all.push_back(a);
+  }
+  if (all.empty()) {
+    return Error{ErrorKind::Io, dirs.front().string(), "none of the package cache folders exists or can be created", "",
+                 "check ENVLOCK_PKGS_DIRS"};
+  }
+  return PackageCache(root, std::move(all));
 }
 
 Result<PackageCache> PackageCache::open_default() {
+  if (!env_or_empty("ENVLOCK_PKGS_DIRS").empty()) {
+    auto dirs = default_package_cache_dirs();
+    if (!dirs.ok()) return dirs.error();
+    return open(*dirs);
+  }
   auto dir = default_package_cache_dir();
   if (!dir.ok()) return dir.error();
   return open(*dir);
 }
 
+namespace {
+
+/// The valid entry for `r` in the first of `dirs` that holds one. The writable `root`'s entry
+/// lock is held by the caller; a read-only folder's is taken shared when it has one.
+std::optional<CacheEntry> find_valid(const std::vector<fs::path>& dirs, const fs::path& root, const Plan& in_root,
+                                     const RepoDataRecord& r, CacheValidation v) {
+  for (const auto& d : dirs) {
+    if (d == root) {
+      if (auto e = valid_entry(in_root, r, v)) return e;
+      continue;
+    }
+    auto q = plan_for(d, r);
+    if (!q.ok()) return std::nullopt;
+    const auto shared = EntryLock::shared_if_free(q->lock);
+    if (!shared) continue;
+    if (auto e = valid_entry(*q, r, v)) return e;
+  }
+  return std::nullopt;
+}
+
+/// The first archive of `dirs` (the writable root's first) that matches the record, and its digests.
+std::optional<std::pair<fs::path, FileDigests>> find_archive(const std::vector<fs::path>& dirs, const fs::path& root,
+                                                             const Plan& in_root, const RepoDataRecord& r) {
+  if (!root.empty()) {
+    if (auto d = verified_archive(in_root, r)) return std::make_pair(in_root.archive, *d);
+  }
+  for (const auto& dir : dirs) {
+    if (dir == root) continue;
+    auto q = plan_for(dir, r);
+    if (!q.ok()) return std::nullopt;
+    const auto shared = EntryLock::shared_if_free(q->lock);
+    if (!shared) continue;
+    if (auto d = verified_archive(*q, r)) return std::make_pair(q->archive, *d);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<CacheEntry> PackageCache::lookup(const RepoDataRecord& record, CacheValidation validation) const {
-  auto p = plan_for(root_, record);
+  auto p = plan_for(home(), record);
   if (!p.ok()) return std::nullopt;
-  auto lock = EntryLock::acquire(p->lock);
-  if (!lock.ok()) return std::nullopt;
-  return valid_entry(*p, record, validation);
+  EntryLock lock;
+  if (!root_.empty()) {
+    auto l = EntryLock::acquire(p->lock);
+    if (!l.ok()) return std::nullopt;
+    lock = std::move(*l);
+  }
+  try {
+    return find_valid(dirs_, root_, *p, record, validation);
+  } catch (const std::exception&) {  // a damaged marker of the wrong shape (nlohmann type_error)
+    return std::nullopt;
+  }
 }
 
 Result<CacheEntry> PackageCache::ensure(const RepoDataRecord& record, const CacheOptions& options) {
@@ -310,6 +512,7 @@ Result<CacheEntry> PackageCache::ensure(const RepoDataRecord& record, const Cach
 }
 
 Status PackageCache::remove(const RepoDataRecord& record) {
+  if (root_.empty()) return no_writable_folder(record.file_name);
   auto p = plan_for(root_, record);
   if (!p.ok()) return p.error();
   auto lock = EntryLock::acquire(p->lock);
@@ -323,6 +526,13 @@ Status PackageCache::remove(const RepoDataRecord& record) {
     return Error{ErrorKind::Io, p->dir.string(), "cannot remove cache entry: " + ec.message()};
   }
   return ok_status();
+}
+
+Error PackageCache::no_writable_folder(const std::string& what) const {
+  std::string listed;
+  for (const auto& d : dirs_) listed += (listed.empty() ? "" : ", ") + d.string();
+  return Error{ErrorKind::Io, what, "no package cache folder is writable (read-only: " + listed + ")", "",
+               "add a writable folder to ENVLOCK_PKGS_DIRS (the first writable one gets new packages)"};
 }
 
 namespace {
@@ -359,7 +569,7 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
   std::map<std::string, std::vector<std::size_t>> by_dist;  // sorted: the lock order
   std::vector<Plan> plans(records.size());
   for (std::size_t i = 0; i < records.size(); ++i) {
-    auto p = plan_for(root_, records[i]);
+    auto p = plan_for(home(), records[i]);
     if (!p.ok()) {
       results[i] = p.error();
       continue;
@@ -372,29 +582,32 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
   locks.reserve(by_dist.size());
   struct Job {
     std::size_t first;  // the representative record
+    fs::path source;    // the verified archive to extract
     FileDigests digests;
     CacheOrigin origin = CacheOrigin::Extracted;
   };
   std::vector<Job> to_extract;
   std::vector<std::size_t> to_download;
-  std::vector<std::size_t> locked;  // representatives whose lock is held
+  std::vector<std::size_t> locked;  // representatives whose lock is held (or, without a writable folder, all)
   for (const auto& [dist, idx] : by_dist) {
     const std::size_t i = idx.front();
-    auto lock = EntryLock::acquire(plans[i].lock);
-    if (!lock.ok()) {
-      results[i] = lock.error().with_context(plans[i].file_name);
-      continue;
+    if (!root_.empty()) {
+      auto lock = EntryLock::acquire(plans[i].lock);
+      if (!lock.ok()) {
+        results[i] = lock.error().with_context(plans[i].file_name);
+        continue;
+      }
+      locks.push_back(std::move(*lock));
     }
-    locks.push_back(std::move(*lock));
     locked.push_back(i);
   }
   // Checking the entries (a stat per cached file with CacheValidation::Files) is independent per
-  // entry: in parallel, each under its lock.
+  // entry: in parallel, each under its lock. Every folder is searched in order (pkgs_dirs).
   std::vector<std::optional<CacheEntry>> hits(locked.size());
   parallel_for(locked.size(), entry_threads(options, locked.size()), [&](std::size_t k) {
     try {
-      hits[k] = valid_entry(plans[locked[k]], records[locked[k]], options.validation);
-    } catch (const std::exception&) {  // a paths.json of the wrong shape (nlohmann type_error): extract again
+      hits[k] = find_valid(dirs_, root_, plans[locked[k]], records[locked[k]], options.validation);
+    } catch (const std::exception&) {  // a marker of the wrong shape (nlohmann type_error): extract again
       hits[k].reset();
     }
   });
@@ -402,11 +615,13 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
     const std::size_t i = locked[k];
     if (hits[k]) {
       results[i] = std::move(*hits[k]);
-    } else if (auto d = verified_archive(plans[i], records[i])) {
-      to_extract.push_back({i, *d, CacheOrigin::Extracted});
+    } else if (root_.empty()) {
+      results[i] = no_writable_folder(plans[i].file_name);
+    } else if (auto a = find_archive(dirs_, root_, plans[i], records[i])) {
+      to_extract.push_back({i, a->first, a->second, CacheOrigin::Extracted});
     } else {
-      std::error_code ec;
-      fs::remove(plans[i].archive, ec);
+      // A cached archive that does not match the record is left in place: the download replaces
+      // it only when the new bytes match (a lockfile with a wrong hash never deletes a good one).
       to_download.push_back(i);
     }
   }
@@ -441,18 +656,19 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
           d.md5 = *md5;
         }
       }
-      to_extract.push_back({i, d, CacheOrigin::Downloaded});
+      to_extract.push_back({i, plans[i].archive, d, CacheOrigin::Downloaded});
     }
   }
 
   std::set<std::string> extracting;
   for (const Job& job : to_extract) extracting.insert(plans[job.first].dist);
-  remove_staging_debris(root_, extracting);
+  if (!root_.empty()) remove_staging_debris(root_, extracting);
 
   // Extract in parallel; each job owns a distinct entry (and holds its lock already).
   parallel_for(to_extract.size(), entry_threads(options, to_extract.size()), [&](std::size_t k) {
     const Job& job = to_extract[k];
-    results[job.first] = extract_entry(plans[job.first], records[job.first], job.digests, job.origin, options.limits);
+    results[job.first] =
+        extract_entry(plans[job.first], job.source, records[job.first], job.digests, job.origin, options.limits);
   });
   locks.clear();
 

@@ -29,6 +29,7 @@ struct CreateArgs {
   bool allow_unverified = false;
   bool force = false;
   bool dry_run = false;
+  bool extra_safety_checks = false;
 };
 
 Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::optional<Lockfile> previous,
@@ -110,6 +111,7 @@ int run_create(const Context& ctx, const CreateArgs& args) {
   request.link_mode = args.copy ? LinkMode::Copy : LinkMode::Hardlink;
   request.scripts = args.no_scripts ? RunScripts::No : RunScripts::Yes;
   request.ignore_host = args.ignore_host;
+  if (args.extra_safety_checks) request.cache_validation = CacheValidation::Hashes;
   request.command = "create";
   // Packages come from the channels as the manifest spells them: with their credentials
   // (`user:pass@`, `/t/<token>/`), which the lockfile never records.
@@ -132,6 +134,8 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_flag("--copy", args->copy, "copy files instead of hard-linking them from the package cache");
   sub.add_flag("--ignore-host", args->ignore_host, "install even when this host does not meet the lockfile's requirements");
   sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' pre-link, post-link and pre-unlink scripts");
+  sub.add_flag("--extra-safety-checks", args->extra_safety_checks,
+               "check the sha256 of every cached package file before linking it (default: sizes only)");
   add_install_safety_flags(sub, args->allow_unverified, args->force, args->dry_run);
   sub.callback([&ctx, args] { ctx.exit_code = run_create(ctx, *args); });
 }

@@ -1,10 +1,13 @@
 // envlock info — what envlock sees on this machine: versions, platform, cache, virtual packages.
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "envlock/build_info.hpp"
+#include "envlock/package_cache.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/platform.hpp"
+#include "envlock/text.hpp"
 #include "envlock/solver_info.hpp"
 #include "envlock/virtual_packages.hpp"
 #include "registry.hpp"
@@ -15,6 +18,13 @@ namespace {
 int run_info(const Context& ctx) {
   auto vps = detect_virtual_packages(HostProbe::system());
   if (!vps) return report_error(ctx, vps.error());
+  // ENVLOCK_PKGS_DIRS (docs/cache.md): every folder in search order, shown only when it is set.
+  std::vector<std::string> pkgs_dirs;
+  if (const char* list = std::getenv("ENVLOCK_PKGS_DIRS"); list != nullptr && *list != '\0') {
+    auto dirs = default_package_cache_dirs();
+    if (!dirs) return report_error(ctx, dirs.error());
+    for (const auto& d : *dirs) pkgs_dirs.push_back(d.string());
+  }
   const std::string platform = Platform::host().to_string();
   if (ctx.json) {
     nlohmann::json j;
@@ -23,6 +33,7 @@ int run_info(const Context& ctx) {
     j["platform"] = platform;
     j["cache_dir"] = cache_root().string();
     j["pkgs_dir"] = package_cache_dir().string();
+    if (!pkgs_dirs.empty()) j["pkgs_dirs"] = pkgs_dirs;
     j["virtual_packages"] = nlohmann::json::array();
     for (const auto& vp : *vps) {
       j["virtual_packages"].push_back({{"name", vp.name}, {"version", vp.version}, {"build", vp.build}});
@@ -34,8 +45,11 @@ int run_info(const Context& ctx) {
             << "libsolv version   : " << libsolv_version() << " (conda)\n"
             << "platform          : " << platform << "\n"
             << "cache directory   : " << cache_root().string() << "\n"
-            << "package cache     : " << package_cache_dir().string() << "\n"
-            << "virtual packages  :";
+            << "package cache     : " << package_cache_dir().string() << "\n";
+  for (std::size_t i = 0; i < pkgs_dirs.size(); ++i) {
+    std::cout << (i == 0 ? "ENVLOCK_PKGS_DIRS : " : "                    ") << printable(pkgs_dirs[i]) << "\n";
+  }
+  std::cout << "virtual packages  :";
   if (vps->empty()) std::cout << " (none)";
   std::cout << "\n";
   for (const auto& vp : *vps) std::cout << "  " << vp.to_string() << "\n";

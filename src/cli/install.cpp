@@ -385,8 +385,8 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_flag("--copy", args->copy, "copy files instead of hard-linking them from the package cache");
   sub.add_flag("--ignore-host", args->ignore_host, "install even when this host does not meet the lockfile's requirements");
   sub.add_flag("--no-scripts", args->no_scripts, "do not run packages' pre-link, post-link and pre-unlink scripts");
-  sub.add_flag("--verify-cache", args->verify_cache,
-               "check the sha256 of every cached package file before linking it (default: sizes only)");
+  sub.add_flag("--extra-safety-checks,--verify-cache", args->verify_cache,
+               "check the sha256 of every cached package file before linking it (mamba's name; default: sizes only)");
   sub.add_option("--channel-url", args->channel_urls,
                  "CHANNEL=URL: download CHANNEL's packages from URL, a mirror of it (repeatable; CHANNEL is a "
                  "channel URL of the lockfile or its name, e.g. conda-forge)");

@@ -18,7 +18,7 @@ struct InstallRequest {
   LinkMode link_mode = LinkMode::Hardlink;
   RunScripts scripts = RunScripts::Yes;
   bool ignore_host = false;
-  CacheValidation cache_validation = kInstallCacheValidation;  ///< --verify-cache: Hashes
+  CacheValidation cache_validation = kInstallCacheValidation;  ///< --extra-safety-checks: Hashes
   std::string command = "install";      ///< recorded in conda-meta/history
   /// (channel URL as the lockfile records it, URL to fetch its packages from instead): the
   /// manifest's channels with their credentials (`create`), `--channel-url` mirrors (`install`).

@@ -165,7 +165,7 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
     BundleOptions bo;
     for (const auto& d : a.pkgs_dirs) bo.package_dirs.emplace_back(d);
     if (a.pkgs_dirs.empty()) {
-      if (auto d = default_package_cache_dir()) bo.package_dirs.push_back(*d);
+      if (auto ds = default_package_cache_dirs()) bo.package_dirs = *ds;  // ENVLOCK_PKGS_DIRS: every folder
     }
     auto b = write_bundle(seam, snap, a.bundle, bo);
     if (!b) return report_error(ctx, b.error());

@@ -25,6 +25,7 @@ const char* kind_name(FileDrift::Kind k) {
     case FileDrift::Kind::Modified: return "modified";
     case FileDrift::Kind::Missing: return "missing";
     case FileDrift::Kind::Extra: return "extra";
+    case FileDrift::Kind::Cache: return "cache";
   }
   return "modified";
 }
@@ -54,6 +55,7 @@ int run_verify(const Context& ctx, const VerifyArgs& args) {
     j["modified"] = nlohmann::json::array();
     j["missing"] = nlohmann::json::array();
     j["extra"] = nlohmann::json::array();
+    j["cache"] = nlohmann::json::array();
     for (const auto& d : report->drift) {
       nlohmann::json e{{"path", d.path}, {"reason", d.reason}};
       if (!d.package.empty()) e["package"] = d.package;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -69,11 +70,35 @@ std::string join(const std::vector<std::string>& parts, std::size_t n) {
   return out;
 }
 
+/// The bound on the content of one archive (extract.hpp, ExtractLimits) and its name in errors.
+struct ContentCap {
+  std::uint64_t bytes = 0;
+  std::string name;
+};
+
+ContentCap content_cap(const fs::path& archive_path, const ExtractLimits& l) {
+  std::error_code ec;
+  const std::uint64_t size = fs::file_size(archive_path, ec);
+  const std::uint64_t absolute = l.max_total_bytes;
+  if (l.max_expansion_ratio == 0 || ec) {
+    return {absolute, "the absolute cap of " + std::to_string(absolute) + " bytes of content (ExtractLimits::max_total_bytes)"};
+  }
+  const std::uint64_t derived =
+      size > l.max_total_bytes / l.max_expansion_ratio ? l.max_total_bytes : size * l.max_expansion_ratio;
+  const std::uint64_t bound = std::max(derived, l.expansion_floor);
+  if (bound >= absolute) {
+    return {absolute, "the absolute cap of " + std::to_string(absolute) + " bytes of content (ExtractLimits::max_total_bytes)"};
+  }
+  return {bound, "the expansion cap of " + std::to_string(bound) + " bytes of content (" + std::to_string(l.max_expansion_ratio) +
+                     " x the archive's " + std::to_string(size) + " bytes, at least " + std::to_string(l.expansion_floor) +
+                     "; ExtractLimits::max_expansion_ratio, expansion_floor)"};
+}
+
 /// One extraction into one directory: the checks and the *at() writes.
 class Extractor {
  public:
   Extractor(const fs::path& archive_path, int root_fd, const ExtractLimits& limits)
-      : archive_path_(archive_path), root_(root_fd), limits_(limits) {}
+      : archive_path_(archive_path), root_(root_fd), limits_(limits), cap_(content_cap(archive_path, limits)) {}
 
   /// Extracts every entry of `a`; `member` names the inner archive for messages ("" for none).
   Status extract_all(archive* a, const std::string& member);
@@ -88,6 +113,13 @@ class Extractor {
     const std::string in = member.empty() ? std::string() : " in " + member;
     return Error{ErrorKind::Integrity, archive_path_.string(), "unsafe entry '" + entry + "'" + in + ": " + why, "",
                  "the package is malformed or malicious; nothing of it was installed"};
+  }
+  /// Content past the cap: refused before it is written, the cap named.
+  Error too_large(const std::string& member, const std::string& entry) const {
+    const std::string in = member.empty() ? std::string() : " in " + member;
+    return Error{ErrorKind::Integrity, archive_path_.string(),
+                 "refused at entry '" + entry + "'" + in + ": the package expands past " + cap_.name, "",
+                 "nothing of it was kept; a real package this large needs a larger ExtractLimits (docs/cache.md, caps)"};
   }
   Error corrupt(archive* a, const std::string& member) const {
     const char* why = archive_error_string(a);
@@ -110,6 +142,7 @@ class Extractor {
   fs::path archive_path_;
   int root_;
   ExtractLimits limits_;
+  ContentCap cap_;
   ExtractStats stats_;
   std::uint64_t entries_ = 0;
   std::set<std::string> dirs_;                 // directories known to exist
@@ -167,8 +200,8 @@ Status Extractor::remove_existing(const std::string& rel) {
 Status Extractor::write_file(archive* a, archive_entry* e, const std::string& rel, const std::string& member) {
   if (archive_entry_size_is_set(e) != 0) {
     const auto declared = static_cast<std::uint64_t>(std::max<la_int64_t>(0, archive_entry_size(e)));
-    if (stats_.bytes + declared > limits_.max_total_bytes) {
-      return unsafe(member, rel, "package content exceeds the limit of " + std::to_string(limits_.max_total_bytes) + " bytes");
+    if (stats_.bytes + declared > cap_.bytes) {
+      return too_large(member, rel);
     }
   }
   const mode_t mode = archive_entry_perm(e) & 0755;
@@ -183,8 +216,8 @@ Status Extractor::write_file(archive* a, archive_entry* e, const std::string& re
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN) return corrupt(a, member);
     stats_.bytes += size;
-    if (stats_.bytes > limits_.max_total_bytes) {
-      return unsafe(member, rel, "package content exceeds the limit of " + std::to_string(limits_.max_total_bytes) + " bytes");
+    if (stats_.bytes > cap_.bytes) {
+      return too_large(member, rel);
     }
     const char* p = static_cast<const char*>(buf);
     std::size_t left = size;
@@ -224,8 +257,11 @@ Status Extractor::extract_all(archive* a, const std::string& member) {
     if (r == ARCHIVE_EOF) break;
     if (r < ARCHIVE_WARN) return corrupt(a, member);
     if (++entries_ > limits_.max_entries) {
-      return unsafe(member, archive_entry_pathname(e) != nullptr ? archive_entry_pathname(e) : "?",
-                    "more than " + std::to_string(limits_.max_entries) + " entries");
+      const std::string in = member.empty() ? std::string() : " in " + member;
+      return Error{ErrorKind::Integrity, archive_path_.string(),
+                   "refused at entry " + std::to_string(entries_) + in + ": more entries than the cap of " +
+                       std::to_string(limits_.max_entries) + " entries per archive (ExtractLimits::max_entries)",
+                   "", "nothing of it was kept; the package is malformed or malicious"};
     }
     auto parts = checked_path(member, archive_entry_pathname(e));
     if (!parts.ok()) return parts.error();

@@ -178,6 +178,8 @@ struct Transfer {
                          // CondaToken), a file:// URL in its encoded spelling
   std::optional<Credential> credential;  // from the credentials file
   std::optional<Error> bad_url;  // a file:// URL that names no local path
+  std::uint64_t unknown_size_cap = 0;  // bytes a download without FetchRequest::size may have
+  bool cap_exceeded = false;           // on_body stopped the transfer at that cap
   std::filesystem::path partial;
 
   // Per attempt.
@@ -261,6 +263,17 @@ size_t on_body(char* data, size_t size, size_t nmemb, void* userp) {
     }
   }
   const auto& req = *t->req;
+  if (!req.size && (t->written + n > t->unknown_size_cap ||
+                    (t->content_length && t->resumed_from + *t->content_length > t->unknown_size_cap))) {
+    const std::uint64_t cap = t->unknown_size_cap;
+    t->abort_error = Error{ErrorKind::Integrity, t->redacted,
+                           "download of " + t->label + " refused: its size is not recorded and it passes the cap of " +
+                               size_text(cap) + " for downloads of unknown size (ENVLOCK_MAX_DOWNLOAD_SIZE)",
+                           "", "nothing was kept; raise the cap with ENVLOCK_MAX_DOWNLOAD_SIZE (e.g. 16G) if the file "
+                               "is really this large, or use a lockfile that records each package's size"};
+    t->cap_exceeded = true;
+    return 0;
+  }
   if (req.size && t->written + n > *req.size) {
     t->abort_error = Error{ErrorKind::Integrity, t->redacted,
                            "size mismatch for " + t->label + ": the server sent more than the expected " +
@@ -351,6 +364,8 @@ class Batch {
         else t.bad_url = path.error();
       }
       t.label = requests[i].label.empty() ? last_segment(t.redacted) : requests[i].label;
+      if (auto cap = unknown_size_cap(options)) t.unknown_size_cap = *cap;
+      else cap_error_ = cap.error();
       if (!requests[i].destination.empty()) t.partial = partial_path(requests[i].destination);
     }
     progress_.files_total = requests.size();
@@ -373,6 +388,7 @@ class Batch {
   std::uint64_t bytes_in_flight() const;
 
   const FetchOptions options_;
+  std::optional<Error> cap_error_;  // ENVLOCK_MAX_DOWNLOAD_SIZE does not parse
   std::vector<Transfer> transfers_;
   std::vector<std::optional<Result<FetchResult>>> results_;
   MultiHandle multi_;
@@ -395,6 +411,7 @@ std::optional<Error> Batch::validate(const Transfer& t, std::set<std::string>& s
                  "", "use an http://, https:// or file:// URL"};
   }
   if (t.bad_url) return Error{ErrorKind::Usage, t.redacted, t.bad_url->message, "", t.bad_url->hint};
+  if (!r.size && cap_error_) return *cap_error_;
   if (r.destination.empty()) {
     return Error{ErrorKind::Usage, t.redacted, "download request without a destination path"};
   }
@@ -662,6 +679,14 @@ void Batch::finish(Transfer& t, CURLcode code) {
   if (t.abort_error) {
     Error err = *t.abort_error;
     t.abort_error.reset();
+    if (t.cap_exceeded) {  // the cap of unknown sizes: not retried, nothing kept
+      std::error_code ec;
+      t.fd.reset();
+      std::filesystem::remove(t.partial, ec);
+      err.detail = "  url:      " + t.redacted + "\n  received: more than " + size_text(t.unknown_size_cap);
+      fail(t, std::move(err));
+      return;
+    }
     if (err.kind == ErrorKind::Integrity) {
       std::error_code ec;
       t.fd.reset();
@@ -865,6 +890,35 @@ std::vector<Result<FetchResult>> Batch::run() {
 }
 
 }  // namespace
+
+Result<std::uint64_t> unknown_size_cap(const FetchOptions& options) {
+  if (options.max_unknown_size) return *options.max_unknown_size;
+  const char* env = std::getenv("ENVLOCK_MAX_DOWNLOAD_SIZE");
+  if (env == nullptr || *env == '\0') return kDefaultMaxUnknownDownload;
+  const std::string_view v(env);
+  std::uint64_t n = 0;
+  std::size_t i = 0;
+  for (; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i) {
+    if (n > (UINT64_MAX - 9) / 10) { i = 0; break; }
+    n = n * 10 + static_cast<std::uint64_t>(v[i] - '0');
+  }
+  int shift = -1;
+  if (i > 0 && i == v.size()) shift = 0;
+  else if (i > 0 && i + 1 == v.size()) {
+    switch (v[i]) {
+      case 'K': case 'k': shift = 10; break;
+      case 'M': case 'm': shift = 20; break;
+      case 'G': case 'g': shift = 30; break;
+      case 'T': case 't': shift = 40; break;
+      default: break;
+    }
+  }
+  if (shift < 0 || n == 0 || n > (UINT64_MAX >> shift)) {
+    return Error{ErrorKind::Usage, "ENVLOCK_MAX_DOWNLOAD_SIZE", "'" + std::string(v) + "' is not a size",
+                 "", "give bytes, or a number with K, M, G or T (powers of 1024), e.g. 16G"};
+  }
+  return n << shift;
+}
 
 std::filesystem::path partial_path(const std::filesystem::path& destination) {
   std::filesystem::path p = destination;

@@ -76,7 +76,13 @@ Result<std::vector<SourceEntry>> read_paths(const PackageToLink& p) {
       }
       SourceEntry s;
       s.path = e["_path"].get<std::string>();
-      const std::string type = e.value("path_type", std::string("hardlink"));
+      // Every field checked for its type: a package is untrusted, and nlohmann's value() throws
+      // on a field of the wrong type (tests/fuzz/regressions/package_info).
+      auto text_of = [&e](const char* key, const char* fallback) {
+        const auto it = e.find(key);
+        return it != e.end() && it->is_string() ? it->get<std::string>() : std::string(fallback);
+      };
+      const std::string type = text_of("path_type", "hardlink");
       if (type == "softlink") s.type = PathEntry::Type::SoftLink;
       else if (type == "directory") s.type = PathEntry::Type::Directory;
       else s.type = PathEntry::Type::HardLink;
@@ -85,10 +91,9 @@ Result<std::vector<SourceEntry>> read_paths(const PackageToLink& p) {
         s.size = e["size_in_bytes"].get<std::uint64_t>();
       if (e.contains("prefix_placeholder") && e["prefix_placeholder"].is_string()) {
         s.placeholder = e["prefix_placeholder"].get<std::string>();
-        s.mode = e.value("file_mode", std::string("text")) == "binary" ? PathEntry::PlaceholderMode::Binary
-                                                                         : PathEntry::PlaceholderMode::Text;
+        s.mode = text_of("file_mode", "text") == "binary" ? PathEntry::PlaceholderMode::Binary : PathEntry::PlaceholderMode::Text;
       }
-      s.no_link = e.value("no_link", false);
+      s.no_link = e.contains("no_link") && e["no_link"].is_boolean() && e["no_link"].get<bool>();
       out.push_back(std::move(s));
     }
     return out;
@@ -151,7 +156,7 @@ Result<NoarchPython> read_link_json(const PackageToLink& p) {
   if (j.is_discarded() || !j.is_object()) return integrity(p, "info/link.json is not valid JSON");
   if (j.contains("noarch") && j["noarch"].is_object()) {
     const auto& n = j["noarch"];
-    if (n.value("type", std::string()) == "python") out.active = true;
+    if (n.contains("type") && n["type"].is_string() && n["type"].get<std::string>() == "python") out.active = true;
     if (n.contains("entry_points") && n["entry_points"].is_array())
       for (const auto& e : n["entry_points"])
         if (e.is_string()) out.entry_points.push_back(e.get<std::string>());

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <map>
 #include <set>
 #include <sstream>
@@ -156,6 +157,57 @@ Status verify_pip_files(const fs::path& prefix, const std::map<std::string, PipR
   return ok_status();
 }
 
+/// A prefix file found intact, by inode: a package cache file that is the same inode (a hard link)
+/// and should hold the same bytes is not hashed again.
+using IntactInodes = std::map<std::pair<dev_t, ino_t>, std::string>;  // -> sha256
+
+/// The package cache entries the records were linked from, against their own info/paths.json.
+Status verify_cache_entries(const std::vector<PrefixRecord>& records, const IntactInodes& intact, VerifyReport& report) {
+  for (const auto& r : records) {
+    if (r.extracted_package_dir.empty()) continue;
+    const fs::path dir = r.extracted_package_dir;
+    std::error_code ec;
+    if (!fs::is_regular_file(dir / "info/paths.json", ec)) continue;  // gone, or an old package: nothing to compare
+    auto text = detail::read_file(dir / "info/paths.json");
+    if (!text) continue;
+    const auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_object() || !j.contains("paths") || !j["paths"].is_array()) {
+      report.drift.push_back({FileDrift::Kind::Cache, "info/paths.json", r.dist_name(), "package cache copy does not parse"});
+      continue;
+    }
+    for (const auto& e : j["paths"]) {
+      if (!e.is_object() || !e.contains("_path") || !e["_path"].is_string()) continue;
+      const std::string rel = e["_path"].get<std::string>();
+      const auto type = e.find("path_type");
+      if (type != e.end() && (!type->is_string() || type->get<std::string>() != "hardlink")) continue;
+      if (!detail::safe_relative_path(rel)) continue;
+      const auto size = e.find("size_in_bytes");
+      const auto sha = e.find("sha256");
+      struct stat st {};
+      if (::lstat((dir / rel).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        report.drift.push_back({FileDrift::Kind::Cache, rel, r.dist_name(), "package cache copy not found"});
+        continue;
+      }
+      if (size != e.end() && size->is_number_unsigned() && size->get<std::uint64_t>() != static_cast<std::uint64_t>(st.st_size)) {
+        report.drift.push_back({FileDrift::Kind::Cache, rel, r.dist_name(),
+                                "package cache copy: size " + std::to_string(st.st_size) + " != paths.json " +
+                                    std::to_string(size->get<std::uint64_t>())});
+        continue;
+      }
+      if (sha == e.end() || !sha->is_string()) continue;
+      const std::string want = sha->get<std::string>();
+      if (auto it = intact.find({st.st_dev, st.st_ino}); it != intact.end() && it->second == want) continue;
+      auto h = detail::sha256_file(dir / rel);
+      if (!h) return h.error();
+      if (*h != want) {
+        report.drift.push_back({FileDrift::Kind::Cache, rel, r.dist_name(),
+                                "package cache copy: sha256 " + short_hash(*h) + " != paths.json " + short_hash(want)});
+      }
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 bool prefix_foreign_folder(std::string_view rel, bool has_conda_meta) {
@@ -179,6 +231,7 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
   if (!records) return records.error();
 
   VerifyReport report;
+  IntactInodes intact;
   report.packages = records->size();
   std::set<std::string> owned;
   for (const auto& r : *records) {
@@ -238,12 +291,15 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
         if (*h != e.sha256) {
           report.drift.push_back({FileDrift::Kind::Modified, e.path, dist,
                                   "sha256 " + short_hash(*h) + " != recorded " + short_hash(e.sha256)});
+        } else {
+          intact.emplace(std::make_pair(st.st_dev, st.st_ino), *h);
         }
       }
     }
   }
 
   if (auto st = verify_pip_files(prefix, pip_rows, owned, report); !st) return st.error();
+  if (auto st = verify_cache_entries(*records, intact, report); !st) return st.error();
 
   for (auto it = fs::recursive_directory_iterator(prefix, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -258,8 +314,9 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
     report.drift.push_back({FileDrift::Kind::Extra, rel, "", "no package owns it"});
   }
   if (ec) return detail::io_error(prefix, "cannot walk the environment", ec.value());
-  std::sort(report.drift.begin(), report.drift.end(),
-            [](const FileDrift& a, const FileDrift& b) { return a.path < b.path; });
+  std::stable_sort(report.drift.begin(), report.drift.end(), [](const FileDrift& a, const FileDrift& b) {
+    return a.path != b.path ? a.path < b.path : a.kind < b.kind;
+  });
   return report;
 }
 

@@ -252,11 +252,66 @@ TEST_F(Extract, DeviceAndFifoRefused) {
 TEST_F(Extract, SizeAndEntryLimits) {
   envlock::ExtractLimits small;
   small.max_total_bytes = 1000;
-  expect_refused({t::file("big", std::string(5000, 'x'))}, "exceeds the limit of 1000 bytes", small);
+  expect_refused({t::file("big", std::string(5000, 'x'))},
+                 "the package expands past the absolute cap of 1000 bytes of content (ExtractLimits::max_total_bytes)", small);
   envlock::ExtractLimits few;
   few.max_entries = 3;
-  expect_refused({t::file("a", "1"), t::file("b", "2"), t::file("c", "3"), t::file("d", "4")}, "more than 3 entries",
-                 few);
+  expect_refused({t::file("a", "1"), t::file("b", "2"), t::file("c", "3"), t::file("d", "4")},
+                 "more entries than the cap of 3 entries per archive (ExtractLimits::max_entries)", few);
+}
+
+// A bomb: 8 MiB of zeros compress to a few hundred bytes. The cap derived from the archive's size
+// (ratio x size, at least the floor) refuses it, and the error names that cap with its numbers.
+TEST_F(Extract, ExpansionCapDerivedFromTheArchiveSize) {
+  envlock::ExtractLimits limits;
+  limits.max_expansion_ratio = 250;
+  limits.expansion_floor = 64 << 10;
+  const std::vector<t::TestEntry> bomb = {t::file("share/zeros", std::string(8 << 20, '\0'))};
+  std::vector<t::TestEntry> all = kInfo;
+  all.insert(all.end(), bomb.begin(), bomb.end());
+  const fs::path bz2 = dir_ / "bomb-1-0.tar.bz2";
+  t::write_tar_bz2(bz2, all);
+  const fs::path conda = dir_ / "bomb-1-0.conda";
+  t::write_conda(conda, kInfo, bomb);
+  for (const auto& [archive, in] : {std::pair{bz2, std::string()}, std::pair{conda, std::string(" in pkg-bomb-1-0.tar.zst")}}) {
+    const std::uint64_t size = fs::file_size(archive);
+    ASSERT_LT(size * 250, std::uint64_t{8} << 20) << "not a bomb";
+    const std::uint64_t cap = std::max<std::uint64_t>(size * 250, 64 << 10);
+    auto res = envlock::extract_package(archive, dir_ / "out/pkg", limits);
+    ASSERT_FALSE(res.ok());
+    EXPECT_EQ(res.error().to_string(),
+              archive.string() + ": refused at entry 'share/zeros'" + in + ": the package expands past the expansion cap of " +
+                  std::to_string(cap) + " bytes of content (250 x the archive's " + std::to_string(size) +
+                  " bytes, at least 65536; ExtractLimits::max_expansion_ratio, expansion_floor)\n"
+                  "hint: nothing of it was kept; a real package this large needs a larger ExtractLimits (docs/cache.md, caps)");
+    EXPECT_TRUE(fs::is_empty(dir_ / "out"));
+  }
+  // The same archives within the cap: a floor above their content lets them through.
+  limits.expansion_floor = 16 << 20;
+  for (const fs::path& archive : {bz2, conda}) {
+    auto res = envlock::extract_package(archive, dir_ / "out/pkg", limits);
+    ASSERT_TRUE(res.ok()) << res.error().to_string();
+    fs::remove_all(dir_ / "out/pkg");
+  }
+}
+
+// The default caps let every real package of the corpus through (the widest expansion there is
+// conda-forge-repodata-patches, about 30x).
+TEST_F(Extract, DefaultCapsFitEveryCorpusPackage) {
+  const fs::path corpus = fs::path(envlock::testing::shared_dir()) / "corpus" / "packages";
+  if (!fs::is_directory(corpus)) GTEST_SKIP() << "the shared corpus is absent (looked in " << corpus.string() << ")";
+  std::size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(corpus)) {
+    const std::string name = e.path().filename().string();
+    if (name.find("corrupt") != std::string::npos || !envlock::archive_format(name)) continue;
+    auto res = envlock::extract_package(e.path(), dir_ / "out/pkg");
+    if (!res.ok()) {
+      EXPECT_EQ(res.error().message.find("cap"), std::string::npos) << res.error().to_string();
+    }
+    fs::remove_all(dir_ / "out/pkg");
+    ++n;
+  }
+  EXPECT_GT(n, 40u);
 }
 
 TEST_F(Extract, ModesTimesLinksAndInternalSymlinksKept) {

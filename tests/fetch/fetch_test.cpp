@@ -607,3 +607,84 @@ TEST_F(Fetch, ProxyVariablesAndTimeoutsFromTheEnvironment) {
 }
 
 }  // namespace
+
+namespace {
+
+class FetchCap : public Fetch {};
+
+/// A download without a recorded size stops at the cap of unknown sizes (HTTP and file://), keeps
+/// nothing, is not retried, and names the cap and the variable that changes it.
+TEST_F(FetchCap, UnknownSizeIsCappedAndTheCapNamed) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  for (const std::string& url : {server.url("/payload.bin"), "file://" + (dir_ / "srv/payload.bin").string()}) {
+    SCOPED_TRACE(url);
+    FetchRequest r;
+    r.url = url;
+    r.destination = dir_ / "out/payload.bin";
+    r.label = "payload.bin";
+    auto o = fast_retries();
+    o.max_unknown_size = 100000;
+    auto res = envlock::fetch_to_file(r, o);
+    ASSERT_FALSE(res.ok());
+    EXPECT_EQ(res.error().kind, ErrorKind::Integrity);
+    EXPECT_EQ(res.error().to_string(),
+              envlock::redact_url(url) +
+                  ": download of payload.bin refused: its size is not recorded and it passes the cap of 100000 bytes "
+                  "for downloads of unknown size (ENVLOCK_MAX_DOWNLOAD_SIZE)\n"
+                  "  url:      " + envlock::redact_url(url) + "\n  received: more than 100000 bytes\n"
+                  "hint: nothing was kept; raise the cap with ENVLOCK_MAX_DOWNLOAD_SIZE (e.g. 16G) if the file is really "
+                  "this large, or use a lockfile that records each package's size");
+    expect_no_leftovers(r.destination);
+    // At the cap exactly, and with the size recorded (which the cap never limits), it arrives.
+    o.max_unknown_size = payload_.size();
+    ASSERT_TRUE(envlock::fetch_to_file(r, o).ok());
+    fs::remove(r.destination);
+    o.max_unknown_size = 10;
+    r.size = payload_.size();
+    ASSERT_TRUE(envlock::fetch_to_file(r, o).ok());
+    fs::remove(r.destination);
+  }
+  EXPECT_EQ(server.request_counts().value("/payload.bin", 0), 3) << "a capped download is not retried";
+}
+
+TEST_F(FetchCap, CapFromTheEnvironment) {
+  const char* saved = std::getenv("ENVLOCK_MAX_DOWNLOAD_SIZE");
+  const std::string keep = saved != nullptr ? saved : "";
+  FetchOptions o;
+  ::unsetenv("ENVLOCK_MAX_DOWNLOAD_SIZE");
+  EXPECT_EQ(envlock::unknown_size_cap(o).value(), 4ULL << 30);
+  for (const auto& [text, bytes] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"1000", 1000}, {"64K", 64ULL << 10}, {"16G", 16ULL << 30}, {"2t", 2ULL << 40}}) {
+    ::setenv("ENVLOCK_MAX_DOWNLOAD_SIZE", text.c_str(), 1);
+    EXPECT_EQ(envlock::unknown_size_cap(o).value(), bytes) << text;
+  }
+  o.max_unknown_size = 7;  // the option wins over the variable
+  EXPECT_EQ(envlock::unknown_size_cap(o).value(), 7u);
+  o.max_unknown_size.reset();
+  for (const char* bad : {"0", "12X", "-1", "1.5G", "G", "99999999999999999999"}) {
+    ::setenv("ENVLOCK_MAX_DOWNLOAD_SIZE", bad, 1);
+    auto cap = envlock::unknown_size_cap(o);
+    ASSERT_FALSE(cap.ok()) << bad;
+    EXPECT_EQ(cap.error().to_string(), "ENVLOCK_MAX_DOWNLOAD_SIZE: '" + std::string(bad) +
+                                           "' is not a size\nhint: give bytes, or a number with K, M, G or T (powers of "
+                                           "1024), e.g. 16G");
+  }
+  // A batch fails the requests without a size with that error, and fetches the others.
+  ::setenv("ENVLOCK_MAX_DOWNLOAD_SIZE", "lots", 1);
+  FetchRequest sized;
+  sized.url = "file://" + (dir_ / "srv/payload.bin").string();
+  sized.destination = dir_ / "out/a.bin";
+  sized.size = payload_.size();
+  FetchRequest unsized = sized;
+  unsized.destination = dir_ / "out/b.bin";
+  unsized.size.reset();
+  auto both = envlock::fetch_all({sized, unsized}, fast_retries());
+  EXPECT_TRUE(both[0].ok());
+  ASSERT_FALSE(both[1].ok());
+  EXPECT_EQ(both[1].error().where, "ENVLOCK_MAX_DOWNLOAD_SIZE");
+  if (saved != nullptr) ::setenv("ENVLOCK_MAX_DOWNLOAD_SIZE", keep.c_str(), 1);
+  else ::unsetenv("ENVLOCK_MAX_DOWNLOAD_SIZE");
+}
+
+}  // namespace
