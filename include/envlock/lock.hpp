@@ -38,8 +38,10 @@ namespace envlock {
 struct LockDiagnostics {
   /// Advice for the user, e.g. that this host has a GPU but no `__cuda` is declared.
   std::vector<std::string> hints;
-  /// Non-fatal findings of the lock itself (repodata records skipped); the manifest's own
-  /// warnings stay in Manifest::warnings.
+  /// Non-fatal findings of the lock itself (repodata records skipped; a framework locked as a
+  /// CPU build where `__cuda` is assumed, or a record moved from its CUDA build to its CPU
+  /// build since the previous lock, each naming both builds and the solver's reason:
+  /// docs/solving.md rule 6); the manifest's own warnings stay in Manifest::warnings.
   std::vector<std::string> warnings;
   /// Set when the lock failed because a request cannot be satisfied.
   struct Conflict {
