@@ -307,13 +307,23 @@ std::string comparable_spec(std::string_view spec) {
 // A PEP 508 requirement as compared between sources: pixi.lock copies `requires_dist` from the
 // index's metadata, a prefix has METADATA's own spelling; white space, quote style and case (of
 // names and markers alike) are no change.
+// The comma-separated clauses of a version specifier are a set (PEP 440: `<2,>=1` is `>=1,<2`,
+// as uv and pip each write it): sorted here.
 std::string comparable_requirement(std::string_view req) {
   std::string out;
   for (char c : req) {
     if (std::isspace(static_cast<unsigned char>(c))) continue;
     out += c == '"' ? '\'' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  return out;
+  const auto semi = out.find(';');
+  std::string spec = out.substr(0, semi), marker = semi == std::string::npos ? "" : out.substr(semi);
+  const auto op = spec.find_first_of("<>=!~");
+  if (op == std::string::npos || spec.find('@') != std::string::npos) return out;
+  std::vector<std::string> clauses = split(std::string_view(spec).substr(op), ',');
+  std::sort(clauses.begin(), clauses.end());
+  std::string sorted = spec.substr(0, op);
+  for (std::size_t i = 0; i < clauses.size(); ++i) sorted += (i ? "," : "") + clauses[i];
+  return sorted + marker;
 }
 
 std::string list_change(const char* field, const std::vector<std::string>& olds, const std::vector<std::string>& news,
@@ -656,8 +666,10 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
         c.notes.push_back("variant " + (ov.empty() ? std::string("(none)") : join(ov, "+")) + " -> " +
                           (nv.empty() ? std::string("(none)") : join(nv, "+")));
       }
-      // What installs differently from the same archive (a repodata patch of depends, ...).
-      if (auto meta = record_metadata_changes(*o, *n, both); !meta.empty()) {
+      // What installs differently from the same archive (a repodata patch of depends, ...); a new
+      // version or build brings its own metadata, which is no news of its own.
+      if (auto meta = vc == 0 && o->build == n->build ? record_metadata_changes(*o, *n, both) : std::vector<std::string>{};
+          !meta.empty()) {
         kinds.insert(ChangeKind::MetadataChanged);
         for (auto& m : meta) c.notes.push_back(std::move(m));
       }
@@ -748,6 +760,9 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
         kinds.insert(ChangeKind::SourceChanged);
         c.notes.push_back(std::move(src));
       }
+    }
+    // Core metadata of the same version (another version brings its own).
+    if (o && n && !unresolved(*o) && !unresolved(*n) && compare_versions(o->version, n->version) == 0) {
       if (both.requires_dist)
         if (auto d = list_change("requires_dist", o->requires_dist, n->requires_dist, comparable_requirement); !d.empty()) {
           kinds.insert(ChangeKind::MetadataChanged);
