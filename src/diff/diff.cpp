@@ -520,15 +520,13 @@ Floors environment_floors(const LockedPlatform* plat) {
 // without RecordedFields): a field counts when one record has it.
 RecordedFields held_fields(const LockedPlatform* p) {
   // track_features count as held: a record that drops them is a variant switch, and every format
-  // but @EXPLICIT and conda-lock writes them (the CLI tells those apart by their format).
+  // but @EXPLICIT and conda-lock writes them (the CLI tells those apart by their format). noarch,
+  // build number and site-packages path are not: pixi.lock writes them only for some records.
   RecordedFields r{false, false, true, false, false, false, false, false};
   if (p == nullptr) return r;
   for (const auto& x : p->packages) {
     r.depends = r.depends || !x.depends.empty();
     r.constrains = r.constrains || !x.constrains.empty();
-    r.noarch = r.noarch || x.noarch != NoArchKind::None;
-    r.build_number = r.build_number || x.build_number != 0;
-    r.python_site_packages_path = r.python_site_packages_path || !x.python_site_packages_path.empty();
   }
   for (const auto& x : p->pip) {
     r.requires_dist = r.requires_dist || !x.requires_dist.empty();
