@@ -177,7 +177,9 @@ struct RecordedFields {
 /// Compares two lockfiles (see the file comment for the rules). Pure: no I/O. `old_fields` and
 /// `new_fields` say which fields each side's format holds; without them a field counts as held by
 /// a side's platform when one of its records has it (non-empty, not the default), so a format
-/// that leaves a field out is never compared on it — except track_features, always compared then.
+/// that leaves a field out is never compared on it — track_features are always compared then, and
+/// noarch, build number and python_site_packages_path never (pixi.lock writes them for some
+/// records only).
 LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock,
                         const std::optional<RecordedFields>& old_fields = std::nullopt,
                         const std::optional<RecordedFields>& new_fields = std::nullopt);

@@ -307,13 +307,23 @@ std::string comparable_spec(std::string_view spec) {
 // A PEP 508 requirement as compared between sources: pixi.lock copies `requires_dist` from the
 // index's metadata, a prefix has METADATA's own spelling; white space, quote style and case (of
 // names and markers alike) are no change.
+// The comma-separated clauses of a version specifier are a set (PEP 440: `<2,>=1` is `>=1,<2`,
+// as uv and pip each write it): sorted here.
 std::string comparable_requirement(std::string_view req) {
   std::string out;
   for (char c : req) {
     if (std::isspace(static_cast<unsigned char>(c))) continue;
     out += c == '"' ? '\'' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  return out;
+  const auto semi = out.find(';');
+  std::string spec = out.substr(0, semi), marker = semi == std::string::npos ? "" : out.substr(semi);
+  const auto op = spec.find_first_of("<>=!~");
+  if (op == std::string::npos || spec.find('@') != std::string::npos) return out;
+  std::vector<std::string> clauses = split(std::string_view(spec).substr(op), ',');
+  std::sort(clauses.begin(), clauses.end());
+  std::string sorted = spec.substr(0, op);
+  for (std::size_t i = 0; i < clauses.size(); ++i) sorted += (i ? "," : "") + clauses[i];
+  return sorted + marker;
 }
 
 std::string list_change(const char* field, const std::vector<std::string>& olds, const std::vector<std::string>& news,
@@ -510,15 +520,13 @@ Floors environment_floors(const LockedPlatform* plat) {
 // without RecordedFields): a field counts when one record has it.
 RecordedFields held_fields(const LockedPlatform* p) {
   // track_features count as held: a record that drops them is a variant switch, and every format
-  // but @EXPLICIT and conda-lock writes them (the CLI tells those apart by their format).
+  // but @EXPLICIT and conda-lock writes them (the CLI tells those apart by their format). noarch,
+  // build number and site-packages path are not: pixi.lock writes them only for some records.
   RecordedFields r{false, false, true, false, false, false, false, false};
   if (p == nullptr) return r;
   for (const auto& x : p->packages) {
     r.depends = r.depends || !x.depends.empty();
     r.constrains = r.constrains || !x.constrains.empty();
-    r.noarch = r.noarch || x.noarch != NoArchKind::None;
-    r.build_number = r.build_number || x.build_number != 0;
-    r.python_site_packages_path = r.python_site_packages_path || !x.python_site_packages_path.empty();
   }
   for (const auto& x : p->pip) {
     r.requires_dist = r.requires_dist || !x.requires_dist.empty();
@@ -665,8 +673,10 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
         c.notes.push_back("variant " + (ov.empty() ? std::string("(none)") : join(ov, "+")) + " -> " +
                           (nv.empty() ? std::string("(none)") : join(nv, "+")));
       }
-      // What installs differently from the same archive (a repodata patch of depends, ...).
-      if (auto meta = record_metadata_changes(*o, *n, both); !meta.empty()) {
+      // What installs differently from the same archive (a repodata patch of depends, ...); a new
+      // version or build brings its own metadata, which is no news of its own.
+      if (auto meta = vc == 0 && o->build == n->build ? record_metadata_changes(*o, *n, both) : std::vector<std::string>{};
+          !meta.empty()) {
         kinds.insert(ChangeKind::MetadataChanged);
         for (auto& m : meta) c.notes.push_back(std::move(m));
       }
@@ -757,6 +767,9 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
         kinds.insert(ChangeKind::SourceChanged);
         c.notes.push_back(std::move(src));
       }
+    }
+    // Core metadata of the same version (another version brings its own).
+    if (o && n && !unresolved(*o) && !unresolved(*n) && compare_versions(o->version, n->version) == 0) {
       if (both.requires_dist)
         if (auto d = list_change("requires_dist", o->requires_dist, n->requires_dist, comparable_requirement); !d.empty()) {
           kinds.insert(ChangeKind::MetadataChanged);

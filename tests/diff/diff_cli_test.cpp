@@ -75,7 +75,7 @@ TEST(DiffCli, FailOnExitCodes) {
   auto same = dir.write("same.txt", explicit_file({kTorchCuda + "#" + h1, kZlib + "#" + h1}));
   auto hash = dir.write("hash.txt", explicit_file({kZlib + "#" + h2, kTorchCuda + "#" + h1}));
   auto variant = dir.write("variant.txt", explicit_file({kZlib + "#" + h1, kTorchCpu + "#" + h1}));
-  const std::string gate = " --fail-on downgraded,hash-changed,variant-switch";
+  const std::string gate = " --fail-on downgraded,re-uploaded,hash-changed,variant-switch";
 
   auto r = run_command(envlock_cmd() + " diff " + q(old_f) + " " + q(same) + gate);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -83,8 +83,8 @@ TEST(DiffCli, FailOnExitCodes) {
 
   r = run_command(envlock_cmd() + " diff " + q(old_f) + " " + q(hash) + gate);
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.out.find("hash-changed"), std::string::npos) << r.out;
-  EXPECT_NE(r.err.find("failing on 1 hash-changed"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("re-uploaded"), std::string::npos) << r.out;  // the same URL, another sha256
+  EXPECT_NE(r.err.find("failing on 1 re-uploaded"), std::string::npos) << r.err;
 
   r = run_command(envlock_cmd() + " diff " + q(old_f) + " " + q(variant) + gate);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -149,11 +149,11 @@ TEST(DiffCli, StdinAndGitRevisions) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["old"]["source"], "HEAD:env.txt");
-  EXPECT_EQ(j["summary"]["by_kind"]["hash-changed"], 1);
+  EXPECT_EQ(j["summary"]["by_kind"]["re-uploaded"], 1);
 
   r = run_command("cd " + q(dir.path()) + " && cat env.txt | " + envlock_cmd() + " diff HEAD:env.txt -");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("hash-changed"), std::string::npos);
+  EXPECT_NE(r.out.find("re-uploaded"), std::string::npos);
 
   r = run_command("cd " + q(dir.path()) + " && " + envlock_cmd() + " diff HEAD:missing.lock env.txt");
   EXPECT_EQ(r.exit_code, 2);
@@ -214,7 +214,7 @@ TEST(DiffCli, RelativeChannelsResolveAlikeFromFilesGitAndStdin) {
   std::ofstream(sub / "envlock.lock") << changed;
   const auto r = run_command("cd " + q(repo) + " && " + envlock_cmd() + " diff HEAD:sub/envlock.lock sub/envlock.lock");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(r.out.starts_with("1 change: 1 hash-changed")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("1 change: 1 re-uploaded")) << r.out;
 }
 
 TEST(DiffCli, BadInputExitsTwoWithFileAndLine) {

@@ -243,8 +243,8 @@ TEST(Diff, RepodataPatchesAndOtherInstallingFieldsAreChanges) {
   RecordedFields conda_lock;
   conda_lock.constrains = conda_lock.track_features = conda_lock.noarch = conda_lock.build_number = conda_lock.python_site_packages_path = false;
   EXPECT_TRUE(diff_lockfiles(lo, ln, RecordedFields{}, conda_lock).empty());
-  // Without RecordedFields a field counts as held by a side when one of its records has it: the
-  // old side here has no constrains, noarch, build number or site-packages path at all.
+  // Without RecordedFields a field counts as held by a side when one of its records has it (the
+  // old side here has no constrains), and noarch, build number and site-packages path never.
   EXPECT_TRUE(diff_lockfiles(lo, ln).empty());
   RecordedFields none{false, false, false, false, false, false, false, false};
   EXPECT_TRUE(diff_lockfiles(make({o}), make({n}), none, {}).empty());
@@ -397,7 +397,7 @@ TEST(Diff, RenderersAgreeOnCounts) {
   DiffLabels labels{"old.lock", "new.lock", "@EXPLICIT", "@EXPLICIT"};
   const std::string text = render_text(d, labels, false);
   // No side knows a size (as conda-lock.yml and @EXPLICIT): unknown, not "+0 B".
-  EXPECT_EQ(text.substr(0, text.find('\n')), "2 changes: 1 hash-changed, 1 downgraded; size unknown; 2 red flags");
+  EXPECT_EQ(text.substr(0, text.find('\n')), "2 changes: 1 re-uploaded, 1 downgraded; size unknown; 2 red flags");
   EXPECT_NE(text.find("default / linux-64: 2 changes, size unknown ("), std::string::npos);
   EXPECT_EQ(text.find("\x1b["), std::string::npos);
   EXPECT_NE(render_text(d, labels, true).find("\x1b[1;31m"), std::string::npos);
@@ -408,14 +408,15 @@ TEST(Diff, RenderersAgreeOnCounts) {
   auto j = diff_to_json(d, labels);
   EXPECT_EQ(j["schema"], "envlock-diff/1");
   EXPECT_EQ(j["summary"]["changes"], 2);
-  EXPECT_EQ(j["summary"]["by_kind"]["hash-changed"], 1);
+  EXPECT_EQ(j["summary"]["by_kind"]["re-uploaded"], 1);
+  EXPECT_EQ(j["summary"]["by_kind"]["hash-changed"], 0);
   EXPECT_EQ(j["summary"]["red_flags"], 2);
   EXPECT_TRUE(j["summary"]["size_delta"].is_null());
   ASSERT_EQ(j["groups"].size(), 1u);
   EXPECT_TRUE(j["groups"][0]["size_delta"].is_null());
   EXPECT_TRUE(j["groups"][0]["changes"][0]["size_delta"].is_null());
   EXPECT_EQ(j["groups"][0]["changes"][0]["name"], "openssl");
-  EXPECT_EQ(j["groups"][0]["changes"][0]["kind"], "hash-changed");
+  EXPECT_EQ(j["groups"][0]["changes"][0]["kind"], "re-uploaded");
   EXPECT_EQ(j["groups"][0]["changes"][0]["old"]["sha256"], std::string(64, 'a'));
   EXPECT_EQ(j["groups"][0]["changes"][1]["kind"], "downgraded");
 }
@@ -564,7 +565,7 @@ TEST(CorpusDiff, MarkdownFitsItsBudgetMostSevereFirst) {
     // Title, summary line and summary table as in the full comment.
     const auto table_end = full.find("\n\n", full.find("| environment | platform |")) + 2;
     EXPECT_EQ(md.substr(0, table_end), full.substr(0, table_end));
-    EXPECT_EQ(md.substr(table_end, 29), "#### Most important changes\n");
+    EXPECT_EQ(md.substr(table_end, 29), "#### Most important changes\n\n");
     // Rows, most severe first: no row of a less severe kind before a more severe one.
     std::size_t rows = 0;
     int last = -1;
