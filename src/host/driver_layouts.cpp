@@ -363,7 +363,9 @@ DriverFacts detect_driver(const ProbeHost& host) {
         }
       }
       if (program.empty()) {
-        f.methods.push_back({"nvidia-smi -q -x", "nvidia-smi", false, "not found on PATH or in /usr/lib/wsl/lib"});
+        f.methods.push_back({"nvidia-smi -q -x", "nvidia-smi", false,
+                             root.empty() || root == "/" ? "not found on PATH or in /usr/lib/wsl/lib"
+                                                         : "not found in /usr/bin, /usr/local/bin or /usr/lib/wsl/lib"});
       }
     } else if (program.empty()) {
       f.methods.push_back({"nvidia-smi -q -x", "nvidia-smi", false, "not run: the driver library is named by ENVLOCK_LIBCUDA"});

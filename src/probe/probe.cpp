@@ -495,7 +495,10 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
     std::string summary = std::to_string(visible) + " visible to CUDA";
     if (h.nvml.outcome == VendorOutcome::Ok) summary += ", " + std::to_string(physical) + " installed (NVML)";
     const bool none = visible == 0;
-    j.add("devices.count", none ? (hidden ? Verdict::Info : need ? Verdict::Fail : Verdict::Warn) : Verdict::Pass, summary,
+    // A cuInit that failed outright is driver.cuinit's verdict, not a visibility matter.
+    const bool init_failed = h.cuda.init_result && !cuda_init_counts(*h.cuda.init_result);
+    if (none && init_failed) summary += " (cuInit failed: see driver.cuinit)";
+    j.add("devices.count", none ? (hidden || init_failed ? Verdict::Info : need ? Verdict::Fail : Verdict::Warn) : Verdict::Pass, summary,
           "cuDeviceGetCount, nvmlDeviceGetCount_v2", "make a GPU visible to this process (CUDA_VISIBLE_DEVICES, container GPU options)",
           none);
   }

@@ -56,7 +56,9 @@ TEST(DeviceFixture, RealHardwareReportsKeepTheProbeContract) {
       any_fail = any_fail || c.at("verdict") == "fail";
     }
     EXPECT_EQ(probe.at("exit_code") != 0, any_fail);
-    if (env.contains("probe_exit_code")) EXPECT_EQ(probe.at("exit_code"), env.at("probe_exit_code"));
+    if (env.contains("probe_exit_code")) {
+      EXPECT_EQ(probe.at("exit_code"), env.at("probe_exit_code"));
+    }
 
     const auto& driver = probe.at("driver");
     ASSERT_TRUE(driver.contains("methods"));
@@ -70,12 +72,14 @@ TEST(DeviceFixture, RealHardwareReportsKeepTheProbeContract) {
     // __cuda in info is the probe's CUDA version (unless CONDA_OVERRIDE_CUDA set it).
     std::string vp_cuda;
     for (const auto& vp : info.at("virtual_packages")) {
-      if (vp.at("name") == "__cuda") vp_cuda = vp.at("version");
+      if (vp.at("name") == "__cuda") vp_cuda = vp.at("version").get<std::string>();
     }
     if (!env.contains("CONDA_OVERRIDE_CUDA") || env.at("CONDA_OVERRIDE_CUDA").is_null()) {
       EXPECT_EQ(vp_cuda, driver.value("cuda_version", std::string()));
     }
-    if (driver.contains("cuda_version")) EXPECT_FALSE(driver.at("cuda_version_method").get<std::string>().empty());
+    if (driver.contains("cuda_version")) {
+      EXPECT_FALSE(driver.at("cuda_version_method").get<std::string>().empty());
+    }
     // A CUDA that initialised sees devices; NVML never fewer than CUDA.
     if (driver.at("libcuda").value("cuinit", -1) == 0) {
       EXPECT_FALSE(probe.at("cuda_devices").empty());

@@ -368,10 +368,11 @@ TEST_F(Layout, InfoKeepsCudaWhenCudaVisibleDevicesHidesEveryGpu) {
                                 {"CONDA_OVERRIDE_CUDA", "\x01unset"}});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::string cuda;
-    for (const auto& vp : nlohmann::json::parse(r.out).at("virtual_packages")) {
-      if (vp.at("name") == "__cuda") cuda = vp.at("version");
+    const auto info = nlohmann::json::parse(r.out);
+    for (const auto& vp : info.at("virtual_packages")) {
+      if (vp.at("name") == "__cuda") cuda = vp.at("version").get<std::string>();
     }
-    EXPECT_EQ(cuda, "12.4") << "CUDA_VISIBLE_DEVICES=" << value;
+    EXPECT_EQ(cuda, "12.4") << "CUDA_VISIBLE_DEVICES=" << value << "\n" << r.out;
   }
 }
 

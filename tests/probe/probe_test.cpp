@@ -538,7 +538,10 @@ TEST_F(FakeHost, HealthyCudaEnvironmentPasses) {
 TEST_F(FakeHost, DetectCudaDriverVersionUsesTheSameChild) {
   healthy(1);
   EXPECT_EQ(detect_cuda_driver_version(FAKE_LIBCUDA, 5000), "12.4");
+  // No device visible is not no driver (conda drops CUDA_VISIBLE_DEVICES to the same end).
   program("gpu.count=1\ncuda.init=100\n");
+  EXPECT_EQ(detect_cuda_driver_version(FAKE_LIBCUDA, 5000), "12.4");
+  program("gpu.count=1\ncuda.init=999\n");
   EXPECT_EQ(detect_cuda_driver_version(FAKE_LIBCUDA, 5000), std::nullopt);
   program("gpu.count=1\ncuda.crash=cuInit\n");
   EXPECT_EQ(detect_cuda_driver_version(FAKE_LIBCUDA, 5000), std::nullopt);
@@ -569,7 +572,7 @@ TEST_F(FakeHost, RealNvidiaSmiA100MigMachine) {
           "\ncuda.driver_version=" + std::to_string(major * 1000 + minor * 10) + "\nnvml.driver=" + driver + "\n");
   const ProbeReport r = probe(analyze_packages(cuda_pytorch("12.4"), {}, {}));
   EXPECT_EQ(r.host.nvml.driver_version, "510.47.03");
-  EXPECT_EQ(find(r, "driver.cuda-version")->summary, "the driver supports CUDA 11.6");
+  EXPECT_EQ(find(r, "driver.cuda-version")->summary, "the driver supports CUDA 11.6: __cuda=11.6");
   EXPECT_NE(find(r, "device.0")->summary.find("NVIDIA A100-SXM4-40GB"), std::string::npos);
   EXPECT_NE(find(r, "device.0")->summary.find("MIG enabled"), std::string::npos);
   // A 510 driver cannot run a CUDA 12 environment.
