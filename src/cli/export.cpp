@@ -80,7 +80,7 @@ int run_export(const Context& ctx, const Options& o) {
     else j["output"] = o.output;
     std::cout << json_text(j) << "\n";
   } else if (o.output.empty()) {
-    std::cout << *text;
+    std::cout << terminal_text(*text);  // stdout may be a terminal: control bytes escaped (-o writes them as they are)
   } else {
     std::cout << "exported " << env_name << "/" << platform << " (" << lp->second.packages.size() << " packages) to "
               << o.output << "\n";

@@ -786,10 +786,12 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
     ASSERT_TRUE(now == from || now == to) << "a mix of old and new";
     auto pending = interrupted_install(prefix);
     ASSERT_TRUE(pending.ok()) << pending.error().to_string();
-    if (pending->has_value()) {  // killed while post-link scripts ran: the new tree, the old one kept
-      ASSERT_EQ(now, to);
+    if (pending->has_value()) {
+      // Killed while post-link scripts ran (in this run or an earlier one the next run would roll
+      // back): only the new set has them, and the old tree waits beside it.
+      ASSERT_EQ(now, new_dists);
       if (!(*pending)->empty()) {
-        EXPECT_EQ(dists(**pending), from) << "the tree kept for the rollback";
+        EXPECT_EQ(dists(**pending), old_dists) << "the tree kept for the rollback";
       }
       ++saw_pending;
     }
@@ -1253,9 +1255,8 @@ TEST_F(Cli, CondasTestRecipesWithBashScriptsAndPrelinkMessagesInstall) {
     if (wanted.count(p.name)) records.push_back(p);
   ASSERT_EQ(records.size(), wanted.size());
   const fs::path prefix = root_ / "envs" / "recipes";
-  fs::create_directories(prefix / "conda-meta");
-  spit(prefix / "conda-meta/envlock", "{}\n");
-  spit(prefix / "conda-meta/state", R"({"env_vars": {"TEST_VAR": "1"}})");  // `conda env config vars set`
+  // post_link_run_in_env_package's own etc/conda/activate.d/test.sh sets TEST_VAR, which its
+  // post-link script checks: it passes because the script runs inside the activated environment.
   auto r = envlock("install -l " + q(write_lock(make_lockfile(records), "recipes.lock")) + " -p " + q(prefix));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(slurp(prefix / "bin/file"), "test\n");
@@ -1265,18 +1266,6 @@ TEST_F(Cli, CondasTestRecipesWithBashScriptsAndPrelinkMessagesInstall) {
       << r.out;
   EXPECT_NE(r.out.find("  File message-from-pkg2.txt:\n    Spam spam spam,\n    SPAM!\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("TEST_VAR is set to :1:\nSuccess: TEST_VAR is set correctly\n"), std::string::npos) << r.out;
-  // Without the environment's variable the recipe's own check fails, as it does under conda.
-  fs::remove(prefix / "conda-meta/state");
-  std::vector<LockedPackage> just_env;
-  for (const auto& p : records)
-    if (p.name == "post_link_run_in_env_package") just_env.push_back(p);
-  const fs::path other = root_ / "envs" / "no-var";
-  auto failed = envlock("install -l " + q(write_lock(make_lockfile(just_env), "env.lock")) + " -p " + q(other));
-  EXPECT_EQ(failed.exit_code, 1) << failed.err;
-  EXPECT_NE(failed.err.find("error: post_link_run_in_env_package-1.0-0: post-link script exited with status 1"),
-            std::string::npos)
-      << failed.err;
-  EXPECT_FALSE(fs::exists(other));
 }
 
 TEST_F(BadInput, APythonSitePackagesPathLeavingThePrefixIsRefusedAndShownByDiff) {
