@@ -659,9 +659,11 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
           c.notes.push_back("URL " + o->url + " -> " + n->url);
         }
       }
-      if (o->python_site_packages_path != n->python_site_packages_path) {
+      if (both.python_site_packages_path && !(vc == 0 && o->build == n->build) &&
+          o->python_site_packages_path != n->python_site_packages_path) {
         // CEP-17's field steers where every noarch: python file of the environment goes: a change
-        // is as important as a changed archive (docs/install.md, "Safety rules").
+        // is as important as a changed archive (docs/install.md, "Safety rules"). Of the same
+        // archive it is a metadata change (record_metadata_changes), noted once.
         kinds.insert(ChangeKind::HashChanged);
         c.notes.push_back("python_site_packages_path " +
                           (o->python_site_packages_path.empty() ? std::string("(none)") : o->python_site_packages_path) +

@@ -286,10 +286,12 @@ TEST(SnapshotCli, DisagreeingDriverFactsAreKeptBothAndNamed) {
             "no conda environments found (none listed in ~/.conda/environments.txt and no envs/ folder with a conda-meta/ "
             "inside): the snapshot holds the host facts only; name environments with -p PREFIX\n"
             "warning: the snapshot is PARTIAL: 2 fact(s) could not be captured:\n"
+            // libcuda.so.1 is named where the loader's order finds it first (/lib before /usr/lib;
+            // the fake host's /lib is merged-usr's link to usr/lib).
+            "  /lib/x86_64-linux-gnu/libcuda.so.1: libcuda 535.54.03 disagrees with the driver version 535.104.05 "
+            "(/proc/driver/nvidia/version; both recorded)\n"
             "  /proc/driver/nvidia/version: the kernel module's driver version 535.104.05 disagrees with " + smi +
-                "'s 535.54.03 (both recorded: a driver upgraded without reloading the module?)\n"
-            "  /usr/lib/x86_64-linux-gnu/libcuda.so.1: libcuda 535.54.03 disagrees with the driver version 535.104.05 "
-            "(/proc/driver/nvidia/version; both recorded)\n");
+                "'s 535.54.03 (both recorded: a driver upgraded without reloading the module?)\n");
   const auto s = Snapshot::read(out);
   ASSERT_TRUE(s.ok()) << s.error().to_string();
   ASSERT_TRUE(s->host.nvidia.has_value());
@@ -297,7 +299,7 @@ TEST(SnapshotCli, DisagreeingDriverFactsAreKeptBothAndNamed) {
   EXPECT_EQ(s->host.nvidia->smi_driver_version, "535.54.03");
   EXPECT_EQ(s->host.nvidia->libcuda_version, "535.54.03");
   const std::string text = testing::slurp(out);
-  EXPECT_NE(text.find("    driver: 535.104.05\n    cuda: \"12.2\"\n    driver-nvidia-smi: 535.54.03\n    libcuda: 535.54.03\n"),
+  EXPECT_NE(text.find("      driver: 535.104.05\n      cuda: \"12.2\"\n      driver-nvidia-smi: 535.54.03\n      libcuda: 535.54.03\n"),
             std::string::npos)
       << text;
 }
