@@ -103,7 +103,10 @@ struct Lockfile {
   /// absolute) into a `file://` URL: file_url_from_path() of the lexically normalised path, so
   /// `./my chan` becomes `file:///…/my%20chan` (envlock/url.hpp); a package URL under such a
   /// channel is the channel's URL followed by the rest as written (`/linux-64/x.conda`). Each is
-  /// listed in relative_channels; with an empty `directory` it is kept as written.
+  /// listed in relative_channels; with an empty `directory` it is kept as written. A channel, package
+  /// URL or pip URL written `~/…` (to_yaml's spelling of a `file://` URL under the home folder) is
+  /// resolved against home_folder() the same way (kept as written when there is none or `directory`
+  /// is empty) and not listed.
   /// A snapshot file (docs/snapshot.md: an envlock.lock document followed by a top-level
   /// `snapshot:` block) is read as its envlock.lock part, with line numbers unchanged, so
   /// `diff`, `show`, `list` and `install` read snapshots. Its `snapshot: format:` must be at most
@@ -120,7 +123,9 @@ struct Lockfile {
   /// The deterministic YAML text of this lockfile, to be stored in `directory`: every
   /// relative_channels entry that is a `file://` URL is written as a path relative to
   /// `directory` (`./channel` or `../…`; the decoded path: `./my chan`, never `./my%20chan`).
-  /// An empty `directory` writes them as their URLs.
+  /// An empty `directory` writes them as their URLs. Every other `file://` channel, package URL
+  /// or pip URL under home_folder() is written `~/…` (its decoded path), so no lockfile names the
+  /// home folder of whoever wrote it (issue 17, point 9).
   [[nodiscard]] std::string to_yaml(const std::filesystem::path& directory = {}) const;
   /// Writes to_yaml(absolute directory of `path`) atomically (temporary file in the same
   /// directory, fsync, rename): an existing lockfile is never truncated or half-written.
@@ -186,6 +191,12 @@ struct StaleReason {
 /// Lockfile::relative_channels for a lock of this manifest, so `lock` and `create` write the same
 /// location-independent file.
 std::vector<std::string> relative_channel_urls(const Manifest& manifest);
+
+/// One warning for each local channel of `manifest` that is not named by a relative directory and
+/// lies under the home folder (home_folder()): the lockfile keeps it as `~/…` (docs/lockfile.md,
+/// "Local channels"), which names a folder of whoever installs, not of the project. Sorted by
+/// first appearance, one per folder; the text names the folder by its `~/…` spelling only.
+std::vector<std::string> home_channel_warnings(const Manifest& manifest);
 
 /// Stable kebab-case name of a kind ("manifest-hash", "spec-not-satisfied", ...), for --json.
 std::string_view to_string(StaleReason::Kind kind);

@@ -5,9 +5,12 @@
 //   package cache  $ENVLOCK_PKGS_DIR, else <cache root>/pkgs     (conda's pkgs/ layout)
 //   repodata cache <cache root>/repodata
 //
-// And where a file envlock writes (`-o FILE`: lockfile, snapshot, bundle) really goes.
+// And where a file envlock writes (`-o FILE`: lockfile, snapshot, bundle) really goes, and how a
+// path under the user's home folder is spelled in such a file (`~/…`, never the home folder).
 
 #include <filesystem>
+#include <string>
+#include <string_view>
 
 #include "envlock/result.hpp"
 
@@ -26,5 +29,22 @@ std::filesystem::path repodata_cache_dir();
 /// what it is, and nothing is written. A dangling link's
 /// target whose folder does not exist is returned as is: the write then fails naming it.
 Result<std::filesystem::path> output_file_target(const std::filesystem::path& path);
+
+/// The home folder that files envlock writes must not name: $HOME when it is an absolute path
+/// other than `/` (lexically normal, no trailing `/`), else empty (no home to hide).
+std::filesystem::path home_folder();
+
+/// True when `path` (absolute, lexically normal) is `home` or lies below it; false for an empty
+/// `home`. Component-wise: `/home/ana2` is not under `/home/ana`.
+bool is_under(const std::filesystem::path& path, const std::filesystem::path& home);
+
+/// `path` as a lockfile or snapshot writes it (docs/lockfile.md, "Local channels"; docs/snapshot.md,
+/// "No home paths"): `~` or `~/rest` when it lies under `home` (is_under), else unchanged. The
+/// shell's and conda's `~`: read back with expand_home().
+std::string tilde_path(const std::filesystem::path& path, const std::filesystem::path& home);
+
+/// The inverse of tilde_path(): `~` is `home`, `~/rest` is `home/rest`; any other text (and
+/// everything when `home` is empty) is returned unchanged. `~user/` is not expanded.
+std::string expand_home(std::string_view text, const std::filesystem::path& home);
 
 }  // namespace envlock

@@ -130,7 +130,8 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   auto manifest = load_manifest(args.manifest);
   if (!manifest) return report_error(ctx, manifest.error());
   for (const auto& w : manifest->warnings) warn(w);
-  fs::path lock_path = args.output.empty() ? fs::absolute(args.manifest).parent_path() / "envlock.lock"
+  // Spelled as the user spelled the manifest's folder, so messages name no home folder.
+  fs::path lock_path = args.output.empty() ? fs::path(args.manifest).parent_path() / "envlock.lock"
                                            : fs::path(args.output);
   if (args.check) return run_check(ctx, *manifest, lock_path);
 
@@ -170,6 +171,10 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   // Channels the manifest names by a relative directory travel with the checkout: the lockfile
   // records them relative to its own directory (docs/lockfile.md, "Local channels").
   lock->relative_channels = relative_channel_urls(*manifest);
+  for (const auto& w : home_channel_warnings(*manifest)) {
+    warn(w);
+    diag.warnings.push_back(w);
+  }
   std::error_code abs_ec;
   std::string text = lock->to_yaml(fs::absolute(lock_path, abs_ec).parent_path());
   bool unchanged = false;

@@ -27,6 +27,41 @@ std::filesystem::path package_cache_dir() {
 
 std::filesystem::path repodata_cache_dir() { return cache_root() / "repodata"; }
 
+std::filesystem::path home_folder() {
+  const char* v = env("HOME");
+  if (v == nullptr || *v != '/') return {};
+  std::string home = std::filesystem::path(v).lexically_normal().string();
+  while (home.size() > 1 && home.back() == '/') home.pop_back();
+  return home == "/" ? std::filesystem::path() : std::filesystem::path(home);
+}
+
+bool is_under(const std::filesystem::path& path, const std::filesystem::path& home) {
+  if (home.empty() || !path.is_absolute()) return false;
+  auto p = path.begin();
+  for (auto h = home.begin(); h != home.end(); ++h, ++p) {
+    if (h->empty()) continue;  // a trailing separator of `home`
+    if (p == path.end() || *p != *h) return false;
+  }
+  return true;
+}
+
+std::string tilde_path(const std::filesystem::path& path, const std::filesystem::path& home) {
+  if (!is_under(path, home)) return path.string();
+  const std::string rest = path.lexically_relative(home).string();
+  return rest.empty() || rest == "." ? "~" : "~/" + rest;
+}
+
+std::string expand_home(std::string_view text, const std::filesystem::path& home) {
+  if (home.empty()) return std::string(text);
+  if (text == "~") return home.string();
+  if (text.starts_with("~/")) {
+    std::string_view rest = text.substr(2);
+    while (rest.starts_with('/')) rest.remove_prefix(1);  // `home / "/x"` would be `/x`
+    return (home / rest).string();
+  }
+  return std::string(text);
+}
+
 Result<std::filesystem::path> output_file_target(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   fs::path target = path;

@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "envlock/match_spec.hpp"
+#include "envlock/paths.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
@@ -318,6 +320,23 @@ std::vector<std::string> relative_channel_urls(const Manifest& manifest) {
       if (ch.relative_directory()) out.push_back(ch.public_url());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::string> home_channel_warnings(const Manifest& manifest) {
+  const std::filesystem::path home = home_folder();
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  for (const auto& [name, env] : manifest.environments)
+    for (const auto& ch : manifest.channels_for(env)) {
+      if (ch.kind != Channel::Kind::LocalDirectory || ch.relative_directory()) continue;
+      const std::filesystem::path path = ch.local_path().lexically_normal();
+      const std::string kept = tilde_path(path, home);
+      if (!is_under(path, home) || !seen.insert(kept).second) continue;
+      out.push_back("channel " + kept + " is in the home folder, outside the project: the lockfile records it as " + kept +
+                    ", which install looks up in the home folder of whoever runs it; to make the lockfile portable, "
+                    "move the channel into the project and name it by a relative path (./channel)");
+    }
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "envlock/lockfile.hpp"
+#include "envlock/paths.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
@@ -97,10 +98,12 @@ class Out {
 };
 
 /// Spells the relative channels of a lockfile (and the URLs under them) relative to the directory
-/// the file is written to; every other channel and URL passes through unchanged.
+/// the file is written to, and every other `file://` channel or URL under the home folder as
+/// `~/…` (docs/lockfile.md, "Local channels"); everything else passes through unchanged.
 class LocalChannels {
  public:
-  LocalChannels(const std::vector<std::string>& channels, const std::filesystem::path& directory) {
+  LocalChannels(const std::vector<std::string>& channels, const std::filesystem::path& directory)
+      : home_(home_folder()) {
     if (directory.empty()) return;
     const std::filesystem::path dir = directory.lexically_normal();
     for (const auto& url : channels) {
@@ -116,17 +119,28 @@ class LocalChannels {
   [[nodiscard]] std::string channel(const std::string& c) const {
     for (const auto& [url, rel] : map_)
       if (c == url) return rel;
-    return c;
+    return under_home(c);
   }
   [[nodiscard]] std::string url(const std::string& u) const {
     for (const auto& [url, rel] : map_)
       if (u.size() > url.size() && u.starts_with(url) && u[url.size()] == '/')
         return rel + u.substr(url.size());
-    return u;
+    return under_home(u);
   }
 
  private:
+  /// A `file://` URL under the home folder as `~/decoded path`, as a relative channel is
+  /// spelled by its decoded path; anything else unchanged.
+  [[nodiscard]] std::string under_home(const std::string& u) const {
+    if (home_.empty() || !u.starts_with("file:")) return u;
+    const auto path = path_from_file_url(u);
+    if (!path) return u;
+    const std::filesystem::path p = std::filesystem::path(*path).lexically_normal();
+    return is_under(p, home_) ? tilde_path(p, home_) : u;
+  }
+
   std::vector<std::pair<std::string, std::string>> map_;  ///< file:// URL -> relative spelling
+  std::filesystem::path home_;
 };
 
 void emit_package(Out& o, int ind, const LockedPackage& p, const LocalChannels& local) {
@@ -161,11 +175,11 @@ void emit_package(Out& o, int ind, const LockedPackage& p, const LocalChannels& 
 
 // A pip entry; a pip line that names no project (`-e .`, `--extra-index-url URL`) has no `name`
 // key: it starts with its first key present. URLs, the requirement's included, credential-free.
-void emit_pip(Out& o, int ind, const PipPackage& p) {
+void emit_pip(Out& o, int ind, const PipPackage& p, const LocalChannels& local) {
   std::vector<std::pair<std::string_view, std::string>> keys;
   if (!p.name.empty()) keys.emplace_back("name", q(p.name));
   if (!p.version.empty()) keys.emplace_back("version", q(p.version));
-  if (!p.url.empty()) keys.emplace_back("url", q(redact_url(p.url)));
+  if (!p.url.empty()) keys.emplace_back("url", q(local.url(redact_url(p.url))));
   if (!p.sha256.empty()) keys.emplace_back("sha256", q(p.sha256));
   if (!p.requirement.empty()) keys.emplace_back("requirement", q(redact_text(p.requirement)));
   if (p.editable) keys.emplace_back("editable", "true");
@@ -238,7 +252,7 @@ std::string Lockfile::to_yaml(const std::filesystem::path& directory) const {
       if (!lp.pip.empty()) {
         o.key(8, "pip");
         for (const auto* p : sorted(lp.pip, [](const PipPackage& x) { return std::tie(x.name, x.requirement); }))
-          emit_pip(o, 10, *p);
+          emit_pip(o, 10, *p, local);
       }
     }
   }

@@ -14,6 +14,7 @@
 
 #include "envlock/lockfile.hpp"
 #include "block_yaml.hpp"
+#include "envlock/paths.hpp"
 #include "envlock/url.hpp"
 #include "yaml_source.hpp"
 
@@ -480,21 +481,32 @@ bool is_relative_reference(std::string_view s) {
   return s == "." || s == ".." || s.starts_with("./") || s.starts_with("../");
 }
 
+/// A channel or URL written under the home folder (`~/…`, docs/lockfile.md, "Local channels").
+bool is_home_reference(std::string_view s) { return s == "~" || s.starts_with("~/"); }
+
 /// Resolves the relative channels and package URLs of `lf` against `directory` (none when empty)
-/// and lists the channels in relative_channels.
+/// and lists the channels in relative_channels; `~/…` ones are resolved against the home folder
+/// (kept as written when there is none, or no `directory`) and not listed: written again, they are `~/…` again.
 void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& directory) {
   std::set<std::string> channels;
+  const std::filesystem::path home = home_folder();
   // The relative spelling of a channel is a path (as a manifest writes it): its URL is
   // file_url_from_path() of the absolute path, as resolve_channel() gives for the manifest.
   auto resolve_path = [&](const std::string& s) {
-    std::string p = (std::filesystem::absolute(directory) / s).lexically_normal().string();
+    std::string p = is_home_reference(s) ? std::filesystem::path(expand_home(s, home)).lexically_normal().string()
+                                         : (std::filesystem::absolute(directory) / s).lexically_normal().string();
     while (p.size() > 1 && p.back() == '/') p.pop_back();
     return file_url_from_path(p);
   };
+  auto resolvable = [&](const std::string& s) {
+    if (directory.empty()) return false;  // kept as written (`envlock show`)
+    return is_home_reference(s) ? !home.empty() : is_relative_reference(s);
+  };
   auto resolve_channel = [&](std::string& s) {
-    if (!is_relative_reference(s)) return;
-    if (!directory.empty()) s = resolve_path(s);
-    channels.insert(s);
+    if (!is_relative_reference(s) && !is_home_reference(s)) return;
+    const bool relative = is_relative_reference(s);
+    if (resolvable(s)) s = resolve_path(s);
+    if (relative) channels.insert(s);
   };
   for (auto& [env_name, env] : lf.environments) {
     for (auto& [platform, lp] : env.platforms) {
@@ -502,7 +514,7 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
       for (auto& p : lp.packages) {
         const std::string written = p.channel;
         resolve_channel(p.channel);
-        if (!is_relative_reference(p.url) || directory.empty()) continue;
+        if (!resolvable(p.url)) continue;
         // A package URL is its channel's URL, '/', and `subdir/file_name` as written (file names
         // are joined unencoded, as the channel's own records join them).
         if (p.url.size() > written.size() && p.url.starts_with(written) && p.url[written.size()] == '/')
@@ -510,6 +522,8 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
         else
           p.url = resolve_path(p.url);
       }
+      for (auto& p : lp.pip)
+        if (is_home_reference(p.url) && resolvable(p.url)) p.url = resolve_path(p.url);
     }
   }
   lf.relative_channels.assign(channels.begin(), channels.end());
