@@ -302,11 +302,17 @@ std::pair<std::string_view, std::string_view> split_last(std::string_view rel) {
 Result<Tree> Tree::open(const std::filesystem::path& root) {
   const int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return io_error(root, "cannot open", errno);
-  return Tree(root, fd);
+  Tree tree(root, fd);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) tree.guarded_.push_back({st.st_dev, st.st_ino});
+  if (::fstatat(fd, kGuardedFolder, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+    tree.guarded_.push_back({st.st_dev, st.st_ino});
+  return tree;
 }
 
 Tree::Tree(Tree&& o) noexcept
-    : root_(std::move(o.root_)), fd_(o.fd_), cached_rel_(std::move(o.cached_rel_)), cached_fd_(o.cached_fd_) {
+    : root_(std::move(o.root_)), fd_(o.fd_), cached_rel_(std::move(o.cached_rel_)), cached_fd_(o.cached_fd_),
+      guarded_(std::move(o.guarded_)) {
   o.fd_ = -1;
   o.cached_fd_ = -1;
 }
@@ -342,6 +348,21 @@ Result<int> Tree::dir(std::string_view rel, bool create) {
                    "the link from the lockfile"};
     }
     return io_error(root_ / std::string(rel), create ? "cannot create directory" : "cannot open directory", errno);
+  }
+  // A folder reached by a path that does not name it: through a package's symbolic link. The
+  // root itself or conda-meta/ that way is refused, so no file lands in conda-meta/ (nor named
+  // `conda-meta` at the root) whatever links the packages make together.
+  const std::string_view guarded_name(kGuardedFolder);
+  if (rel != guarded_name && !(rel.starts_with(guarded_name) && rel[guarded_name.size()] == '/')) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 &&
+        std::any_of(guarded_.begin(), guarded_.end(),
+                    [&](const auto& g) { return g.first == st.st_dev && g.second == st.st_ino; })) {
+      ::close(fd);
+      return Error{ErrorKind::Integrity, std::string(rel), kLeadsIntoGuarded, "",
+                   "a package (or two together) would write into the environment's own records; remove the package "
+                   "that makes the link from the lockfile"};
+    }
   }
   forget();
   cached_rel_ = std::string(rel);

@@ -80,6 +80,14 @@ Status remove_tree(const std::filesystem::path& path);
 inline constexpr const char* kLeadsOutside =
     "is, or is below, a symbolic link that points outside the prefix; refusing to write through it";
 
+/// The message of a Tree refusal: a folder on the way is a link back to the root or to conda-meta/.
+inline constexpr const char* kLeadsIntoGuarded =
+    "is, or is below, a symbolic link that leads to the prefix itself or to its conda-meta/; refusing to write "
+    "through it";
+
+/// The folder of a tree that only a path naming it may reach (Tree::dir): the environment's records.
+inline constexpr const char* kGuardedFolder = "conda-meta";
+
 /// A folder tree that is written only beneath its root (the install's stage). Every path given is
 /// relative and '/'-separated; the kernel resolves it with openat2(2) RESOLVE_BENEATH (Linux >=
 /// 5.6), so a symbolic link met on the way (one a package made, in-tree) is followed only while
@@ -89,7 +97,10 @@ inline constexpr const char* kLeadsOutside =
 /// last component is never followed: files are created with O_CREAT|O_EXCL, links with
 /// link/symlinkat, removals with unlinkat — a symlink already at the destination is never written
 /// through. Errors are ErrorKind::Io naming the relative path (ErrorKind::Integrity for a way out
-/// through a link). One Tree per thread: it caches the last folder opened.
+/// through a link). A folder reached through a symbolic link that is the root itself or the root's
+/// conda-meta/ (as it was when the Tree was opened: create it first) is refused the same way
+/// (kLeadsIntoGuarded): only a path spelled `conda-meta/…` reaches the records, and the text
+/// rules keep packages from spelling it. One Tree per thread: it caches the last folder opened.
 class Tree {
  public:
   /// Opens `root` (an existing folder, itself not a symbolic link).
@@ -130,6 +141,7 @@ class Tree {
   int fd_ = -1;
   std::string cached_rel_;
   int cached_fd_ = -1;
+  std::vector<std::pair<dev_t, ino_t>> guarded_;  ///< the root and its conda-meta/, by identity
 };
 
 }  // namespace envlock::detail

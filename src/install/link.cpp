@@ -314,7 +314,8 @@ Result<LinkResult> link_planned_impl(const LinkContext& ctx, const PackageToLink
 Result<LinkResult> link_planned(const LinkContext& ctx, const PackageToLink& p, const LinkPlan& plan) {
   std::string at;
   auto r = link_planned_impl(ctx, p, plan, at);
-  if (!r && r.error().kind == ErrorKind::Integrity && r.error().message.starts_with(kLeadsOutside) && !at.empty()) {
+  if (!r && r.error().kind == ErrorKind::Integrity && !at.empty() &&
+      (r.error().message.starts_with(kLeadsOutside) || r.error().message.starts_with(kLeadsIntoGuarded))) {
     // A refusal of the stage's Tree names a folder; say which package and which of its paths.
     const Error& e = r.error();
     return Error{ErrorKind::Integrity, p.record.dist_name(), at + ": the folder " + e.where + " " + e.message,

@@ -666,6 +666,9 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   ctx.stage = stage;
   ctx.target_prefix = prefix.string();
   ctx.mode = options.link_mode;
+  // conda-meta/ exists before any package is linked, so the Trees know it and refuse every way
+  // into it but its own name (a package's `share/x -> ..` plus another's `share/x/conda-meta/…`).
+  if (auto st = detail::make_dirs(stage / detail::kGuardedFolder); !st) return st.error();
   auto tree = detail::Tree::open(stage);
   if (!tree) return tree.error();
   ctx.tree = &*tree;

@@ -778,6 +778,55 @@ TEST_F(Installer, TwoPackagesWhoseLinksTogetherLeadOutsideAreRefused) {
   EXPECT_TRUE(siblings().size() == 1 && siblings()[0] == victim);
 }
 
+// A new-user attack (session 8): `share/root -> ..` from one package and
+// `share/root/conda-meta/okpkg-1.0-0.json` from another put a forged record (and a
+// conda-meta/state with env_vars) into the environment; the text rule alone ("not in conda-meta/")
+// never saw it. The folder each write lands in is checked by identity, so both orders fail, the
+// link alone installs, and the old environment is kept.
+TEST_F(Installer, TwoPackagesWhoseLinksTogetherLeadIntoCondaMetaAreRefused) {
+  auto base = make_package("okpkg", "1", {{"share/hello.txt", "hi\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {base}, options()).ok());
+  const std::string record = slurp(prefix_ / "conda-meta/okpkg-1-0.json");
+  auto link = make_package("aaa-link", "1", {{"share/root", "", false, "", "", ".."}});
+  auto into_records = make_package("bbb-write", "1", {{"share/root/conda-meta/okpkg-1-0.json", "{}\n"}});
+  auto into_root = make_package("bbb-root", "1", {{"share/root/conda-meta", "a file named conda-meta\n"}});
+  auto via_records = make_package("ccc-meta", "1", {{"share/cm", "", false, "", "", "../conda-meta"}});
+  auto through_records = make_package("ddd-write", "1", {{"share/cm/state", "{\"env_vars\": {}}\n"}});
+  struct Case {
+    std::vector<PackageToLink> packages;
+    std::string where, message;
+  };
+  const std::vector<Case> cases = {
+      {{base, link, into_records}, "bbb-write-1-0",
+       "share/root/conda-meta/okpkg-1-0.json: the folder share/root/conda-meta is, or is below, a symbolic link that "
+       "leads to the prefix itself or to its conda-meta/; refusing to write through it"},
+      {{base, into_records, link}, "bbb-write-1-0", ""},
+      {{base, link, into_root}, "bbb-root-1-0",
+       "share/root/conda-meta: the folder share/root is, or is below, a symbolic link that leads to the prefix itself "
+       "or to its conda-meta/; refusing to write through it"},
+      {{base, via_records, through_records}, "ddd-write-1-0",
+       "share/cm/state: the folder share/cm is, or is below, a symbolic link that leads to the prefix itself or to its "
+       "conda-meta/; refusing to write through it"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.where);
+    auto r = install_packages(prefix_, c.packages, options());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind, ErrorKind::Integrity);
+    if (!c.message.empty()) {
+      EXPECT_EQ(r.error().where, c.where);
+      EXPECT_EQ(r.error().message, c.message);
+    }
+    EXPECT_EQ(slurp(prefix_ / "conda-meta/okpkg-1-0.json"), record);
+    EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/state"));
+    EXPECT_FALSE(fs::exists(prefix_ / "share/root"));
+  }
+  // Each link alone is harmless and installs.
+  auto alone = install_packages(prefix_, {base, link, via_records}, options());
+  ASSERT_TRUE(alone.ok()) << alone.error().to_string();
+  EXPECT_EQ(fs::read_symlink(prefix_ / "share/root"), "..");
+}
+
 TEST_F(Installer, AFileReplacingAnotherPackagesLinkNeverWritesThroughIt) {
   // `a` links bin/tool to its own data file; `b` installs bin/tool as a relocated file, then as a
   // hard link: the link is replaced, the file it pointed to stays as `a` made it.
