@@ -118,10 +118,21 @@ Result<Plan> plan_for(const fs::path& root, const RepoDataRecord& r) {
   }
   if (p.file_name.empty() || !archive_format(p.file_name) || p.file_name.find('/') != std::string::npos ||
       p.file_name.front() == '.') {
-    return Error{ErrorKind::Usage, where.empty() ? redact_url(r.url) : where,
+    return Error{ErrorKind::Parse, where.empty() ? redact_url(r.url) : where,
                  "not a conda package file name (expected <name>-<version>-<build>.conda or .tar.bz2)"};
   }
   p.dist = strip_extension(p.file_name);
+  // The cache names an entry by its file name without the extension, beside `<dist>.lock` and the
+  // archive: a file name that is not the record's own `<name>-<version>-<build>` could take the
+  // place of another entry's lock file (`x-1-0.lock.tar.bz2`) or archive (`x-1-0.tar.bz2.conda`)
+  // and break every later install of that package from a shared cache. conda and rattler name
+  // cache entries the same way; repodata's `fn` is always the record's identity.
+  const std::string identity = r.dist_name();
+  if (p.dist != identity) {
+    return Error{ErrorKind::Parse, where.empty() ? redact_url(r.url) : where,
+                 "the file name is not the record's " + identity + ".conda or .tar.bz2",
+                 "", "the lockfile's url (or file_name) does not match its name, version and build; lock again"};
+  }
   p.archive = root / p.file_name;
   p.dir = root / p.dist;
   p.lock = root / (p.dist + ".lock");

@@ -279,6 +279,8 @@ TEST_F(Cache, CorruptChannelPackagesRefusedCleanly) {
     fs::copy_file(dir_ / "chan/noarch" / orig, dir_ / "chan/noarch" / fn);
     RepoDataRecord r;
     r.name = fn.substr(0, fn.find("-1.0"));
+    r.version = *envlock::Version::parse("1.0");
+    r.build = "0";
     r.file_name = fn;
     r.url = "file://" + (dir_ / "chan/noarch" / fn).string();
     auto d = envlock::digest_file(dir_ / "chan/noarch" / fn);
@@ -302,14 +304,22 @@ TEST_F(Cache, NotFoundAndUsageErrors) {
   ASSERT_TRUE(server.ok()) << server.error();
   RepoDataRecord missing;
   missing.name = "ghost";
+  missing.version = *envlock::Version::parse("1.0");
+  missing.build = "0";
   missing.file_name = "ghost-1.0-0.conda";
   missing.url = server.url("/ghost-1.0-0.conda");
   RepoDataRecord nourl = missing;
   nourl.url.clear();
   RepoDataRecord badname = missing;
   badname.file_name = "ghost.zip";
+  // A file name other than the record's identity could take another cache entry's lock file or
+  // archive name (a new-user attack, session 8): refused before anything is fetched.
+  RepoDataRecord lockname = missing;
+  lockname.file_name = "ghost-1.0-0.lock.tar.bz2";
+  RepoDataRecord archivename = missing;
+  archivename.file_name = "ghost-1.0-0.tar.bz2.conda";
   auto cache = PackageCache::open(dir_ / "pkgs");
-  auto results = cache->ensure_all({missing, nourl, badname}, quick());
+  auto results = cache->ensure_all({missing, nourl, badname, lockname, archivename}, quick());
   ASSERT_FALSE(results[0].ok());
   EXPECT_EQ(results[0].error().kind, ErrorKind::Network);
   EXPECT_EQ(results[0].error().message, "HTTP 404 Not Found for ghost-1.0-0.conda");
@@ -317,7 +327,12 @@ TEST_F(Cache, NotFoundAndUsageErrors) {
   EXPECT_EQ(results[1].error().kind, ErrorKind::Usage);
   EXPECT_EQ(results[1].error().where, "ghost-1.0-0.conda");
   ASSERT_FALSE(results[2].ok());
-  EXPECT_EQ(results[2].error().kind, ErrorKind::Usage);
+  EXPECT_EQ(results[2].error().kind, ErrorKind::Parse);  // what the lockfile holds: exit 1
+  for (std::size_t i : {3u, 4u}) {
+    ASSERT_FALSE(results[i].ok());
+    EXPECT_EQ(results[i].error().kind, ErrorKind::Parse);
+    EXPECT_EQ(results[i].error().message, "the file name is not the record's ghost-1.0-0.conda or .tar.bz2");
+  }
   EXPECT_TRUE(cache_listing(dir_ / "pkgs").empty());
 }
 
