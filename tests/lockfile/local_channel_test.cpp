@@ -177,5 +177,83 @@ TEST(LocalChannels, MovedCheckoutPassesCheckAndInstalls) {
   fs::remove_all(root);
 }
 
+// Issue 17, point 9: no lockfile holds the home folder of whoever wrote it. A `file://` channel
+// (and its package URLs, and a pip URL) under $HOME is written `~/…` by its decoded path, read
+// back against $HOME (so a lockfile moved to another user's machine names their folder), kept as
+// written without a directory (`envlock show`), and written back to the same bytes.
+TEST(LocalChannels, ChannelsUnderTheHomeFolderAreWrittenWithTilde) {
+  const char* old_home = std::getenv("HOME");
+  const std::string saved = old_home != nullptr ? old_home : "";
+  ::setenv("HOME", "/home/ana/", 1);  // a trailing slash is no part of the folder
+  const std::string channel = "file:///home/ana/chans/my%20chan";
+  Lockfile lf = one_package(channel);
+  PipPackage wheel;
+  wheel.name = "tool-py";
+  wheel.version = "1.0";
+  wheel.url = "file:///home/ana/wheels/tool_py-1.0-py3-none-any.whl";
+  lf.environments["default"].platforms["linux-64"].pip = {wheel};
+  const std::string text = lf.to_yaml("/work/project");
+  EXPECT_NE(text.find("          - \"~/chans/my chan\"\n          - file:///srv/shared-channel\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("channel: \"~/chans/my chan\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("url: \"~/chans/my chan/linux-64/tool-1.2-h0_0.conda\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("url: \"~/wheels/tool_py-1.0-py3-none-any.whl\"\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("/home/ana"), std::string::npos) << text;
+  // `/home/ana2` is not under `/home/ana`.
+  EXPECT_NE(one_package("file:///home/ana2/chan").to_yaml("/work/project").find("url: file:///home/ana2/chan/"),
+            std::string::npos);
+
+  ::setenv("HOME", "/home/bo", 1);  // the same file read by another user
+  auto back = Lockfile::parse(text, "envlock.lock", "/work/project");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  const LockedPlatform* lp = back->find("default", "linux-64");
+  ASSERT_NE(lp, nullptr);
+  EXPECT_EQ(lp->channels.front(), "file:///home/bo/chans/my%20chan");
+  EXPECT_EQ(lp->packages[0].channel, "file:///home/bo/chans/my%20chan");
+  EXPECT_EQ(lp->packages[0].url, "file:///home/bo/chans/my%20chan/linux-64/tool-1.2-h0_0.conda");
+  ASSERT_EQ(lp->pip.size(), 1u);
+  EXPECT_EQ(lp->pip[0].url, "file:///home/bo/wheels/tool_py-1.0-py3-none-any.whl");
+  EXPECT_TRUE(back->relative_channels.empty());
+  EXPECT_EQ(back->to_yaml("/elsewhere"), text);
+
+  auto raw = Lockfile::parse(text, "envlock.lock");
+  ASSERT_TRUE(raw.ok()) << raw.error().to_string();
+  EXPECT_EQ(raw->find("default", "linux-64")->packages[0].url, "~/chans/my chan/linux-64/tool-1.2-h0_0.conda");
+  EXPECT_EQ(raw->to_yaml(), text);
+  if (old_home != nullptr) ::setenv("HOME", saved.c_str(), 1);
+  else ::unsetenv("HOME");
+}
+
+// `envlock lock` of a manifest naming a channel in the home folder by an absolute path: the
+// lockfile holds `~/…`, stderr warns whole, stdout names the lockfile as the user spelled it.
+TEST(LocalChannels, LockWarnsForAHomeChannelOutsideTheProject) {
+  const fs::path root = fs::temp_directory_path() / ("envlock-home-channel-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path home = root / "home/ana";
+  const std::map<std::string, std::string> env = {{"ENVLOCK_PKGS_DIR", (root / "pkgs").string()},
+                                                  {"ENVLOCK_CACHE_DIR", (root / "cache").string()},
+                                                  {"HOME", home.string()},
+                                                  {"NO_COLOR", "1"}};
+  auto made = run_command(q(fs::path(ENVLOCK_SOURCE_DIR) / "scripts/make-fixture-channel") + " " + q(home / "chan"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  spit_file(home / "proj/envlock.yaml", "name: p\nchannels: [" + (home / "chan").string() +
+                                            "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-greet\n");
+  auto locked = run_command("cd " + q(home / "proj") + " && " + envlock_cmd() + " lock -f envlock.yaml", env);
+  EXPECT_EQ(locked.exit_code, 0) << locked.err;
+  EXPECT_EQ(locked.out, "locked envlock.lock\n  default / linux-64: 2 packages\n");
+  EXPECT_EQ(locked.err,
+            "warning: channel ~/chan is in the home folder, outside the project: the lockfile records it as ~/chan, "
+            "which install looks up in the home folder of whoever runs it; to make the lockfile portable, move the "
+            "channel into the project and name it by a relative path (./channel)\n");
+  const std::string text = slurp_file(home / "proj/envlock.lock");
+  EXPECT_EQ(text.find(home.string()), std::string::npos) << text;
+  EXPECT_NE(text.find("url: \"~/chan/noarch/envlock-greet-1.0.0-0.tar.bz2\"\n"), std::string::npos) << text;
+  auto check = run_command(envlock_cmd() + " lock --check -f " + q(home / "proj/envlock.yaml"), env);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  auto installed =
+      run_command(envlock_cmd() + " install -l " + q(home / "proj/envlock.lock") + " -p " + q(root / "env"), env);
+  EXPECT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace envlock
