@@ -313,6 +313,26 @@ TEST_F(ProbeCli, InterruptedReferenceRecordStopsTheCommandAndRemovesTheThrowaway
   }
 }
 
+TEST_F(ProbeCli, InterruptedVerifyCleanStopsTheCommandAndRemovesTheThrowawayEnvironmentEvenWithKeep) {
+  fs::create_directories(dir_ / "tmp");
+  const fs::path lock = hand_lockfile(dir_, "      command: echo $$ > '" + (dir_ / "pid").string() +
+                                                "'; sleep 60\n      metric: json:loss\n      tolerance: 0.01\n      recorded_value: 0.5\n");
+  auto env = fake_env();
+  env["TMPDIR"] = (dir_ / "tmp").string();
+  env["ENVLOCK_CACHE_DIR"] = (dir_ / "cache").string();
+  const std::string script = "( " + envlock_cmd() + " verify --clean --keep -l '" + lock.string() + "' & p=$!; " +
+                             "for i in $(seq 300); do [ -s '" + (dir_ / "pid").string() + "' ] && break; sleep 0.1; done; " +
+                             "kill -TERM $p; wait $p; echo rc=$? )";
+  auto r = run_command(script, env);
+  EXPECT_EQ(r.out, "rc=143\n") << r.err;
+  EXPECT_NE(r.err.find("error: SIGTERM: interrupted: verification stopped; the throwaway environment was removed\n"), std::string::npos)
+      << r.err;
+  const std::string pid = slurp(dir_ / "pid");
+  ASSERT_FALSE(pid.empty());
+  EXPECT_NE(kill(std::stoi(pid), 0), 0) << "the reference command still runs";
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp")) << "the throwaway environment was left in TMPDIR";
+}
+
 TEST_F(ProbeCli, VerifyUsageErrorsExit2) {
   EXPECT_EQ(run_command(envlock_cmd() + " verify --reference").exit_code, 2);
   EXPECT_EQ(run_command(envlock_cmd() + " verify --keep --reference -p '" + dir_.string() + "'").exit_code, 2);
