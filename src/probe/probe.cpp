@@ -356,8 +356,9 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
           h.cuda_version_method);
   } else if (h.cuda.outcome != VendorOutcome::Ok && !h.cuda_blocked.empty()) {
     j.add("driver.cuda-version", Verdict::Info,
-          "no __cuda: " + h.cuda_blocked + ", and a libcuda that cannot initialise gives no CUDA version" +
-              (h.nvml.cuda_version ? ", whatever NVML says (CUDA " + cuda_from_int(*h.nvml.cuda_version) + ")" : std::string()),
+          "no __cuda: a libcuda that cannot initialise gives no CUDA version" +
+              (h.nvml.cuda_version ? ", whatever NVML says (CUDA " + cuda_from_int(*h.nvml.cuda_version) + ")" : std::string()) + ": " +
+              h.cuda_blocked,
           cuda_src + " in a child process");
   } else if (h.cuda.driver_version) {
     j.add("driver.cuda-version", Verdict::Info,

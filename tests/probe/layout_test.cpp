@@ -329,8 +329,8 @@ TEST_F(Layout, LibcudaCrashingInCuDriverGetVersionGivesNoCudaVersion) {
   const auto j = json_of("");
   EXPECT_FALSE(j.at("driver").contains("cuda_version")) << j.at("driver").dump(2);
   EXPECT_EQ(check(j, "driver.cuda-version").at("summary"),
-            "no __cuda: /usr/lib/x86_64-linux-gnu/libcuda.so.1 crashed (SIGSEGV) in cuDriverGetVersion, and a libcuda that cannot "
-            "initialise gives no CUDA version, whatever NVML says (CUDA 12.4)");
+            "no __cuda: a libcuda that cannot initialise gives no CUDA version, whatever NVML says (CUDA 12.4): "
+            "/usr/lib/x86_64-linux-gnu/libcuda.so.1 crashed (SIGSEGV) in cuDriverGetVersion");
 }
 
 TEST_F(Layout, PartialLibcudaWithACudaLockNamesTheLibraryNotVisibility) {
