@@ -294,8 +294,9 @@ std::string parse_kernel_module_version(std::string_view line);
 /// CUDA version from the libcuda that initialises (cuInit succeeds, or fails only because no
 /// device is visible: CUDA_ERROR_NO_DEVICE, CUDA_ERROR_INVALID_DEVICE); when that libcuda is a
 /// forward-compatibility one failing with 803/804, from the driver's own libcuda; when no libcuda
-/// loads, from NVML, else nvidia-smi. A libcuda that loads but cannot initialise gives no CUDA
-/// version, whatever the other methods say. Never throws.
+/// loads, from NVML, else nvidia-smi. A libcuda that is there but cannot initialise — cuInit
+/// fails, or it crashes, hangs or lacks a symbol in any call — gives no CUDA version, whatever
+/// the other methods say (DriverFacts::cuda_blocked says why). Never throws.
 DriverFacts detect_driver(const ProbeHost& host);
 
 /// A `/dev/nvidia*` node and whether this user may open it for reading and writing.
