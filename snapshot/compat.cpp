@@ -171,7 +171,8 @@ std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, con
     std::vector<std::string> arches;
     for (const auto& tag : d.wheel_tags) {
       std::smatch m;
-      if (!std::regex_match(tag, m, manylinux)) continue;
+      // No wheel tag is this long; the regex's recursion grows with the length it matches.
+      if (tag.size() > 256 || !std::regex_match(tag, m, manylinux)) continue;
       std::string glibc = m[2].matched ? m[2].str() + "." + m[3].str()
                           : m[1] == "manylinux1"    ? "2.5"
                           : m[1] == "manylinux2010" ? "2.12"

@@ -41,6 +41,9 @@ bool looks_typed(std::string_view s) {
   // regex for the file paths that make up most of a snapshot.
   if (std::string_view("-+.0123456789yYnNtTfFoO~").find(s.front()) == std::string_view::npos) return false;
   if (s.find('/') != std::string_view::npos) return false;
+  // Quoting is always correct; a long string is quoted without the regex, whose recursion grows
+  // with the length of what it matches (a 60,000-digit value would overflow the stack).
+  if (s.size() > 256) return true;
   static const std::regex typed(
       R"(^([-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|0x[0-9a-fA-F]+|0o[0-7]+|[Yy]|[Nn]|[Yy]es|YES|[Nn]o|NO|[Tt]rue|TRUE|[Ff]alse|FALSE|[Oo]n|ON|[Oo]ff|OFF|~|[Nn]ull|NULL)$)");
   return std::regex_match(s.begin(), s.end(), typed);

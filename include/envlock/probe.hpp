@@ -30,6 +30,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -251,6 +252,10 @@ struct DriverFacts {
   /// The CUDA version `__cuda` gets, "12.4"; empty when no initialising driver says one.
   std::string cuda_version;
   std::string cuda_version_method;    ///< e.g. "libcuda cuDriverGetVersion (/usr/lib/wsl/lib/libcuda.so.1)"
+  /// Why there is no CUDA version although a libcuda is there: it crashed, hung, lacks a symbol
+  /// or cuInit failed ("/usr/lib/x86_64-linux-gnu/libcuda.so.1 crashed (SIGSEGV) in cuInit");
+  /// empty otherwise. Then no method's version is used, whatever NVML or nvidia-smi say.
+  std::string cuda_blocked;
   std::vector<MethodAttempt> methods;  ///< every method tried, in chain order
 };
 
@@ -271,13 +276,27 @@ struct HiddenDevices {
 std::optional<HiddenDevices> hidden_devices(const DriverFacts& facts, const std::optional<std::string>& cuda_visible_devices,
                                             const std::optional<std::string>& nvidia_visible_devices);
 
+/// The first `max_bytes` of `path` when it is a regular file (procfs files are); nullopt when it
+/// cannot be opened or is anything else — a FIFO, a device, a folder — so a planted FIFO cannot
+/// block the probe (opened with O_NONBLOCK, checked with fstat before reading).
+std::optional<std::string> read_host_file(const std::filesystem::path& path, std::size_t max_bytes = 64 * 1024);
+
+/// The driver release in an `NVRM version:` line of /proc/driver/nvidia/version:
+/// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." and
+/// "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build ..." give
+/// "535.104.05" and "550.54.14": two or three dot-separated numbers of at most 9 digits each after
+/// `Module` (and an optional `for <arch>`). Empty when there is none. Linear in the line's length,
+/// whatever it holds (no pattern matcher).
+std::string parse_kernel_module_version(std::string_view line);
+
 /// Looks for the driver in every layout under `host.root` and settles the driver release and the
 /// CUDA version: the release from NVML, else /proc/driver/nvidia/version, else nvidia-smi; the
 /// CUDA version from the libcuda that initialises (cuInit succeeds, or fails only because no
 /// device is visible: CUDA_ERROR_NO_DEVICE, CUDA_ERROR_INVALID_DEVICE); when that libcuda is a
 /// forward-compatibility one failing with 803/804, from the driver's own libcuda; when no libcuda
-/// loads, from NVML, else nvidia-smi. A libcuda that loads but cannot initialise gives no CUDA
-/// version, whatever the other methods say. Never throws.
+/// loads, from NVML, else nvidia-smi. A libcuda that is there but cannot initialise — cuInit
+/// fails, or it crashes, hangs or lacks a symbol in any call — gives no CUDA version, whatever
+/// the other methods say (DriverFacts::cuda_blocked says why). Never throws.
 DriverFacts detect_driver(const ProbeHost& host);
 
 /// A `/dev/nvidia*` node and whether this user may open it for reading and writing.
@@ -382,7 +401,8 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
 /// The probe facts worth recording next to a reference value (lockfile `recorded_host`):
 /// platform (conda subdir), CPU level (x86-64 psABI level or machine name), driver version,
 /// CUDA driver version, GPU count and per GPU name, compute capability and memory.
-/// No host names, user names or paths. Keys sorted.
+/// No host names, user names or paths. Keys sorted. Values are valid UTF-8 without control
+/// characters (invalid bytes and control characters written as `\xNN`): they go into the lockfile.
 std::map<std::string, std::string> recorded_host_facts(const GpuHostFacts& host);
 
 }  // namespace envlock

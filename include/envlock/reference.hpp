@@ -26,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -48,11 +49,27 @@ enum class ReferenceStatus {
   TimedOut,         ///< the command outlived the timeout and was killed
   NoMetric,         ///< the command succeeded but its output holds no such metric
   BadMetric,        ///< the metric spec itself is invalid (bad regex, empty key)
+  Interrupted,      ///< SIGINT or SIGTERM arrived (InterruptScope): the command's group was killed
 };
 
 /// "pass", "fail", "measured", "no-recorded-value", "no-reference", "command-missing",
-/// "command-failed", "crashed", "timed-out", "no-metric", "bad-metric".
+/// "command-failed", "crashed", "timed-out", "no-metric", "bad-metric", "interrupted".
 const char* to_string(ReferenceStatus status);
+
+/// While one is alive, SIGINT and SIGTERM do not end envlock at once: the signal is noted, a
+/// running reference command's process group is killed (it runs in its own group, so a terminal's
+/// Ctrl-C does not reach it), an `envlock install` child is sent SIGTERM, and the caller removes
+/// its throwaway environment and exits 128 + the signal (130, 143). The previous handlers are
+/// restored when it is destroyed. Not nestable.
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+  /// The signal received while a scope was alive (SIGINT, SIGTERM), 0 if none.
+  static int received();
+};
 
 struct ReferenceRunOptions {
   std::filesystem::path prefix;             ///< the environment the command runs in
@@ -82,7 +99,19 @@ struct ReferenceOutcome {
 /// The environment the command runs with, as sorted "NAME=value" strings (see the file comment).
 std::vector<std::string> reference_environment(const ReferenceRunOptions& options);
 
-/// Reads `metric` (`json:a.b`, `a.b`, or `regex:...`) from `output`. Errors: ErrorKind::Parse
+/// Bytes of the output a report shows (its end), per stream and combined.
+inline constexpr std::size_t kReferenceTailBytes = 4096;
+/// The most of one stream held to read it as one JSON document (and of one JSON line).
+inline constexpr std::size_t kReferenceWholeBytes = 16u << 20;
+/// The bytes of each line a `regex:` metric is matched against (std::regex recurses per matched
+/// character: an unbounded line would overflow the stack).
+inline constexpr std::size_t kReferenceRegexLineBytes = 4096;
+
+/// Reads `metric` (`json:a.b`, `a.b`, or `regex:...`) from `output`: `regex:` is matched line by
+/// line (the first kReferenceRegexLineBytes of each; the last match of the last matching line
+/// wins); `json:` reads the whole output as one JSON document when it is at most
+/// kReferenceWholeBytes, else the last line that is a JSON object holding the key. run_reference
+/// reads each stream the same way as it arrives, so nothing the command prints is dropped. Errors: ErrorKind::Parse
 /// with a message saying what was looked for (no such key, key not a number, no regex match,
 /// invalid regex).
 Result<double> extract_metric(const std::string& metric, const std::string& output);
@@ -90,6 +119,11 @@ Result<double> extract_metric(const std::string& metric, const std::string& outp
 /// Runs `reference.command` in the environment and compares with `reference.recorded_value`
 /// when there is one (Pass/Fail), else reports Measured.
 ReferenceOutcome run_reference(const ReferenceRun& reference, const ReferenceRunOptions& options);
+
+/// `text` (a command's output) as the lines a terminal may show: split at newlines, each through
+/// printable() (control bytes, \r and escape sequences written as `\xNN`); a last newline ends
+/// the last line.
+std::vector<std::string> output_lines(std::string_view text);
 
 /// Both hosts' probe facts side by side ("key: recorded | now"), one line per key, sorted; lines
 /// that differ are marked with '*'.

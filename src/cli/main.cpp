@@ -175,7 +175,7 @@ int check_stdout(int code) {
   const int err = errno;
   std::cerr << "error: cannot write output: " << (err != 0 ? std::strerror(err) : "write error") << "\n"
             << "hint: check that the disk or pipe stdout goes to has room and is still open\n";
-  return code == 0 ? 1 : code;
+  return 1;  // whatever the command's own verdict was (probe's 3, diff's 2): its output is lost
 }
 
 // Options that name a path, by long name, in every command. An empty value (`-p ''`, `-o ''`) is a

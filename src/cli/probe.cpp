@@ -1,6 +1,10 @@
 // `envlock probe [-l LOCKFILE [-e ENV]] [-p PREFIX] [--root DIR] [--driver-timeout S] [--json]`:
 // is the GPU usable here, and does the driver fit the packages? Exit codes: 0 pass, 1 a failure,
 // 2 usage, 3 the packages need a GPU and this host has none usable (docs/probe.md).
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +16,9 @@
 
 namespace envlock::cli {
 namespace {
+
+// --driver-timeout's bound: one day (its milliseconds fit an int).
+constexpr int kMaxDriverTimeout = 86400;
 
 struct ProbeOptions {
   std::string lockfile;
@@ -25,8 +32,27 @@ int run_probe(const ProbeOptions& o, const Context& ctx) {
   if (!o.environment.empty() && o.lockfile.empty()) {
     return report_error(ctx, {ErrorKind::Usage, "-e", "-e/--environment needs -l/--lockfile", "", "pass -l envlock.lock -e " + o.environment});
   }
-  if (o.timeout_s < 1) {
-    return report_error(ctx, {ErrorKind::Usage, "--driver-timeout", "the timeout must be at least 1 second", "", ""});
+  if (o.timeout_s < 1 || o.timeout_s > kMaxDriverTimeout) {
+    return report_error(ctx, {ErrorKind::Usage, "--driver-timeout",
+                              "the timeout must be from 1 to " + std::to_string(kMaxDriverTimeout) + " seconds (one day), not " +
+                                  std::to_string(o.timeout_s),
+                              "", "the default, 10 s, is enough for a healthy driver"});
+  }
+  // The root is where every file and library is looked for: a typo would probe nothing and pass.
+  {
+    struct stat st {};
+    if (stat(o.root.c_str(), &st) != 0) {
+      const int err = errno;
+      return report_error(ctx, {ErrorKind::Io, "--root " + o.root,
+                                err == ENOENT ? std::string("does not exist")
+                                : err == ELOOP ? std::string("is a symbolic link that loops (") + std::strerror(err) + ")"
+                                               : std::string("cannot be read: ") + std::strerror(err),
+                                "", "give the folder that stands for / (a chroot or a mounted image)"});
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return report_error(ctx, {ErrorKind::Io, "--root " + o.root, "is not a folder", "",
+                                "give the folder that stands for / (a chroot or a mounted image)"});
+    }
   }
   std::optional<PackageCudaFacts> packages;
   std::string source;
@@ -67,9 +93,10 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_option("-e,--environment", o->environment, "the lockfile environment (default: the only one, or `default`)");
   sub.add_option("-p,--prefix", o->prefix, "check the packages installed in this prefix (conda-meta)");
   sub.add_option("--root", o->root, "read /proc and /dev under this folder instead of / (chroots, tests)");
-  sub.add_option("--driver-timeout", o->timeout_s, "seconds to wait for each NVIDIA library before killing the query")
+  sub.add_option("--driver-timeout", o->timeout_s, "seconds (1 to 86400) to wait for each NVIDIA library before killing the query")
       ->default_val(10);
   sub.footer(
+      "--json (before or after `probe`) prints the report as one JSON object on stdout.\n"
       "Exit codes: 0 every check passed (warnings allowed), 1 a check failed, 2 usage error,\n"
       "3 the packages need a GPU and this host has no usable one. See docs/probe.md.");
   sub.callback([o, &ctx] { ctx.exit_code = run_probe(*o, ctx); });

@@ -3,6 +3,7 @@
 // probe facts, in the lockfile. Without -p the command runs in a throwaway environment made by
 // `envlock install`. Also implements the --reference/--clean flags of `envlock verify`.
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/reference.hpp"
+#include "envlock/text.hpp"
 #include "reference_cli.hpp"
 #include "registry.hpp"
 
@@ -45,7 +47,14 @@ CreateEnvironment installer(const std::string& lockfile, const std::string& envi
       _exit(127);
     }
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    bool forwarded = false;
+    for (;;) {
+      // SIGTERM sent to envlock alone reaches the installer too (Ctrl-C reaches the whole group).
+      if (!forwarded && InterruptScope::received() != 0) {
+        kill(pid, SIGTERM);
+        forwarded = true;
+      }
+      if (waitpid(pid, &status, 0) >= 0 || errno != EINTR) break;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return ok_status();
     const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
@@ -65,13 +74,18 @@ void print_outcome(const ReferenceOutcome& o, const std::string& lockfile, const
     std::cout << json_text(j) << "\n";
     return;
   }
+  // The command, the metric and the output come from the lockfile and the command: each line
+  // through printable(), so none of their control bytes or newlines reaches the terminal.
   if (o.ok()) {
-    std::cout << "recorded " << o.message << " for environment " << environment << " in " << lockfile << "\n";
+    std::cout << printable("recorded " + o.message + " for environment " + environment + " in " + lockfile) << "\n";
     return;
   }
-  std::cerr << "error: reference run: " << o.message << "\n  command: " << o.command << "\n";
-  if (!o.output_tail.empty()) std::cerr << "  output (last lines):\n" << o.output_tail << (o.output_tail.back() == '\n' ? "" : "\n");
-  if (!o.hint.empty()) std::cerr << "hint: " << o.hint << "\n";
+  std::cerr << "error: reference run: " << printable(o.message) << "\n  command: " << printable(o.command) << "\n";
+  if (!o.output_tail.empty()) {
+    std::cerr << "  output (last lines):\n";
+    for (const auto& line : output_lines(o.output_tail)) std::cerr << line << "\n";
+  }
+  if (!o.hint.empty()) std::cerr << "hint: " << printable(o.hint) << "\n";
 }
 
 struct RecordOptions {
@@ -82,8 +96,30 @@ struct RecordOptions {
   std::vector<std::string> keep_env;
 };
 
+// After SIGINT/SIGTERM (InterruptScope): what was stopped and cleaned, exit 128 + the signal.
+int report_interrupt(const Context& ctx, int sig, const std::string& what) {
+  report_error(ctx, {ErrorKind::Io, sig == SIGINT ? "SIGINT" : "SIGTERM", "interrupted: " + what, "", ""});
+  return 128 + sig;
+}
+
 int run_record(const RecordOptions& o, const Context& ctx) {
   if (o.timeout_s < 1) return report_error(ctx, {ErrorKind::Usage, "--timeout", "the timeout must be at least 1 second", "", ""});
+  // The lockfile, its environment and its reference are checked before anything is built or run.
+  std::string env_name;
+  {
+    auto lf = Lockfile::read(o.lockfile);
+    if (!lf) return report_error(ctx, lf.error());
+    auto name = pick_environment(*lf, o.environment);
+    if (!name) return report_error(ctx, name.error());
+    env_name = *name;
+    const auto& reference = lf->environments.at(env_name).reference;
+    if (!reference || reference->command.empty()) {
+      return report_error(ctx, {ErrorKind::Incompatible, o.lockfile, "environment '" + env_name + "' has no reference command", "",
+                                "add `reference: {command: ..., metric: json:<key>, tolerance: ...}` to the manifest and run "
+                                "envlock lock"});
+    }
+  }
+  const InterruptScope interrupts;
   ReferenceRunOptions options;
   options.timeout_s = o.timeout_s;
   options.keep_env = o.keep_env;
@@ -100,23 +136,25 @@ int run_record(const RecordOptions& o, const Context& ctx) {
     }
     scratch = tmpl;
     prefix = scratch / "env";
-    if (auto st = installer(o.lockfile, o.environment)(prefix); !st) {
+    const Status st = installer(o.lockfile, env_name)(prefix);
+    if (!st || InterruptScope::received() != 0) {
       fs::remove_all(scratch, ec);
+      if (const int sig = InterruptScope::received(); sig != 0) {
+        return report_interrupt(ctx, sig, "the throwaway environment was being built; it was removed and nothing was recorded");
+      }
       return report_error(ctx, st.error());
     }
   }
-  auto outcome = record_reference(o.lockfile, o.environment, prefix, host, options);
+  auto outcome = record_reference(o.lockfile, env_name, prefix, host, options);
   if (!scratch.empty()) {
     std::error_code ec;
     fs::remove_all(scratch, ec);
   }
-  if (!outcome) return report_error(ctx, outcome.error());
-  std::string env_name = o.environment;
-  if (env_name.empty()) {
-    if (auto lf = Lockfile::read(o.lockfile)) {
-      if (auto n = pick_environment(*lf, "")) env_name = *n;
-    }
+  if (const int sig = InterruptScope::received(); sig != 0 && (!outcome || !outcome->ok())) {
+    return report_interrupt(ctx, sig, std::string("the reference command was stopped") +
+                                          (scratch.empty() ? "" : ", the throwaway environment removed") + "; nothing was recorded");
   }
+  if (!outcome) return report_error(ctx, outcome.error());
   print_outcome(*outcome, o.lockfile, env_name, ctx);
   return outcome->ok() ? 0 : 1;
 }
@@ -169,7 +207,12 @@ int run_verify_reference(const VerifyReferenceFlags& flags, const std::string& l
   request.probe_host = ProbeHost::system();
   request.reference_options.timeout_s = flags.timeout_s;
   request.reference_options.keep_env = flags.keep_env;
+  const InterruptScope interrupts;
   auto report = verify_environment(request);
+  if (const int sig = InterruptScope::received(); sig != 0) {
+    return report_interrupt(ctx, sig, flags.clean ? "verification stopped; the throwaway environment was removed"
+                                                  : "verification stopped; the reference command was stopped");
+  }
   if (!report) return report_error(ctx, report.error());
   if (ctx.json) {
     std::cout << json_text(report->to_json()) << "\n";

@@ -1,11 +1,13 @@
 // Where each GPU layout keeps the NVIDIA driver, and the fallback chain that settles the driver
 // release and the CUDA version (docs/probe.md, "Layouts" and "Methods").
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -17,15 +19,6 @@ namespace envlock {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::optional<std::string> read_small(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text(64 * 1024, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return text;
-}
 
 // `host_path` ("/usr/lib/wsl/lib") under `root`.
 fs::path under(const fs::path& root, const std::string& host_path) {
@@ -49,7 +42,7 @@ std::vector<std::string> ld_so_conf_folders(const fs::path& root) {
   files.insert(files.end(), confd.begin(), confd.end());
   std::vector<std::string> out;
   for (const auto& f : files) {
-    const auto text = read_small(f);
+    const auto text = read_host_file(f);
     if (!text) continue;
     std::istringstream in(*text);
     for (std::string line; std::getline(in, line);) {
@@ -60,22 +53,43 @@ std::vector<std::string> ld_so_conf_folders(const fs::path& root) {
   return out;
 }
 
-// "# R35 (release), REVISION: 4.1, GCID: ..." -> "R35.4.1".
-std::string tegra_release(const std::string& text) {
-  static const std::regex re(R"(#\s*R(\d+)\s*\(release\),\s*REVISION:\s*([0-9.]+))");
-  std::smatch m;
-  const std::string first = text.substr(0, text.find('\n'));
-  if (std::regex_search(first, m, re)) return "R" + m[1].str() + "." + m[2].str();
-  return "unknown release";
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\f' || c == '\v' || c == '\r'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// The run of digits at `at` (at most 9: no release or revision number is longer); 0 when none or
+// longer.
+std::size_t number_at(std::string_view s, std::size_t at) {
+  std::size_t end = at;
+  while (end < s.size() && is_digit(s[end])) ++end;
+  return end - at <= 9 ? end - at : 0;
 }
 
-// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." and
-// "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build ..."
-std::string kernel_module_version(const std::string& first_line) {
-  static const std::regex re(R"(Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?))");
-  std::smatch m;
-  if (std::regex_search(first_line, m, re)) return m[1].str();
-  return {};
+std::size_t skip_spaces(std::string_view s, std::size_t at) {
+  while (at < s.size() && is_space(s[at])) ++at;
+  return at;
+}
+
+// "# R35 (release), REVISION: 4.1, GCID: ..." -> "R35.4.1". Parsed by hand: the file is read as
+// it is, and a pattern matcher's recursion must not meet an unbounded digit run.
+std::string tegra_release(std::string_view text) {
+  const std::string_view line = text.substr(0, text.find('\n'));
+  const std::string unknown = "unknown release";
+  std::size_t i = line.find('#');
+  if (i == std::string_view::npos) return unknown;
+  i = skip_spaces(line, i + 1);
+  if (i >= line.size() || line[i] != 'R') return unknown;
+  const std::size_t major = number_at(line, ++i);
+  if (major == 0) return unknown;
+  const std::string_view release = line.substr(i, major);
+  i = skip_spaces(line, i + major);
+  if (line.substr(i).substr(0, 10) != "(release),") return unknown;
+  i = skip_spaces(line, i + 10);
+  if (line.substr(i).substr(0, 9) != "REVISION:") return unknown;
+  i = skip_spaces(line, i + 9);
+  std::size_t end = i;
+  while (end < line.size() && (is_digit(line[end]) || line[end] == '.') && end - i <= 16) ++end;
+  if (end == i || end - i > 16) return unknown;
+  return "R" + std::string(release) + "." + std::string(line.substr(i, end - i));
 }
 
 const char* const kSystemFolders[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
@@ -113,6 +127,64 @@ std::string describe_query(const char* what, const std::string& library, VendorO
 }
 
 }  // namespace
+
+std::optional<std::string> read_host_file(const fs::path& path, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading does not wait for a writer; fstat then refuses it.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return std::nullopt;
+  }
+  std::string text(max_bytes, '\0');
+  std::size_t got = 0;
+  while (got < max_bytes) {
+    const ssize_t n = read(fd, text.data() + got, max_bytes - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  close(fd);
+  text.resize(got);
+  return text;
+}
+
+std::string parse_kernel_module_version(std::string_view line) {
+  constexpr std::string_view key = "Module";
+  // The release after whitespace at `at`, or empty.
+  auto release_after = [&](std::size_t at) -> std::string {
+    const std::size_t i = skip_spaces(line, at);
+    if (i == at) return {};
+    std::size_t pos = i;
+    for (int parts = 1;; ++parts) {
+      const std::size_t n = number_at(line, pos);
+      if (n == 0) return {};  // no number, or one longer than any release has
+      pos += n;
+      if (parts == 3 || pos + 1 >= line.size() || line[pos] != '.' || !is_digit(line[pos + 1])) {
+        return parts < 2 ? std::string() : std::string(line.substr(i, pos - i));
+      }
+      ++pos;
+    }
+  };
+  for (std::size_t at = line.find(key); at != std::string_view::npos; at = line.find(key, at + 1)) {
+    const std::size_t after = at + key.size();
+    // "... Kernel Module for x86_64  550.54.14": the optional `for <arch>`.
+    std::size_t i = skip_spaces(line, after);
+    if (i > after && line.substr(i).starts_with("for")) {
+      std::size_t j = skip_spaces(line, i + 3);
+      if (j > i + 3) {
+        std::size_t k = j;
+        while (k < line.size() && !is_space(line[k])) ++k;
+        if (k > j) {
+          if (std::string v = release_after(k); !v.empty()) return v;
+        }
+      }
+    }
+    if (std::string v = release_after(after); !v.empty()) return v;
+  }
+  return {};
+}
 
 const char* to_string(DriverLayout layout) {
   switch (layout) {
@@ -190,13 +262,16 @@ DriverFacts detect_driver(const ProbeHost& host) {
     return host.getenv ? host.getenv(name) : std::nullopt;
   };
   const std::string proc_path = "/proc/driver/nvidia/version";
-  if (auto text = read_small(under(root, proc_path))) {
+  if (auto text = read_host_file(under(root, proc_path))) {
     f.kernel_module = true;
-    f.kernel_module_line = trim(text->substr(0, text->find('\n')));
-    f.kernel_module_version = kernel_module_version(f.kernel_module_line);
+    std::string line = trim(text->substr(0, text->find('\n')));
+    f.kernel_module_version = parse_kernel_module_version(line);
+    // Quoted in the report: a bounded excerpt of a line that may be anything.
+    if (line.size() > 200) line = line.substr(0, 200) + "...";
+    f.kernel_module_line = std::move(line);
   }
   f.wsl = exists_under(root, "/dev/dxg");
-  if (auto text = read_small(under(root, "/etc/nv_tegra_release"))) f.tegra_release = tegra_release(*text);
+  if (auto text = read_host_file(under(root, "/etc/nv_tegra_release"))) f.tegra_release = tegra_release(*text);
   for (const auto& folder : compat_folders(root)) {
     if (exists_under(root, folder + "/libcuda.so.1")) f.compat_libraries.push_back(folder + "/libcuda.so.1");
   }
@@ -243,8 +318,14 @@ DriverFacts detect_driver(const ProbeHost& host) {
   // The version of a compat libcuda that failed: never the answer, whoever repeats it.
   const std::optional<int> failed_version =
       f.compat == CompatState::Fails ? f.cuda.driver_version : std::optional<int>{};
-  // A libcuda that loads and cannot initialise (other than for visibility): no CUDA version at all.
-  const bool cuda_blocked = cuda_loaded && f.compat != CompatState::Fails && !cuda_init_counts(init);
+  // A libcuda that is there but cannot initialise: cuInit fails (other than for visibility), or
+  // the library crashes, hangs or lacks a symbol. The loader would pick it for every CUDA
+  // program too, so no method's CUDA version counts (docs/probe.md, rule 4).
+  const bool cuda_broken = f.cuda.outcome == VendorOutcome::Crashed || f.cuda.outcome == VendorOutcome::TimedOut ||
+                           f.cuda.outcome == VendorOutcome::SymbolMissing;
+  const bool cuda_blocked = cuda_broken || (cuda_loaded && f.compat != CompatState::Fails && !cuda_init_counts(init));
+  if (cuda_broken) f.cuda_blocked = describe_query("libcuda", f.cuda.library, f.cuda.outcome, f.cuda.error, f.cuda.step);
+  else if (cuda_blocked) f.cuda_blocked = f.cuda.library + ": cuInit = " + f.cuda.init_error_name;
   auto settle_cuda = [&](int version, const std::string& method) {
     if (!f.cuda_version.empty() || version <= 0 || cuda_blocked) return false;
     if (failed_version && version == *failed_version) return false;

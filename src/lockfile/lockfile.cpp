@@ -2,6 +2,7 @@
 // every error names file:line:col and shows the offending line.
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -398,11 +399,20 @@ Result<LockedEnvironment> Reader::environment(const std::string& name, const Nod
     if (rf[2]) {
       auto t = real(rf[2], "reference tolerance");
       if (!t) return t.error();
+      // As the manifest: |value - recorded| <= NaN never holds, and a negative bound fails always.
+      if (!std::isfinite(*t) || *t < 0) {
+        return at(rf[2], "reference tolerance must be a finite number >= 0, found " + std::string(rf[2].Scalar()),
+                  "write an absolute tolerance, e.g. `tolerance: 0.01`, or run envlock lock again");
+      }
       run.tolerance = *t;
     }
     if (rf[3]) {
       auto v = real(rf[3], "reference recorded_value");
       if (!v) return v.error();
+      if (!std::isfinite(*v)) {
+        return at(rf[3], "reference recorded_value must be a finite number, found " + std::string(rf[3].Scalar()),
+                  "run envlock reference record again");
+      }
       run.recorded_value = *v;
     }
     if (const Node& h = rf[4]) {

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <regex>
 #include <sstream>
 #include <system_error>
 
@@ -12,20 +10,8 @@
 #include "envlock/text.hpp"
 
 namespace envlock {
-namespace {
 
 namespace fs = std::filesystem;
-
-std::optional<std::string> read_small_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text(64 * 1024, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return text;
-}
-
-}  // namespace
 
 GpuHostFacts gather_host_facts(const ProbeHost& host) {
   GpuHostFacts facts;
@@ -59,7 +45,7 @@ GpuHostFacts gather_host_facts(const ProbeHost& host) {
 
   if (fs::exists(root / ".dockerenv", ec)) facts.container_hints.push_back("/.dockerenv exists (Docker)");
   if (fs::exists(root / "run/.containerenv", ec)) facts.container_hints.push_back("/run/.containerenv exists (Podman)");
-  if (auto cgroup = read_small_file(root / "proc/1/cgroup")) {
+  if (auto cgroup = read_host_file(root / "proc/1/cgroup")) {
     for (const char* word : {"docker", "kubepods", "containerd", "libpod", "lxc"}) {
       if (cgroup->find(word) != std::string::npos) {
         facts.container_hints.push_back(std::string("the cgroup of PID 1 mentions ") + word);

@@ -7,6 +7,7 @@
 #include "envlock/match_spec.hpp"
 #include "envlock/platform.hpp"
 #include "envlock/probe.hpp"
+#include "envlock/text.hpp"
 #include "envlock/version.hpp"
 
 namespace envlock {
@@ -353,6 +354,12 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
   if (!h.cuda_version.empty()) {
     j.add("driver.cuda-version", Verdict::Pass, "the driver supports CUDA " + h.cuda_version + ": __cuda=" + h.cuda_version,
           h.cuda_version_method);
+  } else if (h.cuda.outcome != VendorOutcome::Ok && !h.cuda_blocked.empty()) {
+    j.add("driver.cuda-version", Verdict::Info,
+          "no __cuda: a libcuda that cannot initialise gives no CUDA version" +
+              (h.nvml.cuda_version ? ", whatever NVML says (CUDA " + cuda_from_int(*h.nvml.cuda_version) + ")" : std::string()) + ": " +
+              h.cuda_blocked,
+          cuda_src + " in a child process");
   } else if (h.cuda.driver_version) {
     j.add("driver.cuda-version", Verdict::Info,
           h.cuda.library + " reports CUDA " + cuda_from_int(*h.cuda.driver_version) + " but cannot initialise (cuInit = " +
@@ -497,8 +504,12 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
     const bool none = visible == 0;
     // A cuInit that failed outright is driver.cuinit's verdict, not a visibility matter.
     const bool init_failed = h.cuda.init_result && !cuda_init_counts(*h.cuda.init_result);
-    if (none && init_failed) summary += " (cuInit failed: see driver.cuinit)";
-    j.add("devices.count", none ? (hidden || init_failed ? Verdict::Info : need ? Verdict::Fail : Verdict::Warn) : Verdict::Pass, summary,
+    // So is a libcuda that crashed, hung or lacks a symbol: driver.libcuda's.
+    const bool library_broken = h.cuda.outcome == VendorOutcome::Crashed || h.cuda.outcome == VendorOutcome::TimedOut ||
+                                h.cuda.outcome == VendorOutcome::SymbolMissing;
+    if (none && library_broken) summary += " (libcuda cannot be used: see driver.libcuda)";
+    else if (none && init_failed) summary += " (cuInit failed: see driver.cuinit)";
+    j.add("devices.count", none ? (hidden || init_failed || library_broken ? Verdict::Info : need ? Verdict::Fail : Verdict::Warn) : Verdict::Pass, summary,
           "cuDeviceGetCount, nvmlDeviceGetCount_v2", "make a GPU visible to this process (CUDA_VISIBLE_DEVICES, container GPU options)",
           none);
   }
@@ -592,6 +603,10 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
         } else {
           j.add("packages.cuda-driver", Verdict::Pass, "built for CUDA " + p.cuda_version + "; the driver supports CUDA " + have, need_src);
         }
+      } else if (!h.cuda_blocked.empty()) {
+        j.add("packages.cuda-driver", Verdict::Fail,
+              "built for CUDA " + p.cuda_version + " but the driver cannot initialise (" + h.cuda_blocked + "): no CUDA version",
+              need_src, "fix the driver first (see driver.libcuda, driver.cuinit)", true);
       } else if (!drv_str.empty() && !min_driver.empty()) {
         const bool old = compare_dotted(drv_str, min_driver) < 0;
         j.add("packages.cuda-driver", old ? Verdict::Fail : Verdict::Pass,
@@ -636,7 +651,7 @@ ProbeReport evaluate_probe(GpuHostFacts host, std::optional<PackageCudaFacts> pa
       if (!drv) {
         if (p.needs_gpu()) {
           j.add("packages.cuda-specs", Verdict::Fail, std::to_string(p.cuda_specs.size()) + " __cuda requirement(s) but no CUDA driver version",
-                src, container_hint, true);
+                src, h.cuda_blocked.empty() ? container_hint : "fix the driver first (see driver.libcuda, driver.cuinit)", true);
         }
       } else {
         const std::string have = std::to_string(drv->first) + "." + std::to_string(drv->second);
@@ -736,6 +751,7 @@ nlohmann::json ProbeReport::to_json() const {
   driver["driver_version_method"] = h.driver_version_method;
   if (!h.cuda_version.empty()) driver["cuda_version"] = h.cuda_version;
   driver["cuda_version_method"] = h.cuda_version_method;
+  if (!h.cuda_blocked.empty()) driver["cuda_blocked"] = h.cuda_blocked;  // why there is no cuda_version
   driver["methods"] = json::array();
   for (const auto& m : h.methods) {
     driver["methods"].push_back({{"method", m.method}, {"source", m.source}, {"ok", m.ok}, {"detail", m.detail}});
@@ -793,17 +809,21 @@ std::string ProbeReport::to_text(bool color) const {
     const char* code = v == Verdict::Pass ? "32" : v == Verdict::Info ? "2" : v == Verdict::Warn ? "33" : "31;1";
     return std::string("\033[") + code + "m" + word + "\033[0m";
   };
+  // Summaries quote the host and the lockfile (NVML strings, variables, build strings, a /proc
+  // line): every control byte, newline included, is escaped here, so no data can move the
+  // cursor or forge a report line.
   for (const auto& c : checks) {
-    out += paint(c.verdict) + "  " + c.id + ": " + c.summary + "\n";
-    out += "      from " + c.source + "\n";
-    if (!c.hint.empty()) out += "      hint: " + c.hint + "\n";
+    out += paint(c.verdict) + "  " + printable(c.id) + ": " + printable(c.summary) + "\n";
+    out += "      from " + printable(c.source) + "\n";
+    if (!c.hint.empty()) out += "      hint: " + printable(c.hint) + "\n";
   }
   const int code = exit_code();
   out += code == 0 ? "probe: pass\n" : code == 3 ? "probe: no usable GPU, and the environment needs one (exit 3)\n" : "probe: FAIL (exit 1)\n";
   return out;
 }
 
-std::map<std::string, std::string> recorded_host_facts(const GpuHostFacts& h) {
+namespace {
+std::map<std::string, std::string> recorded_host_facts_raw(const GpuHostFacts& h) {
   std::map<std::string, std::string> m;
   // The CPU level matters too: vectorised kernels (AVX2 vs AVX-512) change floating-point results.
   m["platform"] = Platform::host().to_string();
@@ -817,6 +837,15 @@ std::map<std::string, std::string> recorded_host_facts(const GpuHostFacts& h) {
     m[k + ".compute_capability"] = std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor);
     m[k + ".memory"] = gib(d.total_memory_bytes);
   }
+  return m;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> recorded_host_facts(const GpuHostFacts& h) {
+  std::map<std::string, std::string> m = recorded_host_facts_raw(h);
+  // Written into the lockfile: valid UTF-8 (NVML answers raw bytes), no control characters.
+  for (auto& [key, value] : m) value = printable(escape_invalid_utf8(value));
   return m;
 }
 

@@ -9,12 +9,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "envlock/reference.hpp"
 
@@ -25,8 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::size_t kTailBytes = 4096;
-constexpr std::size_t kMaxOutput = 16u << 20;  // bytes kept per stream (the metric is read from it)
 
 const char* const kDefaultPassThrough[] = {"HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
                                            "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"};
@@ -75,17 +76,55 @@ const nlohmann::json* at_path(const nlohmann::json& j, const std::string& path) 
   return cur;
 }
 
+// Reads a metric from one output stream as it arrives, so that none of it is lost however much
+// the command prints: `regex:` is matched line by line (the first kReferenceRegexLineBytes of
+// each; the last match of the last matching line wins), `json:` takes the whole stream as one
+// JSON document when it is at most kReferenceWholeBytes, else the last line that is a JSON object
+// holding the key. Keeps the stream's last kReferenceTailBytes for the report.
+class MetricScanner {
+ public:
+  explicit MetricScanner(std::string metric);
+  void feed(std::string_view data);
+  // The metric; errors as extract_metric's. Call once, after the last feed.
+  Result<double> finish();
+  // The last kReferenceTailBytes of everything fed.
+  [[nodiscard]] std::string tail() const;
+
+ private:
+  [[nodiscard]] Error fail(const std::string& message) const;
+  [[nodiscard]] std::optional<Result<double>> from_json(const nlohmann::json& j) const;
+  void scan_line();
+  std::string metric_;
+  bool regex_ = false;
+  std::shared_ptr<std::regex> re_;
+  std::string path_;
+  std::optional<Error> broken_;  ///< an invalid regex or an empty key path
+  std::string line_;             ///< the line being read (bounded)
+  std::string whole_;            ///< the stream, while it fits kReferenceWholeBytes (json only)
+  bool whole_too_big_ = false;
+  std::string tail_;
+  std::optional<std::string> last_text_;     ///< regex: the last match's text
+  std::optional<Result<double>> last_value_;  ///< json: the last line holding the key
+};
+
+volatile std::sig_atomic_t g_interrupt = 0;
+struct sigaction g_old_int {}, g_old_term {};
+
+void note_interrupt(int sig) { g_interrupt = sig; }
+
 struct Captured {
-  std::string out, err;
   int exit_status = -1;
   int signal = 0;
   bool timed_out = false;
+  bool interrupted = false;
   std::string spawn_error;
 };
 
 // Runs argv with envp in `cwd` in a new process group; captures stdout/stderr; kills the group at
 // the deadline and once the command itself has exited (stray background children).
-Captured spawn(const std::vector<std::string>& argv, const std::vector<std::string>& envp, const fs::path& cwd, int timeout_s) {
+// Each chunk read goes to `out` or `err` as it arrives: nothing is dropped, however much is printed.
+Captured spawn(const std::vector<std::string>& argv, const std::vector<std::string>& envp, const fs::path& cwd, int timeout_s,
+               MetricScanner& out, MetricScanner& err) {
   Captured c;
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) {
@@ -130,17 +169,21 @@ Captured spawn(const std::vector<std::string>& argv, const std::vector<std::stri
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   bool out_open = true, err_open = true, exited = false;
   int status = 0;
-  auto drain = [&](int fd, std::string& into, bool& open_flag) {
-    char buf[8192];
+  auto drain = [&](int fd, MetricScanner& into, bool& open_flag) {
+    char buf[65536];
     const ssize_t n = read(fd, buf, sizeof buf);
     if (n > 0) {
-      if (into.size() < kMaxOutput) into.append(buf, static_cast<std::size_t>(n));
+      into.feed(std::string_view(buf, static_cast<std::size_t>(n)));
     } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
       open_flag = false;
     }
   };
   while (out_open || err_open) {
     if (!exited && waitpid(pid, &status, WNOHANG) == pid) exited = true;
+    if (g_interrupt != 0) {
+      c.interrupted = true;  // the group is killed below
+      break;
+    }
     const auto now = std::chrono::steady_clock::now();
     if (!exited && now >= deadline) {
       c.timed_out = true;
@@ -150,8 +193,8 @@ Captured spawn(const std::vector<std::string>& argv, const std::vector<std::stri
     const int ready = poll(fds, 2, 100);
     if (ready < 0 && errno != EINTR) break;
     if (ready > 0) {
-      if (fds[0].revents != 0) drain(out_pipe[0], c.out, out_open);
-      if (fds[1].revents != 0) drain(err_pipe[0], c.err, err_open);
+      if (fds[0].revents != 0) drain(out_pipe[0], out, out_open);
+      if (fds[1].revents != 0) drain(err_pipe[0], err, err_open);
     } else if (exited) {
       break;  // the command is gone and a background child holds the pipes: stop reading
     }
@@ -163,7 +206,7 @@ Captured spawn(const std::vector<std::string>& argv, const std::vector<std::stri
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
-  if (!c.timed_out) {
+  if (!c.timed_out && !c.interrupted) {
     if (WIFEXITED(status)) c.exit_status = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) c.signal = WTERMSIG(status);
   }
@@ -176,6 +219,26 @@ std::string signal_name(int sig) {
 }
 
 }  // namespace
+
+InterruptScope::InterruptScope() {
+  g_interrupt = 0;
+  struct sigaction sa {};
+  sa.sa_handler = note_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocking waitpid returns EINTR and looks at the flag
+  sigaction(SIGINT, &sa, &g_old_int);
+  sigaction(SIGTERM, &sa, &g_old_term);
+  // A signal the caller ignores (a background job's SIGINT, nohup) stays ignored.
+  if (g_old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &g_old_int, nullptr);
+  if (g_old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &g_old_term, nullptr);
+}
+
+InterruptScope::~InterruptScope() {
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+}
+
+int InterruptScope::received() { return static_cast<int>(g_interrupt); }
 
 const char* to_string(ReferenceStatus status) {
   switch (status) {
@@ -190,6 +253,7 @@ const char* to_string(ReferenceStatus status) {
     case ReferenceStatus::TimedOut: return "timed-out";
     case ReferenceStatus::NoMetric: return "no-metric";
     case ReferenceStatus::BadMetric: return "bad-metric";
+    case ReferenceStatus::Interrupted: return "interrupted";
   }
   return "fail";
 }
@@ -220,58 +284,110 @@ std::vector<std::string> reference_environment(const ReferenceRunOptions& option
   return out;
 }
 
-Result<double> extract_metric(const std::string& metric, const std::string& output) {
-  auto fail = [&](const std::string& message) {
-    Error e;
-    e.kind = ErrorKind::Parse;
-    e.where = "metric " + metric;
-    e.message = message;
-    return e;
-  };
-  if (metric.starts_with("regex:")) {
-    const std::string pattern = metric.substr(6);
-    std::regex re;
+namespace {
+
+MetricScanner::MetricScanner(std::string metric) : metric_(std::move(metric)) {
+  regex_ = metric_.starts_with("regex:");
+  if (regex_) {
     try {
-      re = std::regex(pattern, std::regex::ECMAScript);
+      re_ = std::make_shared<std::regex>(metric_.substr(6), std::regex::ECMAScript);
     } catch (const std::regex_error& ex) {
       Error e = fail(std::string("invalid regular expression: ") + ex.what());
       e.hint = "write an ECMAScript regex with one group around the number, e.g. regex:loss=([0-9.eE+-]+)";
-      return e;
+      broken_ = e;
     }
-    std::optional<std::smatch> last;
-    for (std::sregex_iterator it(output.begin(), output.end(), re), end; it != end; ++it) last = *it;
-    if (!last) return fail("no line of the output matches the regular expression");
-    const std::string text = last->size() > 1 ? (*last)[1].str() : (*last)[0].str();
-    if (auto v = to_double(text)) return *v;
-    return fail("the match '" + text + "' is not a number");
+  } else {
+    path_ = metric_.starts_with("json:") ? metric_.substr(5) : metric_;
+    if (path_.empty()) broken_ = fail("empty JSON key path");
   }
-  const std::string path = metric.starts_with("json:") ? metric.substr(5) : metric;
-  if (path.empty()) return fail("empty JSON key path");
-  auto from = [&](const nlohmann::json& j) -> std::optional<Result<double>> {
-    const nlohmann::json* v = at_path(j, path);
-    if (v == nullptr) return std::nullopt;
-    if (v->is_number()) return Result<double>(v->get<double>());
-    if (v->is_string()) {
-      if (auto d = to_double(v->get<std::string>())) return Result<double>(*d);
+}
+
+Error MetricScanner::fail(const std::string& message) const {
+  Error e;
+  e.kind = ErrorKind::Parse;
+  e.where = "metric " + metric_;
+  e.message = message;
+  return e;
+}
+
+void MetricScanner::feed(std::string_view data) {
+  tail_.append(data);
+  if (tail_.size() > 2 * kReferenceTailBytes) tail_.erase(0, tail_.size() - kReferenceTailBytes);
+  if (broken_) return;
+  if (!regex_) {
+    if (whole_.size() + data.size() <= kReferenceWholeBytes) whole_.append(data);
+    else whole_too_big_ = true;
+  }
+  // A regex meets a bounded excerpt of each line: std::regex recurses once per character it
+  // matches, so an unbounded line would overflow the stack. A JSON line is kept up to the bound.
+  const std::size_t keep = regex_ ? kReferenceRegexLineBytes : kReferenceWholeBytes;
+  while (!data.empty()) {
+    const std::size_t nl = data.find('\n');
+    const std::string_view piece = data.substr(0, nl);
+    if (line_.size() < keep) line_.append(piece.substr(0, keep - line_.size()));
+    if (nl == std::string_view::npos) break;
+    scan_line();
+    data.remove_prefix(nl + 1);
+  }
+}
+
+void MetricScanner::scan_line() {
+  std::string line = std::move(line_);
+  line_.clear();
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (regex_) {
+    std::optional<std::string> found;
+    for (std::sregex_iterator it(line.begin(), line.end(), *re_), end; it != end; ++it) {
+      found = it->size() > 1 ? (*it)[1].str() : (*it)[0].str();
     }
-    return Result<double>(fail("the value at '" + path + "' is not a number: " + v->dump()));
-  };
-  const auto whole = nlohmann::json::parse(output, nullptr, false);
-  if (!whole.is_discarded()) {
-    if (auto r = from(whole)) return *r;
+    if (found) last_text_ = std::move(found);
+    return;
   }
-  // Else the last line that is a JSON object holding the key.
-  std::vector<std::string> lines;
-  std::stringstream ss(output);
-  for (std::string line; std::getline(ss, line);) lines.push_back(line);
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    const auto first = it->find_first_not_of(" \t\r");
-    if (first == std::string::npos || (*it)[first] != '{') continue;
-    const auto j = nlohmann::json::parse(*it, nullptr, false);
-    if (j.is_discarded()) continue;
-    if (auto r = from(j)) return *r;
+  const auto first = line.find_first_not_of(" \t");
+  if (first == std::string::npos || line[first] != '{') return;
+  const auto j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded()) return;
+  if (auto r = from_json(j)) last_value_ = std::move(*r);
+}
+
+std::optional<Result<double>> MetricScanner::from_json(const nlohmann::json& j) const {
+  const nlohmann::json* v = at_path(j, path_);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_number()) return Result<double>(v->get<double>());
+  if (v->is_string()) {
+    if (auto d = to_double(v->get<std::string>())) return Result<double>(*d);
   }
-  return fail("no JSON object in the output has the key '" + path + "'");
+  return Result<double>(fail("the value at '" + path_ + "' is not a number: " + v->dump()));
+}
+
+Result<double> MetricScanner::finish() {
+  if (broken_) return *broken_;
+  if (!line_.empty()) scan_line();  // a last line without a newline
+  if (regex_) {
+    if (!last_text_) return fail("no line of the output matches the regular expression");
+    if (auto v = to_double(*last_text_)) return *v;
+    return fail("the match '" + *last_text_ + "' is not a number");
+  }
+  // The whole output as one JSON document, when it is not too big to hold; else the last line
+  // that is a JSON object holding the key.
+  if (!whole_too_big_) {
+    const auto whole = nlohmann::json::parse(whole_, nullptr, false);
+    if (!whole.is_discarded()) {
+      if (auto r = from_json(whole)) return *r;
+    }
+  }
+  if (last_value_) return *last_value_;
+  return fail("no JSON object in the output has the key '" + path_ + "'");
+}
+
+std::string MetricScanner::tail() const { return tail_.size() <= kReferenceTailBytes ? tail_ : tail_.substr(tail_.size() - kReferenceTailBytes); }
+
+}  // namespace
+
+Result<double> extract_metric(const std::string& metric, const std::string& output) {
+  MetricScanner scanner(metric);
+  scanner.feed(output);
+  return scanner.finish();
 }
 
 ReferenceOutcome run_reference(const ReferenceRun& reference, const ReferenceRunOptions& options) {
@@ -298,11 +414,23 @@ ReferenceOutcome run_reference(const ReferenceRun& reference, const ReferenceRun
       "done\n"
       "unset envlock_f\n" +
       reference.command + "\n";
+  if (g_interrupt != 0) {
+    o.status = ReferenceStatus::Interrupted;
+    o.message = "interrupted by " + signal_name(static_cast<int>(g_interrupt)) + " before the command ran";
+    return o;
+  }
+  MetricScanner out(reference.metric), err(reference.metric);
   const Captured c = spawn({"/bin/sh", "-c", script}, reference_environment(options), options.working_directory,
-                           std::max(1, options.timeout_s));
+                           std::max(1, options.timeout_s), out, err);
   o.exit_status = c.exit_status;
   o.signal = c.signal;
-  o.output_tail = tail(c.out + (c.out.empty() || c.err.empty() ? "" : "\n") + c.err, kTailBytes);
+  if (c.interrupted) {
+    o.status = ReferenceStatus::Interrupted;
+    o.message = "interrupted by " + signal_name(static_cast<int>(g_interrupt)) + ": the command was stopped";
+    return o;
+  }
+  const std::string out_tail = out.tail(), err_tail = err.tail();
+  o.output_tail = tail(out_tail + (out_tail.empty() || err_tail.empty() ? "" : "\n") + err_tail, kReferenceTailBytes);
   if (!c.spawn_error.empty()) {
     o.status = ReferenceStatus::CommandFailed;
     o.message = "could not start the command: " + c.spawn_error;
@@ -333,8 +461,8 @@ ReferenceOutcome run_reference(const ReferenceRun& reference, const ReferenceRun
     o.hint = "see the output below";
     return o;
   }
-  auto value = extract_metric(reference.metric, c.out);
-  if (!value) value = extract_metric(reference.metric, c.err);
+  auto value = out.finish();
+  if (!value) value = err.finish();
   if (!value) {
     o.status = reference.metric.starts_with("regex:") && value.error().message.starts_with("invalid") ? ReferenceStatus::BadMetric
                                                                                                         : ReferenceStatus::NoMetric;

@@ -7,6 +7,7 @@
 
 #include "envlock/platform.hpp"
 #include "envlock/reference.hpp"
+#include "envlock/text.hpp"
 
 namespace envlock {
 namespace {
@@ -28,7 +29,25 @@ std::string env_names(const Lockfile& lf) {
   return names.empty() ? "(none)" : names;
 }
 
+// `text` line by line through printable(), each line ended by a newline.
+std::string printable_lines(const std::string& text) {
+  std::string out;
+  for (const auto& line : output_lines(text)) out += line + "\n";
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string> output_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    lines.push_back(printable(text.substr(0, nl)));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+  return lines;
+}
 
 Result<std::string> pick_environment(const Lockfile& lockfile, const std::string& name) {
   if (!name.empty()) {
@@ -112,34 +131,27 @@ nlohmann::json ReferenceVerifyReport::to_json() const {
 }
 
 std::string ReferenceVerifyReport::to_text(bool color) const {
+  // Everything quoted here comes from the lockfile, the command's output or the host: each line
+  // goes through printable(), so no control byte or newline of theirs reaches the terminal.
   std::string out;
-  if (!create_error.empty()) out += "environment: could not be created: " + create_error + "\n";
+  if (!create_error.empty()) out += "environment: could not be created: " + printable(create_error) + "\n";
   if (probe) out += probe->to_text(color);
   if (reference) {
     const ReferenceOutcome& r = *reference;
     const bool good = r.ok();
     const std::string word = good ? "pass" : "FAIL";
-    out += (color ? (good ? "\033[32m" : "\033[31;1m") + word + "\033[0m" : word) + "  reference: " + r.message + "\n";
-    out += "      command: " + r.command + "\n";
-    if (!r.hint.empty()) out += "      hint: " + r.hint + "\n";
+    out += (color ? (good ? "\033[32m" : "\033[31;1m") + word + "\033[0m" : word) + "  reference: " + printable(r.message) + "\n";
+    out += "      command: " + printable(r.command) + "\n";
+    if (!r.hint.empty()) out += "      hint: " + printable(r.hint) + "\n";
     if (!good && !r.output_tail.empty()) {
       out += "      output (last lines):\n";
-      std::string line;
-      for (char ch : r.output_tail) {
-        if (ch == '\n') {
-          out += "        " + line + "\n";
-          line.clear();
-        } else {
-          line += ch;
-        }
-      }
-      if (!line.empty()) out += "        " + line + "\n";
+      for (const auto& line : output_lines(r.output_tail)) out += "        " + line + "\n";
     }
     if (r.status == ReferenceStatus::Fail || r.status == ReferenceStatus::Pass) {
-      out += "      hosts (recording host | this host):\n" + side_by_side(recorded_host, current_host);
+      out += "      hosts (recording host | this host):\n" + printable_lines(side_by_side(recorded_host, current_host));
     }
   }
-  if (prefix_kept) out += "environment kept at " + prefix.string() + "\n";
+  if (prefix_kept) out += "environment kept at " + printable(prefix.string()) + "\n";
   const int code = exit_code();
   out += code == 0 ? "verify: pass\n" : "verify: FAIL (exit " + std::to_string(code) + ")\n";
   return out;
@@ -217,7 +229,7 @@ Result<ReferenceVerifyReport> verify_environment(const VerifyRequest& request) {
   }
 
   if (!scratch.empty()) {
-    if (request.keep) {
+    if (request.keep && InterruptScope::received() == 0) {  // an interrupted run leaves nothing behind
       report.prefix_kept = true;
     } else {
       fs::remove_all(scratch, ec);
@@ -235,7 +247,7 @@ Result<ReferenceOutcome> record_reference(const fs::path& lockfile_path, const s
   LockedEnvironment& env = lockfile->environments.at(*env_name);
   if (!env.reference || env.reference->command.empty()) {
     Error e;
-    e.kind = ErrorKind::Usage;
+    e.kind = ErrorKind::Incompatible;  // the lockfile's content, not the command line: exit 1
     e.where = lockfile_path.string();
     e.message = "environment '" + *env_name + "' has no reference command";
     e.hint = "add `reference: {command: ..., metric: json:<key>, tolerance: ...}` to the manifest and run envlock lock";

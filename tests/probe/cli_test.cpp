@@ -1,5 +1,6 @@
 // `envlock probe` and `envlock reference record` end to end through the CLI, with the fake NVIDIA
 // libraries selected by ENVLOCK_LIBCUDA / ENVLOCK_LIBNVML and a fake root.
+#include <signal.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -188,6 +189,149 @@ TEST_F(ProbeCli, ReferenceRecordOfAHangingCommandTimesOut) {
   EXPECT_NE(r.err.find("did not finish within 1 s"), std::string::npos) << r.err;
 }
 
+// A lockfile whose reference block is written by hand (tests/probe: as an attacker edits one).
+fs::path hand_lockfile(const fs::path& dir, const std::string& reference_block) {
+  const fs::path path = dir / "hand.lock";
+  Lockfile lf;
+  lf.manifest_hash = "sha256:" + std::string(64, '0');
+  LockedEnvironment env;
+  env.name = "train";
+  LockedPlatform lp;
+  lp.platform = "linux-64";
+  env.platforms["linux-64"] = lp;
+  ReferenceRun r;
+  r.command = "PLACEHOLDER";
+  r.metric = "json:loss";
+  env.reference = r;
+  lf.environments["train"] = env;
+  EXPECT_TRUE(lf.write(path).ok());
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::size_t a = text.find("    reference:\n"), b = text.find("    platforms:\n");
+  EXPECT_TRUE(a != std::string::npos && b != std::string::npos) << text;
+  text = text.substr(0, a) + "    reference:\n" + reference_block + text.substr(b);
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+TEST_F(ProbeCli, ANonFiniteOrNegativeToleranceIsRefusedBeforeAnythingRuns) {
+  fs::create_directories(dir_ / "env/conda-meta");
+  for (const std::string tolerance : {".nan", ".inf", "-0.5"}) {
+    SCOPED_TRACE(tolerance);
+    const fs::path lock = hand_lockfile(dir_, "      command: touch ran\n      metric: json:loss\n      tolerance: " + tolerance + "\n");
+    const std::string before = slurp(lock);
+    auto r = run_command("cd '" + dir_.string() + "' && " + envlock_cmd() + " reference record -l hand.lock -p env", fake_env());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find("hand.lock:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("reference tolerance must be a finite number >= 0, found " + tolerance), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "ran")) << "the command ran";
+    EXPECT_EQ(slurp(lock), before);
+  }
+}
+
+TEST_F(ProbeCli, ReferenceRecordNamesTheEnvironmentAndWritesValidUtf8HostFacts) {
+  std::ofstream(dir_ / "gpu.conf") << "gpu.count=1\ngpu.0.name=NVIDIA \x9b\xff\x1b[2J H100\ngpu.0.cc=9.0\ngpu.0.memory=85520809984\n"
+                                      "cuda.driver_version=12040\nnvml.driver=550.54.14\n";
+  fs::create_directories(dir_ / "env/conda-meta");
+  const fs::path lock = hand_lockfile(dir_, "      command: \"echo '{\\\"loss\\\": 0.25}'\"\n      metric: json:loss\n      tolerance: 0.01\n");
+  auto r = run_command("cd '" + dir_.string() + "' && " + envlock_cmd() + " reference record -l hand.lock -p env", fake_env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "recorded json:loss = 0.25 for environment train in hand.lock\n");
+  EXPECT_EQ(r.err, "");
+  const std::string text = slurp(lock);
+  EXPECT_NE(text.find("gpu.0.name: \"NVIDIA \\\\x9b\\\\xff\\\\x1b[2J H100\""), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x9b'), std::string::npos);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  auto lf = Lockfile::read(lock);
+  ASSERT_TRUE(lf.ok()) << lf.error().to_string();
+  EXPECT_EQ(lf->environments.at("train").reference->recorded_host.at("gpu.0.name"), "NVIDIA \\x9b\\xff\\x1b[2J H100");
+}
+
+TEST_F(ProbeCli, ReferenceRecordEscapesTheCommandAndItsOutputOnTheTerminal) {
+  fs::create_directories(dir_ / "env/conda-meta");
+  const fs::path lock = hand_lockfile(dir_, "      command: \"printf 'a\\\\033[2Jb\\\\n'; exit 2 # \\e]0;t\\a\"\n      metric: \"json:l\\e[Hoss\"\n"
+                                            "      tolerance: 0.01\n");
+  auto r = run_command("cd '" + dir_.string() + "' && " + envlock_cmd() + " reference record -l hand.lock -p env", fake_env());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "error: reference run: the command exited with status 2\n"
+            "  command: printf 'a\\033[2Jb\\n'; exit 2 # \\x1b]0;t\\x07\n"
+            "  output (last lines):\n"
+            "a\\x1b[2Jb\n"
+            "hint: see the output below\n");
+}
+
+TEST_F(ProbeCli, ReferenceRecordWithoutAReferenceExits1BeforeBuildingAnything) {
+  Lockfile lf;
+  lf.manifest_hash = "sha256:" + std::string(64, '0');
+  lf.environments["train"].name = "train";
+  lf.environments["train"].platforms["linux-64"].platform = "linux-64";
+  ASSERT_TRUE(lf.write(dir_ / "plain.lock").ok());
+  fs::create_directories(dir_ / "tmp");
+  auto env = fake_env();
+  env["TMPDIR"] = (dir_ / "tmp").string();
+  auto r = run_command(envlock_cmd() + " reference record -l '" + (dir_ / "plain.lock").string() + "'", env);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + (dir_ / "plain.lock").string() +
+                       ": environment 'train' has no reference command\n"
+                       "hint: add `reference: {command: ..., metric: json:<key>, tolerance: ...}` to the manifest and run envlock lock\n");
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp"));
+}
+
+// SIGTERM (or Ctrl-C's SIGINT) while the reference command runs in a throwaway environment: the
+// command's process group is killed, the environment removed, exit 128 + the signal.
+TEST_F(ProbeCli, InterruptedReferenceRecordStopsTheCommandAndRemovesTheThrowawayEnvironment) {
+  fs::create_directories(dir_ / "tmp");
+  const fs::path lock = hand_lockfile(dir_, "      command: echo $$ > '" + (dir_ / "pid").string() + "'; sleep 60\n      metric: json:loss\n");
+  auto env = fake_env();
+  env["TMPDIR"] = (dir_ / "tmp").string();
+  env["ENVLOCK_CACHE_DIR"] = (dir_ / "cache").string();
+  // (SIGINT is ignored in a background job of a non-interactive shell, and envlock keeps it so, as
+  // nohup expects; the same handler serves both.)
+  for (const char* sig : {"TERM"}) {
+    SCOPED_TRACE(sig);
+    fs::remove(dir_ / "pid");
+    const std::string script = "( " + envlock_cmd() + " reference record -l '" + lock.string() + "' & p=$!; " +
+                               "for i in $(seq 300); do [ -s '" + (dir_ / "pid").string() + "' ] && break; sleep 0.1; done; " +
+                               "kill -" + sig + " $p; wait $p; echo rc=$? )";
+    auto r = run_command(script, env);
+    EXPECT_EQ(r.out, std::string("rc=") + (std::string(sig) == "TERM" ? "143" : "130") + "\n") << r.err;
+    EXPECT_NE(r.err.find("interrupted: the reference command was stopped, the throwaway environment removed; nothing was recorded"),
+              std::string::npos)
+        << r.err;
+    const std::string pid = slurp(dir_ / "pid");
+    ASSERT_FALSE(pid.empty());
+    EXPECT_NE(kill(std::stoi(pid), 0), 0) << "the reference command still runs";
+    EXPECT_TRUE(fs::is_empty(dir_ / "tmp")) << "the throwaway environment was left in TMPDIR";
+  }
+}
+
+TEST_F(ProbeCli, InterruptedVerifyCleanStopsTheCommandAndRemovesTheThrowawayEnvironmentEvenWithKeep) {
+  fs::create_directories(dir_ / "tmp");
+  const fs::path lock = hand_lockfile(dir_, "      command: echo $$ > '" + (dir_ / "pid").string() +
+                                                "'; sleep 60\n      metric: json:loss\n      tolerance: 0.01\n      recorded_value: 0.5\n");
+  auto env = fake_env();
+  env["TMPDIR"] = (dir_ / "tmp").string();
+  env["ENVLOCK_CACHE_DIR"] = (dir_ / "cache").string();
+  const std::string script = "( " + envlock_cmd() + " verify --clean --keep -l '" + lock.string() + "' & p=$!; " +
+                             "for i in $(seq 300); do [ -s '" + (dir_ / "pid").string() + "' ] && break; sleep 0.1; done; " +
+                             "kill -TERM $p; wait $p; echo rc=$? )";
+  auto r = run_command(script, env);
+  EXPECT_EQ(r.out, "rc=143\n") << r.err;
+  EXPECT_NE(r.err.find("error: SIGTERM: interrupted: verification stopped; the throwaway environment was removed\n"), std::string::npos)
+      << r.err;
+  const std::string pid = slurp(dir_ / "pid");
+  ASSERT_FALSE(pid.empty());
+  EXPECT_NE(kill(std::stoi(pid), 0), 0) << "the reference command still runs";
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp")) << "the throwaway environment was left in TMPDIR";
+}
 
 TEST_F(ProbeCli, VerifyUsageErrorsExit2) {
   EXPECT_EQ(run_command(envlock_cmd() + " verify --reference").exit_code, 2);

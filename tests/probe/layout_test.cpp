@@ -3,6 +3,7 @@
 // loader path, distribution folder, WSL2, Jetson/L4T, container-injected folders, CUDA forward
 // compatibility (working and failing), the fallback chain down to nvidia-smi, hanging and
 // crashing libraries, and CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES hiding devices.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -314,6 +315,74 @@ TEST_F(Layout, CrashingLibcudaGivesNoCudaVersionWhateverNvmlSays) {
   expect_golden("chain_libcuda_crashes", run(""));
 }
 
+// A libcuda that is there but crashes, hangs or lacks a symbol cannot initialise: no __cuda,
+// whatever NVML says (docs/probe.md, rule 4), in probe, info and install alike.
+TEST_F(Layout, HangingLibcudaGivesNoCudaVersionWhateverNvmlSays) {
+  bare_metal();
+  program(std::string(kOneH100) + "cuda.hang=cuInit\n");
+  expect_golden("chain_libcuda_hangs", run("--driver-timeout 1"));
+}
+
+TEST_F(Layout, LibcudaCrashingInCuDriverGetVersionGivesNoCudaVersion) {
+  bare_metal();
+  program(std::string(kOneH100) + "cuda.crash=cuDriverGetVersion\n");
+  const auto j = json_of("");
+  EXPECT_FALSE(j.at("driver").contains("cuda_version")) << j.at("driver").dump(2);
+  EXPECT_EQ(check(j, "driver.cuda-version").at("summary"),
+            "no __cuda: a libcuda that cannot initialise gives no CUDA version, whatever NVML says (CUDA 12.4): "
+            "/usr/lib/x86_64-linux-gnu/libcuda.so.1 crashed (SIGSEGV) in cuDriverGetVersion");
+}
+
+TEST_F(Layout, PartialLibcudaWithACudaLockNamesTheLibraryNotVisibility) {
+  write("/proc/driver/nvidia/version", kModule550);
+  nodes({"nvidiactl", "nvidia-uvm", "nvidia0"});
+  libcuda("/usr/lib/x86_64-linux-gnu", FAKE_LIBCUDA_PARTIAL);
+  libnvml("/usr/lib/x86_64-linux-gnu");
+  const fs::path lock = cuda_lockfile();
+  expect_golden("partial_libcuda_cuda_lock", run("-l '" + lock.string() + "'"));
+}
+
+TEST_F(Layout, InfoAndInstallGiveNoCudaForACrashingOrHangingLibcuda) {
+  bare_metal();
+  Lockfile lf;
+  lf.manifest_hash = "sha256:" + std::string(64, '0');
+  LockedEnvironment env;
+  env.name = "default";
+  LockedPlatform lp;
+  lp.platform = "linux-64";
+  lp.virtual_packages = {{"__cuda", "12.4", "0"}};
+  env.platforms["linux-64"] = lp;
+  lf.environments["default"] = env;
+  ASSERT_TRUE(lf.write(dir_ / "cuda.lock").ok());
+  for (const char* fault : {"cuda.crash=cuInit", "cuda.hang=cuInit", "cuda.crash=cuDriverGetVersion"}) {
+    SCOPED_TRACE(fault);
+    program(std::string(kOneH100) + fault + "\n");
+    const std::map<std::string, std::string> fake = {{"ENVLOCK_LIBCUDA", FAKE_LIBCUDA}, {"ENVLOCK_LIBNVML", FAKE_LIBNVML},
+                                                     {"ENVLOCK_FAKE_GPU_CONFIG", (dir_ / "gpu.conf").string()},
+                                                     {"CONDA_OVERRIDE_CUDA", "\x01unset"}, {"CUDA_VISIBLE_DEVICES", "\x01unset"},
+                                                     {"ENVLOCK_CACHE_DIR", (dir_ / "cache").string()}};
+    const auto info = run_command(envlock_cmd() + " info --json", fake);
+    ASSERT_EQ(info.exit_code, 0) << info.err;
+    for (const auto& vp : nlohmann::json::parse(info.out).at("virtual_packages")) EXPECT_NE(vp.at("name"), "__cuda") << info.out;
+    auto r = run_command(envlock_cmd() + " install -l '" + (dir_ / "cuda.lock").string() + "' -p '" + (dir_ / "env").string() + "'", fake);
+    r.err = filtered(r.err);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "env/conda-meta")) << r.err;
+  }
+}
+
+TEST_F(Compat, ACompatLibraryThatCrashesOrHangsGivesNoCudaWhateverNvmlRepeats) {
+  for (const char* fault : {"compat.crash=cuInit", "compat.hang=cuDriverGetVersion"}) {
+    SCOPED_TRACE(fault);
+    program(std::string(kOneH100) + "nvml.cuda_version=12080\n" + fault + "\n");
+    const auto j = json_of("--driver-timeout 1", {{"LD_LIBRARY_PATH", "/usr/local/cuda-12.8/compat"}});
+    EXPECT_FALSE(j.at("driver").contains("cuda_version")) << j.at("driver").dump(2);
+    EXPECT_EQ(j.at("exit_code"), 1);
+  }
+  program(std::string(kOneH100) + "nvml.cuda_version=12080\ncompat.crash=cuInit\n");
+  expect_golden("compat_crashes", run_compat());
+}
+
 // --- visibility is not presence ----------------------------------------------------------------
 
 TEST_F(Layout, EmptyCudaVisibleDevicesKeepsCudaAndSaysWhoHidTheGpu) {
@@ -401,6 +470,102 @@ TEST_F(Layout, InstallOfACudaLockWarnsInsteadOfRefusing) {
             std::string::npos)
       << r.err;
   EXPECT_TRUE(fs::exists(dir_ / "env/conda-meta"));
+}
+
+// --- hostile hosts: what the files, the libraries and the environment hold -----------------------
+
+TEST_F(Layout, AnUnboundedDigitRunInProcOrTegraReleaseIsNoVersionNotACrash) {
+  bare_metal();
+  write("/proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  " + std::string(50000, '9') + ".1.1\n");
+  write("/etc/nv_tegra_release", "# R35 (release), REVISION: " + std::string(60000, '4') + "\n");
+  expect_golden("long_digit_runs", run(""));
+  EXPECT_EQ(parse_kernel_module_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:13:15 UTC 2023"),
+            "535.104.05");
+  EXPECT_EQ(parse_kernel_module_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build"), "550.54.14");
+  EXPECT_EQ(parse_kernel_module_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  " + std::string(50000, '9') + ".1.1"), "");
+  EXPECT_EQ(parse_kernel_module_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550"), "");
+}
+
+TEST_F(Layout, FifosWhereTheProbeReadsFactsDoNotHangIt) {
+  bare_metal();
+  fs::remove(root_ / "proc/driver/nvidia/version");
+  for (const char* f : {"proc/driver/nvidia/version", "etc/nv_tegra_release", "proc/1/cgroup", "etc/ld.so.conf"}) {
+    fs::create_directories((root_ / f).parent_path());
+    ASSERT_EQ(mkfifo((root_ / f).c_str(), 0600), 0) << f;
+  }
+  const CommandResult r = run_command("timeout 60 " + envlock_cmd() + " probe --json --root '" + root_.string() + "'",
+                                      {{"ENVLOCK_FAKE_GPU_CONFIG", (dir_ / "gpu.conf").string()}, {"ENVLOCK_LIBCUDA", "\x01unset"},
+                                       {"ENVLOCK_LIBNVML", "\x01unset"}, {"ENVLOCK_NVIDIA_SMI", "\x01unset"},
+                                       {"LD_LIBRARY_PATH", "\x01unset"}, {"CUDA_VISIBLE_DEVICES", "\x01unset"}});
+  ASSERT_NE(r.exit_code, 124) << "the probe hung on a FIFO";
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("driver").at("kernel_module"), false);  // not a regular file: not read
+  EXPECT_EQ(j.at("driver").at("tegra_release"), "");
+  EXPECT_EQ(j.at("driver").at("cuda_version"), "12.4");
+}
+
+TEST_F(Layout, ControlBytesFromTheDriverAndTheEnvironmentAreEscapedInText) {
+  bare_metal();
+  program("gpu.count=1\ngpu.0.name=NVIDIA \x1b[2JH100\ngpu.0.uuid=GPU-8c7b\x07\ngpu.0.cc=9.0\ngpu.0.memory=85520809984\n"
+          "nvml.driver=550.54.14\x1b]0;owned\x07\n");
+  write("/proc/driver/nvidia/version", "NVRM version: \x1b[31mgarbage\r\n");
+  const auto r = run("", {{"CUDA_VISIBLE_DEVICES", "0\nprobe: pass"}, {"NVIDIA_DRIVER_CAPABILITIES", "utility\x1b[2J"},
+                          {"NVIDIA_VISIBLE_DEVICES", "all\x1b[K"}, {"container", "docker\x1b[H"}});
+  expect_golden("control_bytes", r);
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.out.find('\x07'), std::string::npos);
+  EXPECT_EQ(r.out.find("\nprobe: pass\""), std::string::npos);  // no forged report line
+  // JSON keeps the values, escaped as JSON escapes them.
+  const auto j = json_of("", {{"CUDA_VISIBLE_DEVICES", "0\nprobe: pass"}});
+  EXPECT_EQ(j.at("visibility").at("CUDA_VISIBLE_DEVICES"), "0\nprobe: pass");
+}
+
+TEST_F(Layout, ARootThatIsNoFolderIsRefused) {
+  write("/file", "");
+  fs::create_symlink("loop", root_ / "loop");
+  struct Case {
+    std::string root, message;
+  };
+  for (const Case& c : std::vector<Case>{{"/nonexistent/typo", "error: --root /nonexistent/typo: does not exist\n"},
+                                         {(root_ / "file").string(), "error: --root <tmp>/root/file: is not a folder\n"},
+                                         {(root_ / "loop").string(),
+                                          "error: --root <tmp>/root/loop: is a symbolic link that loops (Too many levels of symbolic "
+                                          "links)\n"}}) {
+    SCOPED_TRACE(c.root);
+    CommandResult r = run_command(envlock_cmd() + " probe --root '" + c.root + "'", {{"NO_COLOR", "1"}});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(filtered(r.err), c.message + "hint: give the folder that stands for / (a chroot or a mounted image)\n");
+  }
+}
+
+TEST_F(Layout, ADriverTimeoutBeyondADayIsAUsageError) {
+  bare_metal();
+  const auto r = run("--driver-timeout 2147484");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "error: --driver-timeout: the timeout must be from 1 to 86400 seconds (one day), not 2147484\n"
+            "hint: the default, 10 s, is enough for a healthy driver\n");
+  EXPECT_EQ(run("--driver-timeout 86400").exit_code, 0);  // a healthy driver answers at once
+}
+
+TEST_F(Layout, OutputThatCannotBeWrittenIsExit1WhateverTheVerdict) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "/dev/full is missing";
+  write("/.dockerenv", "");
+  const fs::path lock = cuda_lockfile();
+  ASSERT_EQ(run("-l '" + lock.string() + "'").exit_code, 3);  // no GPU here, and the lock needs one
+  const auto r = run_command("( " + envlock_cmd() + " probe --root '" + root_.string() + "' -l '" + lock.string() + "' >/dev/full )",
+                             {{"ENVLOCK_LIBCUDA", "\x01unset"}, {"ENVLOCK_LIBNVML", "\x01unset"}, {"ENVLOCK_NVIDIA_SMI", "\x01unset"},
+                              {"LD_LIBRARY_PATH", "\x01unset"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("error: cannot write output: No space left on device"), std::string::npos) << r.err;
+}
+
+TEST_F(Layout, HelpListsJson) {
+  const auto r = run_command(envlock_cmd() + " probe --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--json (before or after `probe`) prints the report as one JSON object on stdout."), std::string::npos) << r.out;
 }
 
 }  // namespace

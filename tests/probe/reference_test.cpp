@@ -51,6 +51,13 @@ TEST(ExtractMetric, ClearErrors) {
   EXPECT_FALSE(extract_metric("regex:loss=(\\w+)", "loss=abc").ok());
 }
 
+TEST(ExtractMetric, RegexIsMatchedLineByLineOnABoundedExcerpt) {
+  // A 100,000-digit match would overflow std::regex's recursion: each line's first 4 KiB only.
+  const std::string huge = "loss=" + std::string(100000, '7') + "\nloss=0.5\n";
+  EXPECT_DOUBLE_EQ(*extract_metric("regex:loss=([0-9.]+)", huge), 0.5);
+  EXPECT_DOUBLE_EQ(*extract_metric("regex:^loss=([0-9.]+)$", "a\nloss=0.25\nb\n"), 0.25);  // ^ and $ per line
+}
+
 // A prefix with bin/ tools and an activation script, and a lockfile beside it.
 class ReferenceRunTest : public ::testing::Test {
  protected:
@@ -221,6 +228,42 @@ TEST_F(ReferenceRunTest, NoCommandAndNoMetric) {
   EXPECT_EQ(run_reference(r, options()).status, ReferenceStatus::BadMetric);
 }
 
+// The metric comes from the whole output, however much the command prints before it, and the
+// tail the report shows is the output's real end.
+TEST_F(ReferenceRunTest, MetricAfterMoreThan16MiBOfOutput) {
+  ReferenceRun r = ref("yes 'step loss=9.0' | head -n 1300000; echo 'final loss=1.0'");
+  r.metric = "regex:loss=([0-9.]+)";
+  ReferenceOutcome o = run_reference(r, options());
+  EXPECT_EQ(o.status, ReferenceStatus::Measured) << o.message;
+  EXPECT_DOUBLE_EQ(o.value.value_or(0), 1.0);
+  EXPECT_TRUE(o.output_tail.ends_with("step loss=9.0\nfinal loss=1.0\n")) << o.output_tail.substr(o.output_tail.size() - 100);
+  EXPECT_EQ(o.output_tail.size(), kReferenceTailBytes);
+
+  o = run_reference(ref("yes 'step loss=9.0' | head -n 1300000; echo '{\"loss\": 0.125}'"), options());
+  EXPECT_EQ(o.status, ReferenceStatus::Measured) << o.message;
+  EXPECT_DOUBLE_EQ(o.value.value_or(0), 0.125);
+
+  o = run_reference(ref("yes 'step loss=9.0' | head -n 1300000; echo 'the last words'; exit 4"), options());
+  EXPECT_EQ(o.status, ReferenceStatus::CommandFailed);
+  EXPECT_TRUE(o.output_tail.ends_with("step loss=9.0\nthe last words\n")) << o.output_tail.substr(o.output_tail.size() - 100);
+}
+
+TEST_F(ReferenceRunTest, VerifyTextEscapesControlBytesOfTheCommandAndItsOutput) {
+  ReferenceVerifyReport report;
+  report.environment = "train";
+  ReferenceOutcome o = run_reference(ref("printf 'ok\\033[2J\\nverify: pass\\r\\n'; exit 1 # \033]0;title\007"), options());
+  ASSERT_EQ(o.status, ReferenceStatus::CommandFailed);
+  report.reference = o;
+  EXPECT_EQ(report.to_text(false),
+            "FAIL  reference: the command exited with status 1\n"
+            "      command: printf 'ok\\033[2J\\nverify: pass\\r\\n'; exit 1 # \\x1b]0;title\\x07\n"
+            "      hint: see the output below\n"
+            "      output (last lines):\n"
+            "        ok\\x1b[2J\n"
+            "        verify: pass\\x0d\n"
+            "verify: FAIL (exit 1)\n");
+}
+
 TEST(SideBySide, MarksDifferences) {
   const std::string s = side_by_side({{"driver_version", "550.54.14"}, {"gpu_count", "8"}},
                                      {{"driver_version", "535.104.05"}, {"gpu_count", "8"}});
@@ -256,14 +299,14 @@ TEST_F(ReferenceRunTest, RecordLeavesTheLockfileAloneWhenTheRunFails) {
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(after_in)), {}), before);
 }
 
-TEST_F(ReferenceRunTest, RecordWithoutAReferenceIsAUsageError) {
+TEST_F(ReferenceRunTest, RecordWithoutAReferenceIsAContentError) {
   Lockfile lf;
   lf.manifest_hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
   lf.environments["train"].name = "train";
   ASSERT_TRUE(lf.write(dir_ / "plain.lock").ok());
   auto o = record_reference(dir_ / "plain.lock", "", dir_ / "env", ProbeHost::system(), options());
   ASSERT_FALSE(o.ok());
-  EXPECT_EQ(o.error().kind, ErrorKind::Usage);
+  EXPECT_EQ(o.error().kind, ErrorKind::Incompatible);  // the lockfile's content: exit 1, not 2
   EXPECT_EQ(o.error().message, "environment 'train' has no reference command");
   auto unknown = record_reference(dir_ / "plain.lock", "serve", dir_ / "env", ProbeHost::system(), options());
   ASSERT_FALSE(unknown.ok());

@@ -265,6 +265,13 @@ TEST(Nvidia, ProcVersionLines) {
   EXPECT_EQ(v.error().where, "/proc/driver/nvidia/version");
 }
 
+TEST(Nvidia, ProcVersionWithAnUnboundedDigitRunIsAnErrorNotAStackOverflow) {
+  // std::regex recursed once per digit and overflowed the stack (issue 22).
+  auto v = parse_nvidia_proc_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  " + std::string(50000, '9') + ".1.1\n", "p");
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().message, "no driver version in the `NVRM version:` line");
+}
+
 TEST(Nvidia, EveryRealNvidiaSmiLogParses) {
   SKIP_WITHOUT_CORPUS();
   int files = 0;
