@@ -15,7 +15,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "envlock/hash.hpp"
+#include "envlock/paths.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/url.hpp"
 
 namespace envlock {
 
@@ -332,13 +334,35 @@ void emit_host(SnapshotYamlOut& w, const HostFacts& h) {
   }
 }
 
+/// Issue 17, point 9: a snapshot names no home folder. A path (or `file://` URL) under it is
+/// written `~/…` and read back against the reader's home folder (docs/snapshot.md, "No home paths").
+std::string home_spelled(const std::string& path_or_url) {
+  const fs::path home = home_folder();
+  if (home.empty()) return path_or_url;
+  if (path_or_url.starts_with("file:")) {
+    const auto path = path_from_file_url(path_or_url);
+    if (!path) return path_or_url;
+    const fs::path p = fs::path(*path).lexically_normal();
+    return is_under(p, home) ? tilde_path(p, home) : path_or_url;
+  }
+  return tilde_path(path_or_url, home);
+}
+
+/// The inverse of home_spelled() for a field that holds a path (`url`: a `file://` URL).
+std::string home_expanded(const std::string& text, bool url) {
+  const fs::path home = home_folder();
+  if (home.empty() || !(text == "~" || text.starts_with("~/"))) return text;
+  const std::string path = expand_home(text, home);
+  return url ? file_url_from_path(path) : path;
+}
+
 void emit_pip(SnapshotYamlOut& w, const PipDistribution& d) {
   w.begin_item_map();
   w.kv("name", d.name);
   w.kv("version", d.version);
   w.kv("installer", d.installer);
   w.kv("source", source_name(d.source));
-  w.kv_nonempty("url", d.url);
+  w.kv_nonempty("url", home_spelled(d.url));
   w.kv_nonempty("vcs", d.vcs);
   w.kv_nonempty("commit-id", d.commit_id);
   w.kv_nonempty("requested-revision", d.requested_revision);
@@ -584,7 +608,7 @@ PipDistribution read_pip(const Reader& r, const YAML::Node& n) {
   // A legacy editable (`*.egg-link`) whose working tree was not readable has no version.
   if (d.name.empty() || (d.version.empty() && d.source != PipSource::Editable))
     r.fail(n, "a pip entry needs a name and a version");
-  d.url = r.s(n, "url");
+  d.url = home_expanded(r.s(n, "url"), true);
   d.vcs = r.s(n, "vcs");
   d.commit_id = r.s(n, "commit-id");
   d.requested_revision = r.s(n, "requested-revision");
@@ -647,7 +671,7 @@ std::string Snapshot::to_yaml() const {
   w.open("environments", environments.empty(), "{}");
   for (const auto& env : environments) {
     w.open(env.name, false, "");
-    w.kv("prefix", env.prefix);
+    w.kv("prefix", home_spelled(env.prefix));
     w.kv("platform", env.platform);
     w.open("files", env.packages.empty(), "{}");
     for (const auto& p : env.packages) w.strings(p.record.name, p.files);
@@ -737,7 +761,7 @@ Result<Snapshot> Snapshot::parse(const std::string& text, const std::string& sou
       if (!en.IsMap()) r.fail(en, "environment `" + name + "` must be a mapping");
       CapturedEnvironment env;
       env.name = name;
-      env.prefix = r.s(en, "prefix");
+      env.prefix = home_expanded(r.s(en, "prefix"), false);
       env.platform = r.s(en, "platform");
       if (env.prefix.empty()) r.fail(en, "environment `" + name + "` has no `prefix`", "capture the snapshot again");
       if (env.platform.empty()) r.fail(en, "environment `" + name + "` has no `platform`", "capture the snapshot again");

@@ -181,7 +181,14 @@ void emit_pip(Out& o, int ind, const PipPackage& p, const LocalChannels& local) 
   if (!p.version.empty()) keys.emplace_back("version", q(p.version));
   if (!p.url.empty()) keys.emplace_back("url", q(local.url(redact_url(p.url))));
   if (!p.sha256.empty()) keys.emplace_back("sha256", q(p.sha256));
-  if (!p.requirement.empty()) keys.emplace_back("requirement", q(redact_text(p.requirement)));
+  if (!p.requirement.empty()) {
+    // A PEP 508 direct reference to a local folder under the home folder (`NAME @ file:///home/…`,
+    // as a snapshot records an editable install) is written `NAME @ ~/…`, read back as a URL.
+    std::string req = redact_text(p.requirement);
+    if (const auto at = req.find(" @ file:"); at != std::string::npos && req.find(' ', at + 3) == std::string::npos)
+      req = req.substr(0, at + 3) + local.url(req.substr(at + 3));
+    keys.emplace_back("requirement", q(req));
+  }
   if (p.editable) keys.emplace_back("editable", "true");
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (i == 0) o.line(ind, "- " + std::string(keys[i].first) + ": " + keys[i].second);

@@ -62,6 +62,39 @@ TEST(SnapshotFile, RoundTripIsExactAndOutputIsDeterministic) {
   EXPECT_EQ(back->to_yaml(), text);
 }
 
+// Issue 17, point 9: a snapshot names no home folder. A prefix and a pip source under $HOME are
+// written `~/…` and read back against the reader's $HOME; the bytes are the same on re-writing.
+TEST(SnapshotFile, PathsUnderTheHomeFolderAreWrittenWithTilde) {
+  SKIP_WITHOUT_CORPUS();
+  const char* old_home = std::getenv("HOME");
+  const std::string saved = old_home != nullptr ? old_home : "";
+  CorpusHost h;
+  const Snapshot s = h.capture_it();
+  ::setenv("HOME", "/opt/conda", 1);
+  const std::string prefix_text = s.to_yaml();
+  EXPECT_NE(prefix_text.find("\n      prefix: ~/envs/train\n"), std::string::npos) << prefix_text;
+  EXPECT_EQ(prefix_text.find("/opt/conda/"), std::string::npos);
+  ::setenv("HOME", "/srv", 1);
+  const std::string pip_text = s.to_yaml();
+  EXPECT_NE(pip_text.find("url: ~/src/mylib\n"), std::string::npos) << pip_text;
+  EXPECT_NE(pip_text.find("requirement: MyLib @ ~/src/mylib\n"), std::string::npos) << pip_text;
+  EXPECT_EQ(pip_text.find("/srv/src"), std::string::npos);
+  ::setenv("HOME", "/home/bo", 1);  // read by another user
+  const auto back = Snapshot::parse(prefix_text, "snap.yaml");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->environments.at(0).prefix, "/home/bo/envs/train");
+  const auto pip_back = Snapshot::parse(pip_text, "snap.yaml");
+  ASSERT_TRUE(pip_back.ok()) << pip_back.error().to_string();
+  const auto& pip = pip_back->environments.at(0).pip;
+  const auto mylib = std::find_if(pip.begin(), pip.end(), [](const PipDistribution& d) { return d.name == "mylib" || d.name == "MyLib"; });
+  ASSERT_NE(mylib, pip.end());
+  EXPECT_EQ(mylib->url, "file:///home/bo/src/mylib");
+  EXPECT_EQ(pip_back->to_yaml(), pip_text);
+  EXPECT_EQ(back->to_yaml(), prefix_text);
+  if (old_home != nullptr) ::setenv("HOME", saved.c_str(), 1);
+  else ::unsetenv("HOME");
+}
+
 TEST(SnapshotFile, CondaPartIsAnEnvlockLockDocument) {
   SKIP_WITHOUT_CORPUS();
   CorpusHost h;
