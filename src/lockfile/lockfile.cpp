@@ -527,8 +527,12 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
         if (!resolvable(p.url)) continue;
         // A package URL is its channel's URL, '/', and `subdir/file_name` as written (file names
         // are joined unencoded, as the channel's own records join them).
-        if (p.url.size() > written.size() && p.url.starts_with(written) && p.url[written.size()] == '/')
-          p.url = p.channel + p.url.substr(written.size());
+        // A rest with `.` or `..` segments (`./chan/../../elsewhere/x.conda`) is not under the
+        // channel: the whole path is normalised instead, so the URL names the folder really read.
+        const std::string rest = p.url.size() > written.size() ? p.url.substr(written.size()) : std::string();
+        const bool dotted = ("/" + rest + "/").find("/../") != std::string::npos || ("/" + rest + "/").find("/./") != std::string::npos;
+        if (!dotted && p.url.size() > written.size() && p.url.starts_with(written) && p.url[written.size()] == '/')
+          p.url = p.channel + rest;
         else
           p.url = resolve_path(p.url);
       }

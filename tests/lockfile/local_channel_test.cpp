@@ -177,6 +177,22 @@ TEST(LocalChannels, MovedCheckoutPassesCheckAndInstalls) {
   fs::remove_all(root);
 }
 
+// A new-user attack (session 8): a package URL that starts with its channel's relative spelling but
+// leaves it (`./channel/../../elsewhere/…`) is normalised as a whole, so install's warning about a
+// local folder outside the project names the folder really read, not the channel.
+TEST(LocalChannels, AUrlThatLeavesItsChannelIsNormalisedAsAWhole) {
+  Lockfile lf = one_package("file:///work/project/channel");
+  lf.relative_channels = {"file:///work/project/channel"};
+  std::string text = lf.to_yaml("/work/project");
+  const std::string url = "url: \"./channel/linux-64/tool-1.2-h0_0.conda\"";
+  ASSERT_NE(text.find(url), std::string::npos) << text;
+  text.replace(text.find(url), url.size(), "url: \"./channel/../../elsewhere/tool-1.2-h0_0.conda\"");
+  auto back = Lockfile::parse(text, "envlock.lock", "/work/project");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->find("default", "linux-64")->packages[0].url, "file:///work/elsewhere/tool-1.2-h0_0.conda");
+  EXPECT_EQ(back->find("default", "linux-64")->packages[0].channel, "file:///work/project/channel");
+}
+
 // Issue 17, point 9: no lockfile holds the home folder of whoever wrote it. A `file://` channel
 // (and its package URLs, and a pip URL) under $HOME is written `~/…` by its decoded path, read
 // back against $HOME (so a lockfile moved to another user's machine names their folder), kept as
