@@ -75,7 +75,10 @@ int report_error(const Context& ctx, const Error& raw) {
                           {"hint", error.hint}}}};
     std::cout << json_text(j) << "\n";
   }
-  std::cerr << "error: " << terminal_text(error.to_string()) << "\n";
+  // `where` is one line (a path, a package, file:line:col): a newline in it is data, shown escaped.
+  Error shown = error;
+  shown.where = printable(error.where);
+  std::cerr << "error: " << terminal_text(shown.to_string()) << "\n";
   return exit_code_for(error.kind);
 }
 

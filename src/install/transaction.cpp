@@ -171,6 +171,15 @@ fs::path existing_ancestor(fs::path dir) {
 /// Checks that `prefix` (already through checked_prefix) may become or be updated as an
 /// environment, writing nothing.
 Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
+  // A newline or other control byte in the prefix installs, but no shebang, script or activation
+  // line can name it afterwards (a new-user attack, session 8): refused before anything is done,
+  // as conda refuses a `:` in an environment path.
+  const std::string& text = prefix.native();
+  if (std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    return Error{ErrorKind::Usage, prefix.string(), "contains a control character (newline, tab, ...)",
+                 "the programs of the environment could not name it in their #! lines and scripts",
+                 "choose a prefix without control characters"};
+  }
   std::error_code ec;
   const auto status = fs::symlink_status(prefix, ec);
   if (fs::exists(status)) {

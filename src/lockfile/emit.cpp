@@ -175,20 +175,15 @@ void emit_package(Out& o, int ind, const LockedPackage& p, const LocalChannels& 
 
 // A pip entry; a pip line that names no project (`-e .`, `--extra-index-url URL`) has no `name`
 // key: it starts with its first key present. URLs, the requirement's included, credential-free.
-void emit_pip(Out& o, int ind, const PipPackage& p, const LocalChannels& local) {
+void emit_pip(Out& o, int ind, const PipPackage& p) {
   std::vector<std::pair<std::string_view, std::string>> keys;
   if (!p.name.empty()) keys.emplace_back("name", q(p.name));
   if (!p.version.empty()) keys.emplace_back("version", q(p.version));
-  if (!p.url.empty()) keys.emplace_back("url", q(local.url(redact_url(p.url))));
+  // A pip URL stays as it is, under the home folder too: an editable or path source names the
+  // folder the environment's .pth and direct_url.json point at, not one of whoever reads it.
+  if (!p.url.empty()) keys.emplace_back("url", q(redact_url(p.url)));
   if (!p.sha256.empty()) keys.emplace_back("sha256", q(p.sha256));
-  if (!p.requirement.empty()) {
-    // A PEP 508 direct reference to a local folder under the home folder (`NAME @ file:///home/…`,
-    // as a snapshot records an editable install) is written `NAME @ ~/…`, read back as a URL.
-    std::string req = redact_text(p.requirement);
-    if (const auto at = req.find(" @ file:"); at != std::string::npos && req.find(' ', at + 3) == std::string::npos)
-      req = req.substr(0, at + 3) + local.url(req.substr(at + 3));
-    keys.emplace_back("requirement", q(req));
-  }
+  if (!p.requirement.empty()) keys.emplace_back("requirement", q(redact_text(p.requirement)));
   if (p.editable) keys.emplace_back("editable", "true");
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (i == 0) o.line(ind, "- " + std::string(keys[i].first) + ": " + keys[i].second);
@@ -259,7 +254,7 @@ std::string Lockfile::to_yaml(const std::filesystem::path& directory) const {
       if (!lp.pip.empty()) {
         o.key(8, "pip");
         for (const auto* p : sorted(lp.pip, [](const PipPackage& x) { return std::tie(x.name, x.requirement); }))
-          emit_pip(o, 10, *p, local);
+          emit_pip(o, 10, *p);
       }
     }
   }

@@ -536,13 +536,7 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
         else
           p.url = resolve_path(p.url);
       }
-      for (auto& p : lp.pip) {
-        if (is_home_reference(p.url) && resolvable(p.url)) p.url = resolve_path(p.url);
-        if (const auto at = p.requirement.find(" @ ~"); at != std::string::npos) {
-          const std::string ref = p.requirement.substr(at + 3);
-          if (is_home_reference(ref) && resolvable(ref)) p.requirement = p.requirement.substr(0, at + 3) + resolve_path(ref);
-        }
-      }
+
     }
   }
   lf.relative_channels.assign(channels.begin(), channels.end());
