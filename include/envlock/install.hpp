@@ -184,6 +184,9 @@ struct PrefixOrigin {
   std::string environment;    ///< environment name in the lockfile
   std::string platform;       ///< subdir installed, e.g. "linux-64"
   std::string command;        ///< "install" or "create" (for conda-meta/history)
+  /// The manifest's file name (no directories) when the command read one (`create -f`): history
+  /// then records `-f MANIFEST` as typed, not the lockfile it made.
+  std::string manifest;
   /// The prefix written into the files (relocated placeholders, entry points, shebangs):
   /// install_packages() records the absolute prefix it installs into, whatever is set here. A
   /// later install into a prefix whose recorded one differs (the folder was moved) relinks every
@@ -217,6 +220,11 @@ struct InstallReport {
   std::uint64_t files_copied = 0;      ///< copies, including every relocated file
   std::uint64_t files_relocated = 0;   ///< files whose placeholders were replaced
   std::vector<std::string> clobbered;  ///< paths two packages both wrote (the later one wins)
+  /// For each path of `clobbered` (same order): "<winner dist> over <loser dist>[, <loser>…]".
+  /// Only the winner's conda-meta record lists the path afterwards, so `verify` checks the copy
+  /// that is there and removing a loser leaves the winner's file (conda keeps the path in both
+  /// records and deletes it with either: conda/conda#672, #7775, #13255).
+  std::vector<std::string> clobbered_owners;
   std::vector<std::string> messages;   ///< `.messages.txt` contents from post-link and pre-unlink scripts
   std::vector<std::string> warnings;   ///< pre-unlink scripts that failed (ignored, as conda does)
 };

@@ -190,55 +190,64 @@ bool inside_entry(const std::string& rel) {
 }
 
 /// One listed file against the folder: exists as the kind listed, with the size (and sha256
-/// when `hashes`) recorded.
-bool file_matches(const fs::path& dir, const std::string& rel, const std::string& type,
-                  std::optional<std::uint64_t> size, const std::string& sha256, bool hashes) {
-  if (!inside_entry(rel)) return false;
+/// when `hashes`) recorded. Returns how it differs ("is 14 bytes, listed as 6"), or nothing.
+std::optional<std::string> file_difference(const fs::path& dir, const std::string& rel, const std::string& type,
+                                           std::optional<std::uint64_t> size, const std::string& sha256,
+                                           bool hashes) {
+  if (!inside_entry(rel)) return "is not a path inside the package";
   const fs::path f = dir / rel;
   struct stat st {};
-  if (::lstat(f.c_str(), &st) != 0) return false;
+  if (::lstat(f.c_str(), &st) != 0) return "is missing";
   // A symlink with an empty target is extracted as an empty file (envlock/extract.hpp).
-  if (type == "softlink") return S_ISLNK(st.st_mode) || (S_ISREG(st.st_mode) && st.st_size == 0);
-  if (type == "directory") return S_ISDIR(st.st_mode);
-  if (!S_ISREG(st.st_mode)) return false;
-  if (size && static_cast<std::uint64_t>(st.st_size) != *size) return false;
+  if (type == "softlink") {
+    if (S_ISLNK(st.st_mode) || (S_ISREG(st.st_mode) && st.st_size == 0)) return std::nullopt;
+    return "is not a symbolic link, listed as one";
+  }
+  if (type == "directory") {
+    if (S_ISDIR(st.st_mode)) return std::nullopt;
+    return "is not a folder, listed as one";
+  }
+  if (!S_ISREG(st.st_mode)) return "is not a regular file, listed as one";
+  if (size && static_cast<std::uint64_t>(st.st_size) != *size)
+    return "is " + std::to_string(st.st_size) + " bytes, listed as " + std::to_string(*size);
   if (hashes && !sha256.empty()) {
     auto h = hash_file(f, HashAlgorithm::Sha256);
-    if (!h.ok() || !digest_equal(*h, sha256)) return false;
+    if (!h.ok() || !digest_equal(*h, sha256)) return "has another sha256 than listed";
   }
-  return true;
+  return std::nullopt;
 }
 
-/// Every file the package lists is there as extracted: info/paths.json's entries (size, and
-/// sha256 with `hashes`), or for a package without paths.json the files the marker recorded.
-bool files_present(const fs::path& dir, const json& marker, bool hashes) {
+/// The first file the package lists that is not there as extracted ("PATH REASON"), or nothing:
+/// info/paths.json's entries (size, and sha256 with `hashes`), or for a package without
+/// paths.json the files the marker recorded.
+std::optional<std::string> first_difference(const fs::path& dir, const json& marker, bool hashes) {
   if (marker.value("has_paths_json", true)) {
     auto pj = read_json(dir / "info/paths.json");
-    if (!pj) return false;  // listed by the package, now gone or damaged
+    if (!pj) return "info/paths.json is missing or damaged";  // listed by the package, now gone or damaged
     const auto it = pj->find("paths");
-    if (it == pj->end() || !it->is_array()) return false;
+    if (it == pj->end() || !it->is_array()) return "info/paths.json has no \"paths\" list";
     for (const auto& e : *it) {
-      if (!e.is_object()) return false;
+      if (!e.is_object()) return "info/paths.json has an entry that is not an object";
       const std::string rel = as_string(e, "_path");
-      if (!file_matches(dir, rel, as_string(e, "path_type", "hardlink"), as_size(e, "size_in_bytes"), as_string(e, "sha256"),
-                        hashes)) {
-        return false;
-      }
+      if (auto why = file_difference(dir, rel, as_string(e, "path_type", "hardlink"), as_size(e, "size_in_bytes"),
+                                     as_string(e, "sha256"), hashes))
+        return rel + " " + *why + " (info/paths.json)";
     }
-    return true;
+    return std::nullopt;
   }
   const auto it = marker.find("files");
-  if (it == marker.end() || !it->is_object()) return false;
+  if (it == marker.end() || !it->is_object()) return "the cache marker lists no files";
   for (const auto& [rel, size] : it->items()) {
-    if (!size.is_number_unsigned() || !file_matches(dir, rel, "hardlink", size.get<std::uint64_t>(), "", false)) return false;
+    if (!size.is_number_unsigned()) return "the cache marker's entry for " + rel + " is not a size";
+    if (auto why = file_difference(dir, rel, "hardlink", size.get<std::uint64_t>(), "", false)) return rel + " " + *why;
   }
-  return true;
+  return std::nullopt;
 }
 
 std::optional<CacheEntry> valid_entry(const Plan& p, const RepoDataRecord& r, CacheValidation v) {
   auto m = read_json(p.dir / kMarker);
   if (!m || !marker_matches(*m, p, r)) return std::nullopt;
-  if (v != CacheValidation::Marker && !files_present(p.dir, *m, v == CacheValidation::Hashes)) return std::nullopt;
+  if (v != CacheValidation::Marker && first_difference(p.dir, *m, v == CacheValidation::Hashes)) return std::nullopt;
   CacheEntry e;
   e.dist_name = p.dist;
   e.archive = p.archive;
@@ -338,7 +347,18 @@ Result<CacheEntry> extract_entry(const Plan& p, const fs::path& source, const Re
     rec["md5"] = d.md5;
     rec["size"] = d.size;
     if (auto s = write_file_atomic(staging / kRepodataRecord, rec.dump(1) + "\n"); !s.ok()) return s;
-    return write_file_atomic(staging / kMarker, make_marker(staging, p, d).dump(1) + "\n");
+    json marker = make_marker(staging, p, d);
+    // The package as extracted against its own info/paths.json (sizes): an archive that says one
+    // thing and holds another (a tar member given twice, a truncated member) is refused here, not
+    // found by `verify` after it was installed. conda warns (safety_checks: warn, its default)
+    // and installs; envlock refuses, as conda does with safety_checks: enabled.
+    if (marker.value("has_paths_json", false))
+      if (auto why = first_difference(staging, marker, false)) {
+        return Error{ErrorKind::Integrity, "", "does not hold what its info/paths.json lists: " + *why, "",
+                     "the package is broken at its source: rebuild it, or ask the channel's maintainers for a fixed "
+                     "build"};
+      }
+    return write_file_atomic(staging / kMarker, marker.dump(1) + "\n");
   });
   if (!stats.ok()) {
     // A verified archive that does not extract is bad at the source: keep nothing of it (a

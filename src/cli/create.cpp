@@ -113,6 +113,7 @@ int run_create(const Context& ctx, const CreateArgs& args) {
   request.ignore_host = args.ignore_host;
   if (args.extra_safety_checks) request.cache_validation = CacheValidation::Hashes;
   request.command = "create";
+  request.manifest = fs::path(args.manifest).filename().string();
   // Packages come from the channels as the manifest spells them: with their credentials
   // (`user:pass@`, `/t/<token>/`), which the lockfile never records.
   for (const auto& [en, e] : manifest->environments)

@@ -1,4 +1,6 @@
 // envlock info — what envlock sees on this machine: versions, platform, cache, virtual packages.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -32,7 +34,7 @@ int run_info(const Context& ctx) {
     j["libsolv_version"] = libsolv_version();
     j["platform"] = platform;
     j["cache_dir"] = cache_root().string();
-    j["pkgs_dir"] = package_cache_dir().string();
+    j["pkgs_dir"] = pkgs_dirs.empty() ? package_cache_dir().string() : pkgs_dirs.front();
     if (!pkgs_dirs.empty()) j["pkgs_dirs"] = pkgs_dirs;
     j["virtual_packages"] = nlohmann::json::array();
     for (const auto& vp : *vps) {
@@ -44,10 +46,17 @@ int run_info(const Context& ctx) {
   std::cout << "envlock version   : " << ENVLOCK_VERSION_STRING << "\n"
             << "libsolv version   : " << libsolv_version() << " (conda)\n"
             << "platform          : " << platform << "\n"
-            << "cache directory   : " << cache_root().string() << "\n"
-            << "package cache     : " << package_cache_dir().string() << "\n";
-  for (std::size_t i = 0; i < pkgs_dirs.size(); ++i) {
-    std::cout << (i == 0 ? "ENVLOCK_PKGS_DIRS : " : "                    ") << printable(pkgs_dirs[i]) << "\n";
+            << "cache directory   : " << printable(cache_root().string()) << "\n";
+  // The package cache in use: ENVLOCK_PKGS_DIRS's folders in search order when it is set (as
+  // `conda info` lists its pkgs_dirs), else the one folder.
+  if (pkgs_dirs.empty()) {
+    std::cout << "package cache     : " << printable(package_cache_dir().string()) << "\n";
+  } else {
+    for (std::size_t i = 0; i < pkgs_dirs.size(); ++i) {
+      const bool read_only = ::access(pkgs_dirs[i].c_str(), F_OK) == 0 && ::access(pkgs_dirs[i].c_str(), W_OK) != 0;
+      std::cout << (i == 0 ? "package cache     : " : "                    ") << printable(pkgs_dirs[i])
+                << (read_only ? " (read-only)" : "") << (i == 0 ? " (ENVLOCK_PKGS_DIRS)" : "") << "\n";
+    }
   }
   std::cout << "virtual packages  :";
   if (vps->empty()) std::cout << " (none)";

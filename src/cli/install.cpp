@@ -275,7 +275,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
       return report_error(ctx, e);
     }
     if (entries[i]->origin == CacheOrigin::Downloaded) ++downloaded;
-    if (entries[i]->origin == CacheOrigin::Hit) ++hits;
+    if (entries[i]->origin != CacheOrigin::Downloaded) ++hits;  // an entry, or its cached archive extracted
     PackageToLink p;
     p.record = records[i];
     p.extracted_dir = entries[i]->extracted_dir;
@@ -299,6 +299,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   options.origin.environment = *env_name;
   options.origin.platform = platform;
   options.origin.command = request.command;
+  options.origin.manifest = request.manifest;
   options.foreign = request.foreign;
   if (progress) {
     options.progress = [](std::size_t i, std::size_t n, const RepoDataRecord& r) {
@@ -315,7 +316,9 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   }
 
   const std::string prefix = std::filesystem::absolute(request.prefix).lexically_normal().string();
-  for (const auto& path : report->clobbered) warn(path + " is installed by more than one package; the later one won");
+  for (std::size_t i = 0; i < report->clobbered.size(); ++i)
+    warn(report->clobbered[i] + " is installed by more than one package: " + report->clobbered_owners[i] +
+         " (the later in the lockfile's order wins; only its record lists the path)");
   // envlock install links conda packages only; the lockfile's pip entries (e.g. from
   // `envlock snapshot lock`) are named, never dropped silently.
   if (!locked->pip.empty()) {

@@ -20,6 +20,7 @@ struct InstallRequest {
   bool ignore_host = false;
   CacheValidation cache_validation = kInstallCacheValidation;  ///< --extra-safety-checks: Hashes
   std::string command = "install";      ///< recorded in conda-meta/history
+  std::string manifest;                 ///< `create -f`: the manifest's file name, for history
   /// (channel URL as the lockfile records it, URL to fetch its packages from instead): the
   /// manifest's channels with their credentials (`create`), `--channel-url` mirrors (`install`).
   std::vector<std::pair<std::string, std::string>> channel_urls;

@@ -81,17 +81,17 @@ ContentCap content_cap(const fs::path& archive_path, const ExtractLimits& l) {
   const std::uint64_t size = fs::file_size(archive_path, ec);
   const std::uint64_t absolute = l.max_total_bytes;
   if (l.max_expansion_ratio == 0 || ec) {
-    return {absolute, "the absolute cap of " + std::to_string(absolute) + " bytes of content (ExtractLimits::max_total_bytes)"};
+    return {absolute, "the absolute cap of " + std::to_string(absolute) + " bytes of content"};
   }
   const std::uint64_t derived =
       size > l.max_total_bytes / l.max_expansion_ratio ? l.max_total_bytes : size * l.max_expansion_ratio;
   const std::uint64_t bound = std::max(derived, l.expansion_floor);
   if (bound >= absolute) {
-    return {absolute, "the absolute cap of " + std::to_string(absolute) + " bytes of content (ExtractLimits::max_total_bytes)"};
+    return {absolute, "the absolute cap of " + std::to_string(absolute) + " bytes of content"};
   }
   return {bound, "the expansion cap of " + std::to_string(bound) + " bytes of content (" + std::to_string(l.max_expansion_ratio) +
                      " x the archive's " + std::to_string(size) + " bytes, at least " + std::to_string(l.expansion_floor) +
-                     "; ExtractLimits::max_expansion_ratio, expansion_floor)"};
+                     ")"};
 }
 
 /// One extraction into one directory: the checks and the *at() writes.
@@ -119,7 +119,7 @@ class Extractor {
     const std::string in = member.empty() ? std::string() : " in " + member;
     return Error{ErrorKind::Integrity, archive_path_.string(),
                  "refused at entry '" + entry + "'" + in + ": the package expands past " + cap_.name, "",
-                 "nothing of it was kept; a real package this large needs a larger ExtractLimits (docs/cache.md, caps)"};
+                 "nothing of it was kept: a package past these caps is refused as a decompression bomb (docs/cache.md, Caps)"};
   }
   Error corrupt(archive* a, const std::string& member) const {
     const char* why = archive_error_string(a);
@@ -260,7 +260,7 @@ Status Extractor::extract_all(archive* a, const std::string& member) {
       const std::string in = member.empty() ? std::string() : " in " + member;
       return Error{ErrorKind::Integrity, archive_path_.string(),
                    "refused at entry " + std::to_string(entries_) + in + ": more entries than the cap of " +
-                       std::to_string(limits_.max_entries) + " entries per archive (ExtractLimits::max_entries)",
+                       std::to_string(limits_.max_entries) + " entries per archive",
                    "", "nothing of it was kept; the package is malformed or malicious"};
     }
     auto parts = checked_path(member, archive_entry_pathname(e));

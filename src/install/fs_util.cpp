@@ -416,6 +416,36 @@ Result<bool> Tree::link_from(const std::filesystem::path& from, std::string_view
   return io_error(root_ / std::string(rel), "cannot hard-link from " + from.string(), err);
 }
 
+Status Tree::set_folder_attributes(std::string_view rel, mode_t mode, uid_t uid, gid_t gid) {
+  const std::filesystem::path shown = root_ / std::string(rel);
+  int dfd = AT_FDCWD;
+  std::string name = root_.string();
+  if (!rel.empty()) {
+    auto parent = parent_of(rel, name);
+    if (!parent) return parent.error();
+    dfd = *parent;
+  }
+  struct stat st {};
+  if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return io_error(shown, "cannot stat", errno);
+  if (!S_ISDIR(st.st_mode)) return ok_status();  // a package made a file or link there: its own
+  // Owner first: chown(2) clears the setuid/setgid bits that the mode then sets again.
+  if (::geteuid() == 0 && (st.st_uid != uid || st.st_gid != gid) &&
+      ::fchownat(dfd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
+    return io_error(shown, "cannot set the owner of", errno);
+  if ((st.st_mode & 07777) != (mode & 07777) && ::fchmodat(dfd, name.c_str(), mode & 07777, 0) != 0)
+    return io_error(shown, "cannot set the mode of", errno);
+  return ok_status();
+}
+
+Result<bool> Tree::fifo(std::string_view rel, mode_t mode) {
+  std::string name;
+  auto dfd = parent_of(rel, name);
+  if (!dfd) return dfd.error();
+  if (::mkfifoat(*dfd, name.c_str(), mode & 07777) == 0) return true;
+  if (errno == EEXIST) return false;
+  return io_error(root_ / std::string(rel), "cannot create the FIFO", errno);
+}
+
 Status Tree::write_new(std::string_view rel, std::string_view data, mode_t mode) {
   std::string name;
   auto dfd = parent_of(rel, name);

@@ -23,6 +23,7 @@
 #include <set>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "envlock/install.hpp"
@@ -168,6 +169,10 @@ fs::path existing_ancestor(fs::path dir) {
   return dir;
 }
 
+/// The longest last component of a prefix: 255 bytes less the longest sibling name's other
+/// characters ("." + ".envlock-stage-" + 7-digit pid + "-" + 10-digit number).
+constexpr std::size_t kMaxPrefixName = 255 - 34;
+
 /// Checks that `prefix` (already through checked_prefix) may become or be updated as an
 /// environment, writing nothing.
 Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
@@ -179,6 +184,16 @@ Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
     return Error{ErrorKind::Usage, prefix.string(), "contains a control character (newline, tab, ...)",
                  "the programs of the environment could not name it in their #! lines and scripts",
                  "choose a prefix without control characters"};
+  }
+  // The transaction's sibling names (`.<name>.envlock-stage-<pid>-<n>`, the longest) must fit in
+  // a file name (255 bytes on every Linux filesystem): checked now, not after the downloads.
+  if (const std::size_t name = prefix.filename().native().size(); name > kMaxPrefixName) {
+    return Error{ErrorKind::Usage, prefix.string(),
+                 "has a last component of " + std::to_string(name) + " bytes; envlock allows at most " +
+                     std::to_string(kMaxPrefixName),
+                 "the install keeps its lock and staging folders beside the prefix, named .<name>.envlock-…, "
+                 "which must fit in a file name (255 bytes)",
+                 "choose a shorter name for the environment folder"};
   }
   std::error_code ec;
   const auto status = fs::symlink_status(prefix, ec);
@@ -316,7 +331,10 @@ bool same_package(const PrefixRecord& installed, const RepoDataRecord& wanted) {
 }
 
 /// Hard-links (or re-creates, for symlinks) `rel` from the old prefix into the stage, writing only
-/// beneath the stage (`stage`, a Tree: a link a new package made is never written through).
+/// beneath the stage (`stage`, a Tree: a link a new package made is never written through). A
+/// folder is made (its attributes are carried by carry_folder_attributes()); FIFOs, sockets and
+/// device nodes are hard-linked like files, so a reinstall keeps them as conda's in-place install
+/// does.
 Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::string& rel) {
   const fs::path src = old_root / rel;
   struct stat st {};
@@ -336,12 +354,16 @@ Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::stri
     auto made = stage.symlink(rel, target.string());
     return made ? ok_status() : Status(made.error());
   }
-  if (!S_ISREG(st.st_mode)) return ok_status();  // sockets, fifos: not carried
   int err = 0;
-  auto linked = stage.link_from(src, rel, err);
+  auto linked = stage.link_from(src, rel, err);  // the same inode: FIFOs, sockets and devices too
   if (!linked) return linked.error();
   if (*linked) return ok_status();
-  return stage.copy_new(src, rel, st.st_mode);
+  if (S_ISREG(st.st_mode)) return stage.copy_new(src, rel, st.st_mode);
+  if (S_ISFIFO(st.st_mode)) {  // a new FIFO is the same to its users (a FIFO holds no data)
+    auto made = stage.fifo(rel, st.st_mode);
+    return made ? ok_status() : Status(made.error());
+  }
+  return ok_status();  // a socket or device that cannot be linked (not permitted): not carried
 }
 
 /// The shell conda runs link scripts with on Linux: bash (`bash -x SCRIPT`), else sh where bash is
@@ -663,6 +685,36 @@ std::string prelink_messages(const PackageToLink& package) {
   return out;
 }
 
+/// Two records listing one path (a clobber, in the lockfile's order): the path stays only in the
+/// record of `owner` (whose copy the stage holds), so `verify` checks that copy and removing the
+/// other package later does not delete it (conda keeps both and loses the file: conda/conda#7775).
+/// Each such path goes to report.clobbered with its owners named in report.clobbered_owners.
+void disown_clobbered(std::vector<PrefixRecord>& records,
+                      const std::unordered_map<std::string_view, std::size_t>& owner, InstallReport& report) {
+  std::map<std::string, std::vector<std::size_t>> losers;  // path -> records that lose it, sorted by path
+  for (std::size_t i = 0; i < records.size(); ++i)
+    for (const auto& f : records[i].files)
+      if (owner.at(f) != i) losers[f].push_back(i);
+  std::vector<std::pair<std::string, std::string>> found;
+  for (const auto& [path, who] : losers) {
+    std::string text = records[owner.at(path)].dist_name() + " over ";
+    for (std::size_t k = 0; k < who.size(); ++k) text += (k ? ", " : "") + records[who[k]].dist_name();
+    found.emplace_back(path, std::move(text));
+  }
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    auto lost = [&](const std::string& f) {
+      const auto it = losers.find(f);
+      return it != losers.end() && std::find(it->second.begin(), it->second.end(), i) != it->second.end();
+    };
+    std::erase_if(records[i].files, lost);
+    std::erase_if(records[i].paths, [&](const PathEntry& e) { return lost(e.path); });
+  }
+  for (auto& [path, text] : found) {
+    report.clobbered.push_back(std::move(path));
+    report.clobbered_owners.push_back(std::move(text));
+  }
+}
+
 /// Makes the stage hold everything; returns the report. The prefix is not touched.
 Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
                                   const std::vector<PrefixRecord>& old_records,
@@ -758,6 +810,10 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   }
   std::vector<PrefixRecord> records;
   std::vector<const PackageToLink*> linked;
+  // Which record's copy of each path is in the stage: a linked package writes (or clobbers)
+  // every path it lists; a kept package's file is carried only where nothing is yet. The keys
+  // view the records' strings: filled once `records` is complete, used before any is changed.
+  std::unordered_map<std::string_view, std::size_t> owner;
   for (std::size_t i = 0; i < packages.size(); ++i) {
     const PackageToLink& p = packages[i];
     if (kept_of[i] != nullptr) {
@@ -773,15 +829,25 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
     if (!plans[i]->ok()) return plans[i]->error();
     if (!linked_results[i]) linked_results[i] = detail::link_planned(ctx, p, **plans[i]);
     auto& result = *linked_results[i];
-    if (!result) return result.error();
+    if (!result) {  // named by the package being linked, where the error names only a path
+      const std::string dist = p.record.dist_name();
+      return result.error().where.find(dist) == std::string::npos ? result.error().with_context(dist) : result.error();
+    }
     report.files_linked += result->linked;
     report.files_copied += result->copied;
     report.files_relocated += result->relocated;
-    for (auto& c : result->clobbered) report.clobbered.push_back(std::move(c));
     records.push_back(std::move(result->record));
     report.installed.push_back(p.record.dist_name());
     linked.push_back(&p);
   }
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const bool was_kept = kept_of[i] != nullptr;
+    for (const auto& f : records[i].files) {
+      if (was_kept) owner.emplace(f, i);
+      else owner[f] = i;
+    }
+  }
+  disown_clobbered(records, owner, report);
   // The transaction as a whole: every symbolic link of the new tree, whichever packages made the
   // links it goes through, must resolve inside the prefix (a link `d -> .` of one package and
   // `d/d/e -> ../../x` of another each look harmless alone).
@@ -817,11 +883,15 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
     }
   }
 
-  // Files in the old prefix that no record owns (pip installs, user files) stay.
+  // Files in the old prefix that no record owns (pip installs, user files) stay; so do the
+  // folders' modes and owners, and empty folders (conda changes a prefix in place, where both
+  // stay). A folder that held only files of packages that go is not made again.
   if (has_old) {
     std::set<std::string> owned;
     for (const auto& r : old_records)
       for (const auto& f : r.files) owned.insert(f);
+    std::vector<std::pair<std::string, struct stat>> folders{{"", {}}};
+    if (::lstat(prefix.c_str(), &folders.front().second) != 0) return io_error(prefix, "cannot stat", errno);
     for (auto it = fs::recursive_directory_iterator(prefix, fs::directory_options::none, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       const std::string rel = it->path().lexically_relative(prefix).generic_string();
@@ -829,11 +899,27 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
         it.disable_recursion_pending();
         continue;
       }
-      if (it->is_directory(ec) && !it->is_symlink(ec)) continue;
+      if (it->is_directory(ec) && !it->is_symlink(ec)) {
+        struct stat st {};
+        if (::lstat(it->path().c_str(), &st) != 0) return io_error(it->path(), "cannot stat", errno);
+        if (fs::is_empty(it->path(), ec))
+          if (auto made = tree->dir(rel, true); !made) return made.error();
+        folders.emplace_back(rel, st);
+        continue;
+      }
       if (owned.count(rel)) continue;
       if (auto st = carry_path(prefix, *tree, rel); !st) return st.error();
     }
     if (ec) return io_error(prefix, "cannot walk the existing environment", ec.value());
+    // Deepest first, so a folder made read-only does not stop the ones below it.
+    for (auto f = folders.rbegin(); f != folders.rend(); ++f) {
+      struct stat there {};
+      auto found = f->first.empty() ? Result<bool>(true) : tree->lstat(f->first, there);
+      if (!found) return found.error();
+      if (!*found) continue;
+      if (auto st = tree->set_folder_attributes(f->first, f->second.st_mode, f->second.st_uid, f->second.st_gid); !st)
+        return st.error();
+    }
   }
 
   // conda-meta: records, history, origin; other files conda-meta held (pinned, ...) carried.
@@ -863,7 +949,8 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   if (!history.empty() && !history.ends_with('\n')) history += '\n';
   history += "==> " + utc_now() + " <==\n";
   history += "# cmd: envlock " + options.origin.command;
-  if (!options.origin.lockfile.empty()) history += " -l " + options.origin.lockfile;
+  if (!options.origin.manifest.empty()) history += " -f " + options.origin.manifest;
+  else if (!options.origin.lockfile.empty()) history += " -l " + options.origin.lockfile;
   if (!options.origin.environment.empty()) history += " -e " + options.origin.environment;
   history += "\n# envlock version: " + std::string(ENVLOCK_INSTALL_VERSION) + "\n";
   std::vector<std::string> lines;
@@ -885,7 +972,6 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   std::sort(report.installed.begin(), report.installed.end());
   std::sort(report.removed.begin(), report.removed.end());
   std::sort(report.kept.begin(), report.kept.end());
-  std::sort(report.clobbered.begin(), report.clobbered.end());
   return report;
 }
 
@@ -1014,6 +1100,11 @@ Status check_index_json(const PackageToLink& p) {
 
 int install_interrupted_by() { return g_interrupted_by; }
 
+namespace {
+Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<PackageToLink>& packages,
+                                     const InstallOptions& options);
+}  // namespace
+
 Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vector<PackageToLink>& packages,
                                        const InstallOptions& options) {
   g_interrupted_by = 0;
@@ -1024,9 +1115,29 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
     if (auto st = check_index_json(p); !st) return st.error();
   // Validate before taking the lock: a refusal writes nothing (no lock file either).
   if (auto st = check_install_target(prefix, options.foreign); !st) return st.error();
+  std::vector<fs::path> made_parents;  // the folders above the prefix this run creates, deepest first
+  for (fs::path up = prefix.parent_path(); !up.empty() && up != up.root_path() && !fs::exists(fs::symlink_status(up));
+       up = up.parent_path())
+    made_parents.push_back(up);
   if (auto st = detail::make_dirs(prefix.parent_path()); !st) return st.error();
   auto lock = PrefixLock::acquire(prefix);
   if (!lock) return lock.error();
+  auto result = install_locked(prefix, packages, options);
+  // A new environment that was not made leaves nothing behind: neither its lock file (unlinked
+  // while held: a waiting process sees another file and starts again) nor the folders made for it.
+  std::error_code ec;
+  if (!result && !fs::exists(fs::symlink_status(prefix, ec))) {
+    fs::remove(sibling(prefix, "lock"), ec);
+    for (const auto& dir : made_parents)
+      if (::rmdir(dir.c_str()) != 0) break;  // not empty: something else is there now
+  }
+  return result;
+}
+
+namespace {
+/// install_packages() once the prefix is checked and its lock is held.
+Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<PackageToLink>& packages,
+                                     const InstallOptions& options) {
   if (auto st = recover(prefix); !st) return st.error();
 
   std::error_code ec;
@@ -1166,6 +1277,7 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
   if (!previous_tree.empty()) (void)detail::remove_tree(previous_tree);
   return report;
 }
+}  // namespace
 
 Result<std::optional<PrefixOrigin>> read_prefix_origin(const fs::path& prefix) {
   const fs::path path = prefix / "conda-meta" / kOriginFile;

@@ -324,7 +324,7 @@ TEST_F(WholeEntry, ArchiveBombRefusedWithTheCapNamed) {
   EXPECT_EQ(res.error().kind, ErrorKind::Integrity);
   EXPECT_NE(res.error().message.find("the package expands past the expansion cap of "), std::string::npos)
       << res.error().to_string();
-  EXPECT_NE(res.error().message.find("ExtractLimits::max_expansion_ratio, expansion_floor"), std::string::npos);
+  EXPECT_NE(res.error().message.find("at least "), std::string::npos);
   std::set<std::string> left;
   for (const auto& e : fs::directory_iterator(dir_ / "pkgs")) left.insert(e.path().filename().string());
   EXPECT_EQ(left, (std::set<std::string>{"bomb-1.0-0.lock"}));

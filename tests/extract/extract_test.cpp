@@ -253,11 +253,11 @@ TEST_F(Extract, SizeAndEntryLimits) {
   envlock::ExtractLimits small;
   small.max_total_bytes = 1000;
   expect_refused({t::file("big", std::string(5000, 'x'))},
-                 "the package expands past the absolute cap of 1000 bytes of content (ExtractLimits::max_total_bytes)", small);
+                 "the package expands past the absolute cap of 1000 bytes of content", small);
   envlock::ExtractLimits few;
   few.max_entries = 3;
   expect_refused({t::file("a", "1"), t::file("b", "2"), t::file("c", "3"), t::file("d", "4")},
-                 "more entries than the cap of 3 entries per archive (ExtractLimits::max_entries)", few);
+                 "more entries than the cap of 3 entries per archive", few);
 }
 
 // A bomb: 8 MiB of zeros compress to a few hundred bytes. The cap derived from the archive's size
@@ -282,8 +282,8 @@ TEST_F(Extract, ExpansionCapDerivedFromTheArchiveSize) {
     EXPECT_EQ(res.error().to_string(),
               archive.string() + ": refused at entry 'share/zeros'" + in + ": the package expands past the expansion cap of " +
                   std::to_string(cap) + " bytes of content (250 x the archive's " + std::to_string(size) +
-                  " bytes, at least 65536; ExtractLimits::max_expansion_ratio, expansion_floor)\n"
-                  "hint: nothing of it was kept; a real package this large needs a larger ExtractLimits (docs/cache.md, caps)");
+                  " bytes, at least 65536)\n"
+                  "hint: nothing of it was kept: a package past these caps is refused as a decompression bomb (docs/cache.md, Caps)");
     EXPECT_TRUE(fs::is_empty(dir_ / "out"));
   }
   // The same archives within the cap: a floor above their content lets them through.

@@ -2,8 +2,11 @@
 // (info/index.json, info/paths.json, info/link.json, files).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -116,6 +119,7 @@ class Installer : public ::testing::Test {
 
   std::vector<fs::path> siblings() {
     std::vector<fs::path> out;
+    if (!fs::exists(prefix_.parent_path())) return out;  // a refused new environment removes the folders it made
     for (const auto& e : fs::directory_iterator(prefix_.parent_path()))
       if (e.path() != prefix_ && e.path().filename().string().find("envlock-lock") == std::string::npos)
         out.push_back(e.path());
@@ -377,6 +381,84 @@ TEST_F(Installer, ChangingAPrefixKeepsUnchangedAndUserFilesAndDropsRemoved) {
   EXPECT_EQ(v->drift[0].path, "notes/user.txt");
   EXPECT_EQ(v->drift[0].kind, FileDrift::Kind::Extra);
   EXPECT_TRUE(siblings().empty());
+}
+
+TEST_F(Installer, AReinstallKeepsFifosSocketsEmptyFoldersAndFolderModes) {
+  // A new-user attack (session 8): reinstalling dropped the user's FIFOs and sockets and reset
+  // the mode of folders no package owns. conda changes a prefix in place, where all of them stay.
+  auto a = make_package("a", "1", {{"share/a/data.txt", "a\n"}});
+  auto b = make_package("b", "1", {{"share/b.txt", "b\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {a, b}, options()).ok());
+  ASSERT_EQ(::mkfifo((prefix_ / "share/queue").c_str(), 0640), 0);
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string sock_path = (prefix_ / "agent.sock").string();
+  ASSERT_LT(sock_path.size(), sizeof addr.sun_path);
+  std::copy(sock_path.begin(), sock_path.end(), addr.sun_path);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  ::close(sock);
+  fs::create_directories(prefix_ / "shared/empty");
+  spit(prefix_ / "shared/f", "x\n");
+  ASSERT_EQ(::chmod((prefix_ / "shared").c_str(), 02770), 0);
+  ASSERT_EQ(::chmod((prefix_ / "share/a").c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(prefix_.c_str(), 0750), 0);
+  struct stat fifo_before {};
+  ASSERT_EQ(::lstat((prefix_ / "share/queue").c_str(), &fifo_before), 0);
+  auto mode_of = [](const fs::path& p) {
+    struct stat st {};
+    return ::lstat(p.c_str(), &st) == 0 ? st.st_mode : mode_t{0};
+  };
+  // b goes: share/ stays for a; a stays, its folder's mode with it.
+  auto r = install_packages(prefix_, {a}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  struct stat fifo_after {};
+  ASSERT_EQ(::lstat((prefix_ / "share/queue").c_str(), &fifo_after), 0);
+  EXPECT_TRUE(S_ISFIFO(fifo_after.st_mode));
+  EXPECT_EQ(fifo_after.st_ino, fifo_before.st_ino) << "the same FIFO, hard-linked into the new tree";
+  EXPECT_TRUE(S_ISSOCK(mode_of(prefix_ / "agent.sock")));
+  EXPECT_EQ(mode_of(prefix_ / "shared") & 07777, 02770u);
+  EXPECT_TRUE(fs::is_directory(prefix_ / "shared/empty"));
+  EXPECT_EQ(mode_of(prefix_ / "share/a") & 07777, 0700u);
+  EXPECT_EQ(mode_of(prefix_) & 07777, 0750u);
+  EXPECT_EQ(slurp(prefix_ / "shared/f"), "x\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "share/b.txt"));
+  // A folder that only held files of a package that goes is not made again.
+  auto c = make_package("c", "1", {{"opt/c/only.txt", "c\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {a, c}, options()).ok());
+  ASSERT_TRUE(install_packages(prefix_, {a}, options()).ok());
+  EXPECT_FALSE(fs::exists(prefix_ / "opt/c"));
+}
+
+TEST_F(Installer, ARefusedNewEnvironmentLeavesNoFolderOrLockFileBehind) {
+  // A new-user attack (session 8): a prefix refused at link time left its 30 parent folders and
+  // its lock file. A binary placeholder shorter than the prefix refuses at link time.
+  const std::string binary = std::string("\0", 1) + "/opt/short" + std::string(1, '\0');
+  auto p = make_package("tool", "1", {{"lib/x.so", binary, false, "binary", "/opt/short"}});
+  const fs::path deep = root_ / "made/for/this";
+  prefix_ = deep / "env";
+  auto r = install_packages(prefix_, {p}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_FALSE(fs::exists(root_ / "made"));
+  // A parent that was there stays, without the lock file.
+  fs::create_directories(deep);
+  ASSERT_FALSE(install_packages(prefix_, {p}, options()).ok());
+  EXPECT_TRUE(fs::is_directory(deep));
+  EXPECT_TRUE(fs::is_empty(deep));
+}
+
+TEST_F(Installer, APrefixNameTooLongForItsSiblingsIsRefusedBeforeAnything) {
+  auto a = make_package("a", "1", {{"share/a", "a\n"}});
+  prefix_ = root_ / "envs" / std::string(222, 'x');
+  auto r = install_packages(prefix_, {a}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::Usage);
+  EXPECT_EQ(r.error().message, "has a last component of 222 bytes; envlock allows at most 221");
+  EXPECT_FALSE(fs::exists(root_ / "envs"));
+  prefix_ = root_ / "envs" / std::string(221, 'x');
+  auto ok = install_packages(prefix_, {a}, options());
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
 }
 
 TEST_F(Installer, PostLinkScriptsRunAsCondaRunsThem) {
@@ -696,16 +778,42 @@ TEST_F(Installer, PackagesSharingAPathAreLinkedInOrderTheLaterOneWinning) {
   auto report = install_packages(prefix_, {a, b, c}, o);
   ASSERT_TRUE(report.ok()) << report.error().to_string();
   EXPECT_EQ(report->clobbered, std::vector<std::string>{"share/common.txt"});
+  EXPECT_EQ(report->clobbered_owners, std::vector<std::string>{"c-1-0 over a-1-0"});
   EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from c\n");
   EXPECT_EQ(slurp(prefix_ / "share/b.txt"), "b\n");
-  // A file where another package has a folder: the same error whatever the thread count.
+  // Only the winner's record lists the path (a new-user attack, session 8: verify of the
+  // untouched environment reported the loser's recorded size), so verify is clean and removing
+  // the loser later keeps the winner's file (conda deletes it: conda/conda#7775).
+  auto records = read_conda_meta(prefix_);
+  ASSERT_TRUE(records.ok());
+  for (const auto& r : *records) {
+    const bool lists = std::count(r.files.begin(), r.files.end(), "share/common.txt") > 0;
+    const bool in_paths = std::any_of(r.paths.begin(), r.paths.end(), [](const PathEntry& e) {
+      return e.path == "share/common.txt";
+    });
+    EXPECT_EQ(lists, r.name == "c") << r.name;
+    EXPECT_EQ(in_paths, r.name == "c") << r.name;
+  }
+  EXPECT_TRUE(verify_prefix(prefix_)->clean());
+  auto without_a = install_packages(prefix_, {b, c}, o);
+  ASSERT_TRUE(without_a.ok()) << without_a.error().to_string();
+  EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from c\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "share/a.txt"));
+  // A kept package's file that a new package writes too: the new one's copy, in its record only.
+  auto kept_then_new = install_packages(prefix_, {b, c, a}, o);
+  ASSERT_TRUE(kept_then_new.ok()) << kept_then_new.error().to_string();
+  EXPECT_EQ(kept_then_new->clobbered_owners, std::vector<std::string>{"a-1-0 over c-1-0"});
+  EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from a\n");
+  EXPECT_TRUE(verify_prefix(prefix_)->clean());
+  // A file where another package has a folder: the same error whatever the thread count, naming
+  // the package that brings the file.
   auto d = make_package("d", "1", {{"share/dir/x.txt", "x\n"}});
   auto e = make_package("e", "1", {{"share/dir", "a file\n"}});
   auto refused = install_packages(prefix_, {a, d, e}, o);
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().where, "share/dir");
+  EXPECT_EQ(refused.error().where, "e-1-0: share/dir");
   EXPECT_NE(refused.error().message.find("would replace a directory"), std::string::npos);
-  EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from c\n") << "the previous environment stays";
+  EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from a\n") << "the previous environment stays";
 }
 
 }  // namespace
