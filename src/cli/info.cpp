@@ -1,4 +1,5 @@
 // envlock info — what envlock sees on this machine: versions, platform, cache, virtual packages.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,6 +17,16 @@
 
 namespace envlock::cli {
 namespace {
+
+/// Whether the existing folder `dir` is a read-only package cache, by the cache's rule
+/// (docs/cache.md): access(2) denies writing or, also for root, its permission bits do.
+bool denies_writing(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return false;  // missing: created when first written
+  if (::access(dir.c_str(), W_OK) != 0) return true;
+  if (::geteuid() != 0) return false;
+  return (st.st_mode & (st.st_uid == 0 ? S_IWUSR : (S_IWUSR | S_IWGRP | S_IWOTH))) == 0;
+}
 
 int run_info(const Context& ctx) {
   auto vps = detect_virtual_packages(HostProbe::system());
@@ -53,7 +64,7 @@ int run_info(const Context& ctx) {
     std::cout << "package cache     : " << printable(package_cache_dir().string()) << "\n";
   } else {
     for (std::size_t i = 0; i < pkgs_dirs.size(); ++i) {
-      const bool read_only = ::access(pkgs_dirs[i].c_str(), F_OK) == 0 && ::access(pkgs_dirs[i].c_str(), W_OK) != 0;
+      const bool read_only = denies_writing(pkgs_dirs[i]);
       std::cout << (i == 0 ? "package cache     : " : "                    ") << printable(pkgs_dirs[i])
                 << (read_only ? " (read-only)" : "") << (i == 0 ? " (ENVLOCK_PKGS_DIRS)" : "") << "\n";
     }

@@ -172,6 +172,46 @@ TEST_F(WholeEntry, EveryListedFileMustBeThereWithItsSize) {
   EXPECT_EQ(ensure(*cache, r, CacheValidation::Hashes), "hit");
 }
 
+TEST_F(WholeEntry, AnArchiveUnlikeItsOwnPathsJsonIsRefusedWhenExtracted) {
+  // A new-user attack (session 8): a tar member given twice (tar keeps the later one) installed,
+  // and only `verify` found that the file differs from paths.json. conda warns (safety_checks:
+  // warn); envlock refuses the package, keeping nothing of it, as conda with safety_checks: enabled.
+  const std::string dist = "dup-1.0-0";
+  const std::string listed = R"({"paths_version": 1, "paths": [{"_path": "share/f", "path_type": "hardlink", "size_in_bytes": 6}]})";
+  auto r = package("dup", {{"share/f", "first\n"}});  // the record; then the archive swapped for the bad one
+  const fs::path archive = dir_ / "chan" / (dist + ".tar.bz2");
+  t::write_tar_bz2(archive, {t::file("info/index.json", R"({"name": "dup", "version": "1.0", "build": "0"})"),
+                             t::file("info/paths.json", listed), t::file("share/f", "first\n"),
+                             t::file("share/f", "second-longer\n")});
+  auto d = envlock::digest_file(archive);
+  ASSERT_TRUE(d.ok());
+  r.sha256 = d->sha256;
+  r.md5 = d->md5;
+  r.size = d->size;
+  auto cache = PackageCache::open(dir_ / "pkgs");
+  ASSERT_TRUE(cache.ok());
+  EXPECT_EQ(ensure(*cache, r), "dup-1.0-0.tar.bz2: does not hold what its info/paths.json lists: share/f is 14 bytes, "
+                               "listed as 6 (info/paths.json)\n"
+                               "hint: the package is broken at its source: rebuild it, or ask the channel's maintainers "
+                               "for a fixed build");
+  EXPECT_FALSE(fs::exists(dir_ / "pkgs" / dist));
+  // A file paths.json lists that the archive lacks: the same refusal.
+  auto missing = package("lacking", {{"share/a", "a"}});
+  const fs::path lacking = dir_ / "chan" / "lacking-1.0-0.tar.bz2";
+  t::write_tar_bz2(lacking, {t::file("info/index.json", R"({"name": "lacking", "version": "1.0", "build": "0"})"),
+                             t::file("info/paths.json", paths_json({{"share/a", "a"}, {"share/b", "b"}}, {})),
+                             t::file("share/a", "a")});
+  auto dl = envlock::digest_file(lacking);
+  ASSERT_TRUE(dl.ok());
+  missing.sha256 = dl->sha256;
+  missing.md5 = dl->md5;
+  missing.size = dl->size;
+  EXPECT_EQ(ensure(*cache, missing), "lacking-1.0-0.tar.bz2: does not hold what its info/paths.json lists: share/b is "
+                                     "missing (info/paths.json)\n"
+                                     "hint: the package is broken at its source: rebuild it, or ask the channel's "
+                                     "maintainers for a fixed build");
+}
+
 TEST_F(WholeEntry, DamagedEntryWithoutArchiveIsDownloadedAgain) {
   auto r = package("refetch", kFiles, {}, true, ".conda");
   auto cache = PackageCache::open(dir_ / "pkgs");

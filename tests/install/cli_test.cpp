@@ -203,6 +203,11 @@ TEST_F(Cli, CreateFromTheExampleManifestAndRunItsPrograms) {
   ASSERT_TRUE(fs::exists(project / "envlock.lock"));
   ASSERT_TRUE(fs::exists(prefix / "conda-meta/envlock"));
 
+  // conda-meta/history names the command as typed: the manifest's file name, not the lockfile.
+  EXPECT_NE(slurp(prefix / "conda-meta/history").find("# cmd: envlock create -f envlock.yaml -e default\n"),
+            std::string::npos)
+      << slurp(prefix / "conda-meta/history");
+
   auto demo = run_command(q(prefix / "bin/envlock-demo"));
   ASSERT_EQ(demo.exit_code, 0) << demo.out << demo.err;
   EXPECT_NE(demo.out.find("Hello from an environment that envlock made."), std::string::npos) << demo.out;
@@ -233,6 +238,41 @@ TEST_F(Cli, CreateFromTheExampleManifestAndRunItsPrograms) {
   EXPECT_TRUE(std::string(j["removed"][1]).starts_with("python-")) << relock.out;
   EXPECT_FALSE(fs::exists(prefix / "bin/envlock-demo"));
   EXPECT_EQ(run_command(q(prefix / "bin/envlock-greet")).exit_code, 0);
+}
+
+TEST_F(Cli, PackagesExtractedAgainFromTheirCachedArchiveCountAsFromTheCache) {
+  // A new-user attack (session 8): "packages: 4 (0 downloaded, 0 from the package cache)".
+  const fs::path channel = make_fixture_channel();
+  const fs::path project = root_ / "project";
+  spit(project / "envlock.yaml", "name: example\nchannels: [" + channel.string() +
+                                     "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-demo >=1.0\n  - envlock-greet\n");
+  ASSERT_EQ(envlock("create -f " + q(project / "envlock.yaml")).exit_code, 0);
+  for (const auto& e : fs::directory_iterator(root_ / "pkgs"))
+    if (e.is_directory()) fs::remove_all(e.path());
+  auto r = envlock("install -l " + q(project / "envlock.lock") + " -p " + q(root_ / "other"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("\npackages: 4 (0 downloaded, 4 from the package cache)\n"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, InfoShowsThePackageCacheFoldersInUse) {
+  // A new-user attack (session 8): with ENVLOCK_PKGS_DIRS set, `info` named the default folder
+  // as the package cache, which install did not use.
+  fs::create_directories(root_ / "ro");
+  fs::permissions(root_ / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+  auto r = envlock("info", {{"ENVLOCK_PKGS_DIRS", (root_ / "rw").string() + "," + (root_ / "ro").string()}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\npackage cache     : " + (root_ / "rw").string() + " (ENVLOCK_PKGS_DIRS)\n" +
+                       "                    " + (root_ / "ro").string() + " (read-only)\nvirtual packages  :"),
+            std::string::npos)
+      << r.out;
+  auto j = envlock("info --json", {{"ENVLOCK_PKGS_DIRS", (root_ / "rw").string() + "," + (root_ / "ro").string()}});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto info = nlohmann::json::parse(j.out);
+  EXPECT_EQ(info["pkgs_dir"], (root_ / "rw").string());
+  EXPECT_EQ(info["pkgs_dirs"], nlohmann::json::array({(root_ / "rw").string(), (root_ / "ro").string()}));
+  auto plain = envlock("info");
+  EXPECT_NE(plain.out.find("\npackage cache     : " + (root_ / "pkgs").string() + "\n"), std::string::npos) << plain.out;
+  fs::permissions(root_ / "ro", fs::perms::owner_all);
 }
 
 // A channel folder, a project and prefixes whose paths hold a space (and '#', '%', non-ASCII):
