@@ -116,6 +116,55 @@ TEST(SolverOrder, SameVersionAndBuildNumberNewestTimestampWins) {
   EXPECT_EQ(picked(*out)["lib"], "1.0 b_1");
 }
 
+// Rule 1, variants. Builds of one version and build number that need different dependencies
+// (one pytorch for each python and CUDA): the one whose dependencies select the higher versions
+// wins, whatever the timestamps say; the timestamp decides only between variants whose
+// dependencies select the same. conda maximizes every package's version before the timestamps
+// (conda/resolve.py Resolve.solve: "Remaining packages: maximize versions" before "Maximize
+// timestamps"); mamba's libsolv sorts variants by their best dependencies, then the timestamp
+// (mamba docs/source/advanced_usage/package_resolution.rst, sort_by_best_dependencies); rattler
+// too (rattler_solve/src/resolvo/conda_sorting.rs). A new-user attack (session 9) found pytorch
+// 2.1.0 locked as its py3.8/cuda11.8 build, the newest upload of the real pytorch channel's twelve.
+TEST(SolverOrder, VariantsAreRankedByTheVersionsTheirDependenciesSelectBeforeTheTimestamp) {
+  std::vector<RepoDataRecord> records{rec("python", "3.8.18", "0"), rec("python", "3.11.6", "0"),
+                                      rec("cuda", "11.8", "0"), rec("cuda", "12.1", "0")};
+  auto py38 = rec("torch", "2.1.0", "py3.8_cuda11.8_0", 0, {"python >=3.8,<3.9.0a0", "cuda 11.8.*"});
+  py38.timestamp = 1700000009000;  // uploaded last
+  auto py311 = rec("torch", "2.1.0", "py3.11_cuda12.1_0", 0, {"python >=3.11,<3.12.0a0", "cuda 12.1.*"});
+  py311.timestamp = 1700000001000;
+  auto py311_cu118 = rec("torch", "2.1.0", "py3.11_cuda11.8_0", 0, {"python >=3.11,<3.12.0a0", "cuda 11.8.*"});
+  py311_cu118.timestamp = 1700000005000;
+  for (const auto& order : {std::vector<RepoDataRecord>{py38, py311, py311_cu118},
+                            std::vector<RepoDataRecord>{py311_cu118, py38, py311}}) {
+    auto all = records;
+    all.insert(all.end(), order.begin(), order.end());
+    auto task = one_repo_task(all);
+    task.specs = {spec("torch")};
+    auto out = solve(task);
+    ASSERT_TRUE(out.ok() && out->solved);
+    EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{
+                                {"cuda", "12.1 0"}, {"python", "3.11.6 0"}, {"torch", "2.1.0 py3.11_cuda12.1_0"}}));
+    // Asked for python 3.8, the py3.8 variant is the one that fits: the others stay alternatives.
+    task.specs = {spec("torch"), spec("python 3.8.*")};
+    auto py = solve(task);
+    ASSERT_TRUE(py.ok() && py->solved);
+    EXPECT_EQ(picked(*py)["torch"], "2.1.0 py3.8_cuda11.8_0");
+    // A variant whose dependency selects only track_features records loses (mamba's rule).
+    auto pypy = rec("python", "3.12.0", "0_pypy");
+    pypy.track_features = {"pypy"};
+    auto featured = all;
+    featured.push_back(pypy);
+    auto pypy_torch = rec("torch", "2.1.0", "pypy3.12_0", 0, {"python 3.12.* *_pypy"});
+    pypy_torch.timestamp = 1800000000000;
+    featured.push_back(pypy_torch);
+    auto ftask = one_repo_task(featured);
+    ftask.specs = {spec("torch")};
+    auto f = solve(ftask);
+    ASSERT_TRUE(f.ok() && f->solved);
+    EXPECT_EQ(picked(*f)["torch"], "2.1.0 py3.11_cuda12.1_0");
+  }
+}
+
 // Rule 2. conda/resolve.py version_key: [..., version, build_number, noarch, ...]: the arch
 // record wins only on a version + build number tie; the same with every channel priority.
 TEST(SolverOrder, BuildNumberBeforeSubdir) {
