@@ -120,8 +120,18 @@ std::string first_reason(const std::vector<ProblemNode>& nodes) {
   return "";
 }
 
+/// The ordering rule (docs/solving.md, "The ordering") that puts `chosen` before `other` of the
+/// same name, when both fit.
+std::string ranking_rule(const RepoDataRecord& chosen, const RepoDataRecord& other) {
+  if (chosen.track_features.size() != other.track_features.size()) return "fewer track_features";
+  if (chosen.version != other.version) return "a higher version";
+  if (chosen.build_number != other.build_number) return "a higher build number";
+  if ((chosen.subdir == "noarch") != (other.subdir == "noarch")) return "an arch build over a noarch one";
+  return "same version and build number: the versions its dependencies select, then the newer upload timestamp";
+}
+
 /// Why `wanted` is not in the answer: the solve again, with `wanted` requested exactly.
-std::string why_not(const SolveTask& task, const RepoDataRecord& wanted) {
+std::string why_not(const SolveTask& task, const RepoDataRecord& wanted, const RepoDataRecord& chosen) {
   SolveTask t = task;
   t.preferred.clear();
   std::string text = wanted.name + " ==" + wanted.version.to_string() + " " + wanted.build;
@@ -131,7 +141,7 @@ std::string why_not(const SolveTask& task, const RepoDataRecord& wanted) {
   t.specs.push_back({*ms, text, ""});
   auto out = solve(t);
   if (!out) return out.error().message;
-  if (out->solved) return "both fit; the solver ranked the chosen build higher (track_features, version, build number)";
+  if (out->solved) return "both fit; the solver ranked the chosen build higher (" + ranking_rule(chosen, wanted) + ")";
   std::string r = first_reason(out->explanation.roots);
   return r.empty() ? "it conflicts with the other requests" : r;
 }
@@ -169,7 +179,7 @@ void variant_warnings(const SolveTask& task, const Solution& solution, const Loc
         if (p.name == r.name) old = &p;
     if (old != nullptr && is_cuda_build(*old) && !is_cpu_build(*old)) {
       warnings.push_back(where + ": " + r.name + " switched from the CUDA build " + dist(*old) + " to the CPU build " +
-                         dist(r) + "; the CUDA build no longer fits: " + why_not(task, *old));
+                         dist(r) + "; the CUDA build no longer fits: " + why_not(task, *old, r));
       continue;
     }
     if (cuda == task.virtual_packages.end() || !is_framework(r.name)) continue;
@@ -178,7 +188,7 @@ void variant_warnings(const SolveTask& task, const Solution& solution, const Loc
                       " is assumed";
     if (auto o = task.virtual_origins.find("__cuda"); o != task.virtual_origins.end()) msg += " (" + o->second + ")";
     if (alt)
-      msg += "; the CUDA build " + dist(*alt) + " was not chosen: " + why_not(task, *alt);
+      msg += "; the CUDA build " + dist(*alt) + " was not chosen: " + why_not(task, *alt, r);
     else
       msg += "; the channels offer no CUDA build of " + r.name + " for this platform";
     warnings.push_back(std::move(msg));

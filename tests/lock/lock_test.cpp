@@ -441,6 +441,19 @@ TEST(LockCli, WarnsAboutCpuBuildsAndCudaToCpuSwitches) {
   r = run_command("env -u CONDA_OVERRIDE_CUDA " + lock);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, cpu_only);
+  // Both builds fit and the CPU one is the later upload: the warning names the rule that decided
+  // (a new-user attack, session 9: it named track_features, version and build number, all equal).
+  write_channel(tmp.path() / "gpu", {{"pytorch-2.3.1-cpu_py311h0.conda", record("cpu_py311h0", {}, 2000)},
+                                     {"pytorch-2.3.1-cuda120_py311h0.conda",
+                                      record("cuda120_py311h0", {"__cuda >=12"}, 1000)}});
+  fs::remove(tmp.path() / "envlock.lock");
+  r = run_command("env -u CONDA_OVERRIDE_CUDA " + lock);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "warning: default/linux-64: pytorch is the CPU-only build pytorch 2.3.1 cpu_py311h0 although __cuda=12.4=0 "
+            "is assumed (declared in the manifest for linux-64); the CUDA build pytorch 2.3.1 cuda120_py311h0 was not "
+            "chosen: both fit; the solver ranked the chosen build higher (same version and build number: the versions "
+            "its dependencies select, then the newer upload timestamp)\n");
 }
 
 TEST(LockLibrary, VirtualPackagesDefaultsManifestAndOverrides) {
