@@ -72,6 +72,10 @@ std::string dep_name(std::string_view dep) {
 /// A libsolv dependency for a conda MatchSpec string; a spec libsolv cannot read becomes a
 /// dependency on a name no package has, so the record needing it simply cannot be chosen.
 Id conda_dep(Pool* pool, const std::string& spec) {
+  // libsolv's version matcher recurses once per '(' (conda.c): a spec nested past envlock's own
+  // cap is unreadable to both, before it can exhaust the stack.
+  if (VersionSpec::nesting(spec) > VersionSpec::kMaxNesting)
+    return pool_str2id(pool, ("<unreadable spec: nested too deep: " + spec.substr(0, 64) + "…>").c_str(), 1);
   Id id = pool_conda_matchspec(pool, spec.c_str());
   if (id == 0) id = pool_str2id(pool, ("<unreadable spec: " + spec + ">").c_str(), 1);
   return id;
@@ -198,12 +202,29 @@ Result<SolveOutcome> solve(const SolveTask& task) {
   for (const auto& in : task.repos) repo_names.emplace_back(in);
   const std::set<std::string> names = reachable_names(task, repo_names);
   std::map<std::string, Id> by_key;  // channel/subdir/file -> solvable, to match pins and locks
+  // A name requested as `channel::name` comes only from that channel: its records elsewhere are
+  // left out of the pool before channel priority applies, so a lower-priority channel named in a
+  // spec is not excluded by strict priority (rattler's resolvo/mod.rs, pixi's channel logic).
+  std::map<std::string, std::vector<MatchSpec>> channel_only;
+  for (const auto& s : task.specs) {
+    if (!s.spec.channel || s.spec.exact_name().empty()) continue;
+    MatchSpec where;
+    where.name = s.spec.name;
+    where.channel = s.spec.channel;
+    where.subdir = s.spec.subdir;
+    channel_only[s.spec.exact_name()].push_back(std::move(where));
+  }
   for (std::size_t ri = 0; ri < task.repos.size(); ++ri) {
     const SolverRepo& in = task.repos[ri];
     if (in.records == nullptr && in.index == nullptr) continue;
     std::vector<std::pair<const RepoDataRecord*, std::size_t>> chosen;
     for (const auto& n : names) {
       auto recs = repo_names[ri].named(n);
+      if (auto pinned = channel_only.find(n); pinned != channel_only.end())
+        std::erase_if(recs, [&](const auto& rec) {
+          return !std::all_of(pinned->second.begin(), pinned->second.end(),
+                              [&](const MatchSpec& m) { return m.matches(*rec.first); });
+        });
       chosen.insert(chosen.end(), recs.begin(), recs.end());
     }
     canonical_order(chosen);

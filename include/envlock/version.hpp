@@ -95,9 +95,18 @@ class VersionSpec {
   VersionSpec() = default;  ///< matches every version (`*`)
 
   /// Parses a constraint. Errors (ErrorKind::Parse) name the input, the character position and
-  /// the rule: empty constraint, unbalanced parenthesis, unknown operator (`=>`, `!1.2`), `~=`
-  /// with `.*`, a bad version (see Version::parse), an invalid regex.
+  /// the rule: empty constraint, unbalanced parenthesis, parentheses nested deeper than
+  /// kMaxNesting, unknown operator (`=>`, `!1.2`), `~=` with `.*`, a bad version (see
+  /// Version::parse), an invalid regex.
   static Result<VersionSpec> parse(std::string_view text);
+
+  /// The deepest nesting of parentheses parse() accepts. Real constraints nest two deep at most;
+  /// the cap keeps a hostile manifest, lockfile or repodata record from exhausting the stack of
+  /// this recursive parser (and of libsolv's, which reads the same text: solver/solve.cpp).
+  static constexpr std::size_t kMaxNesting = 64;
+
+  /// The deepest nesting of parentheses in `text` (unbalanced ones counted as they open).
+  static std::size_t nesting(std::string_view text);
 
   /// True when `v` satisfies the constraint (conda's VersionSpec.match).
   [[nodiscard]] bool matches(const Version& v) const;

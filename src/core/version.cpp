@@ -377,7 +377,12 @@ class VersionSpecParser {
     char c = text_[pos_];
     if (c == '(') {
       std::size_t open = pos_++;
+      if (++depth_ > VersionSpec::kMaxNesting) {
+        return parse_error("invalid version constraint", input_, open,
+                           "parentheses nested deeper than " + std::to_string(VersionSpec::kMaxNesting));
+      }
       auto inner = parse_or();
+      --depth_;
       if (!inner) return inner;
       skip_space();
       if (pos_ == text_.size() || text_[pos_] != ')') {
@@ -523,9 +528,19 @@ class VersionSpecParser {
   std::string_view text_;
   std::string input_;
   std::size_t pos_ = 0;
+  std::size_t depth_ = 0;  ///< parentheses open at pos_
 };
 
 Result<VersionSpec> VersionSpec::parse(std::string_view text) { return VersionSpecParser(text).run(); }
+
+std::size_t VersionSpec::nesting(std::string_view text) {
+  std::size_t depth = 0, deepest = 0;
+  for (char c : text) {
+    if (c == '(') deepest = std::max(deepest, ++depth);
+    else if (c == ')' && depth > 0) --depth;
+  }
+  return deepest;
+}
 
 bool VersionSpec::matches(const Version& v) const {
   switch (op_) {

@@ -1,6 +1,7 @@
 // Version and VersionSpec against conda's own test tables (tests/models/test_version.py).
 #include <gtest/gtest.h>
 
+#include "envlock/match_spec.hpp"
 #include "envlock/version.hpp"
 
 namespace envlock {
@@ -152,6 +153,24 @@ TEST(VersionSpec, RoundTripAndNormalForm) {
   EXPECT_EQ(VersionSpec::parse(">=1,<2|3")->op(), VersionSpec::Op::Or);
   EXPECT_NE(*VersionSpec::parse(">=1"), *VersionSpec::parse(">1"));
   EXPECT_EQ(*VersionSpec::parse("==1.0"), *VersionSpec::parse("1.0.0"));
+}
+
+// A new-user attack (session 9): a spec nested 10,000 parentheses deep (in a manifest, or
+// 200,000 in a repodata record's depends) crashed envlock with a stack overflow.
+TEST(VersionSpec, NestingPastTheCapIsAParseErrorNotACrash) {
+  const std::size_t cap = VersionSpec::kMaxNesting;
+  auto nested = [](std::size_t n) { return std::string(n, '(') + ">=1" + std::string(n, ')'); };
+  EXPECT_TRUE(VersionSpec::parse(nested(cap)).ok());
+  auto deep = VersionSpec::parse(nested(cap + 1));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.error().kind, ErrorKind::Parse);
+  EXPECT_NE(deep.error().to_string().find("parentheses nested deeper than 64"), std::string::npos)
+      << deep.error().to_string();
+  EXPECT_FALSE(VersionSpec::parse(nested(100000)).ok());
+  EXPECT_FALSE(MatchSpec::parse("lib " + nested(100000)).ok());
+  EXPECT_EQ(VersionSpec::nesting(nested(7)), 7u);
+  EXPECT_EQ(VersionSpec::nesting("(>=1,<2)|(>=3,(<4))"), 2u);
+  EXPECT_EQ(VersionSpec::nesting(">=1"), 0u);
 }
 
 TEST(VersionSpec, ParseErrors) {

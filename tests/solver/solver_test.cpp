@@ -343,6 +343,46 @@ TEST(Solver, ChannelPriorityStrictFlexibleDisabled) {
   EXPECT_EQ(picked(*out)["lib"], "2.0 0");
 }
 
+// A name requested from a named channel comes from it whatever the channel priority: records of
+// that name elsewhere are left out first, then priority applies to the rest (rattler's
+// resolvo/mod.rs; pixi docs channel_logic.md). A new-user attack (session 9) found `low::lib`
+// refused as "excluded by strict channel priority".
+TEST(Solver, AChannelNamedInASpecWinsUnderStrictPriority) {
+  std::vector<RepoDataRecord> high{rec("lib", "1.0", "0", 0, {"dep"}, "https://example.org/high"),
+                                   rec("dep", "1.0", "0", 0, {}, "https://example.org/high")};
+  std::vector<RepoDataRecord> low{rec("lib", "2.0", "0", 0, {"dep"}, "https://example.org/low"),
+                                  rec("dep", "2.0", "0", 0, {}, "https://example.org/low")};
+  SolveTask t;
+  t.repos = {{"https://example.org/high", "linux-64", 0, &high}, {"https://example.org/low", "linux-64", 1, &low}};
+  for (auto priority : {ChannelPriority::Strict, ChannelPriority::Flexible, ChannelPriority::Disabled}) {
+    t.channel_priority = priority;
+    t.specs = {spec("low::lib")};
+    auto out = solve(t);
+    ASSERT_TRUE(out.ok() && out->solved) << static_cast<int>(priority) << out->explanation.to_text();
+    EXPECT_EQ(picked(*out)["lib"], "2.0 0");
+    // Its dependencies still follow the priority: strict takes `dep` from the high channel.
+    EXPECT_EQ(picked(*out)["dep"], priority == ChannelPriority::Disabled ? "2.0 0" : "1.0 0");
+  }
+  // A version the named channel lacks is missing, named as such, even where another has it.
+  t.channel_priority = ChannelPriority::Strict;
+  t.specs = {spec("high::lib >=2")};
+  auto out = solve(t);
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->solved);
+}
+
+// A record whose depends nest deeper than VersionSpec::kMaxNesting cannot be chosen (libsolv's
+// matcher recurses per parenthesis: a 200,000-deep spec crashed envlock); another record can.
+TEST(Solver, ARecordWithADependencyNestedTooDeepIsNeverChosen) {
+  const std::string deep = "lib " + std::string(200000, '(') + ">=1" + std::string(200000, ')');
+  std::vector<RepoDataRecord> records{rec("lib", "1.0"), rec("app", "2.0", "0", 0, {deep}), rec("app", "1.0", "0", 0, {"lib"})};
+  auto task = one_repo_task(records);
+  task.specs = {spec("app")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out)["app"], "1.0 0");
+}
+
 TEST(Solver, PreferredRecordsAreKeptWhenTheyStillFit) {
   std::vector<RepoDataRecord> records{rec("a", "1.0", "0", 0, {"b"}), rec("a", "2.0", "0", 0, {"b"}), rec("b", "1.0"),
                                       rec("b", "2.0")};
