@@ -69,6 +69,33 @@ std::vector<std::string> get_string_list(element obj, const char* key) {
   return out;
 }
 
+/// The first field of a record whose JSON type is not the one repodata gives it ("'depends' is
+/// not a list of strings"), or nothing. Read as they were, such fields would silently become
+/// empty or 0 (a dependency gone, build number 0); rattler refuses the channel for them.
+std::optional<std::string> wrong_field_type(element obj) {
+  for (const char* key : {"depends", "constrains"}) {
+    element e;
+    if (obj[key].get(e) != simdjson::SUCCESS || e.is_null()) continue;
+    simdjson::dom::array arr;
+    if (e.get_array().get(arr) != simdjson::SUCCESS) return "'" + std::string(key) + "' is not a list of strings";
+    for (element item : arr)
+      if (!item.is_string()) return "'" + std::string(key) + "' holds a value that is not a string";
+  }
+  for (const char* key : {"build_number", "size", "timestamp"}) {
+    element e;
+    if (obj[key].get(e) != simdjson::SUCCESS || e.is_null()) continue;
+    double d;
+    if (!e.is_uint64() && !(e.get_double().get(d) == simdjson::SUCCESS && d >= 0))
+      return "'" + std::string(key) + "' is not a non-negative number";
+  }
+  for (const char* key : {"name", "version", "build", "md5", "sha256", "subdir"}) {
+    element e;
+    if (obj[key].get(e) == simdjson::SUCCESS && !e.is_null() && !e.is_string())
+      return "'" + std::string(key) + "' is not a string";
+  }
+  return std::nullopt;
+}
+
 /// conda's track_features: a space/comma separated string, or (rarely) a list.
 std::vector<std::string> get_features(element obj, const char* key) {
   std::vector<std::string> out;
@@ -638,6 +665,12 @@ void RepodataIndex::Impl::parse_name(std::size_t slot) const {
     if (auto err = dom.parse(span.data(), span.size(), false).get(obj); err != simdjson::SUCCESS) {
       Error bad = repodata_json_error(text, e.record_offset, span, source, simdjson::error_message(err));
       problem(ei, where + ": skipped, " + bad.message + " at " + bad.where, bad);
+      continue;
+    }
+    if (auto why = wrong_field_type(obj)) {
+      Error bad{ErrorKind::Parse, where, "package record " + *why, "",
+                "fix the channel's repodata (conda and rattler read these fields with these types only)"};
+      problem(ei, where + ": skipped, " + *why, bad);
       continue;
     }
     RepoDataRecord r;

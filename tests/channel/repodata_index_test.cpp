@@ -268,6 +268,45 @@ TEST(RepodataIndex, StaleOrDamagedCacheIsRebuilt) {
   EXPECT_TRUE((*RepodataIndex::open_file(json, opts("r.json", cache)))->from_cache());
 }
 
+// A new-user attack (session 9): `"depends": "bar >=2"` was locked as no dependency at all and
+// `"build_number": "7"` as build number 0, silently. Such a record is skipped with a warning
+// naming the field, as a record that is not JSON is (rattler refuses the whole channel).
+TEST(RepodataIndex, AFieldOfTheWrongTypeSkipsItsRecordNamingTheField) {
+  struct Case {
+    const char* record;
+    const char* why;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"({"name": "f", "version": "1", "build": "0", "depends": "bar >=2"})", "'depends' is not a list of strings"},
+           {R"({"name": "f", "version": "1", "build": "0", "depends": ["bar", 2]})",
+            "'depends' holds a value that is not a string"},
+           {R"({"name": "f", "version": "1", "build": "0", "constrains": {"a": 1}})", "'constrains' is not a list of strings"},
+           {R"({"name": "f", "version": "1", "build": "0", "build_number": "7"})", "'build_number' is not a non-negative number"},
+           {R"({"name": "f", "version": "1", "build": "0", "timestamp": -5})", "'timestamp' is not a non-negative number"},
+           {R"({"name": "f", "version": "1", "build": 0})", "'build' is not a string"},
+           {R"({"name": "f", "version": 1.5, "build": "0"})", "'version' is not a string"}}) {
+    const std::string json = std::string("{\"packages\": {\"f-1-0.tar.bz2\": ") + c.record +
+                             ", \"f-2-0.tar.bz2\": {\"name\": \"f\", \"version\": \"2\", \"build\": \"0\", "
+                             "\"depends\": [\"bar\"], \"build_number\": 3}}}";
+    auto index = RepodataIndex::from_text(json, opts("chan/linux-64/repodata.json"));
+    ASSERT_TRUE(index.ok()) << index.error().to_string();
+    const auto& records = (*index)->records("f");
+    ASSERT_EQ(records.size(), 1u) << c.record;
+    EXPECT_EQ(records[0].file_name, "f-2-0.tar.bz2");
+    EXPECT_EQ(records[0].build_number, 3u);
+    EXPECT_EQ(records[0].depends, std::vector<std::string>{"bar"});
+    EXPECT_EQ((*index)->warnings(), std::vector<std::string>{"chan/linux-64/repodata.json: packages[\"f-1-0.tar.bz2\"]: "
+                                                             "skipped, " + std::string(c.why)})
+        << c.record;
+  }
+  // null stands for an absent field, as in conda's repodata.
+  auto nulls = RepodataIndex::from_text(
+      R"({"packages": {"f-1-0.tar.bz2": {"name": "f", "version": "1", "build": "0", "depends": null, "timestamp": null}}})",
+      opts("chan/linux-64/repodata.json"));
+  ASSERT_TRUE(nulls.ok());
+  EXPECT_EQ((*nulls)->records("f").size(), 1u);
+}
+
 TEST(RepodataIndex, ProblemsOfOneRecordAreWarningsUntilParseRepodataMakesThemErrors) {
   std::string json =
       "{\"packages\": {\n  \"a-1-0.conda\": {\"name\": \"a\",, \"version\": \"1\"},\n"
