@@ -226,7 +226,8 @@ void setup(CLI::App& sub, Context& ctx) {
                  "metadata-changed");
   sub.callback([&ctx, opt, fail_on] {
     opt->fail_on_given = fail_on->count() > 0;
-    ctx.exit_code = run_diff(ctx, *opt);
+    ctx.exit_code =
+        exit_2_when_out_of_memory(ctx, opt->old_arg + " " + opt->new_arg, [&] { return run_diff(ctx, *opt); });
   });
 }
 

@@ -52,7 +52,7 @@ int run_show(const Context& ctx, const std::string& arg) {
 void setup(CLI::App& sub, Context& ctx) {
   auto file = std::make_shared<std::string>();
   sub.add_option("FILE", *file, "lockfile, '-' for stdin, REV:PATH, or environment prefix")->required();
-  sub.callback([&ctx, file] { ctx.exit_code = run_show(ctx, *file); });
+  sub.callback([&ctx, file] { ctx.exit_code = exit_2_when_out_of_memory(ctx, *file, [&] { return run_show(ctx, *file); }); });
 }
 
 const RegisterCommand reg{"show", "print a lockfile as sorted lines, one package each (git textconv)",

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "envlock/url.hpp"
+#include "yaml_source.hpp"
 
 namespace envlock::readers {
 
@@ -33,6 +34,7 @@ Error error_at(const std::string& source, const YamlNode& node, const std::strin
 
 Result<block_yaml::Document> load_yaml(const std::string& text, const std::string& source) {
   if (auto fast = block_yaml::parse_block_yaml(text)) return std::move(*fast);
+  if (auto st = yaml::check_alias_expansion(text, source); !st) return st.error();
   try {
     return block_yaml::from_yaml_cpp(YAML::Load(text));
   } catch (const YAML::Exception& ex) {
