@@ -105,6 +105,7 @@ RecordedFields recorded_fields(const FormatInfo& f) {
       // conda-lock (and pixi.lock 1-3): `dependencies` only.
       r.constrains = r.track_features = r.noarch = r.build_number = r.python_site_packages_path = false;
       r.requires_dist = r.requires_python = false;
+      r.categories = !f.by_pixi;
       break;
     case LockFormat::Explicit: r = RecordedFields{false, false, false, false, false, false, false, false}; break;
   }

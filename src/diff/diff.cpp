@@ -365,6 +365,10 @@ std::vector<std::string> record_metadata_changes(const LockedPackage& o, const L
     notes.push_back("noarch " + std::string(noarch_name(o.noarch)) + " -> " + std::string(noarch_name(n.noarch)));
   if (both.build_number && o.build_number != n.build_number)
     notes.push_back("build_number " + std::to_string(o.build_number) + " -> " + std::to_string(n.build_number));
+  if (both.categories && o.layer != n.layer) {
+    auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
+    notes.push_back("category " + shown(o.layer) + " -> " + shown(n.layer));
+  }
   if (both.python_site_packages_path && o.python_site_packages_path != n.python_site_packages_path) {
     auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
     notes.push_back("python_site_packages_path " + shown(o.python_site_packages_path) + " -> " +
@@ -606,7 +610,8 @@ RecordedFields both_hold(const RecordedFields& a, const RecordedFields& b) {
                         a.build_number && b.build_number,
                         a.python_site_packages_path && b.python_site_packages_path,
                         a.requires_dist && b.requires_dist,
-                        a.requires_python && b.requires_python};
+                        a.requires_python && b.requires_python,
+                        a.categories && b.categories};
 }
 
 void finish_change(PackageChange& c, std::set<ChangeKind> kinds) {
@@ -717,6 +722,11 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
           const bool same_url = redact_url(o->url) == redact_url(n->url);
           kinds.insert(same_url ? ChangeKind::ReUploaded : ChangeKind::HashChanged);
           c.notes.push_back(std::string(same_url ? "re-uploaded: same URL, " : "") + "md5 " + o->md5 + " -> " + n->md5);
+        } else if (!o->md5.empty() && !n->md5.empty() && o->md5 != n->md5) {
+          // The same sha256 with another md5: one of the pin's two hashes is wrong, and an installer
+          // that checks md5 (conda-lock's @EXPLICIT render, older conda) refuses the archive.
+          kinds.insert(ChangeKind::HashChanged);
+          c.notes.push_back("md5 " + o->md5 + " -> " + n->md5 + " with the same sha256: one of the two hashes is wrong");
         } else if (same_channel && o->url != n->url) {
           kinds.insert(ChangeKind::HashChanged);
           c.notes.push_back("URL " + o->url + " -> " + n->url);

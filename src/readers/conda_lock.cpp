@@ -135,6 +135,13 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
       std::sort(categories.begin(), categories.end());
       std::string layer;
       for (const auto& c : categories) layer += (layer.empty() ? "" : ",") + c;
+      // `optional: true` (conda-lock v1, what `conda-lock install` leaves out unless asked for its
+      // category) is part of the layer, so a change of it is a change (docs/review.md).
+      if (auto opt = get_string(source, entry, "optional"); !opt) {
+        return opt.error();
+      } else if (*opt && (**opt == "true" || **opt == "True")) {
+        layer += ";optional";
+      }
 
       const std::string mgr = manager->value_or("conda");
       if (mgr == "pip" || mgr == "pypi") {
