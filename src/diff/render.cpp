@@ -87,11 +87,40 @@ const char* kind_color(const PackageChange& c) {
   }
 }
 
+// `@name` in a GitHub comment notifies a user or team: a zero-width space (as an entity, which
+// both Markdown text and an HTML block decode) after every `@` keeps the text and drops the mention.
+constexpr std::string_view kNoMention = "@&#8203;";
+
+// Text in a Markdown table cell or list item: backslash escapes for what would be a table pipe,
+// HTML, emphasis, a code span, a link or image (`[`, `]`), an entity (`&`) or an escape itself.
 std::string md_escape(const std::string& raw) {
   std::string out;
   for (char c : clean(raw)) {
-    if (c == '|' || c == '<' || c == '>' || c == '*' || c == '_' || c == '`') out += '\\';
+    if (c == '@') {
+      out += kNoMention;
+      continue;
+    }
+    if (c == '|' || c == '<' || c == '>' || c == '*' || c == '_' || c == '`' || c == '\\' || c == '[' || c == ']' ||
+        c == '&')
+      out += '\\';
     out += c;
+  }
+  return out;
+}
+
+// Text inside an HTML block (`<details><summary>...`), where CommonMark processes no backslash
+// escape and no Markdown: entities for `<`, `>`, `&` and `"`, and no mention.
+std::string md_html(const std::string& raw) {
+  std::string out;
+  for (char c : clean(raw)) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      case '@': out += kNoMention; break;
+      default: out += c;
+    }
   }
   return out;
 }
@@ -331,7 +360,7 @@ std::string render_markdown(const LockDiff& diff, const DiffLabels& labels) {
     out << "\n";
   }
   for (const auto& g : diff.groups) {
-    out << "<details><summary>" << md_escape(group_title(g)) << ": ";
+    out << "<details><summary>" << md_html(group_title(g)) << ": ";
     if (g.changes.empty()) {
       out << "no changes</summary>\n\n</details>\n\n";
       continue;
