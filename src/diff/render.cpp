@@ -451,6 +451,13 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
   return j;
 }
 
+namespace {
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+}  // namespace
+
 std::string render_show(const Lockfile& lock, bool with_categories) {
   std::ostringstream out;
   for (const auto& [env_name, env] : lock.environments) {
@@ -475,9 +482,10 @@ std::string render_show(const Lockfile& lock, bool with_categories) {
         if (p.noarch == NoArchKind::Generic) out << field << "noarch generic\n";
         if (!p.python_site_packages_path.empty())
           out << field << "python_site_packages_path " << clean(p.python_site_packages_path) << "\n";
-        for (const auto& t : p.track_features) out << field << "track_features " << clean(t) << "\n";
-        for (const auto& d : p.depends) out << field << "depends " << clean(redact_text(d)) << "\n";
-        for (const auto& d : p.constrains) out << field << "constrains " << clean(redact_text(d)) << "\n";
+        // Lists in sorted order: diff compares them as sets, and a reordering is no change.
+        for (const auto& t : sorted(p.track_features)) out << field << "track_features " << clean(t) << "\n";
+        for (const auto& d : sorted(p.depends)) out << field << "depends " << clean(redact_text(d)) << "\n";
+        for (const auto& d : sorted(p.constrains)) out << field << "constrains " << clean(redact_text(d)) << "\n";
         if (with_categories && !p.layer.empty() && p.layer != "main") out << field << "category " << clean(p.layer) << "\n";
       }
       for (const auto& p : plat.pip) {
@@ -497,7 +505,7 @@ std::string render_show(const Lockfile& lock, bool with_categories) {
         if (p.editable) out << field << "editable\n";
         if (!p.requirement.empty()) out << field << "requirement " << clean(redact_text(p.requirement)) << "\n";
         if (!p.requires_python.empty()) out << field << "requires_python " << clean(p.requires_python) << "\n";
-        for (const auto& d : p.requires_dist) out << field << "requires_dist " << clean(d) << "\n";
+        for (const auto& d : sorted(p.requires_dist)) out << field << "requires_dist " << clean(d) << "\n";
       }
     }
   }
