@@ -179,7 +179,12 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
     if (!old_in->snapshot_text.empty() && !new_in->snapshot_text.empty()) j["host_changes"] = snapshot_changes_json(host);
     std::cout << json_text(j) << "\n";
   } else if (format == "markdown") {
-    std::cout << render_markdown(diff, labels, opt.max_bytes);
+    const std::string md = render_markdown(diff, labels, opt.max_bytes);
+    // The title, summary line and summary table are never folded: a budget below them is exceeded.
+    if (opt.max_bytes != 0 && md.size() > opt.max_bytes)
+      warn("the comment takes " + std::to_string(md.size()) + " bytes, more than --max-bytes " +
+           std::to_string(opt.max_bytes) + ": its title and summary table are never left out");
+    std::cout << md;
     if (!host.empty()) {
       std::cout << "\n### Host (snapshots)\n\n```text\n";
       print_snapshot_changes(std::cout, host);
@@ -217,7 +222,8 @@ void setup(CLI::App& sub, Context& ctx) {
                  "compare this environment only (a prefix is paired with the environment it was installed from)");
   sub.add_option("--max-bytes", opt->max_bytes,
                  "--format markdown: fold the least important changes to stay within N bytes (default 65536, "
-                 "a GitHub comment; 0: no limit)");
+                 "a GitHub comment; 0: no limit)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
   sub.add_option("--format", opt->format, "output: text (default), markdown (PR comment), json")
       ->check(CLI::IsMember({"text", "markdown", "json"}));
   auto* fail_on = sub.add_option("--fail-on", opt->fail_on,

@@ -888,9 +888,20 @@ std::optional<ChangeKind> parse_change_kind(std::string_view name) {
 
 Result<std::set<ChangeKind>> parse_fail_on(std::string_view text) {
   std::set<ChangeKind> out;
+  // Kind names are exact (`ANY`, `Downgraded` are no kind: a gate must not pass on a typo read
+  // loosely); white space around an element is allowed. An empty element (`downgraded,,added`, a
+  // trailing comma) is refused: it is usually an unset CI variable in the list.
   for (const auto& part : split(text, ',')) {
-    std::string p = lower(trim(part));
-    if (p.empty()) continue;
+    std::string p = trim(part);
+    if (p.empty()) {
+      if (text.find_first_not_of(", \t") == std::string_view::npos) continue;  // "no change kind given" below
+      Error e;
+      e.kind = ErrorKind::Usage;
+      e.where = "--fail-on";
+      e.message = "an empty element in '" + std::string(text) + "'";
+      e.hint = "list kinds separated by single commas, e.g. downgraded,hash-changed,variant-switch";
+      return e;
+    }
     if (p == "any") {
       out.insert(all_change_kinds().begin(), all_change_kinds().end());
       continue;

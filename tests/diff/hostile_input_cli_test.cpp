@@ -375,3 +375,33 @@ TEST(HostileInput, MarkdownIsSafeForAGithubComment) {
   EXPECT_NE(r.out.find("<b>x</b>&amp;\\u{202e}\n"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\u202e"), std::string::npos);
 }
+
+// A gate's options are read strictly: an empty element (an unset CI variable inside the list), a
+// kind in another case, a --max-bytes that is negative or past 2^40 are usage errors (exit 2); a
+// budget below the mandatory header is said on standard error.
+TEST(HostileInput, GateOptionsAreReadStrictly) {
+  TempDir dir;
+  const auto a = dir.write("a.yml", kCondaLock);
+  const auto swap = dir.write("swap.yml", replace_all(kCondaLock, kCertifiSha, std::string(64, '0')));
+  const std::string diff = envlock_cmd() + " diff " + q(a) + " " + q(a);
+  auto r = run_command(diff + " --fail-on downgraded,,added");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: --fail-on: an empty element in 'downgraded,,added'\n"
+                   "hint: list kinds separated by single commas, e.g. downgraded,hash-changed,variant-switch\n");
+  r = run_command(diff + " --fail-on ANY");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: --fail-on: unknown change kind 'ANY'\n"
+                   "hint: valid kinds: any, re-uploaded, hash-changed, variant-switch, added, removed, downgraded, upgraded, "
+                   "rebuilt, channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed\n");
+  r = run_command(diff + " --max-bytes -5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: diff: --max-bytes: Value -5 not in range 0 to 1099511627776\n"
+                   "hint: run `envlock diff --help` for its options\n");
+  r = run_command(diff + " --max-bytes 99999999999999999999");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(swap) + " --format markdown --max-bytes 100");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "warning: the comment takes " + std::to_string(r.out.size()) +
+                       " bytes, more than --max-bytes 100: its title and summary table are never left out\n");
+}
