@@ -7,6 +7,7 @@
 
 #include "envlock/diff.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/text.hpp"
 #include "lock_input.hpp"
 #include "heap.hpp"
 #include "registry.hpp"
@@ -121,10 +122,27 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   prepare_heap_for_large_inputs();
   std::string format = ctx.json ? "json" : opt.format;
   std::set<ChangeKind> fail_kinds;
+  bool fail_on_host = false;  // `host-changed`: a host fact of two snapshots differs
   if (opt.fail_on_given) {
-    auto k = parse_fail_on(opt.fail_on);
-    if (!k) return fail(ctx, k.error());
-    fail_kinds = std::move(k).value();
+    // `host-changed` is no package kind: taken out here, the rest is parse_fail_on's.
+    std::string rest;
+    std::size_t elements = 0;
+    for (std::size_t start = 0;;) {
+      const std::size_t comma = opt.fail_on.find(',', start);
+      const std::string part = opt.fail_on.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (trim(part) == "host-changed") {
+        fail_on_host = true;
+      } else {
+        rest += (elements++ ? "," : "") + part;
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (!fail_on_host || elements > 0) {
+      auto k = parse_fail_on(rest);
+      if (!k) return fail(ctx, k.error());
+      fail_kinds = std::move(k).value();
+    }
   }
   if (opt.old_arg == "-" && opt.new_arg == "-") {
     return fail(ctx, Error{ErrorKind::Usage, "OLD NEW", "only one side can be read from standard input",
@@ -198,7 +216,8 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
     }
   }
   std::cout.flush();
-  if (!fail_kinds.empty() && diff.has_any(fail_kinds)) {
+  const bool host_fails = fail_on_host && !host.empty();
+  if ((!fail_kinds.empty() && diff.has_any(fail_kinds)) || host_fails) {
     std::string found;
     for (ChangeKind k : all_change_kinds()) {
       if (!fail_kinds.contains(k)) continue;
@@ -206,6 +225,7 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
       if (it == diff.counts_any.end() || it->second == 0) continue;
       found += (found.empty() ? "" : ", ") + std::to_string(it->second) + " " + std::string(change_kind_name(k));
     }
+    if (host_fails) found += (found.empty() ? "" : ", ") + std::to_string(host.size()) + " host-changed";
     std::cerr << "envlock diff: failing on " << found << " (--fail-on " << opt.fail_on << ")\n";
     return 1;
   }
@@ -230,7 +250,7 @@ void setup(CLI::App& sub, Context& ctx) {
                  "exit 1 when a change of these kinds exists: 'any' or a comma-separated list of "
                  "added, removed, upgraded, downgraded, rebuilt, variant-switch, channel-changed, "
                  "re-uploaded, hash-changed, license-changed, host-floor-raised, source-changed, "
-                 "metadata-changed");
+                 "metadata-changed; and host-changed (a host fact of two snapshots: OS, kernel, driver, glibc...)");
   sub.callback([&ctx, opt, fail_on] {
     opt->fail_on_given = fail_on->count() > 0;
     ctx.exit_code =

@@ -66,6 +66,16 @@ std::string first_content_line(std::string_view text) {
   return {};
 }
 
+// A line quoted in an error: at most 120 bytes (cut before a UTF-8 continuation byte) and "…", so
+// a one-line file of megabytes is not echoed whole to standard error.
+std::string quoted_line(std::string_view line) {
+  constexpr std::size_t kMax = 120;
+  if (line.size() <= kMax) return std::string(line);
+  std::size_t cut = kMax;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xc0) == 0x80) --cut;
+  return std::string(line.substr(0, cut)) + "…";
+}
+
 /// The format version of an envlock.lock told by its top-level lines alone — a `manifest_hash`
 /// key and `version: N` with N a version this envlock reads — or 0. Spares a YAML parse of the
 /// whole file just to name its format (a lockfile of 1,000 packages x 5 platforms is megabytes);
@@ -145,14 +155,14 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
   }
   if (first[0] == '[') {
     return refuse(source,
-                  "not a lockfile: found a TOML table header '" + first +
+                  "not a lockfile: found a TOML table header '" + quoted_line(first) +
                       "' (a pixi.toml or pyproject.toml manifest?)",
                   "pass the lockfile the manifest produced (pixi.lock), not the manifest");
   }
   if (first.find("://") != std::string::npos) {
     return refuse(source,
                   "not a lockfile: a list of URLs without an '@EXPLICIT' line (first line: '" +
-                      redact_url(first) + "')",
+                      quoted_line(redact_url(first)) + "')",
                   "conda explicit files start the package list with a line '@EXPLICIT'");
   }
   if (int v = envlock_header_version(text); v > 0) return FormatInfo{LockFormat::Envlock, v};
@@ -161,7 +171,7 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
   const YamlNode root = doc->root();
   if (!root.IsMap()) {
     return refuse(source,
-                  "not a lockfile: no YAML mapping at the top level (first line: '" + first +
+                  "not a lockfile: no YAML mapping at the top level (first line: '" + quoted_line(first) +
                       "'); a plain list of specs is an environment file, not a lockfile",
                   "lock it first (`envlock lock`, conda-lock or pixi), then pass the lockfile");
   }

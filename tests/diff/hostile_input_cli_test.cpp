@@ -405,3 +405,28 @@ TEST(HostileInput, GateOptionsAreReadStrictly) {
   EXPECT_EQ(r.err, "warning: the comment takes " + std::to_string(r.out.size()) +
                        " bytes, more than --max-bytes 100: its title and summary table are never left out\n");
 }
+
+// Two snapshots whose packages agree but whose host moved (another OS release): `--fail-on any`
+// gates packages only, as documented; `host-changed` gates the host facts too.
+TEST(HostileInput, HostChangedGatesTheHostFactsOfTwoSnapshots) {
+  TempDir dir;
+  for (const char* v : {"12", "13"}) {
+    dir.write(std::string("root") + v + "/etc/os-release",
+              std::string("PRETTY_NAME=\"Debian ") + v + "\"\nID=debian\nVERSION_ID=\"" + v + "\"\n");
+    auto r = run_command(envlock_cmd() + " snapshot capture --root " + q(dir.path() / (std::string("root") + v)) + " -o " +
+                         q(dir.path() / (std::string("s") + v + ".yaml")));
+    ASSERT_EQ(r.exit_code, 3) << r.err;  // partial: a bare tree has no kernel or glibc
+  }
+  const std::string diff = envlock_cmd() + " diff " + q(dir.path() / "s12.yaml") + " " + q(dir.path() / "s13.yaml");
+  auto r = run_command(diff + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  r = run_command(diff + " --fail-on added,host-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.substr(r.out.find("host facts")), "host facts of the two snapshots (1 change):\n"
+                                                     "host:\n"
+                                                     "  ~ os: debian 12 -> debian 13\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 host-changed (--fail-on added,host-changed)\n");
+  r = run_command(envlock_cmd() + " diff " + q(dir.path() / "s12.yaml") + " " + q(dir.path() / "s12.yaml") + " --fail-on host-changed");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
