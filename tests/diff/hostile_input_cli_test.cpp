@@ -96,6 +96,14 @@ std::string header(const fs::path& a, const fs::path& b) {
 
 const std::string kPad(34, ' ');  // the text renderer's column of notes
 
+// An envlock.lock down to its one platform's channels; packages and pip follow.
+const std::string kEnvlockLockHead = "version: 1\n"
+                                     "environments:\n"
+                                     "  default:\n"
+                                     "    platforms:\n"
+                                     "      linux-64:\n"
+                                     "        channels: [\"https://conda.anaconda.org/conda-forge\"]\n";
+
 }  // namespace
 
 // The archive behind a pip pin swapped: the same wheel file name and version under another host
@@ -199,12 +207,7 @@ TEST(HostileInput, ShowPrintsEveryInstallingField) {
                    "default/linux-64 pypi:certifi 2023.7.22 " + kCertifiUrl + " sha256:" + kCertifiSha + "\n");
   EXPECT_EQ(r.err, "");
   const auto own = dir.write("envlock.lock",
-                             "version: 1\n"
-                             "environments:\n"
-                             "  default:\n"
-                             "    platforms:\n"
-                             "      linux-64:\n"
-                             "        channels: [\"https://conda.anaconda.org/conda-forge\"]\n"
+                             kEnvlockLockHead +
                              "        packages: []\n"
                              "        pip:\n"
                              "          - name: detectron2\n"
@@ -323,12 +326,7 @@ TEST(HostileInput, APrefixNamesWhatItCannotReadAndNeverBlocks) {
 TEST(HostileInput, AnEnvlockLockWithAnInjectedNameIsRefused) {
   TempDir dir;
   const auto own = dir.write("envlock.lock",
-                             "version: 1\n"
-                             "environments:\n"
-                             "  default:\n"
-                             "    platforms:\n"
-                             "      linux-64:\n"
-                             "        channels: [\"https://conda.anaconda.org/conda-forge\"]\n"
+                             kEnvlockLockHead +
                              "        packages:\n"
                              "          - name: \"envlock|greet <b>\"\n"
                              "            version: \"1.0\"\n"
