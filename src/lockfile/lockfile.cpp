@@ -301,7 +301,7 @@ Result<PipPackage> Reader::pip(const Node& n) {
     if (!f[key]) continue;
     if (auto st = str(f[key], What("pip ", kKeys[key]), *field); !st) return st.error();
   }
-  if (f[0] && !is_valid_package_name(p.name, true))
+  if (f[0] && !p.name.empty() && !is_valid_package_name(p.name, true))  // "" : a pip line naming no project
     return at(f[0], "PyPI package name '" + printable(p.name) + "' is not valid",
               "a PyPI name holds only letters, digits, '.', '_' and '-' (PEP 508)");
   if (f[2])
