@@ -173,6 +173,18 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
                                old_prefix ? new_in->label : old_in->label, !opt.environment.empty());
     if (!st) return fail(ctx, st.error());
   }
+  // An @EXPLICIT file is one platform's render of a lockfile (conda-lock render, `envlock export`):
+  // against a lockfile of several platforms it is compared on its own platform, as a prefix is,
+  // not reported as every other platform removed.
+  for (auto [explicit_side, other] : {std::pair{&old_in->read, &new_lock}, std::pair{&new_in->read, &old_lock}}) {
+    const Lockfile& e = explicit_side->lockfile;
+    if (explicit_side->format.format != LockFormat::Explicit || e.environments.size() != 1 || other->environments.size() != 1)
+      continue;
+    const auto& eplats = e.environments.begin()->second.platforms;
+    auto& oplats = other->environments.begin()->second.platforms;
+    if (eplats.size() != 1 || oplats.size() < 2 || !oplats.contains(eplats.begin()->first)) continue;
+    std::erase_if(oplats, [&](const auto& kv) { return kv.first != eplats.begin()->first; });
+  }
   if (old_prefix) adopt_platform(old_lock, new_lock);
   if (new_prefix) adopt_platform(new_lock, old_lock);
 

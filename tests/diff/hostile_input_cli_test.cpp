@@ -428,3 +428,30 @@ TEST(HostileInput, HostChangedGatesTheHostFactsOfTwoSnapshots) {
   r = run_command(envlock_cmd() + " diff " + q(dir.path() / "s12.yaml") + " " + q(dir.path() / "s12.yaml") + " --fail-on host-changed");
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
+
+// An @EXPLICIT file is one platform's render of a lockfile: against a conda-lock.yml of several
+// platforms it is compared on its own platform, not reported as every other platform removed.
+TEST(HostileInput, AnExplicitRenderIsComparedOnItsOwnPlatform) {
+  TempDir dir;
+  std::string two = replace_all(kCondaLock, "  - linux-64\n", "  - linux-64\n  - osx-64\n");
+  two += "- name: zlib\n"
+         "  version: 1.3.1\n"
+         "  manager: conda\n"
+         "  platform: osx-64\n"
+         "  dependencies: {}\n"
+         "  url: https://conda.anaconda.org/conda-forge/osx-64/zlib-1.3.1-hd23fc13_2.conda\n"
+         "  hash:\n"
+         "    md5: " + std::string(32, '1') + "\n"
+         "    sha256: " + std::string(64, '1') + "\n"
+         "  category: main\n"
+         "  optional: false\n";
+  const auto lock = dir.write("conda-lock.yml", two);
+  const auto render = dir.write("linux-64.txt", "# platform: linux-64\n@EXPLICIT\n"
+                                                "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda#" +
+                                                    kZlibMd5 + "\n# pip certifi @ " + kCertifiUrl + "#sha256=" + kCertifiSha + "\n");
+  auto r = run_command(envlock_cmd() + " diff " + q(lock) + " " + q(render) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "no changes\nold: " + lock.string() + " (conda-lock v1)\nnew: " + render.string() +
+                       " (@EXPLICIT)\n\ndefault / linux-64: no changes (2 packages)\n");
+  EXPECT_EQ(r.err, "");
+}
