@@ -150,21 +150,21 @@ TEST(HostileInput, AYamlAliasBombIsRefusedAtItsLineAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));  // not minutes of expansion
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "error: " + lock.string() +
-                       ":7:29: YAML aliases expand the document by more than 1000000 nodes (an alias bomb); the file is not read\n"
-                       "hint: lockfiles, manifests and snapshots need no aliases this large: regenerate the file with the tool that "
-                       "wrote it\n");
+  // The alias past the budget: the first of line 7 (`h: &h [*g,...]`, 10^7 nodes).
+  auto refused = [](const fs::path& file) {
+    return "error: " + file.string() +
+           ":7:29: YAML aliases expand the document by more than 1000000 nodes (an alias bomb); the file is not read\n"
+           "hint: lockfiles, manifests and snapshots need no aliases this large: regenerate the file with the tool that wrote it\n";
+  };
+  EXPECT_EQ(r.err, refused(lock));
   const auto own = dir.write("envlock.lock", "version: 1\n" + bomb + "environments: {}\n");
   r = run_command(envlock_cmd() + " diff " + q(own) + " " + q(own) + " --fail-on any");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "error: " + own.string() +
-                       ":7:29: YAML aliases expand the document by more than 1000000 nodes (an alias bomb); the file is not read\n"
-                       "hint: lockfiles, manifests and snapshots need no aliases this large: regenerate the file with the tool that "
-                       "wrote it\n");
+  EXPECT_EQ(r.err, refused(own));
   // A few aliases that expand to little are YAML like any other.
   const auto small = dir.write("small-conda-lock.yml", replace_all(kCondaLock, "  - environment.yml\n", "  - &src environment.yml\n  - *src\n"));
-  r = run_command(envlock_cmd() + " diff " + q(lock.parent_path() / "small-conda-lock.yml") + " " + q(small) + " --fail-on any");
+  r = run_command(envlock_cmd() + " diff " + q(small) + " " + q(small) + " --fail-on any");
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
