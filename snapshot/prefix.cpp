@@ -18,6 +18,8 @@
 #include "text_util.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
+#include "envlock/pypi_name.hpp"
+#include "envlock/text.hpp"
 #include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/url.hpp"
@@ -390,6 +392,7 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   // first, then reads records too, and this one goes on with ownership and pip while the walk may
   // still run. Each record's outcome goes to its own slot, so the order stays the files'.
   std::vector<std::string> meta_files;
+  std::vector<std::string> odd_meta;  // *.json entries that are no regular file (a FIFO, a device link)
   std::vector<MetaRecordOutcome> outcomes;
   std::atomic<bool> listed{false};
   std::atomic<std::size_t> next_record{0};
@@ -430,7 +433,13 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
           struct stat st {};
           regular = ::fstatat(meta_fd, e.name.c_str(), &st, 0) == 0 && S_ISREG(st.st_mode);
         }
-        if (regular) meta_files.push_back(std::move(e.name));
+        if (regular) {
+          meta_files.push_back(std::move(e.name));
+        } else if (e.type != DT_DIR) {
+          struct stat st {};
+          if (::fstatat(meta_fd, e.name.c_str(), &st, 0) != 0 || !S_ISDIR(st.st_mode))
+            odd_meta.push_back(std::move(e.name));
+        }
       }
       std::sort(meta_files.begin(), meta_files.end());
     }
@@ -446,6 +455,11 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   read_records();
   for (std::size_t done; (done = records_done.load()) < meta_files.size();) records_done.wait(done);
   if (meta_fd >= 0) ::close(meta_fd);
+  std::sort(odd_meta.begin(), odd_meta.end());
+  for (const auto& name : odd_meta)
+    problems.push_back({(prefix / "conda-meta" / name).string(),
+                        "is not a regular file (a FIFO, device, socket or broken link); not read, the package it "
+                        "describes is left out"});
   std::vector<PrefixRecord> records;
   records.reserve(meta_files.size());
   std::vector<std::string> record_files;  // the conda-meta file of each record, for problems
@@ -458,6 +472,18 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
     }
   }
   outcomes.clear();
+  // A record whose name is not a conda name (`evil|name`) is left out as a problem: it would reach
+  // the snapshot's lockfile, which every reader refuses.
+  for (std::size_t i = 0; i < records.size();) {
+    if (is_valid_package_name(records[i].name, false)) {
+      ++i;
+      continue;
+    }
+    problems.push_back({(prefix / "conda-meta" / record_files[i]).string(),
+                        "conda package name '" + printable(records[i].name) + "' is not valid; the record is left out"});
+    records.erase(records.begin() + static_cast<std::ptrdiff_t>(i));
+    record_files.erase(record_files.begin() + static_cast<std::ptrdiff_t>(i));
+  }
   {
     // By name; two records of one name (a damaged prefix: conda keeps one per name) put the
     // newest version first, and the others are left out as a problem naming both files.
@@ -525,6 +551,18 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
         continue;
       }
       if (conda_owner != owner.end() && (dist->installer.empty() || dist->installer == "conda")) continue;
+      // A name or version no installer would have written (`evil|name`, `1.0\x1b[31m`) is not
+      // recorded: it would reach the snapshot's lockfile and every output (docs/snapshot.md).
+      if (!is_valid_package_name(dist->name, true)) {
+        problems.push_back({(prefix / rel / "METADATA").string(),
+                            "PyPI package name '" + printable(dist->name) + "' is not valid (PEP 508); left out"});
+        continue;
+      }
+      if (!is_pep440_version(dist->version)) {
+        problems.push_back({(prefix / rel / "METADATA").string(), "version '" + printable(dist->version) + "' of " +
+                                                                        dist->name + " is not a PEP 440 version; left out"});
+        continue;
+      }
       // Installed by pip (or uv, ...) — possibly over a conda package.
       std::string replaced;
       if (conda_owner != owner.end()) {

@@ -18,6 +18,7 @@
 #include "envlock/paths.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/url.hpp"
+#include "yaml_source.hpp"
 
 namespace envlock {
 
@@ -712,6 +713,7 @@ std::string Snapshot::to_yaml() const {
 
 Result<Snapshot> Snapshot::parse(const std::string& text, const std::string& source) {
   YAML::Node root;
+  if (auto st = yaml::check_alias_expansion(text, source); !st) return st.error();
   try {
     root = YAML::Load(text);
   } catch (const YAML::ParserException& ex) {

@@ -172,6 +172,9 @@ struct RecordedFields {
   bool python_site_packages_path = true;
   bool requires_dist = true;     ///< pip core metadata
   bool requires_python = true;
+  /// conda-lock `category`/`categories` and `optional` (LockedPackage::layer): what
+  /// `conda-lock install --no-dev` / without extras leaves out. Other formats' layer is a label.
+  bool categories = false;
 };
 
 /// Compares two lockfiles (see the file comment for the rules). Pure: no I/O. `old_fields` and
@@ -215,8 +218,16 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels);
 ///   <env>/<platform> <name> <version> <build> <channel> <sha256:hex|md5:hex|->
 ///   <env>/<platform> pypi:<name> <version> <url> <sha256:hex|->
 ///   <env>/<platform> pip <requirement text>     (a pip line that names no project, e.g. `-e .`)
-/// URLs and requirement texts are written credential-free.
-std::string render_show(const Lockfile& lock);
+/// Under each package line, one line per other field that changes what is installed and that
+/// the record holds, `<env>/<platform> <name>  <field> <value>` (two spaces before the field):
+/// conda `md5` (with a sha256), `url` (unless it is channel/subdir/name-version-build.conda),
+/// `build_number` (non-zero), `noarch`,
+/// `python_site_packages_path`, one line per `track_features`, `depends` and `constrains` entry,
+/// and with `with_categories` (conda-lock) `category` (the record's categories, `;optional` when
+/// marked optional; not written for plain `main`); pip `source` (vcs with its commit, path, editable), `editable`,
+/// `requirement`, `requires_python` and one line per `requires_dist` entry.
+/// URLs and requirement texts are written credential-free (presigned URLs' signatures too).
+std::string render_show(const Lockfile& lock, bool with_categories = false);
 
 /// Human size: "+1.2 MiB", "-340 KiB", "+12 B" (signed when `sign`), binary units.
 std::string format_size(std::int64_t bytes, bool sign);

@@ -97,6 +97,10 @@ struct ReadResult {
 Result<ReadResult> read_lockfile_text(const std::string& text, const std::string& source,
                                       const std::filesystem::path& directory = {});
 
+/// The most a lockfile read from a path (a file or a FIFO) may hold: envlock.lock's own limit
+/// (Lockfile::read); the largest real lockfile of the corpus is a few MB.
+inline constexpr std::uintmax_t kMaxLockfileBytes = 512u << 20;
+
 /// Reads a lockfile from a path: a file in any supported format, or a directory that is an
 /// environment prefix (has `conda-meta/`). ErrorKind::Io when the path cannot be read.
 Result<ReadResult> read_lockfile_path(const std::filesystem::path& path);

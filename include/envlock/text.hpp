@@ -19,6 +19,8 @@ bool is_control_at(std::string_view s, std::size_t i);
 
 /// `s` as it may be printed on a terminal or in a report: every control character
 /// (is_control_at) written as `\xNN` (lower-case hex; a C1 as its two bytes, `\xc2\x9b`),
+/// an invisible bidi or zero-width character (U+202A-U+202E, U+2066-U+2069, U+200B-U+200F,
+/// U+2028/U+2029, U+2060, U+FEFF, U+061C: "Trojan Source", CVE-2021-42574) written as `\u{202e}`;
 /// everything else unchanged. Names, versions, paths and labels come from input files: an
 /// edited record's "\e]0;..." must never reach a terminal raw. Returns `s` itself when clean.
 std::string printable(std::string_view s);

@@ -7,6 +7,7 @@
 
 #include "envlock/diff.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/text.hpp"
 #include "lock_input.hpp"
 #include "heap.hpp"
 #include "registry.hpp"
@@ -105,6 +106,7 @@ RecordedFields recorded_fields(const FormatInfo& f) {
       // conda-lock (and pixi.lock 1-3): `dependencies` only.
       r.constrains = r.track_features = r.noarch = r.build_number = r.python_site_packages_path = false;
       r.requires_dist = r.requires_python = false;
+      r.categories = !f.by_pixi;
       break;
     case LockFormat::Explicit: r = RecordedFields{false, false, false, false, false, false, false, false}; break;
   }
@@ -120,10 +122,27 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   prepare_heap_for_large_inputs();
   std::string format = ctx.json ? "json" : opt.format;
   std::set<ChangeKind> fail_kinds;
+  bool fail_on_host = false;  // `host-changed`: a host fact of two snapshots differs
   if (opt.fail_on_given) {
-    auto k = parse_fail_on(opt.fail_on);
-    if (!k) return fail(ctx, k.error());
-    fail_kinds = std::move(k).value();
+    // `host-changed` is no package kind: taken out here, the rest is parse_fail_on's.
+    std::string rest;
+    std::size_t elements = 0;
+    for (std::size_t start = 0;;) {
+      const std::size_t comma = opt.fail_on.find(',', start);
+      const std::string part = opt.fail_on.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (trim(part) == "host-changed") {
+        fail_on_host = true;
+      } else {
+        rest += (elements++ ? "," : "") + part;
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (!fail_on_host || elements > 0) {
+      auto k = parse_fail_on(rest);
+      if (!k) return fail(ctx, k.error());
+      fail_kinds = std::move(k).value();
+    }
   }
   if (opt.old_arg == "-" && opt.new_arg == "-") {
     return fail(ctx, Error{ErrorKind::Usage, "OLD NEW", "only one side can be read from standard input",
@@ -154,6 +173,18 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
                                old_prefix ? new_in->label : old_in->label, !opt.environment.empty());
     if (!st) return fail(ctx, st.error());
   }
+  // An @EXPLICIT file is one platform's render of a lockfile (conda-lock render, `envlock export`):
+  // against a lockfile of several platforms it is compared on its own platform, as a prefix is,
+  // not reported as every other platform removed.
+  for (auto [explicit_side, other] : {std::pair{&old_in->read, &new_lock}, std::pair{&new_in->read, &old_lock}}) {
+    const Lockfile& e = explicit_side->lockfile;
+    if (explicit_side->format.format != LockFormat::Explicit || e.environments.size() != 1 || other->environments.size() != 1)
+      continue;
+    const auto& eplats = e.environments.begin()->second.platforms;
+    auto& oplats = other->environments.begin()->second.platforms;
+    if (eplats.size() != 1 || oplats.size() < 2 || !oplats.contains(eplats.begin()->first)) continue;
+    std::erase_if(oplats, [&](const auto& kv) { return kv.first != eplats.begin()->first; });
+  }
   if (old_prefix) adopt_platform(old_lock, new_lock);
   if (new_prefix) adopt_platform(new_lock, old_lock);
 
@@ -178,7 +209,12 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
     if (!old_in->snapshot_text.empty() && !new_in->snapshot_text.empty()) j["host_changes"] = snapshot_changes_json(host);
     std::cout << json_text(j) << "\n";
   } else if (format == "markdown") {
-    std::cout << render_markdown(diff, labels, opt.max_bytes);
+    const std::string md = render_markdown(diff, labels, opt.max_bytes);
+    // The title, summary line and summary table are never folded: a budget below them is exceeded.
+    if (opt.max_bytes != 0 && md.size() > opt.max_bytes)
+      warn("the comment takes " + std::to_string(md.size()) + " bytes, more than --max-bytes " +
+           std::to_string(opt.max_bytes) + ": its title and summary table are never left out");
+    std::cout << md;
     if (!host.empty()) {
       std::cout << "\n### Host (snapshots)\n\n```text\n";
       print_snapshot_changes(std::cout, host);
@@ -192,7 +228,8 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
     }
   }
   std::cout.flush();
-  if (!fail_kinds.empty() && diff.has_any(fail_kinds)) {
+  const bool host_fails = fail_on_host && !host.empty();
+  if ((!fail_kinds.empty() && diff.has_any(fail_kinds)) || host_fails) {
     std::string found;
     for (ChangeKind k : all_change_kinds()) {
       if (!fail_kinds.contains(k)) continue;
@@ -200,6 +237,7 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
       if (it == diff.counts_any.end() || it->second == 0) continue;
       found += (found.empty() ? "" : ", ") + std::to_string(it->second) + " " + std::string(change_kind_name(k));
     }
+    if (host_fails) found += (found.empty() ? "" : ", ") + std::to_string(host.size()) + " host-changed";
     std::cerr << "envlock diff: failing on " << found << " (--fail-on " << opt.fail_on << ")\n";
     return 1;
   }
@@ -216,17 +254,19 @@ void setup(CLI::App& sub, Context& ctx) {
                  "compare this environment only (a prefix is paired with the environment it was installed from)");
   sub.add_option("--max-bytes", opt->max_bytes,
                  "--format markdown: fold the least important changes to stay within N bytes (default 65536, "
-                 "a GitHub comment; 0: no limit)");
+                 "a GitHub comment; 0: no limit)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
   sub.add_option("--format", opt->format, "output: text (default), markdown (PR comment), json")
       ->check(CLI::IsMember({"text", "markdown", "json"}));
   auto* fail_on = sub.add_option("--fail-on", opt->fail_on,
                  "exit 1 when a change of these kinds exists: 'any' or a comma-separated list of "
                  "added, removed, upgraded, downgraded, rebuilt, variant-switch, channel-changed, "
                  "re-uploaded, hash-changed, license-changed, host-floor-raised, source-changed, "
-                 "metadata-changed");
+                 "metadata-changed; and host-changed (a host fact of two snapshots: OS, kernel, driver, glibc...)");
   sub.callback([&ctx, opt, fail_on] {
     opt->fail_on_given = fail_on->count() > 0;
-    ctx.exit_code = run_diff(ctx, *opt);
+    ctx.exit_code =
+        exit_2_when_out_of_memory(ctx, opt->old_arg + " " + opt->new_arg, [&] { return run_diff(ctx, *opt); });
   });
 }
 

@@ -126,7 +126,14 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
       arg.find("://") == std::string::npos) {
     const std::string rev = arg.substr(0, colon);
     const std::string path = arg.substr(colon + 1);
-    auto out = run_capture({"git", "show", arg});
+    // A revision never starts with '-' (git check-ref-format refuses such a branch or tag name),
+    // and git must not read the argument as an option (`--output=FILE:x` would write FILE):
+    // refused here, and `--end-of-options` (git 2.24) makes git take it as a revision whatever it is.
+    if (rev.starts_with('-')) {
+      return Error{ErrorKind::Usage, arg, "'" + rev + "' is not a git revision: a revision never starts with '-'", "",
+                   "name a revision such as HEAD~1:conda-lock.yml; a file whose name starts with '-' is read as ./NAME"};
+    }
+    auto out = run_capture({"git", "show", "--end-of-options", arg});
     if (!out) return out.error();
     if (out->status != 0) {
       std::string msg = out->err;

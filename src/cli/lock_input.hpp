@@ -12,8 +12,11 @@
 
 #include <string>
 
+#include <new>
+
 #include "envlock/readers.hpp"
 #include "envlock/result.hpp"
+#include "registry.hpp"
 
 namespace envlock::cli {
 
@@ -34,6 +37,21 @@ enum class LocalChannels {
 
 /// Reads the lockfile that `arg` names (see the file comment).
 Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels = LocalChannels::Resolve);
+
+/// Runs the body of `diff` or `show` (which exit 2 for every error, docs/cli.md): memory running
+/// out on a huge input (std::bad_alloc) is reported as an error of the input, exit 2, instead of
+/// reaching main's "internal" handler (exit 1, which for `diff --fail-on` means "a change found").
+template <class Body>
+int exit_2_when_out_of_memory(const Context& ctx, const std::string& inputs, Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    report_error(ctx, Error{ErrorKind::Io, inputs, "out of memory while reading the input", "",
+                            "a lockfile this large is not one envlock can read here: check that the input is the "
+                            "file meant (not a device such as /dev/zero), or run with more memory"});
+    return 2;
+  }
+}
 
 /// Reads `path` for a command that works from envlock's own lockfile only (`install`, `list -l`,
 /// `export`, `probe -l`; `command` is its name, e.g. "install"): Lockfile::read. When that fails on

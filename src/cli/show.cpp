@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/diff.hpp"
+#include "envlock/pip.hpp"
 #include "envlock/url.hpp"
 #include "lock_input.hpp"
 #include "registry.hpp"
@@ -21,6 +22,9 @@ int run_show(const Context& ctx, const std::string& arg) {
   }
   for (const auto& w : in->read.warnings) warn(w);
   const Lockfile& lock = in->read.lockfile;
+  // conda-lock's categories (main, dev, extras) decide what `conda-lock install --no-dev` installs;
+  // other formats' layer is a label (envlock.lock's base layer) that installs nothing differently.
+  const bool categories = in->read.format.format == LockFormat::CondaLock && !in->read.format.by_pixi;
   if (ctx.json) {
     nlohmann::json j;
     j["format"] = in->read.format.to_string();
@@ -30,29 +34,34 @@ int run_show(const Context& ctx, const std::string& arg) {
         for (const auto& p : plat.packages) {
           j["packages"].push_back({{"environment", env_name}, {"platform", key}, {"source", "conda"},
                                    {"name", p.name}, {"version", p.version.to_string()},
-                                   {"build", p.build}, {"channel", p.channel}, {"url", p.url},
-                                   {"sha256", p.sha256}, {"md5", p.md5}});
+                                   {"build", p.build}, {"channel", p.channel}, {"url", redact_url(p.url)},
+                                   {"sha256", p.sha256}, {"md5", p.md5}, {"build_number", p.build_number},
+                                   {"depends", p.depends}, {"constrains", p.constrains},
+                                   {"track_features", p.track_features},
+                                   {"category", categories ? nlohmann::json(p.layer) : nlohmann::json(nullptr)}});
         }
         for (const auto& p : plat.pip) {
           // A pip line that names no project (`-e .`) is named by its text, as in the text view.
           j["packages"].push_back({{"environment", env_name}, {"platform", key}, {"source", "pypi"},
                                    {"name", p.name.empty() ? redact_text(p.requirement) : p.name},
                                    {"version", p.version}, {"build", ""}, {"channel", ""},
-                                   {"url", redact_url(p.url)}, {"sha256", p.sha256}, {"md5", ""}});
+                                   {"url", redact_url(p.url)}, {"sha256", p.sha256}, {"md5", ""},
+                                   {"pip_source", pip_source_info(p).to_string()}, {"editable", p.editable},
+                                   {"requirement", redact_text(p.requirement)}});
         }
       }
     }
     std::cout << json_text(j) << "\n";
     return 0;
   }
-  std::cout << render_show(lock);
+  std::cout << render_show(lock, categories);
   return 0;
 }
 
 void setup(CLI::App& sub, Context& ctx) {
   auto file = std::make_shared<std::string>();
   sub.add_option("FILE", *file, "lockfile, '-' for stdin, REV:PATH, or environment prefix")->required();
-  sub.callback([&ctx, file] { ctx.exit_code = run_show(ctx, *file); });
+  sub.callback([&ctx, file] { ctx.exit_code = exit_2_when_out_of_memory(ctx, *file, [&] { return run_show(ctx, *file); }); });
 }
 
 const RegisterCommand reg{"show", "print a lockfile as sorted lines, one package each (git textconv)",

@@ -26,9 +26,28 @@ bool is_control_at(std::string_view s, std::size_t i) {
          static_cast<unsigned char>(s[i + 1]) <= 0x9f;
 }
 
+namespace {
+// The code point of an invisible formatting character at byte i (UTF-8), or 0: the bidi controls
+// of "Trojan Source" (CVE-2021-42574: U+202A-U+202E embeddings and overrides, U+2066-U+2069
+// isolates, U+200E/U+200F marks, U+061C), zero-width characters (U+200B-U+200D, U+2060, U+FEFF)
+// and the line and paragraph separators U+2028/U+2029. They change how the text around them
+// reads without being seen.
+char32_t invisible_at(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  if (i + 1 < s.size() && b(i) == 0xd8 && b(i + 1) == 0x9c) return 0x061c;
+  if (i + 2 >= s.size()) return 0;
+  if (b(i) == 0xef && b(i + 1) == 0xbb && b(i + 2) == 0xbf) return 0xfeff;
+  if (b(i) != 0xe2) return 0;
+  const char32_t cp = 0x2000 + ((b(i + 1) & 0x3f) << 6) + (b(i + 2) & 0x3f);
+  if ((b(i + 1) & 0xc0) != 0x80 || (b(i + 2) & 0xc0) != 0x80 || b(i + 1) > 0x81) return 0;
+  if ((cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069)) return cp;
+  return 0;
+}
+}  // namespace
+
 std::string printable(std::string_view s) {
   std::size_t i = 0;
-  while (i < s.size() && !is_control_at(s, i)) ++i;
+  while (i < s.size() && !is_control_at(s, i) && invisible_at(s, i) == 0) ++i;
   if (i == s.size()) return std::string(s);
   std::string out(s.substr(0, i));
   auto hex = [&out](unsigned char c) {
@@ -37,6 +56,13 @@ std::string printable(std::string_view s) {
     out += buf;
   };
   for (; i < s.size(); ++i) {
+    if (const char32_t cp = invisible_at(s, i); cp != 0) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "\\u{%04x}", static_cast<unsigned>(cp));
+      out += buf;
+      i += cp == 0x061c ? 1 : 2;
+      continue;
+    }
     if (!is_control_at(s, i)) {
       out += s[i];
       continue;

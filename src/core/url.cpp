@@ -8,8 +8,13 @@
 namespace envlock {
 namespace {
 
-constexpr std::array<std::string_view, 7> kSecretKeys = {
-    "token", "access_token", "api_key", "key", "password", "sig", "signature"};
+// Query keys whose values are secrets: generic ones, and those of presigned object-store URLs
+// (AWS S3 SigV4 and V2, Google Cloud Storage V4, Azure SAS `sig`).
+constexpr std::array<std::string_view, 14> kSecretKeys = {
+    "token",           "access_token",     "api_key",          "key",
+    "password",        "sig",              "signature",        "x-amz-signature",
+    "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
+    "awsaccesskeyid",  "x-oss-signature"};
 
 bool is_secret_key(std::string_view key) {
   std::string lower(key);

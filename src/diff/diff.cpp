@@ -365,6 +365,10 @@ std::vector<std::string> record_metadata_changes(const LockedPackage& o, const L
     notes.push_back("noarch " + std::string(noarch_name(o.noarch)) + " -> " + std::string(noarch_name(n.noarch)));
   if (both.build_number && o.build_number != n.build_number)
     notes.push_back("build_number " + std::to_string(o.build_number) + " -> " + std::to_string(n.build_number));
+  if (both.categories && o.layer != n.layer) {
+    auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
+    notes.push_back("category " + shown(o.layer) + " -> " + shown(n.layer));
+  }
   if (both.python_site_packages_path && o.python_site_packages_path != n.python_site_packages_path) {
     auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
     notes.push_back("python_site_packages_path " + shown(o.python_site_packages_path) + " -> " +
@@ -394,6 +398,69 @@ std::string pip_source_change(const PipPackage& o, const PipPackage& n) {
   return "source " + a.to_string() + " -> " + b.to_string();
 }
 
+
+// A pip archive URL without fragment and credentials: the file an index serves.
+std::string pip_file_url(const std::string& url) { return redact_url(url.substr(0, url.find('#'))); }
+
+// The host a pip archive URL names, as scheme://host[:port] (the index a wheel came from, as a
+// conda record's channel); empty for a URL without one (a path, a file: URL).
+std::string pip_url_host(const std::string& url) {
+  const std::string u = pip_file_url(url);
+  const auto scheme = u.find("://");
+  if (scheme == std::string::npos || u.starts_with("file:")) return {};
+  const auto end = u.find_first_of("/?", scheme + 3);
+  return lower(u.substr(0, end));
+}
+
+// The archive's file name: the last segment of the URL's path.
+std::string pip_url_file(const std::string& url) {
+  std::string u = pip_file_url(url);
+  if (auto q = u.find('?'); q != std::string::npos) u.resize(q);
+  return u.substr(u.rfind('/') + 1);
+}
+
+// Two pip archives of the same version, as a conda record's archive is compared (docs/review.md,
+// "pip archives"): the same URL with another sha256 is re-uploaded; the same file name (PyPI
+// never serves two files of one name) with another sha256 is hash-changed (the archive behind the
+// pin was swapped); another host is channel-changed, whatever the sha256; another file name (another
+// wheel tag, an sdist) with another sha256 is rebuilt. A side without a URL (an index install in a
+// prefix) has no file to compare: a sha256 that differs from the other side's is hash-changed (and
+// re-uploaded when neither names a URL, the same index name).
+void pip_file_change(const PipPackage& o, const PipPackage& n, std::set<ChangeKind>& kinds,
+                     std::vector<std::string>& notes) {
+  using K = PipSourceInfo::Kind;
+  auto archive = [](const PipPackage& p) {
+    const K k = pip_source_info(p).kind;
+    return k == K::Index || k == K::Url;
+  };
+  const bool same_url = pip_file_url(o.url) == pip_file_url(n.url);
+  const bool hashes_differ = !o.sha256.empty() && !n.sha256.empty() && o.sha256 != n.sha256;
+  const std::string hashes = "sha256 " + short_hash(o.sha256) + "… -> " + short_hash(n.sha256) + "…";
+  if (!archive(o) || !archive(n)) {  // a VCS, path or editable source: source-changed tells the rest
+    if (hashes_differ && same_url) {
+      kinds.insert(ChangeKind::ReUploaded);
+      notes.push_back("re-uploaded: same URL, " + hashes);
+    }
+    return;
+  }
+  const std::string oh = pip_url_host(o.url), nh = pip_url_host(n.url);
+  if (!same_url && oh != nh && !oh.empty() && !nh.empty()) {  // both name a host: an index install names none
+    kinds.insert(ChangeKind::ChannelChanged);
+    notes.push_back("index host " + oh + " -> " + nh);
+  }
+  if (!hashes_differ) return;
+  if (same_url) {
+    kinds.insert(ChangeKind::ReUploaded);
+    notes.push_back("re-uploaded: same URL, " + hashes);
+  } else if (o.url.empty() || n.url.empty() || pip_url_file(o.url) == pip_url_file(n.url)) {
+    kinds.insert(ChangeKind::HashChanged);
+    notes.push_back(o.url.empty() || n.url.empty() ? hashes : "same file " + pip_url_file(n.url) + ", " + hashes);
+  } else {
+    kinds.insert(ChangeKind::Rebuilt);
+    notes.push_back("another distribution file of the same version: " + pip_url_file(o.url) + " -> " +
+                    pip_url_file(n.url));
+  }
+}
 
 // The depends graph of one platform, for "pulled_by": names numbered once, edges as indices.
 // Names are views into the platform's records, which outlive the graph.
@@ -543,7 +610,8 @@ RecordedFields both_hold(const RecordedFields& a, const RecordedFields& b) {
                         a.build_number && b.build_number,
                         a.python_site_packages_path && b.python_site_packages_path,
                         a.requires_dist && b.requires_dist,
-                        a.requires_python && b.requires_python};
+                        a.requires_python && b.requires_python,
+                        a.categories && b.categories};
 }
 
 void finish_change(PackageChange& c, std::set<ChangeKind> kinds) {
@@ -654,6 +722,11 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
           const bool same_url = redact_url(o->url) == redact_url(n->url);
           kinds.insert(same_url ? ChangeKind::ReUploaded : ChangeKind::HashChanged);
           c.notes.push_back(std::string(same_url ? "re-uploaded: same URL, " : "") + "md5 " + o->md5 + " -> " + n->md5);
+        } else if (!o->md5.empty() && !n->md5.empty() && o->md5 != n->md5) {
+          // The same sha256 with another md5: one of the pin's two hashes is wrong, and an installer
+          // that checks md5 (conda-lock's @EXPLICIT render, older conda) refuses the archive.
+          kinds.insert(ChangeKind::HashChanged);
+          c.notes.push_back("md5 " + o->md5 + " -> " + n->md5 + " with the same sha256: one of the two hashes is wrong");
         } else if (same_channel && o->url != n->url) {
           kinds.insert(ChangeKind::HashChanged);
           c.notes.push_back("URL " + o->url + " -> " + n->url);
@@ -753,16 +826,7 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
       int vc = compare_versions(o->version, n->version);
       if (vc < 0) kinds.insert(ChangeKind::Upgraded);
       if (vc > 0) kinds.insert(ChangeKind::Downgraded);
-      if (vc == 0 && !o->sha256.empty() && !n->sha256.empty() && o->sha256 != n->sha256) {
-        auto file = [](const std::string& u) { return redact_url(u.substr(0, u.find('#'))); };
-        if (file(o->url) == file(n->url)) {
-          kinds.insert(ChangeKind::ReUploaded);
-          c.notes.push_back("re-uploaded: same URL, sha256 " + short_hash(o->sha256) + "… -> " + short_hash(n->sha256) + "…");
-        } else {
-          kinds.insert(ChangeKind::Rebuilt);
-          c.notes.push_back("another distribution file of the same version");
-        }
-      }
+      if (vc == 0) pip_file_change(*o, *n, kinds, c.notes);
     }
     if (o && n && !unresolved(*o) && !unresolved(*n)) {
       if (auto src = pip_source_change(*o, *n); !src.empty()) {
@@ -824,9 +888,20 @@ std::optional<ChangeKind> parse_change_kind(std::string_view name) {
 
 Result<std::set<ChangeKind>> parse_fail_on(std::string_view text) {
   std::set<ChangeKind> out;
+  // Kind names are exact (`ANY`, `Downgraded` are no kind: a gate must not pass on a typo read
+  // loosely); white space around an element is allowed. An empty element (`downgraded,,added`, a
+  // trailing comma) is refused: it is usually an unset CI variable in the list.
   for (const auto& part : split(text, ',')) {
-    std::string p = lower(trim(part));
-    if (p.empty()) continue;
+    std::string p = trim(part);
+    if (p.empty()) {
+      if (text.find_first_not_of(", \t") == std::string_view::npos) continue;  // "no change kind given" below
+      Error e;
+      e.kind = ErrorKind::Usage;
+      e.where = "--fail-on";
+      e.message = "an empty element in '" + std::string(text) + "'";
+      e.hint = "list kinds separated by single commas, e.g. downgraded,hash-changed,variant-switch";
+      return e;
+    }
     if (p == "any") {
       out.insert(all_change_kinds().begin(), all_change_kinds().end());
       continue;

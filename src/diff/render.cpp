@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "envlock/diff.hpp"
+#include "envlock/pip.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
@@ -86,11 +87,40 @@ const char* kind_color(const PackageChange& c) {
   }
 }
 
+// `@name` in a GitHub comment notifies a user or team: a zero-width space (as an entity, which
+// both Markdown text and an HTML block decode) after every `@` keeps the text and drops the mention.
+constexpr std::string_view kNoMention = "@&#8203;";
+
+// Text in a Markdown table cell or list item: backslash escapes for what would be a table pipe,
+// HTML, emphasis, a code span, a link or image (`[`, `]`), an entity (`&`) or an escape itself.
 std::string md_escape(const std::string& raw) {
   std::string out;
   for (char c : clean(raw)) {
-    if (c == '|' || c == '<' || c == '>' || c == '*' || c == '_' || c == '`') out += '\\';
+    if (c == '@') {
+      out += kNoMention;
+      continue;
+    }
+    if (c == '|' || c == '<' || c == '>' || c == '*' || c == '_' || c == '`' || c == '\\' || c == '[' || c == ']' ||
+        c == '&')
+      out += '\\';
     out += c;
+  }
+  return out;
+}
+
+// Text inside an HTML block (`<details><summary>...`), where CommonMark processes no backslash
+// escape and no Markdown: entities for `<`, `>`, `&` and `"`, and no mention.
+std::string md_html(const std::string& raw) {
+  std::string out;
+  for (char c : clean(raw)) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      case '@': out += kNoMention; break;
+      default: out += c;
+    }
   }
   return out;
 }
@@ -330,7 +360,7 @@ std::string render_markdown(const LockDiff& diff, const DiffLabels& labels) {
     out << "\n";
   }
   for (const auto& g : diff.groups) {
-    out << "<details><summary>" << md_escape(group_title(g)) << ": ";
+    out << "<details><summary>" << md_html(group_title(g)) << ": ";
     if (g.changes.empty()) {
       out << "no changes</summary>\n\n</details>\n\n";
       continue;
@@ -421,7 +451,14 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
   return j;
 }
 
-std::string render_show(const Lockfile& lock) {
+namespace {
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+}  // namespace
+
+std::string render_show(const Lockfile& lock, bool with_categories) {
   std::ostringstream out;
   for (const auto& [env_name, env] : lock.environments) {
     for (const auto& [key, plat] : env.platforms) {
@@ -430,6 +467,26 @@ std::string render_show(const Lockfile& lock) {
         out << prefix << clean(p.name) << " " << clean(p.version.to_string()) << " "
             << (p.build.empty() ? "-" : clean(p.build)) << " " << (p.channel.empty() ? "-" : clean(p.channel)) << " "
             << (!p.sha256.empty() ? "sha256:" + p.sha256 : !p.md5.empty() ? "md5:" + p.md5 : "-") << "\n";
+        // The other fields that change what is installed, one line each under the package line
+        // (`<env>/<platform> <name>  <field> <value>`), so a change to one is its own line in
+        // `git diff` and names its package. Only fields the record holds.
+        const std::string field = prefix + clean(p.name) + "  ";
+        if (!p.sha256.empty() && !p.md5.empty()) out << field << "md5 " << clean(p.md5) << "\n";
+        // The URL when it is not what the line above spells (channel/subdir/name-version-build.conda):
+        // another folder, host or file, or a .tar.bz2 archive.
+        const std::string url = redact_url(p.url);
+        if (!url.empty() && url != p.channel + "/" + p.subdir + "/" + p.name + "-" + p.version.to_string() + "-" + p.build + ".conda")
+          out << field << "url " << clean(url) << "\n";
+        if (p.build_number != 0) out << field << "build_number " << p.build_number << "\n";
+        if (p.noarch == NoArchKind::Python) out << field << "noarch python\n";
+        if (p.noarch == NoArchKind::Generic) out << field << "noarch generic\n";
+        if (!p.python_site_packages_path.empty())
+          out << field << "python_site_packages_path " << clean(p.python_site_packages_path) << "\n";
+        // Lists in sorted order: diff compares them as sets, and a reordering is no change.
+        for (const auto& t : sorted(p.track_features)) out << field << "track_features " << clean(t) << "\n";
+        for (const auto& d : sorted(p.depends)) out << field << "depends " << clean(redact_text(d)) << "\n";
+        for (const auto& d : sorted(p.constrains)) out << field << "constrains " << clean(redact_text(d)) << "\n";
+        if (with_categories && !p.layer.empty() && p.layer != "main") out << field << "category " << clean(p.layer) << "\n";
       }
       for (const auto& p : plat.pip) {
         if (p.name.empty()) {  // a pip line that names no project: its text is all there is
@@ -440,6 +497,15 @@ std::string render_show(const Lockfile& lock) {
         out << prefix << "pypi:" << clean(p.name) << " " << (p.version.empty() ? "-" : clean(p.version)) << " "
             << (url.empty() ? "-" : clean(url.substr(0, url.find('#')))) << " "
             << (p.sha256.empty() ? "-" : "sha256:" + p.sha256) << "\n";
+        const std::string field = prefix + "pypi:" + clean(p.name) + "  ";
+        // The source as diff compares it: a VCS commit (pixi's `#<commit>`), an editable tree, a path.
+        const PipSourceInfo src = pip_source_info(p);
+        if (src.kind != PipSourceInfo::Kind::Index && src.kind != PipSourceInfo::Kind::Url)
+          out << field << "source " << clean(src.to_string()) << "\n";
+        if (p.editable) out << field << "editable\n";
+        if (!p.requirement.empty()) out << field << "requirement " << clean(redact_text(p.requirement)) << "\n";
+        if (!p.requires_python.empty()) out << field << "requires_python " << clean(p.requires_python) << "\n";
+        for (const auto& d : sorted(p.requires_dist)) out << field << "requires_dist " << clean(d) << "\n";
       }
     }
   }

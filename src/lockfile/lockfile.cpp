@@ -16,6 +16,8 @@
 #include "envlock/lockfile.hpp"
 #include "block_yaml.hpp"
 #include "envlock/paths.hpp"
+#include "envlock/pypi_name.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "yaml_source.hpp"
 
@@ -228,6 +230,9 @@ Status Reader::package(const Node& n, const std::string& where, LockedPackage& p
   if (auto st = keys(n, What("a package of ", where), kPackageKeys, kPackageRequired, f); !st) return st;
   if (auto st = str(f[kName], "name", p.name); !st) return st;
   if (p.name.empty()) return at(f[kName], "empty package name");
+  if (!is_valid_package_name(p.name, false))
+    return at(f[kName], "conda package name '" + printable(p.name) + "' is not valid",
+              "a conda package name holds only letters, digits, '.', '_', '+' and '-'");
   const std::string& name = p.name;
   std::string v;
   if (auto st = str(f[kVersion], What("version of ", name), v); !st) return st;
@@ -296,6 +301,9 @@ Result<PipPackage> Reader::pip(const Node& n) {
     if (!f[key]) continue;
     if (auto st = str(f[key], What("pip ", kKeys[key]), *field); !st) return st.error();
   }
+  if (f[0] && !p.name.empty() && !is_valid_package_name(p.name, true))  // "" : a pip line naming no project
+    return at(f[0], "PyPI package name '" + printable(p.name) + "' is not valid",
+              "a PyPI name holds only letters, digits, '.', '_' and '-' (PEP 508)");
   if (f[2])
     if (auto st = url(f[2], "pip url", p.url); !st) return st.error();
   if (f[3])

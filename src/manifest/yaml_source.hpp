@@ -39,6 +39,21 @@ class Source {
   std::vector<std::string_view> lines_;
 };
 
+/// The most nodes a document may grow to through its aliases (`*name` repeats the node `&name`
+/// marks) beyond the nodes written out: a "billion laughs" file of a few KB (nine levels of ten
+/// aliases each) would otherwise expand to 10^9 nodes and take gigabytes. No lockfile, manifest
+/// or snapshot of a real tool writes more than a handful of aliases (conda-lock, pixi and envlock
+/// write none).
+inline constexpr std::size_t kAliasExpansionBudget = 1'000'000;
+
+/// Checks, before the text is loaded, that its aliases expand the document by at most `budget`
+/// nodes: an ErrorKind::Parse error at `source`:line:col of the alias that goes past it. It walks
+/// yaml-cpp's event stream once, counting each anchored node's expanded size, so it is linear in
+/// the text whatever the aliases hold. Text without an anchor (`&` after a blank, `[`, `{`, `,`,
+/// `-`, `:` or at a line start) is not parsed at all. A YAML syntax error is left to the loader.
+Status check_alias_expansion(std::string_view text, const std::string& source,
+                             std::size_t budget = kAliasExpansionBudget);
+
 /// "a map", "a list", "a string", "null" — for "expected a list, found a map".
 std::string kind_name(const YAML::Node& node);
 

@@ -18,13 +18,38 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The whole file as bytes, or nullopt when it cannot be opened.
+// The most a metadata file of a dist-info (METADATA with its long description, RECORD of a
+// package of tens of thousands of files) is read to: a link to /dev/zero must not fill memory.
+constexpr std::uintmax_t kMaxMetadataFile = 64u << 20;
+
+// Why a metadata file is not read, or empty when it can be: a FIFO (opening it would wait for a
+// writer forever), a device (/dev/zero never ends), a socket, or a file over kMaxMetadataFile.
+// Links are followed; a file that does not exist is not refused here (slurp says nullopt).
+std::string unreadable_reason(const fs::path& p) {
+  std::error_code ec;
+  const auto st = fs::status(p, ec);
+  if (ec || st.type() == fs::file_type::not_found) return {};
+  if (st.type() != fs::file_type::regular) return "is not a regular file (a FIFO, device or socket), so it is not read";
+  if (const auto size = fs::file_size(p, ec); !ec && size > kMaxMetadataFile)
+    return "is larger than " + std::to_string(kMaxMetadataFile >> 20) + " MiB, so it is not read";
+  return {};
+}
+
+// The whole file as bytes, or nullopt when it cannot be opened or unreadable_reason() refuses it.
 std::optional<std::string> slurp(const fs::path& p) {
+  if (!unreadable_reason(p).empty()) return std::nullopt;
   std::ifstream in(p, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// An error for a metadata file of `dist_info` that slurp() refuses; ok when it is readable or absent.
+Status check_readable(const fs::path& p, const std::string& shown) {
+  if (auto why = unreadable_reason(p); !why.empty())
+    return Error{ErrorKind::Io, shown, why, "", "a dist-info holds regular files only; reinstall the distribution"};
+  return ok_status();
 }
 
 std::string trim(std::string_view s) {
@@ -347,6 +372,8 @@ PipRequirementCheck check_pip_requirement(std::string_view requirement, const Pi
 Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& prefix_relative, DistInfoParts parts) {
   PipDistribution d;
   d.dist_info = prefix_relative;
+  for (const char* part : {"METADATA", "RECORD", "direct_url.json"})
+    if (auto st = check_readable(dir / part, prefix_relative + "/" + part); !st) return st.error();
   const auto metadata = slurp(dir / "METADATA");
   if (!metadata) {
     return Error{ErrorKind::Io, prefix_relative + "/METADATA", "missing: the distribution's name and version are unknown", "",

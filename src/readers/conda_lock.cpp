@@ -135,6 +135,17 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
       std::sort(categories.begin(), categories.end());
       std::string layer;
       for (const auto& c : categories) layer += (layer.empty() ? "" : ",") + c;
+      // conda-lock v1's `optional` (what `conda-lock install` leaves out unless its category is
+      // asked for) is written as `category != main`; one that says otherwise is marked in the
+      // layer (`main;optional`, `dev;required`), so a change of it is a change (docs/review.md).
+      if (auto opt = get_string(source, entry, "optional"); !opt) {
+        return opt.error();
+      } else if (*opt) {
+        const bool optional = **opt == "true" || **opt == "True";
+        const bool main = std::find(categories.begin(), categories.end(), "main") != categories.end();
+        if (optional && main) layer += ";optional";
+        if (!optional && !main && !categories.empty()) layer += ";required";
+      }
 
       const std::string mgr = manager->value_or("conda");
       if (mgr == "pip" || mgr == "pypi") {

@@ -7,7 +7,9 @@
 #include <set>
 #include <unordered_map>
 
+#include "envlock/pypi_name.hpp"
 #include "envlock/url.hpp"
+#include "yaml_source.hpp"
 
 namespace envlock::readers {
 
@@ -33,6 +35,7 @@ Error error_at(const std::string& source, const YamlNode& node, const std::strin
 
 Result<block_yaml::Document> load_yaml(const std::string& text, const std::string& source) {
   if (auto fast = block_yaml::parse_block_yaml(text)) return std::move(*fast);
+  if (auto st = yaml::check_alias_expansion(text, source); !st) return st.error();
   try {
     return block_yaml::from_yaml_cpp(YAML::Load(text));
   } catch (const YAML::Exception& ex) {
@@ -231,16 +234,11 @@ Error record_mismatch_error(const std::string& name, const std::string& env,
 }
 }  // namespace
 
-namespace {
 // conda names: letters, digits and `._+-` (conda's MatchSpec / conda-build rules); PyPI names:
 // letters, digits and `._-` (PEP 508). Anything else -- white space, control characters, `|<>`,
 // quotes -- would split `envlock show` lines or inject text into diff output.
 Status check_name(const std::string& name, bool pypi, const std::string& place) {
-  const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [&](char ch) {
-    const auto c = static_cast<unsigned char>(ch);
-    return std::isalnum(c) || c == '.' || c == '_' || c == '-' || (!pypi && c == '+');
-  });
-  if (ok) return ok_status();
+  if (is_valid_package_name(name, pypi)) return ok_status();
   std::string shown;
   for (char ch : name) {
     const auto c = static_cast<unsigned char>(ch);
@@ -260,7 +258,6 @@ Status check_name(const std::string& name, bool pypi, const std::string& place) 
                 : "a conda package name holds only letters, digits, '.', '_', '+' and '-'";
   return e;
 }
-}  // namespace
 
 Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env,
                    const std::string& platform_key, const std::string& subdir, LockedPackage pkg,

@@ -77,6 +77,10 @@ struct DuplicateIndex {
   std::map<std::string, Seen> seen;  ///< key -> first listing
 };
 
+/// An ErrorKind::Parse error at `place` when `name` is not a conda (or, with `pypi`, PyPI) package
+/// name (is_valid_package_name), the name shown with control characters escaped.
+Status check_name(const std::string& name, bool pypi, const std::string& place);
+
 /// Adds `pkg` to `lock.environments[env].platforms[platform_key]` (created with `subdir` as its
 /// platform). The same name listed again is merged (layers joined) only where conda-lock lists a
 /// package once per category: the same record (same URL, version, build, hashes...) under a

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/pip.hpp"
+#include "envlock/pypi_name.hpp"
 #include "envlock/readers.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "reader_util.hpp"
 
@@ -62,6 +64,16 @@ std::string first_content_line(std::string_view text) {
     pos = end + 1;
   }
   return {};
+}
+
+// A line quoted in an error: at most 120 bytes (cut before a UTF-8 continuation byte) and "…", so
+// a one-line file of megabytes is not echoed whole to standard error.
+std::string quoted_line(std::string_view line) {
+  constexpr std::size_t kMax = 120;
+  if (line.size() <= kMax) return std::string(line);
+  std::size_t cut = kMax;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xc0) == 0x80) --cut;
+  return std::string(line.substr(0, cut)) + "…";
 }
 
 /// The format version of an envlock.lock told by its top-level lines alone — a `manifest_hash`
@@ -143,14 +155,14 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
   }
   if (first[0] == '[') {
     return refuse(source,
-                  "not a lockfile: found a TOML table header '" + first +
+                  "not a lockfile: found a TOML table header '" + quoted_line(first) +
                       "' (a pixi.toml or pyproject.toml manifest?)",
                   "pass the lockfile the manifest produced (pixi.lock), not the manifest");
   }
   if (first.find("://") != std::string::npos) {
     return refuse(source,
                   "not a lockfile: a list of URLs without an '@EXPLICIT' line (first line: '" +
-                      redact_url(first) + "')",
+                      quoted_line(redact_url(first)) + "')",
                   "conda explicit files start the package list with a line '@EXPLICIT'");
   }
   if (int v = envlock_header_version(text); v > 0) return FormatInfo{LockFormat::Envlock, v};
@@ -159,7 +171,7 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
   const YamlNode root = doc->root();
   if (!root.IsMap()) {
     return refuse(source,
-                  "not a lockfile: no YAML mapping at the top level (first line: '" + first +
+                  "not a lockfile: no YAML mapping at the top level (first line: '" + quoted_line(first) +
                       "'); a plain list of specs is an environment file, not a lockfile",
                   "lock it first (`envlock lock`, conda-lock or pixi), then pass the lockfile");
   }
@@ -282,6 +294,19 @@ Result<ReadResult> read_lockfile_path(const std::filesystem::path& path) {
     if (!lock) return lock.error();
     return ReadResult{std::move(lock).value(), FormatInfo{LockFormat::CondaMeta, 0}, std::move(warnings)};
   }
+  // A device (/dev/zero never ends) or socket is no lockfile; a FIFO is read (`<(git show ...)`),
+  // up to kMaxLockfileBytes like any file.
+  if (const auto type = std::filesystem::status(path, ec).type();
+      type == std::filesystem::file_type::character || type == std::filesystem::file_type::block ||
+      type == std::filesystem::file_type::socket) {
+    return Error{ErrorKind::Io, path.string(), "is a device or socket, not a lockfile", "",
+                 "pass a lockfile, a prefix, '-' for standard input or REV:PATH"};
+  }
+  auto too_large = [&] {
+    return Error{ErrorKind::Io, path.string(),
+                 "is larger than " + std::to_string(kMaxLockfileBytes >> 20) + " MiB, more than any lockfile", "",
+                 "check that this is the lockfile meant"};
+  };
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     Error e;
@@ -295,12 +320,16 @@ Result<ReadResult> read_lockfile_path(const std::filesystem::path& path) {
   // Straight into the string (a lockfile can be megabytes: no stream buffer and copy between).
   std::string text;
   if (auto size = std::filesystem::file_size(path, ec); !ec) {
+    if (size > kMaxLockfileBytes) return too_large();
     text.resize(static_cast<std::size_t>(size));
     in.read(text.data(), static_cast<std::streamsize>(size));
     text.resize(static_cast<std::size_t>(in.gcount()));
   }
   char buf[1 << 16];  // the rest, or all of a file whose size is not known (a pipe)
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxLockfileBytes) return too_large();
+  }
   // The file's folder: relative local channels resolve as `install` resolves them, so a lockfile
   // and the prefix `create` made from it compare equal.
   auto absolute = std::filesystem::absolute(path, ec);
@@ -362,6 +391,50 @@ Status complete_record_from_url(RepoDataRecord& record, const std::string& where
 Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<std::string>* warnings) {
   auto records = read_conda_meta(prefix);
   if (!records) return records.error();
+  auto warn = [&](std::string w) {
+    if (warnings != nullptr) warnings->push_back(std::move(w));
+  };
+  // read_conda_meta reads regular files only: a record that is a FIFO, a device (a link to
+  // /dev/zero) or a socket is left out and named, as snapshot capture lists it as a problem.
+  {
+    std::error_code ec;
+    std::vector<std::string> odd;
+    for (std::filesystem::directory_iterator it(prefix / "conda-meta", ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() != ".json") continue;
+      std::error_code type_ec;
+      const auto type = std::filesystem::status(it->path(), type_ec).type();
+      if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::directory)
+        odd.push_back(it->path().string());
+    }
+    std::sort(odd.begin(), odd.end());
+    for (const auto& f : odd)
+      warn(f + ": is not a regular file (a FIFO, device, socket or broken link); not read, the package it "
+               "describes is left out");
+  }
+  // Two records of one package name (a damaged prefix: conda keeps one per name): the newest
+  // (version, then build number) is kept, as snapshot capture keeps it, and the other is named.
+  {
+    std::vector<std::size_t> order(records->size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto& rs = *records;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+      if (rs[x].name != rs[y].name) return rs[x].name < rs[y].name;
+      if (rs[x].version != rs[y].version) return rs[y].version < rs[x].version;
+      return rs[x].build_number > rs[y].build_number;
+    });
+    std::vector<PrefixRecord> kept;
+    kept.reserve(rs.size());
+    for (std::size_t i : order) {
+      if (!kept.empty() && kept.back().name == rs[i].name) {
+        warn((prefix / "conda-meta" / (rs[i].dist_name() + ".json")).string() + ": a second record of package " +
+             rs[i].name + " (" + rs[i].version.to_string() + " " + rs[i].build + ") beside " + kept.back().dist_name() +
+             ".json; the newest is compared and this one left out (remove the stale record)");
+        continue;
+      }
+      kept.push_back(rs[i]);
+    }
+    *records = std::move(kept);
+  }
   Lockfile lock;
   std::map<std::string, std::size_t> subdirs;
   for (const auto& r : *records) {
@@ -394,6 +467,8 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
   plat.platform = subdir;
   std::set<std::string> requested;
   for (const auto& r : *records) {
+    if (auto st = readers::check_name(r.name, false, (prefix / "conda-meta" / (r.dist_name() + ".json")).string()); !st)
+      return st.error();
     LockedPackage p;
     static_cast<RepoDataRecord&>(p) = r;
     auto st = complete_record_from_url(p, (prefix / "conda-meta" / (r.dist_name() + ".json")).string());
@@ -437,6 +512,11 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
         continue;
       }
       if (dist->installer == "conda" || (listed && dist->installer.empty())) continue;
+      if (!is_valid_package_name(dist->name, true)) {
+        warn((prefix / rel / "METADATA").string() + ": PyPI package name '" + printable(dist->name) +
+             "' is not valid; left out of the pip packages");
+        continue;
+      }
       pip.push_back(std::move(*dist));
     }
     for (auto& d : read_egg_links(prefix / site, site)) pip.push_back(std::move(d));

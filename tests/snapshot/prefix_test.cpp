@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "envlock/diff.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/pypi_name.hpp"
 #include "envlock/readers.hpp"
 #include "envlock/snapshot.hpp"
 #include "snapshot/fake_host.hpp"
@@ -452,5 +454,61 @@ TEST(Discovery, EnvironmentsTxtAndEnvsFolders) {
   EXPECT_FALSE(s.complete()) << "an empty host tree lacks os-release, kernel, libc";
 }
 
+
+// What no installer writes is not captured but named (the snapshot says it is partial): a record
+// whose name is no conda name (`evil|name`), a conda-meta *.json that is a FIFO or a link to
+// /dev/zero (never opened: it would block or fill memory), a dist-info whose name is no PyPI name
+// or whose version is not PEP 440, and one whose METADATA is a FIFO.
+TEST(PrefixCapture, NamesVersionsAndFilesNoInstallerWritesAreProblems) {
+  FakeHost host;
+  host.write("/opt/env/conda-meta/ok-1.0-0.json",
+             R"({"name": "ok", "version": "1.0", "build": "0", "build_number": 0, "subdir": "noarch", "files": []})");
+  host.write("/opt/env/conda-meta/evil-1.0-0.json",
+             R"({"name": "evil|name\n<b>", "version": "1.0", "build": "0", "build_number": 0, "subdir": "noarch", "files": []})");
+  ASSERT_EQ(::mkfifo(host.local("/opt/env/conda-meta/fifo-1-0.json").c_str(), 0644), 0);
+  fs::create_symlink("/dev/zero", host.local("/opt/env/conda-meta/zero-1-0.json"));
+  const std::string site = "/opt/env/lib/python3.11/site-packages/";
+  auto dist = [&](const std::string& dir, const std::string& name, const std::string& version) {
+    host.write(site + dir + "/METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n");
+    host.write(site + dir + "/INSTALLER", "pip\n");
+    host.write(site + dir + "/RECORD", dir + "/METADATA,,\n");
+  };
+  dist("good-2.0.dist-info", "good", "2.0");
+  dist("bad_version-1.0.dist-info", "bad_version", "1.0\x1b[31m");
+  dist("bad_name-1.0.dist-info", "bad name|x", "1.0");
+  host.write(site + "fifo-1.0.dist-info/RECORD", "fifo-1.0.dist-info/METADATA,,\n");
+  ASSERT_EQ(::mkfifo(host.local(site + "fifo-1.0.dist-info/METADATA").c_str(), 0644), 0);
+  std::vector<CaptureProblem> problems;
+  const auto env = capture_prefix(HostSeam::tree(host.root()), "/opt/env", "linux-64", {}, problems);
+  ASSERT_TRUE(env.ok()) << env.error().to_string();
+  ASSERT_EQ(env->packages.size(), 1u);
+  EXPECT_EQ(env->packages[0].record.name, "ok");
+  ASSERT_EQ(env->pip.size(), 1u);
+  EXPECT_EQ(env->pip[0].name, "good");
+  std::string all;
+  std::sort(problems.begin(), problems.end(), [](const CaptureProblem& a, const CaptureProblem& b) { return a.where < b.where; });
+  for (const auto& p : problems) all += p.where + ": " + p.message + "\n";
+  EXPECT_EQ(all,
+            "/opt/env/conda-meta/evil-1.0-0.json: conda package name 'evil|name\\x0a<b>' is not valid; the record is left out\n"
+            "/opt/env/conda-meta/fifo-1-0.json: is not a regular file (a FIFO, device, socket or broken link); not read, the "
+            "package it describes is left out\n"
+            "/opt/env/conda-meta/zero-1-0.json: is not a regular file (a FIFO, device, socket or broken link); not read, the "
+            "package it describes is left out\n"
+            "/opt/env/lib/python3.11/site-packages/bad_name-1.0.dist-info/METADATA: PyPI package name 'bad name|x' is not valid "
+            "(PEP 508); left out\n"
+            "/opt/env/lib/python3.11/site-packages/bad_version-1.0.dist-info/METADATA: version '1.0\\x1b[31m' of bad_version is "
+            "not a PEP 440 version; left out\n"
+            "/opt/env/lib/python3.11/site-packages/fifo-1.0.dist-info/METADATA: is not a regular file (a FIFO, device or "
+            "socket), so it is not read\n");
+}
+
+// PEP 440 as packaging's VERSION_PATTERN reads it (the spellings of packaging's tests/test_version.py).
+TEST(PipVersions, Pep440AsPackagingReadsIt) {
+  for (const char* v : {"1.0", "v1.0", "1!2.0", "1.0a1", "1.0.alpha.1", "1.0-rc-2", "1.0c1", "1.0.post1", "1.0-1", "1.0rev",
+                        "1.0.dev0", "1.0a1.post2.dev3", "1.0+ubuntu-1", "1.0+abc.5", " 1.0 ", "2023.7.22", "1.0PRE1"})
+    EXPECT_TRUE(is_pep440_version(v)) << v;
+  for (const char* v : {"", "1.0\x1b[31m", "french toast", "1.0+", "1.0+_abc", "1.0-", "1.0.dev-x", "1..0", "1.0 beta"})
+    EXPECT_FALSE(is_pep440_version(v)) << v;
+}
 }  // namespace
 }  // namespace envlock

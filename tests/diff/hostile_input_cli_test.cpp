@@ -1,0 +1,457 @@
+// `envlock diff` and `envlock show` on hostile input (a new user's attack, issue 17): a swapped pip
+// archive, a YAML alias bomb, a REV:PATH that is a git option, fields `show` left out, changes
+// that were "no changes", FIFOs and devices in a prefix, Markdown injection for a PR comment,
+// invisible bidi characters and package names no installer writes. Exit codes and whole outputs.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/run_command.hpp"
+
+namespace fs = std::filesystem;
+using envlock::testing::envlock_cmd;
+using envlock::testing::run_command;
+
+namespace {
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("envlock-hostile-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+  fs::path write(const std::string& name, const std::string& text) const {
+    fs::create_directories((path_ / name).parent_path());
+    std::ofstream(path_ / name, std::ios::binary) << text;
+    return path_ / name;
+  }
+
+ private:
+  fs::path path_;
+  static inline int counter_ = 0;
+};
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+// A conda-lock v1 file with one conda record and one pip entry, as conda-lock writes them (the
+// shape of the corpus's conda__conda-lock tests__test-install-with-pip-deps__conda-lock.yml).
+const std::string kCertifiUrl =
+    "https://files.pythonhosted.org/packages/4c/dd/2234eab22353ffc7d94e8d13177aaa050113286e93e7b40eae01fbf7c3d9/"
+    "certifi-2023.7.22-py3-none-any.whl";
+const std::string kCertifiSha = "92d6037539857d8206b8f6ae472e8b77db8058fec5937a1ef3f54304089edbb9";
+const std::string kZlibSha = "5d7c0e5f0005f74112a34a7425179f4eb6e73c92f5d109e6af4ddeca407c92ab";
+const std::string kZlibMd5 = "c9f075ab2f33b3bbee9e62d4ad0a6cd8";
+
+const std::string kCondaLock = "version: 1\n"
+                               "metadata:\n"
+                               "  content_hash:\n"
+                               "    linux-64: 0000\n"
+                               "  channels:\n"
+                               "  - url: conda-forge\n"
+                               "    used_env_vars: []\n"
+                               "  platforms:\n"
+                               "  - linux-64\n"
+                               "  sources:\n"
+                               "  - environment.yml\n"
+                               "package:\n"
+                               "- name: zlib\n"
+                               "  version: 1.3.1\n"
+                               "  manager: conda\n"
+                               "  platform: linux-64\n"
+                               "  dependencies:\n"
+                               "    libgcc: '>=13'\n"
+                               "  url: https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\n"
+                               "  hash:\n"
+                               "    md5: " + kZlibMd5 + "\n"
+                               "    sha256: " + kZlibSha + "\n"
+                               "  category: main\n"
+                               "  optional: false\n"
+                               "- name: certifi\n"
+                               "  version: 2023.7.22\n"
+                               "  manager: pip\n"
+                               "  platform: linux-64\n"
+                               "  dependencies: {}\n"
+                               "  url: " + kCertifiUrl + "\n"
+                               "  hash:\n"
+                               "    sha256: " + kCertifiSha + "\n"
+                               "  category: main\n"
+                               "  optional: false\n";
+
+std::string header(const fs::path& a, const fs::path& b) {
+  return "old: " + a.string() + " (conda-lock v1)\nnew: " + b.string() + " (conda-lock v1)\n\n";
+}
+
+const std::string kPad(34, ' ');  // the text renderer's column of notes
+
+// An envlock.lock down to its one platform's channels; packages and pip follow.
+const std::string kEnvlockLockHead = "version: 1\n"
+                                     "environments:\n"
+                                     "  default:\n"
+                                     "    platforms:\n"
+                                     "      linux-64:\n"
+                                     "        channels: [\"https://conda.anaconda.org/conda-forge\"]\n";
+
+}  // namespace
+
+// The archive behind a pip pin swapped: the same wheel file name and version under another host
+// with another sha256. PyPI never serves two files of one name, so this is hash-changed (a red
+// flag) and channel-changed, as the same change of a conda record is; the CI gate of docs/review.md
+// fails. Another host with the same sha256 is channel-changed, as for conda.
+TEST(HostileInput, ASwappedPipArchiveIsAHashChangeAndAnotherHostAChannelChange) {
+  TempDir dir;
+  const auto a = dir.write("a.yml", kCondaLock);
+  const auto swap = dir.write("swap.yml", replace_all(replace_all(kCondaLock, kCertifiUrl, "https://evil.example.com/certifi-2023.7.22-py3-none-any.whl"),
+                                                      kCertifiSha, std::string(64, '0')));
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(swap) + " --fail-on downgraded,re-uploaded,hash-changed,variant-switch");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "1 change: 1 hash-changed; size unknown; 1 red flag\n" + header(a, swap) +
+                       "default / linux-64: 1 change, size unknown (2 -> 2 packages)\n"
+                       "  ! hash-changed+channel-changed  pypi:certifi  2023.7.22 -> 2023.7.22\n" +
+                       kPad + "index host https://files.pythonhosted.org -> https://evil.example.com\n" + kPad +
+                       "same file certifi-2023.7.22-py3-none-any.whl, sha256 92d603753985… -> 000000000000…\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 hash-changed (--fail-on downgraded,re-uploaded,hash-changed,variant-switch)\n");
+
+  const auto moved = dir.write("moved.yml", replace_all(kCondaLock, kCertifiUrl, "https://mirror.example.com/certifi-2023.7.22-py3-none-any.whl"));
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(moved) + " --fail-on channel-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "1 change: 1 channel-changed; size unknown\n" + header(a, moved) +
+                       "default / linux-64: 1 change, size unknown (2 -> 2 packages)\n"
+                       "    channel-changed               pypi:certifi  2023.7.22 -> 2023.7.22\n" +
+                       kPad + "index host https://files.pythonhosted.org -> https://mirror.example.com\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 channel-changed (--fail-on channel-changed)\n");
+}
+
+// Nine levels of ten aliases (6 KB) would expand to 10^9 nodes: refused at once, exit 2, at the
+// alias that goes past the budget, by every YAML reader (conda-lock here, envlock.lock, a snapshot).
+TEST(HostileInput, AYamlAliasBombIsRefusedAtItsLineAtOnce) {
+  TempDir dir;
+  std::string bomb = "a: &a [x,x,x,x,x,x,x,x,x,x]\n";
+  for (char c = 'b'; c <= 'i'; ++c) {
+    bomb += std::string(1, c) + ": &" + c + " [";
+    for (int i = 0; i < 10; ++i) bomb += std::string(i ? "," : "") + "*" + static_cast<char>(c - 1);
+    bomb += "]\n";
+  }
+  const auto lock = dir.write("bomb-conda-lock.yml", replace_all(kCondaLock, "metadata:\n", bomb + "metadata:\n"));
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_command(envlock_cmd() + " show " + q(lock));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));  // not minutes of expansion
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  // The alias past the budget: the first of line 7 (`h: &h [*g,...]`, 10^7 nodes).
+  auto refused = [](const fs::path& file) {
+    return "error: " + file.string() +
+           ":7:29: YAML aliases expand the document by more than 1000000 nodes (an alias bomb); the file is not read\n"
+           "hint: lockfiles, manifests and snapshots need no aliases this large: regenerate the file with the tool that wrote it\n";
+  };
+  EXPECT_EQ(r.err, refused(lock));
+  const auto own = dir.write("envlock.lock", "version: 1\n" + bomb + "environments: {}\n");
+  r = run_command(envlock_cmd() + " diff " + q(own) + " " + q(own) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, refused(own));
+  // A few aliases that expand to little are YAML like any other.
+  const auto small = dir.write("small-conda-lock.yml", replace_all(kCondaLock, "  - environment.yml\n", "  - &src environment.yml\n  - *src\n"));
+  r = run_command(envlock_cmd() + " diff " + q(small) + " " + q(small) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// A REV beginning with '-' would reach git as an option (`--output=FILE:x` writes FILE): refused,
+// exit 2, nothing written; git is run with --end-of-options besides.
+TEST(HostileInput, ARevisionThatIsAnOptionIsRefusedAndWritesNothing) {
+  TempDir dir;
+  const auto a = dir.write("a.yml", kCondaLock);
+  ASSERT_EQ(run_command("cd " + q(dir.path()) + " && git -c init.defaultBranch=main init -q . && git add a.yml && "
+                        "git -c user.name=t -c user.email=t@example.invalid commit -q -m one").exit_code, 0);
+  const fs::path victim = dir.path() / "victim";
+  for (const std::string& cmd : {" diff -- '--output=" + victim.string() + ":x' a.yml", " show -- '--output=" + victim.string() + ":x'"}) {
+    auto r = run_command("cd " + q(dir.path()) + " && " + envlock_cmd() + cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "error: --output=" + victim.string() + ":x: '--output=" + victim.string() +
+                         "' is not a git revision: a revision never starts with '-'\n"
+                         "hint: name a revision such as HEAD~1:conda-lock.yml; a file whose name starts with '-' is read as ./NAME\n");
+    EXPECT_FALSE(fs::exists(victim.string() + ":x")) << cmd;
+  }
+  auto r = run_command("cd " + q(dir.path()) + " && " + envlock_cmd() + " diff HEAD:a.yml a.yml --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // an ordinary revision still reads
+}
+
+// `envlock show` (git's textconv) prints every field that changes what is installed, so a change of
+// one is a line in `git diff`: md5, depends, conda-lock category and optional; pip VCS commit,
+// editable flag (an envlock.lock pip entry).
+TEST(HostileInput, ShowPrintsEveryInstallingField) {
+  TempDir dir;
+  const auto a = dir.write("a.yml", replace_all(replace_all(kCondaLock, "    libgcc: '>=13'\n", "    libgcc: '>=13'\n    evil: '*'\n"),
+                                                "  category: main\n  optional: false\n- name: certifi",
+                                                "  category: main\n  optional: true\n- name: certifi"));
+  auto r = run_command(envlock_cmd() + " show " + q(a));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "default/linux-64 zlib 1.3.1 hb9d3cd8_2 https://conda.anaconda.org/conda-forge sha256:" + kZlibSha + "\n"
+                   "default/linux-64 zlib  md5 " + kZlibMd5 + "\n"
+                   "default/linux-64 zlib  depends evil *\n"
+                   "default/linux-64 zlib  depends libgcc >=13\n"
+                   "default/linux-64 zlib  category main;optional\n"
+                   "default/linux-64 pypi:certifi 2023.7.22 " + kCertifiUrl + " sha256:" + kCertifiSha + "\n");
+  EXPECT_EQ(r.err, "");
+  const auto own = dir.write("envlock.lock",
+                             kEnvlockLockHead +
+                             "        packages: []\n"
+                             "        pip:\n"
+                             "          - name: detectron2\n"
+                             "            version: \"0.6\"\n"
+                             "            requirement: \"detectron2 @ git+https://github.com/facebookresearch/detectron2.git@cafebabe\"\n"
+                             "          - name: mylib\n"
+                             "            version: \"0.1\"\n"
+                             "            url: \"file:///src/mylib\"\n"
+                             "            editable: true\n");
+  r = run_command(envlock_cmd() + " show " + q(own));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "default/linux-64 pypi:detectron2 0.6 - -\n"
+                   "default/linux-64 pypi:detectron2  source vcs git+https://github.com/facebookresearch/detectron2.git@cafebabe\n"
+                   "default/linux-64 pypi:detectron2  requirement detectron2 @ git+https://github.com/facebookresearch/detectron2.git@cafebabe\n"
+                   "default/linux-64 pypi:mylib 0.1 file:///src/mylib -\n"
+                   "default/linux-64 pypi:mylib  source editable file:///src/mylib\n"
+                   "default/linux-64 pypi:mylib  editable\n");
+  EXPECT_EQ(r.err, "");
+}
+
+// An md5 that changed under the same sha256, and a conda-lock category or optional flag that
+// changed, were "no changes": one hash is wrong (an md5-checking installer refuses the pin), and
+// `conda-lock install --no-dev` leaves the record out.
+TEST(HostileInput, Md5AndCategoryChangesAreChanges) {
+  TempDir dir;
+  const auto a = dir.write("a.yml", kCondaLock);
+  const auto md5 = dir.write("md5.yml", replace_all(kCondaLock, kZlibMd5, std::string(32, '0')));
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(md5) + " --fail-on hash-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "1 change: 1 hash-changed; size unknown; 1 red flag\n" + header(a, md5) +
+                       "default / linux-64: 1 change, size unknown (2 -> 2 packages)\n"
+                       "  ! hash-changed                  zlib  1.3.1 hb9d3cd8_2 -> 1.3.1 hb9d3cd8_2\n" +
+                       kPad + "md5 " + kZlibMd5 + " -> " + std::string(32, '0') +
+                       " with the same sha256: one of the two hashes is wrong\n" + kPad + "pulled by: zlib\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 hash-changed (--fail-on hash-changed)\n");
+  const auto dev = dir.write("dev.yml", replace_all(kCondaLock, "  category: main\n  optional: false\n- name: certifi",
+                                                    "  category: dev\n  optional: true\n- name: certifi"));
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(dev) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "1 change: 1 metadata-changed; size unknown\n" + header(a, dev) +
+                       "default / linux-64: 1 change, size unknown (2 -> 2 packages)\n"
+                       "    metadata-changed              zlib  1.3.1 hb9d3cd8_2 -> 1.3.1 hb9d3cd8_2\n" +
+                       kPad + "category main -> dev\n" + kPad + "pulled by: zlib\n");
+  const auto opt = dir.write("opt.yml", replace_all(kCondaLock, "  category: main\n  optional: false\n- name: certifi",
+                                                    "  category: main\n  optional: true\n- name: certifi"));
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(opt) + " --fail-on metadata-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find(kPad + "category main -> main;optional\n"), std::string::npos) << r.out;
+}
+
+namespace {
+
+// A conda-meta record as conda writes it, without files.
+std::string meta_record(const std::string& name, const std::string& version) {
+  return R"({"name": ")" + name + R"(", "version": ")" + version +
+         R"(", "build": "0", "build_number": 0, "subdir": "noarch", "channel": "https://conda.anaconda.org/conda-forge",
+ "url": "https://conda.anaconda.org/conda-forge/noarch/)" + name + "-" + version + R"(-0.conda", "sha256": ")" +
+         std::string(64, 'a') + R"(", "depends": [], "files": [], "paths_data": {"paths": [], "paths_version": 1}})";
+}
+
+}  // namespace
+
+// A prefix is read as a lockfile would hold it, and what does not fit is named: two records of one
+// package (the newest compared, as snapshot capture keeps it), a conda-meta *.json or a dist-info
+// METADATA that is a FIFO or a link to /dev/zero (never opened: it would block or fill memory);
+// `show /dev/zero` is exit 2; a record whose name is no conda name is refused (exit 2).
+TEST(HostileInput, APrefixNamesWhatItCannotReadAndNeverBlocks) {
+  TempDir dir;
+  const fs::path env = dir.path() / "env";
+  dir.write("env/conda-meta/hello-1.0.0-0.json", meta_record("hello", "1.0.0"));
+  dir.write("env/conda-meta/hello-0.9-0.json", meta_record("hello", "0.9"));
+  ASSERT_EQ(::mkfifo((env / "conda-meta/fifo-1-0.json").c_str(), 0644), 0);
+  fs::create_symlink("/dev/zero", env / "conda-meta/zero-1-0.json");
+  const fs::path info = env / "lib/python3.11/site-packages/x-1.0.dist-info";
+  fs::create_directories(info);
+  ASSERT_EQ(::mkfifo((info / "METADATA").c_str(), 0644), 0);
+  const fs::path info2 = env / "lib/python3.11/site-packages/y-1.0.dist-info";
+  fs::create_directories(info2);
+  fs::create_symlink("/dev/zero", info2 / "direct_url.json");
+  dir.write("env/lib/python3.11/site-packages/y-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: y\nVersion: 1.0\n");
+  const auto lock = dir.write("hello.txt", "# platform: noarch\n@EXPLICIT\nhttps://conda.anaconda.org/conda-forge/noarch/hello-1.0.0-0.conda#" +
+                                              std::string(64, 'a') + "\n");
+  auto r = run_command("timeout 60 " + envlock_cmd() + " diff " + q(lock) + " " + q(env) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "no changes\nold: " + lock.string() + " (@EXPLICIT)\nnew: " + env.string() +
+                       " (conda-meta prefix)\n\ndefault / noarch: no changes (1 package)\n");
+  EXPECT_EQ(r.err,
+            "warning: " + (env / "conda-meta/fifo-1-0.json").string() +
+                ": is not a regular file (a FIFO, device, socket or broken link); not read, the package it describes is left out\n"
+                "warning: " + (env / "conda-meta/zero-1-0.json").string() +
+                ": is not a regular file (a FIFO, device, socket or broken link); not read, the package it describes is left out\n"
+                "warning: " + (env / "conda-meta/hello-0.9-0.json").string() +
+                ": a second record of package hello (0.9 0) beside hello-1.0.0-0.json; the newest is compared and this one left out "
+                "(remove the stale record)\n"
+                "warning: " + (info / "METADATA").string() +
+                ": is not a regular file (a FIFO, device or socket), so it is not read; left out of the pip packages (a dist-info "
+                "holds regular files only; reinstall the distribution)\n"
+                "warning: " + (info2 / "direct_url.json").string() +
+                ": is not a regular file (a FIFO, device or socket), so it is not read; left out of the pip packages (a dist-info "
+                "holds regular files only; reinstall the distribution)\n");
+  r = run_command(envlock_cmd() + " show /dev/zero");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: /dev/zero: is a device or socket, not a lockfile\n"
+                   "hint: pass a lockfile, a prefix, '-' for standard input or REV:PATH\n");
+  dir.write("env/conda-meta/evil-1-0.json", meta_record("evil|name\\n<b>", "1"));
+  r = run_command("timeout 60 " + envlock_cmd() + " show " + q(env));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.substr(r.err.find("error:")), "error: " + (env / "conda-meta/evil|name\\x0a<b>-1-0.json").string() +
+                                                    ": conda package name 'evil|name\\x0a<b>' is not valid\n"
+                                                    "hint: a conda package name holds only letters, digits, '.', '_', '+' and '-'\n");
+}
+
+// An envlock.lock names its packages as conda-lock's reader requires: `|`, `<>`, white space refused.
+TEST(HostileInput, AnEnvlockLockWithAnInjectedNameIsRefused) {
+  TempDir dir;
+  const auto own = dir.write("envlock.lock",
+                             kEnvlockLockHead +
+                             "        packages:\n"
+                             "          - name: \"envlock|greet <b>\"\n"
+                             "            version: \"1.0\"\n"
+                             "            build: \"0\"\n"
+                             "            build_number: 0\n"
+                             "            subdir: linux-64\n"
+                             "            channel: \"https://conda.anaconda.org/conda-forge\"\n"
+                             "            url: \"https://conda.anaconda.org/conda-forge/linux-64/x-1.0-0.conda\"\n"
+                             "            sha256: \"" + std::string(64, 'a') + "\"\n"
+                             "            layer: default\n");
+  auto r = run_command(envlock_cmd() + " show " + q(own));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + own.string() + ":8:19: conda package name 'envlock|greet <b>' is not valid\n"
+                   "            - name: \"envlock|greet <b>\"\n"
+                   "                    ^\n"
+                   "hint: a conda package name holds only letters, digits, '.', '_', '+' and '-'\n");
+}
+
+// A PR comment must not ping people, link or load from elsewhere, or hide text: `@name` loses its
+// mention, `[l](...)` and `![i](...)` their link, `<b>` and `&amp;` are text, and a bidi override
+// (U+202E) is shown as \u{202e} in markdown and text alike.
+TEST(HostileInput, MarkdownIsSafeForAGithubComment) {
+  TempDir dir;
+  const auto a = dir.write("a.yml", kCondaLock);
+  const auto b = dir.write("b.yml", replace_all(kCondaLock, "https://conda.anaconda.org/conda-forge/linux-64/zlib",
+                                                "https://conda.anaconda.org/@octocat/[l](http:/e.vil)![i](http:/e.vil/p.png)<b>x</b>&amp;\u202e/linux-64/zlib"));
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --format markdown");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "### envlock diff: `" + a.string() + "` → `" + b.string() + "`\n\n"
+                   "**1 change: 1 channel-changed; size unknown**\n\n"
+                   "| environment | platform | channel-changed | size |\n"
+                   "|---|---|---:|---:|\n"
+                   "| default | linux-64 | 1 | unknown |\n\n"
+                   "<details><summary>default / linux-64: 1 change, size unknown</summary>\n\n"
+                   "| package | change | old | new | size | pulled by | notes |\n"
+                   "|---|---|---|---|---:|---|---|\n"
+                   "| `zlib` | channel-changed | 1.3.1 hb9d3cd8\\_2 | 1.3.1 hb9d3cd8\\_2 |  | zlib | channel "
+                   "https://conda.anaconda.org/conda-forge -\\> https://conda.anaconda.org/@&#8203;octocat/\\[l\\](http:/e.vil)!\\[i\\]"
+                   "(http:/e.vil/p.png)\\<b\\>x\\</b\\>\\&amp;\\\\u{202e} |\n\n"
+                   "</details>\n\n");
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("<b>x</b>&amp;\\u{202e}\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\u202e"), std::string::npos);
+}
+
+// A gate's options are read strictly: an empty element (an unset CI variable inside the list), a
+// kind in another case, a --max-bytes that is negative or past 2^40 are usage errors (exit 2); a
+// budget below the mandatory header is said on standard error.
+TEST(HostileInput, GateOptionsAreReadStrictly) {
+  TempDir dir;
+  const auto a = dir.write("a.yml", kCondaLock);
+  const auto swap = dir.write("swap.yml", replace_all(kCondaLock, kCertifiSha, std::string(64, '0')));
+  const std::string diff = envlock_cmd() + " diff " + q(a) + " " + q(a);
+  auto r = run_command(diff + " --fail-on downgraded,,added");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: --fail-on: an empty element in 'downgraded,,added'\n"
+                   "hint: list kinds separated by single commas, e.g. downgraded,hash-changed,variant-switch\n");
+  r = run_command(diff + " --fail-on ANY");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: --fail-on: unknown change kind 'ANY'\n"
+                   "hint: valid kinds: any, re-uploaded, hash-changed, variant-switch, added, removed, downgraded, upgraded, "
+                   "rebuilt, channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed\n");
+  r = run_command(diff + " --max-bytes -5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: diff: --max-bytes: Value -5 not in range 0 to 1099511627776\n"
+                   "hint: run `envlock diff --help` for its options\n");
+  r = run_command(diff + " --max-bytes 99999999999999999999");
+  EXPECT_EQ(r.exit_code, 2);
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(swap) + " --format markdown --max-bytes 100");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "warning: the comment takes " + std::to_string(r.out.size()) +
+                       " bytes, more than --max-bytes 100: its title and summary table are never left out\n");
+}
+
+// Two snapshots whose packages agree but whose host moved (another OS release): `--fail-on any`
+// gates packages only, as documented; `host-changed` gates the host facts too.
+TEST(HostileInput, HostChangedGatesTheHostFactsOfTwoSnapshots) {
+  TempDir dir;
+  for (const char* v : {"12", "13"}) {
+    dir.write(std::string("root") + v + "/etc/os-release",
+              std::string("PRETTY_NAME=\"Debian ") + v + "\"\nID=debian\nVERSION_ID=\"" + v + "\"\n");
+    auto r = run_command(envlock_cmd() + " snapshot capture --root " + q(dir.path() / (std::string("root") + v)) + " -o " +
+                         q(dir.path() / (std::string("s") + v + ".yaml")));
+    ASSERT_EQ(r.exit_code, 3) << r.err;  // partial: a bare tree has no kernel or glibc
+  }
+  const std::string diff = envlock_cmd() + " diff " + q(dir.path() / "s12.yaml") + " " + q(dir.path() / "s13.yaml");
+  auto r = run_command(diff + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  r = run_command(diff + " --fail-on added,host-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out.substr(r.out.find("host facts")), "host facts of the two snapshots (1 change):\n"
+                                                     "host:\n"
+                                                     "  ~ os: debian 12 -> debian 13\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 host-changed (--fail-on added,host-changed)\n");
+  r = run_command(envlock_cmd() + " diff " + q(dir.path() / "s12.yaml") + " " + q(dir.path() / "s12.yaml") + " --fail-on host-changed");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// An @EXPLICIT file is one platform's render of a lockfile: against a conda-lock.yml of several
+// platforms it is compared on its own platform, not reported as every other platform removed.
+TEST(HostileInput, AnExplicitRenderIsComparedOnItsOwnPlatform) {
+  TempDir dir;
+  std::string two = replace_all(kCondaLock, "  - linux-64\n", "  - linux-64\n  - osx-64\n");
+  two += "- name: zlib\n"
+         "  version: 1.3.1\n"
+         "  manager: conda\n"
+         "  platform: osx-64\n"
+         "  dependencies: {}\n"
+         "  url: https://conda.anaconda.org/conda-forge/osx-64/zlib-1.3.1-hd23fc13_2.conda\n"
+         "  hash:\n"
+         "    md5: " + std::string(32, '1') + "\n"
+         "    sha256: " + std::string(64, '1') + "\n"
+         "  category: main\n"
+         "  optional: false\n";
+  const auto lock = dir.write("conda-lock.yml", two);
+  const auto render = dir.write("linux-64.txt", "# platform: linux-64\n@EXPLICIT\n"
+                                                "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda#" +
+                                                    kZlibMd5 + "\n# pip certifi @ " + kCertifiUrl + "#sha256=" + kCertifiSha + "\n");
+  auto r = run_command(envlock_cmd() + " diff " + q(lock) + " " + q(render) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "no changes\nold: " + lock.string() + " (conda-lock v1)\nnew: " + render.string() +
+                       " (@EXPLICIT)\n\ndefault / linux-64: no changes (2 packages)\n");
+  EXPECT_EQ(r.err, "");
+}
