@@ -393,7 +393,9 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
   // of other packages, like modified and unowned files, are left to a person. (A pip file that is
   // gone fails step 2.)
   std::size_t missing = 0;
-  for (const auto& [who, files] : env->drift.missing) {
+  for (const auto& entry : env->drift.missing) {
+    const std::string& who = entry.first;  // (not a structured binding: clang 14 cannot capture one)
+    const auto& files = entry.second;
     const auto p = std::find_if(env->packages.begin(), env->packages.end(),
                                 [&](const CapturedPackage& c) { return c.record.name == who; });
     if (!who.starts_with("pip:") && (p == env->packages.end() || p->shadowed_by.empty())) missing += files.size();
