@@ -141,7 +141,8 @@ struct Lockfile {
 /// mix; an existing file is never truncated. New files get mode 0644. A symbolic link at `path`
 /// is followed and the file it names replaced (output_file_target, envlock/paths.hpp). Errors:
 /// ErrorKind::Io naming the path and the system error, or what is there when `path` is a folder,
-/// device, FIFO or socket.
+/// device, FIFO or socket. The temporary file (`.<name>.tmp-XXXXXX`) is flock(2)ed while it is
+/// written; one a killed writer left (lock free, over a minute old) is removed by the next write.
 Status write_file_atomic(const std::filesystem::path& path, std::string_view content);
 
 /// The packages of one locked platform in install order: every package after the packages its

@@ -1,10 +1,12 @@
 // write_file_atomic: temp file in the target's directory, fsync, rename, fsync the directory.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 #include "envlock/lockfile.hpp"
@@ -18,6 +20,26 @@ Error io_error(const std::filesystem::path& path, const std::string& what, int e
                "check that the directory exists and is writable and that the disk has space"};
 }
 
+/// Removes the temporary files of earlier writes of `path` that a killed process left (a new-user
+/// attack, session 9: `kill -9` during `envlock lock` left `.envlock.lock.tmp-*` for good). A
+/// writer holds flock(2) on its temporary file until the rename, so a file whose lock is free,
+/// written over a minute ago, has no writer left.
+void remove_abandoned_temporaries(const std::filesystem::path& dir, const std::string& file_name) {
+  const std::string stem = "." + file_name + ".tmp-";
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() != stem.size() + 6 || !name.starts_with(stem)) continue;
+    const int fd = ::open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) continue;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime + 60 < ::time(nullptr) &&
+        ::flock(fd, LOCK_EX | LOCK_NB) == 0)
+      ::unlink(it->path().c_str());
+    ::close(fd);
+  }
+}
+
 }  // namespace
 
 Status write_file_atomic(const std::filesystem::path& output, std::string_view content) {
@@ -26,9 +48,11 @@ Status write_file_atomic(const std::filesystem::path& output, std::string_view c
   const std::filesystem::path& path = *target;
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
+  remove_abandoned_temporaries(dir, path.filename().string());
   std::string tmpl = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
   int fd = ::mkstemp(tmpl.data());
   if (fd < 0) return io_error(path, "cannot create a temporary file beside it", errno);
+  (void)::flock(fd, LOCK_EX);  // held until close: marks the file as being written
   auto fail = [&](const std::string& what) -> Status {
     int err = errno;
     ::close(fd);

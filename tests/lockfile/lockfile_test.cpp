@@ -1,4 +1,8 @@
 #include <gtest/gtest.h>
+#include <chrono>
+#include <set>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -332,6 +336,32 @@ TEST(LockfileWrite, ReplacesAtomicallyAndLeavesNoTemporaries) {
   auto back = Lockfile::read(path);
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   EXPECT_EQ(back->to_yaml(), lf.to_yaml());
+}
+
+// A killed `envlock lock` left its temporary file for good (a new-user attack, session 9): the
+// next write removes those no writer holds (flock free) that are over a minute old, and keeps
+// a fresh one, or one a writer still holds, and other files.
+TEST(LockfileWrite, TemporariesOfKilledWritersAreRemovedByTheNextWrite) {
+  TempDir dir;
+  const fs::path path = dir.path / "envlock.lock";
+  const auto make = [&](const std::string& name, bool old) {
+    std::ofstream(dir.path / name) << "half";
+    if (old) fs::last_write_time(dir.path / name, fs::file_time_type::clock::now() - std::chrono::minutes(5));
+  };
+  make(".envlock.lock.tmp-abc123", true);   // abandoned
+  make(".envlock.lock.tmp-def456", false);  // too fresh: maybe being written
+  make(".envlock.lock.tmp-held00", true);   // held by a writer
+  make(".other.lock.tmp-abc123", true);     // another file's
+  make(".envlock.lock.tmp-toolong1", true);  // not a mkstemp name
+  const int held = ::open((dir.path / ".envlock.lock.tmp-held00").c_str(), O_RDONLY);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  ASSERT_TRUE(write_file_atomic(path, "new\n").ok());
+  ::close(held);
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir.path)) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{"envlock.lock", ".envlock.lock.tmp-def456", ".envlock.lock.tmp-held00",
+                                         ".other.lock.tmp-abc123", ".envlock.lock.tmp-toolong1"}));
 }
 
 TEST(LockfileWrite, FailureLeavesTheOldFile) {
