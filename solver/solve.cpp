@@ -69,6 +69,22 @@ std::string dep_name(std::string_view dep) {
   return name;
 }
 
+/// `spec` as libsolv's conda parser reads it: a bracket spec that only sets version and build
+/// (`dep[version='>=100']`, as repodata `depends` may hold: conda and rattler read them) in the
+/// positional form `dep >=100`; any other spec as it is.
+std::string positional_form(const std::string& spec) {
+  if (spec.find('[') == std::string::npos) return spec;
+  auto ms = MatchSpec::parse(spec);
+  if (!ms || ms->exact_name().empty() || ms->channel || ms->subdir || ms->build_number || ms->md5 || ms->sha256 ||
+      ms->license || ms->license_family || ms->file_name || ms->url || !ms->track_features.empty() ||
+      !ms->features.empty())
+    return spec;
+  std::string out = ms->exact_name();
+  if (ms->version || ms->build) out += " " + (ms->version ? ms->version->to_string() : std::string("*"));
+  if (ms->build) out += " " + ms->build->to_string();
+  return out;
+}
+
 /// A libsolv dependency for a conda MatchSpec string; a spec libsolv cannot read becomes a
 /// dependency on a name no package has, so the record needing it simply cannot be chosen.
 Id conda_dep(Pool* pool, const std::string& spec) {
@@ -76,7 +92,7 @@ Id conda_dep(Pool* pool, const std::string& spec) {
   // cap is unreadable to both, before it can exhaust the stack.
   if (VersionSpec::nesting(spec) > VersionSpec::kMaxNesting)
     return pool_str2id(pool, ("<unreadable spec: nested too deep: " + spec.substr(0, 64) + "…>").c_str(), 1);
-  Id id = pool_conda_matchspec(pool, spec.c_str());
+  Id id = pool_conda_matchspec(pool, positional_form(spec).c_str());
   if (id == 0) id = pool_str2id(pool, ("<unreadable spec: " + spec + ">").c_str(), 1);
   return id;
 }

@@ -5,6 +5,7 @@
 #include <linux/openat2.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -416,7 +417,32 @@ Result<bool> Tree::link_from(const std::filesystem::path& from, std::string_view
   return io_error(root_ / std::string(rel), "cannot hard-link from " + from.string(), err);
 }
 
-Status Tree::set_folder_attributes(std::string_view rel, mode_t mode, uid_t uid, gid_t gid) {
+namespace {
+/// Copies every extended attribute of `from` (ACLs: system.posix_acl_access/default, user.*,
+/// security.*) onto `to`, best effort: a filesystem or a user that cannot hold one keeps the rest.
+void copy_xattrs(const std::filesystem::path& from, const std::filesystem::path& to) {
+  const ssize_t size = ::llistxattr(from.c_str(), nullptr, 0);
+  if (size <= 0) return;
+  std::string names(static_cast<std::size_t>(size), '\0');
+  const ssize_t got = ::llistxattr(from.c_str(), names.data(), names.size());
+  if (got <= 0) return;
+  names.resize(static_cast<std::size_t>(got));
+  for (std::size_t at = 0; at < names.size();) {
+    const std::string name(names.c_str() + at);
+    at += name.size() + 1;
+    if (name.empty()) continue;
+    const ssize_t vsize = ::lgetxattr(from.c_str(), name.c_str(), nullptr, 0);
+    if (vsize < 0) continue;
+    std::string value(static_cast<std::size_t>(vsize), '\0');
+    const ssize_t vgot = ::lgetxattr(from.c_str(), name.c_str(), value.data(), value.size());
+    if (vgot < 0) continue;
+    (void)::lsetxattr(to.c_str(), name.c_str(), value.data(), static_cast<std::size_t>(vgot), 0);
+  }
+}
+}  // namespace
+
+Status Tree::set_folder_attributes(std::string_view rel, const std::filesystem::path& from, mode_t mode, uid_t uid,
+                                   gid_t gid) {
   const std::filesystem::path shown = root_ / std::string(rel);
   int dfd = AT_FDCWD;
   std::string name = root_.string();
@@ -434,6 +460,8 @@ Status Tree::set_folder_attributes(std::string_view rel, mode_t mode, uid_t uid,
     return io_error(shown, "cannot set the owner of", errno);
   if ((st.st_mode & 07777) != (mode & 07777) && ::fchmodat(dfd, name.c_str(), mode & 07777, 0) != 0)
     return io_error(shown, "cannot set the mode of", errno);
+  // After the mode: an access ACL sets the group bits to its mask, and keeps the group's entry.
+  copy_xattrs(from, shown);
   return ok_status();
 }
 

@@ -132,9 +132,11 @@ class Tree {
   /// Copies regular file `from` (outside the tree) into new file `rel` (copy_regular_file's rules).
   Status copy_new(const std::filesystem::path& from, std::string_view rel, mode_t mode);
   /// Gives the folder `rel` ("" = the root; must be a folder, not a link) permission bits `mode`
-  /// (07777 kept) and, when envlock runs as root, owner `uid`:`gid` (the attributes of the folder
-  /// it replaces: a reinstall keeps a user's setgid, group-writable or service-owned folders).
-  Status set_folder_attributes(std::string_view rel, mode_t mode, uid_t uid, gid_t gid);
+  /// (07777 kept), when envlock runs as root owner `uid`:`gid`, and the extended attributes of
+  /// `from` (ACLs included): the attributes of the folder it replaces, so a reinstall keeps a
+  /// user's setgid, group-writable, ACL-shared or service-owned folders.
+  Status set_folder_attributes(std::string_view rel, const std::filesystem::path& from, mode_t mode, uid_t uid,
+                               gid_t gid);
   /// Creates a FIFO at `rel` (the parent made when missing); false when something is there.
   Result<bool> fifo(std::string_view rel, mode_t mode);
   /// Whether following the symbolic link `rel` would leave the tree (openat2 reports EXDEV); false for a target inside, missing or not, and where openat2 is not available.

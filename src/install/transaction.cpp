@@ -249,9 +249,11 @@ Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
 constexpr const char* kPendingFile = "envlock-pending";
 
 /// When `prefix` holds a tree marked pending, puts the previous tree back (or, when there was none,
-/// moves the pending tree aside): the state before that install. The pending tree ends up under a
+/// moves the pending tree aside): the state before that install. `this_run`: the tree is the one
+/// this process just made (a post-link script failed); otherwise an earlier run's, and a first
+/// install's tree holding files no package owns is refused rather than deleted. The pending tree ends up under a
 /// `stage-` sibling name, for recover() or the caller to delete.
-Status roll_back_pending(const fs::path& prefix) {
+Status roll_back_pending(const fs::path& prefix, bool this_run) {
   const fs::path marker = prefix / "conda-meta" / kPendingFile;
   std::error_code ec;
   if (!fs::exists(marker, ec)) return ok_status();
@@ -273,6 +275,38 @@ Status roll_back_pending(const fs::path& prefix) {
       break;
     }
   }
+  if (previous.empty() && !this_run) {
+    // Rolling back an earlier run's first install deletes the tree: only when it holds nothing but its packages'
+    // files. A user who worked in an environment whose first install was killed (a new-user
+    // attack, session 9: results.csv was deleted by the next install, which said "ready") or a
+    // marker written by hand must not cost their files.
+    std::vector<std::string> warnings;
+    std::set<std::string> damaged, owned;
+    for (const auto& r : read_records_tolerant(prefix, warnings, damaged))
+      for (const auto& f : r.files) owned.insert(f);
+    std::vector<std::string> unowned;
+    std::error_code walk;
+    for (auto it = fs::recursive_directory_iterator(prefix, walk); !walk && it != fs::recursive_directory_iterator();
+         it.increment(walk)) {
+      const std::string rel = it->path().lexically_relative(prefix).generic_string();
+      if (rel == "conda-meta") {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_directory(walk) && !it->is_symlink(walk)) continue;
+      if (!owned.count(rel) && unowned.size() < 3) unowned.push_back(rel);
+    }
+    if (!unowned.empty() || !damaged.empty()) {
+      std::string list;
+      for (const auto& u : unowned) list += (list.empty() ? "" : ", ") + u;
+      return Error{ErrorKind::Io, prefix.string(),
+                   "was left by a first install that did not finish (conda-meta/envlock-pending), and holds files no "
+                   "package owns (" + (list.empty() ? "damaged records" : list) + ")",
+                   "rolling it back would delete them: envlock leaves the environment as it is",
+                   "move your files out of the environment, then run the command again (or delete "
+                   "conda-meta/envlock-pending to keep the environment as it is)"};
+    }
+  }
   const fs::path aside = sibling(prefix, "stage-rollback-" + std::to_string(::getpid()));
   if (!previous.empty() &&
       ::renameat2(AT_FDCWD, previous.c_str(), AT_FDCWD, prefix.c_str(), RENAME_EXCHANGE) == 0) {
@@ -291,7 +325,7 @@ Status roll_back_pending(const fs::path& prefix) {
 /// the two-rename fallback (restored when the prefix itself is missing).
 Status recover(const fs::path& prefix) {
   std::error_code ec;
-  if (auto st = roll_back_pending(prefix); !st) return st;
+  if (auto st = roll_back_pending(prefix, false); !st) return st;
   const std::string stage_prefix = "." + prefix.filename().string() + ".envlock-stage-";
   const std::string old_prefix = "." + prefix.filename().string() + ".envlock-old-";
   std::vector<fs::path> stages, olds;
@@ -433,7 +467,9 @@ Status run_script(const fs::path& prefix, const RepoDataRecord& record, const st
     if (auto text = detail::read_file(prefix / "conda-meta" / "state"); text) {
       const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
       if (j.is_object() && j.contains("env_vars") && j["env_vars"].is_object()) {
-        for (const auto& [key, value] : j["env_vars"].items()) {
+        for (const auto& item : j["env_vars"].items()) {
+          const std::string& key = item.key();  // (not a structured binding: clang 14 cannot capture one)
+          const auto& value = item.value();
           const bool name_ok = !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0])) &&
                                std::all_of(key.begin(), key.end(), [](char ch) {
                                  return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
@@ -917,7 +953,9 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
       auto found = f->first.empty() ? Result<bool>(true) : tree->lstat(f->first, there);
       if (!found) return found.error();
       if (!*found) continue;
-      if (auto st = tree->set_folder_attributes(f->first, f->second.st_mode, f->second.st_uid, f->second.st_gid); !st)
+      if (auto st = tree->set_folder_attributes(f->first, prefix / f->first, f->second.st_mode, f->second.st_uid,
+                                                f->second.st_gid);
+          !st)
         return st.error();
     }
   }
@@ -1254,7 +1292,7 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
         g_interrupted_by = sig;
         if (!st) e.detail += std::string(e.detail.empty() ? "" : "\n") + "interrupted by " + signal_name(sig);
       }
-      if (auto back = roll_back_pending(prefix); !back) {
+      if (auto back = roll_back_pending(prefix, true); !back) {
         e.detail += "\nrolling back failed: " + back.error().to_string();
         e.hint = "the unfinished environment is still in place; run the install again to restore the previous one";
         return e;

@@ -431,6 +431,28 @@ TEST_F(Installer, AReinstallKeepsFifosSocketsEmptyFoldersAndFolderModes) {
   EXPECT_FALSE(fs::exists(prefix_ / "opt/c"));
 }
 
+TEST_F(Installer, AnInterruptedFirstInstallHoldingUserFilesIsNotRolledBackOverThem) {
+  // A new-user attack (session 9): a first install killed during post-link, then worked in, was
+  // deleted with the user's files by the next install, which said "ready".
+  auto a = make_package("a", "1", {{"share/a", "a\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {a}, options()).ok());
+  spit(prefix_ / "conda-meta/envlock-pending", "{\"previous\": []}\n");
+  spit(prefix_ / "results.csv", "a week of work\n");
+  auto r = install_packages(prefix_, {a}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            "was left by a first install that did not finish (conda-meta/envlock-pending), and holds files no package "
+            "owns (results.csv)");
+  EXPECT_EQ(slurp(prefix_ / "results.csv"), "a week of work\n");
+  EXPECT_TRUE(fs::exists(prefix_ / "share/a"));
+  // Without files of its own, the unfinished first install is rolled back as before.
+  fs::remove(prefix_ / "results.csv");
+  auto again = install_packages(prefix_, {a}, options());
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
+  EXPECT_EQ(again->installed, std::vector<std::string>{"a-1-0"});
+}
+
 TEST_F(Installer, ARefusedNewEnvironmentLeavesNoFolderOrLockFileBehind) {
   // A new-user attack (session 8): a prefix refused at link time left its 30 parent folders and
   // its lock file. A binary placeholder shorter than the prefix refuses at link time.
