@@ -383,6 +383,18 @@ TEST(Solver, ARecordWithADependencyNestedTooDeepIsNeverChosen) {
   EXPECT_EQ(picked(*out)["app"], "1.0 0");
 }
 
+// Repodata `depends` may use the bracket form (conda and rattler read it; a new-user attack,
+// session 9, found "no package named 'dep[version'"): version and build keys are read.
+TEST(Solver, BracketSpecsInDependsAreRead) {
+  std::vector<RepoDataRecord> records{rec("dep", "1.0", "cpu_0"), rec("dep", "2.0", "cuda_0"), rec("dep", "3.0", "cpu_0"),
+                                      rec("app", "1.0", "0", 0, {"dep[version='>=2,<3', build='cuda*']"})};
+  auto task = one_repo_task(records);
+  task.specs = {spec("app")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved) << out->explanation.to_text();
+  EXPECT_EQ(picked(*out)["dep"], "2.0 cuda_0");
+}
+
 TEST(Solver, PreferredRecordsAreKeptWhenTheyStillFit) {
   std::vector<RepoDataRecord> records{rec("a", "1.0", "0", 0, {"b"}), rec("a", "2.0", "0", 0, {"b"}), rec("b", "1.0"),
                                       rec("b", "2.0")};
