@@ -183,11 +183,15 @@ TEST_F(WholeEntry, AnArchiveUnlikeItsOwnPathsJsonIsRefusedWhenExtracted) {
   t::write_tar_bz2(archive, {t::file("info/index.json", R"({"name": "dup", "version": "1.0", "build": "0"})"),
                              t::file("info/paths.json", listed), t::file("share/f", "first\n"),
                              t::file("share/f", "second-longer\n")});
-  auto d = envlock::digest_file(archive);
-  ASSERT_TRUE(d.ok());
-  r.sha256 = d->sha256;
-  r.md5 = d->md5;
-  r.size = d->size;
+  // The record of a package whose archive was written again: its digests follow the new bytes.
+  const auto redigest = [](RepoDataRecord& rec, const fs::path& file) {
+    auto d = envlock::digest_file(file);
+    ASSERT_TRUE(d.ok());
+    rec.sha256 = d->sha256;
+    rec.md5 = d->md5;
+    rec.size = d->size;
+  };
+  redigest(r, archive);
   auto cache = PackageCache::open(dir_ / "pkgs");
   ASSERT_TRUE(cache.ok());
   EXPECT_EQ(ensure(*cache, r), "dup-1.0-0.tar.bz2: does not hold what its info/paths.json lists: share/f is 14 bytes, "
@@ -201,11 +205,7 @@ TEST_F(WholeEntry, AnArchiveUnlikeItsOwnPathsJsonIsRefusedWhenExtracted) {
   t::write_tar_bz2(lacking, {t::file("info/index.json", R"({"name": "lacking", "version": "1.0", "build": "0"})"),
                              t::file("info/paths.json", paths_json({{"share/a", "a"}, {"share/b", "b"}}, {})),
                              t::file("share/a", "a")});
-  auto dl = envlock::digest_file(lacking);
-  ASSERT_TRUE(dl.ok());
-  missing.sha256 = dl->sha256;
-  missing.md5 = dl->md5;
-  missing.size = dl->size;
+  redigest(missing, lacking);
   EXPECT_EQ(ensure(*cache, missing), "lacking-1.0-0.tar.bz2: does not hold what its info/paths.json lists: share/b is "
                                      "missing (info/paths.json)\n"
                                      "hint: the package is broken at its source: rebuild it, or ask the channel's "
