@@ -277,6 +277,7 @@ TEST(DiffCli, ReviewFindingsExitTwo) {
 }
 
 TEST(DiffCli, EmptyNoColorKeepsColourOnATerminal) {
+  // A real terminal is needed (colour is only on for a tty); script(1) is the portable way to get one.
   if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "needs script(1) for a terminal";
   TempDir dir;
   auto a = dir.write("a.txt", explicit_file({kZlib + "#" + std::string(64, '1')}));

@@ -48,6 +48,7 @@ TEST(CliMain, NoCommandSaysOneIsRequired) {
 }
 
 TEST(CliMain, WriteErrorOnStdoutFailsTheRun) {
+  // /dev/full is the only portable "write fails with ENOSPC" stdout; a container without it cannot test this.
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "/dev/full is missing";
   auto r = run_command("( " + envlock_cmd() + " info --json >/dev/full )");
   EXPECT_EQ(r.exit_code, 1);

@@ -1297,6 +1297,7 @@ TEST_F(BadInput, ControlBytesFromALockfileNeverReachTheTerminalRaw) {
 
 TEST_F(Cli, CondasTestRecipesWithBashScriptsAndPrelinkMessagesInstall) {
   if (!have_corpus()) GTEST_SKIP() << "the shared corpus is absent (looked in " << kCorpus.string() << "; set ENVLOCK_SHARED_DIR): conda's test recipes are in it";
+  // conda's test recipes are bash scripts: without bash they cannot run as conda runs them.
   if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "bash is not installed";
   const fs::path dir = root_ / "channels" / "test-recipes";
   corpus_channel("conda__conda/tests__data__test-recipes__", dir, {"noarch"});

@@ -1014,6 +1014,7 @@ TEST_F(Installer, PathFieldsOfTheLockfileAndLinkJsonMustStayInsideThePrefix) {
 // Issue 23: scripts run as conda runs them.
 
 TEST_F(Installer, ScriptsRunUnderBashWithCondasEnvironmentAndPostLinkIsSourced) {
+  // The test checks bash -x output as conda produces it; where bash is absent envlock uses sh (tested elsewhere).
   if (::access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "bash is not installed";
   // bash syntax ([[ ]]) and a top-level `return`, as conda's own test recipe post_link-c has: it
   // works because conda sources post-link scripts inside the activated environment.

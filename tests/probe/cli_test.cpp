@@ -345,6 +345,7 @@ TEST_F(ProbeCli, VerifyUsageErrorsExit2) {
 // clean throwaway environment, pass; change the recorded value, fail.
 TEST_F(ProbeCli, VerifyCleanOnTheReadmeExampleEnvironment) {
   const fs::path script = fs::path(ENVLOCK_SOURCE_DIR) / "scripts/make-fixture-channel";
+  // A source tree without the fixture script (a partial checkout) has nothing to build the example from.
   if (!fs::exists(script)) GTEST_SKIP() << "no " << script;
   const fs::path channel = dir_ / "channel";
   auto made = run_command("'" + script.string() + "' '" + channel.string() + "'");

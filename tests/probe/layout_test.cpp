@@ -551,6 +551,7 @@ TEST_F(Layout, ADriverTimeoutBeyondADayIsAUsageError) {
 }
 
 TEST_F(Layout, OutputThatCannotBeWrittenIsExit1WhateverTheVerdict) {
+  // /dev/full is the only portable "write fails with ENOSPC" stdout; a container without it cannot test this.
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "/dev/full is missing";
   write("/.dockerenv", "");
   const fs::path lock = cuda_lockfile();
