@@ -1,4 +1,5 @@
 // envlock's entry point: builds the CLI from the command table and maps errors to exit codes.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -212,8 +213,21 @@ void refuse_empty_paths(CLI::App* app) {
 
 }  // namespace
 
+namespace {
+void on_file_size_limit(int) {}  // the write then fails with EFBIG, reported like any other error
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace envlock::cli;
+  // A file-size limit (`ulimit -f`) would otherwise kill envlock by SIGXFSZ mid-write, with no
+  // message. Python (so conda) ignores it; envlock catches it instead, so that every write over
+  // the limit fails with "File too large" and the install rolls back, while child processes
+  // (scripts, pip) get the default disposition back at exec, as Python's subprocess gives them.
+  struct sigaction xfsz {};
+  xfsz.sa_handler = on_file_size_limit;
+  sigemptyset(&xfsz.sa_mask);
+  xfsz.sa_flags = SA_RESTART;
+  ::sigaction(SIGXFSZ, &xfsz, nullptr);
   Context ctx;
   // no-color.org: only a NO_COLOR that is present AND not empty turns colour off.
   const char* no_color = std::getenv("NO_COLOR");

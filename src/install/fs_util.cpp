@@ -2,7 +2,9 @@
 #include "fs_util.hpp"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -27,6 +29,8 @@ Error io_error(const std::filesystem::path& path, const std::string& what, int e
   Error e{ErrorKind::Io, path.string(), what + ": " + std::strerror(err), "", ""};
   if (err == ENOSPC || err == EDQUOT) {
     e.hint = "free some space on that filesystem (or choose a prefix on another one) and retry";
+  } else if (err == EFBIG) {
+    e.hint = "a file-size limit is set (`ulimit -f`): raise it and retry";
   } else if (err == EACCES || err == EPERM || err == EROFS) {
     e.hint = "check the permissions of that path, or choose a prefix you can write to";
   }
@@ -237,11 +241,61 @@ Status make_dirs(const std::filesystem::path& path) {
   return io_error(path, "cannot create directory", err);
 }
 
-Status remove_tree(const std::filesystem::path& path) {
+namespace {
+/// rm -rf of `path` that goes on past an entry it cannot remove; the first such entry (the
+/// deepest: a folder whose entry stayed fails with ENOTEMPTY, and the entry is the one to name)
+/// and its errno are kept in `failed`/`err`.
+void remove_all_from(const std::filesystem::path& path, std::filesystem::path& failed, int& err) {
+  auto keep = [&](const std::filesystem::path& p, int e) {
+    if (failed.empty()) {
+      failed = p;
+      err = e;
+    }
+  };
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) keep(path, errno);
+    return;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) keep(path, errno);
+    return;
+  }
   std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return io_error(path, "cannot remove", ec.value());
-  return ok_status();
+  for (auto it = std::filesystem::directory_iterator(path, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    remove_all_from(it->path(), failed, err);
+  if (ec) keep(path, ec.value());
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT) keep(path, errno);
+}
+}  // namespace
+
+Status remove_tree(const std::filesystem::path& path) {
+  std::filesystem::path failed;
+  int err = 0;
+  remove_all_from(path, failed, err);
+  if (failed.empty()) return ok_status();
+  Error e = io_error(failed, "cannot remove", err);
+  if (failed != path) e.detail = "while deleting " + path.string();
+  if (err == EPERM)
+    for (const auto& flagged : {failed, failed.parent_path()})
+      if (immutable_or_append_only(flagged)) {
+        e.hint = flagged.string() + " is immutable or append-only (lsattr shows 'i' or 'a'): as root, run `chattr "
+                 "-i -a` on it, then run the command again";
+        break;
+      }
+  return e;
+}
+
+bool immutable_or_append_only(const std::filesystem::path& path) {
+  struct stat st {};  // only files and folders are opened: opening a device node can act on the device
+  if (::lstat(path.c_str(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return false;
+  int flags = 0;
+  const bool got = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  ::close(fd);
+  return got && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)) != 0;
 }
 
 }  // namespace envlock::detail

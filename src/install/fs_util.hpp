@@ -73,8 +73,15 @@ Status copy_regular_file(const std::filesystem::path& from, const std::filesyste
 /// mkdir -p that reports errors as values.
 Status make_dirs(const std::filesystem::path& path);
 
-/// rm -rf that reports errors as values; a missing path is fine.
+/// rm -rf that reports errors as values; a missing path is fine. It goes on past an entry it
+/// cannot remove (deleting all it can) and names that entry in the error, with how to clear an
+/// immutable or append-only flag when that is the cause.
 Status remove_tree(const std::filesystem::path& path);
+
+/// Whether the file at `path` (not followed when a link) has the immutable or append-only inode
+/// flag (chattr +i / +a, FS_IOC_GETFLAGS): then nothing, root included, may link, rename, write
+/// or delete it. False when the flags cannot be read (another filesystem, a special file).
+bool immutable_or_append_only(const std::filesystem::path& path);
 
 /// The message of a Tree refusal: a folder on the way is a link leading out of the root.
 inline constexpr const char* kLeadsOutside =

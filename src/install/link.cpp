@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <climits>
 #include <cerrno>
 #include <fstream>
 #include <map>
@@ -12,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "envlock/text.hpp"
 #include "fs_util.hpp"
 
 namespace envlock::detail {
@@ -27,7 +30,7 @@ Error integrity(const PackageToLink& p, const std::string& message, const std::s
 /// The refusal of a path-valued field: names the package, the field and the value (escaped).
 Error unsafe_field(const PackageToLink& p, const std::string& field, std::string_view value) {
   return Error{ErrorKind::Integrity, p.record.dist_name(),
-               field + " \"" + std::string(value) + "\" is not a relative path inside the prefix",
+               field + " \"" + printable(value) + "\" is not a relative path inside the prefix",
                "nothing was installed; the prefix was not touched",
                "refusing a package that would write outside the environment (or into conda-meta/); remove it from "
                "the lockfile or rebuild it"};
@@ -164,12 +167,6 @@ Result<NoarchPython> read_link_json(const PackageToLink& p) {
   return out;
 }
 
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return std::string(s);
-}
-
 /// Removes whatever is at `target` (clobbering: an earlier package's file or link; never followed),
 /// refusing a directory.
 Status clear_destination(const LinkContext& ctx, const std::string& target, LinkResult& result) {
@@ -251,6 +248,63 @@ bool writable_target(std::string_view rel) {
 }
 }  // namespace
 
+/// A noarch: python entry point of info/link.json, "name = module:function" (the form conda
+/// writes scripts from: conda/core/portability.py; module and function as the Python packaging
+/// entry point specification has them: dotted Python names).
+struct EntryPoint {
+  std::string name, module, function;
+};
+
+/// Whether `s` is one or more Python identifiers joined by '.' (ASCII letters, digits and '_',
+/// not starting with a digit; bytes >= 0x80 are let through as the UTF-8 of Unicode identifiers).
+bool dotted_python_name(std::string_view s) {
+  if (s.empty()) return false;
+  bool start = true;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '.') {
+      if (start) return false;
+      start = true;
+      continue;
+    }
+    const bool letter = std::isalpha(u) || c == '_' || u >= 0x80;
+    if (!letter && !(std::isdigit(u) && !start)) return false;
+    start = false;
+  }
+  return !start;
+}
+
+/// The entry point `spec` of package `p`, or why it is refused: a name that is not one file name
+/// of bin/ (a path, a control character, longer than NAME_MAX), or a target that is not
+/// `module:function` (it would be spliced into the script as code).
+Result<EntryPoint> parse_entry_point(const PackageToLink& p, const std::string& spec) {
+  const auto eq = spec.find('=');
+  const auto colon = spec.find(':', eq == std::string::npos ? 0 : eq);
+  if (eq == std::string::npos || colon == std::string::npos)
+    return integrity(p, "info/link.json has an entry point \"" + printable(spec) + "\" that is not \"name = module:function\"");
+  EntryPoint ep{trim(std::string_view(spec).substr(0, eq)), trim(std::string_view(spec).substr(eq + 1, colon - eq - 1)),
+                trim(std::string_view(spec).substr(colon + 1))};
+  if (!safe_relative_path(ep.name) || ep.name.find('/') != std::string::npos)
+    return unsafe_field(p, "info/link.json entry point name", ep.name);
+  auto refused = [&](const std::string& message, const std::string& hint) {
+    return Error{ErrorKind::Integrity, p.record.dist_name(), message, "nothing was installed; the prefix was not touched",
+                 hint};
+  };
+  if (printable(ep.name) != ep.name)
+    return refused("info/link.json has an entry point name with a control or invisible character: \"" +
+                       printable(ep.name) + "\"",
+                   "refusing a script name that terminals and shells would show altered; rebuild the package");
+  if (ep.name.size() > NAME_MAX)
+    return refused("info/link.json has an entry point name of " + std::to_string(ep.name.size()) +
+                       " bytes; a file name holds at most " + std::to_string(NAME_MAX),
+                   "rebuild the package with a shorter entry point name");
+  if (!dotted_python_name(ep.module) || !dotted_python_name(ep.function))
+    return refused("info/link.json has an unusable entry point \"" + printable(spec) +
+                       "\": module and function must be dotted Python names (name = package.module:function)",
+                   "rebuild the package; its entry point would be written into the script as code");
+  return ep;
+}
+
 Result<LinkPlan> plan_package(const LinkContext& ctx, const PackageToLink& p) {
   std::error_code ec;
   if (!fs::is_directory(p.extracted_dir / "info", ec)) {
@@ -292,10 +346,9 @@ Result<LinkPlan> plan_package(const LinkContext& ctx, const PackageToLink& p) {
     plan.targets.emplace_back(std::move(target), e.type != PathEntry::Type::Directory);
   }
   for (const auto& spec : plan.noarch.entry_points) {
-    const std::string name = trim(std::string_view(spec).substr(0, spec.find('=')));
-    if (!safe_relative_path(name) || name.find('/') != std::string::npos)
-      return unsafe_field(p, "info/link.json entry point name", name);
-    plan.targets.emplace_back("bin/" + name, true);
+    auto ep = parse_entry_point(p, spec);
+    if (!ep) return ep.error();
+    plan.targets.emplace_back("bin/" + ep->name, true);
   }
   return plan;
 }
@@ -433,18 +486,11 @@ Result<LinkResult> link_planned_impl(const LinkContext& ctx, const PackageToLink
 
   // noarch: python entry points, as conda writes them (conda/core/portability.py).
   for (const auto& spec : noarch->entry_points) {
-    const auto eq = spec.find('=');
-    const auto colon = spec.find(':', eq == std::string::npos ? 0 : eq);
-    if (eq == std::string::npos || colon == std::string::npos) {
-      return integrity(p, "info/link.json has an entry point \"" + spec +
-                              "\" that is not \"name = module:function\"");
-    }
-    const std::string name = trim(std::string_view(spec).substr(0, eq));
-    const std::string module = trim(std::string_view(spec).substr(eq + 1, colon - eq - 1));
-    const std::string func = trim(std::string_view(spec).substr(colon + 1));
-    if (!safe_relative_path(name) || name.find('/') != std::string::npos || module.empty() || func.empty()) {
-      return integrity(p, "info/link.json has an unusable entry point \"" + spec + "\"");
-    }
+    auto ep = parse_entry_point(p, spec);
+    if (!ep) return ep.error();
+    const std::string& name = ep->name;
+    const std::string& module = ep->module;
+    const std::string& func = ep->function;
     const std::string import_name = func.substr(0, func.find('.'));
     // A shebang over 127 bytes or with a space cannot start the prefix's python: the /bin/sh exec
     // trampoline does (pip's, distlib's and conda's form), never #!/usr/bin/env pythonX.Y.

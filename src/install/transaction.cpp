@@ -27,6 +27,7 @@
 #include <unordered_set>
 
 #include "envlock/install.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "fs_util.hpp"
 #include "link.hpp"
@@ -243,6 +244,35 @@ Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
   return ok_status();
 }
 
+/// Calls `visit(rel, path, folder)` for every path of the environment `prefix` but conda-meta/
+/// ('/'-separated `rel`; symbolic links are not followed; a folder before what it holds); the
+/// first failing visit, or the walk's own error, is returned.
+template <typename Visit>
+Status walk_environment(const fs::path& prefix, Visit&& visit) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(prefix, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string rel = it->path().lexically_relative(prefix).generic_string();
+    if (rel == detail::kGuardedFolder) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    std::error_code type_ec;
+    const bool folder = it->is_directory(type_ec) && !it->is_symlink(type_ec);
+    if (auto st = visit(rel, it->path(), folder); !st) return st;
+  }
+  if (ec) return io_error(prefix, "cannot walk the environment", ec.value());
+  return ok_status();
+}
+
+/// The first items of `items` (printable()), comma-separated, and how many more there are.
+std::string listed(const std::vector<std::string>& items, std::size_t shown) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < shown; ++i) out += (i ? ", " : "") + printable(items[i]);
+  if (items.size() > shown) out += ", and " + std::to_string(items.size() - shown) + " more";
+  return out;
+}
+
 /// The marker of a new tree that is in place but whose post-link scripts have not all run:
 /// `conda-meta/envlock-pending`, JSON `{"previous": [sibling names]}` naming where the previous
 /// tree waits (empty: there was none). Removing it (and fsync of conda-meta/) commits the install.
@@ -285,23 +315,15 @@ Status roll_back_pending(const fs::path& prefix, bool this_run) {
     for (const auto& r : read_records_tolerant(prefix, warnings, damaged))
       for (const auto& f : r.files) owned.insert(f);
     std::vector<std::string> unowned;
-    std::error_code walk;
-    for (auto it = fs::recursive_directory_iterator(prefix, walk); !walk && it != fs::recursive_directory_iterator();
-         it.increment(walk)) {
-      const std::string rel = it->path().lexically_relative(prefix).generic_string();
-      if (rel == "conda-meta") {
-        it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_directory(walk) && !it->is_symlink(walk)) continue;
-      if (!owned.count(rel) && unowned.size() < 3) unowned.push_back(rel);
-    }
+    auto walked = walk_environment(prefix, [&](const std::string& rel, const fs::path&, bool folder) {
+      if (!folder && !owned.count(rel)) unowned.push_back(rel);
+      return ok_status();
+    });
+    if (!walked) return walked;
     if (!unowned.empty() || !damaged.empty()) {
-      std::string list;
-      for (const auto& u : unowned) list += (list.empty() ? "" : ", ") + u;
       return Error{ErrorKind::Io, prefix.string(),
                    "was left by a first install that did not finish (conda-meta/envlock-pending), and holds files no "
-                   "package owns (" + (list.empty() ? "damaged records" : list) + ")",
+                   "package owns (" + (unowned.empty() ? "damaged records" : listed(unowned, 3)) + ")",
                    "rolling it back would delete them: envlock leaves the environment as it is",
                    "move your files out of the environment, then run the command again (or delete "
                    "conda-meta/envlock-pending to keep the environment as it is)"};
@@ -321,9 +343,19 @@ Status roll_back_pending(const fs::path& prefix, bool this_run) {
   return fsync_dir(prefix.parent_path());
 }
 
+/// The warning for a leftover tree (beside the prefix, never the environment) that could not all
+/// be deleted: the entry that stayed, why, and what to do.
+std::string leftover_warning(const std::string& what, const Error& e) {
+  std::string text = what + " could not all be deleted: " + e.where + ": " + e.message;
+  if (!e.detail.empty()) text += " (" + e.detail + ")";
+  return text + "; " + (e.hint.empty() ? "delete it by hand" : e.hint);
+}
+
 /// Removes the leftovers of an earlier, killed run: staging trees, and an old tree moved aside by
-/// the two-rename fallback (restored when the prefix itself is missing).
-Status recover(const fs::path& prefix) {
+/// the two-rename fallback (restored when the prefix itself is missing). A leftover that cannot
+/// all be deleted (an immutable file in it) is a warning in `warnings`: it is beside the prefix,
+/// and keeping it must not stop every later install.
+Status recover(const fs::path& prefix, std::vector<std::string>& warnings) {
   std::error_code ec;
   if (auto st = roll_back_pending(prefix, false); !st) return st;
   const std::string stage_prefix = "." + prefix.filename().string() + ".envlock-stage-";
@@ -341,10 +373,9 @@ Status recover(const fs::path& prefix) {
       return io_error(prefix, "cannot restore the previous environment from " + olds.front().string(), errno);
     olds.erase(olds.begin());
   }
-  for (const auto& p : stages)
-    if (auto st = detail::remove_tree(p); !st) return st;
-  for (const auto& p : olds)
-    if (auto st = detail::remove_tree(p); !st) return st;
+  for (const auto* trees : {&stages, &olds})
+    for (const auto& p : *trees)
+      if (auto st = detail::remove_tree(p); !st) warnings.push_back(leftover_warning("a tree an earlier run left", st.error()));
   return ok_status();
 }
 
@@ -392,6 +423,14 @@ Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::stri
   auto linked = stage.link_from(src, rel, err);  // the same inode: FIFOs, sockets and devices too
   if (!linked) return linked.error();
   if (*linked) return ok_status();
+  if (err == EPERM && detail::immutable_or_append_only(src)) {
+    // A copy would lose the flag, and the previous tree could then never be deleted.
+    return Error{ErrorKind::Io, src.string(),
+                 "is immutable or append-only (chattr +i / +a): it cannot be carried into the updated environment, "
+                 "nor the previous environment deleted",
+                 "nothing was installed; the environment was not changed",
+                 "as root, run `chattr -i -a` on it, then run the command again (and set the flag again after)"};
+  }
   if (S_ISREG(st.st_mode)) return stage.copy_new(src, rel, st.st_mode);
   if (S_ISFIFO(st.st_mode)) {  // a new FIFO is the same to its users (a FIFO holds no data)
     auto made = stage.fifo(rel, st.st_mode);
@@ -751,6 +790,24 @@ void disown_clobbered(std::vector<PrefixRecord>& records,
   }
 }
 
+/// The path at or above `rel` (itself, or a folder on its way) that a package of the new tree
+/// makes a file or a symbolic link (`owner`: every package path of the tree, and whose it is);
+/// empty when there is none (a path a package lists as a folder does not count).
+Result<std::string> package_path_at_or_above(detail::Tree& tree,
+                                             const std::unordered_map<std::string_view, std::size_t>& owner,
+                                             std::string_view rel) {
+  for (std::size_t end = rel.find('/');; end = rel.find('/', end + 1)) {
+    const std::string_view at = rel.substr(0, end);
+    if (owner.count(at)) {
+      struct stat st {};
+      auto there = tree.lstat(at, st);
+      if (!there) return there.error();
+      if (*there && !S_ISDIR(st.st_mode)) return std::string(at);
+    }
+    if (end == std::string_view::npos) return std::string();
+  }
+}
+
 /// Makes the stage hold everything; returns the report. The prefix is not touched.
 Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
                                   const std::vector<PrefixRecord>& old_records,
@@ -921,32 +978,72 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
 
   // Files in the old prefix that no record owns (pip installs, user files) stay; so do the
   // folders' modes and owners, and empty folders (conda changes a prefix in place, where both
-  // stay). A folder that held only files of packages that go is not made again.
+  // stay). A folder that held only files of packages that go is not made again. Where a package
+  // now puts a path, the old one meets it: a file no package owned is replaced, with a warning
+  // (conda's UnknownPackageClobberError, a warning under its default `path_conflict: clobber`);
+  // files below a folder a package makes a file or a symbolic link are refused (carried over,
+  // they would be lost, or written through the link).
   if (has_old) {
     std::set<std::string> owned;
     for (const auto& r : old_records)
       for (const auto& f : r.files) owned.insert(f);
     std::vector<std::pair<std::string, struct stat>> folders{{"", {}}};
     if (::lstat(prefix.c_str(), &folders.front().second) != 0) return io_error(prefix, "cannot stat", errno);
-    for (auto it = fs::recursive_directory_iterator(prefix, fs::directory_options::none, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      const std::string rel = it->path().lexically_relative(prefix).generic_string();
-      if (rel == "conda-meta") {
-        it.disable_recursion_pending();
-        continue;
-      }
-      if (it->is_directory(ec) && !it->is_symlink(ec)) {
+    std::map<std::size_t, std::vector<std::string>> replaced;  // record -> unowned paths it replaced
+    std::map<std::string, std::vector<std::string>> below;     // package file or link -> unowned paths below it
+    std::vector<std::string> made_folders;                      // unowned paths that are package folders now
+    auto walked = walk_environment(prefix, [&](const std::string& rel, const fs::path& path, bool folder) -> Status {
+      auto at = package_path_at_or_above(*tree, owner, rel);
+      if (!at) return at.error();
+      if (folder) {
+        if (!at->empty()) return ok_status();  // a package's file or link is there now: its own
         struct stat st {};
-        if (::lstat(it->path().c_str(), &st) != 0) return io_error(it->path(), "cannot stat", errno);
-        if (fs::is_empty(it->path(), ec))
+        if (::lstat(path.c_str(), &st) != 0) return io_error(path, "cannot stat", errno);
+        std::error_code empty_ec;
+        if (fs::is_empty(path, empty_ec))
           if (auto made = tree->dir(rel, true); !made) return made.error();
         folders.emplace_back(rel, st);
-        continue;
+        return ok_status();
       }
-      if (owned.count(rel)) continue;
-      if (auto st = carry_path(prefix, *tree, rel); !st) return st.error();
+      if (owned.count(rel)) return ok_status();
+      if (at->empty()) {
+        struct stat st {};
+        auto there = tree->lstat(rel, st);
+        if (!there) return there.error();
+        if (!*there) return carry_path(prefix, *tree, rel);
+        made_folders.push_back(rel);  // a file or link where the new packages make a folder
+        return ok_status();
+      }
+      if (at->size() == rel.size()) replaced[owner.at(*at)].push_back(rel);
+      else below[*at].push_back(rel);
+      return ok_status();
+    });
+    if (!walked) return walked.error();
+    std::sort(made_folders.begin(), made_folders.end());
+    for (auto& [_, paths] : below) std::sort(paths.begin(), paths.end());
+    for (auto& [_, paths] : replaced) std::sort(paths.begin(), paths.end());
+    if (!below.empty()) {
+      const auto& [path, files] = *below.begin();
+      struct stat st {};
+      const auto found = tree->lstat(path, st);
+      const bool link = found.ok() && *found && S_ISLNK(st.st_mode);
+      std::string detail = link ? "carried over, they would be written through the link"
+                                : "carried over, they would be lost";
+      if (below.size() > 1) detail += "; " + std::to_string(below.size() - 1) + " more such folder(s)";
+      return Error{ErrorKind::Io, records[owner.at(path)].dist_name(),
+                   "makes " + path + (link ? " a symbolic link" : " a file") +
+                       ", where the environment has a folder holding files no package owns: " + listed(files, 5),
+                   detail + "\nnothing was installed; the environment was not changed",
+                   "move those files out of " + path + "/ (or delete them), then run the command again"};
     }
-    if (ec) return io_error(prefix, "cannot walk the existing environment", ec.value());
+    for (const auto& [record, paths] : replaced)
+      report.warnings.push_back(records[record].dist_name() + " replaced " + std::to_string(paths.size()) +
+                                " path(s) no package owned (yours, or another package manager's; conda warns the same "
+                                "way: UnknownPackageClobberError): " + listed(paths, 10));
+    if (!made_folders.empty())
+      report.warnings.push_back(std::to_string(made_folders.size()) +
+                                " path(s) no package owned are folders of the new packages now, and were not kept: " +
+                                listed(made_folders, 10));
     // Deepest first, so a folder made read-only does not stop the ones below it.
     for (auto f = folders.rbegin(); f != folders.rend(); ++f) {
       struct stat there {};
@@ -1176,13 +1273,13 @@ namespace {
 /// install_packages() once the prefix is checked and its lock is held.
 Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<PackageToLink>& packages,
                                      const InstallOptions& options) {
-  if (auto st = recover(prefix); !st) return st.error();
+  std::vector<std::string> damaged_warnings;  // warnings about the environment as found, shown first
+  if (auto st = recover(prefix, damaged_warnings); !st) return st.error();
 
   std::error_code ec;
   const auto status = fs::symlink_status(prefix, ec);
   bool has_old = false;
   std::vector<PrefixRecord> old_records;
-  std::vector<std::string> damaged_warnings;
   std::set<std::string> damaged_records;
   if (fs::exists(status)) {
     if (!fs::is_directory(status)) {
@@ -1223,7 +1320,12 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
   auto report = build_stage(prefix, stage, old_records, damaged_records, has_old, moved, packages, opts, post_link);
   if (!report) {
     (void)detail::remove_tree(stage);
-    return report.error();
+    // The stage is gone: a path in it is named as the path it was to have in the environment.
+    Error e = report.error();
+    for (std::string* text : {&e.where, &e.message, &e.detail})
+      for (std::size_t at; (at = text->find(stage.string())) != std::string::npos;)
+        text->replace(at, stage.string().size(), prefix.string());
+    return e;
   }
   report->warnings.insert(report->warnings.begin(), damaged_warnings.begin(), damaged_warnings.end());
   const bool existed = fs::exists(status);
@@ -1297,7 +1399,9 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
         e.hint = "the unfinished environment is still in place; run the install again to restore the previous one";
         return e;
       }
-      (void)recover(prefix);  // deletes the discarded tree
+      std::vector<std::string> left;
+      (void)recover(prefix, left);  // deletes the discarded tree
+      for (const auto& w : left) e.detail += "\n" + w;
       if (sig != 0) {
         e.hint = existed ? "the previous environment was restored" : "nothing was installed";
         return e;
@@ -1312,7 +1416,9 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
     if (auto st = fsync_dir(meta); !st) return st.error();
   }
   blocked.reset();  // committed: a signal that waited is delivered now, as usual
-  if (!previous_tree.empty()) (void)detail::remove_tree(previous_tree);
+  if (!previous_tree.empty())
+    if (auto st = detail::remove_tree(previous_tree); !st)
+      report->warnings.push_back(leftover_warning("the previous environment's tree", st.error()));
   return report;
 }
 }  // namespace
@@ -1364,12 +1470,12 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
   }
   auto lock = PrefixLock::acquire(prefix);
   if (!lock) return lock.error();
-  if (auto st = recover(prefix); !st) return st.error();
+  RemoveReport report;
+  if (auto st = recover(prefix, report.warnings); !st) return st.error();
   if (!fs::exists(fs::symlink_status(prefix / "conda-meta" / kOriginFile, ec))) {
     return Error{ErrorKind::Io, prefix.string(), "is no longer an envlock environment (removed meanwhile?)", "",
                  "check the path given with -p"};
   }
-  RemoveReport report;
   {
     std::set<std::string> damaged;
     auto records = read_records_tolerant(prefix, report.warnings, damaged);
@@ -1385,7 +1491,8 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
     }
     const fs::path aside = sibling(prefix, "stage-remove-" + std::to_string(::getpid()));
     if (::rename(prefix.c_str(), aside.c_str()) != 0) return io_error(prefix, "cannot move aside for removal", errno);
-    if (auto st = detail::remove_tree(aside); !st) return st.error();
+    if (auto st = detail::remove_tree(aside); !st)  // the environment is gone; what stayed is beside it
+      report.warnings.push_back(leftover_warning("the removed environment's files", st.error()));
   }
   // The lock file goes with the environment. Another process may be waiting on it (flock on a
   // file that is then unlinked): it then holds a lock on a deleted file, finds no environment

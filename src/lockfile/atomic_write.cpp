@@ -17,7 +17,8 @@ namespace {
 
 Error io_error(const std::filesystem::path& path, const std::string& what, int err) {
   return Error{ErrorKind::Io, path.string(), what + ": " + std::strerror(err), "",
-               "check that the directory exists and is writable and that the disk has space"};
+               err == EFBIG ? "a file-size limit is set (`ulimit -f`): raise it and retry"
+                            : "check that the directory exists and is writable and that the disk has space"};
 }
 
 /// Removes the temporary files of earlier writes of `path` that a killed process left (a new-user

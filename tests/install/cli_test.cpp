@@ -240,6 +240,24 @@ TEST_F(Cli, CreateFromTheExampleManifestAndRunItsPrograms) {
   EXPECT_EQ(run_command(q(prefix / "bin/envlock-greet")).exit_code, 0);
 }
 
+// Under a file-size limit (`ulimit -f`) a write past it raised SIGXFSZ and killed envlock with
+// no message (exit 153, a new-user attack, session 9); Python, so conda, ignores the signal and
+// reports "File too large". envlock does too, and nothing is left half-written.
+TEST_F(Cli, AFileSizeLimitIsAnErrorWithAMessageNotASignal) {
+  const fs::path channel = make_fixture_channel();
+  const fs::path project = root_ / "project";
+  spit(project / "envlock.yaml", "name: example\nchannels: [" + channel.string() +
+                                     "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-demo >=1.0\n");
+  auto r = run_command("ulimit -f 1; exec " + envlock_cmd() + " create -f " + q(project / "envlock.yaml"), env_);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + (project / "envlock.lock").string() +
+                       ": cannot write: File too large\nhint: a file-size limit is set (`ulimit -f`): raise it and "
+                       "retry\n");
+  EXPECT_FALSE(fs::exists(project / "envlock.lock"));
+  EXPECT_FALSE(fs::exists(project / ".envlock"));
+}
+
 TEST_F(Cli, PackagesExtractedAgainFromTheirCachedArchiveCountAsFromTheCache) {
   // A new-user attack (session 8): "packages: 4 (0 downloaded, 0 from the package cache)".
   const fs::path channel = make_fixture_channel();

@@ -1,6 +1,9 @@
 // Unit tests of the installer on packages the tests lay out as a package cache would hold them
 // (info/index.json, info/paths.json, info/link.json, files).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <map>
@@ -13,6 +16,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
@@ -1008,6 +1012,149 @@ TEST_F(Installer, PathFieldsOfTheLockfileAndLinkJsonMustStayInsideThePrefix) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "info/link.json entry point name \"../../escape\" is not a relative path inside the prefix");
   EXPECT_FALSE(fs::exists(root_ / "escape"));
+}
+
+// Entry point names are one file name of bin/, printable, at most NAME_MAX bytes; targets are
+// `module:function` (they are written into the script as code). conda checks neither
+// (conda/core/portability.py splits on '=' and ':'); a new-user attack (session 9) installed
+// `ev\x1b]0;PWNED\x07il` into bin/ and a 300-byte name that failed late, naming the stage.
+TEST_F(Installer, EntryPointNamesAndTargetsAreCheckedBeforeAnythingIsWritten) {
+  auto python = make_package("python", "3.13.0", {{"bin/python3.13", "#!/bin/sh\n", true}});
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"ev\x1b]0;PWNED\x07il = e:main",
+       "info/link.json has an entry point name with a control or invisible character: \"ev\\x1b]0;PWNED\\x07il\""},
+      {"ev\nil = e:main", "info/link.json has an entry point name with a control or invisible character: \"ev\\x0ail\""},
+      {std::string(300, 'e') + " = e:main",
+       "info/link.json has an entry point name of 300 bytes; a file name holds at most 255"},
+      {"evy = os:system(\"touch x\")",
+       "info/link.json has an unusable entry point \"evy = os:system(\"touch x\")\": module and function must be "
+       "dotted Python names (name = package.module:function)"},
+      {"evz = e..x:main",
+       "info/link.json has an unusable entry point \"evz = e..x:main\": module and function must be dotted Python "
+       "names (name = package.module:function)"},
+      {"evw = e", "info/link.json has an entry point \"evw = e\" that is not \"name = module:function\""},
+  };
+  for (const auto& [spec, message] : cases) {
+    SCOPED_TRACE(spec);
+    auto ep = make_package("epkg", "1.0", {{"site-packages/e/__init__.py", ""}}, "python", {spec}, "pyh_0");
+    auto r = install_packages(prefix_, {python, ep}, options());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind, ErrorKind::Integrity);
+    EXPECT_EQ(r.error().where, "epkg-1.0-pyh_0");
+    EXPECT_EQ(r.error().message, message);
+    EXPECT_FALSE(fs::exists(prefix_));
+  }
+  auto ep = make_package("epkg", "1.0", {{"site-packages/e/__init__.py", ""}}, "python",
+                         {"e-run = e.cli:Main.run", "\xc3\xa9t\xc3\xa9 = \xc3\xa9t\xc3\xa9:main"}, "pyh_0");
+  auto r = install_packages(prefix_, {python, ep}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_NE(slurp(prefix_ / "bin/e-run").find("from e.cli import Main\n"), std::string::npos);
+  EXPECT_TRUE(fs::exists(prefix_ / "bin/\xc3\xa9t\xc3\xa9"));
+}
+
+// Where a package of the update puts a path, a file no package owned (the user's, pip's) is
+// replaced with a warning, as conda warns (UnknownPackageClobberError under its default
+// path_conflict: clobber); a user's file or link where a package now makes a folder is named
+// too. Files below a folder that a package makes a symbolic link or a file are refused: carried
+// over they would go through the link (or be lost). A new-user attack (session 9) lost lib/d/s
+// and carried lib/d/history into share/ through the link, and lost etc/app.conf, silently.
+TEST_F(Installer, PathsNoPackageOwnedThatAnUpdateReplacesAreNamedOrRefused) {
+  auto v1 = make_package("p", "1", {{"lib/d/f", "1\n"}, {"share/s", "s\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {v1}, options()).ok());
+  spit(prefix_ / "etc/app.conf", "tuned\n");
+  fs::create_symlink("/nonexistent-elsewhere", prefix_ / "out");
+  spit(prefix_ / "lib/d/history", "mine\n");
+  spit(prefix_ / "lib/d/pinned", "mine\n");
+
+  // lib/d becomes a link (and, in another update, a file): refused, nothing changed.
+  auto to_link = make_package("p", "2", {{"lib/d", "", false, "", "", "../share"}, {"share/s", "s\n"}});
+  auto to_file = make_package("p", "3", {{"lib/d", "now a file\n"}, {"share/s", "s\n"}});
+  for (const auto& [pkg, what, after] : {std::tuple{to_link, "a symbolic link", "written through the link"},
+                                         std::tuple{to_file, "a file", "lost"}}) {
+    SCOPED_TRACE(what);
+    auto r = install_packages(prefix_, {pkg}, options());
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().where, pkg.record.dist_name());
+    EXPECT_EQ(r.error().message, std::string("makes lib/d ") + what +
+                                     ", where the environment has a folder holding files no package owns: "
+                                     "lib/d/history, lib/d/pinned");
+    EXPECT_EQ(r.error().detail,
+              std::string("carried over, they would be ") + after + "\nnothing was installed; the environment was not changed");
+    EXPECT_EQ(r.error().hint, "move those files out of lib/d/ (or delete them), then run the command again");
+    EXPECT_EQ(slurp(prefix_ / "lib/d/history"), "mine\n");
+    EXPECT_EQ(slurp(prefix_ / "lib/d/f"), "1\n");
+    EXPECT_TRUE(siblings().empty());
+  }
+
+  // Without the files below it, the link installs; the user's etc/app.conf and out are replaced.
+  fs::remove(prefix_ / "lib/d/history");
+  fs::remove(prefix_ / "lib/d/pinned");
+  auto conf = make_package("conf", "1", {{"etc/app.conf", "default\n"}, {"out/x", "x\n"}});
+  auto r = install_packages(prefix_, {to_link, conf}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->warnings, (std::vector<std::string>{
+                             "conf-1-0 replaced 1 path(s) no package owned (yours, or another package manager's; conda "
+                             "warns the same way: UnknownPackageClobberError): etc/app.conf",
+                             "1 path(s) no package owned are folders of the new packages now, and were not kept: out"}));
+  EXPECT_EQ(slurp(prefix_ / "etc/app.conf"), "default\n");
+  EXPECT_EQ(fs::read_symlink(prefix_ / "lib/d"), "../share");
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(prefix_ / "out")));
+  auto v = verify_prefix(prefix_);
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->drift.empty());
+  EXPECT_TRUE(siblings().empty());
+}
+
+// A file with the immutable or append-only flag (chattr +i / +a) can be neither hard-linked nor
+// deleted, root included: carried over as a copy it lost the flag, and the previous tree could
+// never be deleted, so every later install and remove failed naming a folder the user never made
+// (a new-user attack, session 9). Now the update is refused naming the file; a leftover tree that
+// cannot be deleted is a warning naming the file, not an error that blocks the environment.
+TEST_F(Installer, AnImmutableFileIsRefusedBeforeTheSwapAndALeftoverThatCannotGoIsAWarning) {
+  auto v1 = make_package("p", "1", {{"share/p/f", "1\n"}});
+  auto v2 = make_package("p", "2", {{"share/p/f", "2\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {v1}, options()).ok());
+  const fs::path imm = prefix_ / "imm.txt";
+  spit(imm, "keep\n");
+  auto set_flag = [](const fs::path& p, bool on) {
+    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    int flags = 0;
+    bool done = fd >= 0 && ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+    flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+    done = done && ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+    if (fd >= 0) ::close(fd);
+    return done;
+  };
+  // Setting the flag needs CAP_LINUX_IMMUTABLE and a filesystem with inode flags (ext4, xfs,
+  // btrfs; not tmpfs or overlayfs on every kernel).
+  if (!set_flag(imm, true)) GTEST_SKIP() << "cannot set the immutable flag here (needs root and ext4/xfs/btrfs)";
+  auto r = install_packages(prefix_, {v2}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, imm.string());
+  EXPECT_EQ(r.error().message,
+            "is immutable or append-only (chattr +i / +a): it cannot be carried into the updated environment, nor the "
+            "previous environment deleted");
+  EXPECT_EQ(r.error().detail, "nothing was installed; the environment was not changed");
+  EXPECT_EQ(slurp(prefix_ / "share/p/f"), "1\n");
+  EXPECT_TRUE(siblings().empty());
+
+  // A leftover tree beside the prefix holding an immutable file: the install goes on and says so.
+  const fs::path leftover = prefix_.parent_path() / ".demo.envlock-stage-1-1";
+  spit(leftover / "stuck", "x\n");
+  ASSERT_TRUE(set_flag(imm, false));
+  ASSERT_TRUE(set_flag(leftover / "stuck", true));
+  r = install_packages(prefix_, {v2}, options());
+  const bool cleared = set_flag(leftover / "stuck", false);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_TRUE(cleared);
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_EQ(r->warnings[0], "a tree an earlier run left could not all be deleted: " + (leftover / "stuck").string() +
+                                ": cannot remove: Operation not permitted (while deleting " + leftover.string() +
+                                "); " + (leftover / "stuck").string() +
+                                " is immutable or append-only (lsattr shows 'i' or 'a'): as root, run `chattr -i -a` "
+                                "on it, then run the command again");
+  EXPECT_EQ(slurp(prefix_ / "share/p/f"), "2\n");
+  EXPECT_EQ(slurp(imm), "keep\n");
 }
 
 // ---------------------------------------------------------------------------------------------
