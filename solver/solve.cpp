@@ -373,11 +373,6 @@ Result<SolveOutcome> solve(const SolveTask& task) {
   for (Id p = 2; p < pool->nsolvables; ++p)
     if (ctx.considered[static_cast<std::size_t>(p)])
       if (const RepoDataRecord* r = ctx.record(p); r != nullptr && !r->features.empty()) featured.push_back(p);
-  const int base_jobs = jobs.size();
-  for (Id p : featured) {
-    jobs.push2(SOLVER_DISFAVOR | SOLVER_SOLVABLE, p);
-    ctx.job_origins.push_back({JobOrigin::Kind::Favor, 0});
-  }
 
   auto make_solver = [&]() {
     auto solver = std::make_unique<OwnedSolver>(pool);
@@ -386,6 +381,38 @@ Result<SolveOutcome> solve(const SolveTask& task) {
       solver_set_flag(solver->get(), SOLVER_FLAG_STRICT_REPO_PRIORITY, 1);
     return solver;
   };
+  // conda maximises the requested packages' versions before either feature objective
+  // (conda/resolve.py Resolve.solve: eq_req_v, then the track_features count, then
+  // generate_feature_metric): a solve without the feature preferences settles those versions,
+  // and the feature solves keep each requested name at its version (a new-user attack, session
+  // 9: `numpy=*=*nomkl*` locked numpy 1.9.3 of 2015, `pytorch` + `cpuonly 1.*` pytorch 1.9.1,
+  // where conda and rattler keep 1.14.2 and 2.1.0).
+  if (!featured.empty()) {
+    auto first = make_solver();
+    if (solver_solve(first->get(), jobs.get()) == 0) {
+      OwnedQueue decided;
+      solver_get_decisionqueue(first->get(), decided.get());
+      std::map<std::string, const RepoDataRecord*> chosen;
+      for (int k = 0; k < decided.size(); ++k)
+        if (decided[k] > 0)
+          if (const RepoDataRecord* r = ctx.record(decided[k])) chosen.emplace(r->name, r);
+      for (std::size_t i = 0; i < task.specs.size(); ++i) {
+        auto it = chosen.find(task.specs[i].spec.exact_name());
+        if (it == chosen.end()) continue;
+        OwnedQueue sel;
+        for (Id p : ctx.spec_candidates[i])
+          if (ctx.record(p)->version == it->second->version) sel.push(p);
+        if (sel.size() == 0) continue;
+        jobs.push2(SOLVER_INSTALL | SOLVER_SOLVABLE_ONE_OF, pool_queuetowhatprovides(pool, sel.get()));
+        ctx.job_origins.push_back({JobOrigin::Kind::Spec, i});
+      }
+    }
+  }
+  const int base_jobs = jobs.size();
+  for (Id p : featured) {
+    jobs.push2(SOLVER_DISFAVOR | SOLVER_SOLVABLE, p);
+    ctx.job_origins.push_back({JobOrigin::Kind::Favor, 0});
+  }
   auto solver = make_solver();
 
   SolveOutcome out;
