@@ -120,9 +120,20 @@ class Checker {
       std::vector<std::string> have = locked.requested;
       std::sort(want.begin(), want.end());
       std::sort(have.begin(), have.end());
+      // Compared in MatchSpec's canonical form, as the manifest hash is: `lib >=1` and `lib>=1`
+      // are one spec (a new-user attack, session 9: a re-spaced spec failed `--check` in CI).
+      std::map<std::string, std::string> want_by_form, have_by_form;  // canonical -> as written
+      auto canonical = [](const std::string& text) {
+        auto ms = MatchSpec::parse(text);
+        return ms ? ms->to_string() : text;
+      };
+      for (const auto& w : want) want_by_form.emplace(canonical(w), w);
+      for (const auto& h : have) have_by_form.emplace(canonical(h), h);
       std::vector<std::string> added, removed;
-      std::set_difference(want.begin(), want.end(), have.begin(), have.end(), std::back_inserter(added));
-      std::set_difference(have.begin(), have.end(), want.begin(), want.end(), std::back_inserter(removed));
+      for (const auto& [form, text] : want_by_form)
+        if (!have_by_form.count(form)) added.push_back(text);
+      for (const auto& [form, text] : have_by_form)
+        if (!want_by_form.count(form)) removed.push_back(text);
       if (!added.empty() || !removed.empty()) {
         std::string what;
         for (const auto& a : added) what += (what.empty() ? "" : ", ") + std::string("'") + a + "' added";

@@ -151,6 +151,16 @@ TEST(CheckLockfile, AChangedSpecIsNamed) {
   EXPECT_EQ(rs[1].message, "environment 'base': specs changed since the lock: 'numpy >=1.26' added, 'numpy >=2' removed");
 }
 
+// Specs compare in MatchSpec's canonical form, as the manifest hash does: a re-spaced spec
+// (`numpy >=2` -> `numpy>=2`) is the same spec and the lockfile stays fresh (a new-user attack,
+// session 9: `--check` failed CI on the edit, while the hash and a re-lock changed nothing).
+TEST(CheckLockfile, AReSpacedSpecIsTheSameSpec) {
+  const Manifest now = manifest(std::string(kManifest).replace(std::string(kManifest).find("numpy >=2"), 9, "numpy>=2"));
+  EXPECT_EQ(manifest_hash(now), manifest_hash(manifest()));
+  auto rs = check_lockfile(now, fresh(manifest()));
+  EXPECT_TRUE(rs.empty()) << dump(rs);
+}
+
 TEST(CheckLockfile, EnvironmentsAndPlatforms) {
   const Manifest m = manifest();
   Lockfile lf = fresh(m);
