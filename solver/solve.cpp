@@ -85,14 +85,28 @@ std::string positional_form(const std::string& spec) {
   return out;
 }
 
+/// Dependencies in bracket form with keys libsolv's conda parser cannot express (`build_number`,
+/// `md5`, `sha256`, `license`, `fn`, `url`, `track_features`, ...: conda and rattler read them
+/// in `depends`): each becomes a name of its own (the spec's text), which every record the spec
+/// matches — by envlock's MatchSpec — provides (provide_extended_specs()).
+using ExtendedSpecs = std::map<std::string, MatchSpec>;
+
 /// A libsolv dependency for a conda MatchSpec string; a spec libsolv cannot read becomes a
 /// dependency on a name no package has, so the record needing it simply cannot be chosen.
-Id conda_dep(Pool* pool, const std::string& spec) {
+/// `extended` (depends only; null for constrains): where bracket specs libsolv cannot express go.
+Id conda_dep(Pool* pool, const std::string& spec, ExtendedSpecs* extended = nullptr) {
   // libsolv's version matcher recurses once per '(' (conda.c): a spec nested past envlock's own
   // cap is unreadable to both, before it can exhaust the stack.
   if (VersionSpec::nesting(spec) > VersionSpec::kMaxNesting)
     return pool_str2id(pool, ("<unreadable spec: nested too deep: " + spec.substr(0, 64) + "…>").c_str(), 1);
-  Id id = pool_conda_matchspec(pool, positional_form(spec).c_str());
+  const std::string positional = positional_form(spec);
+  if (extended != nullptr && positional.find('[') != std::string::npos) {
+    if (auto ms = MatchSpec::parse(spec); ms && !ms->exact_name().empty()) {
+      extended->emplace(spec, *ms);
+      return pool_str2id(pool, spec.c_str(), 1);
+    }
+  }
+  Id id = pool_conda_matchspec(pool, positional.c_str());
   if (id == 0) id = pool_str2id(pool, ("<unreadable spec: " + spec + ">").c_str(), 1);
   return id;
 }
@@ -100,14 +114,15 @@ Id conda_dep(Pool* pool, const std::string& spec) {
 /// The libsolv name standing for "a record that tracks feature `f`": conda's legacy spelling `f@`.
 Id feature_id(Pool* pool, const std::string& f) { return pool_str2id(pool, (f + "@").c_str(), 1); }
 
-Id add_solvable(Pool* pool, Repo* repo, Repodata* data, const PackageRecord& r) {
+Id add_solvable(Pool* pool, Repo* repo, Repodata* data, const PackageRecord& r, ExtendedSpecs& extended) {
   Id p = repo_add_solvable(repo);
   Solvable* s = pool_id2solvable(pool, p);
   s->name = pool_str2id(pool, r.name.c_str(), 1);
   s->evr = pool_str2id(pool, r.version.to_string().c_str(), 1);
   repodata_add_poolstr_array(data, p, SOLVABLE_BUILDFLAVOR, r.build.c_str());
   repodata_set_str(data, p, SOLVABLE_BUILDVERSION, std::to_string(r.build_number).c_str());
-  for (const auto& dep : r.depends) s->requires_ = repo_addid_dep(repo, s->requires_, conda_dep(pool, dep), 0);
+  for (const auto& dep : r.depends)
+    s->requires_ = repo_addid_dep(repo, s->requires_, conda_dep(pool, dep, &extended), 0);
   for (const auto& c : r.constrains) repodata_add_idarray(data, p, SOLVABLE_CONSTRAINS, conda_dep(pool, c));
   for (const auto& tf : r.track_features) {
     if (tf.empty()) continue;
@@ -218,6 +233,7 @@ Result<SolveOutcome> solve(const SolveTask& task) {
   for (const auto& in : task.repos) repo_names.emplace_back(in);
   const std::set<std::string> names = reachable_names(task, repo_names);
   std::map<std::string, Id> by_key;  // channel/subdir/file -> solvable, to match pins and locks
+  ExtendedSpecs extended;             // bracket depends libsolv cannot read, provided below
   // A name requested as `channel::name` comes only from that channel: its records elsewhere are
   // left out of the pool before channel priority applies, so a lower-priority channel named in a
   // spec is not excluded by strict priority (rattler's resolvo/mod.rs, pixi's channel logic).
@@ -253,7 +269,7 @@ Result<SolveOutcome> solve(const SolveTask& task) {
     Repodata* data = repo_add_repodata(repo, 0);
     std::vector<Id> ids;
     ids.reserve(chosen.size());
-    for (const auto& [r, i] : chosen) ids.push_back(add_solvable(pool, repo, data, *r));
+    for (const auto& [r, i] : chosen) ids.push_back(add_solvable(pool, repo, data, *r, extended));
     repo_internalize(repo);
     ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
     for (std::size_t k = 0; k < chosen.size(); ++k) {
@@ -269,7 +285,7 @@ Result<SolveOutcome> solve(const SolveTask& task) {
     Repodata* data = repo_add_repodata(repo, 0);
     for (const auto& vp : task.virtual_packages) ctx.virtual_records.push_back(virtual_record(vp));
     std::vector<Id> ids;
-    for (const auto& r : ctx.virtual_records) ids.push_back(add_solvable(pool, repo, data, r));
+    for (const auto& r : ctx.virtual_records) ids.push_back(add_solvable(pool, repo, data, r, extended));
     repo_internalize(repo);
     ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
     for (std::size_t k = 0; k < ids.size(); ++k)
@@ -294,7 +310,7 @@ Result<SolveOutcome> solve(const SolveTask& task) {
         repo->priority = 1;
         data = repo_add_repodata(repo, 0);
       }
-      Id p = add_solvable(pool, repo, data, rec);
+      Id p = add_solvable(pool, repo, data, rec, extended);
       ctx.origins.resize(static_cast<std::size_t>(pool->nsolvables));
       ctx.origins[static_cast<std::size_t>(p)] = {Origin::Kind::Pin, 0, i};
       ctx.pin_solvables[i] = p;
@@ -304,6 +320,14 @@ Result<SolveOutcome> solve(const SolveTask& task) {
 
   for (Id p = 2; p < pool->nsolvables; ++p)
     if (const RepoDataRecord* r = ctx.record(p)) ctx.by_name[r->name].push_back(p);
+  for (const auto& [text, ms] : extended) {
+    const Id id = pool_str2id(pool, text.c_str(), 1);
+    for (Id p : ctx.all_named(ms.exact_name()))
+      if (const RepoDataRecord* r = ctx.record(p); r != nullptr && ms.matches(*r)) {
+        Solvable* sv = pool_id2solvable(pool, p);
+        sv->provides = repo_addid_dep(sv->repo, sv->provides, id, 0);
+      }
+  }
 
   // Every record in the pool is reachable (see above); the map stays for explain.cpp.
   ctx.considered.assign(static_cast<std::size_t>(pool->nsolvables), false);

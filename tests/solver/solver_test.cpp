@@ -395,6 +395,40 @@ TEST(Solver, BracketSpecsInDependsAreRead) {
   EXPECT_EQ(picked(*out)["dep"], "2.0 cuda_0");
 }
 
+// Bracket keys libsolv's conda parser cannot express (build_number, md5, license, ...) in a
+// record's depends are matched by envlock's MatchSpec (conda and rattler read them; a new-user
+// attack, session 9, compared `dep[version='100.*', build_number='>=1']` with rattler, which
+// takes the build-number-1 build): the record is installable and the dependency holds.
+TEST(Solver, BracketKeysLibsolvCannotReadAreMatchedInDepends) {
+  auto plain = rec("dep", "100.0", "0", 0);
+  auto cuda = rec("dep", "100.0", "cuda_1", 1);
+  auto old = rec("dep", "99.0", "cuda_2", 2);
+  cuda.license = "MIT";
+  old.license = "MIT";
+  cuda.md5 = std::string(32, 'a');
+  std::vector<RepoDataRecord> records{plain, cuda, old,
+                                      rec("nb", "1.0", "0", 0, {"dep[version='100.*', build_number='>=1']"}),
+                                      rec("lic", "1.0", "0", 0, {"dep[license=MIT]"}),
+                                      rec("md5", "1.0", "0", 0, {"dep[md5=" + std::string(32, 'a') + "]"}),
+                                      rec("none", "1.0", "0", 0, {"dep[version='100.*', build_number='>=5']"})};
+  auto task = one_repo_task(records);
+  for (const auto& [request, want] : std::vector<std::pair<std::string, std::string>>{
+           {"nb", "100.0 cuda_1"}, {"lic", "100.0 cuda_1"}, {"md5", "100.0 cuda_1"}}) {
+    SCOPED_TRACE(request);
+    task.specs = {spec(request)};
+    auto out = solve(task);
+    ASSERT_TRUE(out.ok() && out->solved) << out->explanation.to_text();
+    EXPECT_EQ(picked(*out)["dep"], want);
+  }
+  task.specs = {spec("none")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok());
+  ASSERT_FALSE(out->solved);
+  EXPECT_NE(out->explanation.to_text().find("nothing provides dep[version='100.*', build_number='>=5']"),
+            std::string::npos)
+      << out->explanation.to_text();
+}
+
 TEST(Solver, PreferredRecordsAreKeptWhenTheyStillFit) {
   std::vector<RepoDataRecord> records{rec("a", "1.0", "0", 0, {"b"}), rec("a", "2.0", "0", 0, {"b"}), rec("b", "1.0"),
                                       rec("b", "2.0")};
