@@ -451,7 +451,20 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
   // envlock's own record of the install (conda-meta/envlock, install.hpp PrefixOrigin): the
   // environment's name and its platform, which a prefix of noarch packages alone cannot tell.
   std::string env_name = "default";
-  if (std::ifstream origin(prefix / "conda-meta" / "envlock", std::ios::binary); origin) {
+  // Only a regular file is opened (a FIFO there would block forever, a link to /dev/zero never
+  // end: a new-user attack, session 10); anything else is warned about and read as absent.
+  const std::filesystem::path origin_path = prefix / "conda-meta" / "envlock";
+  std::error_code origin_ec;
+  const auto origin_type = std::filesystem::status(origin_path, origin_ec).type();
+  bool read_origin = origin_type == std::filesystem::file_type::regular;
+  if (!read_origin && origin_type != std::filesystem::file_type::not_found)
+    warn(origin_path.string() + ": is not a regular file (a FIFO, device, socket or folder); not read, the prefix is "
+         "compared as environment 'default' on the platform of its records");
+  if (read_origin && std::filesystem::file_size(origin_path, origin_ec) > (1u << 20)) {
+    warn(origin_path.string() + ": is larger than 1 MiB, not the record envlock writes; not read");
+    read_origin = false;
+  }
+  if (std::ifstream origin; read_origin && (origin.open(origin_path, std::ios::binary), origin)) {
     const auto j = nlohmann::json::parse(origin, nullptr, false);
     if (j.is_object()) {
       const auto text = [&](const char* key) {

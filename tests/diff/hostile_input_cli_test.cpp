@@ -322,6 +322,28 @@ TEST(HostileInput, APrefixNamesWhatItCannotReadAndNeverBlocks) {
                                                     "hint: a conda package name holds only letters, digits, '.', '_', '+' and '-'\n");
 }
 
+// conda-meta/envlock (which names the environment and platform) is opened only when it is a
+// regular file: a FIFO there blocked `diff LOCK PREFIX` and `show PREFIX` forever (a new-user
+// attack, session 10); now it is named and the prefix read without it.
+TEST(HostileInput, AnEnvironmentRecordThatIsAFifoIsNamedNotOpened) {
+  TempDir dir;
+  const fs::path env = dir.path() / "env";
+  dir.write("env/conda-meta/hello-1.0.0-0.json", meta_record("hello", "1.0.0"));
+  ASSERT_EQ(::mkfifo((env / "conda-meta/envlock").c_str(), 0644), 0);
+  const std::string warning = "warning: " + (env / "conda-meta/envlock").string() +
+                              ": is not a regular file (a FIFO, device, socket or folder); not read, the prefix is "
+                              "compared as environment 'default' on the platform of its records\n";
+  auto r = run_command("timeout 60 " + envlock_cmd() + " show " + q(env));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, warning);
+  EXPECT_NE(r.out.find("default/noarch hello 1.0.0 0 "), std::string::npos) << r.out;
+  fs::remove(env / "conda-meta/envlock");
+  fs::create_symlink("/dev/zero", env / "conda-meta/envlock");
+  r = run_command("timeout 60 " + envlock_cmd() + " show " + q(env));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, warning);
+}
+
 // An envlock.lock names its packages as conda-lock's reader requires: `|`, `<>`, white space refused.
 TEST(HostileInput, AnEnvlockLockWithAnInjectedNameIsRefused) {
   TempDir dir;
