@@ -175,6 +175,11 @@ struct RecordedFields {
   /// conda-lock `category`/`categories` and `optional` (LockedPackage::layer): what
   /// `conda-lock install --no-dev` / without extras leaves out. Other formats' layer is a label.
   bool categories = false;
+  /// conda records' sha256 (an @EXPLICIT file may hold md5 fragments only; an old conda's
+  /// prefix records too): a record that loses it is hash-changed only when both hold it.
+  bool sha256 = true;
+  /// pip archives' sha256 (a prefix's index installs name none).
+  bool pip_hashes = true;
 };
 
 /// Compares two lockfiles (see the file comment for the rules). Pure: no I/O. `old_fields` and

@@ -96,7 +96,7 @@ RecordedFields recorded_fields(const FormatInfo& f) {
     case LockFormat::Envlock:
       r.requires_dist = r.requires_python = false;  // envlock.lock keeps no pip metadata
       break;
-    case LockFormat::CondaMeta: break;
+    case LockFormat::CondaMeta: r.sha256 = r.pip_hashes = false; break;
     case LockFormat::PixiLock:
       // pixi.lock 4-7 write depends and constrains of every record and pypi requires_dist /
       // requires_python; build_number and noarch only where the file name does not give them.
@@ -108,7 +108,10 @@ RecordedFields recorded_fields(const FormatInfo& f) {
       r.requires_dist = r.requires_python = false;
       r.categories = !f.by_pixi;
       break;
-    case LockFormat::Explicit: r = RecordedFields{false, false, false, false, false, false, false, false}; break;
+    case LockFormat::Explicit:
+      r = RecordedFields{false, false, false, false, false, false, false, false};
+      r.sha256 = false;  // md5 or sha256 fragments, as the render chose; each line's pip hash is its own
+      break;
   }
   return r;
 }

@@ -374,6 +374,14 @@ std::vector<std::string> record_metadata_changes(const LockedPackage& o, const L
     notes.push_back("python_site_packages_path " + shown(o.python_site_packages_path) + " -> " +
                     shown(n.python_site_packages_path));
   }
+  // What the installer checks and names the archive by (docs/review.md, "Compared fields").
+  if (o.size && n.size && *o.size != *n.size)
+    notes.push_back("size " + std::to_string(*o.size) + " -> " + std::to_string(*n.size));
+  auto stem = [](const std::string& f) { return f.substr(0, f.size() - extension_of(f).size()); };
+  if (!o.file_name.empty() && !n.file_name.empty() && stem(o.file_name) != stem(n.file_name))  // not a repackaging
+    notes.push_back("file name " + o.file_name + " -> " + n.file_name);
+  if (!o.subdir.empty() && !n.subdir.empty() && o.subdir != n.subdir)
+    notes.push_back("subdir " + o.subdir + " -> " + n.subdir);
   return notes;
 }
 
@@ -412,11 +420,67 @@ std::string pip_url_host(const std::string& url) {
   return lower(u.substr(0, end));
 }
 
-// The archive's file name: the last segment of the URL's path.
+// The archive's file name: the last segment of the URL's path, percent-decoded (RFC 3986): pixi
+// writes `torch-2.1.2%2Bcu121-...whl` where pip and uv write `+`, and one file must not pass for
+// another under a second spelling (a new-user attack, session 10).
 std::string pip_url_file(const std::string& url) {
   std::string u = pip_file_url(url);
   if (auto q = u.find('?'); q != std::string::npos) u.resize(q);
-  return u.substr(u.rfind('/') + 1);
+  return percent_decode(u.substr(u.rfind('/') + 1));
+}
+
+// The accelerator a pip build is made for, as PyTorch's indexes name it: the PEP 440 local label
+// (`2.1.2+cu121`, `+cpu`, `+rocm5.6`) or, without one, the index folder of the URL
+// (`download.pytorch.org/whl/cu121/...`); empty when neither names one.
+std::string pip_variant(const PipPackage& p) {
+  auto variant = [](std::string label) -> std::string {
+    label = lower(label);
+    if (label == "cpu" || label.starts_with("rocm") || label.starts_with("xpu")) return label;
+    if (label.size() > 2 && label.starts_with("cu") && std::isdigit(static_cast<unsigned char>(label[2]))) return label;
+    return {};
+  };
+  if (auto plus = p.version.find('+'); plus != std::string::npos) return variant(p.version.substr(plus + 1));
+  const std::string u = pip_file_url(p.url);
+  if (auto whl = u.find("/whl/"); whl != std::string::npos) {
+    const auto end = u.find('/', whl + 5);
+    if (end != std::string::npos) return variant(u.substr(whl + 5, end - whl - 5));
+  }
+  return {};
+}
+
+// PEP 440 order of two pip versions: the public version in envlock's order (which agrees with
+// PEP 440 for release, pre-, post- and dev-releases), then the local label: a version without
+// one sorts before the same version with one, and labels compare segment by segment (split at
+// '.', '-', '_'), a number above a string, numbers as integers, strings case-blind, a shorter
+// label that is a prefix first ("Local version identifiers").
+int compare_pip_versions(const std::string& a, const std::string& b) {
+  const auto pa = a.find('+'), pb = b.find('+');
+  if (const int c = compare_versions(a.substr(0, pa), b.substr(0, pb)); c != 0) return c;
+  if (pa == std::string::npos || pb == std::string::npos)
+    return pa == pb ? 0 : (pa == std::string::npos ? -1 : 1);
+  auto segments = [](const std::string& label) {
+    std::vector<std::string> out(1);
+    for (const char c : label) {
+      if (c == '.' || c == '-' || c == '_') out.emplace_back();
+      else out.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return out;
+  };
+  const auto la = segments(a.substr(pa + 1)), lb = segments(b.substr(pb + 1));
+  for (std::size_t i = 0; i < la.size() && i < lb.size(); ++i) {
+    const bool na = !la[i].empty() && std::all_of(la[i].begin(), la[i].end(), ::isdigit);
+    const bool nb = !lb[i].empty() && std::all_of(lb[i].begin(), lb[i].end(), ::isdigit);
+    if (na != nb) return na ? 1 : -1;
+    if (na) {
+      const auto ta = la[i].substr(std::min(la[i].find_first_not_of('0'), la[i].size() - 1));
+      const auto tb = lb[i].substr(std::min(lb[i].find_first_not_of('0'), lb[i].size() - 1));
+      if (ta.size() != tb.size()) return ta.size() < tb.size() ? -1 : 1;
+      if (ta != tb) return ta < tb ? -1 : 1;
+    } else if (la[i] != lb[i]) {
+      return la[i] < lb[i] ? -1 : 1;
+    }
+  }
+  return la.size() == lb.size() ? 0 : (la.size() < lb.size() ? -1 : 1);
 }
 
 // Two pip archives of the same version, as a conda record's archive is compared (docs/review.md,
@@ -426,7 +490,7 @@ std::string pip_url_file(const std::string& url) {
 // wheel tag, an sdist) with another sha256 is rebuilt. A side without a URL (an index install in a
 // prefix) has no file to compare: a sha256 that differs from the other side's is hash-changed (and
 // re-uploaded when neither names a URL, the same index name).
-void pip_file_change(const PipPackage& o, const PipPackage& n, std::set<ChangeKind>& kinds,
+void pip_file_change(const PipPackage& o, const PipPackage& n, bool pip_hashes, std::set<ChangeKind>& kinds,
                      std::vector<std::string>& notes) {
   using K = PipSourceInfo::Kind;
   auto archive = [](const PipPackage& p) {
@@ -435,6 +499,10 @@ void pip_file_change(const PipPackage& o, const PipPackage& n, std::set<ChangeKi
   };
   const bool same_url = pip_file_url(o.url) == pip_file_url(n.url);
   const bool hashes_differ = !o.sha256.empty() && !n.sha256.empty() && o.sha256 != n.sha256;
+  if (pip_hashes && !o.sha256.empty() && n.sha256.empty()) {
+    kinds.insert(ChangeKind::HashChanged);
+    notes.push_back("sha256 " + short_hash(o.sha256) + "… removed: the archive would be installed unverified");
+  }
   const std::string hashes = "sha256 " + short_hash(o.sha256) + "… -> " + short_hash(n.sha256) + "…";
   if (!archive(o) || !archive(n)) {  // a VCS, path or editable source: source-changed tells the rest
     if (hashes_differ && same_url) {
@@ -590,7 +658,10 @@ RecordedFields held_fields(const LockedPlatform* p) {
   // but @EXPLICIT and conda-lock writes them (the CLI tells those apart by their format). noarch,
   // build number and site-packages path are not: pixi.lock writes them only for some records.
   RecordedFields r{false, false, true, false, false, false, false, false};
+  r.sha256 = r.pip_hashes = false;
   if (p == nullptr) return r;
+  for (const auto& x : p->packages) r.sha256 = r.sha256 || !x.sha256.empty();
+  for (const auto& x : p->pip) r.pip_hashes = r.pip_hashes || !x.sha256.empty();
   for (const auto& x : p->packages) {
     r.depends = r.depends || !x.depends.empty();
     r.constrains = r.constrains || !x.constrains.empty();
@@ -611,7 +682,9 @@ RecordedFields both_hold(const RecordedFields& a, const RecordedFields& b) {
                         a.python_site_packages_path && b.python_site_packages_path,
                         a.requires_dist && b.requires_dist,
                         a.requires_python && b.requires_python,
-                        a.categories && b.categories};
+                        a.categories && b.categories,
+                        a.sha256 && b.sha256,
+                        a.pip_hashes && b.pip_hashes};
 }
 
 void finish_change(PackageChange& c, std::set<ChangeKind> kinds) {
@@ -731,6 +804,21 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
           kinds.insert(ChangeKind::HashChanged);
           c.notes.push_back("URL " + o->url + " -> " + n->url);
         }
+        // A hash that goes is a pin that no longer holds: sha256 -> md5 only (md5 has practical
+        // collisions), or no hash at all (installed unverified) — a red flag, not "no changes".
+        if (both.sha256 && !o->sha256.empty() && n->sha256.empty()) {
+          kinds.insert(ChangeKind::HashChanged);
+          c.notes.push_back("sha256 " + short_hash(o->sha256) + "… removed" +
+                            (n->md5.empty() ? std::string(": no hash left, installed unverified") : ", only md5 left"));
+        } else if ((!o->sha256.empty() || !o->md5.empty()) && n->sha256.empty() && n->md5.empty()) {
+          kinds.insert(ChangeKind::HashChanged);
+          c.notes.push_back("md5 " + o->md5 + " removed: no hash left, installed unverified");
+        }
+        // Where the archive is fetched from, whenever the pin changed: the reviewer's first question.
+        const bool url_noted = std::any_of(c.notes.begin(), c.notes.end(), [](const std::string& x) { return x.starts_with("URL "); });
+        if ((kinds.count(ChangeKind::HashChanged) || kinds.count(ChangeKind::ReUploaded)) && !url_noted &&
+            !o->url.empty() && !n->url.empty() && redact_url(o->url) != redact_url(n->url))
+          c.notes.push_back("URL " + redact_url(o->url) + " -> " + redact_url(n->url));
       }
       if (both.python_site_packages_path && !(vc == 0 && o->build == n->build) &&
           o->python_site_packages_path != n->python_site_packages_path) {
@@ -823,10 +911,17 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
         kinds.insert(*kind);
       }
     } else {
-      int vc = compare_versions(o->version, n->version);
+      int vc = compare_pip_versions(o->version, n->version);
       if (vc < 0) kinds.insert(ChangeKind::Upgraded);
       if (vc > 0) kinds.insert(ChangeKind::Downgraded);
-      if (vc == 0) pip_file_change(*o, *n, kinds, c.notes);
+      if (vc == 0) pip_file_change(*o, *n, both.pip_hashes, kinds, c.notes);
+      // The CUDA -> CPU wheel switch, the commonest accident of a pip half: another local label
+      // or index folder is a variant switch, as a conda build's cuda/cpu is.
+      if (const std::string ov = pip_variant(*o), nv = pip_variant(*n); ov != nv) {
+        kinds.insert(ChangeKind::VariantSwitch);
+        c.notes.push_back("variant " + (ov.empty() ? std::string("(none)") : ov) + " -> " +
+                          (nv.empty() ? std::string("(none)") : nv));
+      }
     }
     if (o && n && !unresolved(*o) && !unresolved(*n)) {
       if (auto src = pip_source_change(*o, *n); !src.empty()) {
@@ -835,7 +930,7 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
       }
     }
     // Core metadata of the same version (another version brings its own).
-    if (o && n && !unresolved(*o) && !unresolved(*n) && compare_versions(o->version, n->version) == 0) {
+    if (o && n && !unresolved(*o) && !unresolved(*n) && compare_pip_versions(o->version, n->version) == 0) {
       if (both.requires_dist)
         if (auto d = list_change("requires_dist", o->requires_dist, n->requires_dist, comparable_requirement); !d.empty()) {
           kinds.insert(ChangeKind::MetadataChanged);

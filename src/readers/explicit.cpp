@@ -69,7 +69,7 @@ Result<Lockfile> read_explicit(const std::string& text, const std::string& sourc
         }
         // Version from a wheel or sdist file name: name-version-... / name-version.tar.gz
         std::string file = pip.url.substr(0, pip.url.find_first_of("#?"));
-        file = file.substr(file.rfind('/') + 1);
+        file = percent_decode(file.substr(file.rfind('/') + 1));  // `torch-2.1.2%2Bcu121-...` is `+cu121`
         if (auto dash = file.find('-'); dash != std::string::npos) {
           std::string v = file.substr(dash + 1);
           if (auto d2 = v.find('-'); d2 != std::string::npos) v.resize(d2);

@@ -350,7 +350,10 @@ Status complete_record_from_url(RepoDataRecord& record, const std::string& where
   if (auto cut = path.find_first_of("?#"); cut != std::string::npos) path.resize(cut);
   while (!path.empty() && path.back() == '/') path.pop_back();
   const auto slash = path.rfind('/');
-  std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
+  // Percent-decoded (RFC 3986): `hd590300%5F5.conda` is the file `hd590300_5.conda`, and its build
+  // string is `hd590300_5` (a new-user attack, session 10: an encoded name passed a swapped
+  // archive off as another build).
+  std::string file = percent_decode(slash == std::string::npos ? path : path.substr(slash + 1));
   if (record.file_name.empty()) record.file_name = file;
   std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash);
   const auto slash2 = dir.rfind('/');

@@ -305,6 +305,93 @@ TEST(Diff, PipSourceAndMetadataAreCompared) {
   EXPECT_TRUE(diff_lockfiles(lock({rd_old}), lock({rd_new}), envlock_lock, {}).empty());
 }
 
+// A pin that loses its hash is a red flag (sha256 -> md5 only, or no hash: installed unverified),
+// a percent-encoded spelling of the same file name is the same file (pixi writes `%2B`, pip `+`),
+// and a changed pin names both URLs. A new-user attack (session 10) passed all three as "no
+// changes" or "rebuilt" under the documented CI gate.
+TEST(Diff, HashesThatGoAndEncodedFileNamesAreRedFlags) {
+  Lockfile old_lock = make({{"zlib", "1.2.13", "hd590300_5"}, {"xz", "5.2.6", "h166bdaf_0"}, {"bz2", "1.0.8", "h_0"}});
+  Lockfile new_lock = old_lock;
+  auto& pkgs = new_lock.environments["default"].platforms["linux-64"].packages;
+  for (auto& p : old_lock.environments["default"].platforms["linux-64"].packages) p.md5 = std::string(32, 'b');
+  for (auto& p : pkgs) p.md5 = std::string(32, 'b');
+  pkgs[2].sha256.clear();  // zlib: md5 only
+  pkgs[1].sha256.clear();  // xz: no hash at all
+  pkgs[1].md5.clear();
+  pkgs[0].url = "https://mirror.example/linux-64/" + pkgs[0].file_name;  // bz2: another URL, another sha256
+  pkgs[0].sha256 = std::string(64, 'c');
+  auto d = diff_lockfiles(old_lock, new_lock);
+  ASSERT_EQ(d.total, 3u);
+  EXPECT_EQ(change(d, "zlib")->kind, ChangeKind::HashChanged);
+  EXPECT_EQ(change(d, "zlib")->notes, std::vector<std::string>{"sha256 aaaaaaaaaaaa… removed, only md5 left"});
+  EXPECT_EQ(change(d, "xz")->notes, std::vector<std::string>{"sha256 aaaaaaaaaaaa… removed: no hash left, installed unverified"});
+  EXPECT_EQ(change(d, "bz2")->notes,
+            (std::vector<std::string>{"sha256 aaaaaaaaaaaa… -> cccccccccccc…",
+                                      "URL https://conda.anaconda.org/conda-forge/linux-64/bz2-1.0.8-h_0.conda -> "
+                                      "https://mirror.example/linux-64/bz2-1.0.8-h_0.conda"}));
+
+  auto pip_lock = [](std::string url, std::string sha256) {
+    Lockfile l = make({{"python", "3.11.9", "h_0"}});
+    PipPackage torch{"torch", "2.1.2+cu121", std::move(url), ""};
+    torch.sha256 = std::move(sha256);
+    l.environments["default"].platforms["linux-64"].pip = {torch};
+    return l;
+  };
+  const std::string dir = "https://download.pytorch.org/whl/cu121/";
+  auto e = diff_lockfiles(pip_lock(dir + "torch-2.1.2%2Bcu121-cp311-cp311-linux_x86_64.whl", std::string(64, 'f')),
+                          pip_lock(dir + "torch-2.1.2+cu121-cp311-cp311-linux_x86_64.whl", std::string(64, '7')));
+  ASSERT_EQ(e.total, 1u);
+  EXPECT_EQ(e.groups[0].changes[0].kind, ChangeKind::HashChanged);
+  EXPECT_EQ(e.groups[0].changes[0].notes,
+            std::vector<std::string>{"same file torch-2.1.2+cu121-cp311-cp311-linux_x86_64.whl, sha256 ffffffffffff… -> "
+                                     "777777777777…"});
+  auto h = diff_lockfiles(pip_lock(dir + "torch-2.1.2+cu121-cp311-cp311-linux_x86_64.whl", std::string(64, 'f')),
+                          pip_lock(dir + "torch-2.1.2+cu121-cp311-cp311-linux_x86_64.whl", ""),
+                          RecordedFields{}, RecordedFields{});  // two lockfile formats that hold pip hashes
+  ASSERT_EQ(h.total, 1u);
+  EXPECT_EQ(h.groups[0].changes[0].kind, ChangeKind::HashChanged);
+  EXPECT_EQ(h.groups[0].changes[0].notes,
+            std::vector<std::string>{"sha256 ffffffffffff… removed: the archive would be installed unverified"});
+}
+
+// pip local labels are variants (`+cu121` -> `+cpu`, `+rocm5.6`, or the /whl/<variant>/ index
+// folder), and versions compare in PEP 440 order: a local label sorts after the same public
+// version without one ("Local version identifiers"), so `2.1.2+cu121 -> 2.1.2` is a downgrade.
+TEST(Diff, PipLocalLabelsAreVariantsInPep440Order) {
+  auto pip_lock = [](const std::string& version, const std::string& url = "") {
+    Lockfile l = make({{"python", "3.11.9", "h_0"}});
+    l.environments["default"].platforms["linux-64"].pip = {PipPackage{"torch", version, url}};
+    return l;
+  };
+  struct Case {
+    std::string from, to, url;
+    ChangeKind kind;
+    std::vector<ChangeKind> flags;
+    std::vector<std::string> notes;
+  };
+  const std::vector<Case> cases = {
+      {"2.1.2+cu121", "2.1.3+cpu", "", ChangeKind::VariantSwitch, {ChangeKind::Upgraded}, {"variant cu121 -> cpu"}},
+      {"2.1.2+cu121", "2.1.2+rocm5.6", "", ChangeKind::VariantSwitch, {ChangeKind::Upgraded}, {"variant cu121 -> rocm5.6"}},
+      {"2.1.2+cu121", "2.1.2", "", ChangeKind::VariantSwitch, {ChangeKind::Downgraded}, {"variant cu121 -> (none)"}},
+      {"1.0+2", "1.0+10", "", ChangeKind::Upgraded, {}, {}},
+      {"1.0+abc.1", "1.0+abc", "", ChangeKind::Downgraded, {}, {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.from + " -> " + c.to);
+    auto d = diff_lockfiles(pip_lock(c.from), pip_lock(c.to));
+    ASSERT_EQ(d.total, 1u);
+    const auto& ch = d.groups[0].changes[0];
+    EXPECT_EQ(ch.kind, c.kind);
+    EXPECT_EQ(ch.flags, c.flags);
+    EXPECT_EQ(ch.notes, c.notes);
+  }
+  // Without a local label, the index folder tells the variant.
+  auto d = diff_lockfiles(pip_lock("2.1.2", "https://download.pytorch.org/whl/cu121/torch-2.1.2-cp311-cp311-linux_x86_64.whl"),
+                          pip_lock("2.1.2", "https://download.pytorch.org/whl/cpu/torch-2.1.2-cp311-cp311-linux_x86_64.whl"));
+  ASSERT_EQ(d.total, 1u);
+  EXPECT_EQ(d.groups[0].changes[0].kind, ChangeKind::VariantSwitch);
+}
+
 TEST(Diff, VariantSwitches) {
   Pkg torch_cuda{"pytorch", "2.1.2", "cuda118_py311h0123abc_300"};
   Pkg torch_cpu{"pytorch", "2.1.2", "cpu_mkl_py311h0123abc_100"};
