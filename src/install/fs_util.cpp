@@ -245,7 +245,7 @@ namespace {
 /// rm -rf of `path` that goes on past an entry it cannot remove; the first such entry (the
 /// deepest: a folder whose entry stayed fails with ENOTEMPTY, and the entry is the one to name)
 /// and its errno are kept in `failed`/`err`.
-void remove_all_from(const std::filesystem::path& path, std::filesystem::path& failed, int& err) {
+void remove_all_from(const std::filesystem::path& path, std::uint64_t mount, std::filesystem::path& failed, int& err) {
   auto keep = [&](const std::filesystem::path& p, int e) {
     if (failed.empty()) {
       failed = p;
@@ -261,10 +261,14 @@ void remove_all_from(const std::filesystem::path& path, std::filesystem::path& f
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) keep(path, errno);
     return;
   }
+  if (mount_of(path) != mount) {  // a mount point: what is mounted there is never deleted (rm --one-file-system)
+    keep(path, EBUSY);
+    return;
+  }
   std::error_code ec;
   for (auto it = std::filesystem::directory_iterator(path, ec); !ec && it != std::filesystem::directory_iterator();
        it.increment(ec))
-    remove_all_from(it->path(), failed, err);
+    remove_all_from(it->path(), mount, failed, err);
   if (ec) keep(path, ec.value());
   if (::rmdir(path.c_str()) != 0 && errno != ENOENT) keep(path, errno);
 }
@@ -273,7 +277,9 @@ void remove_all_from(const std::filesystem::path& path, std::filesystem::path& f
 Status remove_tree(const std::filesystem::path& path) {
   std::filesystem::path failed;
   int err = 0;
-  remove_all_from(path, failed, err);
+  struct stat top {};
+  if (::lstat(path.c_str(), &top) != 0) return errno == ENOENT ? ok_status() : io_error(path, "cannot stat", errno);
+  remove_all_from(path, mount_of(path), failed, err);
   if (failed.empty()) return ok_status();
   Error e = io_error(failed, "cannot remove", err);
   if (failed != path) e.detail = "while deleting " + path.string();
@@ -285,6 +291,13 @@ Status remove_tree(const std::filesystem::path& path) {
         break;
       }
   return e;
+}
+
+std::uint64_t mount_of(const std::filesystem::path& path) {
+  struct statx stx {};
+  if (::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) != 0) return 0;
+  if (stx.stx_mask & STATX_MNT_ID) return stx.stx_mnt_id;
+  return (static_cast<std::uint64_t>(stx.stx_dev_major) << 32) | stx.stx_dev_minor;
 }
 
 bool immutable_or_append_only(const std::filesystem::path& path) {

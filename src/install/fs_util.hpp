@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -73,10 +74,16 @@ Status copy_regular_file(const std::filesystem::path& from, const std::filesyste
 /// mkdir -p that reports errors as values.
 Status make_dirs(const std::filesystem::path& path);
 
-/// rm -rf that reports errors as values; a missing path is fine. It goes on past an entry it
+/// rm -rf that reports errors as values; a missing path is fine. It never crosses into another
+/// filesystem (a mount point is left, and named as EBUSY). It goes on past an entry it
 /// cannot remove (deleting all it can) and names that entry in the error, with how to clear an
 /// immutable or append-only flag when that is the cause.
 Status remove_tree(const std::filesystem::path& path);
+
+/// Which mount `path` (not followed when a link) is on: its statx(2) mount ID (Linux >= 5.8), else
+/// its device; 0 when it cannot be read. A bind mount of a folder of the same filesystem has the
+/// device of its parent but another mount ID.
+std::uint64_t mount_of(const std::filesystem::path& path);
 
 /// Whether the file at `path` (not followed when a link) has the immutable or append-only inode
 /// flag (chattr +i / +a, FS_IOC_GETFLAGS): then nothing, root included, may link, rename, write

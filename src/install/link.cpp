@@ -274,6 +274,22 @@ bool dotted_python_name(std::string_view s) {
   return !start;
 }
 
+/// Whether a part of the dotted name `s` is a Python keyword (`import:main` would be written as
+/// `from import import main`, a script that cannot run).
+bool has_python_keyword(std::string_view s) {
+  static const std::set<std::string_view> kKeywords = {
+      "False", "None",   "True",    "and",      "as",   "assert", "async", "await",  "break",
+      "class", "continue", "def",   "del",      "elif", "else",   "except", "finally", "for",
+      "from",  "global", "if",      "import",   "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",   "raise",   "return",   "try",  "while",  "with",  "yield"};
+  for (std::size_t start = 0;;) {
+    const auto dot = s.find('.', start);
+    if (kKeywords.count(s.substr(start, dot - start))) return true;
+    if (dot == std::string_view::npos) return false;
+    start = dot + 1;
+  }
+}
+
 /// The entry point `spec` of package `p`, or why it is refused: a name that is not one file name
 /// of bin/ (a path, a control character, longer than NAME_MAX), or a target that is not
 /// `module:function` (it would be spliced into the script as code).
@@ -294,11 +310,15 @@ Result<EntryPoint> parse_entry_point(const PackageToLink& p, const std::string& 
     return refused("info/link.json has an entry point name with a control or invisible character: \"" +
                        printable(ep.name) + "\"",
                    "refusing a script name that terminals and shells would show altered; rebuild the package");
+  if (ep.name.front() == '-')
+    return refused("info/link.json has an entry point name that starts with '-': \"" + printable(ep.name) + "\"",
+                   "refusing a script name that every command given it would read as an option; rebuild the package");
   if (ep.name.size() > NAME_MAX)
     return refused("info/link.json has an entry point name of " + std::to_string(ep.name.size()) +
                        " bytes; a file name holds at most " + std::to_string(NAME_MAX),
                    "rebuild the package with a shorter entry point name");
-  if (!dotted_python_name(ep.module) || !dotted_python_name(ep.function))
+  if (!dotted_python_name(ep.module) || !dotted_python_name(ep.function) || has_python_keyword(ep.module) ||
+      has_python_keyword(ep.function))
     return refused("info/link.json has an unusable entry point \"" + printable(spec) +
                        "\": module and function must be dotted Python names (name = package.module:function)",
                    "rebuild the package; its entry point would be written into the script as code");

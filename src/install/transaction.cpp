@@ -68,8 +68,18 @@ class PrefixLock {
   static Result<PrefixLock> acquire(const fs::path& prefix) {
     const fs::path path = sibling(prefix, "lock");
     for (;;) {
-      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      // Never through a link planted beside the prefix (root would create or lock a file
+      // anywhere: a new-user attack, session 10), and only a regular file.
+      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+      if (fd < 0 && errno == ELOOP)
+        return Error{ErrorKind::Io, path.string(), "is a symbolic link, not the lock file envlock makes", "",
+                     "remove it (someone may have planted it), then run the command again"};
       if (fd < 0) return io_error(path, "cannot create the prefix lock file", errno);
+      if (struct stat st {}; ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return Error{ErrorKind::Io, path.string(), "is not a regular file, not the lock file envlock makes", "",
+                     "remove it, then run the command again"};
+      }
       while (::flock(fd, LOCK_EX) != 0) {
         if (errno == EINTR) continue;
         const int err = errno;
@@ -247,9 +257,14 @@ Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
 /// Calls `visit(rel, path, folder)` for every path of the environment `prefix` but conda-meta/
 /// ('/'-separated `rel`; symbolic links are not followed; a folder before what it holds); the
 /// first failing visit, or the walk's own error, is returned.
+/// A folder of the environment on another filesystem than the prefix (a bind-mounted dataset, a
+/// scratch tmpfs) is refused: the environment's tree is replaced on update and deleted on remove,
+/// and neither may copy or delete what is mounted there (conda, changing a prefix in place, never
+/// touches such a folder; a new-user attack, session 10, lost a mounted dataset).
 template <typename Visit>
 Status walk_environment(const fs::path& prefix, Visit&& visit) {
   std::error_code ec;
+  const std::uint64_t root = detail::mount_of(prefix);
   for (auto it = fs::recursive_directory_iterator(prefix, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string rel = it->path().lexically_relative(prefix).generic_string();
@@ -259,6 +274,14 @@ Status walk_environment(const fs::path& prefix, Visit&& visit) {
     }
     std::error_code type_ec;
     const bool folder = it->is_directory(type_ec) && !it->is_symlink(type_ec);
+    if (folder) {
+      if (detail::mount_of(it->path()) != root)
+        return Error{ErrorKind::Io, it->path().string(),
+                     "is a mount point inside the environment (another filesystem)",
+                     "envlock replaces an environment's tree to change it and deletes it to remove it, and never "
+                     "copies or deletes what is mounted in it; nothing was changed",
+                     "unmount it (or mount it outside the environment and link to it), then run the command again"};
+    }
     if (auto st = visit(rel, it->path(), folder); !st) return st;
   }
   if (ec) return io_error(prefix, "cannot walk the environment", ec.value());
@@ -283,7 +306,20 @@ constexpr const char* kPendingFile = "envlock-pending";
 /// this process just made (a post-link script failed); otherwise an earlier run's, and a first
 /// install's tree holding files no package owns is refused rather than deleted. The pending tree ends up under a
 /// `stage-` sibling name, for recover() or the caller to delete.
-Status roll_back_pending(const fs::path& prefix, bool this_run) {
+Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::string& rel);
+
+/// The refusal of an update over a file or folder with the immutable or append-only flag: a copy
+/// would drop the flag (a protection the admin set), and the previous tree could never be deleted.
+Error immutable_refusal(const fs::path& path) {
+  return Error{ErrorKind::Io, path.string(),
+               "is immutable or append-only (chattr +i / +a): it cannot be carried into the updated environment, "
+               "nor the previous environment deleted",
+               "nothing was installed; the environment was not changed",
+               "as root, run `chattr -i -a` on it, then run the command again (and set the flag again after)"};
+}
+
+Status roll_back_pending(const fs::path& prefix, bool this_run, std::vector<std::string>* warnings = nullptr) {
+  std::vector<std::string> carried_back;  // written into an unfinished update since: kept
   const fs::path marker = prefix / "conda-meta" / kPendingFile;
   std::error_code ec;
   if (!fs::exists(marker, ec)) return ok_status();
@@ -305,22 +341,45 @@ Status roll_back_pending(const fs::path& prefix, bool this_run) {
       break;
     }
   }
-  if (previous.empty() && !this_run) {
-    // Rolling back an earlier run's first install deletes the tree: only when it holds nothing but its packages'
-    // files. A user who worked in an environment whose first install was killed (a new-user
-    // attack, session 9: results.csv was deleted by the next install, which said "ready") or a
-    // marker written by hand must not cost their files.
-    std::vector<std::string> warnings;
+  if (!this_run) {
+    // Rolling back an earlier run's install discards the tree it left: only when that holds
+    // nothing the user wrote since — no file that no package owns and that the previous tree
+    // (the one restored) does not hold as the same inode (carried files are hard links). A user
+    // who worked in an environment whose install was killed (new-user attacks, sessions 9 and
+    // 10: results.csv and conda-meta/pinned were deleted by the next install, which said
+    // "ready") or a marker written by hand must not cost their files.
+    std::vector<std::string> record_warnings;
     std::set<std::string> damaged, owned;
-    for (const auto& r : read_records_tolerant(prefix, warnings, damaged))
+    for (const auto& r : read_records_tolerant(prefix, record_warnings, damaged)) {
       for (const auto& f : r.files) owned.insert(f);
+      owned.insert(std::string(detail::kGuardedFolder) + "/" + r.dist_name() + ".json");
+    }
+    auto written_since = [&](const std::string& rel) {
+      struct stat here {}, there {};
+      if (::lstat((prefix / rel).c_str(), &here) != 0) return false;
+      return previous.empty() || ::lstat((previous / rel).c_str(), &there) != 0 || here.st_ino != there.st_ino ||
+             here.st_dev != there.st_dev;
+    };
     std::vector<std::string> unowned;
     auto walked = walk_environment(prefix, [&](const std::string& rel, const fs::path&, bool folder) {
-      if (!folder && !owned.count(rel)) unowned.push_back(rel);
+      if (!folder && !owned.count(rel) && written_since(rel)) unowned.push_back(rel);
       return ok_status();
     });
     if (!walked) return walked;
-    if (!unowned.empty() || !damaged.empty()) {
+    // conda-meta's own files (pinned, state: `conda env config vars`) count too; envlock's are its.
+    std::error_code meta_ec;
+    for (const auto& e : fs::directory_iterator(prefix / detail::kGuardedFolder, meta_ec)) {
+      const std::string name = e.path().filename().string();
+      const std::string rel = std::string(detail::kGuardedFolder) + "/" + name;
+      if (name == kOriginFile || name == kPendingFile || name == "history" || owned.count(rel)) continue;
+      if (written_since(rel)) unowned.push_back(rel);
+    }
+    std::sort(unowned.begin(), unowned.end());
+    if (!previous.empty()) {
+      carried_back = std::move(unowned);
+      unowned.clear();
+    }
+    if (!unowned.empty() || (previous.empty() && !damaged.empty())) {
       return Error{ErrorKind::Io, prefix.string(),
                    "was left by a first install that did not finish (conda-meta/envlock-pending), and holds files no "
                    "package owns (" + (unowned.empty() ? "damaged records" : listed(unowned, 3)) + ")",
@@ -330,17 +389,60 @@ Status roll_back_pending(const fs::path& prefix, bool this_run) {
     }
   }
   const fs::path aside = sibling(prefix, "stage-rollback-" + std::to_string(::getpid()));
+  fs::path discarded = aside;
   if (!previous.empty() &&
       ::renameat2(AT_FDCWD, previous.c_str(), AT_FDCWD, prefix.c_str(), RENAME_EXCHANGE) == 0) {
-    return fsync_dir(prefix.parent_path());  // `previous` now holds the discarded tree
+    discarded = previous;  // `previous` now holds the discarded tree
+  } else {
+    // No previous tree, or no RENAME_EXCHANGE: two renames; a kill between them leaves the prefix
+    // missing and the previous tree under an `old-` name, which recover() puts back.
+    if (::rename(prefix.c_str(), aside.c_str()) != 0)
+      return io_error(prefix, "cannot move the unfinished environment aside", errno);
+    if (!previous.empty() && ::rename(previous.c_str(), prefix.c_str()) != 0)
+      return io_error(prefix, "cannot restore the previous environment from " + previous.string(), errno);
   }
-  // No previous tree, or no RENAME_EXCHANGE: two renames; a kill between them leaves the prefix
-  // missing and the previous tree under an `old-` name, which recover() puts back.
-  if (::rename(prefix.c_str(), aside.c_str()) != 0)
-    return io_error(prefix, "cannot move the unfinished environment aside", errno);
-  if (!previous.empty() && ::rename(previous.c_str(), prefix.c_str()) != 0)
-    return io_error(prefix, "cannot restore the previous environment from " + previous.string(), errno);
+  // What the user wrote into the discarded tree goes into the restored one (hard links, written
+  // only beneath it); a path the restored tree has already stays as it is there, named.
+  if (!carried_back.empty()) {
+    auto tree = detail::Tree::open(prefix);
+    if (!tree) return tree.error();
+    std::vector<std::string> kept, clashed;
+    for (const auto& rel : carried_back) {
+      struct stat st {};
+      auto there = tree->lstat(rel, st);
+      if (!there || *there) {
+        clashed.push_back(rel);
+        continue;
+      }
+      if (auto st2 = carry_path(discarded, *tree, rel); st2) kept.push_back(rel);
+      else clashed.push_back(rel);
+    }
+    if (warnings != nullptr && !kept.empty())
+      warnings->push_back("rolled back an update that did not finish; kept " + std::to_string(kept.size()) +
+                          " file(s) written into it since, which no package owns: " + listed(kept, 5));
+    if (warnings != nullptr && !clashed.empty())
+      warnings->push_back("rolled back an update that did not finish; " + std::to_string(clashed.size()) +
+                          " file(s) written into it could not be kept (the restored environment has them, or they "
+                          "could not be linked), and are deleted with it: " + listed(clashed, 5));
+  }
   return fsync_dir(prefix.parent_path());
+}
+
+/// Whether `old` (an `.<name>.envlock-old-*` sibling of the missing prefix) can be an environment
+/// this user's install moved aside before it was killed between the two renames of the fallback
+/// swap: a folder (not a link) owned by this user, on a filesystem without RENAME_EXCHANGE (where
+/// it is, the fallback never runs). Anything else was planted beside the prefix — by whoever can
+/// write its parent, or a pull request's checkout — and adopting it would make it the environment
+/// root then installs into (a new-user attack, session 10); it is deleted as a leftover instead.
+bool left_by_two_renames(const fs::path& old, const fs::path& prefix) {
+  struct stat st {};
+  if (::lstat(old.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) return false;
+  const fs::path absent = sibling(prefix, "probe-" + std::to_string(::getpid()));
+  if (::renameat2(AT_FDCWD, old.c_str(), AT_FDCWD, absent.c_str(), RENAME_EXCHANGE) == 0) {  // cannot happen: undo
+    (void)::renameat2(AT_FDCWD, absent.c_str(), AT_FDCWD, old.c_str(), RENAME_EXCHANGE);
+    return false;
+  }
+  return errno == EINVAL || errno == ENOSYS || errno == ENOTSUP;  // ENOENT: the filesystem swaps atomically
 }
 
 /// The warning for a leftover tree (beside the prefix, never the environment) that could not all
@@ -357,7 +459,7 @@ std::string leftover_warning(const std::string& what, const Error& e) {
 /// and keeping it must not stop every later install.
 Status recover(const fs::path& prefix, std::vector<std::string>& warnings) {
   std::error_code ec;
-  if (auto st = roll_back_pending(prefix, false); !st) return st;
+  if (auto st = roll_back_pending(prefix, false, &warnings); !st) return st;
   const std::string stage_prefix = "." + prefix.filename().string() + ".envlock-stage-";
   const std::string old_prefix = "." + prefix.filename().string() + ".envlock-old-";
   std::vector<fs::path> stages, olds;
@@ -368,9 +470,11 @@ Status recover(const fs::path& prefix, std::vector<std::string>& warnings) {
   }
   if (ec) return io_error(prefix.parent_path(), "cannot list", ec.value());
   const bool prefix_exists = fs::exists(fs::symlink_status(prefix));
-  if (!prefix_exists && !olds.empty()) {
+  if (!prefix_exists && !olds.empty() && left_by_two_renames(olds.front(), prefix)) {
     if (::rename(olds.front().c_str(), prefix.c_str()) != 0)
       return io_error(prefix, "cannot restore the previous environment from " + olds.front().string(), errno);
+    warnings.push_back("restored the environment from " + olds.front().string() +
+                       ", which an install killed between its two renames left");
     olds.erase(olds.begin());
   }
   for (const auto* trees : {&stages, &olds})
@@ -423,14 +527,7 @@ Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::stri
   auto linked = stage.link_from(src, rel, err);  // the same inode: FIFOs, sockets and devices too
   if (!linked) return linked.error();
   if (*linked) return ok_status();
-  if (err == EPERM && detail::immutable_or_append_only(src)) {
-    // A copy would lose the flag, and the previous tree could then never be deleted.
-    return Error{ErrorKind::Io, src.string(),
-                 "is immutable or append-only (chattr +i / +a): it cannot be carried into the updated environment, "
-                 "nor the previous environment deleted",
-                 "nothing was installed; the environment was not changed",
-                 "as root, run `chattr -i -a` on it, then run the command again (and set the flag again after)"};
-  }
+  if (err == EPERM && detail::immutable_or_append_only(src)) return immutable_refusal(src);
   if (S_ISREG(st.st_mode)) return stage.copy_new(src, rel, st.st_mode);
   if (S_ISFIFO(st.st_mode)) {  // a new FIFO is the same to its users (a FIFO holds no data)
     auto made = stage.fifo(rel, st.st_mode);
@@ -989,6 +1086,8 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
       for (const auto& f : r.files) owned.insert(f);
     std::vector<std::pair<std::string, struct stat>> folders{{"", {}}};
     if (::lstat(prefix.c_str(), &folders.front().second) != 0) return io_error(prefix, "cannot stat", errno);
+    for (const fs::path& flagged : {prefix, prefix / detail::kGuardedFolder, prefix / detail::kGuardedFolder / "history"})
+      if (detail::immutable_or_append_only(flagged)) return immutable_refusal(flagged);
     std::map<std::size_t, std::vector<std::string>> replaced;  // record -> unowned paths it replaced
     std::map<std::string, std::vector<std::string>> below;     // package file or link -> unowned paths below it
     std::vector<std::string> made_folders;                      // unowned paths that are package folders now
@@ -997,6 +1096,7 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
       if (!at) return at.error();
       if (folder) {
         if (!at->empty()) return ok_status();  // a package's file or link is there now: its own
+        if (detail::immutable_or_append_only(path)) return immutable_refusal(path);
         struct stat st {};
         if (::lstat(path.c_str(), &st) != 0) return io_error(path, "cannot stat", errno);
         std::error_code empty_ec;
@@ -1481,6 +1581,10 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
     auto records = read_records_tolerant(prefix, report.warnings, damaged);
     for (const auto& r : records) report.removed.push_back(r.dist_name());
     std::sort(report.removed.begin(), report.removed.end());
+    // A mount point inside is refused before anything runs or moves.
+    if (auto walked = walk_environment(prefix, [](const std::string&, const fs::path&, bool) { return ok_status(); });
+        !walked)
+      return walked.error();
     // Pre-unlink scripts run before the files go, as conda runs them; conda only warns on failure.
     if (scripts == RunScripts::Yes) {
       for (const auto& r : records) {

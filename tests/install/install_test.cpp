@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 
 #include <algorithm>
 #include <map>
@@ -442,15 +443,17 @@ TEST_F(Installer, AnInterruptedFirstInstallHoldingUserFilesIsNotRolledBackOverTh
   ASSERT_TRUE(install_packages(prefix_, {a}, options()).ok());
   spit(prefix_ / "conda-meta/envlock-pending", "{\"previous\": []}\n");
   spit(prefix_ / "results.csv", "a week of work\n");
+  spit(prefix_ / "conda-meta/pinned", "a 1\n");  // conda-meta's own files count (session 10)
   auto r = install_packages(prefix_, {a}, options());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message,
             "was left by a first install that did not finish (conda-meta/envlock-pending), and holds files no package "
-            "owns (results.csv)");
+            "owns (conda-meta/pinned, results.csv)");
   EXPECT_EQ(slurp(prefix_ / "results.csv"), "a week of work\n");
   EXPECT_TRUE(fs::exists(prefix_ / "share/a"));
   // Without files of its own, the unfinished first install is rolled back as before.
   fs::remove(prefix_ / "results.csv");
+  fs::remove(prefix_ / "conda-meta/pinned");
   auto again = install_packages(prefix_, {a}, options());
   ASSERT_TRUE(again.ok()) << again.error().to_string();
   EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
@@ -604,6 +607,75 @@ TEST_F(Installer, ATreeLeftPendingByAKilledRunIsRolledBack) {
   EXPECT_TRUE(siblings().empty());
 }
 
+// What the user wrote into an update that did not finish (killed during post-link, then worked
+// in) is kept in the restored environment: it was deleted with the discarded tree, the run
+// saying only "ready" (a new-user attack, session 10: results.csv and conda-meta/pinned). Files
+// carried from the previous tree (the same inode) are not counted.
+TEST_F(Installer, AnUnfinishedUpdateIsRolledBackKeepingWhatWasWrittenIntoIt) {
+  auto a = make_package("a", "1", {{"share/a", "a\n"}});
+  auto b = make_package("b", "1", {{"share/b", "b\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {a}, options()).ok());
+  spit(prefix_ / "notes/old.txt", "carried\n");
+  ASSERT_EQ(::link((prefix_ / "notes/old.txt").c_str(), (root_ / "old-link").c_str()), 0);
+  fs::rename(prefix_, root_ / "held");
+  ASSERT_TRUE(install_packages(prefix_, {b}, options()).ok());
+  fs::create_directories(prefix_ / "notes");
+  ASSERT_EQ(::link((root_ / "old-link").c_str(), (prefix_ / "notes/old.txt").c_str()), 0);  // as carried over
+  fs::rename(root_ / "held", prefix_.parent_path() / ".demo.envlock-stage-77-1");
+  spit(prefix_ / "conda-meta/envlock-pending", "{\"previous\": [\".demo.envlock-stage-77-1\"]}\n");
+  spit(prefix_ / "results.csv", "a week of work\n");
+  spit(prefix_ / "conda-meta/pinned", "b 1\n");
+
+  auto r = install_packages(prefix_, {a}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->warnings, std::vector<std::string>{"rolled back an update that did not finish; kept 2 file(s) written "
+                                                  "into it since, which no package owns: conda-meta/pinned, results.csv"});
+  EXPECT_EQ(slurp(prefix_ / "results.csv"), "a week of work\n");
+  EXPECT_EQ(slurp(prefix_ / "conda-meta/pinned"), "b 1\n");
+  EXPECT_EQ(slurp(prefix_ / "notes/old.txt"), "carried\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "share/b"));
+  EXPECT_TRUE(siblings().empty());
+}
+
+// The lock file beside the prefix is never opened through a symbolic link: root would create
+// (and lock) a file wherever a planted link points (a new-user attack, session 10: /etc/nologin).
+TEST_F(Installer, APlantedLinkAsTheLockFileIsRefused) {
+  fs::create_directories(prefix_.parent_path());
+  fs::create_symlink(root_ / "victim", prefix_.parent_path() / ".demo.envlock-lock");
+  auto r = install_packages(prefix_, {make_package("a", "1", {{"share/a", "a\n"}})}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, (prefix_.parent_path() / ".demo.envlock-lock").string());
+  EXPECT_EQ(r.error().message, "is a symbolic link, not the lock file envlock makes");
+  EXPECT_FALSE(fs::exists(root_ / "victim"));
+  EXPECT_FALSE(fs::exists(prefix_));
+}
+
+// A mount point inside the environment (a bind-mounted dataset, a scratch tmpfs) is refused by
+// an update and by remove, naming it: the update copied the mounted data into the new tree and
+// then deleted it at its real place outside the prefix (a new-user attack, session 10).
+TEST_F(Installer, AMountPointInsideTheEnvironmentIsRefusedAndNeverCrossed) {
+  auto v1 = make_package("p", "1", {{"share/p", "1\n"}});
+  auto v2 = make_package("p", "2", {{"share/p", "2\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {v1}, options()).ok());
+  const fs::path dataset = root_ / "datasets";
+  spit(dataset / "imagenet/a.jpg", "pixels\n");
+  fs::create_directories(prefix_ / "data");
+  // Mounting needs CAP_SYS_ADMIN in this mount namespace (root on a machine, not every container).
+  if (::mount(dataset.c_str(), (prefix_ / "data").c_str(), nullptr, MS_BIND, nullptr) != 0)
+    GTEST_SKIP() << "cannot bind-mount here (needs CAP_SYS_ADMIN)";
+  auto r = install_packages(prefix_, {v2}, options());
+  auto removed = remove_environment(prefix_, RunScripts::Yes, DryRun::No);
+  ::umount2((prefix_ / "data").c_str(), MNT_DETACH);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, (prefix_ / "data").string());
+  EXPECT_EQ(r.error().message, "is a mount point inside the environment (another filesystem)");
+  ASSERT_FALSE(removed.ok());
+  EXPECT_EQ(removed.error().message, "is a mount point inside the environment (another filesystem)");
+  EXPECT_EQ(slurp(dataset / "imagenet/a.jpg"), "pixels\n");
+  EXPECT_EQ(slurp(prefix_ / "share/p"), "1\n");
+  EXPECT_TRUE(siblings().empty());
+}
+
 TEST_F(Installer, PreUnlinkScriptsRunBeforeTheirFilesGo) {
   const fs::path log = root_ / "unlink.log";
   auto script = [&](const std::string& tag) {
@@ -718,17 +790,25 @@ TEST_F(Installer, UnsafePathsAreRefused) {
   EXPECT_FALSE(fs::exists(root_ / "outside"));
 }
 
-TEST_F(Installer, LeftoversOfAKilledRunAreCleanedAndOldTreeRestored) {
+// An `.<name>.envlock-old-*` tree beside a missing prefix is restored only where the two-rename
+// fallback swap can have left it: a folder of this user on a filesystem without RENAME_EXCHANGE.
+// Here (ext4/tmpfs swap atomically) one is planted — by whoever can write the parent, or a pull
+// request's checkout (a new-user attack, session 10: its activate.d hook ran as root, and the
+// planter owned the prefix) — so it is deleted as a leftover and a fresh environment made.
+TEST_F(Installer, LeftoversOfAKilledRunAreCleanedAndAPlantedOldTreeIsNeverAdopted) {
   auto p = make_package("x", "1", {{"share/x", "x\n"}});
   ASSERT_TRUE(install_packages(prefix_, {p}, options()).ok());
-  // A run killed between the two renames of the fallback swap: prefix moved aside, stage ready.
-  fs::rename(prefix_, prefix_.parent_path() / ".demo.envlock-old-123");
+  const fs::path planted = prefix_.parent_path() / ".demo.envlock-old-123";
+  fs::rename(prefix_, planted);
+  spit(planted / "etc/conda/activate.d/x.sh", "touch '" + (root_ / "pwned").string() + "'\n");
   fs::create_directories(prefix_.parent_path() / ".demo.envlock-stage-123-9/share");
   auto q = make_package("y", "1", {{"share/y", "y\n"}});
-  ASSERT_TRUE(install_packages(prefix_, {p, q}, options()).ok());
-  EXPECT_TRUE(fs::exists(prefix_ / "share/x"));
+  auto r = install_packages(prefix_, {q}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(r->warnings.empty());
+  EXPECT_FALSE(fs::exists(prefix_ / "share/x"));
+  EXPECT_FALSE(fs::exists(prefix_ / "etc/conda/activate.d/x.sh"));
   EXPECT_TRUE(fs::exists(prefix_ / "share/y"));
-  EXPECT_EQ(*read_conda_meta(prefix_)->front().requested_spec.data(), '\0');
   EXPECT_TRUE(siblings().empty());
 }
 
@@ -1033,6 +1113,10 @@ TEST_F(Installer, EntryPointNamesAndTargetsAreCheckedBeforeAnythingIsWritten) {
        "info/link.json has an unusable entry point \"evz = e..x:main\": module and function must be dotted Python "
        "names (name = package.module:function)"},
       {"evw = e", "info/link.json has an entry point \"evw = e\" that is not \"name = module:function\""},
+      {"evi = import:main",
+       "info/link.json has an unusable entry point \"evi = import:main\": module and function must be dotted Python "
+       "names (name = package.module:function)"},
+      {"-rf = e:main", "info/link.json has an entry point name that starts with '-': \"-rf\""},
   };
   for (const auto& [spec, message] : cases) {
     SCOPED_TRACE(spec);
@@ -1137,6 +1221,16 @@ TEST_F(Installer, AnImmutableFileIsRefusedBeforeTheSwapAndALeftoverThatCannotGoI
   EXPECT_EQ(r.error().detail, "nothing was installed; the environment was not changed");
   EXPECT_EQ(slurp(prefix_ / "share/p/f"), "1\n");
   EXPECT_TRUE(siblings().empty());
+  // An immutable folder is refused the same way (its copy would drop the flag; session 10).
+  ASSERT_TRUE(set_flag(imm, false));
+  fs::create_directories(prefix_ / "ud");
+  ASSERT_TRUE(set_flag(prefix_ / "ud", true));
+  r = install_packages(prefix_, {v2}, options());
+  ASSERT_TRUE(set_flag(prefix_ / "ud", false));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, (prefix_ / "ud").string());
+  EXPECT_TRUE(siblings().empty());
+  ASSERT_TRUE(set_flag(imm, true));
 
   // A leftover tree beside the prefix holding an immutable file: the install goes on and says so.
   const fs::path leftover = prefix_.parent_path() / ".demo.envlock-stage-1-1";
