@@ -994,9 +994,16 @@ TEST_F(BadInput, AnInterruptedInstallIsReportedByVerifyAndListAndRolledBackByIns
   }
   auto again = envlock("install -l " + q(root_ / "good.lock") + " -p " + q(prefix_));
   EXPECT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_FALSE(fs::exists(prefix_ / "bin/half-done"));
+  // A file written into the unfinished tree that no package owns is kept in the restored one,
+  // and named (session 10: the rollback deleted what the user wrote after the kill).
+  EXPECT_EQ(slurp(prefix_ / "bin/half-done"), "new tree\n");
+  EXPECT_NE(again.err.find("warning: rolled back an update that did not finish; kept 1 file(s) written into it since, "
+                           "which no package owns: bin/half-done\n"),
+            std::string::npos)
+      << again.err;
   EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
   EXPECT_FALSE(fs::exists(stage));
+  fs::remove(prefix_ / "bin/half-done");
   EXPECT_EQ(envlock("verify -p " + q(prefix_)).exit_code, 0);
 
   interrupt();
