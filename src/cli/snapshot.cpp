@@ -277,6 +277,8 @@ int run_deploy(const Context& ctx, const DeployArgs& a) {
   fs::path unpacked;
   Result<Snapshot> snap = Error{ErrorKind::Usage, a.file, "unread", "", ""};
   if (bundle) {
+    std::error_code ec;
+    fs::create_directories(prefix.parent_path(), ec);  // as deploy makes the prefix's folder
     auto w = WorkFolder::create(prefix.parent_path(), "." + prefix.filename().string() + ".envlock-bundle-");
     if (!w) return report_error(ctx, w.error());
     work.emplace(std::move(w).value());

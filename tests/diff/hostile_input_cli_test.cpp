@@ -122,7 +122,7 @@ TEST(HostileInput, ASwappedPipArchiveIsAHashChangeAndAnotherHostAChannelChange) 
                        "  ! hash-changed+channel-changed  pypi:certifi  2023.7.22 -> 2023.7.22\n" +
                        kPad + "index host https://files.pythonhosted.org -> https://evil.example.com\n" + kPad +
                        "same file certifi-2023.7.22-py3-none-any.whl, sha256 92d603753985… -> 000000000000…\n");
-  EXPECT_EQ(r.err, "envlock diff: failing on 1 hash-changed (--fail-on downgraded,re-uploaded,hash-changed,variant-switch)\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 hash-changed) (--fail-on downgraded,re-uploaded,hash-changed,variant-switch)\n");
 
   const auto moved = dir.write("moved.yml", replace_all(kCondaLock, kCertifiUrl, "https://mirror.example.com/certifi-2023.7.22-py3-none-any.whl"));
   r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(moved) + " --fail-on channel-changed");
@@ -131,7 +131,7 @@ TEST(HostileInput, ASwappedPipArchiveIsAHashChangeAndAnotherHostAChannelChange) 
                        "default / linux-64: 1 change, size unknown (2 -> 2 packages)\n"
                        "    channel-changed               pypi:certifi  2023.7.22 -> 2023.7.22\n" +
                        kPad + "index host https://files.pythonhosted.org -> https://mirror.example.com\n");
-  EXPECT_EQ(r.err, "envlock diff: failing on 1 channel-changed (--fail-on channel-changed)\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 channel-changed) (--fail-on channel-changed)\n");
 }
 
 // Nine levels of ten aliases (6 KB) would expand to 10^9 nodes: refused at once, exit 2, at the
@@ -242,7 +242,7 @@ TEST(HostileInput, Md5AndCategoryChangesAreChanges) {
                        "  ! hash-changed                  zlib  1.3.1 hb9d3cd8_2 -> 1.3.1 hb9d3cd8_2\n" +
                        kPad + "md5 " + kZlibMd5 + " -> " + std::string(32, '0') +
                        " with the same sha256: one of the two hashes is wrong\n" + kPad + "pulled by: zlib\n");
-  EXPECT_EQ(r.err, "envlock diff: failing on 1 hash-changed (--fail-on hash-changed)\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 hash-changed) (--fail-on hash-changed)\n");
   const auto dev = dir.write("dev.yml", replace_all(kCondaLock, "  category: main\n  optional: false\n- name: certifi",
                                                     "  category: dev\n  optional: true\n- name: certifi"));
   r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(dev) + " --fail-on any");
@@ -430,8 +430,8 @@ TEST(HostileInput, AFailingGateCountsChangesAsTheSummaryDoes) {
                        "default / linux-64: 1 change, size unknown (2 -> 2 packages)\n"
                        "  ! re-uploaded+metadata-changed  zlib  1.3.1 hb9d3cd8_2 -> 1.3.1 hb9d3cd8_2\n" +
                        kPad + "re-uploaded: same URL, sha256 5d7c0e5f0005… -> aaaaaaaaaaaa…\n" +
-                       kPad + "depends -libgcc >=13, +libgcc >=14\n" +
-                       kPad + "pulled by: certifi, zlib\n");
+                       kPad + "depends -libgcc >=13 +libgcc >=14\n" +
+                       kPad + "pulled by: zlib\n");
   EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 re-uploaded, 1 metadata-changed; a change counts under its kind and "
                    "each of its flags) (--fail-on any)\n");
   r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --fail-on metadata-changed,downgraded");

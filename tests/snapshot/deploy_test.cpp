@@ -469,12 +469,12 @@ TEST(Deploy, SnapshotLockKeepsTheCondaPackagePipShadowed) {
   // conda record it shadows stays as it was (it is not "removed": conda-meta still holds it).
   const auto before = testing::run_command(testing::envlock_cmd() + " diff '" + c.string() + "' '" + a.string() + "'", env);
   EXPECT_EQ(before.exit_code, 0) << before.err;
-  EXPECT_EQ(before.out, "1 change: 1 added\n"
+  EXPECT_EQ(before.out, "1 change: 1 added; size unknown\n"
                         "old: " + c.string() + " (conda-meta prefix)\n"
                         "new: " + a.string() + " (conda-meta prefix)\n"
                         "\n"
-                        "geo / linux-64: 1 change (2 -> 3 packages)\n"
-                        "    added                         pip:libsimplerasters  0.9.1\n");
+                        "geo / linux-64: 1 change, size unknown (2 -> 3 packages)\n"
+                        "    added                         pypi:libsimplerasters  0.9.1\n");
 }
 
 // A process id that no process has any more: a child that has exited and been reaped.

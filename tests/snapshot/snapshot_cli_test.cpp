@@ -203,12 +203,12 @@ TEST(SnapshotCli, HostOnlyChangesAreListedAndGatedByHostChanged) {
                                  "  ~ glibc: " + glibc + " -> 99.1\n"
                                  "  ~ kernel: 6.1.0-18-amd64 -> 6.5.0-26-generic\n"
                                  "  ~ nvidia driver: 470.74 -> 470.239.06\n"
-                                 "  + nvidia driver (nvidia-smi): 470.74\n"
+                                 "  + nvidia driver (nvidia-smi) 470.74\n"
                                  "  ~ os pretty name: Ubuntu 22.04.3 LTS -> Ubuntu 22.04.4 LTS\n";
   const std::string capture_block =
       "capture:\n"
       "  ~ complete: yes -> no (partial capture)\n"
-      "  + problem /proc/driver/nvidia/version: the kernel module's driver version 470.239.06 disagrees with " + h.smi +
+      "  + problem /proc/driver/nvidia/version the kernel module's driver version 470.239.06 disagrees with " + h.smi +
       "'s 470.74 (both recorded: a driver upgraded without reloading the module?)\n";
   const auto d = run_command(envlock_cmd() + " snapshot diff '" + a.string() + "' '" + b.string() + "'");
   EXPECT_EQ(d.exit_code, 0) << d.err;
