@@ -15,6 +15,7 @@
 #include "envlock/hash.hpp"
 #include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/work_folder.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
@@ -233,15 +234,10 @@ Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot
   std::vector<ArchiveEntry> entries;
   std::error_code ec;
   const fs::path parent = bundle.has_parent_path() ? bundle.parent_path() : fs::path(".");
-  const fs::path work = parent / ("." + bundle.filename().string() + ".repack-" + std::to_string(getpid()));
-  fs::remove_all(work, ec);
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code e;
-      fs::remove_all(p, e);
-    }
-  } cleanup{work};
+  // `.<bundle>.repack-<pid>`: re-packed archives; one a killed capture left is removed (work_folder.hpp).
+  auto work_folder = WorkFolder::create(parent, "." + bundle.filename().string() + ".repack-");
+  if (!work_folder) return work_folder.error();
+  const fs::path& work = work_folder->path();
   std::set<std::string> archived;  // bundle paths already added (two environments may share a package)
 
   for (auto& env : snap.environments) {

@@ -15,6 +15,7 @@
 #include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/url.hpp"
+#include "envlock/work_folder.hpp"
 
 namespace envlock {
 
@@ -364,20 +365,15 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
   // 2. pip files, staged beside the prefix before anything is installed.
   const fs::path parent = prefix.has_parent_path() ? prefix.parent_path() : fs::path(".");
   fs::create_directories(parent, ec);
-  const fs::path stage = parent / ("." + prefix.filename().string() + ".envlock-pip-" + std::to_string(getpid()));
-  fs::remove_all(stage, ec);
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code e;
-      fs::remove_all(p, e);
-    }
-  } cleanup{stage};
+  // `.<name>.envlock-pip-<pid>`, held while this deploy runs; those a killed deploy left are
+  // removed, and its unpacked bundles (`.<name>.envlock-bundle-<pid>`, src/cli) too (work_folder.hpp).
+  remove_abandoned_work_folders(parent, "." + prefix.filename().string() + ".envlock-bundle-");
+  auto work = WorkFolder::create(parent, "." + prefix.filename().string() + ".envlock-pip-");
+  if (!work) return work.error();
+  const fs::path& stage = work->path();
   if (options.without_pip) {
     for (const auto& d : env->pip) report.checklist.push_back("pip: " + d.requirement() + " was not restored (--without-pip)");
   } else if (!env->pip.empty()) {
-    fs::create_directories(stage, ec);
-    if (ec) return Error{ErrorKind::Io, stage.string(), "cannot create a staging folder: " + ec.message(), "", ""};
     const fs::path source = !options.pip_source.empty() ? options.pip_source
                             : !options.bundle_dir.empty() ? options.bundle_dir / "pip" / env->name
                                                           : fs::path(env->prefix);

@@ -25,10 +25,14 @@ void compare_maps(const std::map<std::string, std::string>& a, const std::map<st
   }
 }
 
+// Every fact capture records of the host outside its system packages and system Pythons (those
+// are sections of their own): a changed fact is a change, the gate `--fail-on host-changed` reads.
 std::map<std::string, std::string> host_map(const HostFacts& h) {
   std::map<std::string, std::string> m{
       {"platform", h.platform},
       {"os", h.os.id + (h.os.version_id.empty() ? "" : " " + h.os.version_id)},
+      {"os codename", h.os.version_codename},
+      {"os pretty name", h.os.pretty_name},
       {"kernel", h.kernel},
       {"glibc", h.glibc},
       {"libstdc++ GLIBCXX", h.libstdcxx_glibcxx},
@@ -36,15 +40,48 @@ std::map<std::string, std::string> host_map(const HostFacts& h) {
       {"cpu arch", h.cpu_arch},
       {"cpu level", h.cpu_level},
       {"page size", h.page_size ? std::to_string(*h.page_size) : ""},
-      {"nvidia driver", h.nvidia ? h.nvidia->driver_version : ""},
-      {"cuda (driver)", h.nvidia ? h.nvidia->cuda_version : ""},
+      {"system package manager", h.system_package_manager},
   };
   if (h.nvidia) {
+    m["nvidia driver"] = h.nvidia->driver_version;
+    m["nvidia driver (nvidia-smi)"] = h.nvidia->smi_driver_version;
+    m["libcuda"] = h.nvidia->libcuda_version;
+    m["cuda (driver)"] = h.nvidia->cuda_version;
     std::string gpus;
-    for (const auto& g : h.nvidia->gpus) gpus += (gpus.empty() ? "" : ", ") + g.name;
+    for (const auto& g : h.nvidia->gpus) {
+      std::string gpu = g.name;
+      std::string detail = g.architecture;
+      if (!g.compute_capability.empty()) detail += (detail.empty() ? "sm " : ", sm ") + g.compute_capability;
+      if (g.memory_mib) detail += (detail.empty() ? "" : ", ") + std::to_string(*g.memory_mib) + " MiB";
+      if (!g.uuid.empty()) detail += (detail.empty() ? "" : ", ") + g.uuid;
+      gpus += (gpus.empty() ? "" : "; ") + gpu + (detail.empty() ? "" : " (" + detail + ")");
+    }
     m["gpus"] = gpus;
   }
   for (auto it = m.begin(); it != m.end();) it = it->second.empty() ? m.erase(it) : std::next(it);
+  return m;
+}
+
+// "name:arch" -> version, with dpkg's status when the package is not plainly installed (a package
+// removed with its configuration kept, `deinstall ok config-files`, is no longer installed).
+std::map<std::string, std::string> system_map(const HostFacts& h) {
+  std::map<std::string, std::string> m;
+  for (const auto& p : h.system_packages) {
+    const bool installed = p.status.empty() || p.status == "installed" || p.status == "install ok installed";
+    m[p.name + (p.architecture.empty() ? "" : ":" + p.architecture)] = p.version + (installed ? "" : " (" + p.status + ")");
+  }
+  return m;
+}
+
+// "<site> <name>" -> "version [installer] (source)": the pip packages of the system Pythons.
+std::map<std::string, std::string> system_python_map(const HostFacts& h) {
+  std::map<std::string, std::string> m;
+  for (const auto& site : h.system_python) {
+    for (const auto& p : site.packages) {
+      m[site.site + " " + p.name] = p.version + (p.installer.empty() ? "" : " [" + p.installer + "]") +
+                                    (p.source.empty() || p.source == "index" ? "" : " (" + p.source + ")");
+    }
+  }
   return m;
 }
 
@@ -102,10 +139,11 @@ std::tuple<int, std::string, int> section_order(const std::string& section) {
   if (section == "capture") return {-1, "", 0};
   if (section == "host") return {0, "", 0};
   if (section == "system") return {1, "", 0};
-  if (section == "environment") return {2, "", 0};
+  if (section == "system-python") return {2, "", 0};
+  if (section == "environment") return {3, "", 0};
   const auto colon = section.find(':');
   const std::string kind = section.substr(0, colon), label = colon == std::string::npos ? "" : section.substr(colon + 1);
-  return {3, label, kind == "conda" ? 0 : kind == "pip" ? 1 : 2};
+  return {4, label, kind == "conda" ? 0 : kind == "pip" ? 1 : 2};
 }
 
 std::vector<SnapshotChange> sorted(std::vector<SnapshotChange> out) {
@@ -129,10 +167,8 @@ std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b)
   std::vector<SnapshotChange> out;
   compare_maps(capture_map(a), capture_map(b), "capture", out);
   compare_maps(host_map(a.host), host_map(b.host), "host", out);
-  std::map<std::string, std::string> sa, sb;
-  for (const auto& p : a.host.system_packages) sa[p.name + (p.architecture.empty() ? "" : ":" + p.architecture)] = p.version;
-  for (const auto& p : b.host.system_packages) sb[p.name + (p.architecture.empty() ? "" : ":" + p.architecture)] = p.version;
-  compare_maps(sa, sb, "system", out);
+  compare_maps(system_map(a.host), system_map(b.host), "system", out);
+  compare_maps(system_python_map(a.host), system_python_map(b.host), "system-python", out);
 
   // One environment on each side: they are compared whatever their names (a capture, a deploy
   // into another prefix and a capture of that), and the pairing is reported.

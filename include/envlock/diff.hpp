@@ -89,9 +89,12 @@ const std::vector<ChangeKind>& all_change_kinds();
 std::string_view change_kind_name(ChangeKind kind);
 /// Parses a stable name; nullopt for anything else.
 std::optional<ChangeKind> parse_change_kind(std::string_view name);
-/// Parses `--fail-on` text: "any" or a comma-separated list of kind names. Errors
-/// (ErrorKind::Usage) name the unknown kind and list the valid ones.
-Result<std::set<ChangeKind>> parse_fail_on(std::string_view text);
+/// Parses `--fail-on` text: "any" or a comma-separated list of kind names (exact; white space
+/// around an element aside). With `host_changed`, the element `host-changed` (a host fact of two
+/// snapshots, no package kind) is accepted too and sets it. Errors (ErrorKind::Usage) name the
+/// unknown kind and list the valid ones, or quote the whole text for an empty element
+/// (`downgraded,,added`, a trailing comma); no kind at all is an error too.
+Result<std::set<ChangeKind>> parse_fail_on(std::string_view text, bool* host_changed = nullptr);
 /// re-uploaded, hash-changed, variant-switch and downgraded: what a reviewer must look at.
 bool is_red_flag(ChangeKind kind);
 

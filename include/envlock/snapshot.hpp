@@ -392,16 +392,20 @@ std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, con
 struct SnapshotChange {
   enum class Kind { Added, Removed, Changed };
   Kind kind = Kind::Changed;
-  std::string section;   ///< "host", "system", "conda:<env>", "pip:<env>", "drift:<env>", "environment"
+  std::string section;   ///< "capture", "host", "system", "system-python", "environment", "conda:<env>", "pip:<env>", "drift:<env>"
   std::string name;      ///< fact, package or environment name
   std::string before;    ///< old value (empty when added)
   std::string after;     ///< new value (empty when removed)
   friend bool operator==(const SnapshotChange&, const SnapshotChange&) = default;
 };
 
-/// Differences from `a` to `b`, in this order (by name within a section): host facts ("host":
-/// platform, os, kernel, glibc, libstdc++, CPU, page size, driver, CUDA, GPUs), system packages
-/// ("system"), environments added/removed ("environment"), then environment by environment its
+/// Differences from `a` to `b`, in this order (by name within a section): the capture ("capture":
+/// complete, each problem), host facts ("host": platform, os, os codename, os pretty name, kernel,
+/// glibc, libstdc++, CPU, page size, system package manager, driver, nvidia-smi's driver, libcuda,
+/// CUDA, GPUs with architecture, compute capability and memory), system packages ("system":
+/// "name:arch" -> version, with dpkg's status when not installed), the system Pythons' pip
+/// packages ("system-python": "<site> <name>" -> "version [installer] (source)"), environments
+/// added/removed ("environment"), then environment by environment its
 /// conda packages (version-build, channel, ", shadowed by pip:<name>" for a record pip shadowed),
 /// pip distributions and drift (the counts, and each
 /// drifted path: "modified <path>" -> "sha256 …, N bytes (owner)", "unowned <path>" -> "",

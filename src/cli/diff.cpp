@@ -1,7 +1,10 @@
 // envlock diff OLD NEW — what a lockfile change really does (docs/review.md).
 // Exit codes: 0 no change of a --fail-on kind (or no --fail-on), 1 such a change exists,
 // 2 an input cannot be read or the options are wrong.
+#include <algorithm>
 #include <future>
+#include <optional>
+#include <tuple>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -116,6 +119,29 @@ RecordedFields recorded_fields(const FormatInfo& f) {
   return r;
 }
 
+// A snapshot's lockfile part leaves out the conda records pip shadowed (its `shadowed:` section
+// holds them); they are compared as `snapshot lock` writes them and the prefix still holds them
+// (docs/review.md, "pip over conda"), so a snapshot, its lockfile and its prefix read alike.
+void add_shadowed_records(Lockfile& lock, const Snapshot& snap) {
+  for (const auto& env : snap.environments) {
+    auto e = lock.environments.find(env.name);
+    if (e == lock.environments.end()) continue;
+    auto p = e->second.platforms.find(env.platform);
+    if (p == e->second.platforms.end()) continue;
+    auto& packages = p->second.packages;
+    for (const auto& c : env.packages) {
+      if (c.shadowed_by.empty()) continue;
+      if (std::any_of(packages.begin(), packages.end(), [&](const LockedPackage& l) { return l.name == c.record.name; }))
+        continue;
+      LockedPackage l;
+      static_cast<RepoDataRecord&>(l) = c.record;
+      l.layer = env.name;
+      packages.push_back(std::move(l));
+    }
+    std::sort(packages.begin(), packages.end(), [](const LockedPackage& a, const LockedPackage& b) { return a.name < b.name; });
+  }
+}
+
 int fail(const Context& ctx, const Error& e) {
   report_error(ctx, e);
   return 2;
@@ -127,25 +153,9 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   std::set<ChangeKind> fail_kinds;
   bool fail_on_host = false;  // `host-changed`: a host fact of two snapshots differs
   if (opt.fail_on_given) {
-    // `host-changed` is no package kind: taken out here, the rest is parse_fail_on's.
-    std::string rest;
-    std::size_t elements = 0;
-    for (std::size_t start = 0;;) {
-      const std::size_t comma = opt.fail_on.find(',', start);
-      const std::string part = opt.fail_on.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (trim(part) == "host-changed") {
-        fail_on_host = true;
-      } else {
-        rest += (elements++ ? "," : "") + part;
-      }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    if (!fail_on_host || elements > 0) {
-      auto k = parse_fail_on(rest);
-      if (!k) return fail(ctx, k.error());
-      fail_kinds = std::move(k).value();
-    }
+    auto k = parse_fail_on(opt.fail_on, &fail_on_host);
+    if (!k) return fail(ctx, k.error());
+    fail_kinds = std::move(k).value();
   }
   if (opt.old_arg == "-" && opt.new_arg == "-") {
     return fail(ctx, Error{ErrorKind::Usage, "OLD NEW", "only one side can be read from standard input",
@@ -162,6 +172,15 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   for (const auto& w : new_in->read.warnings) warn(w);
   Lockfile& old_lock = old_in->read.lockfile;
   Lockfile& new_lock = new_in->read.lockfile;
+  // Snapshot sides: read whole (shadowed records, and the host facts of two snapshots below).
+  std::optional<Snapshot> old_snap, new_snap;
+  for (auto [in, snap, lock] : {std::tuple{&*old_in, &old_snap, &old_lock}, std::tuple{&*new_in, &new_snap, &new_lock}}) {
+    if (in->snapshot_text.empty()) continue;
+    auto s = Snapshot::parse(in->snapshot_text, in->label);
+    if (!s) return fail(ctx, s.error());
+    add_shadowed_records(*lock, *s);
+    *snap = std::move(s).value();
+  }
   if (!opt.environment.empty()) {
     for (auto [lock, label] : {std::pair{&old_lock, &old_in->label}, std::pair{&new_lock, &new_in->label}}) {
       if (auto st = keep_environment(*lock, opt.environment, *label, "-e " + opt.environment); !st) return fail(ctx, st.error());
@@ -198,18 +217,15 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   // Two snapshots: their host facts too (capture completeness, host, system packages), as
   // `envlock snapshot diff` shows them; the packages are the lockfile diff above.
   std::vector<SnapshotChange> host;
-  if (!old_in->snapshot_text.empty() && !new_in->snapshot_text.empty()) {
-    auto a = Snapshot::parse(old_in->snapshot_text, old_in->label);
-    if (!a) return fail(ctx, a.error());
-    auto b = Snapshot::parse(new_in->snapshot_text, new_in->label);
-    if (!b) return fail(ctx, b.error());
-    for (auto& c : diff_snapshots(*a, *b)) {
-      if (c.section == "capture" || c.section == "host" || c.section == "system") host.push_back(std::move(c));
+  if (old_snap && new_snap) {
+    for (auto& c : diff_snapshots(*old_snap, *new_snap)) {
+      if (c.section == "capture" || c.section == "host" || c.section == "system" || c.section == "system-python")
+        host.push_back(std::move(c));
     }
   }
   if (format == "json") {
     auto j = diff_to_json(diff, labels);
-    if (!old_in->snapshot_text.empty() && !new_in->snapshot_text.empty()) j["host_changes"] = snapshot_changes_json(host);
+    if (old_snap && new_snap) j["host_changes"] = snapshot_changes_json(host);
     std::cout << json_text(j) << "\n";
   } else if (format == "markdown") {
     const std::string md = render_markdown(diff, labels, opt.max_bytes);
@@ -233,15 +249,32 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   std::cout.flush();
   const bool host_fails = fail_on_host && !host.empty();
   if ((!fail_kinds.empty() && diff.has_any(fail_kinds)) || host_fails) {
-    std::string found;
+    // Changes are counted as the summary line counts them (one per package); the kinds after them
+    // count a change under its kind and under each of its flags (`variant-switch+metadata-changed`).
+    std::size_t changes = 0, by_kind = 0;
+    for (const auto& g : diff.groups) {
+      for (const auto& c : g.changes) {
+        if (std::any_of(fail_kinds.begin(), fail_kinds.end(), [&](ChangeKind k) { return c.has(k); })) ++changes;
+      }
+    }
+    std::string kinds;
     for (ChangeKind k : all_change_kinds()) {
       if (!fail_kinds.contains(k)) continue;
       auto it = diff.counts_any.find(k);
       if (it == diff.counts_any.end() || it->second == 0) continue;
-      found += (found.empty() ? "" : ", ") + std::to_string(it->second) + " " + std::string(change_kind_name(k));
+      by_kind += it->second;
+      kinds += (kinds.empty() ? "" : ", ") + std::to_string(it->second) + " " + std::string(change_kind_name(k));
     }
-    if (host_fails) found += (found.empty() ? "" : ", ") + std::to_string(host.size()) + " host-changed";
-    std::cerr << "envlock diff: failing on " << found << " (--fail-on " << opt.fail_on << ")\n";
+    std::string found;
+    if (changes != 0) {
+      found = std::to_string(changes) + (changes == 1 ? " change (" : " changes (") + kinds +
+              (by_kind > changes ? "; a change counts under its kind and each of its flags)" : ")");
+    }
+    if (host_fails) {
+      found += (found.empty() ? "" : " and ") + std::to_string(host.size()) +
+               (host.size() == 1 ? " host fact" : " host facts") + " of the two snapshots (host-changed)";
+    }
+    std::cerr << "envlock diff: failing on " << found << " (--fail-on " << printable(opt.fail_on) << ")\n";
     return 1;
   }
   return 0;

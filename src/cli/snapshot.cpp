@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <ctime>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 
 #include "envlock/package_cache.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/work_folder.hpp"
 #include "heap.hpp"
 #include "registry.hpp"
 #include "snapshot_render.hpp"
@@ -49,15 +51,9 @@ MissingCount count_missing(const CapturedEnvironment& e) {
 // folder that is removed again).
 Result<Snapshot> read_snapshot(const std::string& file) {
   if (!file.ends_with(".tar.zst")) return Snapshot::read(file);
-  static unsigned n = 0;
-  const fs::path tmp = fs::temp_directory_path() / ("envlock-bundle-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec) return Error{ErrorKind::Io, tmp.string(), "cannot create a folder to unpack the bundle: " + ec.message(), "", ""};
-  auto snap = open_bundle(file, tmp);
-  fs::remove_all(tmp, ec);
-  return snap;
+  auto tmp = WorkFolder::create(fs::temp_directory_path(), "envlock-bundle-");
+  if (!tmp) return tmp.error();
+  return open_bundle(file, tmp->path());
 }
 
 // ----- capture -------------------------------------------------------------------------------
@@ -276,20 +272,17 @@ int run_deploy(const Context& ctx, const DeployArgs& a) {
   // A bundle is unpacked beside the new prefix (same filesystem) and removed afterwards.
   const fs::path prefix = fs::absolute(a.prefix);
   const bool bundle = a.file.ends_with(".tar.zst");
-  const fs::path unpacked = prefix.parent_path() / ("." + prefix.filename().string() + ".envlock-bundle-" + std::to_string(getpid()));
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code e;
-      if (!p.empty()) fs::remove_all(p, e);
-    }
-  } cleanup{bundle ? unpacked : fs::path()};
+  // `.<name>.envlock-bundle-<pid>`; one a killed deploy left is removed (work_folder.hpp).
+  std::optional<WorkFolder> work;
+  fs::path unpacked;
   Result<Snapshot> snap = Error{ErrorKind::Usage, a.file, "unread", "", ""};
   if (bundle) {
     std::error_code ec;
-    fs::remove_all(unpacked, ec);
-    fs::create_directories(unpacked, ec);
-    if (ec) return report_error(ctx, Error{ErrorKind::Io, unpacked.string(), "cannot create a folder to unpack the bundle: " + ec.message(), "", ""});
+    fs::create_directories(prefix.parent_path(), ec);  // as deploy makes the prefix's folder
+    auto w = WorkFolder::create(prefix.parent_path(), "." + prefix.filename().string() + ".envlock-bundle-");
+    if (!w) return report_error(ctx, w.error());
+    work.emplace(std::move(w).value());
+    unpacked = work->path();
     snap = open_bundle(a.file, unpacked);
   } else {
     snap = Snapshot::read(a.file);

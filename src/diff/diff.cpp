@@ -981,8 +981,9 @@ std::optional<ChangeKind> parse_change_kind(std::string_view name) {
   return std::nullopt;
 }
 
-Result<std::set<ChangeKind>> parse_fail_on(std::string_view text) {
+Result<std::set<ChangeKind>> parse_fail_on(std::string_view text, bool* host_changed) {
   std::set<ChangeKind> out;
+  bool host = false;
   // Kind names are exact (`ANY`, `Downgraded` are no kind: a gate must not pass on a typo read
   // loosely); white space around an element is allowed. An empty element (`downgraded,,added`, a
   // trailing comma) is refused: it is usually an unset CI variable in the list.
@@ -1001,10 +1002,15 @@ Result<std::set<ChangeKind>> parse_fail_on(std::string_view text) {
       out.insert(all_change_kinds().begin(), all_change_kinds().end());
       continue;
     }
+    if (host_changed != nullptr && p == "host-changed") {
+      host = true;
+      continue;
+    }
     auto k = parse_change_kind(p);
     if (!k) {
       std::string valid = "any";
       for (ChangeKind kind : all_change_kinds()) valid += ", " + std::string(change_kind_name(kind));
+      if (host_changed != nullptr) valid += ", host-changed";
       Error e;
       e.kind = ErrorKind::Usage;
       e.where = "--fail-on";
@@ -1014,7 +1020,8 @@ Result<std::set<ChangeKind>> parse_fail_on(std::string_view text) {
     }
     out.insert(*k);
   }
-  if (out.empty()) {
+  if (host_changed != nullptr) *host_changed = host;
+  if (out.empty() && !host) {
     Error e;
     e.kind = ErrorKind::Usage;
     e.where = "--fail-on";

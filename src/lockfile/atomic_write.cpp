@@ -11,6 +11,7 @@
 
 #include "envlock/lockfile.hpp"
 #include "envlock/paths.hpp"
+#include "envlock/work_folder.hpp"
 
 namespace envlock {
 namespace {
@@ -31,13 +32,7 @@ void remove_abandoned_temporaries(const std::filesystem::path& dir, const std::s
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.size() != stem.size() + 6 || !name.starts_with(stem)) continue;
-    const int fd = ::open(it->path().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) continue;
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime + 60 < ::time(nullptr) &&
-        ::flock(fd, LOCK_EX | LOCK_NB) == 0)
-      ::unlink(it->path().c_str());
-    ::close(fd);
+    remove_if_abandoned(it->path(), {.folder = false, .min_age = std::chrono::seconds(61)});
   }
 }
 

@@ -546,12 +546,10 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
     }
   }
   for (const auto& d : pip) plat.pip.push_back(to_pip_package(d));
-  // A conda record whose project pip installed over is pip's now: pip's install is what the
-  // prefix holds (as snapshot capture records it, a snapshot's lockfile part leaves the record out),
-  // so a prefix deployed from a snapshot reads as that snapshot.
-  std::set<std::string> pip_names;
-  for (const auto& d : pip) pip_names.insert(d.normalized_name());
-  std::erase_if(plat.packages, [&](const LockedPackage& p) { return pip_names.count(pep503_normalize(p.name)) != 0; });
+  // A conda record whose project pip installed over stays: its conda-meta record is still there
+  // (pixi's install leaves it too, pip's wheel over it), and the lockfile made from such a prefix
+  // pins both (`snapshot lock`, pixi.lock), so the prefix reads as that lockfile
+  // (docs/review.md, "pip over conda").
   readers::sort_lockfile(lock);
   return lock;
 }

@@ -84,7 +84,7 @@ TEST(DiffCli, FailOnExitCodes) {
   r = run_command(envlock_cmd() + " diff " + q(old_f) + " " + q(hash) + gate);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("re-uploaded"), std::string::npos) << r.out;  // the same URL, another sha256
-  EXPECT_NE(r.err.find("failing on 1 re-uploaded"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("failing on 1 change (1 re-uploaded)"), std::string::npos) << r.err;
 
   r = run_command(envlock_cmd() + " diff " + q(old_f) + " " + q(variant) + gate);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -669,5 +669,5 @@ TEST(DiffCli, PrefixPlatformAndEnvironmentPairing) {
                    "\n"
                    "docs / osx-arm64: 1 change, size +120.0 KiB (1 -> 2 packages)\n"
                    "    added" + std::string(25, ' ') + "tzdata  2025a h78e105d_0  +120.0 KiB\n");
-  EXPECT_EQ(r.err, "envlock diff: failing on 1 added (--fail-on any)\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 added) (--fail-on any)\n");
 }

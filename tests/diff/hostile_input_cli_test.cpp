@@ -122,7 +122,7 @@ TEST(HostileInput, ASwappedPipArchiveIsAHashChangeAndAnotherHostAChannelChange) 
                        "  ! hash-changed+channel-changed  pypi:certifi  2023.7.22 -> 2023.7.22\n" +
                        kPad + "index host https://files.pythonhosted.org -> https://evil.example.com\n" + kPad +
                        "same file certifi-2023.7.22-py3-none-any.whl, sha256 92d603753985… -> 000000000000…\n");
-  EXPECT_EQ(r.err, "envlock diff: failing on 1 hash-changed (--fail-on downgraded,re-uploaded,hash-changed,variant-switch)\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 hash-changed) (--fail-on downgraded,re-uploaded,hash-changed,variant-switch)\n");
 
   const auto moved = dir.write("moved.yml", replace_all(kCondaLock, kCertifiUrl, "https://mirror.example.com/certifi-2023.7.22-py3-none-any.whl"));
   r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(moved) + " --fail-on channel-changed");
@@ -131,7 +131,7 @@ TEST(HostileInput, ASwappedPipArchiveIsAHashChangeAndAnotherHostAChannelChange) 
                        "default / linux-64: 1 change, size unknown (2 -> 2 packages)\n"
                        "    channel-changed               pypi:certifi  2023.7.22 -> 2023.7.22\n" +
                        kPad + "index host https://files.pythonhosted.org -> https://mirror.example.com\n");
-  EXPECT_EQ(r.err, "envlock diff: failing on 1 channel-changed (--fail-on channel-changed)\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 channel-changed) (--fail-on channel-changed)\n");
 }
 
 // Nine levels of ten aliases (6 KB) would expand to 10^9 nodes: refused at once, exit 2, at the
@@ -242,7 +242,7 @@ TEST(HostileInput, Md5AndCategoryChangesAreChanges) {
                        "  ! hash-changed                  zlib  1.3.1 hb9d3cd8_2 -> 1.3.1 hb9d3cd8_2\n" +
                        kPad + "md5 " + kZlibMd5 + " -> " + std::string(32, '0') +
                        " with the same sha256: one of the two hashes is wrong\n" + kPad + "pulled by: zlib\n");
-  EXPECT_EQ(r.err, "envlock diff: failing on 1 hash-changed (--fail-on hash-changed)\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 hash-changed) (--fail-on hash-changed)\n");
   const auto dev = dir.write("dev.yml", replace_all(kCondaLock, "  category: main\n  optional: false\n- name: certifi",
                                                     "  category: dev\n  optional: true\n- name: certifi"));
   r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(dev) + " --fail-on any");
@@ -409,11 +409,23 @@ TEST(HostileInput, GateOptionsAreReadStrictly) {
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "error: --fail-on: an empty element in 'downgraded,,added'\n"
                    "hint: list kinds separated by single commas, e.g. downgraded,hash-changed,variant-switch\n");
+  // `host-changed` is read by the same rules: the error quotes the whole list as given.
+  for (const std::string list : {"host-changed,", "host-changed,,added", ",host-changed"}) {
+    r = run_command(diff + " --fail-on '" + list + "'");
+    EXPECT_EQ(r.exit_code, 2) << list;
+    EXPECT_EQ(r.err, "error: --fail-on: an empty element in '" + list + "'\n"
+                     "hint: list kinds separated by single commas, e.g. downgraded,hash-changed,variant-switch\n");
+  }
+  r = run_command(diff + " --fail-on Host-Changed");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: --fail-on: unknown change kind 'Host-Changed'\n"
+                   "hint: valid kinds: any, re-uploaded, hash-changed, variant-switch, added, removed, downgraded, upgraded, "
+                   "rebuilt, channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed, host-changed\n");
   r = run_command(diff + " --fail-on ANY");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "error: --fail-on: unknown change kind 'ANY'\n"
                    "hint: valid kinds: any, re-uploaded, hash-changed, variant-switch, added, removed, downgraded, upgraded, "
-                   "rebuilt, channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed\n");
+                   "rebuilt, channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed, host-changed\n");
   r = run_command(diff + " --max-bytes -5");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "error: diff: --max-bytes: Value -5 not in range 0 to 1099511627776\n"
@@ -424,6 +436,29 @@ TEST(HostileInput, GateOptionsAreReadStrictly) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.err, "warning: the comment takes " + std::to_string(r.out.size()) +
                        " bytes, more than --max-bytes 100: its title and summary table are never left out\n");
+}
+
+// A failing gate counts changes as the summary line does (one per package), then the kinds, a
+// change under its kind and each of its flags: one re-uploaded archive whose depends also changed
+// is "1 change", not "failing on 1 re-uploaded, 1 metadata-changed" under a summary of 1 change.
+TEST(HostileInput, AFailingGateCountsChangesAsTheSummaryDoes) {
+  TempDir dir;
+  const auto a = dir.write("a.yml", kCondaLock);
+  const auto b = dir.write("b.yml", replace_all(replace_all(kCondaLock, kZlibSha, std::string(64, 'a')),
+                                                "    libgcc: '>=13'\n", "    libgcc: '>=14'\n"));
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "1 change: 1 re-uploaded; size unknown; 1 red flag\n" + header(a, b) +
+                       "default / linux-64: 1 change, size unknown (2 -> 2 packages)\n"
+                       "  ! re-uploaded+metadata-changed  zlib  1.3.1 hb9d3cd8_2 -> 1.3.1 hb9d3cd8_2\n" +
+                       kPad + "re-uploaded: same URL, sha256 5d7c0e5f0005… -> aaaaaaaaaaaa…\n" +
+                       kPad + "depends -libgcc >=13 +libgcc >=14\n" +
+                       kPad + "pulled by: zlib\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 re-uploaded, 1 metadata-changed; a change counts under its kind and "
+                   "each of its flags) (--fail-on any)\n");
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --fail-on metadata-changed,downgraded");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 metadata-changed) (--fail-on metadata-changed,downgraded)\n");
 }
 
 // Two snapshots whose packages agree but whose host moved (another OS release): `--fail-on any`
@@ -443,10 +478,11 @@ TEST(HostileInput, HostChangedGatesTheHostFactsOfTwoSnapshots) {
   EXPECT_EQ(r.err, "");
   r = run_command(diff + " --fail-on added,host-changed");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.out.substr(r.out.find("host facts")), "host facts of the two snapshots (1 change):\n"
+  EXPECT_EQ(r.out.substr(r.out.find("host facts")), "host facts of the two snapshots (2 changes):\n"
                                                      "host:\n"
-                                                     "  ~ os: debian 12 -> debian 13\n");
-  EXPECT_EQ(r.err, "envlock diff: failing on 1 host-changed (--fail-on added,host-changed)\n");
+                                                     "  ~ os: debian 12 -> debian 13\n"
+                                                     "  ~ os pretty name: Debian 12 -> Debian 13\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 2 host facts of the two snapshots (host-changed) (--fail-on added,host-changed)\n");
   r = run_command(envlock_cmd() + " diff " + q(dir.path() / "s12.yaml") + " " + q(dir.path() / "s12.yaml") + " --fail-on host-changed");
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }

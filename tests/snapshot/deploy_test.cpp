@@ -4,10 +4,16 @@
 // same conda packages and pip distributions. Also: refusals name the requirement and leave the
 // target untouched.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "envlock/diff.hpp"
@@ -17,6 +23,7 @@
 #include "envlock/readers.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/url.hpp"
+#include "envlock/work_folder.hpp"
 #include "snapshot/fake_host.hpp"
 #include "support/run_command.hpp"
 
@@ -217,7 +224,7 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
                      "old: " + file.string() + " (envlock.lock v1)\n"
                      "new: " + b.string() + " (conda-meta prefix)\n"
                      "\n"
-                     "geo / linux-64: no changes (2 packages)\n");
+                     "geo / linux-64: no changes (3 packages)\n");
     EXPECT_EQ(d.err, "");
   }
   // verify finds in the deployed prefix what it finds in the captured one, less the hand edit
@@ -443,6 +450,94 @@ TEST(Deploy, SnapshotLockKeepsTheCondaPackagePipShadowed) {
   EXPECT_NE(i.err.find("libsimplerasters==0.9.1"), std::string::npos) << i.err;
   const auto v = testing::run_command(testing::envlock_cmd() + " verify -p '" + c.string() + "'", env);
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+
+  // The snapshot, the lockfile `snapshot lock` made of it and the prefix it was captured from
+  // diff as no change against each other, each pair both ways: the conda record pip shadowed is
+  // on every side (docs/review.md, "pip over conda").
+  const std::map<fs::path, std::string> formats{{snap, "envlock.lock v1"}, {lock, "envlock.lock v1"}, {a, "conda-meta prefix"}};
+  for (const auto& [x, y] : std::vector<std::pair<fs::path, fs::path>>{{snap, a}, {lock, a}, {snap, lock}, {a, snap}, {a, lock}, {lock, snap}}) {
+    const auto d = testing::run_command(testing::envlock_cmd() + " diff '" + x.string() + "' '" + y.string() + "' --fail-on any", env);
+    EXPECT_EQ(d.exit_code, 0) << x << " " << y << "\n" << d.out << d.err;
+    EXPECT_EQ(d.out, "no changes\n"
+                     "old: " + x.string() + " (" + formats.at(x) + ")\n"
+                     "new: " + y.string() + " (" + formats.at(y) + ")\n"
+                     "\n"
+                     "geo / linux-64: no changes (3 packages)\n");
+    EXPECT_EQ(d.err, "");
+  }
+  // The prefix before pip's install against the one after: pip's distribution is added, the
+  // conda record it shadows stays as it was (it is not "removed": conda-meta still holds it).
+  const auto before = testing::run_command(testing::envlock_cmd() + " diff '" + c.string() + "' '" + a.string() + "'", env);
+  EXPECT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_EQ(before.out, "1 change: 1 added; size unknown\n"
+                        "old: " + c.string() + " (conda-meta prefix)\n"
+                        "new: " + a.string() + " (conda-meta prefix)\n"
+                        "\n"
+                        "geo / linux-64: 1 change, size unknown (2 -> 3 packages)\n"
+                        "    added                         pypi:libsimplerasters  0.9.1\n");
+}
+
+// A process id that no process has any more: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+// A deploy killed with SIGKILL leaves its work folders beside the target (its staged pip files,
+// an unpacked bundle): the next deploy there removes those whose process is gone and whose lock is
+// free, and leaves alone one whose process runs, one another process holds locked (a pid of
+// another pid namespace looks dead here), and names that are not a work folder's.
+TEST(Deploy, WorkFoldersAKilledDeployLeftAreRemovedByTheNext) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const fs::path a = t.dir / "a/geo";
+  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+  const PipOverConda pip(a);
+  const fs::path snap = t.dir / "a.yaml";
+  ASSERT_TRUE(t.capture_of(a).write(snap).ok());
+  const fs::path parent = t.dir / "d";
+  const auto leave = [&](const std::string& name) {
+    fs::create_directories(parent / name / "lib/python3.12/site-packages");
+    std::ofstream(parent / name / "lib/python3.12/site-packages/simplerasters.py") << "import math\n";
+    return parent / name;
+  };
+  const std::string dead = std::to_string(dead_pid()), dead2 = std::to_string(dead_pid());
+  leave(".geo.envlock-pip-" + dead);
+  leave(".geo.envlock-bundle-" + dead + "-2");
+  leave(".geo.envlock-pip-" + std::to_string(::getppid()));  // its process runs
+  const fs::path held = leave(".geo.envlock-pip-" + dead2);
+  const int fd = ::open(held.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  leave(".geo.envlock-pip-12ab");   // not a process id
+  leave(".geo2.envlock-pip-" + dead);  // another target's: that deploy removes it
+  const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", t.options.package_cache.string()}};
+  const auto d = testing::run_command(testing::envlock_cmd() + " snapshot deploy '" + snap.string() + "' -p '" + (parent / "geo").string() + "'", env);
+  ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  ::close(fd);
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(parent)) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{"geo", ".geo.envlock-lock", ".geo.envlock-pip-" + std::to_string(::getppid()),
+                                         ".geo.envlock-pip-" + dead2, ".geo.envlock-pip-12ab", ".geo2.envlock-pip-" + dead}));
+  pip.expect_reproduced(a, parent / "geo");
+
+  // The library's own: a work folder is held while it lives, and gone with it.
+  fs::path made;
+  {
+    auto w = WorkFolder::create(parent, ".geo.envlock-pip-");
+    ASSERT_TRUE(w.ok()) << w.error().to_string();
+    made = w->path();
+    EXPECT_EQ(made.filename().string().rfind(".geo.envlock-pip-" + std::to_string(::getpid()), 0), 0u) << made;
+    const int other = ::open(made.c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(other, 0);
+    EXPECT_NE(::flock(other, LOCK_EX | LOCK_NB), 0) << "held by its maker";
+    ::close(other);
+    EXPECT_FALSE(remove_if_abandoned(made, {.folder = true}));
+  }
+  EXPECT_FALSE(fs::exists(made));
 }
 
 // Captured on a GPU host with a newer glibc, kernel and CPU than this one, a CPU-only environment

@@ -283,6 +283,49 @@ TEST(ReviewFixes, SnapshotDiffPutsTheHostFirstAndSaysEachWordOnce) {
   fs::remove_all(dir);
 }
 
+// Every host fact a snapshot records is compared (issue 17): os-release's codename and
+// PRETTY_NAME, the system package manager, nvidia-smi's driver and libcuda when they disagree with
+// the kernel module, each GPU's architecture, compute capability and memory (not only its name), a
+// dpkg package removed with its configuration kept (same version, another status), and the system
+// Pythons' pip packages.
+TEST(ReviewFixes, SnapshotDiffComparesEveryHostFact) {
+  Snapshot a;
+  a.host.platform = "linux-64";
+  a.host.os = {"ubuntu", "22.04", "jammy", "Ubuntu 22.04.3 LTS"};
+  a.host.system_package_manager = "dpkg";
+  a.host.system_packages = {{"libcudnn8", "8.9.7.29-1+cuda12.2", "amd64", "install ok installed"},
+                            {"nano", "6.2-1", "amd64", "install ok installed"}};
+  a.host.nvidia = NvidiaFacts{};
+  a.host.nvidia->driver_version = "535.104.05";
+  a.host.nvidia->cuda_version = "12.2";
+  a.host.nvidia->gpus = {{"NVIDIA A100-SXM4-80GB", "Ampere", "", 81920, ""}};
+  a.host.system_python = {{"/usr/lib/python3/dist-packages", {{"six", "1.16.0", "", "index"}}}};
+  Snapshot b = a;
+  b.host.os = {"ubuntu", "22.04", "jammy", "Ubuntu 22.04.4 LTS"};
+  b.host.system_packages[1].status = "deinstall ok config-files";
+  b.host.nvidia->smi_driver_version = "535.161.07";
+  b.host.nvidia->libcuda_version = "535.161.07";
+  b.host.nvidia->gpus = {{"NVIDIA A100-SXM4-80GB", "Ampere", "8.0", 40960, ""}};
+  b.host.system_python = {{"/usr/lib/python3/dist-packages", {{"six", "1.16.0", "", "index"}}},
+                          {"/usr/local/lib/python3.10/dist-packages", {{"requests", "2.31.0", "pip", "index"}}}};
+  using K = SnapshotChange::Kind;
+  EXPECT_EQ(diff_snapshots(a, b),
+            (std::vector<SnapshotChange>{
+                {K::Changed, "host", "gpus", "NVIDIA A100-SXM4-80GB (Ampere, 81920 MiB)", "NVIDIA A100-SXM4-80GB (Ampere, sm 8.0, 40960 MiB)"},
+                {K::Added, "host", "libcuda", "", "535.161.07"},
+                {K::Added, "host", "nvidia driver (nvidia-smi)", "", "535.161.07"},
+                {K::Changed, "host", "os pretty name", "Ubuntu 22.04.3 LTS", "Ubuntu 22.04.4 LTS"},
+                {K::Changed, "system", "nano:amd64", "6.2-1", "6.2-1 (deinstall ok config-files)"},
+                {K::Added, "system-python", "/usr/local/lib/python3.10/dist-packages requests", "", "2.31.0 [pip]"},
+            }));
+  Snapshot c = b;
+  c.host.system_package_manager = "rpm";
+  c.host.os.version_codename = "noble";
+  EXPECT_EQ(diff_snapshots(b, c), (std::vector<SnapshotChange>{{K::Changed, "host", "os codename", "jammy", "noble"},
+                                                               {K::Changed, "host", "system package manager", "dpkg", "rpm"}}));
+  EXPECT_TRUE(diff_snapshots(c, c).empty());
+}
+
 // A saved output the user named with --nvidia-smi-xml/--rpm-qa that cannot be read is an error
 // (exit 1, nothing written), not a partial capture that silently lacks the GPUs.
 TEST(ReviewFixes, AMissingSavedCommandOutputIsAnError) {

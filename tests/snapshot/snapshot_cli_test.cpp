@@ -171,6 +171,76 @@ TEST(SnapshotCli, DiffAndLock) {
   EXPECT_TRUE(Lockfile::read(lock).ok());
 }
 
+// Two captures of one host whose environments did not change but whose host did: an Ubuntu point
+// release (only os-release's PRETTY_NAME moves: VERSION_ID stays "22.04"), a new kernel, a new
+// driver, a newer glibc (written into the second snapshot: the test can only copy this machine's
+// libc). `snapshot diff` and `envlock diff` list every one; `--fail-on any` (packages) passes and
+// `--fail-on host-changed` fails on them, counting them.
+TEST(SnapshotCli, HostOnlyChangesAreListedAndGatedByHostChanged) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  h.host.write("/etc/os-release",
+               "PRETTY_NAME=\"Ubuntu 22.04.3 LTS\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nVERSION=\"22.04.3 LTS (Jammy Jellyfish)\"\n"
+               "VERSION_CODENAME=jammy\nID=ubuntu\nID_LIKE=debian\nUBUNTU_CODENAME=jammy\n");
+  const fs::path a = h.host.root() / "a.yaml", b = h.host.root() / "b.yaml";
+  ASSERT_EQ(run_command(h.capture_cmd(a)).exit_code, 0);
+  h.host.write("/etc/os-release",
+               "PRETTY_NAME=\"Ubuntu 22.04.4 LTS\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nVERSION=\"22.04.4 LTS (Jammy Jellyfish)\"\n"
+               "VERSION_CODENAME=jammy\nID=ubuntu\nID_LIKE=debian\nUBUNTU_CODENAME=jammy\n");
+  h.host.write("/proc/sys/kernel/osrelease", "6.5.0-26-generic\n");
+  h.host.write("/proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.239.06  Wed Feb 28 22:33:48 UTC 2024\n");
+  ASSERT_EQ(run_command(h.capture_cmd(b)).exit_code, 3);  // nvidia-smi's saved output still says 470.74: kept both, a problem
+  {
+    auto snap = Snapshot::read(b);
+    ASSERT_TRUE(snap.ok()) << snap.error().to_string();
+    const auto glibc = Snapshot::read(a)->host.glibc;
+    EXPECT_NE(glibc, "");
+    snap->host.glibc = "99.1";
+    ASSERT_TRUE(snap->write(b).ok());
+  }
+  const std::string glibc = Snapshot::read(a)->host.glibc;
+  const std::string host_block = "host:\n"
+                                 "  ~ glibc: " + glibc + " -> 99.1\n"
+                                 "  ~ kernel: 6.1.0-18-amd64 -> 6.5.0-26-generic\n"
+                                 "  ~ nvidia driver: 470.74 -> 470.239.06\n"
+                                 "  + nvidia driver (nvidia-smi) 470.74\n"
+                                 "  ~ os pretty name: Ubuntu 22.04.3 LTS -> Ubuntu 22.04.4 LTS\n";
+  const std::string capture_block =
+      "capture:\n"
+      "  ~ complete: yes -> no (partial capture)\n"
+      "  + problem /proc/driver/nvidia/version the kernel module's driver version 470.239.06 disagrees with " + h.smi +
+      "'s 470.74 (both recorded: a driver upgraded without reloading the module?)\n";
+  const auto d = run_command(envlock_cmd() + " snapshot diff '" + a.string() + "' '" + b.string() + "'");
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(d.out, capture_block + host_block);
+  EXPECT_EQ(d.err, "");
+  const std::string diff = envlock_cmd() + " diff '" + a.string() + "' '" + b.string() + "'";
+  const std::string packages = "no changes\n"
+                               "old: " + a.string() + " (envlock.lock v1)\n"
+                               "new: " + b.string() + " (envlock.lock v1)\n"
+                               "\n"
+                               "train / osx-arm64: no changes (17 packages)\n"
+                               "\n"
+                               "host facts of the two snapshots (7 changes):\n";
+  auto r = run_command(diff + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, packages + capture_block + host_block);
+  EXPECT_EQ(r.err, "");
+  r = run_command(diff + " --fail-on any,host-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, packages + capture_block + host_block);
+  EXPECT_EQ(r.err, "envlock diff: failing on 7 host facts of the two snapshots (host-changed) (--fail-on any,host-changed)\n");
+  const auto j = run_command(diff + " --format json --fail-on host-changed");
+  EXPECT_EQ(j.exit_code, 1);
+  const auto hj = nlohmann::json::parse(j.out).at("host_changes");
+  ASSERT_EQ(hj.size(), 7u);
+  EXPECT_EQ(hj[6], (nlohmann::json{{"kind", "changed"}, {"section", "host"}, {"name", "os pretty name"},
+                                   {"before", "Ubuntu 22.04.3 LTS"}, {"after", "Ubuntu 22.04.4 LTS"}}));
+  // The same snapshot on both sides: nothing to gate.
+  r = run_command(envlock_cmd() + " diff '" + b.string() + "' '" + b.string() + "' --fail-on host-changed");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(SnapshotCli, CheckNamesEachFailedRequirement) {
   SKIP_WITHOUT_CORPUS();
   CliHost h;
