@@ -88,31 +88,6 @@ void adopt_platform(Lockfile& prefix, const Lockfile& other) {
   pe.platforms.emplace(plat, std::move(p));
 }
 
-// The record fields each format holds (docs/review.md, "Compared fields"): a field is compared
-// only when both sides hold it, so a format that leaves it out never shows it as changed.
-RecordedFields recorded_fields(const FormatInfo& f) {
-  RecordedFields r;  // envlock.lock and prefixes: every conda field
-  switch (f.format) {
-    case LockFormat::Envlock:
-      r.requires_dist = r.requires_python = false;  // envlock.lock keeps no pip metadata
-      break;
-    case LockFormat::CondaMeta: break;
-    case LockFormat::PixiLock:
-      // pixi.lock 4-7 write depends and constrains of every record and pypi requires_dist /
-      // requires_python; build_number and noarch only where the file name does not give them.
-      r.noarch = r.build_number = r.python_site_packages_path = false;
-      break;
-    case LockFormat::CondaLock:
-      // conda-lock (and pixi.lock 1-3): `dependencies` only.
-      r.constrains = r.track_features = r.noarch = r.build_number = r.python_site_packages_path = false;
-      r.requires_dist = r.requires_python = false;
-      r.categories = !f.by_pixi;
-      break;
-    case LockFormat::Explicit: r = RecordedFields{false, false, false, false, false, false, false, false}; break;
-  }
-  return r;
-}
-
 int fail(const Context& ctx, const Error& e) {
   report_error(ctx, e);
   return 2;
@@ -209,17 +184,16 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
     if (!old_in->snapshot_text.empty() && !new_in->snapshot_text.empty()) j["host_changes"] = snapshot_changes_json(host);
     std::cout << json_text(j) << "\n";
   } else if (format == "markdown") {
-    const std::string md = render_markdown(diff, labels, opt.max_bytes);
+    std::string md = render_markdown(diff, labels, opt.max_bytes);
+    // Two snapshots' host block takes what the package diff left of the budget (folded likewise).
+    if (!host.empty())
+      md += host_block_markdown(host, opt.max_bytes == 0 ? 0 : md.size() < opt.max_bytes ? opt.max_bytes - md.size() : 1);
     // The title, summary line and summary table are never folded: a budget below them is exceeded.
     if (opt.max_bytes != 0 && md.size() > opt.max_bytes)
       warn("the comment takes " + std::to_string(md.size()) + " bytes, more than --max-bytes " +
-           std::to_string(opt.max_bytes) + ": its title and summary table are never left out");
+           std::to_string(opt.max_bytes) + ": its title and summary table " + (host.empty() ? "" : "(and the host block's heading) ") +
+           "are never left out");
     std::cout << md;
-    if (!host.empty()) {
-      std::cout << "\n### Host (snapshots)\n\n```text\n";
-      print_snapshot_changes(std::cout, host);
-      std::cout << "```\n";
-    }
   } else {
     std::cout << render_text(diff, labels, ctx.color);
     if (!host.empty()) {

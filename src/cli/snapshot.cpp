@@ -13,6 +13,7 @@
 #include "envlock/paths.hpp"
 #include "envlock/snapshot.hpp"
 #include "heap.hpp"
+#include "lock_input.hpp"
 #include "registry.hpp"
 #include "snapshot_render.hpp"
 
@@ -337,7 +338,8 @@ int run_diff(const Context& ctx, const std::string& a, const std::string& b) {
   if (!sa) return report_error(ctx, sa.error());
   auto sb = read_snapshot(b);
   if (!sb) return report_error(ctx, sb.error());
-  const auto changes = diff_snapshots(*sa, *sb);
+  // The packages as `envlock diff` compares the two files' lockfile parts (envlock.lock fields).
+  const auto changes = diff_snapshots(*sa, *sb, recorded_fields(FormatInfo{}));
   if (ctx.json) {
     std::cout << json_text(snapshot_changes_json(changes)) << "\n";
     return 0;
