@@ -129,7 +129,12 @@ Lockfile lockfile_part(const CapturedEnvironment& e) {
 std::string change_summary(const PackageChange& c) {
   std::string s(change_kind_name(c.kind));
   for (ChangeKind f : c.flags) s += "+" + std::string(change_kind_name(f));
-  for (std::size_t i = 0; i < c.notes.size(); ++i) s += (i == 0 ? ": " : "; ") + c.notes[i];
+  const std::string kind = std::string(change_kind_name(c.kind)) + ": ";
+  for (std::size_t i = 0; i < c.notes.size(); ++i) {
+    // "re-uploaded: same URL, ..." is a note that names its kind: said once.
+    const std::string& note = c.notes[i];
+    s += (i == 0 ? ": " : "; ") + (note.starts_with(kind) ? note.substr(kind.size()) : note);
+  }
   return s;
 }
 

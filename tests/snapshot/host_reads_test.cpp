@@ -257,6 +257,40 @@ TEST(CheckUsesInstallsHostCheck, WheelsWhoseTagsCannotRunOnTheTargetFail) {
             }));
 }
 
+// L6: under the fake driver (ENVLOCK_LIBCUDA, ENVLOCK_LIBNVML: docs/probe.md), `info` and `install`
+// saw __cuda=12.4 while `check` said "no NVIDIA driver": without /proc/driver/nvidia/version and
+// nvidia-smi, the live capture now takes the CUDA version where install takes it.
+TEST(CheckUsesInstallsHostCheck, TheFakeDriverIsSeenByCheckAsByInstall) {
+  if (fs::exists("/proc/driver/nvidia/version")) GTEST_SKIP() << "a real NVIDIA driver: capture reads its own facts";
+  FakeHost dir;
+  Snapshot s;
+  s.host = linux_host("2.17", "");
+  CapturedEnvironment env;
+  env.name = "app";
+  env.prefix = "/opt/app";
+  env.platform = "linux-64";
+  env.packages = {package("envlock-hello", "1.0.0", {"__cuda >=12"})};
+  s.environments = {env};
+  const fs::path file = dir.root() / "s.yaml";
+  std::ofstream(file) << s.to_yaml();
+  const fs::path cfg = dir.root() / "gpu.cfg";
+  const std::map<std::string, std::string> fake = {{"ENVLOCK_LIBCUDA", FAKE_LIBCUDA},
+                                                   {"ENVLOCK_LIBNVML", FAKE_LIBNVML},
+                                                   {"ENVLOCK_FAKE_GPU_CONFIG", cfg.string()},
+                                                   {"CONDA_OVERRIDE_CUDA", "\x01unset"},
+                                                   {"PATH", "/usr/bin:/bin"}};
+  std::ofstream(cfg) << "gpu.count=1\ncuda.driver_version=12040\n";
+  const auto info = run_command(envlock_cmd() + " info", fake);
+  EXPECT_NE(info.out.find("__cuda=12.4=0"), std::string::npos) << info.out;
+  const auto ok = run_command(envlock_cmd() + " snapshot check '" + file.string() + "'", fake);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out + ok.err, "app: this host can run it\n");
+  std::ofstream(cfg) << "gpu.count=1\ncuda.driver_version=11080\n";
+  const auto old = run_command(envlock_cmd() + " snapshot check '" + file.string() + "'", fake);
+  EXPECT_EQ(old.exit_code, 1) << old.err;
+  EXPECT_EQ(old.out + old.err, "app: this host cannot run it\n  - envlock-hello 1.0.0 needs __cuda >=12; the target has 11.8\n");
+}
+
 // ----- M5: snapshot diff compares packages as `envlock diff` does -------------------------------
 
 CapturedEnvironment hello_env() {
@@ -320,6 +354,54 @@ TEST(SnapshotDiffPackages, ReUploadsNewDependsAndMovedUrlsAreChanges) {
                                "(https://conda.anaconda.org/conda-forge) [downgraded"))
       << d[0];
   EXPECT_EQ(diff_snapshots(a, a, fields), std::vector<SnapshotChange>{});
+}
+
+// ----- M6: the markdown host block of two snapshots keeps to --max-bytes ----------------------
+
+TEST(SnapshotMarkdownBudget, TheHostBlockIsFoldedToFitAndSaysHowToSeeItAll) {
+  FakeHost host;
+  Snapshot a;
+  a.host = linux_host("2.36", "");
+  for (int i = 0; i < 300; ++i) a.host.system_packages.push_back({"libpkg" + std::to_string(1000 + i), "1.0-1", "amd64"});
+  Snapshot b = a;
+  for (auto& p : b.host.system_packages) p.version = "1.1-1";
+  std::ofstream(host.root() / "a.yaml") << a.to_yaml();
+  std::ofstream(host.root() / "b.yaml") << b.to_yaml();
+  const std::string cd = "cd '" + host.root().string() + "' && ";
+  const auto all = run_command(cd + envlock_cmd() + " diff a.yaml b.yaml --format markdown --max-bytes 0");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.err, "");
+  const auto head = all.out.substr(0, all.out.find("\n### Host (snapshots)\n"));
+  std::string lines = "system:\n";
+  for (int i = 0; i < 300; ++i) lines += "  ~ libpkg" + std::to_string(1000 + i) + ":amd64: 1.0-1 -> 1.1-1\n";
+  EXPECT_EQ(all.out, head + "\n### Host (snapshots)\n\n```text\n" + lines + "```\n");
+
+  const std::size_t budget = head.size() + 1000;
+  const auto folded = run_command(cd + envlock_cmd() + " diff a.yaml b.yaml --format markdown --max-bytes " + std::to_string(budget));
+  ASSERT_EQ(folded.exit_code, 0) << folded.err;
+  EXPECT_EQ(folded.err, "");
+  EXPECT_LE(folded.out.size(), budget);
+  std::string kept = "system:\n";
+  int shown = 0;
+  const std::string frame = "\n### Host (snapshots)\n\n```text\n```\n";
+  auto note = [](int left) {
+    return "\n_" + std::to_string(left) + " more host changes are left out to fit --max-bytes: `envlock snapshot diff OLD NEW` lists them all._\n";
+  };
+  for (; shown < 300; ++shown) {
+    const std::string line = "  ~ libpkg" + std::to_string(1000 + shown) + ":amd64: 1.0-1 -> 1.1-1\n";
+    if (head.size() + frame.size() + kept.size() + line.size() + note(299 - shown).size() > budget) break;
+    kept += line;
+  }
+  ASSERT_GT(shown, 5);
+  EXPECT_EQ(folded.out, head + "\n### Host (snapshots)\n\n```text\n" + kept + "```\n" + note(300 - shown));
+
+  // A budget below the package part and the block's frame is exceeded, with a warning.
+  const auto tiny = run_command(cd + envlock_cmd() + " diff a.yaml b.yaml --format markdown --max-bytes 100");
+  EXPECT_EQ(tiny.exit_code, 0) << tiny.err;
+  EXPECT_EQ(tiny.out, head + "\n### Host (snapshots)\n\n```text\n```\n" + note(300));
+  EXPECT_EQ(tiny.err, "warning: the comment takes " + std::to_string(tiny.out.size()) +
+                          " bytes, more than --max-bytes 100: its title and summary table (and the host block's heading) are "
+                          "never left out\n");
 }
 
 }  // namespace
