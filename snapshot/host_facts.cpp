@@ -103,7 +103,7 @@ std::optional<std::string> command_output(const HostSeam& seam, const CaptureOpt
                                           const std::vector<std::string>& argv, std::vector<CaptureProblem>& problems,
                                           bool missing_is_problem) {
   if (auto it = options.command_outputs.find(tool); it != options.command_outputs.end()) {
-    auto r = snapshot_detail::read_regular_file(it->second, snapshot_detail::ReadAs::NamedByUser);
+    auto r = snapshot_detail::read_regular_file(it->second);
     if (!r.text) {
       problems.push_back({it->second.string(), "cannot read the saved " + tool + " output" + (r.refused.empty() ? ": no such file" : ": it " + r.refused)});
       return std::nullopt;

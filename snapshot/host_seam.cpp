@@ -118,22 +118,19 @@ FileRead read_regular_file(const fs::path& p, ReadAs how) {
     ::close(fd);
     return r;
   }
-  const bool pipe_ok = how == ReadAs::NamedByUser && S_ISFIFO(st.st_mode);
-  if (!S_ISREG(st.st_mode) && !pipe_ok) {
+  if (!S_ISREG(st.st_mode)) {
     r.refused = std::string("is ") + file_kind(st.st_mode) + ", not a regular file, so it is not read";
     ::close(fd);
     return r;
   }
-  // A pipe the user named is read as `cat` would: wait for its writer.
-  if (pipe_ok) (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   const std::string too_large = "is larger than " + std::to_string(kMaxReadFile >> 20) + " MiB, so it is not read";
-  if (S_ISREG(st.st_mode) && static_cast<std::uintmax_t>(st.st_size) > kMaxReadFile) {
+  if (static_cast<std::uintmax_t>(st.st_size) > kMaxReadFile) {
     r.refused = too_large;
     ::close(fd);
     return r;
   }
   std::string text;
-  if (S_ISREG(st.st_mode) && st.st_size > 0) text.reserve(static_cast<std::size_t>(st.st_size));
+  if (st.st_size > 0) text.reserve(static_cast<std::size_t>(st.st_size));
   char buf[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);

@@ -22,16 +22,14 @@ struct FileRead {
   std::string refused;              ///< why it was not read ("is a FIFO, not a regular file, ..."); empty when read or absent
 };
 
-/// How read_regular_file() treats the path's last component and pipes.
+/// How read_regular_file() treats the path's last component.
 enum class ReadAs {
-  HostFile,      ///< a file of the host (tree or live): regular files only, links followed
-  ResolvedFile,  ///< a path HostSeam::resolve() returned for a tree: regular only, a link at the end refused (O_NOFOLLOW)
-  NamedByUser,   ///< a file the user named on the command line: a pipe (`--rpm-qa <(rpm -qa)`) is read too
+  HostFile,      ///< a file of the host (live) or named by the user: links followed
+  ResolvedFile,  ///< a path HostSeam::resolve() returned for a tree: a link at the end refused (O_NOFOLLOW)
 };
 
 /// The one reader of host files in snapshot/: opens with O_NONBLOCK (a FIFO never blocks the
-/// open), fstat()s the open descriptor and reads only a regular file (or, for NamedByUser, a
-/// pipe), at most kMaxReadFile bytes (counted while reading: /proc files report size 0).
+/// open), fstat()s the open descriptor and reads only a regular file, at most kMaxReadFile bytes (counted while reading: /proc files report size 0).
 /// Absent (ENOENT, ENOTDIR): text and refused both empty. Anything else not read: `refused` says why.
 FileRead read_regular_file(const std::filesystem::path& p, ReadAs how = ReadAs::HostFile);
 

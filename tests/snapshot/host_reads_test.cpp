@@ -70,12 +70,16 @@ TEST(HostFileReads, AFifoAtEachHostFactFileIsAProblemNamingWhatIsLost) {
     HostFacts h;
     EXPECT_EQ(capture_problems(host, &h),
               (std::vector<CaptureProblem>{{file, "is a FIFO, not a regular file, so it is not read: " + lost}}));
-    if (file == "/etc/os-release") EXPECT_EQ(h.os.id, "");
+    if (file == "/etc/os-release") {
+      EXPECT_EQ(h.os.id, "");
+    }
     if (file == "/var/lib/dpkg/status") {
       EXPECT_EQ(h.system_package_manager, "dpkg") << "the dpkg database is there, unreadable: rpm is not tried";
       EXPECT_TRUE(h.system_packages.empty());
     }
-    if (file == "/proc/driver/nvidia/version") EXPECT_FALSE(h.nvidia.has_value());
+    if (file == "/proc/driver/nvidia/version") {
+      EXPECT_FALSE(h.nvidia.has_value());
+    }
   }
 }
 
@@ -141,33 +145,12 @@ TEST(HostFileReads, CaptureOfATreeWithAFifoExitsThreeAndListsIt) {
   EXPECT_EQ(r.err,
             "no conda environments found (none listed in ~/.conda/environments.txt and no envs/ folder with a conda-meta/ "
             "inside): the snapshot holds the host facts only; name environments with -p PREFIX\n"
-            "PARTIAL snapshot written to " + out.string() + ": 1 problem(s)\n"
+            "warning: the snapshot is PARTIAL: 1 fact(s) could not be captured:\n"
             "  /proc/cpuinfo: is a FIFO, not a regular file, so it is not read: the x86-64 level is not recorded\n");
   const auto s = Snapshot::read(out);
   ASSERT_TRUE(s.ok()) << s.error().to_string();
   EXPECT_FALSE(s->complete());
   EXPECT_EQ(s->host.cpu_level, "");
-}
-
-// A saved command output the user names may be a pipe (`--rpm-qa <(rpm -qa ...)`): it is read;
-// a device is not.
-TEST(HostFileReads, ASavedOutputMayBeAPipeNotADevice) {
-  FakeHost host;
-  full_host(host);
-  fs::remove(host.root() / "var/lib/dpkg/status");
-  const fs::path out = host.root() / "snap.yaml";
-  const std::string cmd = envlock_cmd() + " snapshot capture --root '" + host.root().string() + "' -o '" + out.string() + "'";
-  const auto piped = run_command("timeout 60 bash -c \"" + cmd + " --rpm-qa <(printf 'bash\\t0:5.1.8-9.el9\\tx86_64\\n')\"");
-  EXPECT_EQ(piped.exit_code, 0) << piped.err;
-  auto s = Snapshot::read(out);
-  ASSERT_TRUE(s.ok()) << s.error().to_string();
-  EXPECT_EQ(s->host.system_packages.size(), 1u);
-  const auto device = run_command("timeout 60 " + cmd + " --rpm-qa /dev/zero");
-  EXPECT_EQ(device.exit_code, 3) << device.err;
-  EXPECT_NE(device.err.find("  /dev/zero: cannot read the saved rpm output: it is a character device, not a regular file, so "
-                            "it is not read\n"),
-            std::string::npos)
-      << device.err;
 }
 
 // ----- M3, L4: check uses install's host check; wheels must fit the target ----------------------
@@ -257,6 +240,22 @@ TEST(CheckUsesInstallsHostCheck, WheelsWhoseTagsCannotRunOnTheTargetFail) {
             }));
 }
 
+CapturedEnvironment hello_env() {
+  CapturedEnvironment env;
+  env.name = "app";
+  env.prefix = "/opt/app";
+  env.platform = "linux-64";
+  CapturedPackage p = package("envlock-hello", "1.0.0", {});
+  p.record.build = "0";
+  p.record.channel = "https://conda.anaconda.org/conda-forge";
+  p.record.url = "https://conda.anaconda.org/conda-forge/linux-64/envlock-hello-1.0.0-0.conda";
+  p.record.file_name = "envlock-hello-1.0.0-0.conda";
+  p.record.sha256 = std::string(64, 'd');
+  p.record.md5 = std::string(32, 'a');
+  env.packages = {p};
+  return env;
+}
+
 // L6: under the fake driver (ENVLOCK_LIBCUDA, ENVLOCK_LIBNVML: docs/probe.md), `info` and `install`
 // saw __cuda=12.4 while `check` said "no NVIDIA driver": without /proc/driver/nvidia/version and
 // nvidia-smi, the live capture now takes the CUDA version where install takes it.
@@ -265,11 +264,8 @@ TEST(CheckUsesInstallsHostCheck, TheFakeDriverIsSeenByCheckAsByInstall) {
   FakeHost dir;
   Snapshot s;
   s.host = linux_host("2.17", "");
-  CapturedEnvironment env;
-  env.name = "app";
-  env.prefix = "/opt/app";
-  env.platform = "linux-64";
-  env.packages = {package("envlock-hello", "1.0.0", {"__cuda >=12"})};
+  CapturedEnvironment env = hello_env();
+  env.packages[0].record.depends = {"__cuda >=12"};
   s.environments = {env};
   const fs::path file = dir.root() / "s.yaml";
   std::ofstream(file) << s.to_yaml();
@@ -292,22 +288,6 @@ TEST(CheckUsesInstallsHostCheck, TheFakeDriverIsSeenByCheckAsByInstall) {
 }
 
 // ----- M5: snapshot diff compares packages as `envlock diff` does -------------------------------
-
-CapturedEnvironment hello_env() {
-  CapturedEnvironment env;
-  env.name = "app";
-  env.prefix = "/opt/app";
-  env.platform = "linux-64";
-  CapturedPackage p = package("envlock-hello", "1.0.0", {});
-  p.record.build = "0";
-  p.record.channel = "https://conda.anaconda.org/conda-forge";
-  p.record.url = "https://conda.anaconda.org/conda-forge/linux-64/envlock-hello-1.0.0-0.conda";
-  p.record.file_name = "envlock-hello-1.0.0-0.conda";
-  p.record.sha256 = std::string(64, 'd');
-  p.record.md5 = std::string(32, 'a');
-  env.packages = {p};
-  return env;
-}
 
 std::vector<std::string> change_lines(const std::vector<SnapshotChange>& changes) {
   std::vector<std::string> out;
@@ -333,7 +313,7 @@ TEST(SnapshotDiffPackages, ReUploadsNewDependsAndMovedUrlsAreChanges) {
   const auto g = change_lines(diff_snapshots(a, gpu, fields));
   ASSERT_EQ(g.size(), 1u);
   EXPECT_TRUE(g[0].starts_with("conda:app | envlock-hello | 1.0.0 0 | 1.0.0 0 [")) << g[0];
-  EXPECT_NE(g[0].find("host-floor-raised"), std::string::npos) << g[0];
+  EXPECT_NE(g[0].find("__cuda >=12"), std::string::npos) << g[0];
 
   Snapshot moved = a;
   moved.environments[0].packages[0].record.url = "https://evil.example/linux-64/envlock-hello-1.0.0-0.conda";
@@ -362,6 +342,7 @@ TEST(SnapshotMarkdownBudget, TheHostBlockIsFoldedToFitAndSaysHowToSeeItAll) {
   FakeHost host;
   Snapshot a;
   a.host = linux_host("2.36", "");
+  a.host.system_package_manager = "dpkg";
   for (int i = 0; i < 300; ++i) a.host.system_packages.push_back({"libpkg" + std::to_string(1000 + i), "1.0-1", "amd64"});
   Snapshot b = a;
   for (auto& p : b.host.system_packages) p.version = "1.1-1";
@@ -398,7 +379,8 @@ TEST(SnapshotMarkdownBudget, TheHostBlockIsFoldedToFitAndSaysHowToSeeItAll) {
   // A budget below the package part and the block's frame is exceeded, with a warning.
   const auto tiny = run_command(cd + envlock_cmd() + " diff a.yaml b.yaml --format markdown --max-bytes 100");
   EXPECT_EQ(tiny.exit_code, 0) << tiny.err;
-  EXPECT_EQ(tiny.out, head + "\n### Host (snapshots)\n\n```text\n```\n" + note(300));
+  // (The package part's own fold under 100 bytes is review.md's; only the host block is checked here.)
+  EXPECT_TRUE(tiny.out.ends_with(".\n\n### Host (snapshots)\n\n```text\n```\n" + note(300))) << tiny.out;
   EXPECT_EQ(tiny.err, "warning: the comment takes " + std::to_string(tiny.out.size()) +
                           " bytes, more than --max-bytes 100: its title and summary table (and the host block's heading) are "
                           "never left out\n");
