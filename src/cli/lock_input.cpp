@@ -206,29 +206,4 @@ Result<Lockfile> read_envlock_lockfile(const std::string& path, const std::strin
                    "envlock.lock that writes"};
 }
 
-// The record fields each format holds (docs/review.md, "Compared fields"): a field is compared
-// only when both sides hold it, so a format that leaves it out never shows it as changed.
-RecordedFields recorded_fields(const FormatInfo& f) {
-  RecordedFields r;  // envlock.lock and prefixes: every conda field
-  switch (f.format) {
-    case LockFormat::Envlock:
-      r.requires_dist = r.requires_python = false;  // envlock.lock keeps no pip metadata
-      break;
-    case LockFormat::CondaMeta: break;
-    case LockFormat::PixiLock:
-      // pixi.lock 4-7 write depends and constrains of every record and pypi requires_dist /
-      // requires_python; build_number and noarch only where the file name does not give them.
-      r.noarch = r.build_number = r.python_site_packages_path = false;
-      break;
-    case LockFormat::CondaLock:
-      // conda-lock (and pixi.lock 1-3): `dependencies` only.
-      r.constrains = r.track_features = r.noarch = r.build_number = r.python_site_packages_path = false;
-      r.requires_dist = r.requires_python = false;
-      r.categories = !f.by_pixi;
-      break;
-    case LockFormat::Explicit: r = RecordedFields{false, false, false, false, false, false, false, false}; break;
-  }
-  return r;
-}
-
 }  // namespace envlock::cli
