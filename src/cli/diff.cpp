@@ -88,8 +88,6 @@ void adopt_platform(Lockfile& prefix, const Lockfile& other) {
   pe.platforms.emplace(plat, std::move(p));
 }
 
-}  // namespace
-
 // The record fields each format holds (docs/review.md, "Compared fields"): a field is compared
 // only when both sides hold it, so a format that leaves it out never shows it as changed.
 RecordedFields recorded_fields(const FormatInfo& f) {
@@ -114,8 +112,6 @@ RecordedFields recorded_fields(const FormatInfo& f) {
   }
   return r;
 }
-
-namespace {
 
 int fail(const Context& ctx, const Error& e) {
   report_error(ctx, e);
@@ -278,4 +274,7 @@ const RegisterCommand reg{"diff",
                           &setup};
 
 }  // namespace
+
+RecordedFields format_recorded_fields(const FormatInfo& f) { return recorded_fields(f); }
+
 }  // namespace envlock::cli

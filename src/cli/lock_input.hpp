@@ -63,7 +63,8 @@ int exit_2_when_out_of_memory(const Context& ctx, const std::string& inputs, Bod
 Result<Lockfile> read_envlock_lockfile(const std::string& path, const std::string& command);
 
 /// The record fields a format holds (docs/review.md, "Compared fields"), for diff_lockfiles:
-/// what `envlock diff` and `envlock snapshot diff` compare a side on. Defined in diff.cpp.
-RecordedFields recorded_fields(const FormatInfo& f);
+/// what `envlock diff` compares a side on (its recorded_fields, in diff.cpp), for `envlock
+/// snapshot diff` to compare the same way.
+RecordedFields format_recorded_fields(const FormatInfo& f);
 
 }  // namespace envlock::cli

@@ -339,7 +339,7 @@ int run_diff(const Context& ctx, const std::string& a, const std::string& b) {
   auto sb = read_snapshot(b);
   if (!sb) return report_error(ctx, sb.error());
   // The packages as `envlock diff` compares the two files' lockfile parts (envlock.lock fields).
-  const auto changes = diff_snapshots(*sa, *sb, recorded_fields(FormatInfo{}));
+  const auto changes = diff_snapshots(*sa, *sb, format_recorded_fields(FormatInfo{}));
   if (ctx.json) {
     std::cout << json_text(snapshot_changes_json(changes)) << "\n";
     return 0;
