@@ -116,13 +116,14 @@ std::vector<SnapshotChange> sorted(std::vector<SnapshotChange> out) {
   return out;
 }
 
-// One environment as a snapshot file's lockfile part holds it (shadowed records left out),
-// under one fixed name, so two environments are paired whatever their names.
+// One environment as a lockfile, with the conda records pip shadowed (as `snapshot lock` writes
+// them and the prefix still holds them), under one fixed name, so two environments are paired
+// whatever their names.
 Lockfile lockfile_part(const CapturedEnvironment& e) {
   Snapshot s;
   s.environments.push_back(e);
   s.environments.back().name = "env";
-  return to_lockfile(s, ShadowedRecords::LeftOut);
+  return to_lockfile(s, ShadowedRecords::Kept);
 }
 
 // "re-uploaded+host-floor-raised: same URL, sha256 ab… -> cd…; __cuda >=12 (was none)"

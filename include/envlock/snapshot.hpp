@@ -413,7 +413,8 @@ struct SnapshotChange {
 ///
 /// With `package_fields` (what each side's lockfile part holds: cli's recorded_fields of an
 /// envlock.lock), each environment pair's packages are also compared as `envlock diff` compares
-/// two snapshot files (diff_lockfiles of their lockfile parts, shadowed records left out): a change
+/// two snapshot files (diff_lockfiles of their lockfile parts, with the records pip shadowed as
+/// `snapshot lock` writes them): a change
 /// the conda/pip entries above do not show (a re-upload, a hash or URL change, new `__cuda`
 /// depends) is added as {Changed, "conda:<label>" or "pip:<label>", name, "version build",
 /// "version build [kind+flags: notes]"}, and an entry above whose change is a red flag
