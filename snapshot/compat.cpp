@@ -3,8 +3,10 @@
 // and the system libstdc++ when the environment ships none.
 #include <algorithm>
 #include <regex>
+#include <set>
 
 #include "text_util.hpp"
+#include "envlock/install.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/version.hpp"
 #include "envlock/virtual_packages.hpp"
@@ -35,15 +37,79 @@ int microarch_level_needed(const std::string& spec_or_version) {
   return n >= 1 && n <= 4 ? n : 0;
 }
 
-// Does `have` satisfy the version part of a virtual-package spec ("", ">=2.17", ">=2.17,<3.0.a0")?
-// nullopt when the spec does not parse.
-std::optional<bool> satisfies(const std::string& have, const std::string& spec) {
-  if (spec.empty() || spec == "*") return true;
-  auto vs = VersionSpec::parse(spec);
-  if (!vs) return std::nullopt;
-  auto v = Version::parse(have);
-  if (!v) return false;
-  return vs->matches(*v);
+
+// "3.11" of the environment's python record; empty without one.
+std::string env_python_minor(const CapturedEnvironment& env) {
+  for (const auto& p : env.packages) {
+    if (p.record.name != "python") continue;
+    const std::string v = p.record.version.to_string();
+    const auto dot = v.find('.');
+    const auto dot2 = dot == std::string::npos ? std::string::npos : v.find('.', dot + 1);
+    return v.substr(0, dot2);
+  }
+  return "";
+}
+
+// "cp311" -> "3.11", "cp39" -> "3.9"; empty for other interpreter tags.
+std::string cpython_minor(std::string_view interp) {
+  if (!interp.starts_with("cp") || interp.size() < 4) return "";
+  for (char c : interp.substr(2))
+    if (!std::isdigit(static_cast<unsigned char>(c))) return "";
+  return std::string(1, interp[2]) + "." + std::string(interp.substr(3));
+}
+
+std::vector<std::string> split_on(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  for (std::size_t start = 0;;) {
+    const auto at = s.find(sep, start);
+    out.emplace_back(s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
+// Whether one wheel tag (PEP 425 "python-abi-platform", each part possibly a '.'-compressed set)
+// can run on a Linux target with `arch`, `glibc` and CPython `python` ("" unknown): the platform
+// is `any`, `linux_<arch>` or a manylinux tag (its glibc floor and architecture are checked
+// below, as before); musllinux needs musl, macosx/win/others another OS. The interpreter is a
+// `py*` tag, the environment's `cpXY`, or `cpXY` with the `abi3` ABI for X.Y up to the
+// environment's (packaging.tags: cpython_tags). Unknown interpreters (pp, ...) are not refused.
+bool wheel_tag_fits(const std::string& tag, const std::string& arch, const std::string& python) {
+  const auto parts = split_on(tag, '-');
+  if (parts.size() != 3) return true;  // not a wheel tag: not ours to refuse
+  auto platform_fits = [&](const std::string& plat) {
+    if (plat == "any") return true;
+    if (plat.starts_with("manylinux")) return true;  // its glibc floor and architecture: checked below
+    if (plat.starts_with("linux_")) return plat == "linux_" + arch;
+    return false;  // musllinux_*, macosx_*, win*, android_*, ios_*, ...
+  };
+  auto interp_fits = [&](const std::string& interp, const std::string& abi) {
+    if (interp.starts_with("py") || python.empty()) return true;
+    const std::string cp = cpython_minor(interp);
+    if (cp.empty()) return !interp.starts_with("cp");
+    if (cp == python) return true;
+    return abi == "abi3" && compare_dotted(cp, python) <= 0;
+  };
+  for (const auto& plat : split_on(parts[2], '.')) {
+    if (!platform_fits(plat)) continue;
+    for (const auto& interp : split_on(parts[0], '.'))
+      for (const auto& abi : split_on(parts[1], '.'))
+        if (interp_fits(interp, abi)) return true;
+  }
+  return false;
+}
+
+// A pip wheel none of whose tags runs on the target (a Windows, macOS or musllinux wheel on a
+// glibc Linux host, a cp313 wheel in a Python 3.11 environment) is one failed requirement.
+template <typename Fail>
+void check_wheel_tags(const PipDistribution& d, const HostFacts& target, const std::string& python, Fail& fail) {
+  if (d.wheel_tags.empty() || !target.platform.starts_with("linux-")) return;
+  for (const auto& tag : d.wheel_tags)
+    if (wheel_tag_fits(tag, target.cpu_arch, python)) return;
+  std::string tags;
+  for (const auto& tag : d.wheel_tags) tags += (tags.empty() ? "" : ", ") + tag;
+  fail("a wheel this host runs (tags " + tags + ")", "pip:" + d.name + " " + d.version,
+       target.platform + " (" + target.cpu_arch + (python.empty() ? "" : ", Python " + python) + ")");
 }
 
 }  // namespace
@@ -52,7 +118,11 @@ std::string FailedRequirement::to_string() const {
   return needed_by + " needs " + requirement + "; the target has " + (target_has.empty() ? "none" : target_has);
 }
 
-Result<HostFacts> as_install_sees(const HostFacts& target) {
+namespace {
+
+// The virtual packages `envlock install` would detect on `target` (detect_virtual_packages:
+// CONDA_OVERRIDE_* applied to the target's kernel, glibc, CPU level and CUDA version).
+Result<std::vector<VirtualPackage>> install_virtuals(const HostFacts& target) {
   HostProbe probe;
   probe.getenv = HostProbe::system().getenv;
   if (!target.kernel.empty()) probe.kernel_release = [&] { return target.kernel; };
@@ -62,7 +132,13 @@ Result<HostFacts> as_install_sees(const HostFacts& target) {
     if (!target.nvidia || target.nvidia->cuda_version.empty()) return std::nullopt;
     return target.nvidia->cuda_version;
   };
-  auto virtuals = detect_virtual_packages(probe);
+  return detect_virtual_packages(probe);
+}
+
+}  // namespace
+
+Result<HostFacts> as_install_sees(const HostFacts& target) {
+  auto virtuals = install_virtuals(target);
   if (!virtuals) return virtuals.error();
   auto find = [&](std::string_view name) -> const VirtualPackage* {
     for (const auto& vp : *virtuals)
@@ -101,6 +177,22 @@ std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, con
     return failed;
   }
   const HostFacts& target = *seen;
+  // The record-level virtual-package verdicts are install's own (check_host: MatchSpec parsing,
+  // bracket forms such as __cuda[version='>=12'] included), so a host `check` accepts passes
+  // `install`'s host check. Keyed by "name version" and the spec as written.
+  std::set<std::pair<std::string, std::string>> install_refuses, install_unreadable;
+  {
+    auto virtuals = install_virtuals(target_facts);
+    std::vector<RepoDataRecord> records;
+    records.reserve(env.packages.size());
+    for (const auto& p : env.packages) records.push_back(p.record);
+    for (const auto& m : check_host(records, {}, virtuals ? *virtuals : std::vector<VirtualPackage>{})) {
+      std::string req = m.requirement;
+      if (req.ends_with(" (constrains)")) req.resize(req.size() - 13);
+      install_refuses.emplace(m.package, req);
+      if (m.host.starts_with("the requirement does not parse")) install_unreadable.emplace(m.package, req);
+    }
+  }
 
   // Platform.
   const bool all_noarch = std::all_of(env.packages.begin(), env.packages.end(),
@@ -116,21 +208,19 @@ std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, con
     const std::string who = p.record.name + " " + p.record.version.to_string();
     auto check = [&](const std::string& dep, bool constraint) {
       if (!dep.starts_with("__") && !dep.starts_with(kMicroarchLevelPackage)) return;
-      const auto sp = dep.find_first_of(" =<>!~");
+      const auto sp = dep.find_first_of(" =<>!~[");
       const std::string name = dep.substr(0, sp);
       std::string rest = sp == std::string::npos ? "" : dep.substr(sp);
       while (!rest.empty() && rest.front() == ' ') rest.erase(rest.begin());
       const auto sp2 = rest.find(' ');
       const std::string version = rest.substr(0, sp2);
       const std::string build = sp2 == std::string::npos ? "" : rest.substr(sp2 + 1);
+      // install's verdict (check_host), described with what the target has.
+      const bool refused = install_refuses.count({who, dep}) > 0;
       auto against = [&](const std::string& have, const std::string& describe) {
-        if (have.empty()) {
-          if (!constraint) fail(dep, who, describe);
-          return;
-        }
-        auto ok = satisfies(have, version);
-        if (!ok) fail(dep + " (unreadable version constraint)", who, have);
-        else if (!*ok) fail(dep, who, have);
+        if (!refused) return;
+        if (install_unreadable.count({who, dep}) > 0) fail(dep + " (unreadable version constraint)", who, have);
+        else fail(dep, who, have.empty() ? describe : have);
       };
       if (name == "__glibc") {
         against(target.glibc, "no glibc");
@@ -166,7 +256,10 @@ std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, con
   // pip wheels: a distribution runs when any of its manylinux tags fits the target's glibc and
   // CPU; the newest glibc it may need is the oldest among its tags.
   static const std::regex manylinux(R"(^[^-]+-[^-]+-(manylinux_([0-9]+)_([0-9]+)|manylinux1|manylinux2010|manylinux2014)_(\w+)$)");
+  const std::string python = env_python_minor(env);
   for (const auto& d : env.pip) {
+    const std::size_t failed_before = failed.size();
+    check_wheel_tags(d, target, python, fail);
     std::string min_glibc;
     std::vector<std::string> arches;
     for (const auto& tag : d.wheel_tags) {
@@ -182,6 +275,7 @@ std::vector<FailedRequirement> check_compatibility(const Snapshot& snapshot, con
     }
     if (min_glibc.empty()) continue;
     const std::string who = "pip:" + d.name + " " + d.version;
+    if (failed.size() > failed_before) continue;  // no tag runs here at all: said once
     if (std::find(arches.begin(), arches.end(), target.cpu_arch) == arches.end()) {
       fail("a wheel for " + arches.front(), who, target.cpu_arch);
     }

@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 
+#include "envlock/pypi_name.hpp"
 #include "envlock/snapshot.hpp"
 
 namespace envlock {
@@ -153,17 +154,69 @@ std::vector<SnapshotChange> sorted(std::vector<SnapshotChange> out) {
   return out;
 }
 
+// One environment as a lockfile, with the conda records pip shadowed (as `snapshot lock` writes
+// them and the prefix still holds them), under one fixed name, so two environments are paired
+// whatever their names.
+Lockfile lockfile_part(const CapturedEnvironment& e) {
+  Snapshot s;
+  s.environments.push_back(e);
+  s.environments.back().name = "env";
+  return to_lockfile(s, ShadowedRecords::Kept);
+}
+
+// "re-uploaded+host-floor-raised: same URL, sha256 ab… -> cd…; __cuda >=12 (was none)"
+std::string change_summary(const PackageChange& c) {
+  std::string s(change_kind_name(c.kind));
+  for (ChangeKind f : c.flags) s += "+" + std::string(change_kind_name(f));
+  const std::string kind = std::string(change_kind_name(c.kind)) + ": ";
+  for (std::size_t i = 0; i < c.notes.size(); ++i) {
+    // "re-uploaded: same URL, ..." is a note that names its kind: said once.
+    const std::string& note = c.notes[i];
+    s += (i == 0 ? ": " : "; ") + (note.starts_with(kind) ? note.substr(kind.size()) : note);
+  }
+  return s;
+}
+
+std::string side_text(const std::optional<PackageSide>& side) {
+  if (!side) return "";
+  return side->version + (side->build.empty() ? "" : " " + side->build);
+}
+
+// The package comparison of `envlock diff` (diff_lockfiles) over the pair's lockfile parts:
+// what the version/build/channel entries miss is added, a red flag they show is named.
+void compare_packages(const CapturedEnvironment& a, const CapturedEnvironment& b, const std::string& label,
+                      const RecordedFields& fields, std::vector<SnapshotChange>& out) {
+  const LockDiff d = diff_lockfiles(lockfile_part(a), lockfile_part(b), fields, fields);
+  for (const auto& g : d.groups) {
+    for (const auto& c : g.changes) {
+      if (c.pip_line || c.kind == ChangeKind::Added || c.kind == ChangeKind::Removed) continue;  // the entries show these
+      const std::string section = (c.pypi ? "pip:" : "conda:") + label;
+      const std::string name = c.pypi ? pep503_normalize(c.name) : c.name;
+      auto shown = std::find_if(out.begin(), out.end(), [&](const SnapshotChange& s) {
+        return s.kind == Kind::Changed && s.section == section && s.name == name;
+      });
+      if (shown == out.end()) {
+        out.push_back({Kind::Changed, section, name, side_text(c.old_side), side_text(c.new_side) + " [" + change_summary(c) + "]"});
+        continue;
+      }
+      const bool red = is_red_flag(c.kind) || std::any_of(c.flags.begin(), c.flags.end(), is_red_flag);
+      if (red) shown->after += " [" + change_summary(c) + "]";
+    }
+  }
+}
+
 void compare_environments(const CapturedEnvironment& a, const CapturedEnvironment& b, const std::string& label,
-                          std::vector<SnapshotChange>& out) {
+                          const std::optional<RecordedFields>& package_fields, std::vector<SnapshotChange>& out) {
   if (a.prefix != b.prefix) out.push_back({Kind::Changed, "environment", label, a.prefix, b.prefix});
   compare_maps(conda_map(a), conda_map(b), "conda:" + label, out);
   compare_maps(pip_map(a), pip_map(b), "pip:" + label, out);
+  if (package_fields) compare_packages(a, b, label, *package_fields, out);
   compare_maps(drift_map(a), drift_map(b), "drift:" + label, out);
 }
 
 }  // namespace
 
-std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b) {
+std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b, const std::optional<RecordedFields>& package_fields) {
   std::vector<SnapshotChange> out;
   compare_maps(capture_map(a), capture_map(b), "capture", out);
   compare_maps(host_map(a.host), host_map(b.host), "host", out);
@@ -176,7 +229,7 @@ std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b)
     const auto& x = a.environments[0];
     const auto& y = b.environments[0];
     out.push_back({Kind::Changed, "environment", "compared (the only one on each side)", x.name, y.name});
-    compare_environments(x, y, x.name + "->" + y.name, out);
+    compare_environments(x, y, x.name + "->" + y.name, package_fields, out);
     return sorted(std::move(out));
   }
   std::map<std::string, const CapturedEnvironment*> ea, eb;
@@ -188,7 +241,7 @@ std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b)
       out.push_back({Kind::Removed, "environment", name, env->prefix, ""});
       continue;
     }
-    compare_environments(*env, *it->second, name, out);
+    compare_environments(*env, *it->second, name, package_fields, out);
   }
   for (const auto& [name, env] : eb) {
     if (!ea.count(name)) out.push_back({Kind::Added, "environment", name, "", env->prefix});

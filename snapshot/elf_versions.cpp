@@ -135,12 +135,14 @@ class Mapping {
   }
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
-  /// errno of the failure, 0 on success; an empty file maps to an empty view.
+  /// errno of the failure, 0 on success; an empty file maps to an empty view. Only a regular
+  /// file is mapped (O_NONBLOCK: a FIFO put in the library's place never blocks the open).
   int open(const fs::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return errno;
     struct stat st {};
     int err = ::fstat(fd, &st) != 0 ? errno : 0;
+    if (err == 0 && !S_ISREG(st.st_mode)) err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
     if (err == 0 && st.st_size > 0) {
       void* p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
       if (p == MAP_FAILED) {

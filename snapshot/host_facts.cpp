@@ -20,14 +20,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using snapshot_detail::read_text;
-
-// Reads a host file through the seam; nullopt when missing.
-std::optional<std::string> host_file(const HostSeam& seam, const fs::path& host_path, fs::path* local_out = nullptr) {
+// Reads a host file through the seam (read_regular_file: regular files only, at most
+// kMaxReadFile bytes); nullopt when missing or refused. A refused file is a fact that could not
+// be read: it is added to `problems` as "<host path>: <why>: <what is lost>".
+std::optional<std::string> host_file(const HostSeam& seam, const fs::path& host_path, std::vector<CaptureProblem>& problems,
+                                     std::string_view lost, fs::path* local_out = nullptr) {
   auto local = seam.resolve(host_path);
   if (!local) return std::nullopt;
   if (local_out != nullptr) *local_out = *local;
-  return read_text(*local);
+  // A tree's path is resolved link by link already: a link at its end now is refused.
+  auto r = snapshot_detail::read_regular_file(*local, seam.live ? snapshot_detail::ReadAs::HostFile : snapshot_detail::ReadAs::ResolvedFile);
+  if (!r.refused.empty()) problems.push_back({host_path.string(), r.refused + ": " + std::string(lost)});
+  return std::move(r.text);
 }
 
 // True when `host_path` is there as a symbolic link that leads nowhere (or, in a host tree, out
@@ -99,12 +103,12 @@ std::optional<std::string> command_output(const HostSeam& seam, const CaptureOpt
                                           const std::vector<std::string>& argv, std::vector<CaptureProblem>& problems,
                                           bool missing_is_problem) {
   if (auto it = options.command_outputs.find(tool); it != options.command_outputs.end()) {
-    auto text = read_text(it->second);
-    if (!text) {
-      problems.push_back({it->second.string(), "cannot read the saved " + tool + " output"});
+    auto r = snapshot_detail::read_regular_file(it->second);
+    if (!r.text) {
+      problems.push_back({it->second.string(), "cannot read the saved " + tool + " output" + (r.refused.empty() ? ": no such file" : ": it " + r.refused)});
       return std::nullopt;
     }
-    return text;
+    return std::move(r.text);
   }
   if (!seam.run) return std::nullopt;
   auto out = seam.run(argv);
@@ -157,11 +161,15 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
 
   // os-release: /etc/os-release, else /usr/lib/os-release (os-release(5)).
   {
-    fs::path local;
-    auto text = host_file(seam, "/etc/os-release", &local);
-    if (!text) text = host_file(seam, "/usr/lib/os-release", &local);
-    if (!text) {
+    // The fallback is read only when /etc/os-release is absent, not when it was refused.
+    const std::size_t before = problems.size();
+    const char* lost = "the operating system is not recorded";
+    auto text = host_file(seam, "/etc/os-release", problems, lost);
+    if (!text && problems.size() == before) text = host_file(seam, "/usr/lib/os-release", problems, lost);
+    if (!text && problems.size() == before) {
       problems.push_back({"/etc/os-release", "missing: the operating system is not recorded"});
+    } else if (!text) {
+      // refused: host_file listed it
     } else if (auto os = parse_os_release(*text, "/etc/os-release"); !os) {
       problems.push_back({os.error().where, os.error().message});
     } else {
@@ -170,13 +178,16 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
   }
 
   // Kernel release.
+  bool kernel_refused = false;  // listed by host_file already
   if (seam.live) {
     struct utsname u {};
     if (uname(&u) == 0) h.kernel = u.release;
-  } else if (auto k = host_file(seam, "/proc/sys/kernel/osrelease")) {
-    h.kernel = trim(*k);
+  } else {
+    const std::size_t before = problems.size();
+    if (auto k = host_file(seam, "/proc/sys/kernel/osrelease", problems, "the kernel release is not recorded")) h.kernel = trim(*k);
+    kernel_refused = problems.size() != before;
   }
-  if (h.kernel.empty()) problems.push_back({"/proc/sys/kernel/osrelease", "missing: the kernel release is not recorded"});
+  if (h.kernel.empty() && !kernel_refused) problems.push_back({"/proc/sys/kernel/osrelease", "missing: the kernel release is not recorded"});
 
   // glibc and the CPU architecture from libc.so.6.
   if (auto libc = find_library(seam, "libc.so.6")) {
@@ -220,7 +231,8 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
   if (seam.live) {
     h.cpu_level = detect_microarchitecture();
   } else if (h.cpu_arch == "x86_64") {
-    if (auto info = host_file(seam, "/proc/cpuinfo")) {
+    const std::size_t before = problems.size();
+    if (auto info = host_file(seam, "/proc/cpuinfo", problems, "the x86-64 level is not recorded")) {
       std::istringstream in(*info);
       std::string line;
       while (std::getline(in, line)) {
@@ -233,33 +245,44 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
         break;
       }
     }
-    if (h.cpu_level.empty()) problems.push_back({"/proc/cpuinfo", "no CPU flags: the x86-64 level is not recorded"});
+    if (h.cpu_level.empty() && problems.size() == before) problems.push_back({"/proc/cpuinfo", "no CPU flags: the x86-64 level is not recorded"});
   } else {
     h.cpu_level = h.cpu_arch;
   }
   h.platform = platform_for(h.cpu_arch);
 
   // Page size.
+  bool smaps_refused = false;  // listed by host_file already
   if (seam.live) {
     const long ps = sysconf(_SC_PAGESIZE);
     if (ps > 0) h.page_size = static_cast<std::uint64_t>(ps);
-  } else if (auto smaps = host_file(seam, "/proc/self/smaps")) {
-    const auto at = smaps->find("KernelPageSize:");
-    if (at != std::string::npos) {
-      std::istringstream in(smaps->substr(at + 15));
-      std::uint64_t kb = 0;
-      if (in >> kb) h.page_size = kb * 1024;
+  } else {
+    const std::size_t before = problems.size();
+    if (auto smaps = host_file(seam, "/proc/self/smaps", problems, "the page size is not recorded")) {
+      const auto at = smaps->find("KernelPageSize:");
+      if (at != std::string::npos) {
+        std::istringstream in(smaps->substr(at + 15));
+        std::uint64_t kb = 0;
+        if (in >> kb) h.page_size = kb * 1024;
+      }
     }
+    smaps_refused = problems.size() != before;
   }
-  if (!h.page_size) problems.push_back({"page size", "not readable (no /proc/self/smaps in the host tree)"});
+  if (!h.page_size && !smaps_refused) problems.push_back({"page size", "not readable (no /proc/self/smaps in the host tree)"});
 
   // NVIDIA: /proc/driver/nvidia/version for the driver, nvidia-smi -q -x for CUDA and GPUs.
-  const auto proc_version = host_file(seam, "/proc/driver/nvidia/version");
+  const auto proc_version = host_file(seam, "/proc/driver/nvidia/version", problems, "the NVIDIA driver version is not recorded");
   const auto smi = command_output(seam, options, "nvidia-smi", {"nvidia-smi", "-q", "-x"}, problems, proc_version.has_value());
   // Problems name a saved output (--nvidia-smi-xml FILE) by its path, the command otherwise.
   const auto saved_smi = options.command_outputs.find("nvidia-smi");
   const std::string smi_name = saved_smi != options.command_outputs.end() ? saved_smi->second.string() : "nvidia-smi -q -x";
-  if (proc_version || smi) {
+  // Live, the CUDA version is also what `envlock install`'s __cuda reads (the
+  // HostProbe::system(): detect_driver's chain, ENVLOCK_LIBCUDA honoured): WSL2 and a restricted
+  // /proc have no /proc/driver/nvidia/version, and nvidia-smi may be absent, while libcuda works.
+  std::optional<std::string> live_cuda;
+  auto install_cuda = [] { return HostProbe::system().cuda_driver_version(); };
+  if (!proc_version && !smi && seam.live) live_cuda = install_cuda();
+  if (proc_version || smi || live_cuda) {
     NvidiaFacts nv;
     if (smi) {
       if (auto parsed = parse_nvidia_smi_xml(*smi, smi_name, options.include_ids); !parsed) {
@@ -297,7 +320,8 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
       }
     }
     if (nv.cuda_version.empty() && seam.live) {
-      if (auto cuda = detect_cuda_driver_version()) nv.cuda_version = *cuda;
+      if (!live_cuda) live_cuda = install_cuda();
+      if (live_cuda) nv.cuda_version = *live_cuda;
     }
     // GPUs without the driver's versions would deploy as "no driver": say what is missing.
     const std::string from = proc_version ? "/proc/driver/nvidia/version" : smi_name;
@@ -354,7 +378,12 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
     problems.push_back({"/var/lib/dpkg/status", "a link that leads nowhere: the system packages are not recorded"});
   }
   std::optional<std::string> dpkg_status;
-  if (saved_rpm == options.command_outputs.end()) dpkg_status = host_file(seam, "/var/lib/dpkg/status");
+  bool dpkg_refused = false;  // listed by host_file: rpm is not tried in its place
+  if (saved_rpm == options.command_outputs.end()) {
+    const std::size_t before = problems.size();
+    dpkg_status = host_file(seam, "/var/lib/dpkg/status", problems, "the system packages are not recorded");
+    dpkg_refused = problems.size() != before;
+  }
   if (dpkg_status) {
     h.system_package_manager = "dpkg";
     // A faulty stanza costs that one package (listed as a problem), never the whole list.
@@ -363,6 +392,8 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
     } else {
       h.system_packages = std::move(*pkgs);
     }
+  } else if (dpkg_refused) {
+    h.system_package_manager = "dpkg";
   } else if (saved_rpm != options.command_outputs.end() || seam.resolve("/var/lib/rpm")) {
     h.system_package_manager = "rpm";
     const auto out = command_output(seam, options, "rpm",

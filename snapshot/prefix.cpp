@@ -359,8 +359,9 @@ std::vector<fs::path> discover_prefixes(const HostSeam& seam) {
     }
   };
   for (const auto& home : seam.home_dirs) {
+    // conda's list of environments, read as every host file is (regular only, bounded).
     if (auto txt = seam.resolve(home / ".conda/environments.txt")) {
-      std::ifstream in(*txt);
+      std::istringstream in(snapshot_detail::read_text(*txt).value_or(""));
       for (std::string line; std::getline(in, line);) {
         while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
         if (line.empty() || line[0] != '/') continue;

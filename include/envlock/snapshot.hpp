@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "envlock/diff.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/package_record.hpp"
 #include "envlock/pip.hpp"
@@ -413,7 +414,17 @@ struct SnapshotChange {
 /// name; when each side holds exactly one and their names differ, those two are compared anyway:
 /// a change {Changed, "environment", "compared (the only one on each side)", a-name, b-name} says
 /// so, and their sections are labelled "<a-name>-><b-name>" (e.g. "conda:src->dep").
-std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b);
+///
+/// With `package_fields` (what each side's lockfile part holds: cli's recorded_fields of an
+/// envlock.lock), each environment pair's packages are also compared as `envlock diff` compares
+/// two snapshot files (diff_lockfiles of their lockfile parts, with the records pip shadowed as
+/// `snapshot lock` writes them): a change
+/// the conda/pip entries above do not show (a re-upload, a hash or URL change, new `__cuda`
+/// depends) is added as {Changed, "conda:<label>" or "pip:<label>", name, "version build",
+/// "version build [kind+flags: notes]"}, and an entry above whose change is a red flag
+/// (is_red_flag) gets the same " [...]" suffix. Without it (nullopt) only the entries above.
+std::vector<SnapshotChange> diff_snapshots(const Snapshot& a, const Snapshot& b,
+                                           const std::optional<RecordedFields>& package_fields = std::nullopt);
 
 // ---------------------------------------------------------------------------------------------
 // Redeploy

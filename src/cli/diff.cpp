@@ -228,17 +228,16 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
     if (old_snap && new_snap) j["host_changes"] = snapshot_changes_json(host);
     std::cout << json_text(j) << "\n";
   } else if (format == "markdown") {
-    const std::string md = render_markdown(diff, labels, opt.max_bytes);
+    std::string md = render_markdown(diff, labels, opt.max_bytes);
+    // Two snapshots' host block takes what the package diff left of the budget (folded likewise).
+    if (!host.empty())
+      md += host_block_markdown(host, opt.max_bytes == 0 ? 0 : md.size() < opt.max_bytes ? opt.max_bytes - md.size() : 1);
     // The title, summary line and summary table are never folded: a budget below them is exceeded.
     if (opt.max_bytes != 0 && md.size() > opt.max_bytes)
       warn("the comment takes " + std::to_string(md.size()) + " bytes, more than --max-bytes " +
-           std::to_string(opt.max_bytes) + ": its title and summary table are never left out");
+           std::to_string(opt.max_bytes) + ": its title and summary table " + (host.empty() ? "" : "(and the host block's heading) ") +
+           "are never left out");
     std::cout << md;
-    if (!host.empty()) {
-      std::cout << "\n### Host (snapshots)\n\n```text\n";
-      print_snapshot_changes(std::cout, host);
-      std::cout << "```\n";
-    }
   } else {
     std::cout << render_text(diff, labels, ctx.color);
     if (!host.empty()) {
@@ -311,4 +310,7 @@ const RegisterCommand reg{"diff",
                           &setup};
 
 }  // namespace
+
+RecordedFields format_recorded_fields(const FormatInfo& f) { return recorded_fields(f); }
+
 }  // namespace envlock::cli

@@ -14,6 +14,7 @@
 
 #include <new>
 
+#include "envlock/diff.hpp"
 #include "envlock/readers.hpp"
 #include "envlock/result.hpp"
 #include "registry.hpp"
@@ -60,5 +61,10 @@ int exit_2_when_out_of_memory(const Context& ctx, const std::string& inputs, Bod
 /// envlock.lock", with a hint naming what reads it (`show`, `diff`, the format's own tool) and how
 /// to get an envlock.lock (`envlock lock -f environment.yml`). Other errors are Lockfile::read's.
 Result<Lockfile> read_envlock_lockfile(const std::string& path, const std::string& command);
+
+/// The record fields a format holds (docs/review.md, "Compared fields"), for diff_lockfiles:
+/// what `envlock diff` compares a side on (its recorded_fields, in diff.cpp), for `envlock
+/// snapshot diff` to compare the same way.
+RecordedFields format_recorded_fields(const FormatInfo& f);
 
 }  // namespace envlock::cli

@@ -15,6 +15,7 @@
 #include "envlock/snapshot.hpp"
 #include "envlock/work_folder.hpp"
 #include "heap.hpp"
+#include "lock_input.hpp"
 #include "registry.hpp"
 #include "snapshot_render.hpp"
 
@@ -330,7 +331,8 @@ int run_diff(const Context& ctx, const std::string& a, const std::string& b) {
   if (!sa) return report_error(ctx, sa.error());
   auto sb = read_snapshot(b);
   if (!sb) return report_error(ctx, sb.error());
-  const auto changes = diff_snapshots(*sa, *sb);
+  // The packages as `envlock diff` compares the two files' lockfile parts (envlock.lock fields).
+  const auto changes = diff_snapshots(*sa, *sb, format_recorded_fields(FormatInfo{}));
   if (ctx.json) {
     std::cout << json_text(snapshot_changes_json(changes)) << "\n";
     return 0;
