@@ -16,11 +16,19 @@ constexpr std::array<std::string_view, 14> kSecretKeys = {
     "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
     "awsaccesskeyid",  "x-oss-signature"};
 
+// Key endings that name a secret whatever comes before them (GitLab's `private_token`,
+// `job_token`, `client_secret`, `X-Amz-Credential` spelt another way...).
+constexpr std::array<std::string_view, 5> kSecretEndings = {"token", "signature", "credential", "password", "secret"};
+
+/// Whether a query key names a secret: compared percent-decoded (a server reads
+/// `X%2DAmz%2DSignature` as `X-Amz-Signature`: a new-user attack, session 10) and case-blind.
 bool is_secret_key(std::string_view key) {
-  std::string lower(key);
+  std::string lower = percent_decode(key);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return std::find(kSecretKeys.begin(), kSecretKeys.end(), lower) != kSecretKeys.end();
+  if (std::find(kSecretKeys.begin(), kSecretKeys.end(), lower) != kSecretKeys.end()) return true;
+  return std::any_of(kSecretEndings.begin(), kSecretEndings.end(),
+                     [&](std::string_view end) { return lower.ends_with(end); });
 }
 
 std::string redact_query(std::string_view query) {

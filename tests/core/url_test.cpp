@@ -13,6 +13,12 @@ TEST(RedactUrl, StripsUserinfoTokensAndSecretQueryValues) {
   EXPECT_EQ(redact_url("https://conda.anaconda.org/t/abc-123/chan/linux-64/x.conda"),
             "https://conda.anaconda.org/chan/linux-64/x.conda");
   EXPECT_EQ(redact_url("https://h/c?token=xyz&x=1"), "https://h/c?token=&x=1");
+  // Any key ending in token/signature/credential/password/secret, compared percent-decoded and
+  // case-blind (session 10: GitLab's private_token and an encoded X-Amz-Signature got through).
+  EXPECT_EQ(redact_url("https://gitlab.example.com/api/v4/p?private_token=glpat-S&job_TOKEN=J&v=1"),
+            "https://gitlab.example.com/api/v4/p?private_token=&job_TOKEN=&v=1");
+  EXPECT_EQ(redact_url("https://b.s3.amazonaws.com/x.tar.gz?X%2DAmz%2DSignature=SIG&client_secret=C&sortkey=a"),
+            "https://b.s3.amazonaws.com/x.tar.gz?X%2DAmz%2DSignature=&client_secret=&sortkey=a");
   EXPECT_EQ(redact_url("./local/dir"), "./local/dir");
 }
 
