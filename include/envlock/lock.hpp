@@ -94,6 +94,18 @@ Result<std::vector<VirtualPackage>> lock_virtual_packages(
     const std::function<std::optional<std::string>(const std::string&)>& getenv,
     std::map<std::string, std::string>* origins = nullptr);
 
+/// The virtual packages each platform of `lockfile` records against those a lock of `manifest`
+/// would assume now (lock_virtual_packages with `getenv`): one StaleReason of kind
+/// VirtualPackagesChanged per environment x platform whose sets differ and that `reasons` does
+/// not already name for that kind, appended to `reasons`. This is what makes a lock taken with
+/// CONDA_OVERRIDE_CUDA=11.8 stale for a check run without it, as conda-lock's content hash
+/// (which covers its virtual-package spec) does: the lockfile holds what that lock would not pin.
+/// Errors: ErrorKind::Parse when an override is not a conda version (lock_virtual_packages).
+Status check_assumed_virtual_packages(
+    const Manifest& manifest, const Lockfile& lockfile,
+    const std::function<std::optional<std::string>(const std::string&)>& getenv,
+    std::vector<StaleReason>& reasons);
+
 /// Locks every environment of `manifest` for each of its platforms.
 /// Errors: those of load_repodata (channels), ErrorKind::Unsatisfiable naming the environment and
 /// platform with the explanation tree as `detail` (also in diagnostics->conflict),

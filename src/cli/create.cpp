@@ -86,7 +86,9 @@ int run_create(const Context& ctx, const CreateArgs& args) {
     if (!fresh) return report_error(ctx, fresh.error());
     lockfile = std::move(*fresh);
   } else {
-    const auto reasons = check_lockfile(*manifest, *lockfile);
+    auto reasons = check_lockfile(*manifest, *lockfile);
+    if (auto vps = check_assumed_virtual_packages(*manifest, *lockfile, nullptr, reasons); !vps)
+      return report_error(ctx, vps.error());
     if (!reasons.empty()) {
       if (args.locked) {
         Error e{ErrorKind::Stale, lock_path.string(), "no longer matches " + args.manifest + ": " + reasons.front().message,

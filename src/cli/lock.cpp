@@ -73,6 +73,8 @@ int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock
   auto lock = Lockfile::read(lock_path);
   if (!lock) return report_error(ctx, lock.error());
   auto reasons = check_lockfile(manifest, *lock);
+  if (auto vps = check_assumed_virtual_packages(manifest, *lock, nullptr, reasons); !vps)
+    return report_error(ctx, vps.error());
   if (ctx.json) {
     nlohmann::json j;
     j["lockfile"] = lock_path.string();
@@ -95,7 +97,9 @@ int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock
   for (const auto& r : reasons) {
     std::string where = r.environment;
     if (!r.platform.empty()) where += (where.empty() ? "" : "/") + r.platform;
-    std::cerr << "  - " << (where.empty() ? "" : "[" + where + "] ") << r.message << "\n";
+    // Most messages open with "env/platform:" already (they stand alone in `create`'s error).
+    const bool placed = where.empty() || r.message.starts_with(where + ":");
+    std::cerr << "  - " << (placed ? "" : "[" + where + "] ") << r.message << "\n";
   }
   std::cerr << "hint: run `envlock lock -f " << manifest.path.string() << "` to update the lockfile\n";
   return 1;

@@ -265,6 +265,44 @@ Result<std::vector<VirtualPackage>> lock_virtual_packages(const Manifest& manife
   return vps;
 }
 
+Status check_assumed_virtual_packages(const Manifest& manifest, const Lockfile& lockfile, const Getenv& getenv,
+                                      std::vector<StaleReason>& reasons) {
+  auto named = [&](const std::string& env, const std::string& platform) {
+    return std::any_of(reasons.begin(), reasons.end(), [&](const StaleReason& r) {
+      return r.kind == StaleReason::Kind::VirtualPackagesChanged && r.environment == env && r.platform == platform;
+    });
+  };
+  auto listed = [](const std::vector<VirtualPackage>& vps, const std::map<std::string, std::string>* origins) {
+    std::string out;
+    for (const auto& vp : vps) {
+      if (!out.empty()) out += ", ";
+      out += vp.to_string();
+      if (origins == nullptr) continue;
+      auto o = origins->find(vp.name);
+      if (o != origins->end() && !o->second.starts_with("assumed for ")) out += " (" + o->second + ")";
+    }
+    return "[" + out + "]";
+  };
+  for (const auto& [env_name, env] : lockfile.environments) {
+    const ManifestEnvironment* menv = manifest.environment(env_name);
+    if (menv == nullptr) continue;  // ExtraEnvironment, reported by check_lockfile
+    for (const auto& [platform, lp] : env.platforms) {
+      if (named(env_name, platform)) continue;
+      std::map<std::string, std::string> origins;
+      auto now = lock_virtual_packages(manifest, platform, getenv, &origins);
+      if (!now) return now.error();
+      std::vector<VirtualPackage> recorded = lp.virtual_packages;
+      std::sort(recorded.begin(), recorded.end(),
+                [](const VirtualPackage& a, const VirtualPackage& b) { return a.name < b.name; });
+      if (listed(recorded, nullptr) == listed(*now, nullptr)) continue;
+      reasons.push_back({StaleReason::Kind::VirtualPackagesChanged, env_name, platform, "",
+                         env_name + "/" + platform + ": virtual packages changed: a lock now assumes " +
+                             listed(*now, &origins) + ", the lockfile assumed " + listed(recorded, nullptr)});
+    }
+  }
+  return ok_status();
+}
+
 Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& options) {
   LockDiagnostics scratch;
   LockDiagnostics& diag = options.diagnostics != nullptr ? *options.diagnostics : scratch;
@@ -321,6 +359,16 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
       std::map<std::string, std::string> vp_origins;
       auto vps = lock_virtual_packages(manifest, platform, options.getenv, &vp_origins);
       if (!vps) return vps.error();
+      // An override in the caller's environment is part of this lock only: say so, once.
+      for (const auto& vp : *vps) {
+        const std::string& origin = vp_origins[vp.name];
+        if (!origin.starts_with("CONDA_OVERRIDE_")) continue;
+        std::string hint = origin + " decides " + vp.name + " for " + platform +
+                           ": the lockfile records it, and a check or lock without it assumes otherwise "
+                           "(`envlock lock --check` calls the lockfile stale); declare `virtual-packages: {" +
+                           platform + ": [" + vp.name + "=" + vp.version + "]}` in the manifest to make it the project's";
+        if (std::find(diag.hints.begin(), diag.hints.end(), hint) == diag.hints.end()) diag.hints.push_back(hint);
+      }
 
       std::string key = repo_key(channels, platform);
       auto it = loaded.find(key);

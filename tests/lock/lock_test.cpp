@@ -456,6 +456,60 @@ TEST(LockCli, WarnsAboutCpuBuildsAndCudaToCpuSwitches) {
             "its dependencies select, then the newer upload timestamp)\n");
 }
 
+// A CONDA_OVERRIDE_* in the caller's shell decides a lock without being in the manifest (attack
+// on issue 15, #12): `lock` says so with the line to declare instead, and `lock --check` (and
+// `create`) compare every recorded virtual package with what a lock would assume now, as
+// conda-lock's content hash covers its virtual-package spec.
+TEST(LockCli, AnOverrideInTheShellIsNamedAndMakesTheLockStaleWithoutIt) {
+  TempDir tmp("lock");
+  write_channel(tmp.path() / "chan", {{"tool-1.0-0.conda",
+                                       {{"name", "tool"}, {"version", "1.0"}, {"build", "0"}, {"build_number", 0},
+                                        {"depends", nlohmann::json::array()}, {"subdir", "linux-64"}}}});
+  spit(tmp.path() / "envlock.yaml", "channels: [./chan]\nplatforms: [linux-64]\ndependencies: [tool]\n");
+  const std::string f = " -f " + q(tmp.path() / "envlock.yaml");
+  const std::string unset = "env -u CONDA_OVERRIDE_CUDA -u CONDA_OVERRIDE_GLIBC -u CONDA_OVERRIDE_LINUX "
+                            "-u CONDA_OVERRIDE_ARCHSPEC ";
+  auto r = run_command(unset + "CONDA_OVERRIDE_CUDA=11.8 " + envlock_cmd() + " lock" + f);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "hint: CONDA_OVERRIDE_CUDA=11.8 decides __cuda for linux-64: the lockfile records it, and a check or lock "
+            "without it assumes otherwise (`envlock lock --check` calls the lockfile stale); declare "
+            "`virtual-packages: {linux-64: [__cuda=11.8]}` in the manifest to make it the project's\n");
+  // The same override: fresh.
+  r = run_command(unset + "CONDA_OVERRIDE_CUDA=11.8 " + envlock_cmd() + " lock --check" + f);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  // Without it, or with another value: stale, naming both sets and where the new value came from.
+  const std::string lock_path = (tmp.path() / "envlock.lock").string();
+  const std::string manifest_path = (tmp.path() / "envlock.yaml").string();
+  const std::string recorded = "[__archspec=1=x86_64, __cuda=11.8=0, __glibc=2.28=0, __linux=4.18=0, __unix=0=0]";
+  r = run_command(unset + envlock_cmd() + " lock --check" + f);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + lock_path + " no longer satisfies " + manifest_path +
+                       " (1 reason):\n"
+                       "  - default/linux-64: virtual packages changed: a lock now assumes [__archspec=1=x86_64, "
+                       "__glibc=2.28=0, __linux=4.18=0, __unix=0=0], the lockfile assumed " +
+                       recorded + "\nhint: run `envlock lock -f " + manifest_path + "` to update the lockfile\n");
+  r = run_command(unset + "CONDA_OVERRIDE_CUDA=12.4 " + envlock_cmd() + " lock --check --json" + f);
+  EXPECT_EQ(r.exit_code, 1);
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["reasons"].size(), 1u) << r.out;
+  EXPECT_EQ(doc["reasons"][0]["kind"], "virtual-packages-changed");
+  EXPECT_EQ(doc["reasons"][0]["message"],
+            "default/linux-64: virtual packages changed: a lock now assumes [__archspec=1=x86_64, __cuda=12.4=0 "
+            "(CONDA_OVERRIDE_CUDA=12.4), __glibc=2.28=0, __linux=4.18=0, __unix=0=0], the lockfile assumed " +
+                recorded);
+  // Declared in the manifest instead: the lock is the project's, fresh for everyone, no hint.
+  spit(tmp.path() / "envlock.yaml",
+       "channels: [./chan]\nplatforms: [linux-64]\nvirtual-packages:\n  linux-64: [__cuda=11.8]\ndependencies: [tool]\n");
+  r = run_command(unset + envlock_cmd() + " lock" + f);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  r = run_command(unset + envlock_cmd() + " lock --check" + f);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(LockLibrary, VirtualPackagesDefaultsManifestAndOverrides) {
   TempDir tmp("lock");
   auto m = manifest_from("channels: [./cf]\nplatforms: [linux-64, osx-arm64]\nvirtual-packages:\n  linux-64: [__cuda=12.4, "
