@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "envlock/text.hpp"
+
 namespace envlock {
 namespace {
 
@@ -24,11 +26,6 @@ Error key_error(const std::string& where, const std::string& key, const std::str
   e.where = where;
   e.message = "key '" + key + "' " + what;
   return e;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 // Reads an optional string key; null and absent give "".
@@ -112,7 +109,7 @@ Result<PackageRecord> PackageRecord::from_json(const json& j) {
     if (it == j.end()) return key_error(where, key, "is missing (every package record has name, version, build)");
     if (!it->is_string()) return key_error(where, key, std::string("must be a string, not ") + type_name(*it));
   }
-  r.name = lower(j["name"].get<std::string>());
+  r.name = ascii_lower(j["name"].get<std::string>());
   auto version = Version::parse(j["version"].get<std::string>());
   if (!version) return version.error().with_context(where.empty() ? "version" : where);
   r.version = std::move(*version);
@@ -146,8 +143,8 @@ Result<PackageRecord> PackageRecord::from_json(const json& j) {
   ENVLOCK_TRY(read_string(j, "license_family", r.license_family, where));
   ENVLOCK_TRY(read_string(j, "md5", r.md5, where));
   ENVLOCK_TRY(read_string(j, "sha256", r.sha256, where));
-  r.md5 = lower(r.md5);
-  r.sha256 = lower(r.sha256);
+  r.md5 = ascii_lower(r.md5);
+  r.sha256 = ascii_lower(r.sha256);
   ENVLOCK_TRY(read_uint(j, "size", r.size, where));
   ENVLOCK_TRY(read_uint(j, "timestamp", r.timestamp, where));
   if (r.timestamp && *r.timestamp <= kMaxSecondsTimestamp) *r.timestamp *= 1000;

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <regex>
 
+#include "envlock/text.hpp"
 #include "glob.hpp"
 
 namespace envlock {
@@ -13,11 +14,7 @@ namespace {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+std::string lower(std::string_view s) { return ascii_lower(std::string(s)); }
 
 // conda's version_check_re: ^[\*\.\+!_0-9a-z]+$ (after lower-casing).
 bool is_version_char(char c) {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "envlock/paths.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
@@ -80,11 +81,6 @@ std::string describe_location(const Manifest& m, const ManifestEnvironment& env)
 
 // ---- Silent variant switches (docs/solving.md, rule 6) ----
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 /// The frameworks whose CPU and CUDA builds share a name (conda-forge, pytorch and nvidia channels).
 bool is_framework(const std::string& name) {
   static const std::set<std::string> kNames{"pytorch", "torch", "libtorch", "tensorflow", "tensorflow-base",
@@ -93,11 +89,11 @@ bool is_framework(const std::string& name) {
 }
 
 bool names_variant(const RepoDataRecord& r, std::string_view word) {
-  if (lower(r.build).find(word) != std::string::npos) return true;
+  if (ascii_lower(r.build).find(word) != std::string::npos) return true;
   for (const auto& f : r.track_features)
-    if (lower(f).find(word) != std::string::npos) return true;
+    if (ascii_lower(f).find(word) != std::string::npos) return true;
   for (const auto& f : split_features(r.features))
-    if (lower(f).find(word) != std::string::npos) return true;
+    if (ascii_lower(f).find(word) != std::string::npos) return true;
   return false;
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "envlock/pip.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "envlock/version.hpp"
 
@@ -50,12 +51,6 @@ Status check_readable(const fs::path& p, const std::string& shown) {
   if (auto why = unreadable_reason(p); !why.empty())
     return Error{ErrorKind::Io, shown, why, "", "a dist-info holds regular files only; reinstall the distribution"};
   return ok_status();
-}
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return std::string(s);
 }
 
 // RFC 4180 rows: fields separated by ',', optionally double-quoted with "" as an escaped quote.
