@@ -94,6 +94,12 @@ Result<std::filesystem::path> default_package_cache_dir();
 /// ErrorKind::Usage for a relative item or a list that names no folder (`where` names the variable).
 Result<std::vector<std::filesystem::path>> default_package_cache_dirs();
 
+/// Whether `dir` is an existing folder this process may write package entries into: access(2)
+/// allows writing and, for root (whom access(2) always lets write), the permission bits do too
+/// (the owner's write bit for a root-owned folder, any write bit otherwise), so a cache an admin
+/// made read-only with chmod stays a read-only source as conda's pkgs_dirs treat it.
+bool package_cache_folder_writable(const std::filesystem::path& dir);
+
 class PackageCache {
  public:
   /// Uses (and creates, with parents) the folder `root`. ErrorKind::Io when it cannot be created.

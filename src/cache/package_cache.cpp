@@ -422,18 +422,12 @@ Result<std::vector<fs::path>> default_package_cache_dirs() {
   return dirs;
 }
 
-namespace {
-
-/// Whether envlock may write into the existing folder `dir`: access(2) allows it and, for root
-/// too, its permission bits do (root's override ignored, so `chmod a-w` shares a cache read-only).
-bool folder_writable(const fs::path& dir) {
+bool package_cache_folder_writable(const fs::path& dir) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(dir.c_str(), W_OK) != 0) return false;
   if (::geteuid() != 0) return true;
   return (st.st_mode & (st.st_uid == 0 ? S_IWUSR : (S_IWUSR | S_IWGRP | S_IWOTH))) != 0;
 }
-
-}  // namespace
 
 Result<PackageCache> PackageCache::open(const fs::path& root) {
   std::error_code ec;
@@ -457,8 +451,8 @@ Result<PackageCache> PackageCache::open(const std::vector<fs::path>& dirs) {
       // The first folder envlock may write, created when missing (conda's first writable pkgs_dir).
       if (!fs::exists(a, ec)) {
         fs::create_directories(a, ec);
-        if (!ec && folder_writable(a)) root = a;
-      } else if (folder_writable(a)) {
+        if (!ec && package_cache_folder_writable(a)) root = a;
+      } else if (package_cache_folder_writable(a)) {
         root = a;
       }
     }

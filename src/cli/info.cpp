@@ -1,8 +1,6 @@
 // envlock info — what envlock sees on this machine: versions, platform, cache, virtual packages.
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -18,15 +16,8 @@
 namespace envlock::cli {
 namespace {
 
-/// Whether the existing folder `dir` is a read-only package cache, by the cache's rule
-/// (docs/cache.md): access(2) denies writing or, also for root, its permission bits do.
-bool denies_writing(const std::string& dir) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return false;  // missing: created when first written
-  if (::access(dir.c_str(), W_OK) != 0) return true;
-  if (::geteuid() != 0) return false;
-  return (st.st_mode & (st.st_uid == 0 ? S_IWUSR : (S_IWUSR | S_IWGRP | S_IWOTH))) == 0;
-}
+namespace fs = std::filesystem;
+
 
 int run_info(const Context& ctx) {
   auto vps = detect_virtual_packages(HostProbe::system());
@@ -64,7 +55,8 @@ int run_info(const Context& ctx) {
     std::cout << "package cache     : " << printable(package_cache_dir().string()) << "\n";
   } else {
     for (std::size_t i = 0; i < pkgs_dirs.size(); ++i) {
-      const bool read_only = denies_writing(pkgs_dirs[i]);
+      std::error_code ec;
+      const bool read_only = fs::exists(pkgs_dirs[i], ec) && !package_cache_folder_writable(pkgs_dirs[i]);
       std::cout << (i == 0 ? "package cache     : " : "                    ") << printable(pkgs_dirs[i])
                 << (read_only ? " (read-only)" : "") << (i == 0 ? " (ENVLOCK_PKGS_DIRS)" : "") << "\n";
     }
