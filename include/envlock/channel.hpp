@@ -61,6 +61,9 @@ struct SubdirRepodata {
   /// Set when loaded with RepodataOptions::lazy (and present): the records by name, parsed on
   /// demand (envlock/repodata_index.hpp).
   std::shared_ptr<const RepodataIndex> index;
+  /// Set for a CEP-16 sharded subdir: the shard source behind `index`, which prefetch_shards()
+  /// asks for every sharded subdir's shards of one walk step in one batch.
+  std::shared_ptr<const RepodataShardSource> shards;
 };
 
 /// Parses repodata.json text. `source` names it in errors and `channel_url` (credential-free)
@@ -88,7 +91,9 @@ struct RepodataOptions {
   /// Lazy loading only: use CEP-16 sharded repodata when an http(s) channel serves it.
   bool shards = true;
   /// Transfer settings (timeouts, parallelism, progress, credentials file); netrc_file and
-  /// max_retries above take precedence over the same fields here.
+  /// max_retries above take precedence over the same fields here. Without fetch.session,
+  /// load_repodata() makes one, which the subdirs' shard sources keep: the repodata requests and
+  /// every shard batch after them reuse the same connections.
   FetchOptions fetch;
 };
 
@@ -106,7 +111,8 @@ Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& ch
 
 /// Loads, in parallel batches, the shards that a solve starting from `roots` (package names)
 /// can reach through `depends` in the sharded subdirs of `repodata`: a breadth-first walk, one
-/// batch per step over every sharded subdir at once (CEP-16 "Fetch process"). Names a non-sharded
+/// batch per step over every sharded subdir at once (CEP-16 "Fetch process"): one fetch_all of
+/// the shards of all sharded subdirs that share a FetchSession, on that session's connections. Names a non-sharded
 /// subdir offers are followed too (their records are parsed, as the solver would). Afterwards
 /// the solver finds every reachable name already parsed. Errors: the first shard that could
 /// not be obtained (ErrorKind::Network, Integrity or Parse, naming the shard's URL).

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,6 +102,19 @@ struct FetchProgress {
 /// batch ends. It must not call back into fetch functions.
 using FetchProgressCallback = std::function<void(const FetchProgress&)>;
 
+/// Connections kept from one batch to the next. Batches whose FetchOptions::session is the same
+/// session run on one libcurl multi handle that outlives them, so a later batch reuses the
+/// connections (and DNS answers) an earlier one opened, and one libcurl share handle keeps TLS
+/// sessions for new connections to the same host. A batch-by-batch walk (CEP-16 shards: one
+/// batch per step of the dependency walk) then pays connection set-up once, not once per step.
+/// One batch at a time uses a session; a batch started on another thread while it is busy runs
+/// on connections of its own (as without a session), never waits. Opaque: libcurl's types stay
+/// in src/fetch.
+class FetchSession;
+
+/// A new session (no connection is opened until a batch runs on it).
+std::shared_ptr<FetchSession> make_fetch_session();
+
 /// Knobs for a batch; the defaults suit a package install. The environment overrides them for
 /// every batch (so CI can tune any command): ENVLOCK_CONNECT_TIMEOUT (seconds, connect_timeout,
 /// default 30), ENVLOCK_READ_TIMEOUT (seconds a transfer may stall below 1 byte/s before it is
@@ -134,6 +148,9 @@ struct FetchOptions {
   /// $ENVLOCK_MAX_DOWNLOAD_SIZE, else kDefaultMaxUnknownDownload (see unknown_size_cap()).
   std::optional<std::uint64_t> max_unknown_size;
   FetchProgressCallback on_progress;                 ///< optional
+  /// Keep connections across the batches that share it (make_fetch_session()); null: each
+  /// batch opens its own and closes them when it ends.
+  std::shared_ptr<FetchSession> session;
 };
 
 /// The default cap of a download of unknown size: 4 GiB (above the largest conda package and any

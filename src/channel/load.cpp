@@ -7,7 +7,6 @@
 #include <sstream>
 #include <set>
 #include <system_error>
-#include <thread>
 #include <unistd.h>
 
 #include "envlock/channel.hpp"
@@ -222,6 +221,7 @@ Result<SubdirRepodata> load_sharded(const Remote& r, const CacheState& st, const
   out.channel = r.channel->public_url();
   out.subdir = r.subdir;
   out.source = source;
+  out.shards = shards;
   out.index = std::shared_ptr<const RepodataIndex>(RepodataIndex::from_shards(std::move(shards), o));
   return out;
 }
@@ -300,7 +300,11 @@ FetchRequest request_for(Remote& r, const std::string& file) {
 
 Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& channels,
                                                   const std::vector<std::string>& subdirs,
-                                                  const RepodataOptions& options) {
+                                                  const RepodataOptions& given) {
+  // One session for every transfer of this load: the repodata rounds, then each shard batch
+  // (the shard sources keep it), on the same connections.
+  RepodataOptions options = given;
+  if (!options.fetch.session) options.fetch.session = make_fetch_session();
   std::vector<std::string> wanted;
   for (const auto& s : subdirs)
     if (std::find(wanted.begin(), wanted.end(), s) == wanted.end()) wanted.push_back(s);
@@ -476,20 +480,18 @@ Status prefetch_shards(const std::vector<SubdirRepodata>& repodata, const std::v
       any_sharded = any_sharded || sd.index->sharded();
     }
   if (!any_sharded) return ok_status();
+  std::vector<const RepodataShardSource*> sources;
+  for (const auto& sd : repodata)
+    if (sd.present && sd.shards) sources.push_back(sd.shards.get());
   std::set<std::string> seen(roots.begin(), roots.end());
   std::vector<std::string> level(seen.begin(), seen.end());
   while (!level.empty()) {
-    // Every subdir's batch of this step runs at once (one thread per sharded subdir).
-    std::vector<Result<std::vector<std::string>>> found(indexes.size(), std::vector<std::string>{});
-    std::vector<std::thread> workers;
-    for (std::size_t i = 0; i < indexes.size(); ++i) {
-      if (!indexes[i]->sharded()) {
-        found[i] = indexes[i]->load_names(level);
-        continue;
-      }
-      workers.emplace_back([&, i] { found[i] = indexes[i]->load_names(level); });
-    }
-    for (auto& w : workers) w.join();
+    // One batch for the step, every sharded subdir's shards together (on their session's
+    // connections); then each subdir parses what it got and names what it depends on.
+    if (auto st = detail::prefetch_together(sources, level); !st) return st.error();
+    std::vector<Result<std::vector<std::string>>> found;
+    found.reserve(indexes.size());
+    for (const RepodataIndex* index : indexes) found.push_back(index->load_names(level));
     std::vector<std::string> next;
     for (auto& f : found) {
       if (!f) return f.error();

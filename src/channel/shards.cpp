@@ -163,10 +163,24 @@ class FetchedShards final : public RepodataShardSource {
   [[nodiscard]] Status prefetch(const std::vector<std::string>& names) const override {
     std::vector<FetchRequest> reqs;
     std::vector<std::string> hexes;
+    if (auto st = plan(names, reqs, hexes); !st) return st;
+    if (reqs.empty()) return ok_status();
+    auto results = fetch_all(reqs, options_);
+    for (std::size_t i = 0; i < results.size(); ++i)
+      if (auto st = accept(reqs[i], hexes[i], results[i]); !st) return st;
+    return ok_status();
+  }
+
+  /// Takes the cached shards of `names` into memory and appends a request (and its hash) for
+  /// each of the others not fetched yet; creates the cache folder when one is needed.
+  [[nodiscard]] Status plan(const std::vector<std::string>& names, std::vector<FetchRequest>& reqs,
+                            std::vector<std::string>& hexes) const {
     std::error_code ec;
+    const std::size_t first = reqs.size();
     for (const auto& n : names) {
       const std::string* hex = hash_of(n);
-      if (hex == nullptr || std::find(hexes.begin(), hexes.end(), *hex) != hexes.end()) continue;
+      if (hex == nullptr || std::find(hexes.begin() + static_cast<std::ptrdiff_t>(first), hexes.end(), *hex) != hexes.end())
+        continue;
       {
         std::lock_guard lock(mu_);
         if (ready_.count(*hex) > 0) continue;
@@ -190,21 +204,25 @@ class FetchedShards final : public RepodataShardSource {
       reqs.push_back(std::move(r));
       hexes.push_back(*hex);
     }
-    if (reqs.empty()) return ok_status();
+    if (reqs.size() == first) return ok_status();
     fs::create_directories(cache_dir_, ec);
     if (ec)
       return Error{ErrorKind::Io, cache_dir_.string(), "cannot create the shard cache: " + ec.message(), "",
                    "set ENVLOCK_CACHE_DIR to a writable folder"};
-    auto results = fetch_all(reqs, options_);
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      if (!results[i]) return results[i].error();
-      auto bytes = read_all(reqs[i].destination);
-      if (!bytes) return bytes.error();
-      std::lock_guard lock(mu_);
-      ready_.emplace(hexes[i], std::move(*bytes));
-    }
     return ok_status();
   }
+
+  /// Keeps the shard `hex` that `req` downloaded (or says why it could not be).
+  [[nodiscard]] Status accept(const FetchRequest& req, const std::string& hex, const Result<FetchResult>& got) const {
+    if (!got) return got.error();
+    auto bytes = read_all(req.destination);
+    if (!bytes) return bytes.error();
+    std::lock_guard lock(mu_);
+    ready_.emplace(hex, std::move(*bytes));
+    return ok_status();
+  }
+
+  [[nodiscard]] const FetchOptions& options() const { return options_; }
 
  private:
   [[nodiscard]] const std::string* hash_of(std::string_view name) const {
@@ -230,6 +248,55 @@ class FetchedShards final : public RepodataShardSource {
 };
 
 }  // namespace
+
+Status prefetch_together(const std::vector<const RepodataShardSource*>& sources,
+                         const std::vector<std::string>& names) {
+  // Sources on one session share one batch; a source without a session is a batch of its own
+  // (its options may differ from the others').
+  std::vector<std::vector<const FetchedShards*>> groups;
+  std::map<const FetchSession*, std::size_t> group_of;
+  for (const RepodataShardSource* src : sources) {
+    const auto* f = dynamic_cast<const FetchedShards*>(src);
+    if (f == nullptr) {
+      if (auto st = src->prefetch(names); !st) return st;
+      continue;
+    }
+    const FetchSession* session = f->options().session.get();
+    if (session == nullptr) {
+      groups.push_back({f});
+      continue;
+    }
+    auto [it, fresh] = group_of.emplace(session, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(f);
+  }
+  for (const auto& group : groups) {
+    std::vector<FetchRequest> reqs;
+    // Who takes each request's shard: two subdirs may hold a shard with the same bytes (one
+    // file in the cache, so one request).
+    std::vector<std::vector<std::pair<const FetchedShards*, std::string>>> takers;
+    std::map<fs::path, std::size_t> by_file;
+    for (const FetchedShards* f : group) {
+      std::vector<FetchRequest> mine;
+      std::vector<std::string> hexes;
+      if (auto st = f->plan(names, mine, hexes); !st) return st;
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        auto [it, fresh] = by_file.emplace(mine[i].destination, reqs.size());
+        if (fresh) {
+          reqs.push_back(std::move(mine[i]));
+          takers.emplace_back();
+        }
+        takers[it->second].emplace_back(f, std::move(hexes[i]));
+      }
+    }
+    if (reqs.empty()) continue;
+    auto results = fetch_all(reqs, group.front()->options());
+    for (std::size_t i = 0; i < results.size(); ++i)
+      for (const auto& [f, hex] : takers[i])
+        if (auto st = f->accept(reqs[i], hex, results[i]); !st) return st;
+  }
+  return ok_status();
+}
 
 std::string resolve_url(const std::string& base, const std::string& reference) {
   if (reference.find("://") != std::string::npos) return reference;

@@ -59,4 +59,11 @@ std::shared_ptr<const RepodataShardSource> make_shard_source(ShardIndex index, c
                                                              std::string index_hash,
                                                              std::filesystem::path cache_dir, FetchOptions options);
 
+/// Makes the shards of `names` available in every source in `sources` (made by
+/// make_shard_source) with one fetch_all per FetchSession among them: one step of the walk,
+/// for every sharded subdir at once. Shards cached or already fetched are not asked for again.
+/// Errors: the first shard that could not be obtained, as RepodataShardSource::prefetch.
+Status prefetch_together(const std::vector<const RepodataShardSource*>& sources,
+                         const std::vector<std::string>& names);
+
 }  // namespace envlock::detail

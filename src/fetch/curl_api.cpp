@@ -47,6 +47,9 @@ Loaded load() {
   ok = bind(lib, "curl_multi_perform", a.multi_perform, l.why) && ok;
   ok = bind(lib, "curl_multi_poll", a.multi_poll, l.why) && ok;
   ok = bind(lib, "curl_multi_info_read", a.multi_info_read, l.why) && ok;
+  ok = bind(lib, "curl_share_init", a.share_init, l.why) && ok;
+  ok = bind(lib, "curl_share_setopt", a.share_setopt, l.why) && ok;
+  ok = bind(lib, "curl_share_cleanup", a.share_cleanup, l.why) && ok;
   ok = bind(lib, "curl_slist_append", a.slist_append, l.why) && ok;
   ok = bind(lib, "curl_slist_free_all", a.slist_free_all, l.why) && ok;
   if (!ok) return l;

@@ -31,6 +31,9 @@ struct CurlApi {
   CURLMcode (*multi_perform)(CURLM*, int*);
   CURLMcode (*multi_poll)(CURLM*, struct curl_waitfd[], unsigned int, int, int*);
   CURLMsg* (*multi_info_read)(CURLM*, int*);
+  CURLSH* (*share_init)();
+  CURLSHcode (*share_setopt)(CURLSH*, CURLSHoption, ...);
+  CURLSHcode (*share_cleanup)(CURLSH*);
   curl_slist* (*slist_append)(curl_slist*, const char*);
   void (*slist_free_all)(curl_slist*);
 };

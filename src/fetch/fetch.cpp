@@ -43,9 +43,43 @@ struct MultiDeleter {
 struct SlistDeleter {
   void operator()(curl_slist* s) const { lc().slist_free_all(s); }
 };
+struct ShareDeleter {
+  void operator()(CURLSH* s) const { lc().share_cleanup(s); }
+};
 using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
 using MultiHandle = std::unique_ptr<CURLM, MultiDeleter>;
 using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
+using ShareHandle = std::unique_ptr<CURLSH, ShareDeleter>;
+
+}  // namespace
+
+/// See envlock/fetch.hpp. The multi handle's connection cache and DNS cache carry over from one
+/// batch to the next; the share handle holds TLS sessions (and DNS answers), locked per kind of
+/// data because an easy handle may be cleaned up after its batch has let the session go.
+class FetchSession {
+ public:
+  std::mutex busy;  ///< held by the batch running on the session
+  std::array<std::mutex, CURL_LOCK_DATA_LAST> locks;
+  ShareHandle share;  ///< made by the first batch (libcurl is bound by then); outlives `multi`
+  MultiHandle multi;  ///< made by the first batch; closes the kept connections when destroyed
+};
+
+std::shared_ptr<FetchSession> make_fetch_session() { return std::make_shared<FetchSession>(); }
+
+namespace {
+
+void share_lock(CURL*, curl_lock_data data, curl_lock_access, void* userp) {
+  auto* s = static_cast<FetchSession*>(userp);
+  if (data >= 0 && data < CURL_LOCK_DATA_LAST) s->locks[static_cast<std::size_t>(data)].lock();
+}
+
+void share_unlock(CURL*, curl_lock_data data, void* userp) {
+  auto* s = static_cast<FetchSession*>(userp);
+  if (data >= 0 && data < CURL_LOCK_DATA_LAST) s->locks[static_cast<std::size_t>(data)].unlock();
+}
+
+/// Connections a session keeps open between batches (CURLMOPT_MAXCONNECTS).
+constexpr long kSessionConnections = 32;
 
 /// An owned file descriptor.
 class Fd {
@@ -388,10 +422,13 @@ class Batch {
   std::uint64_t bytes_in_flight() const;
 
   const FetchOptions options_;
+  std::unique_lock<std::mutex> session_lock_;  // options_.session, when this batch runs on it
   std::optional<Error> cap_error_;  // ENVLOCK_MAX_DOWNLOAD_SIZE does not parse
   std::vector<Transfer> transfers_;
   std::vector<std::optional<Result<FetchResult>>> results_;
-  MultiHandle multi_;
+  MultiHandle own_multi_;    // without a session (or while it is busy)
+  CURLM* multi_ = nullptr;  // own_multi_, or the session's
+  CURLSH* share_ = nullptr;  // the session's, or none
   std::deque<std::size_t> ready_;
   std::vector<std::size_t> waiting_;  // in backoff
   std::set<std::size_t> active_;
@@ -549,6 +586,7 @@ Batch::StartOutcome Batch::start(Transfer& t) {
   lc().easy_setopt(e, CURLOPT_HEADERDATA, &t);
   lc().easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf.data());
   lc().easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  if (share_ != nullptr) lc().easy_setopt(e, CURLOPT_SHARE, share_);
   lc().easy_setopt(e, CURLOPT_FAILONERROR, 1L);
   lc().easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
   lc().easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
@@ -595,7 +633,7 @@ Batch::StartOutcome Batch::start(Transfer& t) {
   if (list != nullptr) lc().easy_setopt(e, CURLOPT_HTTPHEADER, list);
 
   if (req.size) known_totals_[t.index] = *req.size;
-  lc().multi_add_handle(multi_.get(), e);
+  lc().multi_add_handle(multi_, e);
   active_.insert(t.index);
   return StartOutcome::Started;
 }
@@ -671,7 +709,7 @@ void Batch::verify_and_commit(Transfer& t, long status) {
 }
 
 void Batch::finish(Transfer& t, CURLcode code) {
-  lc().multi_remove_handle(multi_.get(), t.easy.get());
+  lc().multi_remove_handle(multi_, t.easy.get());
   active_.erase(t.index);
   long status = 0;
   lc().easy_getinfo(t.easy.get(), CURLINFO_RESPONSE_CODE, &status);
@@ -843,10 +881,33 @@ std::vector<Result<FetchResult>> Batch::run() {
       ready_.push_back(t.index);
     }
   }
-  multi_.reset(lc().multi_init());
-  if (!multi_) throw std::bad_alloc();
+  FetchSession* session = options_.session.get();
+  if (session != nullptr) session_lock_ = std::unique_lock(session->busy, std::try_to_lock);
+  if (session_lock_.owns_lock()) {
+    if (!session->share) {
+      session->share.reset(lc().share_init());
+      if (!session->share) throw std::bad_alloc();
+      CURLSH* sh = session->share.get();
+      lc().share_setopt(sh, CURLSHOPT_LOCKFUNC, &share_lock);
+      lc().share_setopt(sh, CURLSHOPT_UNLOCKFUNC, &share_unlock);
+      lc().share_setopt(sh, CURLSHOPT_USERDATA, static_cast<void*>(session));
+      lc().share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+      lc().share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    }
+    if (!session->multi) {
+      session->multi.reset(lc().multi_init());
+      if (!session->multi) throw std::bad_alloc();
+      lc().multi_setopt(session->multi.get(), CURLMOPT_MAXCONNECTS, kSessionConnections);
+    }
+    multi_ = session->multi.get();
+    share_ = session->share.get();
+  } else {
+    own_multi_.reset(lc().multi_init());
+    if (!own_multi_) throw std::bad_alloc();
+    multi_ = own_multi_.get();
+  }
   const std::size_t parallel = std::max<std::size_t>(1, options_.parallel);
-  lc().multi_setopt(multi_.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(parallel));
+  lc().multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(parallel));
 
   while (!ready_.empty() || !waiting_.empty() || !active_.empty()) {
     const auto now = Clock::now();
@@ -864,9 +925,9 @@ std::vector<Result<FetchResult>> Batch::run() {
       start(transfers_[i]);
     }
     int running = 0;
-    lc().multi_perform(multi_.get(), &running);
+    lc().multi_perform(multi_, &running);
     int left = 0;
-    while (CURLMsg* msg = lc().multi_info_read(multi_.get(), &left)) {
+    while (CURLMsg* msg = lc().multi_info_read(multi_, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
       Transfer* t = nullptr;
       lc().easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
@@ -879,7 +940,7 @@ std::vector<Result<FetchResult>> Batch::run() {
       auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(transfers_[i].not_before - Clock::now());
       timeout_ms = std::min<long>(timeout_ms, std::max<long>(0, static_cast<long>(wait.count())));
     }
-    if (!active_.empty() || !waiting_.empty()) lc().multi_poll(multi_.get(), nullptr, 0, static_cast<int>(timeout_ms), nullptr);
+    if (!active_.empty() || !waiting_.empty()) lc().multi_poll(multi_, nullptr, 0, static_cast<int>(timeout_ms), nullptr);
   }
   report_progress(true);
 

@@ -167,6 +167,26 @@ TEST(Shards, PrefetchFetchesOnlyWhatTheRequestReaches) {
   EXPECT_EQ(server.request_count("/cf/linux-64/repodata.json.zst"), 0);
 }
 
+TEST(Shards, TheWalkKeepsItsConnectionsFromStepToStep) {
+  // Each step of the walk is a batch; the index requests and every batch share one session, so
+  // the whole load opens at most FetchOptions::parallel connections (8), however many steps and
+  // shards it takes. Without the session each step of each subdir opened its own.
+  ENVLOCK_REQUIRE_CORPUS();
+  TempDir tmp("shards");
+  make_sharded_subset(tmp.path() / "www", tmp.path() / "plain");
+  testing::HttpServer server(tmp.path() / "www");
+  ASSERT_TRUE(server.ok()) << server.error();
+  auto ch = resolve_channel(server.url("/cf"), tmp.path());
+  auto data = load_repodata({*ch}, {"linux-64"}, lazy_options(tmp.path() / "cache"));
+  ASSERT_TRUE(data.ok()) << data.error().to_string();
+  ASSERT_TRUE(prefetch_shards(*data, {"python"}).ok());
+  int shard_requests = 0;
+  for (const auto& [path, n] : testing::counts_under(server.request_counts(), "/shards/")) shard_requests += n;
+  ASSERT_GT(shard_requests, 40);  // several steps of several shards each
+  EXPECT_LE(server.connection_count(), 8) << shard_requests << " shard requests";
+  EXPECT_GE(server.connection_count(), 1);
+}
+
 TEST(Shards, DamagedShardsAreRefetchedOrRefused) {
   ENVLOCK_REQUIRE_CORPUS();
   TempDir tmp("shards");

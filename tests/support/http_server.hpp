@@ -78,8 +78,20 @@ class HttpServer {
   }
   /// Every path's request count, as one JSON object {"<path>": n}.
   [[nodiscard]] nlohmann::json request_counts() const {
+    auto j = nlohmann::json::parse(get("/__stats"), nullptr, false);
+    return j.is_discarded() ? nlohmann::json::object() : j;
+  }
+  /// Connections that have asked the server for a file (not for these counts) so far.
+  [[nodiscard]] int connection_count() const {
+    const std::string text = get("/__connections");
+    return text.empty() ? -1 : std::stoi(text);
+  }
+
+ private:
+  /// The body of GET `path`, fetched with python's urllib (independent of the code under test).
+  [[nodiscard]] std::string get(const std::string& path) const {
     const std::string cmd = "python3 -c \"import urllib.request;print(urllib.request.urlopen('" +
-                            url("/__stats") + "').read().decode())\"";
+                            url(path) + "').read().decode())\"";
     std::string text;
     if (FILE* p = ::popen(cmd.c_str(), "r")) {
       char buf[4096];
@@ -87,11 +99,9 @@ class HttpServer {
       while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
       ::pclose(p);
     }
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    return j.is_discarded() ? nlohmann::json::object() : j;
+    return text;
   }
 
- private:
   pid_t pid_ = -1;
   int port_ = 0;
   std::string error_;

@@ -21,7 +21,8 @@ killed. Fault switches make the failure cases of a download reproducible:
 Range (RFC 9110 §14: `bytes=N-` and `bytes=N-M`) is honoured with 206 / 416; every response has an
 ETag (sha256 of the content, quoted) and Last-Modified, and If-None-Match gives 304.
 `GET /__stats` returns {"<path>": <request count>, ...} as JSON (not counted itself);
-`GET /__bytes` returns the number of body bytes sent so far (files only).
+`GET /__bytes` returns the number of body bytes sent so far (files only);
+`GET /__connections` the number of connections that asked for anything but these three.
 """
 import argparse
 import base64
@@ -63,6 +64,7 @@ class State:
         self.path_token = args.path_token
         self.redirect = dict(r.split("=", 1) for r in (args.redirect or []))
         self.bytes_sent = 0
+        self.connections = 0
         self.no_range = args.no_range
         self.log = args.log
         self.counts = {}
@@ -82,6 +84,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # body until the client's delayed ACK (~40 ms a response), which a client making many
         # small requests (CEP-16 shards) would pay on every one.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.counted = False  # one handler per connection
 
     def _record(self, path, status):
         st = self.state
@@ -93,13 +96,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 f.write(line + "\n")
 
     def _send_status(self, path, status, extra=None):
-        body = f"{status}\n".encode()
+        # A 304 has no content (RFC 9110 §15.4.5): a body would be read as the start of the next
+        # response on a kept-alive connection.
+        body = b"" if status == 304 else f"{status}\n".encode()
         self.send_response(status)
         for k, v in (extra or {}).items():
             self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
+        if status != 304:
+            self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command != "HEAD" and body:
             self.wfile.write(body)
         self._record(path, status)
 
@@ -117,6 +123,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
+        if path == "/__connections":
+            with st.lock:
+                body = str(st.connections).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if path == "/__stats":
             with st.lock:
                 body = json.dumps(st.counts, sort_keys=True).encode()
@@ -128,6 +142,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         with st.lock:
             st.counts[path] = st.counts.get(path, 0) + 1
+            if not self.counted:
+                self.counted = True
+                st.connections += 1
             fail = st.fail.get(path) or st.fail.get("*")
             fail_status = None
             if fail is not None and (fail[1] is None or fail[1] > 0):
