@@ -743,6 +743,20 @@ Result<Manifest> parse_manifest(const std::string& text, const std::string& sour
                    "pass the manifest (envlock.yaml or environment.yml), a YAML text file"};
     }
   }
+  // YAML 1.2 (5.2) streams are Unicode: a byte that is not valid UTF-8 (a Latin-1 file, a
+  // corrupted edit) would reach names, channels and the manifest hash undecodable.
+  if (const std::string clean = escape_invalid_utf8(text); clean != text) {
+    std::size_t i = 0;
+    while (i < text.size() && text[i] == clean[i]) ++i;  // the first byte escape_invalid_utf8 rewrote
+    const std::size_t line_start = i == 0 ? std::string::npos : text.rfind('\n', i - 1);
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(i), '\n'));
+    const std::size_t col = line_start == std::string::npos ? i + 1 : i - line_start;
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[i]));
+    return Error{ErrorKind::Parse, source + ":" + std::to_string(line) + ":" + std::to_string(col),
+                 std::string("is not UTF-8 text: the byte ") + hex + " is not part of a valid UTF-8 character", "",
+                 "save the manifest as UTF-8 (YAML files are Unicode text)"};
+  }
   yaml::Source src(text, source);
   Parser parser(src, directory);
   return parser.parse(format);

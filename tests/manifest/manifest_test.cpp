@@ -459,6 +459,25 @@ TEST(Manifest, BinaryBytesAreNotText) {
   EXPECT_EQ(later.error().where, "e.yaml:2:3");
 }
 
+// A byte that is not UTF-8 is named at its place (the fuzz target `manifest` found that
+// "c\xefnda-forge" reached the manifest hash's JSON and ended as "internal: ... invalid UTF-8").
+TEST(Manifest, InvalidUtf8IsNamedAtItsPlace) {
+  auto m = parse_manifest("channels:\n  - c\xefnda-forge\ndependencies: [python]\n", "envlock.yaml", "/p");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().to_string(),
+            "envlock.yaml:2:6: is not UTF-8 text: the byte 0xEF is not part of a valid UTF-8 character\n"
+            "hint: save the manifest as UTF-8 (YAML files are Unicode text)");
+  // Latin-1 "é" on the first line; a truncated 4-byte sequence at the very end.
+  auto latin1 = parse_manifest("name: caf\xe9\n", "e.yaml", "/p");
+  ASSERT_FALSE(latin1.ok());
+  EXPECT_EQ(latin1.error().where, "e.yaml:1:10");
+  auto cut = parse_manifest("name: x\ndependencies: [python]\n# \xf0\x9f\x98", "e.yaml", "/p");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.error().where, "e.yaml:3:3");
+  // Valid UTF-8 everywhere (a comment, a name) is still read.
+  EXPECT_TRUE(parse_manifest("name: caf\xc3\xa9 \xf0\x9f\x98\x80\ndependencies: [python]  # \xe2\x9c\x93\n", "e.yaml", "/p").ok());
+}
+
 // `https://` alone (no host) is refused where it is written, not later by the downloader.
 TEST(Manifest, ChannelUrlWithoutHostIsRefusedAtItsPlace) {
   for (const char* url : {"https://", "http:///conda-forge", "https://user@", "file://"}) {
