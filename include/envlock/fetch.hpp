@@ -120,7 +120,7 @@ std::shared_ptr<FetchSession> make_fetch_session();
 /// default 30), ENVLOCK_READ_TIMEOUT (seconds a transfer may stall below 1 byte/s before it is
 /// aborted and retried: low_speed_time, default 60), ENVLOCK_RETRIES (max_retries, default 4;
 /// repodata 3), ENVLOCK_CA_BUNDLE (ca_bundle when not set). Values that are not whole numbers
-/// are ignored.
+/// are ignored (network_environment_problems() names them). NetworkSettings win over both.
 struct FetchOptions {
   std::size_t parallel = 8;                          ///< concurrent transfers (>= 1)
   unsigned max_retries = 4;                          ///< retries after the first attempt
@@ -152,6 +152,26 @@ struct FetchOptions {
   /// batch opens its own and closes them when it ends.
   std::shared_ptr<FetchSession> session;
 };
+
+/// Network settings given on the command line (`--connect-timeout`, `--read-timeout`, `--retries`,
+/// `--ca-bundle`; src/cli/network_options.cpp). Once set, they win over the environment variables
+/// above and over every FetchOptions' own connect_timeout, low_speed_time, max_retries and
+/// ca_bundle, for each batch the process runs afterwards (as uv's and pip's options win over
+/// their environment variables). An unset field leaves the environment and FetchOptions in charge.
+struct NetworkSettings {
+  std::optional<std::chrono::seconds> connect_timeout;  ///< >= 1 s
+  std::optional<std::chrono::seconds> read_timeout;     ///< low_speed_time; >= 1 s
+  std::optional<unsigned> retries;                      ///< max_retries
+  std::filesystem::path ca_bundle;                      ///< empty: not set
+};
+
+/// Sets the process's NetworkSettings (call before the first transfer; thread-safe).
+void set_network_settings(const NetworkSettings& settings);
+
+/// The network environment variables that are set but cannot be used, one message each
+/// (`ENVLOCK_RETRIES='many' is not a whole number; ignored`); such a value is ignored by every
+/// batch. The CLI prints them as warnings (uv warns and ignores the same way).
+std::vector<std::string> network_environment_problems();
 
 /// The default cap of a download of unknown size: 4 GiB (above the largest conda package and any
 /// channel's repodata.json, decoded).

@@ -11,6 +11,7 @@
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "install_run.hpp"
+#include "network_options.hpp"
 
 namespace envlock::cli {
 namespace {
@@ -140,6 +141,7 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_flag("--extra-safety-checks", args->extra_safety_checks,
                "check the sha256 of every cached package file before linking it (default: sizes only)");
   add_install_safety_flags(sub, args->allow_unverified, args->force, args->dry_run);
+  add_network_options(sub);
   sub.callback([&ctx, args] { ctx.exit_code = run_create(ctx, *args); });
 }
 

@@ -19,6 +19,7 @@
 #include "envlock/virtual_packages.hpp"
 #include "install_run.hpp"
 #include "lock_input.hpp"
+#include "network_options.hpp"
 
 namespace envlock::cli {
 
@@ -394,6 +395,7 @@ void setup(CLI::App& sub, Context& ctx) {
                  "CHANNEL=URL: download CHANNEL's packages from URL, a mirror of it (repeatable; CHANNEL is a "
                  "channel URL of the lockfile or its name, e.g. conda-forge)");
   add_install_safety_flags(sub, args->allow_unverified, args->force, args->dry_run);
+  add_network_options(sub);
   sub.callback([&ctx, args] {
     // The prefix first: a bad -p is a usage error whatever the lockfile holds.
     if (auto st = check_install_prefix(args->prefix, args->force ? ForeignPrefix::Allow : ForeignPrefix::Refuse); !st) {

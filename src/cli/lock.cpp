@@ -15,6 +15,7 @@
 #include "envlock/url.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
+#include "network_options.hpp"
 #include "registry.hpp"
 
 namespace envlock::cli {
@@ -231,6 +232,7 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_flag("--update-all", args->update_all, "ignore the existing lockfile and solve everything afresh");
   sub.add_flag("--check", args->check, "verify the lockfile against the manifest (no network, no solve)");
   sub.add_flag("--offline", args->offline, "use cached repodata only");
+  add_network_options(sub);
   sub.callback([&ctx, args] { ctx.exit_code = run_lock(ctx, *args); });
 }
 

@@ -16,6 +16,7 @@
 #include "envlock/work_folder.hpp"
 #include "heap.hpp"
 #include "lock_input.hpp"
+#include "network_options.hpp"
 #include "registry.hpp"
 #include "snapshot_render.hpp"
 
@@ -412,6 +413,7 @@ void setup(CLI::App& sub, Context& ctx) {
                 "leave out pip installs whose local source (editable or path) is not on this host; each is listed to do by hand");
   dep->add_flag("--allow-partial", da.allow_partial,
                 "deploy a partial snapshot even when it lacks packages its environment needs (they are listed to do by hand)");
+  add_network_options(*dep);
   dep->callback([&ctx] { ctx.exit_code = run_deploy(ctx, da); });
 
   auto* dif = sub.add_subcommand("diff", "what changed between two snapshots: packages, pip, drift, host facts");

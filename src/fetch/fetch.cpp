@@ -355,13 +355,22 @@ std::optional<long> env_number(const char* name) {
   return std::strtol(v, nullptr, 10);
 }
 
-/// The options with the environment's network settings applied (envlock/fetch.hpp).
+std::mutex g_settings_mu;
+NetworkSettings g_settings;  // set_network_settings()
+
+/// The options with the environment's network settings applied, then the command line's
+/// (envlock/fetch.hpp).
 FetchOptions with_environment(FetchOptions o) {
   if (auto s = env_number("ENVLOCK_CONNECT_TIMEOUT"); s && *s > 0) o.connect_timeout = std::chrono::seconds(*s);
   if (auto s = env_number("ENVLOCK_READ_TIMEOUT"); s && *s > 0) o.low_speed_time = std::chrono::seconds(*s);
   if (auto n = env_number("ENVLOCK_RETRIES")) o.max_retries = static_cast<unsigned>(*n);
   if (const char* ca = std::getenv("ENVLOCK_CA_BUNDLE"); ca != nullptr && *ca != '\0' && o.ca_bundle.empty())
     o.ca_bundle = ca;
+  std::lock_guard lock(g_settings_mu);
+  if (g_settings.connect_timeout) o.connect_timeout = *g_settings.connect_timeout;
+  if (g_settings.read_timeout) o.low_speed_time = *g_settings.read_timeout;
+  if (g_settings.retries) o.max_retries = *g_settings.retries;
+  if (!g_settings.ca_bundle.empty()) o.ca_bundle = g_settings.ca_bundle;
   return o;
 }
 
@@ -979,6 +988,37 @@ Result<std::uint64_t> unknown_size_cap(const FetchOptions& options) {
                  "", "give bytes, or a number with K, M, G or T (powers of 1024), e.g. 16G"};
   }
   return n << shift;
+}
+
+void set_network_settings(const NetworkSettings& settings) {
+  std::lock_guard lock(g_settings_mu);
+  g_settings = settings;
+}
+
+std::vector<std::string> network_environment_problems() {
+  std::vector<std::string> out;
+  auto quoted = [](std::string_view v) {
+    return "'" + std::string(v.substr(0, 40)) + (v.size() > 40 ? "...'" : "'");
+  };
+  for (const char* name : {"ENVLOCK_CONNECT_TIMEOUT", "ENVLOCK_READ_TIMEOUT", "ENVLOCK_RETRIES"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    const bool seconds = std::string_view(name) != "ENVLOCK_RETRIES";
+    const auto n = env_number(name);
+    if (!n) {
+      out.push_back(std::string(name) + "=" + quoted(v) + " is not a whole number" + (seconds ? " of seconds" : "") +
+                    " (at most 6 digits); ignored");
+    } else if (seconds && *n == 0) {
+      out.push_back(std::string(name) + "=" + quoted(v) + " is not at least 1 second; ignored");
+    }
+  }
+  if (const char* ca = std::getenv("ENVLOCK_CA_BUNDLE"); ca != nullptr && *ca != '\0') {
+    struct stat st {};
+    if (::stat(ca, &st) != 0 || !S_ISREG(st.st_mode) || ::access(ca, R_OK) != 0)
+      out.push_back(std::string("ENVLOCK_CA_BUNDLE=") + quoted(ca) +
+                    " is not a readable file; https transfers will fail to verify certificates");
+  }
+  return out;
 }
 
 std::filesystem::path partial_path(const std::filesystem::path& destination) {

@@ -1,0 +1,83 @@
+// --connect-timeout, --read-timeout, --retries, --ca-bundle; see network_options.hpp.
+#include "network_options.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include "envlock/fetch.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+namespace {
+
+/// A whole number of at most 6 digits (the environment variables' rule), at least `min`.
+CLI::Validator whole_number(bool seconds, unsigned long min) {
+  return CLI::Validator(
+      [seconds, min](std::string& v) -> std::string {
+        const bool digits = !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits)
+          return "'" + v.substr(0, 40) + "' is not a whole number" + (seconds ? " of seconds" : "") +
+                 " (at most 6 digits)";
+        if (std::stoul(v) < min) return "must be at least " + std::to_string(min) + (seconds ? " second" : "");
+        return "";
+      },
+      "");
+}
+
+const CLI::Validator kReadableFile(
+    [](std::string& v) -> std::string {
+      struct stat st {};
+      if (v.empty()) return "is empty (give a PEM file of CA certificates)";
+      if (::stat(v.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(v.c_str(), R_OK) != 0)
+        return v + " is not a readable file (give a PEM file of CA certificates)";
+      return "";
+    },
+    "");
+
+}  // namespace
+
+void add_network_options(CLI::App& sub) {
+  // One command runs per process: the settings are the process's (envlock/fetch.hpp).
+  auto settings = std::make_shared<NetworkSettings>();
+  auto apply = [settings] { set_network_settings(*settings); };
+  sub.add_option_function<std::string>(
+         "--connect-timeout", [settings, apply](const std::string& v) {
+           settings->connect_timeout = std::chrono::seconds(std::stoul(v));
+           apply();
+         },
+         "seconds to establish a connection (default 30; ENVLOCK_CONNECT_TIMEOUT)")
+      ->type_name("SECONDS")
+      ->check(whole_number(true, 1));
+  sub.add_option_function<std::string>(
+         "--read-timeout", [settings, apply](const std::string& v) {
+           settings->read_timeout = std::chrono::seconds(std::stoul(v));
+           apply();
+         },
+         "seconds a transfer may stall before it is retried (default 60; ENVLOCK_READ_TIMEOUT)")
+      ->type_name("SECONDS")
+      ->check(whole_number(true, 1));
+  sub.add_option_function<std::string>(
+         "--retries", [settings, apply](const std::string& v) {
+           settings->retries = static_cast<unsigned>(std::stoul(v));
+           apply();
+         },
+         "retries of a transient network failure (default 4, repodata 3; ENVLOCK_RETRIES)")
+      ->type_name("N")
+      ->check(whole_number(false, 0));
+  sub.add_option_function<std::string>(
+         "--ca-bundle", [settings, apply](const std::string& v) {
+           settings->ca_bundle = v;
+           apply();
+         },
+         "PEM file of CA certificates for https (default: the system's; ENVLOCK_CA_BUNDLE)")
+      ->type_name("FILE")
+      ->check(kReadableFile);
+  sub.preparse_callback([](std::size_t) {
+    for (const auto& problem : network_environment_problems()) warn(problem);
+  });
+}
+
+}  // namespace envlock::cli

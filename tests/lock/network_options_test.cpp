@@ -1,0 +1,107 @@
+// Network settings as options (--connect-timeout, --read-timeout, --retries, --ca-bundle) on every
+// command that transfers: checked as they are parsed (exit 2 naming the option), and winning over
+// the ENVLOCK_* environment variables; a variable that cannot be used is named in a warning.
+#include <gtest/gtest.h>
+
+#include "channel/corpus_channel.hpp"
+#include "support/http_server.hpp"
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::envlock_cmd;
+using testing::run_command;
+using testing::spit;
+using testing::TempDir;
+
+/// `<www>/ch`: a channel with one noarch package, foo 1.0.
+void make_channel(const fs::path& www) {
+  spit(www / "ch/noarch/repodata.json",
+       R"({"info":{"subdir":"noarch"},"packages":{"foo-1.0-0.tar.bz2":{"name":"foo","version":"1.0","build":"0",)"
+       R"("build_number":0,"depends":[],"subdir":"noarch","sha256":")" + std::string(64, '0') + R"(","size":10}}})");
+  spit(www / "ch/linux-64/repodata.json", R"({"info":{"subdir":"linux-64"},"packages":{}})");
+}
+
+TEST(NetworkOptions, BadValuesAreUsageErrorsNamingTheOption) {
+  TempDir tmp("netopt");
+  const std::string m = "'" + (tmp.path() / "envlock.yaml").string() + "'";
+  const std::string p = "'" + (tmp.path() / "env").string() + "'";
+  const struct {
+    std::string word, args;
+  } commands[] = {{"lock", "lock -f " + m},
+                  {"create", "create -f " + m},
+                  {"install", "install -l " + m + " -p " + p},
+                  {"snapshot", "snapshot deploy " + m + " -p " + p}};
+  for (const auto& c : commands) {
+    const std::string hint = "hint: run `envlock " + c.word + " --help` for its options\n";
+    const std::string head = "error: " + c.word + ": ";
+    auto r = run_command(envlock_cmd() + " " + c.args + " --connect-timeout soon");
+    EXPECT_EQ(r.exit_code, 2) << c.args;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, head + "--connect-timeout: 'soon' is not a whole number of seconds (at most 6 digits)\n" + hint);
+    r = run_command(envlock_cmd() + " " + c.args + " --read-timeout 0");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, head + "--read-timeout: must be at least 1 second\n" + hint);
+    r = run_command(envlock_cmd() + " " + c.args + " --retries -1");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, head + "--retries: '-1' is not a whole number (at most 6 digits)\n" + hint);
+    const std::string missing = (tmp.path() / "no-such-ca.pem").string();
+    r = run_command(envlock_cmd() + " " + c.args + " --ca-bundle '" + missing + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, head + "--ca-bundle: " + missing + " is not a readable file (give a PEM file of CA certificates)\n" + hint);
+    r = run_command(envlock_cmd() + " " + c.args + " --ca-bundle '" + tmp.path().string() + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, head + "--ca-bundle: " + tmp.path().string() +
+                         " is not a readable file (give a PEM file of CA certificates)\n" + hint);
+  }
+}
+
+TEST(NetworkOptions, RetriesOptionWinsOverTheEnvironment) {
+  TempDir tmp("netopt");
+  make_channel(tmp.path() / "www");
+  // The first two requests for noarch/repodata.json fail with 503.
+  testing::HttpServer server(tmp.path() / "www", {"--fail", "/ch/noarch/repodata.json=503:2"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  spit(tmp.path() / "envlock.yaml", "channels: [" + server.url("/ch") + "]\nplatforms: [linux-64]\ndependencies: [foo]\n");
+  const std::string lock = envlock_cmd() + " lock -f '" + (tmp.path() / "envlock.yaml").string() + "' -o '" +
+                           (tmp.path() / "envlock.lock").string() + "'";
+  const std::map<std::string, std::string> env{{"ENVLOCK_CACHE_DIR", (tmp.path() / "cache").string()},
+                                               {"ENVLOCK_RETRIES", "0"}};
+  auto r = run_command(lock, env);  // ENVLOCK_RETRIES=0: the first 503 is final
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: " + server.url("/ch/noarch/repodata.json") +
+                       ": HTTP 503 Service Unavailable for noarch/repodata.json\n");
+  EXPECT_EQ(server.request_count("/ch/noarch/repodata.json"), 1);
+  r = run_command(lock + " --retries 2", env);  // the option: two more tries, the second is served
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked " + (tmp.path() / "envlock.lock").string() + "\n  default / linux-64: 1 packages\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(server.request_count("/ch/noarch/repodata.json"), 3);
+}
+
+TEST(NetworkOptions, AnUnusableVariableIsNamedInAWarningAndIgnored) {
+  TempDir tmp("netopt");
+  make_channel(tmp.path() / "www");
+  testing::HttpServer server(tmp.path() / "www");
+  ASSERT_TRUE(server.ok()) << server.error();
+  spit(tmp.path() / "envlock.yaml", "channels: [" + server.url("/ch") + "]\nplatforms: [linux-64]\ndependencies: [foo]\n");
+  auto r = run_command(envlock_cmd() + " lock -f '" + (tmp.path() / "envlock.yaml").string() + "' -o '" +
+                           (tmp.path() / "envlock.lock").string() + "'",
+                       {{"ENVLOCK_CACHE_DIR", (tmp.path() / "cache").string()},
+                        {"ENVLOCK_READ_TIMEOUT", "soon"},
+                        {"ENVLOCK_CONNECT_TIMEOUT", "0"},
+                        {"ENVLOCK_RETRIES", "1234567"},
+                        {"ENVLOCK_CA_BUNDLE", (tmp.path() / "none.pem").string()}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked " + (tmp.path() / "envlock.lock").string() + "\n  default / linux-64: 1 packages\n");
+  EXPECT_EQ(r.err, "warning: ENVLOCK_CONNECT_TIMEOUT='0' is not at least 1 second; ignored\n"
+                   "warning: ENVLOCK_READ_TIMEOUT='soon' is not a whole number of seconds (at most 6 digits); ignored\n"
+                   "warning: ENVLOCK_RETRIES='1234567' is not a whole number (at most 6 digits); ignored\n"
+                   "warning: ENVLOCK_CA_BUNDLE='" + (tmp.path() / "none.pem").string() +
+                       "' is not a readable file; https transfers will fail to verify certificates\n");
+}
+
+}  // namespace
+}  // namespace envlock
