@@ -95,7 +95,9 @@ struct FetchProgress {
   std::uint64_t bytes_total = 0;      ///< sum of known sizes (expected size or Content-Length);
                                       ///< a lower bound while some sizes are unknown
   double bytes_per_second = 0;        ///< recent transfer rate (bytes/s), smoothed
-  std::string current;                ///< label of the transfer that last made progress
+  std::string current;                ///< label of the running transfer that last made progress
+                                      ///< (the first running one while none has bytes yet)
+  std::string current_url;            ///< that transfer's URL, redacted
 };
 
 /// Called from the thread running fetch_all, at most about ten times a second and once when the

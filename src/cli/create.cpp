@@ -38,6 +38,7 @@ Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::opt
   LockDiagnostics diagnostics;
   LockOptions options;
   options.previous = std::move(previous);
+  options.repodata.fetch.on_progress = repodata_progress_lines(ctx);
   options.diagnostics = &diagnostics;
   auto lockfile = lock_manifest(manifest, options);
   for (const auto& w : diagnostics.warnings) warn(w);

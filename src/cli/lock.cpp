@@ -164,6 +164,7 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   options.update = args.update;
   options.update_all = args.update_all;
   options.repodata.offline = args.offline;
+  options.repodata.fetch.on_progress = repodata_progress_lines(ctx);
   options.diagnostics = &diag;
   auto lock = lock_manifest(*manifest, options);
   for (const auto& w : diag.warnings) warn(w);

@@ -4,11 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <memory>
 #include <string>
 
-#include "envlock/fetch.hpp"
-#include "registry.hpp"
+#include "envlock/url.hpp"
 
 namespace envlock::cli {
 namespace {
@@ -78,6 +79,25 @@ void add_network_options(CLI::App& sub) {
   sub.preparse_callback([](std::size_t) {
     for (const auto& problem : network_environment_problems()) warn(problem);
   });
+}
+
+FetchProgressCallback repodata_progress_lines(const Context& ctx) {
+  if (ctx.stderr_tty || ctx.json) return {};
+  // One clock for every batch of the lock (repodata rounds, then the shard walk's steps).
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  return [last](const FetchProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::seconds(10) || p.files_done == p.files_total) return;
+    *last = now;
+    char size[32];
+    if (p.bytes_done < 1000) std::snprintf(size, sizeof size, "%llu B", static_cast<unsigned long long>(p.bytes_done));
+    else if (p.bytes_done < 1000 * 1000) std::snprintf(size, sizeof size, "%.1f kB", static_cast<double>(p.bytes_done) / 1e3);
+    else std::snprintf(size, sizeof size, "%.1f MB", static_cast<double>(p.bytes_done) / 1e6);
+    const std::string line = "fetch repodata " + std::to_string(p.files_done) + "/" + std::to_string(p.files_total) +
+                             " files  " + size + "  (waiting on " + redact_url(p.current_url) + ")";
+    std::fprintf(stderr, "%s\n", terminal_text(line).c_str());
+    std::fflush(stderr);
+  };
 }
 
 }  // namespace envlock::cli

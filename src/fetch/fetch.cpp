@@ -836,10 +836,15 @@ void Batch::report_progress(bool force) {
   progress_.bytes_done = bytes_finished_ + bytes_in_flight();
   std::uint64_t total = 0;
   for (const auto& [i, n] : known_totals_) total += n;
+  const Transfer* shown = nullptr;  // the last active transfer with bytes, else the first active
   for (std::size_t i : active_) {
     const Transfer& t = transfers_[i];
     if (!known_totals_.count(i) && t.content_length) total += *t.content_length + t.resumed_from;
-    if (t.written > 0) progress_.current = t.label;
+    if (t.written > 0 || shown == nullptr) shown = &t;
+  }
+  if (shown != nullptr) {
+    progress_.current = shown->label;
+    progress_.current_url = shown->redacted;
   }
   progress_.bytes_total = std::max(total, progress_.bytes_done);
   const double dt = std::chrono::duration<double>(now - rate_time_).count();

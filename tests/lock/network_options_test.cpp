@@ -103,5 +103,30 @@ TEST(NetworkOptions, AnUnusableVariableIsNamedInAWarningAndIgnored) {
                        "' is not a readable file; https transfers will fail to verify certificates\n");
 }
 
+TEST(LockProgress, ALogShowsWhichRepodataALockWaitsOn) {
+  // stderr is a file here (a CI log): a batch still running after 10 s writes one plain line
+  // naming the URL it waits on. noarch/repodata.json answers after 11.5 s.
+  TempDir tmp("netopt");
+  make_channel(tmp.path() / "www");
+  testing::HttpServer server(tmp.path() / "www", {"--delay", "/ch/noarch/repodata.json=11.5"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  spit(tmp.path() / "envlock.yaml", "channels: [" + server.url("/ch") + "]\nplatforms: [linux-64]\ndependencies: [foo]\n");
+  auto r = run_command(envlock_cmd() + " lock -f '" + (tmp.path() / "envlock.yaml").string() + "' -o '" +
+                           (tmp.path() / "envlock.lock").string() + "'",
+                       {{"ENVLOCK_CACHE_DIR", (tmp.path() / "cache").string()}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked " + (tmp.path() / "envlock.lock").string() + "\n  default / linux-64: 1 packages\n");
+  const auto linux_bytes = fs::file_size(tmp.path() / "www/ch/linux-64/repodata.json");  // the file done
+  EXPECT_EQ(r.err, "fetch repodata 1/2 files  " + std::to_string(linux_bytes) + " B  (waiting on " +
+                       server.url("/ch/noarch/repodata.json") + ")\n");
+  // --json draws nothing.
+  fs::remove_all(tmp.path() / "cache");
+  r = run_command(envlock_cmd() + " --json lock -f '" + (tmp.path() / "envlock.yaml").string() + "' -o '" +
+                      (tmp.path() / "envlock.lock").string() + "'",
+                  {{"ENVLOCK_CACHE_DIR", (tmp.path() / "cache").string()}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 }  // namespace
 }  // namespace envlock

@@ -15,6 +15,7 @@ killed. Fault switches make the failure cases of a download reproducible:
   --path-token TOKEN      serve only paths under /t/TOKEN/ (anaconda.org's token form; the
                           prefix is stripped before the file is looked up; 401 otherwise)
   --redirect PATH=URL     answer 302 with `Location: URL` for PATH (checked before auth)
+  --delay PATH=SECONDS    wait SECONDS before answering each request for PATH (a stalled server)
   --no-range              ignore Range headers (always answer 200 with the whole file)
   --log FILE              append one JSON line per request: {"path", "status", "range", "auth"}
 
@@ -34,6 +35,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import urllib.parse
 
 
@@ -63,6 +65,7 @@ class State:
         self.bearer = args.bearer
         self.path_token = args.path_token
         self.redirect = dict(r.split("=", 1) for r in (args.redirect or []))
+        self.delay = {p: float(d) for p, d in (r.rsplit("=", 1) for r in (args.delay or []))}
         self.bytes_sent = 0
         self.connections = 0
         self.no_range = args.no_range
@@ -157,6 +160,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 drop_bytes = drop[0]
                 drop[1] -= 1
 
+        if path in st.delay:
+            time.sleep(st.delay[path])
         if path in st.redirect:
             self._send_status(path, 302, {"Location": st.redirect[path]})
             return
@@ -239,6 +244,7 @@ def main():
     ap.add_argument("--bearer")
     ap.add_argument("--path-token")
     ap.add_argument("--redirect", action="append")
+    ap.add_argument("--delay", action="append")
     ap.add_argument("--no-range", action="store_true")
     ap.add_argument("--log")
     args = ap.parse_args()
