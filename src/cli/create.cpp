@@ -43,7 +43,7 @@ Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::opt
   auto lockfile = lock_manifest(manifest, options);
   for (const auto& w : diagnostics.warnings) warn(w);
   if (!ctx.json)
-    for (const auto& h : diagnostics.hints) std::cerr << "hint: " << h << "\n";
+    for (const auto& h : diagnostics.hints) std::cerr << "hint: " << terminal_text(h) << "\n";
   if (!lockfile) return lockfile.error();
   lockfile->relative_channels = relative_channel_urls(manifest);  // as `envlock lock` writes them
   if (dry_run == DryRun::Yes) {  // the lockfile is not written either
@@ -99,7 +99,8 @@ int run_create(const Context& ctx, const CreateArgs& args) {
         for (const auto& r : reasons) e.detail += "\n  " + r.message;
         return report_error(ctx, e);
       }
-      if (!ctx.json) std::cerr << "the lockfile is stale (" << reasons.front().message << "); locking again\n";
+      if (!ctx.json)
+        std::cerr << terminal_text("the lockfile is stale (" + reasons.front().message + "); locking again") << "\n";
       auto fresh = lock_now(ctx, *manifest, std::move(lockfile), lock_path, dry);
       if (!fresh) return report_error(ctx, fresh.error());
       lockfile = std::move(*fresh);

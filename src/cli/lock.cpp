@@ -90,19 +90,21 @@ int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock
     std::cout << json_text(j) << "\n";
   }
   if (reasons.empty()) {
-    if (!ctx.json) std::cout << lock_path.string() << " is up to date with " << manifest.path.string() << "\n";
+    if (!ctx.json)
+      std::cout << terminal_text(lock_path.string() + " is up to date with " + manifest.path.string()) << "\n";
     return 0;
   }
-  std::cerr << "error: " << lock_path.string() << " no longer satisfies " << manifest.path.string() << " ("
+  // Reasons quote lockfile records and specs: through terminal_text() like every other message.
+  std::cerr << "error: " << terminal_text(lock_path.string() + " no longer satisfies " + manifest.path.string()) << " ("
             << reasons.size() << (reasons.size() == 1 ? " reason" : " reasons") << "):\n";
   for (const auto& r : reasons) {
     std::string where = r.environment;
     if (!r.platform.empty()) where += (where.empty() ? "" : "/") + r.platform;
     // Most messages open with "env/platform:" already (they stand alone in `create`'s error).
     const bool placed = where.empty() || r.message.starts_with(where + ":");
-    std::cerr << "  - " << (placed ? "" : "[" + where + "] ") << r.message << "\n";
+    std::cerr << "  - " << terminal_text((placed ? "" : "[" + where + "] ") + r.message) << "\n";
   }
-  std::cerr << "hint: run `envlock lock -f " << manifest.path.string() << "` to update the lockfile\n";
+  std::cerr << terminal_text("hint: run `envlock lock -f " + manifest.path.string() + "` to update the lockfile") << "\n";
   return 1;
 }
 
@@ -121,7 +123,8 @@ int report_conflict(const Context& ctx, const Error& error, const LockDiagnostic
                           {"conflict", j}};
     std::cout << redact_text(json_text(out)) << "\n";
   }
-  std::cerr << "error: " << redact_text(error.to_string()) << "\n";
+  // The tree names records of the channels: a build string may hold control bytes.
+  std::cerr << "error: " << terminal_text(redact_text(error.to_string())) << "\n";
   return 1;
 }
 
@@ -168,7 +171,7 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   options.diagnostics = &diag;
   auto lock = lock_manifest(*manifest, options);
   for (const auto& w : diag.warnings) warn(w);
-  for (const auto& h : diag.hints) std::cerr << "hint: " << h << "\n";
+  for (const auto& h : diag.hints) std::cerr << "hint: " << terminal_text(h) << "\n";
   if (!lock) {
     if (diag.conflict) return report_conflict(ctx, lock.error(), *diag.conflict);
     return report_error(ctx, lock.error());
@@ -219,7 +222,8 @@ int run_lock(const Context& ctx, const LockArgs& args) {
     j["warnings"] = diag.warnings;
     std::cout << json_text(j) << "\n";
   } else {
-    std::cout << (unchanged ? "unchanged " : "locked ") << lock_path.string() << "\n" << summary;
+    // The change list names channel records (a build string may hold control bytes).
+    std::cout << terminal_text((unchanged ? "unchanged " : "locked ") + lock_path.string() + "\n" + summary);
   }
   return 0;
 }

@@ -101,26 +101,34 @@ int run_search(const Context& ctx, const SearchArgs& args) {
   if (found.empty()) {
     std::string names;
     for (const auto& c : channels) names += (names.empty() ? "" : ", ") + c.public_url();
-    std::cerr << "error: no package matches '" << redact_text(args.spec) << "' in " << names << " (" << platform
-              << " and noarch)\n"
+    std::cerr << "error: " << terminal_text("no package matches '" + redact_text(args.spec) + "' in " + names + " (" +
+                                            platform + " and noarch)")
+              << "\n"
               << "hint: check the name, or search another platform with --platform\n";
     return 1;
   }
   if (ctx.json) return 0;
+  // The table shows channel data: names and build strings through terminal_text() (a record's
+  // "\e]0;...\a" must not retitle or clear the user's terminal), padded by their escaped width.
+  struct Row {
+    std::string name, version, build, where;
+  };
+  std::vector<Row> rows;
   std::size_t wn = 4, wv = 7, wb = 5;
   for (const auto* r : found) {
-    wn = std::max(wn, r->name.size());
-    wv = std::max(wv, r->version.to_string().size());
-    wb = std::max(wb, r->build.size());
+    rows.push_back({terminal_text(r->name), terminal_text(r->version.to_string()), terminal_text(r->build),
+                    terminal_text(redact_url(r->channel) + "/" + r->subdir)});
+    wn = std::max(wn, rows.back().name.size());
+    wv = std::max(wv, rows.back().version.size());
+    wb = std::max(wb, rows.back().build.size());
   }
   std::cout << std::left << std::setw(static_cast<int>(wn)) << "Name"
             << "  " << std::setw(static_cast<int>(wv)) << "Version"
             << "  " << std::setw(static_cast<int>(wb)) << "Build"
             << "  Channel/subdir\n";
-  for (const auto* r : found)
-    std::cout << std::left << std::setw(static_cast<int>(wn)) << r->name << "  " << std::setw(static_cast<int>(wv))
-              << r->version.to_string() << "  " << std::setw(static_cast<int>(wb)) << r->build << "  "
-              << redact_url(r->channel) << "/" << r->subdir << "\n";
+  for (const auto& r : rows)
+    std::cout << std::left << std::setw(static_cast<int>(wn)) << r.name << "  " << std::setw(static_cast<int>(wv))
+              << r.version << "  " << std::setw(static_cast<int>(wb)) << r.build << "  " << r.where << "\n";
   return 0;
 }
 

@@ -510,6 +510,44 @@ TEST(LockCli, AnOverrideInTheShellIsNamedAndMakesTheLockStaleWithoutIt) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// Channel data reaches the terminal escaped (a new-user attack on issue 15: a build string
+// "0\e]0;title\a\e[2J" retitled and cleared the terminal from `search`, the unsatisfiable tree
+// and the change list of a re-lock; the lockfile and user input were already escaped).
+TEST(LockCli, ControlBytesOfChannelRecordsAreEscapedOnTheTerminal) {
+  TempDir tmp("lock");
+  const std::string evil = "0\x1b]0;t\x07\x1b[2J";
+  auto rec = [](const std::string& version, const std::string& build, std::vector<std::string> depends) {
+    return nlohmann::json{{"name", "a"},         {"version", version}, {"build", build}, {"build_number", 0},
+                          {"depends", depends}, {"subdir", "linux-64"}};
+  };
+  nlohmann::json records = {{"a-1.0-0.conda", rec("1.0", "0", {})}, {"a-9.0-x.conda", rec("9.0", evil, {"zzz"})}};
+  write_channel(tmp.path() / "c", records);
+  const std::string shown = "0\\x1b]0;t\\x07\\x1b[2J";
+  auto r = run_command("cd " + q(tmp.path()) + " && " + envlock_cmd() + " search a -c ./c --platform linux-64");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string where = "file://" + (tmp.path() / "c").string() + "/linux-64";
+  EXPECT_EQ(r.out, "Name  Version  Build                 Channel/subdir\n"
+                   "a     9.0      " + shown + "  " + where + "\n"
+                   "a     1.0      0                     " + where + "\n");
+  spit(tmp.path() / "envlock.yaml", "channels: [./c]\nplatforms: [linux-64]\ndependencies: [a 9.0]\n");
+  const std::string f = " -f " + q(tmp.path() / "envlock.yaml");
+  r = run_command(envlock_cmd() + " lock" + f);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a 9.0 " + shown + "\n"), std::string::npos) << r.err;
+  // Locked at 1.0, then a zzz appears and `a` moves to the evil build: the change list escapes it.
+  spit(tmp.path() / "envlock.yaml", "channels: [./c]\nplatforms: [linux-64]\ndependencies: [a]\n");
+  ASSERT_EQ(run_command(envlock_cmd() + " lock" + f).exit_code, 0);
+  records["zzz-1.0-0.conda"] = {{"name", "zzz"}, {"version", "1.0"}, {"build", "0"}, {"build_number", 0},
+                                {"depends", nlohmann::json::array()}, {"subdir", "linux-64"}};
+  write_channel(tmp.path() / "c", records);
+  r = run_command(envlock_cmd() + " lock --update a" + f);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked " + (tmp.path() / "envlock.lock").string() +
+                       "\n  default / linux-64: 2 packages (1 added, 0 removed, 1 changed)\n"
+                       "      ~ a 1.0 0 -> 9.0 " + shown + "\n      + zzz 1.0 0\n");
+}
+
 TEST(LockLibrary, VirtualPackagesDefaultsManifestAndOverrides) {
   TempDir tmp("lock");
   auto m = manifest_from("channels: [./cf]\nplatforms: [linux-64, osx-arm64]\nvirtual-packages:\n  linux-64: [__cuda=12.4, "
