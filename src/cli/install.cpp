@@ -29,7 +29,9 @@ Result<std::string> choose_environment(const Lockfile& lockfile, const std::stri
   for (const auto& [name, env] : lockfile.environments) names += (names.empty() ? "" : ", ") + name;
   if (!requested.empty()) {
     if (lockfile.environments.count(requested)) return requested;
-    return Error{ErrorKind::Usage, source, "has no environment '" + requested + "'",
+    // What the lockfile holds, not the command line, decides (docs/cli.md: exit 1, as a prefix
+    // that does not exist; conda's EnvironmentLocationNotFound is a plain error, exit 1 too).
+    return Error{ErrorKind::Incompatible, source, "has no environment '" + requested + "'",
                  "environments in it: " + (names.empty() ? std::string("(none)") : names),
                  "pass one of them with -e"};
   }
@@ -96,9 +98,14 @@ int print_dry_run(const Context& ctx, const TransactionPlan& plan, const std::st
 Result<std::vector<std::pair<std::string, std::string>>> parse_channel_urls(const Lockfile& lockfile,
                                                                            const std::vector<std::string>& values) {
   std::set<std::string> channels;
+  std::map<std::string, std::set<std::string>> named;  // a mirror's recorded name -> its URLs
   for (const auto& [en, env] : lockfile.environments)
     for (const auto& [pn, plat] : env.platforms)
-      for (const auto& c : plat.channels) channels.insert(redact_url(c));
+      for (std::size_t i = 0; i < plat.channels.size(); ++i) {
+        channels.insert(redact_url(plat.channels[i]));
+        if (i < plat.channel_names.size() && !plat.channel_names[i].empty())
+          named[plat.channel_names[i]].insert(redact_url(plat.channels[i]));
+      }
   std::string known;
   for (const auto& c : channels) known += (known.empty() ? "" : ", ") + c;
   std::vector<std::pair<std::string, std::string>> out;
@@ -114,7 +121,8 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_channel_urls(cons
                    "", "write the mirror's full URL"};
     std::vector<std::string> hits;
     for (const auto& c : channels)
-      if (c == key || (c.size() > key.size() && c.ends_with("/" + key))) hits.push_back(c);
+      if (c == key || (c.size() > key.size() && c.ends_with("/" + key)) || (named.count(key) && named[key].count(c)))
+        hits.push_back(c);
     if (hits.size() != 1)
       return Error{ErrorKind::Usage, "--channel-url",
                    hits.empty() ? "'" + key + "' names no channel of the lockfile"

@@ -721,6 +721,36 @@ TEST_F(BadInput, LockfileWithoutThisPlatformIsRefused) {
   expect_intact();
 }
 
+// An environment the lockfile does not have is about what the lockfile holds, not the command
+// line: exit 1, as conda's EnvironmentLocationNotFound (it exited 2, a usage error, while
+// docs/install.md said 1; a new-user attack, session 11). --json says "incompatible", as for a
+// platform the lockfile lacks.
+TEST_F(BadInput, AnEnvironmentTheLockfileLacksIsAFailureNotAUsageError) {
+  const fs::path lock = root_ / "good.lock";
+  const std::string expected = "error: " + lock.string() + ": has no environment 'nosuchenv'\n"
+                               "environments in it: default\nhint: pass one of them with -e\n";
+  for (const std::string dry : {"", " --dry-run"}) {
+    auto r = envlock("install" + dry + " -e nosuchenv -l " + q(lock) + " -p " + q(prefix_));
+    EXPECT_EQ(r.exit_code, 1) << dry;
+    EXPECT_EQ(r.out, "") << dry;
+    EXPECT_EQ(r.err, expected) << dry;
+  }
+  auto j = envlock("install --json -e nosuchenv -l " + q(lock) + " -p " + q(prefix_));
+  EXPECT_EQ(j.exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(j.out)["error"]["kind"], "incompatible") << j.out;
+  const fs::path project = root_ / "project";
+  spit(project / "envlock.yaml", "name: p\nchannels: [" + channel_.string() +
+                                     "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-hello\n");
+  auto c = envlock("create --dry-run -e nosuchenv -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(c.exit_code, 1) << c.err;
+  EXPECT_EQ(c.out, "");
+  EXPECT_EQ(c.err, "locked " + (project / "envlock.yaml").string() + " (dry run: " +
+                       (project / "envlock.lock").string() + " not written)\nerror: " +
+                       (project / "envlock.lock").string() +
+                       ": has no environment 'nosuchenv'\nenvironments in it: default\nhint: pass one of them with -e\n");
+  expect_intact();
+}
+
 TEST_F(BadInput, HostThatDoesNotFitIsRefusedBeforeDownloading) {
   auto records = good_;
   for (auto& r : records)
