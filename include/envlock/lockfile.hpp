@@ -48,6 +48,9 @@ struct PipPackage {
 struct LockedPlatform {
   std::string platform;                          ///< subdir, e.g. "linux-64"
   std::vector<std::string> channels;             ///< credential-free channel URLs, priority order
+  /// Parallel to `channels`: the name the manifest gives each (`{url: URL, name: NAME}`, a mirror
+  /// of NAME), "" for one without; empty when no channel has a name (`channel_names:`).
+  std::vector<std::string> channel_names;
   std::vector<VirtualPackage> virtual_packages;  ///< assumed when solving for this platform
   std::vector<LockedPackage> packages;           ///< sorted by name
   std::vector<PipPackage> pip;                   ///< sorted by name

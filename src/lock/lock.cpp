@@ -473,6 +473,9 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
       LockedPlatform lp;
       lp.platform = platform;
       for (const auto& c : channels) lp.channels.push_back(c.public_url());
+      for (const auto& c : channels) lp.channel_names.push_back(c.name);  // a mirror's NAME, or ""
+      if (std::all_of(lp.channel_names.begin(), lp.channel_names.end(), [](const std::string& n) { return n.empty(); }))
+        lp.channel_names.clear();
       lp.virtual_packages = *vps;
       for (const auto& sp : outcome->solution.packages) {
         LockedPackage pkg;

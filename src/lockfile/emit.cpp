@@ -240,6 +240,12 @@ std::string Lockfile::to_yaml(const std::filesystem::path& directory) const {
       std::vector<std::string> channels;
       for (const auto& c : lp.channels) channels.push_back(local.channel(redact_url(c)));
       o.list(8, "channels", channels);  // priority order: not sorted
+      // The names the manifest gives mirrors, keyed by the channel as written above.
+      if (std::any_of(lp.channel_names.begin(), lp.channel_names.end(), [](const std::string& n) { return !n.empty(); })) {
+        o.key(8, "channel_names");
+        for (std::size_t i = 0; i < channels.size() && i < lp.channel_names.size(); ++i)
+          if (!lp.channel_names[i].empty()) o.kv(10, q(channels[i]), q(lp.channel_names[i]));
+      }
       std::vector<std::string> vps;
       for (const auto* vp : sorted(lp.virtual_packages, [](const VirtualPackage& v) { return v.name; }))
         vps.push_back(vp->to_string());

@@ -327,7 +327,7 @@ Result<PipPackage> Reader::pip(const Node& n) {
 
 Result<LockedPlatform> Reader::platform(const std::string& name, const Node& n) {
   const std::string where = "platform " + name;
-  static constexpr std::string_view kKeys[] = {"channels", "virtual_packages", "packages", "pip"};
+  static constexpr std::string_view kKeys[] = {"channels", "virtual_packages", "packages", "pip", "channel_names"};
   static constexpr std::string_view kRequired[] = {"channels", "packages"};
   Node f[std::size(kKeys)];
   if (auto st = keys(n, where, kKeys, kRequired, f); !st) return st.error();
@@ -338,6 +338,23 @@ Result<LockedPlatform> Reader::platform(const std::string& name, const Node& n) 
   for (const auto& c : lp.channels) {
     if (url_has_credentials(c)) return credentials_error(f[0].item(i), What("a channel of ", where), c);
     ++i;
+  }
+  if (const Node& names = f[4]) {  // {channel as written in `channels`: name}
+    if (!names.IsMap())
+      return at(names, "channel_names of " + where + " must be a map, found " + kind_name(names));
+    if (auto st = check_unique_keys(names); !st) return st.error();
+    lp.channel_names.assign(lp.channels.size(), "");
+    for (auto [key, value] : names.entries()) {
+      auto k = str(key, What("a channel in channel_names of ", where));
+      if (!k) return k.error();
+      auto v = str(value, What("a channel name in channel_names of ", where));
+      if (!v) return v.error();
+      const auto it = std::find(lp.channels.begin(), lp.channels.end(), *k);
+      if (it == lp.channels.end())
+        return at(key, "channel_names of " + where + " names '" + *k + "', which is not one of its channels");
+      if (v->empty()) return at(value, "the channel name of '" + *k + "' is empty");
+      lp.channel_names[static_cast<std::size_t>(it - lp.channels.begin())] = *v;
+    }
   }
   if (const Node& vps = f[1]) {
     if (!vps.IsSequence()) return at(vps, "virtual_packages of " + where + " must be a list, found " + kind_name(vps));

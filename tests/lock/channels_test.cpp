@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "channel/corpus_channel.hpp"
+#include "envlock/lockfile.hpp"
 #include "support/http_server.hpp"
 #include "support/run_command.hpp"
 #include "support/shard_writer.hpp"
@@ -252,6 +253,11 @@ TEST(Mirror, NamedMirrorMatchesNameSpecsAndInstallTakesAnotherMirror) {
   ASSERT_EQ(lock.exit_code, 0) << lock.err;
   const std::string lockfile = slurp(tmp.path() / "envlock.lock");
   EXPECT_NE(lockfile.find("url: " + mirror + "/linux-64/dummy-a-0.1.0-hb0f4dca_0.conda"), std::string::npos) << lockfile;
+  // The channel is recorded by the URL it was read from and the name the manifest gives it.
+  EXPECT_NE(lockfile.find("        channels:\n          - " + mirror + "\n        channel_names:\n          " + mirror +
+                          ": dummy\n"),
+            std::string::npos)
+      << lockfile;
   // Another spelling of the name that the manifest does not give matches nothing.
   spit(tmp.path() / "other.yaml", "channels:\n  - {url: " + mirror + ", name: dummy}\nplatforms: [linux-64]\n"
                                   "dependencies: [\"conda-forge::dummy-a\"]\n");
@@ -269,12 +275,44 @@ TEST(Mirror, NamedMirrorMatchesNameSpecsAndInstallTakesAnotherMirror) {
   ASSERT_EQ(via.exit_code, 0) << via.err;
   EXPECT_TRUE(fs::exists(tmp.path() / "env/conda-meta/dummy-a-0.1.0-hb0f4dca_0.json"));
   EXPECT_EQ(slurp(tmp.path() / "envlock.lock"), lockfile);  // not relocked
+  // The recorded name picks the channel too.
+  fs::remove_all(tmp.path() / "env");
+  auto by_name = run_command(envlock_cmd() + " install -l " + q(tmp.path() / "envlock.lock") + " -p " +
+                                 q(tmp.path() / "env") + " --channel-url dummy=" + server.url("/mirror2/dc"),
+                             env);
+  ASSERT_EQ(by_name.exit_code, 0) << by_name.err;
+  EXPECT_TRUE(fs::exists(tmp.path() / "env/conda-meta/dummy-a-0.1.0-hb0f4dca_0.json"));
   auto unknown = run_command(envlock_cmd() + " install -l " + q(tmp.path() / "envlock.lock") + " -p " +
                                  q(tmp.path() / "env") + " --channel-url nope=" + server.url("/mirror2/dc"),
                              env);
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_EQ(unknown.err, "error: --channel-url: 'nope' names no channel of the lockfile\nhint: the lockfile's channels: " +
                              mirror + "\n");
+}
+
+TEST(Mirror, ChannelNamesAreReadBackAndCheckedAgainstTheChannels) {
+  const std::string head =
+      "version: 1\nmanifest_hash: sha256:00\nenvironments:\n  default:\n    requested: []\n    platforms:\n"
+      "      linux-64:\n        channels:\n          - https://m.example.com/a\n          - https://m.example.com/b\n";
+  auto ok = Lockfile::parse(head + "        channel_names:\n          https://m.example.com/b: conda-forge\n"
+                                   "        packages: []\n",
+                            "envlock.lock");
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  const LockedPlatform& lp = ok->environments.at("default").platforms.at("linux-64");
+  EXPECT_EQ(lp.channel_names, (std::vector<std::string>{"", "conda-forge"}));
+  EXPECT_EQ(ok->to_yaml({}).find("channel_names:\n          https://m.example.com/b: conda-forge\n") != std::string::npos, true)
+      << ok->to_yaml({});
+  auto old = Lockfile::parse(head + "        packages: []\n", "envlock.lock");  // written before names
+  ASSERT_TRUE(old.ok()) << old.error().to_string();
+  EXPECT_TRUE(old->environments.at("default").platforms.at("linux-64").channel_names.empty());
+  EXPECT_EQ(old->to_yaml({}).find("channel_names"), std::string::npos);
+  auto bad = Lockfile::parse(head + "        channel_names:\n          https://m.example.com/c: conda-forge\n"
+                                    "        packages: []\n",
+                             "envlock.lock");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().to_string(),
+            "envlock.lock:12:11: channel_names of platform linux-64 names 'https://m.example.com/c', which is not one "
+            "of its channels\n            https://m.example.com/c: conda-forge\n            ^");
 }
 
 TEST(Mirror, ChannelAliasOverHttpAndFile) {
