@@ -239,18 +239,24 @@ Result<std::vector<VirtualPackage>> lock_virtual_packages(const Manifest& manife
       remove_vp(vps, o.package);
       continue;
     }
-    if (!Version::parse(*value))
-      return Error{ErrorKind::Parse, o.variable, "'" + *value + "' is not a conda version", "",
+    // Checked as the manifest's entries are (VirtualPackage::parse): " 12" or "12.4=x" would
+    // otherwise be recorded as the version.
+    if (auto vp = VirtualPackage::parse(std::string(o.package) + "=" + *value); !vp || vp->build != "0")
+      return Error{ErrorKind::Parse, o.variable, "'" + *value + "' is not a version", "",
                    std::string("set ") + o.variable + " to a version such as 12.4, or to an empty value to drop " +
                        o.package};
     set_vp(vps, {o.package, *value, "0"});
     origins[o.package] = std::string(o.variable) + "=" + *value;
   }
   if (auto arch = getenv("CONDA_OVERRIDE_ARCHSPEC"); arch && platform != "noarch") {
-    if (arch->empty())
+    if (arch->empty()) {
       remove_vp(vps, "__archspec");
-    else
+    } else {
+      if (!VirtualPackage::parse("__archspec=1=" + *arch))
+        return Error{ErrorKind::Parse, "CONDA_OVERRIDE_ARCHSPEC", "'" + *arch + "' is not a microarchitecture", "",
+                     "set CONDA_OVERRIDE_ARCHSPEC to a name such as x86_64_v3 (no spaces, '=', ',' or '|')"};
       set_vp(vps, {"__archspec", "1", *arch});
+    }
     origins["__archspec"] = "CONDA_OVERRIDE_ARCHSPEC=" + *arch;
   }
   std::sort(vps.begin(), vps.end(), [](const VirtualPackage& a, const VirtualPackage& b) { return a.name < b.name; });

@@ -583,6 +583,19 @@ TEST(LockLibrary, VirtualPackagesDefaultsManifestAndOverrides) {
   });
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().where, "CONDA_OVERRIDE_GLIBC");
+  // A new-user attack (issue 15, #2): " 12" was recorded as `__cuda= 12=0`; a build or an
+  // archspec with '=' or spaces passed too. Each is refused, naming the variable.
+  const std::pair<const char*, const char*> refused[] = {
+      {"CONDA_OVERRIDE_CUDA", " 12"}, {"CONDA_OVERRIDE_CUDA", "12.4=x"}, {"CONDA_OVERRIDE_CUDA", "banana"},
+      {"CONDA_OVERRIDE_ARCHSPEC", "x86_64 v3"}, {"CONDA_OVERRIDE_ARCHSPEC", "a=b"}};
+  for (const auto& [var, value] : refused) {
+    auto r = lock_virtual_packages(m, "linux-64", [&](const std::string& k) -> std::optional<std::string> {
+      if (k == var) return std::string(value);
+      return std::nullopt;
+    });
+    ASSERT_FALSE(r.ok()) << var << "=" << value;
+    EXPECT_EQ(r.error().where, var);
+  }
 }
 
 TEST(LockLibrary, GpuHintWhenTheHostHasADriverAndNoCudaIsDeclared) {
