@@ -420,12 +420,41 @@ Result<SolveOutcome> solve(const SolveTask& task) {
       for (int k = 0; k < decided.size(); ++k)
         if (decided[k] > 0)
           if (const RepoDataRecord* r = ctx.record(decided[k])) chosen.emplace(r->name, r);
+      // libsolv does not maximise the requested versions over the whole solution: its first
+      // pick of one name (a newer scipy-mkl) can fix another low (nomkl 2.0, where nomkl 3.0
+      // needs blas openblas; conda's tests/data/index4.json, a new-user attack, session 15b).
+      // So each requested name in turn, the earlier ones kept at theirs, is raised while a
+      // solve with a newer version of it succeeds: lexicographic, where conda's eq_req_v sums
+      // the requested names' version ranks (the two agree where one name's raise costs no other).
       for (std::size_t i = 0; i < task.specs.size(); ++i) {
         auto it = chosen.find(task.specs[i].spec.exact_name());
         if (it == chosen.end()) continue;
+        Version best = it->second->version;
+        for (;;) {
+          OwnedQueue newer;
+          for (Id p : ctx.spec_candidates[i])
+            if (best < ctx.record(p)->version) newer.push(p);
+          if (newer.size() == 0) break;
+          OwnedQueue trial;
+          for (int k = 0; k < jobs.size(); ++k) trial.push(jobs[k]);
+          trial.push2(SOLVER_INSTALL | SOLVER_SOLVABLE_ONE_OF, pool_queuetowhatprovides(pool, newer.get()));
+          auto raise = make_solver();
+          if (solver_solve(raise->get(), trial.get()) != 0) break;
+          OwnedQueue got;
+          solver_get_decisionqueue(raise->get(), got.get());
+          bool moved = false;
+          for (int k = 0; k < got.size() && !moved; ++k)
+            if (got[k] > 0)
+              if (const RepoDataRecord* r = ctx.record(got[k]);
+                  r != nullptr && r->name == it->first && best < r->version) {
+                best = r->version;
+                moved = true;
+              }
+          if (!moved) break;
+        }
         OwnedQueue sel;
         for (Id p : ctx.spec_candidates[i])
-          if (ctx.record(p)->version == it->second->version) sel.push(p);
+          if (ctx.record(p)->version == best) sel.push(p);
         if (sel.size() == 0) continue;
         jobs.push2(SOLVER_INSTALL | SOLVER_SOLVABLE_ONE_OF, pool_queuetowhatprovides(pool, sel.get()));
         ctx.job_origins.push_back({JobOrigin::Kind::Spec, i});

@@ -215,6 +215,29 @@ TEST(SolverFeatures, LegacyFeaturesFollowTheTracker) {
   EXPECT_EQ(picked(*out).count("nomkl"), 1u);
 }
 
+// conda/resolve.py Resolve.solve maximises the requested names' versions (eq_req_v) before the
+// feature objectives; over conda's tests/data/index4.json `scipy` + `nomkl` gives nomkl 3.0
+// (live rattler agrees). The newer scipy-mkl must not keep nomkl at 2.0 (attack 15b #1).
+TEST(SolverFeatures, RequestedVersionsAreMaximalWithFeatures) {
+  auto nomkl2 = rec("nomkl", "2.0", "0", 0);
+  nomkl2.track_features = {"nomkl"};
+  auto nomkl3 = rec("nomkl", "3.0", "0", 0, {"blas 1.0 openblas"});
+  nomkl3.track_features = {"nomkl"};
+  auto scipy_nomkl = rec("scipy", "1.1", "nomkl_0", 0, {"blas 1.0 openblas"});
+  scipy_nomkl.features = "nomkl";
+  scipy_nomkl.timestamp = 1000;
+  auto scipy_mkl = rec("scipy", "1.1", "mkl_0", 0, {"blas 1.0 mkl"});
+  scipy_mkl.timestamp = 2000;
+  std::vector<RepoDataRecord> records{nomkl2, nomkl3, rec("blas", "1.0", "openblas"), rec("blas", "1.0", "mkl"),
+                                      scipy_nomkl, scipy_mkl};
+  auto task = one_repo_task(records);
+  task.specs = {spec("scipy"), spec("nomkl")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok() && out->solved);
+  EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{
+                              {"blas", "1.0 openblas"}, {"nomkl", "3.0 0"}, {"scipy", "1.1 nomkl_0"}}));
+}
+
 // Rule 3, mutex form (the pytorch channel's cpuonly / pytorch-mutex): the variant whose mutex
 // build tracks a feature is de-prioritised, and requesting the selector package yields it, also
 // when the framework is channel-pinned.
