@@ -86,10 +86,11 @@ int run_search(const Context& ctx, const SearchArgs& args) {
     const auto& d = (*data)[i];
     repos.push_back({d.channel, d.subdir, static_cast<int>(i), nullptr, d.index.get()});
   }
-  // The channel part of a spec selects channels above; matching ignores it here, since records
-  // carry the channel's URL rather than its spelling.
+  // Without -c the channel part of the spec chose the channel above, and its records are all
+  // that was loaded. With -c it filters the records as `lock` does (conda's ChannelMatch: a name
+  // matches a named channel, a URL its channel; a directory has no name but its file:// URL).
   MatchSpec query = *spec;
-  query.channel.reset();
+  if (args.channels.empty()) query.channel.reset();
   auto found = find_records(repos, query);
 
   if (ctx.json) {
@@ -104,7 +105,9 @@ int run_search(const Context& ctx, const SearchArgs& args) {
     std::cerr << "error: " << terminal_text("no package matches '" + redact_text(args.spec) + "' in " + names + " (" +
                                             platform + " and noarch)")
               << "\n"
-              << "hint: check the name, or search another platform with --platform\n";
+              << (query.channel ? "hint: the spec's channel part must name one of the channels searched (a "
+                                  "directory by its file:// URL), or leave it out\n"
+                                : "hint: check the name, or search another platform with --platform\n");
     return 1;
   }
   if (ctx.json) return 0;

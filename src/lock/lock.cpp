@@ -450,6 +450,15 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
               const std::size_t close = child.detail.find('\'', kNoPackage.size());
               if (close == std::string::npos) continue;
               const std::string name = child.detail.substr(kNoPackage.size(), close - kNoPackage.size());
+              // `lo::a` where no channel answers to `lo`: the name may be fine and the channel
+              // part the cause (a directory channel has no name but its file:// URL, as in conda).
+              if (auto spec = MatchSpec::parse(root.text); spec && spec->channel)
+                return Error{ErrorKind::Unsatisfiable, where,
+                             "no package named '" + name + "' in a channel named '" + redact_url(*spec->channel) +
+                                 "' (the channel part of '" + redact_text(root.text) + "'); searched " + searched,
+                             text,
+                             "name a channel of the manifest: a named channel (conda-forge), a channel's URL "
+                             "(file:///... for a directory), or the NAME of a `{url: ..., name: NAME}` entry"};
               return Error{ErrorKind::Unsatisfiable, where, "no package named '" + name + "' in " + searched, text,
                            "check the name's spelling; `envlock search '" + name +
                                "*' -c CHANNEL` lists what a channel has"};

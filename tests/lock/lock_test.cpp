@@ -548,6 +548,41 @@ TEST(LockCli, ControlBytesOfChannelRecordsAreEscapedOnTheTerminal) {
                        "      ~ a 1.0 0 -> 9.0 " + shown + "\n      + zzz 1.0 0\n");
 }
 
+// The channel part of a spec (a new-user attack on issue 15, #4): `search` with -c dropped it and
+// listed every channel's records; `lock` blamed the package name when only the channel part
+// matched no channel (a directory channel has no name but its file:// URL, as in conda).
+TEST(LockCli, TheChannelPartOfASpecFiltersSearchAndIsNamedByLock) {
+  TempDir tmp("lock");
+  auto rec = [](const std::string& version) {
+    return nlohmann::json{{"name", "a"},     {"version", version},
+                          {"build", "0"},    {"build_number", 0},
+                          {"depends", nlohmann::json::array()}, {"subdir", "linux-64"}};
+  };
+  write_channel(tmp.path() / "hi", {{"a-1.0-0.conda", rec("1.0")}});
+  write_channel(tmp.path() / "lo", {{"a-3.0-0.conda", rec("3.0")}});
+  const std::string hi = "file://" + (tmp.path() / "hi").string(), lo = "file://" + (tmp.path() / "lo").string();
+  const std::string search = "cd " + q(tmp.path()) + " && " + envlock_cmd() + " search --platform linux-64 -c ./lo -c ./hi ";
+  auto r = run_command(search + "'hi::a'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: no package matches 'hi::a' in " + lo + ", " + hi +
+                       " (linux-64 and noarch)\nhint: the spec's channel part must name one of the channels searched (a "
+                       "directory by its file:// URL), or leave it out\n");
+  r = run_command(search + "'" + hi + "::a'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "Name  Version  Build  Channel/subdir\na     1.0      0      " + hi + "/linux-64\n");
+  spit(tmp.path() / "envlock.yaml", "channels: [./hi, ./lo]\nplatforms: [linux-64]\ndependencies: [\"lo::a\"]\n");
+  r = run_command(envlock_cmd() + " lock -f " + q(tmp.path() / "envlock.yaml"));
+  EXPECT_EQ(r.exit_code, 1);
+  const std::string manifest = (tmp.path() / "envlock.yaml").string();
+  EXPECT_EQ(r.err, "error: " + manifest + ":3:16: no package named 'a' in a channel named 'lo' (the channel part of "
+                   "'lo::a'); searched " + hi + ", " + lo + " (linux-64 and noarch)\n"
+                   "  lo::a (requested at " + manifest + ":3:16)\n"
+                   "  └─ no package matches 'lo::a'; no package named 'a' in the channels for this platform\n"
+                   "hint: name a channel of the manifest: a named channel (conda-forge), a channel's URL (file:///... "
+                   "for a directory), or the NAME of a `{url: ..., name: NAME}` entry\n");
+}
+
 TEST(LockLibrary, VirtualPackagesDefaultsManifestAndOverrides) {
   TempDir tmp("lock");
   auto m = manifest_from("channels: [./cf]\nplatforms: [linux-64, osx-arm64]\nvirtual-packages:\n  linux-64: [__cuda=12.4, "
