@@ -87,12 +87,19 @@ std::optional<std::string> wrong_field_type(element obj) {
     double d;
     if (!e.is_uint64() && !(e.get_double().get(d) == simdjson::SUCCESS && d >= 0))
       return "'" + std::string(key) + "' is not a non-negative number";
+    // A build number is a whole number (rattler reads it as u64 and refuses 1.5; read as a
+    // double it was truncated to 1).
+    if (std::string_view(key) == "build_number" && !e.is_uint64())
+      return "'build_number' is not a whole number";
   }
-  for (const char* key : {"name", "version", "build", "md5", "sha256", "subdir"}) {
+  for (const char* key : {"name", "version", "build", "md5", "sha256", "subdir", "license", "license_family"}) {
     element e;
     if (obj[key].get(e) == simdjson::SUCCESS && !e.is_null() && !e.is_string())
       return "'" + std::string(key) + "' is not a string";
   }
+  // noarch: "python", "generic", or the legacy boolean (true = generic).
+  if (element e; obj["noarch"].get(e) == simdjson::SUCCESS && !e.is_null() && !e.is_string() && !e.is_bool())
+    return "'noarch' is not a string";
   return std::nullopt;
 }
 

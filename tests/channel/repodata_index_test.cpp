@@ -283,6 +283,10 @@ TEST(RepodataIndex, AFieldOfTheWrongTypeSkipsItsRecordNamingTheField) {
            {R"({"name": "f", "version": "1", "build": "0", "constrains": {"a": 1}})", "'constrains' is not a list of strings"},
            {R"({"name": "f", "version": "1", "build": "0", "build_number": "7"})", "'build_number' is not a non-negative number"},
            {R"({"name": "f", "version": "1", "build": "0", "timestamp": -5})", "'timestamp' is not a non-negative number"},
+           // A new-user attack (issue 15, #10): truncated to 1, or accepted silently.
+           {R"({"name": "f", "version": "1", "build": "0", "build_number": 1.5})", "'build_number' is not a whole number"},
+           {R"({"name": "f", "version": "1", "build": "0", "license": {"a": 1}})", "'license' is not a string"},
+           {R"({"name": "f", "version": "1", "build": "0", "noarch": 5})", "'noarch' is not a string"},
            {R"({"name": "f", "version": "1", "build": 0})", "'build' is not a string"},
            {R"({"name": "f", "version": 1.5, "build": "0"})", "'version' is not a string"}}) {
     const std::string json = std::string("{\"packages\": {\"f-1-0.tar.bz2\": ") + c.record +
