@@ -139,20 +139,20 @@ class Explainer {
         for (Id p : ctx_.spec_candidates[jo.index])
           if (facts_.involved.count(p)) cands.push_back(p);
         if (cands.empty()) cands = ctx_.spec_candidates[jo.index];
-        add_package_groups(cands, root, 0);
+        add_package_groups(cands, root, 0, 0);
         e.roots.push_back(std::move(root));
       } else if (jo.kind == JobOrigin::Kind::Pin) {
         const PinnedRecord& pin = ctx_.task.pinned[jo.index];
         Id p = ctx_.pin_solvables[jo.index];
         ProblemNode root{ProblemNode::Kind::Pinned, ctx_.describe(p), pin.layer, {}};
         std::set<Id> group{p};
-        add_reasons(group, root, 0);
+        add_reasons(group, root, 0, 0);
         e.roots.push_back(std::move(root));
       } else if (jo.kind == JobOrigin::Kind::Virtual) {
         Id p = ctx_.virtual_solvables[jo.index];
         ProblemNode root{ProblemNode::Kind::Virtual, ctx_.describe(p), ctx_.virtual_origin(p), {}};
         std::set<Id> group{p};
-        add_reasons(group, root, 0);
+        add_reasons(group, root, 0, 0);
         e.roots.push_back(std::move(root));
       }
     }
@@ -171,7 +171,10 @@ class Explainer {
   }
 
  private:
+  // A tree is cut below kMaxDepth branching levels (a wide tree); a single chain (one package,
+  // one failing dependency each step) goes on to its cause, up to kMaxChain levels (the stack).
   static constexpr int kMaxDepth = 8;
+  static constexpr int kMaxChain = 1000;
 
   void collect() {
     int count = solver_problem_count(solver_);
@@ -241,21 +244,22 @@ class Explainer {
   }
 
   /// Groups solvables by name and adds one Packages node per name, each with its reasons.
-  void add_package_groups(const std::vector<Id>& solvables, ProblemNode& parent, int depth) {
+  void add_package_groups(const std::vector<Id>& solvables, ProblemNode& parent, int depth, int length) {
     std::map<std::string, std::set<Id>> groups;
     for (Id p : solvables)
       if (const RepoDataRecord* r = ctx_.record(p)) groups[r->name].insert(p);
+    if (groups.size() > 1) ++depth;
     for (auto& [name, group] : groups) {
       std::vector<Id> v(group.begin(), group.end());
       ProblemNode node{ProblemNode::Kind::Packages, name + " " + summarize_versions(ctx_, v), "", {}};
       if (group.size() == 1) node.text = ctx_.describe(*group.begin());
       if (visited_.count(group) > 0) {
         node.detail = "see above";
-      } else if (depth >= kMaxDepth) {
+      } else if (depth >= kMaxDepth || length >= kMaxChain) {
         node.detail = "chain continues";
       } else {
         visited_.insert(group);
-        add_reasons(group, node, depth + 1);
+        add_reasons(group, node, depth, length + 1);
       }
       parent.children.push_back(std::move(node));
     }
@@ -276,7 +280,7 @@ class Explainer {
   }
 
   /// Why the solvables of `group` (one name) cannot be chosen.
-  void add_reasons(const std::set<Id>& group, ProblemNode& node, int depth) {
+  void add_reasons(const std::set<Id>& group, ProblemNode& node, int depth, int length) {
     // Failing dependencies, grouped by their spelling.
     std::map<std::string, std::pair<Id, bool>> deps;  // dep text -> (dep id, nothing provides)
     for (Id p : group) {
@@ -308,7 +312,7 @@ class Explainer {
         }
         req.children.push_back(std::move(miss));
       } else {
-        add_package_groups(provs, req, depth);
+        add_package_groups(provs, req, deps.size() > 1 ? depth + 1 : depth, length);
       }
       node.children.push_back(std::move(req));
     }

@@ -315,6 +315,33 @@ TEST(SolverVirtual, ConstrainsOnVirtualPackagesBind) {
       << out->explanation.to_text();
 }
 
+// A single chain of dependencies is explained down to its cause however deep (a new-user attack,
+// session 15b #6: a->b0->...->b11->zzz stopped at b7 "(chain continues)", zzz nowhere); rattler's
+// resolvo reporter prints the whole chain to "zzz >=1, for which no candidates were found".
+TEST(SolverExplain, SingleChainReachesItsCauseAtAnyDepth) {
+  std::vector<RepoDataRecord> records{rec("a", "1.0", "0", 0, {"b0"})};
+  for (int i = 0; i < 12; ++i)
+    records.push_back(rec("b" + std::to_string(i), "1.0", "0", 0,
+                          {i == 11 ? std::string("zzz >=1") : "b" + std::to_string(i + 1)}));
+  auto task = one_repo_task(records);
+  task.specs = {spec("a")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok());
+  ASSERT_FALSE(out->solved);
+  std::string want = "  a (requested at test)\n  └─ a 1.0 0\n";
+  std::string indent = "     ";
+  for (int i = 0; i < 12; ++i) {
+    std::string b = "b" + std::to_string(i);
+    want += indent + "└─ requires " + b + "\n" + indent + "   └─ " + b + " 1.0 0\n";
+    indent += "      ";
+  }
+  want += indent + "└─ requires zzz >=1\n" + indent + "   └─ nothing provides zzz >=1; no package named 'zzz' in the channels\n";
+  EXPECT_EQ(out->explanation.to_text(), want);
+  nlohmann::json j;
+  out->explanation.to_json(j);
+  EXPECT_NE(j.dump().find("nothing provides zzz >=1"), std::string::npos);
+}
+
 TEST(Solver, FollowsDependenciesAndVirtualPackages) {
   std::vector<RepoDataRecord> records{
       rec("app", "2.0", "gpu_0", 0, {"libcuda-rt >=12", "__cuda >=12"}), rec("app", "1.0", "cpu_0", 0, {"zlib 1.*"}),
