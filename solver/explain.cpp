@@ -204,6 +204,7 @@ class Explainer {
             facts_.same_name[target].insert(source);
             break;
           case SOLVER_RULE_PKG_CONSTRAINS:
+          case SOLVER_RULE_PKG_CONFLICTS:  // a bracket constraint libsolv cannot read (solve.cpp)
             facts_.constrained[target].push_back({source, dep});
             facts_.constrains[source].push_back({target, dep});
             break;
@@ -234,6 +235,12 @@ class Explainer {
       out += (out.empty() ? "" : ", ") + ctx_.describe(p) + (origin.empty() ? "" : " (" + origin + ")");
     }
     return out;
+  }
+
+  /// A constraint as the record spells it (without the "!" of solve.cpp's conflict names).
+  std::string constraint_text(Id dep) const {
+    std::string text = ctx_.pool.dep_str(dep);
+    return text.starts_with('!') ? text.substr(1) : text;
   }
 
   std::vector<Id> providers(Id dep) const {
@@ -339,7 +346,7 @@ class Explainer {
       auto it = facts_.constrained.find(p);
       if (it == facts_.constrained.end()) continue;
       for (const auto& [source, dep] : it->second) {
-        std::string text = "excluded by the constraint '" + ctx_.pool.dep_str(dep) + "' of " + ctx_.describe(source);
+        std::string text = "excluded by the constraint '" + constraint_text(dep) + "' of " + ctx_.describe(source);
         if (seen.insert(text).second) node.children.push_back({ProblemNode::Kind::Conflict, text, role_of(source), {}});
       }
     }
@@ -349,7 +356,7 @@ class Explainer {
       auto it = facts_.constrains.find(p);
       if (it == facts_.constrains.end()) continue;
       for (const auto& [target, dep] : it->second) {
-        std::string text = "constrains '" + ctx_.pool.dep_str(dep) + "', which excludes " + ctx_.describe(target);
+        std::string text = "constrains '" + constraint_text(dep) + "', which excludes " + ctx_.describe(target);
         if (seen.insert(text).second) node.children.push_back({ProblemNode::Kind::Conflict, text, role_of(target), {}});
       }
     }

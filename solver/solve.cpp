@@ -123,7 +123,18 @@ Id add_solvable(Pool* pool, Repo* repo, Repodata* data, const PackageRecord& r, 
   repodata_set_str(data, p, SOLVABLE_BUILDVERSION, std::to_string(r.build_number).c_str());
   for (const auto& dep : r.depends)
     s->requires_ = repo_addid_dep(repo, s->requires_, conda_dep(pool, dep, &extended), 0);
-  for (const auto& c : r.constrains) repodata_add_idarray(data, p, SOLVABLE_CONSTRAINS, conda_dep(pool, c));
+  for (const auto& c : r.constrains) {
+    // A bracket constraint libsolv cannot read (`b[license=MIT]`: if b is installed it must
+    // match, as conda's and rattler's) is a conflict with the name "!" + spec, which every b
+    // record the spec does not match provides (the loop over `extended` in solve()).
+    if (positional_form(c).find('[') != std::string::npos)
+      if (auto ms = MatchSpec::parse(c); ms && !ms->exact_name().empty()) {
+        extended.emplace("!" + c, *ms);
+        s->conflicts = repo_addid_dep(repo, s->conflicts, pool_str2id(pool, ("!" + c).c_str(), 1), 0);
+        continue;
+      }
+    repodata_add_idarray(data, p, SOLVABLE_CONSTRAINS, conda_dep(pool, c));
+  }
   for (const auto& tf : r.track_features) {
     if (tf.empty()) continue;
     repodata_add_idarray(data, p, SOLVABLE_TRACK_FEATURES, pool_str2id(pool, tf.c_str(), 1));
@@ -322,8 +333,9 @@ Result<SolveOutcome> solve(const SolveTask& task) {
     if (const RepoDataRecord* r = ctx.record(p)) ctx.by_name[r->name].push_back(p);
   for (const auto& [text, ms] : extended) {
     const Id id = pool_str2id(pool, text.c_str(), 1);
+    const bool excluded = text.starts_with('!');  // a constraint: the records it does not match
     for (Id p : ctx.all_named(ms.exact_name()))
-      if (const RepoDataRecord* r = ctx.record(p); r != nullptr && ms.matches(*r)) {
+      if (const RepoDataRecord* r = ctx.record(p); r != nullptr && ms.matches(*r) != excluded) {
         Solvable* sv = pool_id2solvable(pool, p);
         sv->provides = repo_addid_dep(sv->repo, sv->provides, id, 0);
       }

@@ -342,6 +342,46 @@ TEST(SolverExplain, SingleChainReachesItsCauseAtAnyDepth) {
   EXPECT_NE(j.dump().find("nothing provides zzz >=1"), std::string::npos);
 }
 
+// A repodata `constrains` in bracket form with keys libsolv cannot read binds, as conda's
+// MatchSpec and rattler's resolvo do (live rattler locks b 1.0 here; attack 15b #3, where envlock
+// ignored the constraint and locked b 2.0).
+TEST(SolverConstrains, BracketKeysLibsolvCannotReadStillConstrain) {
+  auto b1 = rec("b", "1.0", "0", 0);
+  b1.license = "MIT";
+  auto b2 = rec("b", "2.0", "0", 0);
+  b2.license = "GPL-3.0";
+  for (const char* c : {"b[license=MIT]", "b[version='<2', build_number='>=0']"}) {
+    auto a = rec("a", "1.0", "0", 0);
+    a.constrains = {c};
+    std::vector<RepoDataRecord> records{a, b1, b2};
+    auto task = one_repo_task(records);
+    task.specs = {spec("a"), spec("b")};
+    auto out = solve(task);
+    ASSERT_TRUE(out.ok() && out->solved) << c;
+    EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{{"a", "1.0 0"}, {"b", "1.0 0"}})) << c;
+    // Without b in the solution the constraint asks for nothing.
+    task.specs = {spec("a")};
+    out = solve(task);
+    ASSERT_TRUE(out.ok() && out->solved) << c;
+    EXPECT_EQ(picked(*out), (std::map<std::string, std::string>{{"a", "1.0 0"}})) << c;
+  }
+  auto a = rec("a", "1.0", "0", 0);
+  a.constrains = {"b[license=MIT]"};
+  std::vector<RepoDataRecord> records{a, b1, b2};
+  auto task = one_repo_task(records);
+  task.specs = {spec("a"), spec("b 2.*")};
+  auto out = solve(task);
+  ASSERT_TRUE(out.ok());
+  ASSERT_FALSE(out->solved);
+  EXPECT_EQ(out->explanation.to_text(),
+            "  a (requested at test)\n"
+            "  └─ a 1.0 0\n"
+            "     └─ constrains 'b[license=MIT]', which excludes b 2.0 0 (requested as 'b 2.*')\n"
+            "  b 2.* (requested at test)\n"
+            "  └─ b 2.0 0\n"
+            "     └─ excluded by the constraint 'b[license=MIT]' of a 1.0 0 (requested as 'a')\n");
+}
+
 TEST(Solver, FollowsDependenciesAndVirtualPackages) {
   std::vector<RepoDataRecord> records{
       rec("app", "2.0", "gpu_0", 0, {"libcuda-rt >=12", "__cuda >=12"}), rec("app", "1.0", "cpu_0", 0, {"zlib 1.*"}),
