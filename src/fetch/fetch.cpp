@@ -320,7 +320,9 @@ size_t on_body(char* data, size_t size, size_t nmemb, void* userp) {
   if (!write_all(t->fd.get(), data, n, err)) {
     t->abort_error = Error{ErrorKind::Io, t->partial.string(),
                            "cannot write download of " + t->label + ": " + errno_text(err),
-                           "", err == ENOSPC ? "free some disk space and run the command again" : ""};
+                           "", err == ENOSPC  ? "free some disk space and run the command again"
+                               : err == EFBIG ? "a file-size limit is set (`ulimit -f`): raise it and retry"
+                                              : ""};
     return 0;
   }
   t->sha->update(data, n);

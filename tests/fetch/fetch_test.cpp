@@ -2,6 +2,9 @@
 // every failure a download can meet (status errors, retries, a dropped connection, resume, digest
 // and size mismatch, credentials).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -172,6 +175,42 @@ TEST_F(Fetch, Sha256MismatchRefusedWithBothDigests) {
   EXPECT_NE(text.find("actual:   sha256 " + payload_sha_ + ", 300000 bytes"), std::string::npos) << text;
   expect_no_leftovers(r.destination);
   EXPECT_EQ(server.request_count("/payload.bin"), 1);  // a mismatch is not retried
+}
+
+// A download past a file-size limit (`ulimit -f`) fails with EFBIG: the error says so and how to
+// get past it, as install's writes and the lockfile writer do (a new-user attack, session 11: a
+// bare "File too large" for downloads only). Run in a child under RLIMIT_FSIZE, SIGXFSZ ignored
+// as the CLI's handler makes it harmless.
+TEST_F(Fetch, AFileSizeLimitNamesUlimitInTheWriteError) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  const FetchRequest r = payload_request(server);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{64 * 1024, 64 * 1024};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    auto res = envlock::fetch_to_file(r, fast_retries());
+    const std::string text = res.ok() ? "ok" : res.error().to_string();
+    (void)!::write(fds[1], text.data(), text.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(text, envlock::partial_path(r.destination).string() +
+                      ": cannot write download of payload.bin: File too large\n"
+                      "hint: a file-size limit is set (`ulimit -f`): raise it and retry");
+  expect_no_leftovers(r.destination);
 }
 
 TEST_F(Fetch, SizeMismatchRefused) {
