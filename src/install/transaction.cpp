@@ -1111,7 +1111,10 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
         auto there = tree->lstat(rel, st);
         if (!there) return there.error();
         if (!*there) return carry_path(prefix, *tree, rel);
-        made_folders.push_back(rel);  // a file or link where the new packages make a folder
+        // A file or link where the new packages make a folder. Anything else there is a package's
+        // own path reached through a package's symbolic link (`lib -> lib64` plus `lib/x.so`
+        // lists lib64/x.so as lib/x.so): not a conflict with a file of the user's.
+        if (S_ISDIR(st.st_mode)) made_folders.push_back(rel);
         return ok_status();
       }
       if (at->size() == rel.size()) replaced[owner.at(*at)].push_back(rel);

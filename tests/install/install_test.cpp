@@ -1189,6 +1189,24 @@ TEST_F(Installer, PathsNoPackageOwnedThatAnUpdateReplacesAreNamedOrRefused) {
   EXPECT_TRUE(siblings().empty());
 }
 
+// A package shipping `lib -> lib64` and listing its files through the link (lib/libx.so, which
+// is lib64/libx.so on disk): an update warned "... are folders of the new packages now, and were
+// not kept: lib64/libx.so" about the package's own file (a new-user attack, session 11).
+TEST_F(Installer, FilesReachedThroughAPackagesOwnLinkAreNotNamedAsUserFiles) {
+  auto files = [](const std::string& v) {
+    return std::vector<FakeFile>{{"lib64/real.so", v}, {"lib", "", false, "", "", "lib64"}, {"lib/libx.so", v}};
+  };
+  auto v1 = make_package("p", "1", files("1\n"));
+  auto v2 = make_package("p", "2", files("2\n"));
+  ASSERT_TRUE(install_packages(prefix_, {v1}, options()).ok());
+  ASSERT_EQ(slurp(prefix_ / "lib64/libx.so"), "1\n");
+  auto r = install_packages(prefix_, {v2}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->warnings, std::vector<std::string>{});
+  EXPECT_EQ(slurp(prefix_ / "lib/libx.so"), "2\n");
+  EXPECT_TRUE(siblings().empty());
+}
+
 // A file with the immutable or append-only flag (chattr +i / +a) can be neither hard-linked nor
 // deleted, root included: carried over as a copy it lost the flag, and the previous tree could
 // never be deleted, so every later install and remove failed naming a folder the user never made
