@@ -67,7 +67,7 @@
 
 #include "envlock/package_record.hpp"
 #include "envlock/result.hpp"
-#include "envlock/virtual_packages.hpp"
+#include "envlock/virtual_package.hpp"
 
 namespace envlock {
 

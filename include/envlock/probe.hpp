@@ -36,7 +36,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "envlock/package_record.hpp"
-#include "envlock/virtual_packages.hpp"
+#include "envlock/virtual_package.hpp"
 
 namespace envlock {
 

@@ -37,7 +37,7 @@
 #include "envlock/package_record.hpp"
 #include "envlock/repodata_index.hpp"
 #include "envlock/result.hpp"
-#include "envlock/virtual_packages.hpp"
+#include "envlock/virtual_package.hpp"
 
 namespace envlock {
 

@@ -26,20 +26,9 @@
 #include <vector>
 
 #include "envlock/result.hpp"
+#include "envlock/virtual_package.hpp"
 
 namespace envlock {
-
-struct VirtualPackage {
-  std::string name;     ///< e.g. "__cuda"
-  std::string version;  ///< e.g. "12.4"
-  std::string build;    ///< e.g. "0", or the microarchitecture for __archspec
-
-  /// "name=version=build" — the spelling used in manifests and lockfiles.
-  [[nodiscard]] std::string to_string() const;
-  /// Parses "__cuda=12.4", "__cuda=12.4=0" or "__archspec=1=x86_64_v3"; build defaults to "0".
-  static Result<VirtualPackage> parse(std::string_view text);
-  friend bool operator==(const VirtualPackage&, const VirtualPackage&) = default;
-};
 
 /// Where detection reads the outside world; tests replace each part.
 struct HostProbe {

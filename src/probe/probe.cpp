@@ -9,6 +9,7 @@
 #include "envlock/probe.hpp"
 #include "envlock/text.hpp"
 #include "envlock/version.hpp"
+#include "envlock/virtual_packages.hpp"
 
 namespace envlock {
 namespace {

@@ -14,6 +14,7 @@
 
 #include "envlock/platform.hpp"
 #include "envlock/probe.hpp"
+#include "envlock/virtual_packages.hpp"
 
 namespace envlock {
 namespace {
