@@ -102,11 +102,13 @@ nlohmann::json utf8_only(const nlohmann::json& j) {
 }  // namespace
 
 std::string json_text(const nlohmann::json& j) {
+  // Invisible characters (a tag character after a name, a bidi override in a URL) as \uXXXX
+  // escapes: the same strings, none shown raw (json_escape_invisible, envlock/text.hpp).
   try {
-    return j.dump(2);
+    return json_escape_invisible(j.dump(2));
   } catch (const nlohmann::json::type_error&) {
     // Text that is not UTF-8 (a file name's raw bytes): written as \xNN, as text output does.
-    return utf8_only(j).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    return json_escape_invisible(utf8_only(j).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 }
 

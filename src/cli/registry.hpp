@@ -54,7 +54,8 @@ int report_error(const Context& ctx, const Error& error);
 
 /// `j` as --json prints it: indented by 2, and never failing on text that is not UTF-8 (a file
 /// name's raw bytes, a corrupt record): each invalid byte is written `\xNN` (escape_invalid_utf8,
-/// envlock/text.hpp), as JSON (RFC 8259) text must be UTF-8. No trailing newline.
+/// envlock/text.hpp), as JSON (RFC 8259) text must be UTF-8; every invisible character as a
+/// `\uXXXX` escape (json_escape_invisible). No trailing newline.
 std::string json_text(const nlohmann::json& j);
 
 /// Prints a warning line on stderr ("warning: ...", through terminal_text()).

@@ -27,27 +27,61 @@ bool is_control_at(std::string_view s, std::size_t i) {
 }
 
 namespace {
-// The code point of an invisible formatting character at byte i (UTF-8), or 0: the bidi controls
-// of "Trojan Source" (CVE-2021-42574: U+202A-U+202E embeddings and overrides, U+2066-U+2069
-// isolates, U+200E/U+200F marks, U+061C), zero-width characters (U+200B-U+200D, U+2060, U+FEFF)
-// and the line and paragraph separators U+2028/U+2029. They change how the text around them
-// reads without being seen.
-char32_t invisible_at(std::string_view s, std::size_t i) {
+// Unicode 15.1.0 DerivedCoreProperties.txt, property Default_Ignorable_Code_Point (4,174 code
+// points, https://www.unicode.org/Public/15.1.0/ucd/DerivedCoreProperties.txt): characters a
+// renderer shows as nothing when it does not support them (UAX #44, section 5.3). They include the
+// bidi controls of "Trojan Source" (CVE-2021-42574: U+202A-U+202E, U+2066-U+2069, U+200E/U+200F,
+// U+061C), the zero-width characters (U+200B-U+200D, U+2060, U+FEFF), the soft hyphen U+00AD,
+// the combining grapheme joiner U+034F, the Hangul fillers (U+115F, U+1160, U+3164, U+FFA0),
+// variation selectors (U+180B-U+180F, U+FE00-U+FE0F, U+E0100-U+E01EF) and the tag characters
+// U+E0000-U+E007F, with the unassigned code points the property reserves. Besides them: the line
+// and paragraph separators U+2028/U+2029, which break a line without looking like a break.
+struct Range {
+  char32_t first, last;
+};
+constexpr Range kInvisible[] = {
+    {0x00ad, 0x00ad},   {0x034f, 0x034f},   {0x061c, 0x061c},   {0x115f, 0x1160},   {0x17b4, 0x17b5},
+    {0x180b, 0x180f},   {0x200b, 0x200f},   {0x2028, 0x202e},   {0x2060, 0x206f},   {0x3164, 0x3164},
+    {0xfe00, 0xfe0f},   {0xfeff, 0xfeff},   {0xffa0, 0xffa0},   {0xfff0, 0xfff8},   {0x1bca0, 0x1bca3},
+    {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+};
+
+// The code point of an invisible character (kInvisible) starting at byte i of valid UTF-8, with
+// its length in bytes; {0, 0} for anything else (ASCII, visible text, invalid bytes).
+struct Invisible {
+  char32_t cp = 0;
+  std::size_t len = 0;
+};
+Invisible invisible_at(std::string_view s, std::size_t i) {
   const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  if (i + 1 < s.size() && b(i) == 0xd8 && b(i + 1) == 0x9c) return 0x061c;
-  if (i + 2 >= s.size()) return 0;
-  if (b(i) == 0xef && b(i + 1) == 0xbb && b(i + 2) == 0xbf) return 0xfeff;
-  if (b(i) != 0xe2) return 0;
-  const char32_t cp = 0x2000 + ((b(i + 1) & 0x3f) << 6) + (b(i + 2) & 0x3f);
-  if ((b(i + 1) & 0xc0) != 0x80 || (b(i + 2) & 0xc0) != 0x80 || b(i + 1) > 0x81) return 0;
-  if ((cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069)) return cp;
-  return 0;
+  const auto cont = [&](std::size_t k) { return k < s.size() && (b(k) & 0xc0) == 0x80; };
+  const unsigned char c = b(i);
+  char32_t cp = 0;
+  std::size_t len = 0;
+  if (c >= 0xc2 && c <= 0xdf && cont(i + 1)) {
+    cp = (static_cast<char32_t>(c & 0x1f) << 6) | (b(i + 1) & 0x3f);
+    len = 2;
+  } else if (c >= 0xe0 && c <= 0xef && cont(i + 1) && cont(i + 2)) {
+    cp = (static_cast<char32_t>(c & 0x0f) << 12) | (static_cast<char32_t>(b(i + 1) & 0x3f) << 6) | (b(i + 2) & 0x3f);
+    len = 3;
+    if (cp < 0x800) return {};  // overlong
+  } else if (c >= 0xf0 && c <= 0xf4 && cont(i + 1) && cont(i + 2) && cont(i + 3)) {
+    cp = (static_cast<char32_t>(c & 0x07) << 18) | (static_cast<char32_t>(b(i + 1) & 0x3f) << 12) |
+         (static_cast<char32_t>(b(i + 2) & 0x3f) << 6) | (b(i + 3) & 0x3f);
+    len = 4;
+    if (cp < 0x10000) return {};  // overlong
+  } else {
+    return {};
+  }
+  for (const Range& r : kInvisible)
+    if (cp >= r.first && cp <= r.last) return {cp, len};
+  return {};
 }
 }  // namespace
 
 std::string printable(std::string_view s) {
   std::size_t i = 0;
-  while (i < s.size() && !is_control_at(s, i) && invisible_at(s, i) == 0) ++i;
+  while (i < s.size() && !is_control_at(s, i) && (static_cast<unsigned char>(s[i]) < 0x80 || invisible_at(s, i).len == 0)) ++i;
   if (i == s.size()) return std::string(s);
   std::string out(s.substr(0, i));
   auto hex = [&out](unsigned char c) {
@@ -56,11 +90,11 @@ std::string printable(std::string_view s) {
     out += buf;
   };
   for (; i < s.size(); ++i) {
-    if (const char32_t cp = invisible_at(s, i); cp != 0) {
+    if (const Invisible inv = static_cast<unsigned char>(s[i]) < 0x80 ? Invisible{} : invisible_at(s, i); inv.len != 0) {
       char buf[16];
-      std::snprintf(buf, sizeof buf, "\\u{%04x}", static_cast<unsigned>(cp));
+      std::snprintf(buf, sizeof buf, "\\u{%04x}", static_cast<unsigned>(inv.cp));
       out += buf;
-      i += cp == 0x061c ? 1 : 2;
+      i += inv.len - 1;
       continue;
     }
     if (!is_control_at(s, i)) {
@@ -69,6 +103,31 @@ std::string printable(std::string_view s) {
     }
     hex(static_cast<unsigned char>(s[i]));
     if (static_cast<unsigned char>(s[i]) == 0xc2) hex(static_cast<unsigned char>(s[++i]));
+  }
+  return out;
+}
+
+std::string json_escape_invisible(std::string_view json) {
+  std::size_t i = 0;
+  while (i < json.size() && (static_cast<unsigned char>(json[i]) < 0x80 || invisible_at(json, i).len == 0)) ++i;
+  if (i == json.size()) return std::string(json);
+  std::string out(json.substr(0, i));
+  char buf[16];
+  for (; i < json.size(); ++i) {
+    const Invisible inv = static_cast<unsigned char>(json[i]) < 0x80 ? Invisible{} : invisible_at(json, i);
+    if (inv.len == 0) {
+      out += json[i];
+      continue;
+    }
+    if (inv.cp < 0x10000) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(inv.cp));
+    } else {  // a UTF-16 surrogate pair (RFC 8259 section 7)
+      const char32_t v = inv.cp - 0x10000;
+      std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xd800 + (v >> 10)),
+                    static_cast<unsigned>(0xdc00 + (v & 0x3ff)));
+    }
+    out += buf;
+    i += inv.len - 1;
   }
   return out;
 }
