@@ -52,10 +52,6 @@ struct LockedPlatform {
   /// of NAME), "" for one without; empty when no channel has a name (`channel_names:`).
   std::vector<std::string> channel_names;
   std::vector<VirtualPackage> virtual_packages;  ///< assumed when solving for this platform
-  /// The PyPI indexes the environment's pip packages were resolved against, primary first
-  /// (pixi.lock 4-7's environment `indexes`); empty when the format records none. envlock.lock
-  /// does not write it.
-  std::vector<std::string> pypi_indexes;
   std::vector<LockedPackage> packages;           ///< sorted by name
   std::vector<PipPackage> pip;                   ///< sorted by name
 };
