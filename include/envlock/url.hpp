@@ -47,6 +47,23 @@ bool url_has_credentials(std::string_view url);
 /// Joins a base URL and a relative path with exactly one '/' between them.
 std::string url_join(std::string_view base, std::string_view path);
 
+/// `url` with its host written in ASCII when it is not: a host that holds non-ASCII text (also
+/// once percent-decoded, `pyp%D1%96.org`) becomes its IDNA A-labels `xn--…` (IDNA2008, RFC 5891
+/// section 4, with the RFC 3492 Punycode encoding, through libidn2; ASCII letters lower-cased
+/// first, no UTS #46 mapping, so what is shown is what the text holds). A host IDNA2008 refuses (a
+/// symbol, an invisible or tag character, upper-case non-ASCII, text not in NFC) keeps its ASCII
+/// and has each non-ASCII code point written `\u{XXXX}`, so no lookalike character passes for
+/// ASCII. Userinfo, port, path, query and fragment are unchanged; a URL with an ASCII host (or no
+/// `scheme://`, or an IPv6 literal) is returned unchanged. For output a reviewer reads (`envlock
+/// diff`, `show`): a homoglyph host (`files.pythonhоsted.org` with a Cyrillic `о`) shows as
+/// `files.xn--pythonhsted-xnj.org`.
+/// Example: "https://pypі.org/simple" -> "https://xn--pyp-lhd.org/simple".
+std::string ascii_host_url(std::string_view url);
+
+/// `text` with ascii_host_url() applied to every URL inside it (found as redact_text() finds
+/// them). Text without "://" is returned unchanged.
+std::string ascii_hosts(std::string_view text);
+
 /// RFC 3986 §2.1 percent-encoding: every byte of `text` outside the unreserved set (§2.3:
 /// `A-Z a-z 0-9 - . _ ~`) and outside `keep` becomes `%XX` (upper-case hex, as §2.1 recommends);
 /// bytes >= 0x80 (UTF-8) are encoded byte by byte. Deterministic; percent_decode() inverts it.

@@ -1,8 +1,11 @@
 #include "envlock/url.hpp"
 
+#include <idn2.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 #include <stdexcept>
 
 namespace envlock {
@@ -114,6 +117,104 @@ std::string redact_text(std::string_view text) {
     while (end < text.size() && !ends_url(text[end])) ++end;
     out.append(text.substr(copied, start - copied));
     out += redact_url(text.substr(start, end - start));
+    copied = end;
+    p = end > 3 ? end - 3 : end;
+  }
+  out.append(text.substr(copied));
+  return out;
+}
+
+namespace {
+
+bool is_ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// A host libidn2 cannot encode: each non-ASCII code point as `\u{XXXX}`, each byte of an invalid
+// sequence as `\xNN`.
+std::string escaped_host(std::string_view host) {
+  std::string out;
+  char buf[16];
+  for (std::size_t i = 0; i < host.size();) {
+    const auto c = static_cast<unsigned char>(host[i]);
+    const std::size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    bool valid = n != 0 && i + n <= host.size();
+    for (std::size_t k = 1; valid && k < n; ++k) valid = (static_cast<unsigned char>(host[i + k]) & 0xc0) == 0x80;
+    if (n == 1) {
+      out += host[i++];
+    } else if (!valid) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+    } else {
+      char32_t cp = c & (n == 2 ? 0x1f : n == 3 ? 0x0f : 0x07);
+      for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(host[i + k]) & 0x3f);
+      std::snprintf(buf, sizeof buf, "\\u{%04x}", static_cast<unsigned>(cp));
+      out += buf;
+      i += n;
+    }
+  }
+  return out;
+}
+
+// The A-label form of a non-ASCII host: IDNA2008 as written (RFC 5891 section 4, no UTS #46
+// mapping, which would drop a zero-width character or fold a compatibility form and so show
+// another host than the text holds), ASCII letters lower-cased first (host names are
+// case-insensitive); escaped_host() when IDNA2008 refuses it (a symbol, an invisible or tag
+// character, upper-case non-ASCII, text not in NFC).
+std::string ascii_host(const std::string& host) {
+  std::string lower = host;
+  for (auto& c : lower)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  char* out = nullptr;
+  const int rc = idn2_to_ascii_8z(lower.c_str(), &out, IDN2_NO_TR46);
+  std::string ascii = rc == IDN2_OK && out != nullptr ? std::string(out) : std::string();
+  idn2_free(out);
+  return ascii.empty() ? escaped_host(host) : ascii;
+}
+
+}  // namespace
+
+std::string ascii_host_url(std::string_view url) {
+  const std::size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return std::string(url);
+  const std::size_t auth_start = scheme_end + 3;
+  std::size_t path_start = url.find_first_of("/?#", auth_start);
+  if (path_start == std::string_view::npos) path_start = url.size();
+  const std::string_view authority = url.substr(auth_start, path_start - auth_start);
+  const std::size_t at = authority.rfind('@');
+  const std::size_t host_start = at == std::string_view::npos ? 0 : at + 1;
+  std::string_view host = authority.substr(host_start);
+  if (host.starts_with('[')) return std::string(url);  // an IPv6 literal: ASCII by its grammar
+  if (const auto colon = host.rfind(':'); colon != std::string_view::npos) host = host.substr(0, colon);
+  const std::string decoded = host.find('%') == std::string_view::npos ? std::string(host) : percent_decode(host);
+  if (is_ascii(decoded)) return std::string(url);
+  std::string out(url.substr(0, auth_start + host_start));
+  out += ascii_host(decoded);
+  out += url.substr(auth_start + host_start + host.size());
+  return out;
+}
+
+std::string ascii_hosts(std::string_view text) {
+  if (text.find("://") == std::string_view::npos || (is_ascii(text) && text.find('%') == std::string_view::npos))
+    return std::string(text);
+  auto is_scheme_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '-' || c == '.';
+  };
+  auto ends_url = [](char c) {
+    return std::isspace(static_cast<unsigned char>(c)) != 0 || c == '\'' || c == '"' || c == '<' || c == '>' ||
+           c == '`';
+  };
+  std::string out;
+  std::size_t copied = 0;
+  for (std::size_t p = text.find("://"); p != std::string_view::npos; p = text.find("://", p + 3)) {
+    std::size_t start = p;
+    while (start > copied && is_scheme_char(text[start - 1])) --start;
+    if (start == p) continue;
+    std::size_t end = p + 3;
+    while (end < text.size() && !ends_url(text[end])) ++end;
+    out.append(text.substr(copied, start - copied));
+    out += ascii_host_url(text.substr(start, end - start));
     copied = end;
     p = end > 3 ? end - 3 : end;
   }

@@ -122,5 +122,33 @@ TEST(FileUrl, RefusesWhatIsNoLocalPath) {
   EXPECT_EQ(r.error().to_string().find("secret"), std::string::npos) << r.error().to_string();
 }
 
+// Non-ASCII hosts shown to a reviewer as IDNA A-labels, against known vectors (RFC 3492 section
+// 7.1 (B), Chinese simplified: "ihqwcrb4cv8a8dqg056pqjye"; RFC 5891's `xn--` prefix; the
+// German and Japanese examples of the IDNA test data, e.g. bücher -> xn--bcher-kva).
+TEST(AsciiHost, NonAsciiHostsBecomeALabels) {
+  EXPECT_EQ(ascii_host_url("https://b\u00fccher.example/simple"), "https://xn--bcher-kva.example/simple");
+  EXPECT_EQ(ascii_host_url("https://m\u00fcnchen.de"), "https://xn--mnchen-3ya.de");
+  EXPECT_EQ(ascii_host_url("https://\u4f8b\u3048.\u30c6\u30b9\u30c8/x"), "https://xn--r8jz45g.xn--zckzah/x");
+  EXPECT_EQ(ascii_host_url("https://\u4ed6\u4eec\u4e3a\u4ec0\u4e48\u4e0d\u8bf4\u4e2d\u6587.cn/"),
+            "https://xn--ihqwcrb4cv8a8dqg056pqjye.cn/");
+  // A homoglyph (Cyrillic U+043E for `o`), behind userinfo and before a port; the path is untouched.
+  EXPECT_EQ(ascii_host_url("https://u@files.pythonh\u043ested.org:443/p\u00e4th?q=\u00e9#f"),
+            "https://u@files.xn--pythonhsted-xnj.org:443/p\u00e4th?q=\u00e9#f");
+  EXPECT_EQ(ascii_host_url("https://pyp%D1%96.org/simple"), "https://xn--pyp-lhd.org/simple");  // percent-encoded
+  EXPECT_EQ(ascii_host_url("https://M\u00fcnchen.DE/"), "https://xn--mnchen-3ya.de/");  // ASCII case folded
+  // Unchanged: ASCII hosts, IPv6 literals, no URL.
+  for (const char* u : {"https://conda.anaconda.org/conda-forge", "http://[::1]:8080/x", "file:///home/\u00e9/chan",
+                        "conda-forge", "https://xn--bcher-kva.example/"})
+    EXPECT_EQ(ascii_host_url(u), u) << u;
+  // What IDNA2008 refuses is shown code point by code point, never raw and never mapped away: a
+  // zero-width space, a tag character, a symbol, upper-case non-ASCII.
+  EXPECT_EQ(ascii_host_url("https://pypi\u200b.org/"), "https://pypi\\u{200b}.org/");
+  EXPECT_EQ(ascii_host_url("https://evil\U000E0041.example/"), "https://evil\\u{e0041}.example/");
+  EXPECT_EQ(ascii_host_url("https://a\u2620.example/"), "https://a\\u{2620}.example/");
+  EXPECT_EQ(ascii_host_url("https://\u00c4\u00d6\u00dc.de/"), "https://\\u{00c4}\\u{00d6}\\u{00dc}.de/");
+  EXPECT_EQ(ascii_hosts("channel https://conda.anaconda.org/c -> https://conda.anaconda.\u043erg/c (moved)"),
+            "channel https://conda.anaconda.org/c -> https://conda.anaconda.xn--rg-emc/c (moved)");
+}
+
 }  // namespace
 }  // namespace envlock
