@@ -1,6 +1,7 @@
 // POSIX file helpers for the installer.
 #include "fs_util.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/openat2.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 #include <cstring>
@@ -530,6 +532,62 @@ Status Tree::set_folder_attributes(std::string_view rel, const std::filesystem::
   // After the mode: an access ACL sets the group bits to its mask, and keeps the group's entry.
   copy_xattrs(from, shown);
   return ok_status();
+}
+
+Status Tree::carry_attributes(std::string_view rel, const struct stat& from) {
+  std::string name;
+  auto dfd = parent_of(rel, name);
+  if (!dfd) return dfd.error();
+  const std::filesystem::path shown = root_ / std::string(rel);
+  struct stat st {};
+  if (::fstatat(*dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return io_error(shown, "cannot stat", errno);
+  if (::geteuid() == 0 && (st.st_uid != from.st_uid || st.st_gid != from.st_gid)) {
+    if (::fchownat(*dfd, name.c_str(), from.st_uid, from.st_gid, AT_SYMLINK_NOFOLLOW) != 0)
+      return io_error(shown, "cannot set the owner of", errno);
+    if (!S_ISLNK(st.st_mode) && ::fchmodat(*dfd, name.c_str(), from.st_mode & 07777, 0) != 0)
+      return io_error(shown, "cannot set the mode of", errno);
+  }
+  const timespec times[2] = {from.st_atim, from.st_mtim};
+  if (::utimensat(*dfd, name.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0)
+    return io_error(shown, "cannot set the times of", errno);
+  return ok_status();
+}
+
+namespace {
+/// The entry names of the folder open as `fd` (taken: closed here), sorted; nullopt when it
+/// cannot be read.
+std::optional<std::vector<std::string>> entry_names(int fd) {
+  if (fd < 0) return std::nullopt;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view n(e->d_name);
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+}  // namespace
+
+Status Tree::keep_folder_times(std::string_view rel, const std::filesystem::path& from, const struct stat& from_st) {
+  auto here = dir(rel, false);
+  if (!here) return here.error();
+  const int fd = ::openat(*here, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ok_status();
+  const auto now = entry_names(::dup(fd));
+  const auto before = entry_names(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  Status st = ok_status();
+  if (now && before && *now == *before) {
+    const timespec times[2] = {from_st.st_atim, from_st.st_mtim};
+    if (::futimens(fd, times) != 0) st = io_error(root_ / std::string(rel), "cannot set the times of", errno);
+  }
+  ::close(fd);
+  return st;
 }
 
 Result<bool> Tree::fifo(std::string_view rel, mode_t mode) {

@@ -151,6 +151,20 @@ class Tree {
   /// user's setgid, group-writable, ACL-shared or service-owned folders.
   Status set_folder_attributes(std::string_view rel, const std::filesystem::path& from, mode_t mode, uid_t uid,
                                gid_t gid);
+  /// Gives the file, FIFO or symbolic link `rel` (not followed) the access and modification
+  /// times of `from` and, when envlock runs as root, its owner `from.st_uid`:`from.st_gid` (a
+  /// regular file's or FIFO's permission bits are set again after that, since chown(2) clears
+  /// setuid/setgid): what an entry of the old prefix had that is re-created (a symbolic link) or
+  /// copied rather than hard-linked. fchownat(2)/utimensat(2) with AT_SYMLINK_NOFOLLOW.
+  Status carry_attributes(std::string_view rel, const struct stat& from);
+  /// Gives the folder `rel` ("" = the root) the access and modification times of `from_st`, the
+  /// folder `from` it replaces, when both hold the same entry names: a folder whose entries an
+  /// in-place update would not have touched keeps its times (conda changes a prefix in place);
+  /// one that gained or lost an entry keeps the time it was changed, as in place (readers that
+  /// cache a folder's listing by its mtime, such as Python's import system, see the change).
+  /// Call it after everything is placed in the folder (and in those below it). Nothing is done
+  /// when either folder cannot be read.
+  Status keep_folder_times(std::string_view rel, const std::filesystem::path& from, const struct stat& from_st);
   /// Creates a FIFO at `rel` (the parent made when missing); false when something is there.
   Result<bool> fifo(std::string_view rel, mode_t mode);
   /// Whether following the symbolic link `rel` would leave the tree (openat2 reports EXDEV); false for a target inside, missing or not, and where openat2 is not available.

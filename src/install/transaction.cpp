@@ -501,9 +501,11 @@ bool same_package(const PrefixRecord& installed, const RepoDataRecord& wanted) {
 
 /// Hard-links (or re-creates, for symlinks) `rel` from the old prefix into the stage, writing only
 /// beneath the stage (`stage`, a Tree: a link a new package made is never written through). A
-/// folder is made (its attributes are carried by carry_folder_attributes()); FIFOs, sockets and
-/// device nodes are hard-linked like files, so a reinstall keeps them as conda's in-place install
-/// does.
+/// folder is made (its attributes are the caller's: Tree::set_folder_attributes() and
+/// Tree::keep_folder_times() once its contents are placed); FIFOs, sockets and device nodes are
+/// hard-linked like files, so a reinstall keeps them as conda's in-place install does. What is
+/// re-created or copied (a symbolic link; a file that cannot be linked) gets the old entry's owner
+/// (as root) and times (Tree::carry_attributes()): a user's link does not come back owned by root.
 Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::string& rel) {
   const fs::path src = old_root / rel;
   struct stat st {};
@@ -521,17 +523,22 @@ Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::stri
     const fs::path target = fs::read_symlink(src, ec);
     if (ec) return io_error(src, "cannot read symlink", ec.value());
     auto made = stage.symlink(rel, target.string());
-    return made ? ok_status() : Status(made.error());
+    if (!made) return made.error();
+    return *made ? stage.carry_attributes(rel, st) : ok_status();
   }
   int err = 0;
   auto linked = stage.link_from(src, rel, err);  // the same inode: FIFOs, sockets and devices too
   if (!linked) return linked.error();
   if (*linked) return ok_status();
   if (err == EPERM && detail::immutable_or_append_only(src)) return immutable_refusal(src);
-  if (S_ISREG(st.st_mode)) return stage.copy_new(src, rel, st.st_mode);
+  if (S_ISREG(st.st_mode)) {
+    if (auto copied = stage.copy_new(src, rel, st.st_mode); !copied) return copied;
+    return stage.carry_attributes(rel, st);
+  }
   if (S_ISFIFO(st.st_mode)) {  // a new FIFO is the same to its users (a FIFO holds no data)
     auto made = stage.fifo(rel, st.st_mode);
-    return made ? ok_status() : Status(made.error());
+    if (!made) return made.error();
+    return *made ? stage.carry_attributes(rel, st) : ok_status();
   }
   return ok_status();  // a socket or device that cannot be linked (not permitted): not carried
 }
@@ -1157,6 +1164,7 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
                                                 f->second.st_gid);
           !st)
         return st.error();
+      if (auto st = tree->keep_folder_times(f->first, prefix / f->first, f->second); !st) return st.error();
     }
   }
 

@@ -1207,6 +1207,58 @@ TEST_F(Installer, FilesReachedThroughAPackagesOwnLinkAreNotNamedAsUserFiles) {
   EXPECT_TRUE(siblings().empty());
 }
 
+// An update re-creates the symbolic links no package owns in the new tree and makes its folders
+// again: a user's link came back owned by root with the update's time, and every folder's times
+// were reset (issue 23). conda changes a prefix in place, where both stay; so they stay here: a
+// carried link keeps its owner (as root) and times, a folder whose entries the update leaves as
+// they were keeps its times, one that gained an entry has the time it changed (as in place).
+TEST_F(Installer, CarriedLinksAndFoldersKeepTheirOwnerAndTimes) {
+  auto v1 = make_package("p", "1", {{"lib/p/f", "1\n"}, {"share/p/s", "s\n"}});
+  auto v2 = make_package("p", "2", {{"lib/p/f", "2\n"}, {"share/p/s", "s\n"}, {"share/p/new", "n\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {v1}, options()).ok());
+  spit(prefix_ / "data/results.csv", "1,2\n");
+  fs::create_symlink("results.csv", prefix_ / "data/latest");
+  fs::create_symlink("/nonexistent-elsewhere", prefix_ / "dangling");
+  const bool root = ::geteuid() == 0;  // owners can be given away only as root (CI runs as root)
+  if (root) {
+    for (const char* rel : {"data", "data/latest", "dangling"})
+      ASSERT_EQ(::lchown((prefix_ / rel).c_str(), 4242, 4343), 0) << rel;
+  }
+  const timespec then{1000000000, 123456789};  // 2001-09-09, with nanoseconds
+  // Links first, then folders from the deepest up (setting a child's times leaves its parent's).
+  for (const char* rel : {"data/latest", "dangling", "data", "lib/p", "lib", "share/p", "share", ""}) {
+    const timespec times[2] = {then, then};
+    ASSERT_EQ(::utimensat(AT_FDCWD, (prefix_ / rel).c_str(), times, AT_SYMLINK_NOFOLLOW), 0) << rel;
+  }
+  auto r = install_packages(prefix_, {v2}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->warnings, std::vector<std::string>{});
+  EXPECT_EQ(r->installed, std::vector<std::string>{"p-2-0"});
+  EXPECT_EQ(r->removed, std::vector<std::string>{"p-1-0"});
+  auto at = [&](const char* rel) {
+    struct stat st {};
+    EXPECT_EQ(::lstat((prefix_ / rel).c_str(), &st), 0) << rel;
+    return st;
+  };
+  for (const char* rel : {"data/latest", "dangling", "data", "lib/p", "lib", "share", ""}) {
+    SCOPED_TRACE(rel);
+    EXPECT_EQ(at(rel).st_mtim.tv_sec, then.tv_sec);
+    EXPECT_EQ(at(rel).st_mtim.tv_nsec, then.tv_nsec);
+  }
+  EXPECT_EQ(fs::read_symlink(prefix_ / "data/latest"), "results.csv");
+  EXPECT_EQ(fs::read_symlink(prefix_ / "dangling"), "/nonexistent-elsewhere");
+  EXPECT_GT(at("share/p").st_mtim.tv_sec, then.tv_sec + 1000) << "share/p gained share/p/new: its time is the update's";
+  EXPECT_EQ(slurp(prefix_ / "share/p/new"), "n\n");
+  if (root) {
+    for (const char* rel : {"data", "data/latest", "dangling"}) {
+      SCOPED_TRACE(rel);
+      EXPECT_EQ(at(rel).st_uid, 4242u);
+      EXPECT_EQ(at(rel).st_gid, 4343u);
+    }
+  }
+  EXPECT_TRUE(siblings().empty());
+}
+
 // A file with the immutable or append-only flag (chattr +i / +a) can be neither hard-linked nor
 // deleted, root included: carried over as a copy it lost the flag, and the previous tree could
 // never be deleted, so every later install and remove failed naming a folder the user never made
