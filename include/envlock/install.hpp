@@ -209,6 +209,11 @@ struct InstallOptions {
   std::size_t link_threads = 0;
   /// A conda environment envlock did not make is refused unless Allow (check_install_prefix()).
   ForeignPrefix foreign = ForeignPrefix::Refuse;
+  /// Optional; called once the new tree is built, just before it is swapped into place (a seam
+  /// for tests: a running job that writes into the prefix meanwhile). What is written into the
+  /// old tree after its first scan is carried into the new one after the swap (docs/install.md,
+  /// "Files written while an update runs").
+  std::function<void()> before_swap;
 };
 
 /// What an install did, by conda dist name ("name-version-build"), sorted.

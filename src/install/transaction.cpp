@@ -912,13 +912,102 @@ Result<std::string> package_path_at_or_above(detail::Tree& tree,
   }
 }
 
+/// Whether the new tree `tree` has a file or symbolic link at `rel` or on its way there (a folder
+/// at `rel` itself counts only when `folder` is false): a path written there would replace a
+/// package's, or go through its link. An error reading the tree counts as such a path.
+bool package_path_in_the_way(detail::Tree& tree, std::string_view rel, bool folder) {
+  for (std::size_t end = rel.find('/');; end = rel.find('/', end + 1)) {
+    struct stat st {};
+    auto there = tree.lstat(rel.substr(0, end), st);
+    if (!there) return true;
+    if (!*there) return false;  // missing from here on: made
+    if (end == std::string_view::npos) return !(folder && S_ISDIR(st.st_mode));
+    if (!S_ISDIR(st.st_mode)) return true;
+  }
+}
+
+/// After the swap: every path of the previous tree `old_tree` that its scan before the build did
+/// not see (`scanned`) and no old record owns (`owned`) was written by a running job while the
+/// new tree was built. Each is carried into the environment now in place (`prefix`) by
+/// carry_path()'s rules (hard links; folders keep their mode, owner and times), and named in a
+/// warning; one where the new tree has a package's path (or a file or link on its way) stays in
+/// the previous tree, named in another. Never fails: the new environment is in place, and an
+/// error is named in a warning.
+void carry_late_paths(const fs::path& old_tree, const fs::path& prefix, const std::unordered_set<std::string>& scanned,
+                      const std::set<std::string>& owned, std::vector<std::string>& warnings) {
+  auto tree = detail::Tree::open(prefix);
+  if (!tree) {
+    warnings.push_back("files written into the environment while the update was built could not be carried over: " +
+                       tree.error().to_string());
+    return;
+  }
+  std::vector<std::string> kept, left;             // the late paths, top-most ones only
+  std::vector<std::string> kept_folders, left_at;  // every late folder carried; every path left
+  std::vector<std::pair<std::string, struct stat>> folders;
+  auto below_any = [](const std::vector<std::string>& tops, const std::string& rel) {
+    return std::any_of(tops.begin(), tops.end(), [&](const std::string& t) { return rel.starts_with(t + "/"); });
+  };
+  auto late = [&](const std::string& rel, const fs::path& path, bool folder) -> Status {
+    if (scanned.count(rel) || owned.count(rel)) return ok_status();
+    if (below_any(left_at, rel)) return ok_status();  // below a late path that stays: named with it
+    const bool top = !below_any(kept_folders, rel);
+    if (package_path_in_the_way(*tree, rel, folder)) {
+      left_at.push_back(rel);
+      if (top) left.push_back(rel);
+      return ok_status();
+    }
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return ok_status();  // gone again meanwhile
+    if (auto carried = carry_path(old_tree, *tree, rel); !carried) {
+      warnings.push_back("a file written into the environment while the update was built could not be carried over: " +
+                         carried.error().to_string());
+      left_at.push_back(rel);
+      return ok_status();
+    }
+    if (folder) {
+      kept_folders.push_back(rel);
+      folders.emplace_back(rel, st);
+    }
+    if (top) kept.push_back(rel);
+    return ok_status();
+  };
+  if (auto walked = walk_environment(old_tree, late); !walked)
+    warnings.push_back("the previous environment could not all be searched for files written into it while the update "
+                       "was built: " + walked.error().to_string());
+  // conda-meta's own files (pinned, state), as the scan carries them; envlock's are its own.
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(old_tree / detail::kGuardedFolder, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string rel = std::string(detail::kGuardedFolder) + "/" + name;
+    if (name == kOriginFile || name == kPendingFile || name == "history" || !entry.is_regular_file(ec)) continue;
+    if (auto st = late(rel, entry.path(), false); !st) break;
+  }
+  for (auto f = folders.rbegin(); f != folders.rend(); ++f) {
+    Status st = tree->set_folder_attributes(f->first, old_tree / f->first, f->second.st_mode, f->second.st_uid,
+                                            f->second.st_gid);
+    if (st) st = tree->keep_folder_times(f->first, old_tree / f->first, f->second);
+    if (!st) warnings.push_back("a folder written into the environment while the update was built did not keep its "
+                                "attributes: " + st.error().to_string());
+  }
+  std::sort(kept.begin(), kept.end());
+  std::sort(left.begin(), left.end());
+  if (!kept.empty())
+    warnings.push_back(std::to_string(kept.size()) + " path(s) were written into the environment while the update was "
+                       "built, and were carried into the updated environment: " + listed(kept, 10));
+  if (!left.empty())
+    warnings.push_back(std::to_string(left.size()) + " path(s) were written into the environment while the update was "
+                       "built where the updated environment has a package's path, and were deleted with the previous "
+                       "environment: " + listed(left, 10));
+}
+
 /// Makes the stage hold everything; returns the report. The prefix is not touched.
 Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
                                   const std::vector<PrefixRecord>& old_records,
                                   const std::set<std::string>& damaged_records, bool has_old, bool moved,
                                   const std::vector<PackageToLink>& packages,
                                   const InstallOptions& options,
-                                  std::vector<const PackageToLink*>& post_link) {
+                                  std::vector<const PackageToLink*>& post_link,
+                                  std::unordered_set<std::string>& scanned) {
   InstallReport report;
   detail::LinkContext ctx;
   ctx.stage = stage;
@@ -1099,6 +1188,7 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
     std::map<std::string, std::vector<std::string>> below;     // package file or link -> unowned paths below it
     std::vector<std::string> made_folders;                      // unowned paths that are package folders now
     auto walked = walk_environment(prefix, [&](const std::string& rel, const fs::path& path, bool folder) -> Status {
+      scanned.insert(rel);
       auto at = package_path_at_or_above(*tree, owner, rel);
       if (!at) return at.error();
       if (folder) {
@@ -1176,6 +1266,7 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   if (has_old) {
     for (const auto& entry : fs::directory_iterator(prefix / "conda-meta", ec)) {
       const std::string name = entry.path().filename().string();
+      scanned.insert("conda-meta/" + name);
       if (name == "history") {
         if (auto text = detail::read_file(entry.path()); text) history = *text;
         continue;
@@ -1428,7 +1519,9 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
                                  " (recorded in conda-meta/envlock); every package is linked again for " + prefix.string());
     }
   }
-  auto report = build_stage(prefix, stage, old_records, damaged_records, has_old, moved, packages, opts, post_link);
+  std::unordered_set<std::string> scanned;  // every path of the old tree its scan saw
+  auto report =
+      build_stage(prefix, stage, old_records, damaged_records, has_old, moved, packages, opts, post_link, scanned);
   if (!report) {
     (void)detail::remove_tree(stage);
     // The stage is gone: a path in it is named as the path it was to have in the environment.
@@ -1456,6 +1549,8 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
     (void)detail::remove_tree(stage);
     return st.error();
   }
+
+  if (options.before_swap) options.before_swap();
 
   // From the swap until the commit or the rollback, SIGINT/SIGTERM/SIGHUP wait (post-link
   // children get the default dispositions back); one that arrived makes the install roll back.
@@ -1493,6 +1588,13 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
   }
   if (detail::fsync_written_files())
     if (auto st = fsync_dir(prefix.parent_path()); !st) return st.error();
+  // What running jobs wrote into the old tree since its scan goes into the new one (hard links:
+  // the previous tree, kept until the commit, still holds it for a rollback).
+  if (!previous_tree.empty()) {
+    std::set<std::string> owned;
+    for (const auto& r : old_records) owned.insert(r.files.begin(), r.files.end());
+    carry_late_paths(previous_tree, prefix, scanned, owned, report->warnings);
+  }
 
   if (!post_link.empty()) {
     for (const auto* p : post_link) {

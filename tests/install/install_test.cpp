@@ -1259,6 +1259,51 @@ TEST_F(Installer, CarriedLinksAndFoldersKeepTheirOwnerAndTimes) {
   EXPECT_TRUE(siblings().empty());
 }
 
+// Files that running jobs write into the environment while an update builds its new tree land in
+// the old tree after its scan; they went with it at the swap (issue 23; docs/install.md called it
+// a limitation). Now every path the scan did not see is carried into the new tree after the swap
+// and named; one where the new tree has a package's path stays behind, named too. The seam
+// (InstallOptions::before_swap) writes them between the scan and the swap.
+TEST_F(Installer, FilesWrittenWhileAnUpdateIsBuiltAreCarriedIntoTheNewTree) {
+  auto v1 = make_package("p", "1", {{"share/p/f", "1\n"}});
+  auto v2 = make_package("p", "2", {{"share/p/f", "2\n"}, {"share/p/added", "package\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {v1}, options()).ok());
+  spit(prefix_ / "runs/old.log", "before\n");
+  auto o = options();
+  bool called = false;
+  o.before_swap = [&] {
+    called = true;
+    spit(prefix_ / "runs/late.log", "during\n");
+    spit(prefix_ / "runs/new/out.csv", "1,2\n");
+    fs::create_symlink("late.log", prefix_ / "runs/latest");
+    spit(prefix_ / "share/p/added", "mine\n");
+    spit(prefix_ / "conda-meta/pinned", "p 2\n");
+  };
+  auto r = install_packages(prefix_, {v2}, o);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_TRUE(called);
+  EXPECT_EQ(r->warnings,
+            (std::vector<std::string>{
+                "4 path(s) were written into the environment while the update was built, and were carried into the "
+                "updated environment: conda-meta/pinned, runs/late.log, runs/latest, runs/new",
+                "1 path(s) were written into the environment while the update was built where the updated environment "
+                "has a package's path, and were deleted with the previous environment: share/p/added"}));
+  EXPECT_EQ(slurp(prefix_ / "runs/old.log"), "before\n");
+  EXPECT_EQ(slurp(prefix_ / "runs/late.log"), "during\n");
+  EXPECT_EQ(slurp(prefix_ / "runs/new/out.csv"), "1,2\n");
+  EXPECT_EQ(fs::read_symlink(prefix_ / "runs/latest"), "late.log");
+  EXPECT_EQ(slurp(prefix_ / "conda-meta/pinned"), "p 2\n");
+  EXPECT_EQ(slurp(prefix_ / "share/p/added"), "package\n");
+  EXPECT_EQ(slurp(prefix_ / "share/p/f"), "2\n");
+  EXPECT_TRUE(siblings().empty());
+
+  // Nothing written meanwhile: no warning (and the same tree again is no change).
+  auto again = install_packages(prefix_, {v2}, options());
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(again->warnings, std::vector<std::string>{});
+  EXPECT_EQ(slurp(prefix_ / "runs/new/out.csv"), "1,2\n");
+}
+
 // A file with the immutable or append-only flag (chattr +i / +a) can be neither hard-linked nor
 // deleted, root included: carried over as a copy it lost the flag, and the previous tree could
 // never be deleted, so every later install and remove failed naming a folder the user never made
