@@ -1,125 +1,84 @@
 #pragma once
-// envlock/channel.hpp — channel repodata: reading `<channel>/<subdir>/repodata.json` into
-// RepoDataRecords, from local directories, file:// and http(s):// channels, with a cache.
+// envlock/channel.hpp — a conda channel as a value: how it is spelled (a name under the channel
+// alias, an http(s):// URL, a file:// URL or a directory), the base URL its packages come from,
+// and how channel order ranks records (ChannelPriority). Manifests resolve their channels into
+// it, the channel module loads repodata for it (envlock/repodata.hpp), the solver ranks by it.
 //
-// Channels themselves (names, URLs, directories) are resolved by envlock/manifest.hpp
-// (resolve_channel); this header loads what they serve.
-//
-// Repodata format: conda's repodata.json (`info`, `packages` for .tar.bz2, `packages.conda` for
-// .conda, `removed`), with CEP-15 `info.base_url` (repodata_version 2) deciding where package
-// files are downloaded from. When one package exists as both `.tar.bz2` and `.conda`, only the
-// `.conda` record is kept (conda and libsolv do the same; it is the faster format to extract).
-//
-// Sources, per channel and subdir (the platform's subdir and `noarch`):
-//   local directory / file://   `<dir>/<subdir>/repodata.json.zst`, else `repodata.json`; read in
-//                               place, never cached.
-//   http(s)://                  lazy loads: CEP-16 `repodata_shards.msgpack.zst` first (the
-//                               shard index; shards are fetched per name, see below), then
-//                               `repodata.json.zst`, then `repodata.json`, each tried when the
-//                               server answers 404 for the one before; stored under the repodata
-//                               cache (`<cache>/repodata/<key>.json` or `<key>.shards.msgpack.zst`
-//                               + `<key>.state.json`), revalidated with If-None-Match /
-//                               If-Modified-Since (a 304 reuses the copy). A cached copy whose
-//                               bytes no longer hash to the state's `content_hash` is ignored
-//                               and fetched again in full. All subdirs of all channels are
-//                               fetched in parallel. Eager loads skip the shards.
-// Sharded subdirs (CEP-16): the subdir's RepodataIndex is RepodataIndex::from_shards(); a
-// shard is fetched when its name is first asked for, or in parallel batches by
-// prefetch_shards(), into `<cache>/repodata/shards/<sha256>.msgpack.zst` (content-addressed:
-// verified against its name while downloading and when read back, never revalidated).
-// repodata.json is never downloaded for a sharded subdir.
-// Credentials come from ~/.netrc (or $NETRC) or from `user:pass@` / `/t/<token>/` in the channel
-// URL; they are used for the transfer only: records, cache state, errors and messages carry
-// redact_url() URLs.
+// Resolution follows conda's channel rules (conda/models/channel.py: names under
+// `channel_alias`, URLs kept, paths as file:// URLs) and rattler's Channel::from_str.
 
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "envlock/fetch.hpp"
-#include "envlock/manifest.hpp"
-#include "envlock/package_record.hpp"
-#include "envlock/repodata_index.hpp"
 #include "envlock/result.hpp"
+#include "envlock/source_location.hpp"
 
 namespace envlock {
 
-/// The parsed repodata of one channel subdir.
-struct SubdirRepodata {
-  std::string channel;       ///< credential-free channel URL (records' `channel`)
-  std::string subdir;        ///< linux-64, noarch, ...
-  std::string source;        ///< credential-free URL or path the bytes were read from
-  /// "sha256:<hex>" of the JSON text (after decompression); empty when loaded lazily (then
-  /// index->content_hash() computes it on demand).
-  std::string content_hash;
-  bool present = true;       ///< false when the channel has no such subdir (records empty)
-  std::vector<RepoDataRecord> records;  ///< in file order (.conda preferred over .tar.bz2); empty when lazy
-  std::vector<std::string> warnings;    ///< records skipped, with the reason; empty when lazy
-                                        ///< (index->warnings() lists those parsed so far)
-  /// Set when loaded with RepodataOptions::lazy (and present): the records by name, parsed on
-  /// demand (envlock/repodata_index.hpp).
-  std::shared_ptr<const RepodataIndex> index;
-  /// Set for a CEP-16 sharded subdir: the shard source behind `index`, which prefetch_shards()
-  /// asks for every sharded subdir's shards of one walk step in one batch.
-  std::shared_ptr<const RepodataShardSource> shards;
+/// The default channel alias: a channel name `conda-forge` means `<alias>/conda-forge`.
+inline constexpr std::string_view kDefaultChannelAlias = "https://conda.anaconda.org";
+
+/// A channel as the manifest names it, and where its packages are fetched from.
+struct Channel {
+  enum class Kind {
+    Named,           ///< `conda-forge`, `pytorch/label/nightly`: `<channel_alias>/<name>`
+    Url,             ///< `http://` or `https://` URL
+    LocalDirectory,  ///< `file://` URL, or a directory path (relative to the manifest's folder)
+  };
+  Kind kind = Kind::Named;
+  std::string spelling;  ///< as written in the manifest, e.g. "conda-forge", "./chan"
+  /// The base URL, no trailing slash: `https://conda.anaconda.org/conda-forge`,
+  /// `file:///abs/path/chan`, `https://user:tok@host/chan`. A directory's URL is
+  /// file_url_from_path() of its normalised absolute path (`./my chan` ->
+  /// `file:///abs/my%20chan`; envlock/url.hpp). May hold credentials in memory:
+  /// pass it through redact_url() before writing or printing it.
+  std::string url;
+  SourceLocation location;
+  /// The name of the channel this URL serves, from the manifest's `{url: URL, name: NAME}` form
+  /// (a mirror or proxy of NAME); empty otherwise. `NAME::pkg` specs match this channel's
+  /// records; what the lockfile records is still `public_url()`, the URL read from.
+  std::string name;
+  /// The name `NAME::pkg` specs use for this channel: `name` when given, else the spelling of a
+  /// Named channel (`conda-forge`, also under a mirror `channel-alias`); empty for plain URLs
+  /// and directories (they match by URL, as conda's channel_name does).
+  [[nodiscard]] std::string spec_name() const;
+  /// The subdirs the channel serves, from `{url: URL, subdirs: [...]}`; empty: any. A subdir not
+  /// listed is neither fetched nor required; an http(s) channel without this list must serve
+  /// `noarch/repodata.json` (conda's UnavailableInvalidChannel).
+  std::vector<std::string> subdirs;
+
+  /// The credential-free URL (redact_url(url)): what lockfiles record and messages print.
+  [[nodiscard]] std::string public_url() const;
+  /// For a LocalDirectory channel: the absolute directory (path_from_file_url(url), decoded);
+  /// empty otherwise.
+  [[nodiscard]] std::filesystem::path local_path() const;
+  /// True for a LocalDirectory spelled relative to the manifest (`.`, `..`, `./…`, `../…`): such
+  /// a channel moves with the checkout, so the manifest hash and the lockfile record it
+  /// location-independently (docs/lockfile.md, "Local channels").
+  [[nodiscard]] bool relative_directory() const;
+  friend bool operator==(const Channel&, const Channel&) = default;
 };
 
-/// Parses repodata.json text. `source` names it in errors and `channel_url` (credential-free)
-/// and `subdir` fill each record's `channel`/`subdir`; `url` is `<base>/<file name>` where base
-/// is CEP-15's `info.base_url` (absolute, or relative to the subdir URL) or
-/// `<channel_url>/<subdir>`.
-/// Errors (ErrorKind::Parse): malformed JSON, named as `source:line:col`; a record that is not an
-/// object or lacks `name`/`version` (naming the file name key). A record whose version conda
-/// cannot read is skipped with a warning, as conda does.
-Result<SubdirRepodata> parse_repodata(std::string_view json, const std::string& source,
-                                      const std::string& channel_url, const std::string& subdir);
+/// Resolves one channel spelling. `manifest_dir` anchors relative directory paths;
+/// `channel_alias` prefixes names. A path starts with `/`, `./`, `../` or `~/` (or is `.`/`..`);
+/// any other text without `://` is a name (`conda-forge`, `pytorch/label/nightly`).
+/// conda's `defaults` is not special here (load_manifest expands it; see docs/manifest.md).
+/// A file:// URL may be written percent-encoded (`file:///srv/my%20chan`) or not
+/// (`file:///srv/my chan`): both name the same folder and give the same `url`.
+/// Errors (ErrorKind::Parse, `where` empty): empty text, an unsupported URL scheme, a relative
+/// file:// URL or one naming a host other than localhost, a name with spaces.
+Result<Channel> resolve_channel(std::string_view spelling, const std::filesystem::path& manifest_dir,
+                                std::string_view channel_alias = kDefaultChannelAlias);
 
-/// How repodata is obtained.
-struct RepodataOptions {
-  bool offline = false;              ///< http(s) channels: use the cache only, never the network
-  std::filesystem::path cache_dir;   ///< empty: repodata_cache_dir() (envlock/paths.hpp)
-  std::filesystem::path netrc_file;  ///< empty: $NETRC, else ~/.netrc
-  unsigned max_retries = 3;          ///< retries of a transient HTTP failure (500, 503, reset)
-  /// Lazy loading: each present subdir gets a RepodataIndex (records parsed per name on demand)
-  /// instead of `records`; local repodata.json and cached HTTP copies are mapped, not read.
-  bool lazy = false;
-  /// Lazy loading only: keep the index cache (envlock/repodata_index.hpp) in
-  /// `<cache_dir>/index`, so that a second load skips the pass over the JSON.
-  bool index_cache = true;
-  /// Lazy loading only: use CEP-16 sharded repodata when an http(s) channel serves it.
-  bool shards = true;
-  /// Transfer settings (timeouts, parallelism, progress, credentials file); netrc_file and
-  /// max_retries above take precedence over the same fields here. Without fetch.session,
-  /// load_repodata() makes one, which the subdirs' shard sources keep: the repodata requests and
-  /// every shard batch after them reuse the same connections.
-  FetchOptions fetch;
+/// How channel order ranks records when solving (conda's `channel_priority`; docs/manifest.md).
+enum class ChannelPriority {
+  Strict,    ///< a package name is taken only from the highest-priority channel that has it
+  Flexible,  ///< lower-priority channels may supply a name when the higher ones cannot solve
+  Disabled,  ///< channels are ignored when ranking; version and build decide
 };
-
-/// Loads `subdirs` (each given subdir and `noarch`, deduplicated) of every channel, in channel
-/// order then subdir order. A subdir the channel lacks is returned with present = false.
-/// With options.lazy, records are left to each subdir's `index`; a damaged record then surfaces
-/// as a warning of the index when its name is first asked for, not as an error here.
-/// Errors: ErrorKind::Io (a local channel directory that does not exist, or has none of the
-/// subdirs), ErrorKind::Network (HTTP failures other than a missing subdir; every subdir of a
-/// channel missing: "channel not found"; --offline without a cached copy), ErrorKind::Parse
-/// (malformed repodata, `file:line:col`). `where` is the credential-free URL or path.
-Result<std::vector<SubdirRepodata>> load_repodata(const std::vector<Channel>& channels,
-                                                  const std::vector<std::string>& subdirs,
-                                                  const RepodataOptions& options = {});
-
-/// Loads, in parallel batches, the shards that a solve starting from `roots` (package names)
-/// can reach through `depends` in the sharded subdirs of `repodata`: a breadth-first walk, one
-/// batch per step over every sharded subdir at once (CEP-16 "Fetch process"): one fetch_all of
-/// the shards of all sharded subdirs that share a FetchSession, on that session's connections. Names a non-sharded
-/// subdir offers are followed too (their records are parsed, as the solver would). Afterwards
-/// the solver finds every reachable name already parsed. Errors: the first shard that could
-/// not be obtained (ErrorKind::Network, Integrity or Parse, naming the shard's URL).
-Status prefetch_shards(const std::vector<SubdirRepodata>& repodata, const std::vector<std::string>& roots);
-
-/// Decompresses a zstd frame sequence (repodata.json.zst). ErrorKind::Parse naming `source` on
-/// corrupt input; output is bounded to 4 GiB.
-Result<std::string> zstd_decompress(std::string_view compressed, const std::string& source);
+/// "strict" | "flexible" | "disabled".
+std::string_view to_string(ChannelPriority priority);
 
 }  // namespace envlock

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "envlock/channel.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "envlock/result.hpp"

@@ -32,7 +32,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "envlock/manifest.hpp"
+#include "envlock/channel.hpp"
 #include "envlock/match_spec.hpp"
 #include "envlock/package_record.hpp"
 #include "envlock/repodata_index.hpp"

@@ -9,10 +9,10 @@
 #include <system_error>
 #include <unistd.h>
 
-#include "envlock/channel.hpp"
 #include "envlock/fetch.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/paths.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/url.hpp"
 #include "shards.hpp"
 

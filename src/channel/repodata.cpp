@@ -2,7 +2,7 @@
 #include <memory>
 #include <zstd.h>
 
-#include "envlock/channel.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/repodata_index.hpp"
 #include "envlock/url.hpp"
 

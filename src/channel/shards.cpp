@@ -12,8 +12,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "envlock/channel.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock::detail {

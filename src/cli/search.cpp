@@ -8,9 +8,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "envlock/channel.hpp"
 #include "envlock/manifest.hpp"
 #include "envlock/platform.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/solver.hpp"
 #include "envlock/url.hpp"
 #include "registry.hpp"

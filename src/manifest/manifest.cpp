@@ -62,15 +62,6 @@ std::vector<std::string> Manifest::layer_order() const {
   return out;
 }
 
-std::string_view to_string(ChannelPriority priority) {
-  switch (priority) {
-    case ChannelPriority::Strict: return "strict";
-    case ChannelPriority::Flexible: return "flexible";
-    case ChannelPriority::Disabled: return "disabled";
-  }
-  return "strict";
-}
-
 // ---- conda-lock selectors ------------------------------------------------------------------
 
 namespace {

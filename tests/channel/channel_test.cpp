@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "channel/corpus_channel.hpp"
-#include "envlock/channel.hpp"
+#include "envlock/repodata.hpp"
 #include "support/http_server.hpp"
 
 namespace envlock {

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "channel/corpus_channel.hpp"
-#include "envlock/channel.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/repodata_index.hpp"
 
 namespace envlock {

@@ -10,8 +10,8 @@
 #include <set>
 
 #include "channel/corpus_channel.hpp"
-#include "envlock/channel.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/repodata.hpp"
 #include "support/http_server.hpp"
 #include "support/shard_writer.hpp"
 #include "../../src/channel/shards.hpp"

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "channel/corpus_channel.hpp"
-#include "envlock/channel.hpp"
 #include "envlock/match_spec.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/solver.hpp"
 #include "envlock/version.hpp"
 

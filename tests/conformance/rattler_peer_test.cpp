@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "channel/corpus_channel.hpp"
-#include "envlock/channel.hpp"
 #include "envlock/lock.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/solver.hpp"
 #include "support/http_server.hpp"
 #include "support/run_command.hpp"

@@ -1,6 +1,6 @@
 // repodata.json through simdjson: the eager parser (parse_repodata) and the lazy index with the
 // generic on-demand pass (RepodataIndexOptions::generic_scan).
-#include "envlock/channel.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/repodata_index.hpp"
 #include "fuzz_util.hpp"
 

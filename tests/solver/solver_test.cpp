@@ -8,7 +8,7 @@
 #include <random>
 
 #include "channel/corpus_channel.hpp"
-#include "envlock/channel.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/solver.hpp"
 
 namespace envlock {

@@ -1,20 +1,20 @@
 // Channel spellings -> base URLs (conda's rules: names under the channel alias, URLs as they are,
-// directories as file:// URLs), and SourceLocation rendering.
+// directories as file:// URLs), and ChannelPriority's spelling.
 #include <cctype>
 #include <cstdlib>
 
-#include "envlock/manifest.hpp"
+#include "envlock/channel.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
 
-std::string SourceLocation::to_string() const {
-  std::string out = file;
-  if (line > 0) {
-    out += ":" + std::to_string(line);
-    if (column > 0) out += ":" + std::to_string(column);
+std::string_view to_string(ChannelPriority priority) {
+  switch (priority) {
+    case ChannelPriority::Strict: return "strict";
+    case ChannelPriority::Flexible: return "flexible";
+    case ChannelPriority::Disabled: return "disabled";
   }
-  return out;
+  return "strict";
 }
 
 std::string Channel::public_url() const { return redact_url(url); }
