@@ -165,9 +165,15 @@ struct ReferenceVerifyReport {
   [[nodiscard]] std::string to_text(bool color) const;
 };
 
-/// Picks the environment of `lockfile`: `name` when given (an unknown name is ErrorKind::Usage
-/// listing the environments), else the only one, else `default`.
-Result<std::string> pick_environment(const Lockfile& lockfile, const std::string& name);
+/// Picks the environment of `lockfile` (read from `source`, named in errors): `name` when given,
+/// else the only one, else `default`. The one rule of every command that takes `-e` (install,
+/// create, list, export, probe, verify --reference, reference record; docs/cli.md). Errors: an
+/// unknown `name` is ErrorKind::Incompatible (exit 1: what the lockfile holds decides, as conda's
+/// EnvironmentLocationNotFound), `SOURCE: has no environment 'NAME'`, detail `environments in it:
+/// ...`, hint `pass one of them with -e`; several environments, none called `default`, and no
+/// `name` is ErrorKind::Usage (exit 2), `SOURCE: has several environments and none is called
+/// 'default'`, hint `choose one with -e`.
+Result<std::string> pick_environment(const Lockfile& lockfile, const std::string& name, const std::string& source);
 
 /// The probe's package facts for a lockfile environment on this platform (and/or an installed
 /// prefix, whose conda-meta records then replace the lockfile's), with a description of the

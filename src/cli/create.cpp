@@ -10,6 +10,7 @@
 #include "envlock/lock.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
+#include "envlock/reference.hpp"
 #include "install_run.hpp"
 #include "network_options.hpp"
 
@@ -107,7 +108,7 @@ int run_create(const Context& ctx, const CreateArgs& args) {
     }
   }
 
-  auto env = choose_environment(*lockfile, args.environment, lock_path.string());
+  auto env = pick_environment(*lockfile, args.environment, lock_path.string());
   if (!env) return report_error(ctx, env.error());
   InstallRequest request;
   request.lockfile_path = lock_path;

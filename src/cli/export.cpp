@@ -2,13 +2,15 @@
 //   envlock export -l envlock.lock [-e ENV] [--platform P] [--format explicit] [-o FILE]
 // `explicit` is conda's @EXPLICIT spec file (install order, `#sha256:` fragments), accepted by
 // `conda create --file`, `micromamba create -f` and `envlock install`. Without -o the file goes
-// to stdout. Exit codes: 0 ok, 1 unreadable lockfile or write failure, 2 usage (unknown
-// environment or platform, bad flags).
+// to stdout. Exit codes: 0 ok, 1 unreadable lockfile, an environment it lacks (pick_environment:
+// the rule of every command with -e) or write failure, 2 usage (unknown platform, several
+// environments and no -e, bad flags).
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "envlock/lockfile.hpp"
 #include "envlock/platform.hpp"
+#include "envlock/reference.hpp"
 #include "registry.hpp"
 #include "lock_input.hpp"
 
@@ -33,18 +35,10 @@ int run_export(const Context& ctx, const Options& o) {
   auto lf = read_envlock_lockfile(o.lockfile, "export");
   if (!lf) return report_error(ctx, lf.error());
 
-  std::string env_name = o.environment;
-  if (env_name.empty()) {
-    if (lf->environments.count("default")) env_name = "default";
-    else if (lf->environments.size() == 1) env_name = lf->environments.begin()->first;
-    else
-      return report_error(ctx, Error{ErrorKind::Usage, o.lockfile, "the lockfile has several environments; choose one with -e",
-                                     "", "environments: " + names_of(lf->environments)});
-  }
+  auto picked = pick_environment(*lf, o.environment, o.lockfile);
+  if (!picked) return report_error(ctx, picked.error());
+  const std::string& env_name = *picked;
   auto env = lf->environments.find(env_name);
-  if (env == lf->environments.end())
-    return report_error(ctx, Error{ErrorKind::Usage, o.lockfile, "no environment '" + env_name + "' in the lockfile", "",
-                                   "environments: " + names_of(lf->environments)});
 
   std::string platform = o.platform;
   if (platform.empty()) {

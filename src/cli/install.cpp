@@ -15,6 +15,7 @@
 #include "envlock/match_spec.hpp"
 #include "envlock/package_cache.hpp"
 #include "envlock/platform.hpp"
+#include "envlock/reference.hpp"
 #include "envlock/url.hpp"
 #include "envlock/virtual_packages.hpp"
 #include "install_run.hpp"
@@ -22,25 +23,6 @@
 #include "network_options.hpp"
 
 namespace envlock::cli {
-
-Result<std::string> choose_environment(const Lockfile& lockfile, const std::string& requested,
-                                       const std::string& source) {
-  std::string names;
-  for (const auto& [name, env] : lockfile.environments) names += (names.empty() ? "" : ", ") + name;
-  if (!requested.empty()) {
-    if (lockfile.environments.count(requested)) return requested;
-    // What the lockfile holds, not the command line, decides (docs/cli.md: exit 1, as a prefix
-    // that does not exist; conda's EnvironmentLocationNotFound is a plain error, exit 1 too).
-    return Error{ErrorKind::Incompatible, source, "has no environment '" + requested + "'",
-                 "environments in it: " + (names.empty() ? std::string("(none)") : names),
-                 "pass one of them with -e"};
-  }
-  if (lockfile.environments.size() == 1) return lockfile.environments.begin()->first;
-  if (lockfile.environments.count("default")) return std::string("default");
-  return Error{ErrorKind::Usage, source, "has several environments and none is called 'default'",
-               "environments in it: " + (names.empty() ? std::string("(none)") : names),
-               "choose one with -e"};
-}
 
 namespace {
 
@@ -196,7 +178,7 @@ Status check_records(const std::vector<RepoDataRecord>& records, const std::file
 
 int run_install(const Context& ctx, const Lockfile& lockfile, const InstallRequest& request) {
   const std::string source = request.lockfile_path.filename().string();
-  auto env_name = choose_environment(lockfile, request.environment, request.lockfile_path.string());
+  auto env_name = pick_environment(lockfile, request.environment, request.lockfile_path.string());
   if (!env_name) return report_error(ctx, env_name.error());
   const LockedEnvironment& env = lockfile.environments.at(*env_name);
   const std::string platform = Platform::host().to_string();

@@ -36,11 +36,6 @@ struct InstallRequest {
 Result<std::vector<std::pair<std::string, std::string>>> parse_channel_urls(const Lockfile& lockfile,
                                                                            const std::vector<std::string>& values);
 
-/// The environment to use: `requested` when given (it must exist), else the only one, else
-/// `default`. ErrorKind::Usage naming the environments the lockfile has.
-Result<std::string> choose_environment(const Lockfile& lockfile, const std::string& requested,
-                                       const std::string& source);
-
 /// The checks of the lockfile's records made before anything is fetched (docs/install.md, "Unverified
 /// content"): a record with neither sha256 nor md5 (or with an empty one) is refused unless
 /// `allow_unverified` (then a warning names it); a `__*` virtual package as a record is refused

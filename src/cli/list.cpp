@@ -13,6 +13,7 @@
 #include "envlock/lockfile.hpp"
 #include "envlock/platform.hpp"
 #include "envlock/readers.hpp"
+#include "envlock/reference.hpp"
 #include "envlock/url.hpp"
 #include "install_run.hpp"
 #include "lock_input.hpp"
@@ -117,7 +118,7 @@ int run_list(const Context& ctx, const ListArgs& args) {
   }
   auto lockfile = read_envlock_lockfile(args.lockfile, "list");
   if (!lockfile) return report_error(ctx, lockfile.error());
-  auto env = choose_environment(*lockfile, args.environment, args.lockfile);
+  auto env = pick_environment(*lockfile, args.environment, args.lockfile);
   if (!env) return report_error(ctx, env.error());
   const std::string platform = args.platform.empty() ? Platform::host().to_string() : args.platform;
   const LockedPlatform* locked = lockfile->find(*env, platform);

@@ -62,7 +62,7 @@ int run_probe(const ProbeOptions& o, const Context& ctx) {
     if (!o.lockfile.empty()) {
       auto lf = read_envlock_lockfile(o.lockfile, "probe");
       if (!lf) return report_error(ctx, lf.error());
-      auto name = pick_environment(*lf, o.environment);
+      auto name = pick_environment(*lf, o.environment, o.lockfile);
       if (!name) return report_error(ctx, name.error());
       env_name = *name;
       lockfile = std::move(*lf);

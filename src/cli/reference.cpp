@@ -109,7 +109,7 @@ int run_record(const RecordOptions& o, const Context& ctx) {
   {
     auto lf = Lockfile::read(o.lockfile);
     if (!lf) return report_error(ctx, lf.error());
-    auto name = pick_environment(*lf, o.environment);
+    auto name = pick_environment(*lf, o.environment, o.lockfile);
     if (!name) return report_error(ctx, name.error());
     env_name = *name;
     const auto& reference = lf->environments.at(env_name).reference;

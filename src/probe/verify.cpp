@@ -49,14 +49,16 @@ std::vector<std::string> output_lines(std::string_view text) {
   return lines;
 }
 
-Result<std::string> pick_environment(const Lockfile& lockfile, const std::string& name) {
+Result<std::string> pick_environment(const Lockfile& lockfile, const std::string& name, const std::string& source) {
   if (!name.empty()) {
     if (lockfile.environments.count(name)) return name;
-    return usage("", "the lockfile has no environment '" + name + "'", "pick one of: " + env_names(lockfile));
+    return Error{ErrorKind::Incompatible, source, "has no environment '" + name + "'",
+                 "environments in it: " + env_names(lockfile), "pass one of them with -e"};
   }
   if (lockfile.environments.size() == 1) return lockfile.environments.begin()->first;
   if (lockfile.environments.count("default")) return std::string("default");
-  return usage("", "the lockfile has several environments; which one?", "pass -e with one of: " + env_names(lockfile));
+  return Error{ErrorKind::Usage, source, "has several environments and none is called 'default'",
+               "environments in it: " + env_names(lockfile), "choose one with -e"};
 }
 
 Result<std::pair<PackageCudaFacts, std::string>> package_facts(const Lockfile* lockfile, const std::string& environment,
@@ -160,7 +162,7 @@ std::string ReferenceVerifyReport::to_text(bool color) const {
 Result<ReferenceVerifyReport> verify_environment(const VerifyRequest& request) {
   auto lockfile = Lockfile::read(request.lockfile);
   if (!lockfile) return lockfile.error();
-  auto env_name = pick_environment(*lockfile, request.environment);
+  auto env_name = pick_environment(*lockfile, request.environment, request.lockfile.string());
   if (!env_name) return env_name.error();
   ReferenceVerifyReport report;
   report.environment = *env_name;
@@ -242,7 +244,7 @@ Result<ReferenceOutcome> record_reference(const fs::path& lockfile_path, const s
                                           const ProbeHost& probe_host, ReferenceRunOptions options) {
   auto lockfile = Lockfile::read(lockfile_path);
   if (!lockfile) return lockfile.error();
-  auto env_name = pick_environment(*lockfile, environment);
+  auto env_name = pick_environment(*lockfile, environment, lockfile_path.string());
   if (!env_name) return env_name.error();
   LockedEnvironment& env = lockfile->environments.at(*env_name);
   if (!env.reference || env.reference->command.empty()) {

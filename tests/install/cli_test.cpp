@@ -751,6 +751,32 @@ TEST_F(BadInput, AnEnvironmentTheLockfileLacksIsAFailureNotAUsageError) {
   expect_intact();
 }
 
+// Every command that takes -e says the same of an environment the lockfile lacks, with the same
+// exit code (1; docs/cli.md): export and probe exited 2 ("no environment 'x' in the lockfile",
+// "the lockfile has no environment 'x'"), verify --reference and reference record too (issue 23).
+// One function decides for all of them (pick_environment, envlock/reference.hpp).
+TEST_F(BadInput, EveryCommandWithDashESaysTheSameOfAnEnvironmentTheLockfileLacks) {
+  const fs::path lock = root_ / "good.lock";
+  const std::string expected = "error: " + lock.string() + ": has no environment 'nosuchenv'\n"
+                               "environments in it: default\nhint: pass one of them with -e\n";
+  for (const std::string& args :
+       {"export -e nosuchenv -l " + q(lock), "list -e nosuchenv -l " + q(lock), "probe -e nosuchenv -l " + q(lock),
+        "verify --reference -e nosuchenv -l " + q(lock) + " -p " + q(prefix_),
+        "reference record -e nosuchenv -l " + q(lock) + " -p " + q(prefix_),
+        "install -e nosuchenv -l " + q(lock) + " -p " + q(prefix_)}) {
+    SCOPED_TRACE(args);
+    auto r = envlock(args);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, expected);
+    auto j = envlock("--json " + args);
+    EXPECT_EQ(j.exit_code, 1);
+    EXPECT_EQ(j.err, expected);
+    EXPECT_EQ(nlohmann::json::parse(j.out)["error"]["kind"], "incompatible") << j.out;
+  }
+  expect_intact();
+}
+
 TEST_F(BadInput, HostThatDoesNotFitIsRefusedBeforeDownloading) {
   auto records = good_;
   for (auto& r : records)

@@ -310,8 +310,11 @@ TEST_F(ReferenceRunTest, RecordWithoutAReferenceIsAContentError) {
   EXPECT_EQ(o.error().message, "environment 'train' has no reference command");
   auto unknown = record_reference(dir_ / "plain.lock", "serve", dir_ / "env", ProbeHost::system(), options());
   ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().message, "the lockfile has no environment 'serve'");
-  EXPECT_EQ(unknown.error().hint, "pick one of: train");
+  EXPECT_EQ(unknown.error().kind, ErrorKind::Incompatible);  // what the lockfile holds: exit 1, as every -e
+  EXPECT_EQ(unknown.error().where, (dir_ / "plain.lock").string());
+  EXPECT_EQ(unknown.error().message, "has no environment 'serve'");
+  EXPECT_EQ(unknown.error().detail, "environments in it: train");
+  EXPECT_EQ(unknown.error().hint, "pass one of them with -e");
 }
 
 VerifyRequest clean_request(const fs::path& lock, const fs::path& dir, bool* created) {
