@@ -1,10 +1,6 @@
 // HostSeam: the root folder and command runner capture reads the host through.
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,10 +10,9 @@
 #include <cstring>
 #include <system_error>
 
+#include "envlock/process.hpp"
 #include "envlock/snapshot.hpp"
 #include "text_util.hpp"
-
-extern char** environ;
 
 namespace envlock {
 
@@ -31,59 +26,29 @@ std::string join_argv(const std::vector<std::string>& argv) {
   return s;
 }
 
-// Runs argv with stdout captured, stderr discarded, stdin from /dev/null; kills it after
-// `limit_ms`. Output is bounded to 64 MiB.
+// Runs argv (found in PATH) with stdout captured, stderr discarded, stdin from /dev/null; kills
+// it after `limit_ms`. Output is bounded to 64 MiB.
 Result<std::string> run_command(const std::vector<std::string>& argv, int limit_ms) {
   const std::string what = join_argv(argv);
   if (argv.empty()) return Error{ErrorKind::Usage, "", "empty command", "", ""};
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return Error{ErrorKind::Io, what, std::strerror(errno), "", ""};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(out[1]);
-  if (rc != 0) {
-    close(out[0]);
-    return Error{ErrorKind::Io, what, std::string("cannot run: ") + std::strerror(rc), "", ""};
+  SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.lookup = ProgramLookup::Path;
+  spawn.err = ChildOutput::Discard;
+  WaitOptions wait;
+  wait.timeout = std::chrono::milliseconds(limit_ms);
+  wait.capture_limit = 64u << 20;
+  wait.over_limit = OverLimit::Stop;
+  ChildResult r = run_process(spawn, wait);
+  if (r.start_error) {
+    const std::string why = std::strerror(r.start_error->error_number);
+    return Error{ErrorKind::Io, what, r.start_error->step == "pipe" ? why : "cannot run: " + why, "", ""};
   }
-  std::string output;
-  bool timed_out = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit_ms);
-  char buf[65536];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) { timed_out = true; break; }
-    pollfd p{out[0], POLLIN, 0};
-    const int pr = poll(&p, 1, static_cast<int>(left));
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) { timed_out = pr == 0; break; }
-    const ssize_t n = read(out[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    output.append(buf, static_cast<std::size_t>(n));
-    if (output.size() > (64u << 20)) { timed_out = true; break; }
-  }
-  close(out[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  if (timed_out) {
+  if (r.timed_out || r.overflowed) {
     return Error{ErrorKind::Io, what, "did not finish within " + std::to_string(limit_ms / 1000) + " s (or its output was too large)", "", ""};
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                              : "was killed by signal " + std::to_string(WTERMSIG(status));
-    return Error{ErrorKind::Io, what, how, "", ""};
-  }
-  return output;
+  if (!r.succeeded()) return Error{ErrorKind::Io, what, r.ending(), "", ""};
+  return std::move(r.out);
 }
 
 // What a file of this mode is, for a refusal: "a FIFO", "a character device", ...

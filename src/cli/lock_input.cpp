@@ -1,10 +1,6 @@
 // Reading lockfiles named on the command line: PATH, '-', REV:PATH (see lock_input.hpp).
 #include "lock_input.hpp"
 
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +8,8 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
+
+#include "envlock/process.hpp"
 
 namespace envlock::cli {
 namespace {
@@ -22,60 +20,21 @@ struct CommandOutput {
   std::string err;
 };
 
-// Runs argv (no shell) and captures stdout and stderr.
+// Runs argv (no shell, found in PATH, envlock's stdin) and captures stdout and stderr. A program
+// that cannot be started is status 127, as a shell reports it.
 Result<CommandOutput> run_capture(const std::vector<std::string>& argv) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe(out_pipe) != 0) return Error{ErrorKind::Io, argv[0], std::strerror(errno), "", ""};
-  if (pipe(err_pipe) != 0) {
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return Error{ErrorKind::Io, argv[0], std::strerror(errno), "", ""};
+  SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.lookup = ProgramLookup::Path;
+  spawn.input = ChildInput::Inherit;
+  ChildResult r = run_process(spawn);
+  if (r.start_error && r.start_error->step == "pipe") {
+    return Error{ErrorKind::Io, argv[0], std::strerror(r.start_error->error_number), "", ""};
   }
-  pid_t pid = fork();
-  if (pid < 0) return Error{ErrorKind::Io, argv[0], std::strerror(errno), "", ""};
-  if (pid == 0) {
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
   CommandOutput result;
-  // Read both pipes as data arrives, so a child filling one pipe never blocks on the other.
-  char buf[65536];
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_fds = 2;
-  while (open_fds > 0) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        sinks[i]->append(buf, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  close(out_pipe[0]);
-  close(err_pipe[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.status = r.start_error ? 127 : r.exit_status;
+  result.out = std::move(r.out);
+  result.err = std::move(r.err);
   return result;
 }
 

@@ -2,17 +2,13 @@
 // runs the lockfile environment's reference command and records its metric, with this host's
 // probe facts, in the lockfile. Without -p the command runs in a throwaway environment made by
 // `envlock install`. Also implements the --reference/--clean flags of `envlock verify`.
-#include <fcntl.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "envlock/process.hpp"
 #include "envlock/reference.hpp"
 #include "envlock/text.hpp"
 #include "reference_cli.hpp"
@@ -35,30 +31,19 @@ CreateEnvironment installer(const std::string& lockfile, const std::string& envi
       args.push_back("-e");
       args.push_back(environment);
     }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::fflush(nullptr);
-    const pid_t pid = fork();
-    if (pid < 0) return Error{ErrorKind::Io, "fork", std::strerror(errno), "", ""};
-    if (pid == 0) {
-      dup2(STDERR_FILENO, STDOUT_FILENO);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    int status = 0;
-    bool forwarded = false;
-    for (;;) {
-      // SIGTERM sent to envlock alone reaches the installer too (Ctrl-C reaches the whole group).
-      if (!forwarded && InterruptScope::received() != 0) {
-        kill(pid, SIGTERM);
-        forwarded = true;
-      }
-      if (waitpid(pid, &status, 0) >= 0 || errno != EINTR) break;
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return ok_status();
-    const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                              : "was killed by signal " + std::to_string(WTERMSIG(status));
+    SpawnOptions spawn;
+    spawn.argv = std::move(args);
+    spawn.input = ChildInput::Inherit;
+    spawn.out = ChildOutput::ToStderr;
+    spawn.err = ChildOutput::Inherit;
+    WaitOptions wait;
+    // SIGTERM sent to envlock alone reaches the installer too (Ctrl-C reaches the whole group).
+    wait.stop = [] { return InterruptScope::received() != 0; };
+    wait.on_stop = OnStop::Terminate;
+    const ChildResult run = run_process(spawn, wait);
+    if (run.start_error) return Error{ErrorKind::Io, run.start_error->step, std::strerror(run.start_error->error_number), "", ""};
+    if (run.succeeded()) return ok_status();
+    const std::string how = run.ending();
     return Error{ErrorKind::Io, lockfile, "envlock install " + how, "",
                  "run `envlock install -l " + lockfile + " -p <prefix>` by hand to see why"};
   };

@@ -6,10 +6,7 @@
 // knows in which call. The parent reads until end of file or the deadline, kills the child after
 // the deadline, and reaps it.
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,6 +24,7 @@
 #include <memory>
 
 #include "envlock/probe.hpp"
+#include "envlock/process.hpp"
 #include "envlock/text.hpp"
 #include "envlock/virtual_packages.hpp"
 
@@ -317,93 +315,35 @@ struct ChildAnswer {
   std::string fork_error;
 };
 
-// Raw output of a child: what it wrote before it ended, was killed, or said `done=1`.
-struct ChildOutput {
-  std::string buffer;
-  bool timed_out = false;
-  bool finished = false;  // the `done=1` line was seen
-  int signal = 0;
-  int exit_status = 0;
-  std::string fork_error;
-};
-
-// Forks; the child runs `body(write_fd)` in its own process group and exits. The parent reads
-// until end of file, `done=1`, or the deadline (then kills the group), and reaps the child.
+// Runs `body(write_fd)` in a forked child in its own process group (envlock/process.hpp). The
+// parent reads until end of file, `done=1` (the child's last line: a helper process the library
+// started may still hold the pipe; the group is then killed), the deadline (the group is
+// killed) or 1 MiB (a bounded answer: cut there, as a child writing on dies of SIGPIPE), and
+// reaps the child.
 template <class Body>
-ChildOutput collect_child(Body&& body, int timeout_ms) {
-  ChildOutput out;
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
-    out.fork_error = std::string("pipe: ") + std::strerror(errno);
-    return out;
-  }
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    out.fork_error = std::string("fork: ") + std::strerror(errno);
-    close(fds[0]);
-    close(fds[1]);
-    return out;
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    // A new process group, so a library's helper processes die with the child on timeout.
-    setpgid(0, 0);
-    body(fds[1]);
-    close(fds[1]);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string& buffer = out.buffer;
-  bool& finished = out.finished;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      out.timed_out = true;
-      break;
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(left));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) {
-      out.timed_out = true;
-      break;
-    }
-    char chunk[4096];
-    const ssize_t n = read(fds[0], chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // end of file: the child exited or died
-    buffer.append(chunk, static_cast<std::size_t>(n));
-    if (buffer.size() > (1u << 20)) break;  // a bounded answer
-    // The child's last line: stop here even if a helper process the library started still holds
-    // the pipe open.
-    if (buffer.starts_with("done=1\n") || buffer.find("\ndone=1\n") != std::string::npos) {
-      finished = true;
-      break;
-    }
-  }
-  close(fds[0]);
-  if (out.timed_out || finished) {
-    // Past the deadline, or done: nothing the library started for this query may outlive it.
-    kill(-pid, SIGKILL);
-    kill(pid, SIGKILL);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!out.timed_out && !finished && WIFSIGNALED(status)) out.signal = WTERMSIG(status);
-  if (WIFEXITED(status)) out.exit_status = WEXITSTATUS(status);
+ChildResult collect_child(Body&& body, int timeout_ms) {
+  WaitOptions wait;
+  wait.timeout = std::chrono::milliseconds(timeout_ms);
+  wait.capture_limit = 1u << 20;
+  wait.over_limit = OverLimit::Stop;
+  wait.finished = [](const std::string& buffer) {
+    return buffer.starts_with("done=1\n") || buffer.find("\ndone=1\n") != std::string::npos;
+  };
+  ChildResult out = run_function(std::forward<Body>(body), ProcessGroup::Own, wait);
+  if (out.overflowed) out.signal = SIGPIPE;
   return out;
 }
 
+// The start failure of a child as the probe reports it: "pipe: ..." or "fork: ...".
+std::string start_failure(const ChildResult& out) { return out.start_error ? out.start_error->message() : std::string(); }
+
 ChildAnswer run_child(void (*body)(int, const ChildJob&), const ChildJob& job, int timeout_ms) {
-  ChildOutput raw = collect_child([&](int fd) { body(fd, job); }, timeout_ms);
+  const ChildResult raw = collect_child([&](int fd) { body(fd, job); }, timeout_ms);
   ChildAnswer answer;
   answer.timed_out = raw.timed_out;
   answer.signal = raw.signal;
-  answer.fork_error = raw.fork_error;
-  const std::string& buffer = raw.buffer;
+  answer.fork_error = start_failure(raw);
+  const std::string& buffer = raw.out;
   std::size_t start = 0;
   while (start < buffer.size()) {
     std::size_t end = buffer.find('\n', start);
@@ -641,25 +581,25 @@ std::string xpath_string(xmlXPathContext* ctx, const char* expression) {
 NvidiaSmiAnswer query_nvidia_smi(const std::string& program, int timeout_ms, const std::filesystem::path& root) {
   NvidiaSmiAnswer answer;
   answer.command = unroot(root, program) + " -q -x";
-  ChildOutput out = collect_child(
-      [&](int fd) {
-        const int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-          dup2(null, 0);
-          dup2(null, 2);
-        }
-        dup2(fd, 1);
-        execl(program.c_str(), program.c_str(), "-q", "-x", static_cast<char*>(nullptr));
-        _exit(127);
-      },
-      timeout_ms);
-  if (!out.fork_error.empty()) {
-    answer.error = out.fork_error;
+  SpawnOptions spawn;
+  spawn.argv = {program, "-q", "-x"};
+  spawn.err = ChildOutput::Discard;
+  spawn.group = ProcessGroup::Own;
+  WaitOptions wait;
+  wait.timeout = std::chrono::milliseconds(timeout_ms);
+  wait.capture_limit = 1u << 20;
+  wait.over_limit = OverLimit::Stop;
+  const ChildResult out = run_process(spawn, wait);
+  if (out.start_error && out.start_error->step == "pipe") {
+    answer.error = out.start_error->message();
+  } else if (out.start_error) {
+    answer.error = "could not be run";
   } else if (out.timed_out) {
     answer.error = "did not answer within the timeout; killed";
-  } else if (out.signal != 0) {
-    answer.error = std::string("killed by SIG") + (sigabbrev_np(out.signal) != nullptr ? sigabbrev_np(out.signal) : "?");
-  } else if (out.exit_status == 127 && out.buffer.empty()) {
+  } else if (out.signal != 0 || out.overflowed) {
+    const int sig = out.overflowed ? SIGPIPE : out.signal;
+    answer.error = std::string("killed by SIG") + (sigabbrev_np(sig) != nullptr ? sigabbrev_np(sig) : "?");
+  } else if (out.exit_status == 127 && out.out.empty()) {
     answer.error = "could not be run";
   } else if (out.exit_status != 0) {
     answer.error = "exit status " + std::to_string(out.exit_status) +
@@ -667,7 +607,7 @@ NvidiaSmiAnswer query_nvidia_smi(const std::string& program, int timeout_ms, con
   }
   if (!answer.error.empty()) return answer;
   // No network, no DTD, no entity expansion: the output is untrusted.
-  std::unique_ptr<xmlDoc, XmlDocFree> doc(xmlReadMemory(out.buffer.data(), static_cast<int>(out.buffer.size()), "nvidia-smi.xml",
+  std::unique_ptr<xmlDoc, XmlDocFree> doc(xmlReadMemory(out.out.data(), static_cast<int>(out.out.size()), "nvidia-smi.xml",
                                                         nullptr, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
   if (!doc) {
     answer.error = "the output is not XML";

@@ -2,11 +2,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +25,7 @@
 #include <unordered_set>
 
 #include "envlock/install.hpp"
+#include "envlock/process.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "fs_util.hpp"
@@ -624,69 +623,33 @@ Status run_script(const fs::path& prefix, const RepoDataRecord& record, const st
       }
     }
   }
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-
-  int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC) != 0) return io_error(script, "cannot create a pipe", errno);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
-  const std::string dir = script.parent_path().string();
-  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
-  std::string sh = script_shell(), x = "-x", path = script.string(), c = "-c", wrapper = kPostLinkWrapper,
-              name = "envlock-" + action;
-  std::vector<char*> argv = {sh.data(), x.data()};
-  if (action == "post-link") argv.insert(argv.end(), {c.data(), wrapper.data(), name.data()});
-  argv.push_back(path.data());
-  argv.push_back(nullptr);
+  SpawnOptions spawn;
+  const std::string sh = script_shell();
+  spawn.argv = {sh, "-x"};
+  if (action == "post-link") spawn.argv.insert(spawn.argv.end(), {"-c", kPostLinkWrapper, "envlock-" + action});
+  spawn.argv.push_back(script.string());
+  spawn.environment = std::move(env_strings);
+  spawn.working_directory = script.parent_path();
+  spawn.err = ChildOutput::Merge;
   // The child gets an empty signal mask and the default dispositions of SIGINT/SIGTERM/SIGHUP,
   // whatever envlock blocks meanwhile (Ctrl-C stops a hanging script as it would stop conda's).
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGHUP);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, sh.c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  ::close(pipefd[1]);
-  if (rc != 0) {
-    ::close(pipefd[0]);
-    return io_error(script, "cannot start " + sh, rc);
+  spawn.signals = ChildSignals::Reset;
+  WaitOptions wait;
+  wait.capture_limit = 1u << 20;
+  ChildResult run = run_process(spawn, wait);
+  if (run.start_error) {
+    return run.start_error->step == "pipe" ? io_error(script, "cannot create a pipe", run.start_error->error_number)
+                                           : io_error(script, "cannot start " + sh, run.start_error->error_number);
   }
-  std::string output;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t n = ::read(pipefd[0], buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (output.size() < (1u << 20)) output.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(pipefd[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  std::string& output = run.out;
   const fs::path msg = prefix / ".messages.txt";
   if (fs::exists(msg, ec)) {
     if (auto text = detail::read_file(msg); text && !text->empty()) messages.push_back(*text);
     fs::remove(msg, ec);
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!run.succeeded()) {
     while (!output.empty() && output.back() == '\n') output.pop_back();
-    const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                              : "was killed by signal " + std::to_string(WTERMSIG(status));
-    return Error{ErrorKind::Io, record.dist_name(), action + " script " + how,
+    return Error{ErrorKind::Io, record.dist_name(), action + " script " + run.ending(),
                  "script: " + rel + "\noutput:\n" + output, ""};
   }
   return ok_status();

@@ -1,9 +1,5 @@
 // Reference runs: the command inside the environment, its metric, the tolerance compare.
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,9 +15,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "envlock/process.hpp"
 #include "envlock/reference.hpp"
-
-extern char** environ;
 
 namespace envlock {
 namespace {
@@ -111,107 +106,6 @@ volatile std::sig_atomic_t g_interrupt = 0;
 struct sigaction g_old_int {}, g_old_term {};
 
 void note_interrupt(int sig) { g_interrupt = sig; }
-
-struct Captured {
-  int exit_status = -1;
-  int signal = 0;
-  bool timed_out = false;
-  bool interrupted = false;
-  std::string spawn_error;
-};
-
-// Runs argv with envp in `cwd` in a new process group; captures stdout/stderr; kills the group at
-// the deadline and once the command itself has exited (stray background children).
-// Each chunk read goes to `out` or `err` as it arrives: nothing is dropped, however much is printed.
-Captured spawn(const std::vector<std::string>& argv, const std::vector<std::string>& envp, const fs::path& cwd, int timeout_s,
-               MetricScanner& out, MetricScanner& err) {
-  Captured c;
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
-    c.spawn_error = std::string("pipe: ") + std::strerror(errno);
-    return c;
-  }
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    c.spawn_error = std::string("pipe: ") + std::strerror(errno);
-    close(out_pipe[0]);
-    close(out_pipe[1]);
-    return c;
-  }
-  std::vector<char*> av, ev;
-  for (const auto& a : argv) av.push_back(const_cast<char*>(a.c_str()));
-  av.push_back(nullptr);
-  for (const auto& e : envp) ev.push_back(const_cast<char*>(e.c_str()));
-  ev.push_back(nullptr);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    c.spawn_error = std::string("fork: ") + std::strerror(errno);
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
-    return c;
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    const int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
-      const char msg[] = "envlock: cannot enter the working directory\n";
-      (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-      _exit(126);
-    }
-    execve(av[0], av.data(), ev.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  bool out_open = true, err_open = true, exited = false;
-  int status = 0;
-  auto drain = [&](int fd, MetricScanner& into, bool& open_flag) {
-    char buf[65536];
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n > 0) {
-      into.feed(std::string_view(buf, static_cast<std::size_t>(n)));
-    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-      open_flag = false;
-    }
-  };
-  while (out_open || err_open) {
-    if (!exited && waitpid(pid, &status, WNOHANG) == pid) exited = true;
-    if (g_interrupt != 0) {
-      c.interrupted = true;  // the group is killed below
-      break;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (!exited && now >= deadline) {
-      c.timed_out = true;
-      break;
-    }
-    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0}, {err_open ? err_pipe[0] : -1, POLLIN, 0}};
-    const int ready = poll(fds, 2, 100);
-    if (ready < 0 && errno != EINTR) break;
-    if (ready > 0) {
-      if (fds[0].revents != 0) drain(out_pipe[0], out, out_open);
-      if (fds[1].revents != 0) drain(err_pipe[0], err, err_open);
-    } else if (exited) {
-      break;  // the command is gone and a background child holds the pipes: stop reading
-    }
-  }
-  kill(-pid, SIGKILL);  // the timed-out command, or stray children of a finished one
-  close(out_pipe[0]);
-  close(err_pipe[0]);
-  if (!exited) {
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-  if (!c.timed_out && !c.interrupted) {
-    if (WIFEXITED(status)) c.exit_status = WEXITSTATUS(status);
-    else if (WIFSIGNALED(status)) c.signal = WTERMSIG(status);
-  }
-  return c;
-}
 
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -420,20 +314,41 @@ ReferenceOutcome run_reference(const ReferenceRun& reference, const ReferenceRun
     return o;
   }
   MetricScanner out(reference.metric), err(reference.metric);
-  const Captured c = spawn({"/bin/sh", "-c", script}, reference_environment(options), options.working_directory,
-                           std::max(1, options.timeout_s), out, err);
+  // In a process group of its own, killed at the deadline, on SIGINT/SIGTERM and once the
+  // command itself has exited (stray background children). Each chunk goes to its scanner as
+  // it arrives: nothing is dropped, however much is printed.
+  SpawnOptions spawn;
+  spawn.argv = {"/bin/sh", "-c", script};
+  spawn.environment = reference_environment(options);
+  spawn.working_directory = options.working_directory;
+  spawn.group = ProcessGroup::Own;
+  WaitOptions wait;
+  wait.timeout = std::chrono::seconds(std::max(1, options.timeout_s));
+  wait.on_out = [&out](std::string_view chunk) { out.feed(chunk); };
+  wait.on_err = [&err](std::string_view chunk) { err.feed(chunk); };
+  wait.stop = [] { return g_interrupt != 0; };
+  wait.strays = Strays::Kill;
+  ChildResult c = run_process(spawn, wait);
+  std::error_code cwd_ec;
+  if (c.start_error && c.start_error->step == "posix_spawn" && !options.working_directory.empty() &&
+      !fs::is_directory(options.working_directory, cwd_ec)) {
+    // A working folder that cannot be entered reads as the command that could not be executed.
+    err.feed("envlock: cannot enter the working directory\n");
+    c = ChildResult{};
+    c.exit_status = 126;
+  }
   o.exit_status = c.exit_status;
   o.signal = c.signal;
-  if (c.interrupted) {
+  if (c.stopped) {
     o.status = ReferenceStatus::Interrupted;
     o.message = "interrupted by " + signal_name(static_cast<int>(g_interrupt)) + ": the command was stopped";
     return o;
   }
   const std::string out_tail = out.tail(), err_tail = err.tail();
   o.output_tail = tail(out_tail + (out_tail.empty() || err_tail.empty() ? "" : "\n") + err_tail, kReferenceTailBytes);
-  if (!c.spawn_error.empty()) {
+  if (c.start_error) {
     o.status = ReferenceStatus::CommandFailed;
-    o.message = "could not start the command: " + c.spawn_error;
+    o.message = "could not start the command: " + c.start_error->message();
     return o;
   }
   if (c.timed_out) {

@@ -1,0 +1,149 @@
+#pragma once
+// envlock/process.hpp — the one child-process runner. Every process envlock starts goes through
+// here: a package's link scripts (install), a reference command (probe), `git show` (diff's
+// REV:PATH), dpkg-query/rpm and friends (snapshot capture), nvidia-smi and the forked child that
+// loads the NVIDIA vendor libraries (host), the nested `envlock install` of a reference run.
+//
+// A program starts with posix_spawn(3) (POSIX.1-2017; the working folder through glibc's
+// posix_spawn_file_actions_addchdir_np, glibc >= 2.29), a function with fork(2) (run_function:
+// the vendor-library probe, whose crash or hang must only ever take its own process with it).
+// Captured output is read from pipes with poll(2) as it arrives, so a child filling one pipe
+// never blocks on the other. The runner then:
+//   * kills the child at the deadline (WaitOptions::timeout), on a stop request, when its output
+//     passes the limit (OverLimit::Stop) or says it is complete (WaitOptions::finished); a child
+//     in a process group of its own (ProcessGroup::Own) is killed with its whole group
+//     (kill(-pgid, SIGKILL)), so nothing it started outlives it;
+//   * stops reading once the child has exited and its pipes have been quiet for 100 ms (a
+//     background child still holding them can never hang envlock), and with Strays::Kill kills
+//     what is left of its group;
+//   * always reaps the child (waitpid(2), EINTR retried).
+// No call here throws for a failure of the child or of the system calls: a child that could
+// not be started is ChildResult::start_error, everything else is a field of the result.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace envlock {
+
+/// How argv[0] is found: as written (execve(2) semantics; a path), or searched in PATH when it
+/// has no slash (execvp(3) semantics).
+enum class ProgramLookup : bool { AsGiven, Path };
+
+/// The child's stdin: /dev/null, or envlock's own.
+enum class ChildInput : std::uint8_t { Null, Inherit };
+
+/// Where one of the child's output streams goes.
+enum class ChildOutput : std::uint8_t {
+  Capture,   ///< a pipe envlock reads: ChildResult::out/err, or WaitOptions::on_out/on_err
+  Discard,   ///< /dev/null
+  Inherit,   ///< envlock's own stream
+  Merge,     ///< stderr only: wherever stdout goes (one captured stream, in the order written)
+  ToStderr,  ///< stdout only: envlock's own stderr (stdout stays free for a --json report)
+};
+
+/// Whether the child gets a process group of its own (setpgid(0, 0) before it runs), so that a
+/// kill reaches everything it started. A child in envlock's group gets the terminal's Ctrl-C as
+/// envlock does.
+enum class ProcessGroup : bool { Inherit, Own };
+
+/// Whether the child starts with an empty signal mask and the default dispositions of SIGINT,
+/// SIGTERM and SIGHUP, whatever envlock blocks or ignores meanwhile.
+enum class ChildSignals : bool { Inherit, Reset };
+
+/// What to start and how to wire it.
+struct SpawnOptions {
+  std::vector<std::string> argv;  ///< the program and its arguments; must not be empty
+  ProgramLookup lookup = ProgramLookup::AsGiven;
+  /// The whole environment as NAME=VALUE strings; nullopt: envlock's own (environ).
+  std::optional<std::vector<std::string>> environment;
+  std::filesystem::path working_directory;  ///< where it runs; empty: envlock's current folder
+  ChildInput input = ChildInput::Null;
+  ChildOutput out = ChildOutput::Capture;  ///< Merge is not valid here
+  ChildOutput err = ChildOutput::Capture;  ///< ToStderr is not valid here (use Inherit)
+  ProcessGroup group = ProcessGroup::Inherit;
+  ChildSignals signals = ChildSignals::Inherit;
+};
+
+/// What happens to captured output past WaitOptions::capture_limit.
+enum class OverLimit : bool {
+  Drop,  ///< a chunk is kept only while the stream holds fewer bytes than the limit; reading goes on
+  Stop,  ///< once a stream holds more than the limit the child is killed (ChildResult::overflowed)
+};
+
+/// What a stop request (WaitOptions::stop returning true) does.
+enum class OnStop : bool {
+  Kill,       ///< SIGKILL to the child (its group with ProcessGroup::Own); ChildResult::stopped
+  Terminate,  ///< SIGTERM to the child once, and go on waiting for it to end
+};
+
+/// Whether what is left of the child's own process group is killed once the child has exited
+/// (background processes it started). Only with ProcessGroup::Own.
+enum class Strays : bool { Leave, Kill };
+
+/// How to wait for a started child.
+struct WaitOptions {
+  std::chrono::milliseconds timeout{0};  ///< 0: no deadline
+  std::size_t capture_limit = 0;         ///< bytes kept per captured stream; 0: no limit
+  OverLimit over_limit = OverLimit::Drop;
+  /// When set, each chunk read from stdout (stderr) goes here as it arrives, instead of into
+  /// ChildResult::out (err); capture_limit does not apply to them.
+  std::function<void(std::string_view)> on_out, on_err;
+  /// When set, asked after each chunk kept in ChildResult::out: true means the answer is
+  /// complete; the child is then killed (a helper process it started may hold the pipe for
+  /// ever) and ChildResult::finished is set.
+  std::function<bool(const std::string& out)> finished;
+  /// When set, asked at least every 100 ms and after each signal that interrupts the wait:
+  /// true asks the child to stop (on_stop).
+  std::function<bool()> stop;
+  OnStop on_stop = OnStop::Kill;
+  Strays strays = Strays::Leave;
+};
+
+/// Why a child could not be started.
+struct StartError {
+  std::string step;  ///< the call that failed: "pipe", "posix_spawn" or "fork"
+  int error_number;  ///< its errno (posix_spawn: also a failed chdir or exec in the child)
+  /// "<step>: <strerror(error_number)>", e.g. "fork: Resource temporarily unavailable".
+  [[nodiscard]] std::string message() const;
+};
+
+/// How a child ended and what it wrote.
+struct ChildResult {
+  std::optional<StartError> start_error;  ///< set when it never ran; every other field is empty
+  std::string out;  ///< captured stdout (ChildOutput::Capture without on_out), bounded by capture_limit
+  std::string err;  ///< captured stderr, likewise
+  int exit_status = -1;     ///< the status it exited with by itself; -1 when it did not exit
+  int signal = 0;           ///< the signal it died of by itself (not one the runner sent); 0 if none
+  bool timed_out = false;   ///< killed at the deadline
+  bool stopped = false;     ///< killed on a stop request (OnStop::Kill)
+  bool overflowed = false;  ///< killed because its output passed the limit (OverLimit::Stop)
+  bool finished = false;    ///< killed after WaitOptions::finished said the answer is complete
+
+  /// True when it ran, exited by itself and with status 0.
+  [[nodiscard]] bool succeeded() const { return !start_error && exit_status == 0; }
+  /// How it ended, for a message: "exited with status N", "was killed by signal N", "timed
+  /// out", "was stopped", "wrote too much output", "finished", or "could not be started: ...".
+  [[nodiscard]] std::string ending() const;
+};
+
+/// Starts `spawn` and waits for it as `wait` says. Never throws for the child's sake; a program
+/// that cannot be started (no such file, not executable, a working folder that cannot be
+/// entered: posix_spawn reports them all) is ChildResult::start_error.
+ChildResult run_process(const SpawnOptions& spawn, const WaitOptions& wait = {});
+
+/// Forks a child that runs `body(fd)` and then _exit(0)s, `fd` being the write end of a pipe
+/// the parent reads into ChildResult::out (or WaitOptions::on_out). The child keeps envlock's
+/// stdin, stdout and stderr. `body` runs in a forked copy of a possibly multi-threaded process:
+/// only async-signal-safe calls are safe there (POSIX fork(2)), dlopen and the vendor library's
+/// own calls being the accepted exception of the vendor-library probe. For a library call that
+/// may crash or hang: the crash or the hang ends the child only.
+ChildResult run_function(const std::function<void(int fd)>& body, ProcessGroup group, const WaitOptions& wait = {});
+
+}  // namespace envlock

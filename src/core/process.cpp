@@ -1,0 +1,269 @@
+// The one child-process runner (envlock/process.hpp).
+#include "envlock/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+extern char** environ;
+
+namespace envlock {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How long a pipe may stay quiet after the child exited before reading stops, and the longest
+// poll while a stop request or a deadline without a pidfd must be looked at.
+constexpr milliseconds kQuiet{100};
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// A pidfd (Linux >= 5.3) becomes readable when the child exits: poll(2) then wakes at once
+// instead of at the next 100 ms slice. -1 where the kernel has none (the slices remain).
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+// The read, deadline, stop, kill and reap loop both run_process and run_function end in.
+// `out_fd`/`err_fd` are the read ends of the captured pipes (-1 when not captured); they are
+// closed here.
+ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, const WaitOptions& w) {
+  ChildResult r;
+  int pidfd = open_pidfd(pid);
+  const bool has_deadline = w.timeout.count() > 0;
+  const auto deadline = Clock::now() + w.timeout;
+  bool exited = false, terminated = false;
+  int status = 0;
+  auto keep = [&](std::string& into, const std::function<void(std::string_view)>& sink, std::string_view chunk) {
+    if (sink) {
+      sink(chunk);
+      return;
+    }
+    if (w.capture_limit == 0 || w.over_limit == OverLimit::Stop || into.size() < w.capture_limit) into.append(chunk);
+    if (w.capture_limit != 0 && w.over_limit == OverLimit::Stop && into.size() > w.capture_limit) r.overflowed = true;
+  };
+  char buf[65536];
+  for (;;) {
+    if (!exited && ::waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      close_fd(pidfd);
+    }
+    if (w.stop && w.stop()) {
+      if (w.on_stop == OnStop::Kill) {
+        r.stopped = true;
+        break;
+      }
+      if (!terminated && !exited) ::kill(pid, SIGTERM);
+      terminated = true;
+    }
+    const auto now = Clock::now();
+    if (has_deadline && now >= deadline) {
+      r.timed_out = !exited;  // past the deadline a background child's output is not waited for either
+      break;
+    }
+    const bool reading = out_fd >= 0 || err_fd >= 0;
+    if (!reading && exited) break;
+    if (!reading && !has_deadline) {
+      // Nothing to read and no deadline: block in waitpid; a signal (EINTR) looks at `stop`.
+      if (::waitpid(pid, &status, 0) == pid) {
+        exited = true;
+        close_fd(pidfd);
+      } else if (errno != EINTR) {
+        break;
+      }
+      continue;
+    }
+    // Unbounded only when end of file or the pidfd is sure to wake the poll and nothing else
+    // needs a look meanwhile.
+    milliseconds slice = exited || w.stop || pidfd < 0 ? kQuiet : milliseconds(-1);
+    if (has_deadline) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - now) + milliseconds(1);
+      slice = slice.count() < 0 ? left : std::min(slice, left);
+    }
+    pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {exited ? -1 : pidfd, POLLIN, 0}};
+    const int ready = ::poll(fds, 3, static_cast<int>(slice.count()));
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (ready == 0) {
+      if (exited) break;  // the child is gone and a background child holds the pipes: stop reading
+      continue;
+    }
+    for (int i = 0; i < 2; ++i) {
+      int& fd = i == 0 ? out_fd : err_fd;
+      if (fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        const std::string_view chunk(buf, static_cast<std::size_t>(n));
+        keep(i == 0 ? r.out : r.err, i == 0 ? w.on_out : w.on_err, chunk);
+        if (i == 0 && !w.on_out && !r.overflowed && w.finished && w.finished(r.out)) r.finished = true;
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        close_fd(fd);
+      }
+    }
+    if (r.overflowed || r.finished) break;
+  }
+  close_fd(out_fd);
+  close_fd(err_fd);
+  close_fd(pidfd);
+  const bool killed = r.timed_out || r.stopped || r.overflowed || r.finished;
+  if (killed) {
+    if (group == ProcessGroup::Own) ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+  }
+  if (!exited) {
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (group == ProcessGroup::Own && w.strays == Strays::Kill) ::kill(-pid, SIGKILL);
+  if (!killed) {
+    if (WIFEXITED(status)) r.exit_status = WEXITSTATUS(status);
+    else if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  }
+  return r;
+}
+
+ChildResult start_failed(const char* step, int err) {
+  ChildResult r;
+  r.start_error = StartError{step, err};
+  return r;
+}
+
+// A pipe for one captured stream: {read end, write end}, both close-on-exec (the child's copy
+// is made by dup2, which clears the flag), so no other child started meanwhile inherits them.
+bool open_pipe(int fds[2]) { return ::pipe2(fds, O_CLOEXEC) == 0; }
+
+}  // namespace
+
+std::string StartError::message() const { return step + ": " + std::strerror(error_number); }
+
+std::string ChildResult::ending() const {
+  if (start_error) return "could not be started: " + start_error->message();
+  if (timed_out) return "timed out";
+  if (stopped) return "was stopped";
+  if (overflowed) return "wrote too much output";
+  if (finished) return "finished";
+  if (signal != 0) return "was killed by signal " + std::to_string(signal);
+  return "exited with status " + std::to_string(exit_status);
+}
+
+ChildResult run_process(const SpawnOptions& spawn, const WaitOptions& wait) {
+  if (spawn.argv.empty()) return start_failed("posix_spawn", EINVAL);
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (spawn.out == ChildOutput::Capture && !open_pipe(out)) return start_failed("pipe", errno);
+  if (spawn.err == ChildOutput::Capture && !open_pipe(err)) {
+    const int e = errno;
+    close_fd(out[0]);
+    close_fd(out[1]);
+    return start_failed("pipe", e);
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (spawn.input == ChildInput::Null) posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  // stdout first, so that ToStderr is envlock's stderr and Merge is the child's new stdout.
+  switch (spawn.out) {
+    case ChildOutput::Capture: posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO); break;
+    case ChildOutput::Discard: posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0); break;
+    case ChildOutput::ToStderr: posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO); break;
+    case ChildOutput::Inherit:
+    case ChildOutput::Merge: break;
+  }
+  switch (spawn.err) {
+    case ChildOutput::Capture: posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO); break;
+    case ChildOutput::Discard: posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0); break;
+    case ChildOutput::Merge: posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO); break;
+    case ChildOutput::Inherit:
+    case ChildOutput::ToStderr: break;
+  }
+  const std::string dir = spawn.working_directory.string();
+  if (!dir.empty()) posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  short flags = 0;
+  if (spawn.group == ProcessGroup::Own) {
+    posix_spawnattr_setpgroup(&attr, 0);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  if (spawn.signals == ChildSignals::Reset) {
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGHUP);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    flags |= POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  }
+  posix_spawnattr_setflags(&attr, flags);
+
+  std::vector<char*> argv, envp;
+  for (const auto& a : spawn.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  if (spawn.environment) {
+    for (const auto& e : *spawn.environment) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
+  char* const* env = spawn.environment ? envp.data() : environ;
+  std::fflush(nullptr);  // what envlock printed so far comes before what the child prints
+  pid_t pid = 0;
+  const int rc = spawn.lookup == ProgramLookup::Path ? ::posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), env)
+                                                     : ::posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), env);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  close_fd(out[1]);
+  close_fd(err[1]);
+  if (rc != 0) {
+    close_fd(out[0]);
+    close_fd(err[0]);
+    return start_failed("posix_spawn", rc);
+  }
+  return wait_child(pid, out[0], err[0], spawn.group, wait);
+}
+
+ChildResult run_function(const std::function<void(int fd)>& body, ProcessGroup group, const WaitOptions& wait) {
+  int fds[2];
+  if (!open_pipe(fds)) return start_failed("pipe", errno);
+  std::fflush(nullptr);  // nothing buffered is written twice, by the child too
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    close_fd(fds[0]);
+    close_fd(fds[1]);
+    return start_failed("fork", e);
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    // A new process group, so that a library's helper processes die with the child on a kill.
+    if (group == ProcessGroup::Own) ::setpgid(0, 0);
+    body(fds[1]);
+    ::close(fds[1]);
+    ::_exit(0);
+  }
+  if (group == ProcessGroup::Own) ::setpgid(pid, pid);  // either side may win the race
+  ::close(fds[1]);
+  return wait_child(pid, fds[0], -1, group, wait);
+}
+
+}  // namespace envlock
