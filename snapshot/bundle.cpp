@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text_util.hpp"
+#include "envlock/encoding.hpp"
 #include "envlock/install.hpp"
 #include "envlock/extract.hpp"
 #include "envlock/hash.hpp"
@@ -164,22 +165,7 @@ Status repack(const PrefixRecord& record, const fs::path& local_prefix, const st
 
 /// A lower-case hex digest as RECORD writes it: urlsafe base64 without padding (PEP 376/427).
 std::string record_hash(const std::string& hex) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string bytes;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  std::string out;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (const unsigned char c : bytes) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out.push_back(kAlphabet[(acc >> bits) & 0x3F]);
-    }
-  }
-  if (bits > 0) out.push_back(kAlphabet[(acc << (6 - bits)) & 0x3F]);
-  return "sha256=" + out;
+  return "sha256=" + base64_encode(hex_decode(hex).value_or(""), Base64Alphabet::UrlSafe, Base64Padding::No);
 }
 
 /// A pip distribution's direct_url.json whose URL carries credentials (a VCS install from

@@ -11,6 +11,7 @@
 
 #include "text_util.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/text.hpp"
 
 namespace envlock {
 
@@ -78,10 +79,6 @@ bool small_int(const element& e, std::int64_t& out) {
     return u <= 1000;
   }
   return false;
-}
-
-void lower_in_place(std::string& s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
 }
 
 // The keys PrefixRecord::from_json reads, and the last value of each (a repeated key overwrites).
@@ -211,7 +208,7 @@ std::optional<PrefixRecord> record_from(element root) {
   if (k[kVersion] == nullptr || k[kVersion]->get_string().get(version) != simdjson::SUCCESS) return std::nullopt;
   if (k[kBuild] == nullptr || k[kBuild]->get_string().get(build) != simdjson::SUCCESS) return std::nullopt;
   r.name.assign(name.data(), name.size());
-  lower_in_place(r.name);
+  r.name = ascii_lower(std::move(r.name));
   auto v = Version::parse(version);
   if (!v) return std::nullopt;
   r.version = std::move(*v);
@@ -242,8 +239,8 @@ std::optional<PrefixRecord> record_from(element root) {
   }
   if (!opt_string(k[kLicense], r.license) || !opt_string(k[kLicenseFamily], r.license_family)) return std::nullopt;
   if (!opt_string(k[kMd5], r.md5) || !opt_string(k[kSha256], r.sha256)) return std::nullopt;
-  lower_in_place(r.md5);
-  lower_in_place(r.sha256);
+  r.md5 = ascii_lower(std::move(r.md5));
+  r.sha256 = ascii_lower(std::move(r.sha256));
   if (!opt_uint(k[kSize], r.size) || !opt_uint(k[kTimestamp], r.timestamp)) return std::nullopt;
   if (r.timestamp && *r.timestamp <= kMaxSecondsTimestamp) *r.timestamp *= 1000;
   if (k[kNoarch] != nullptr && !k[kNoarch]->is_null()) {

@@ -17,6 +17,7 @@
 #include "envlock/hash.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "yaml_source.hpp"
 
@@ -68,8 +69,7 @@ bool simple_scalar(std::string_view s) {
     if (!simple_char(c)) return false;
   }
   if (s.size() <= 5) {
-    std::string lower(s);
-    for (auto& c : lower) c = static_cast<char>((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
+    const std::string lower = ascii_lower(std::string(s));
     for (const char* word : {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}) {
       if (lower == word) return false;
     }

@@ -5,21 +5,19 @@
 #include <sstream>
 
 #include "envlock/snapshot.hpp"
+#include "envlock/text.hpp"
 
 namespace envlock {
 
 namespace {
 
+// The white space around a dpkg field or an rpm column (a line ends at \n already).
+constexpr std::string_view kFieldSpace = " \t\r";
+
 void sort_packages(std::vector<SystemPackage>& pkgs) {
   std::sort(pkgs.begin(), pkgs.end(), [](const SystemPackage& a, const SystemPackage& b) {
     return std::tie(a.name, a.architecture, a.version) < std::tie(b.name, b.architecture, b.version);
   });
-}
-
-std::string strip(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return std::string(s);
 }
 
 }  // namespace
@@ -75,7 +73,7 @@ Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, cons
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (strip(line).empty()) {
+    if (trim_view(line, kFieldSpace).empty()) {
       if (auto s = finish(lineno - 1); !s) return s.error();
       continue;
     }
@@ -97,7 +95,7 @@ Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, cons
     }
     std::string key = line.substr(0, colon);
     std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    fields[key] = strip(std::string_view(line).substr(colon + 1));
+    fields[key] = std::string(trim_view(std::string_view(line).substr(colon + 1), kFieldSpace));
     have_field = true;
   }
   if (auto s = finish(lineno); !s) return s.error();
@@ -116,12 +114,12 @@ Result<std::vector<SystemPackage>> parse_rpm_query(std::string_view text, const 
   int first_unnamed = 0;
   while (std::getline(in, line)) {
     ++lineno;
-    if (strip(line).empty()) continue;
+    if (trim_view(line, kFieldSpace).empty()) continue;
     std::vector<std::string> cols;
     std::size_t start = 0;
     for (;;) {
       const auto tab = line.find('\t', start);
-      cols.push_back(strip(std::string_view(line).substr(start, tab == std::string::npos ? std::string::npos : tab - start)));
+      cols.push_back(std::string(trim_view(std::string_view(line).substr(start, tab == std::string::npos ? std::string::npos : tab - start), kFieldSpace)));
       if (tab == std::string::npos) break;
       start = tab + 1;
     }

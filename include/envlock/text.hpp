@@ -6,8 +6,15 @@
 
 namespace envlock {
 
+/// The ASCII white space of C's isspace() in the "C" locale.
+inline constexpr std::string_view kAsciiSpace = " \t\n\v\f\r";
+
 /// `s` without leading and trailing ASCII white space (space, \t, \n, \v, \f, \r).
 std::string trim(std::string_view s);
+
+/// A view of `s` without the leading and trailing bytes that are in `chars` (kAsciiSpace unless
+/// told: HTTP's optional white space is " \t", a dpkg field's " \t\r").
+std::string_view trim_view(std::string_view s, std::string_view chars = kAsciiSpace);
 
 /// `s` with ASCII letters lower-cased; other bytes (UTF-8 included) unchanged. For hex digests,
 /// conda package names and PEP 503 project names, which are ASCII by their specifications.

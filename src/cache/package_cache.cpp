@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "envlock/hash.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
@@ -137,13 +138,6 @@ Result<Plan> plan_for(const fs::path& root, const RepoDataRecord& r) {
   p.dir = root / p.dist;
   p.lock = root / (p.dist + ".lock");
   return p;
-}
-
-std::string lower_hex(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
 }
 
 std::optional<json> read_json(const fs::path& p) {
@@ -268,7 +262,7 @@ std::optional<FileDigests> verified_archive(const Plan& p, const RepoDataRecord&
     // One pass of the stronger digest; the record's md5 describes the same bytes.
     auto sha = hash_file(p.archive, HashAlgorithm::Sha256);
     if (!sha.ok() || !digest_equal(*sha, r.sha256)) return std::nullopt;
-    return FileDigests{size, *sha, lower_hex(r.md5)};
+    return FileDigests{size, *sha, ascii_lower(r.md5)};
   }
   auto d = digest_file(p.archive);
   if (!d.ok()) return std::nullopt;
@@ -676,7 +670,7 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
         // repodata_record.json carries the md5 as conda's does. fetch verified the sha256, so the
         // record's md5 describes these bytes; only a record without one costs another pass.
         if (!records[i].md5.empty()) {
-          d.md5 = lower_hex(records[i].md5);
+          d.md5 = ascii_lower(records[i].md5);
         } else if (auto md5 = hash_file(plans[i].archive, HashAlgorithm::Md5); md5.ok()) {
           d.md5 = *md5;
         }

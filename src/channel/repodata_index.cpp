@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "envlock/hash.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "repodata_detail.hpp"
 #include "repodata_scan.hpp"
@@ -521,8 +522,7 @@ Status RepodataIndex::Impl::build() {
     } else {
       const std::string_view raw_key = text.substr(e.key_offset, e.key_meta & kKeyLength);
       std::string n(name_of_file((e.key_meta & kEscaped) != 0 ? unescape_key(raw_key) : std::string(raw_key)));
-      for (auto& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      name = odd_names.emplace_back(std::move(n));
+      name = odd_names.emplace_back(ascii_lower(std::move(n)));
     }
     auto [it, inserted] = ids.try_emplace(name, static_cast<std::uint32_t>(by_id.size()));
     if (inserted) {
@@ -689,7 +689,7 @@ void RepodataIndex::Impl::parse_name(std::size_t slot) const {
       problem(ei, where + ": skipped, the record lacks 'name' or 'version'", bad);
       continue;
     }
-    for (auto& c : r.name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.name = ascii_lower(std::move(r.name));
     if (r.name != name) {
       problem(ei, where + ": skipped, its name '" + r.name + "' disagrees with the file name", std::nullopt);
       continue;
@@ -976,9 +976,7 @@ std::string dependency_name(std::string_view dep) {
   if (auto colons = dep.rfind("::"); colons != std::string_view::npos) start = colons + 2;
   std::size_t end = start;
   while (end < dep.size() && std::string_view(" =<>!~[").find(dep[end]) == std::string_view::npos) ++end;
-  std::string name(dep.substr(start, end - start));
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
+  return ascii_lower(std::string(dep.substr(start, end - start)));
 }
 }  // namespace
 

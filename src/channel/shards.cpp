@@ -12,7 +12,9 @@
 #include <sstream>
 #include <system_error>
 
+#include "envlock/encoding.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/text.hpp"
 #include "envlock/repodata.hpp"
 #include "envlock/url.hpp"
 
@@ -27,17 +29,7 @@ Error bad_shard(const std::string& source, const std::string& what) {
                "the channel serves a damaged file; report it to the channel's maintainers"};
 }
 
-std::string hex_of(const char* data, std::size_t n) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) {
-    auto b = static_cast<unsigned char>(data[i]);
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
-}
+std::string hex_of(const char* data, std::size_t n) { return hex_encode(std::string_view(data, n)); }
 
 std::string_view str_of(const msgpack::object& o) { return {o.via.str.ptr, o.via.str.size}; }
 
@@ -351,9 +343,7 @@ Result<ShardIndex> parse_shard_index(std::string_view compressed, const std::str
     if (kv.val.type == msgpack::type::BIN && kv.val.via.bin.size == 32) {
       out.shards.emplace_back(std::move(name), hex_of(kv.val.via.bin.ptr, 32));
     } else if (kv.val.type == msgpack::type::STR && is_hex_digest(str_of(kv.val), HashAlgorithm::Sha256)) {
-      std::string hex(str_of(kv.val));
-      for (auto& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      out.shards.emplace_back(std::move(name), std::move(hex));
+      out.shards.emplace_back(std::move(name), ascii_lower(std::string(str_of(kv.val))));
     } else {
       return bad_shard(source, "the shard hash of '" + name + "' is not 32 bytes of sha256");
     }

@@ -8,6 +8,7 @@
 
 #include "envlock/package_record.hpp"
 #include "envlock/platform.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "glob.hpp"
 
@@ -16,17 +17,8 @@ namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
+// The white space a spec is trimmed of (is_space).
+constexpr std::string_view kSpecSpace = " \t\n\r";
 
 bool is_hex(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
@@ -140,7 +132,7 @@ std::pair<std::string, std::optional<std::string>> split_version_build(std::stri
   std::string version(split ? s.substr(0, *split) : s);
   version.erase(std::remove(version.begin(), version.end(), ' '), version.end());
   if (!split) return {version, std::nullopt};
-  return {version, std::string(trim(s.substr(*split + 1)))};
+  return {version, std::string(trim_view(s.substr(*split + 1), kSpecSpace))};
 }
 
 // conda's MatchSpec.FIELD_NAMES that match records (conda/models/match_spec.py).
@@ -201,7 +193,7 @@ bool StringMatcher::matches(std::string_view s) const {
 
 Result<BuildNumberSpec> BuildNumberSpec::parse(std::string_view text) {
   std::string input(text);
-  std::string_view t = trim(text);
+  std::string_view t = trim_view(text, kSpecSpace);
   if (t.empty()) return parse_error("invalid build number", input, 0, "empty build number");
   BuildNumberSpec s;
   if (t == "*") {
@@ -221,7 +213,7 @@ Result<BuildNumberSpec> BuildNumberSpec::parse(std::string_view text) {
       break;
     }
   }
-  std::string_view digits = trim(t.substr(pos));
+  std::string_view digits = trim_view(t.substr(pos), kSpecSpace);
   std::size_t at = static_cast<std::size_t>(digits.data() - text.data());
   if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return parse_error("invalid build number", input, digits.empty() ? text.size() : at,
@@ -274,9 +266,9 @@ Result<MatchSpec> parse_url_spec(const std::string& input, std::string_view text
   }
   if (!fragment.empty()) {
     if (fragment.size() == 64 && is_hex(fragment)) {
-      spec.sha256 = lower(fragment);
+      spec.sha256 = ascii_lower(std::string(fragment));
     } else if (fragment.size() == 32 && is_hex(fragment)) {
-      spec.md5 = lower(fragment);
+      spec.md5 = ascii_lower(std::string(fragment));
     } else {
       return spec_error(input, url.size() + 1, "the part after '#' in a package URL must be an md5 or sha256 hex digest");
     }
@@ -300,7 +292,7 @@ Result<MatchSpec> parse_url_spec(const std::string& input, std::string_view text
   std::string subdir = dslash == std::string::npos ? std::string() : dir.substr(dslash + 1);
   if (is_known_subdir(subdir) && dslash != std::string::npos) {
     // conda: with a subdir in the URL the package's name, version and build are known.
-    auto name = StringMatcher::parse(lower(archive->name));
+    auto name = StringMatcher::parse(ascii_lower(std::string(archive->name)));
     auto version = VersionSpec::parse("==" + archive->version);
     auto build = StringMatcher::parse(archive->build);
     if (!name || !version || !build) {
@@ -326,7 +318,7 @@ bool looks_like_package_url(std::string_view text) {
 
 Result<MatchSpec> MatchSpec::parse(std::string_view text) {
   const std::string input(text);
-  std::string_view s = trim(text);
+  std::string_view s = trim_view(text, kSpecSpace);
   if (s.empty()) return spec_error(input, 0, "empty match spec");
   if (looks_like_package_url(s)) return parse_url_spec(input, s);
 
@@ -346,12 +338,12 @@ Result<MatchSpec> MatchSpec::parse(std::string_view text) {
     for (std::size_t hash = s.find('#'); hash != std::string_view::npos; hash = s.find('#', hash + 1)) {
       bool in_brackets = open != std::string_view::npos && close != std::string_view::npos && open < hash && hash < close;
       if (!in_brackets) {
-        s = trim(s.substr(0, hash));
+        s = trim_view(s.substr(0, hash), kSpecSpace);
         break;
       }
     }
   }
-  if (std::size_t cond = s.find(" if "); cond != std::string_view::npos) s = trim(s.substr(0, cond));
+  if (std::size_t cond = s.find(" if "); cond != std::string_view::npos) s = trim_view(s.substr(0, cond), kSpecSpace);
   if (s.empty()) return spec_error(input, 0, "empty match spec");
   const std::size_t base = static_cast<std::size_t>(s.data() - text.data());
 
@@ -426,13 +418,13 @@ Result<MatchSpec> MatchSpec::parse(std::string_view text) {
       if (key == "version") version_key_pos = value_pos;
       brackets.emplace_back(key, value);
     }
-    s = trim(without_brackets);
+    s = trim_view(without_brackets, kSpecSpace);
   }
 
   // Step 5: channel[/subdir]::
   std::size_t name_off = base;
   if (std::size_t colons = s.rfind("::"); colons != std::string_view::npos) {
-    std::string_view ch = trim(s.substr(0, colons));
+    std::string_view ch = trim_view(s.substr(0, colons), kSpecSpace);
     if (!ch.empty() && ch != "*") {
       auto [channel, subdir] = split_channel(ch);
       if (channel != "*") spec.channel = channel;
@@ -462,13 +454,13 @@ Result<MatchSpec> MatchSpec::parse(std::string_view text) {
     if (!ok) return spec_error(input, name_off + i, std::string("invalid character '") + c + "' in package name");
   }
   {
-    auto m = StringMatcher::parse(lower(name));
+    auto m = StringMatcher::parse(ascii_lower(std::string(name)));
     if (!m) return nested_error(input, name_off, "bad package name", m.error());
     spec.name = *m;
   }
 
   // Step 7: version and build.
-  std::string_view rest = trim(s.substr(name_end));
+  std::string_view rest = trim_view(s.substr(name_end), kSpecSpace);
   std::size_t rest_off = name_off + static_cast<std::size_t>(rest.data() - s.data());
   if (!rest.empty()) {
     auto [version, build] = split_version_build(rest);
@@ -508,7 +500,7 @@ Result<MatchSpec> MatchSpec::parse(std::string_view text) {
       if (!b) return nested_error(input, base, "bad build='" + value + "'", b.error());
       spec.build = *b;
     } else if (key == "name") {
-      auto m = StringMatcher::parse(lower(value));
+      auto m = StringMatcher::parse(ascii_lower(std::string(value)));
       if (!m) return nested_error(input, base, "bad name='" + value + "'", m.error());
       spec.name = *m;
     } else if (key == "build_number") {
@@ -526,9 +518,9 @@ Result<MatchSpec> MatchSpec::parse(std::string_view text) {
     } else if (key == "subdir") {
       spec.subdir = value;
     } else if (key == "md5") {
-      spec.md5 = lower(value);
+      spec.md5 = ascii_lower(std::string(value));
     } else if (key == "sha256") {
-      spec.sha256 = lower(value);
+      spec.sha256 = ascii_lower(std::string(value));
     } else if (key == "license") {
       spec.license = value;
     } else if (key == "license_family") {
@@ -620,14 +612,14 @@ std::string MatchSpec::to_string() const {
 std::string MatchSpec::exact_name() const { return name.is_exact() ? name.to_string() : std::string(); }
 
 bool MatchSpec::matches(const PackageRecord& r) const {
-  if (!name.is_any() && !name.matches(lower(r.name))) return false;
+  if (!name.is_any() && !name.matches(ascii_lower(r.name))) return false;
   if (version && !version->matches(r.version)) return false;
   if (build && !build->matches(r.build)) return false;
   if (build_number && !build_number->matches(r.build_number)) return false;
-  if (md5 && lower(r.md5) != *md5) return false;
-  if (sha256 && lower(r.sha256) != *sha256) return false;
-  if (license && !detail::glob_match(lower(*license), lower(r.license))) return false;
-  if (license_family && !detail::glob_match(lower(*license_family), lower(r.license_family))) return false;
+  if (md5 && ascii_lower(std::string(r.md5)) != *md5) return false;
+  if (sha256 && ascii_lower(std::string(r.sha256)) != *sha256) return false;
+  if (license && !detail::glob_match(ascii_lower(*license), ascii_lower(r.license))) return false;
+  if (license_family && !detail::glob_match(ascii_lower(*license_family), ascii_lower(r.license_family))) return false;
   if (subdir && r.subdir != *subdir) return false;
   if (!track_features.empty()) {
     std::vector<std::string> have = r.track_features;

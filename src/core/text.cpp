@@ -6,12 +6,13 @@
 
 namespace envlock {
 
-std::string trim(std::string_view s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
+std::string_view trim_view(std::string_view s, std::string_view chars) {
+  const std::size_t b = s.find_first_not_of(chars);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(chars) - b + 1);
 }
+
+std::string trim(std::string_view s) { return std::string(trim_view(s)); }
 
 std::string ascii_lower(std::string s) {
   for (auto& c : s)

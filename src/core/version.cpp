@@ -14,8 +14,6 @@ namespace {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-std::string lower(std::string_view s) { return ascii_lower(std::string(s)); }
-
 // conda's version_check_re: ^[\*\.\+!_0-9a-z]+$ (after lower-casing).
 bool is_version_char(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'z') || c == '*' || c == '.' || c == '+' || c == '!' ||
@@ -152,7 +150,7 @@ Result<Version> Version::parse(std::string_view text) {
     e.hint = "a conda version looks like 1.2.3, 2024.1, 1.0rc1 or 1!2.0+local";
     return e;
   }
-  std::string v = lower(text.substr(first, last - first));
+  std::string v = ascii_lower(std::string(text.substr(first, last - first)));
   auto bad_char = std::find_if(v.begin(), v.end(), [](char c) { return !is_version_char(c); });
   if (bad_char != v.end() && v.find('-') != std::string::npos && v.find('_') == std::string::npos) {
     // conda allows '-' as a separator when the version has no '_': it becomes '_'.
@@ -283,7 +281,7 @@ bool Version::starts_with(const Version& prefix) const {
 bool Version::compatible_with(const Version& base) const {
   if (*this < base) return false;
   // conda: startswith(VersionOrder(".".join(str(base).split(".")[:-1]))); libsolv the same.
-  std::string text = lower(base.source_);
+  std::string text = ascii_lower(base.source_);
   std::size_t dot = text.rfind('.');
   if (dot == std::string::npos || dot == 0) return false;
   auto prefix = Version::parse(text.substr(0, dot));
@@ -551,7 +549,7 @@ bool VersionSpec::matches(const Version& v) const {
     case Op::StartsWith: return v.starts_with(version_);
     case Op::NotStartsWith: return !v.starts_with(version_);
     case Op::Compatible: return v.compatible_with(version_);
-    case Op::Glob: return detail::glob_match(lower(pattern_), lower(v.to_string()));
+    case Op::Glob: return detail::glob_match(ascii_lower(pattern_), ascii_lower(v.to_string()));
     case Op::Regex: {
       try {
         return std::regex_search(v.to_string(), std::regex(pattern_));

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "envlock/pip.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "envlock/version.hpp"
 
@@ -24,18 +25,6 @@ constexpr std::string_view kKindNames[] = {
 };
 
 constexpr std::string_view kHostFloorNames[] = {"__glibc", "__cuda", "__linux", "__osx"};
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string trim(std::string_view s) {
-  std::size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
-}
 
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> out;
@@ -57,7 +46,7 @@ std::pair<std::string, std::string> split_spec(std::string_view spec) {
          std::string_view("=<>!~[").find(s[i]) == std::string_view::npos) {
     ++i;
   }
-  std::string name = lower(s.substr(0, i));
+  std::string name = ascii_lower(s.substr(0, i));
   if (auto c = name.rfind("::"); c != std::string::npos) name = name.substr(c + 2);
   std::string rest = trim(std::string_view(s).substr(i));
   // The version part is the first whitespace-separated token of the rest.
@@ -72,7 +61,7 @@ std::string_view spec_name(std::string_view spec, std::string& scratch) {
   while (a < b && std::isspace(static_cast<unsigned char>(spec[a]))) ++a;
   while (b > a && std::isspace(static_cast<unsigned char>(spec[b - 1]))) --b;
   std::size_t i = a;
-  bool lower_already = true;  // ASCII without upper case: lower() would not change it
+  bool lower_already = true;  // ASCII without upper case: ascii_lower() would not change it
   for (; i < b; ++i) {
     const char c = spec[i];
     if (c == '=' || c == '<' || c == '>' || c == '!' || c == '~' || c == '[' ||
@@ -82,7 +71,7 @@ std::string_view spec_name(std::string_view spec, std::string& scratch) {
   }
   std::string_view name = spec.substr(a, i - a);
   if (!lower_already) {
-    scratch = lower(std::string(name));
+    scratch = ascii_lower(std::string(name));
     name = scratch;
   }
   if (auto c = name.rfind("::"); c != std::string_view::npos) name = name.substr(c + 2);
@@ -158,7 +147,7 @@ std::string leading_digits(std::string_view s) {
 // Variant tags from the build string and track_features.
 std::set<std::string> build_variants(const PackageRecord& r, bool with_track_features) {
   std::set<std::string> tags;
-  for (const auto& token : split(lower(r.build), '_')) {
+  for (const auto& token : split(ascii_lower(r.build), '_')) {
     if (token.starts_with("cuda")) {
       tags.insert("cuda");
       if (auto m = cuda_major(leading_digits(std::string_view(token).substr(4))); !m.empty()) {
@@ -181,7 +170,7 @@ std::set<std::string> build_variants(const PackageRecord& r, bool with_track_fea
     }
   }
   if (with_track_features)
-    for (const auto& f : r.track_features) tags.insert(lower(f));
+    for (const auto& f : r.track_features) tags.insert(ascii_lower(f));
   return tags;
 }
 
@@ -417,7 +406,7 @@ std::string pip_url_host(const std::string& url) {
   const auto scheme = u.find("://");
   if (scheme == std::string::npos || u.starts_with("file:")) return {};
   const auto end = u.find_first_of("/?", scheme + 3);
-  return lower(u.substr(0, end));
+  return ascii_lower(u.substr(0, end));
 }
 
 // The archive's file name: the last segment of the URL's path, percent-decoded (RFC 3986): pixi
@@ -434,7 +423,7 @@ std::string pip_url_file(const std::string& url) {
 // (`download.pytorch.org/whl/cu121/...`); empty when neither names one.
 std::string pip_variant(const PipPackage& p) {
   auto variant = [](std::string label) -> std::string {
-    label = lower(label);
+    label = ascii_lower(label);
     if (label == "cpu" || label.starts_with("rocm") || label.starts_with("xpu")) return label;
     if (label.size() > 2 && label.starts_with("cu") && std::isdigit(static_cast<unsigned char>(label[2]))) return label;
     return {};

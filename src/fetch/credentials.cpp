@@ -6,15 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "envlock/text.hpp"
+
 namespace envlock {
 
 namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
 
 /// (scheme://authority, host without port and userinfo, lower-case) of a URL; empty when not one.
 std::pair<std::string, std::string> origin_and_host(std::string_view url) {
@@ -29,7 +25,7 @@ std::pair<std::string, std::string> origin_and_host(std::string_view url) {
   } else if (auto colon = host.rfind(':'); colon != std::string_view::npos) {
     host = host.substr(0, colon);
   }
-  return {lower(std::string(url.substr(0, scheme + 3))) + lower(std::string(authority)), lower(std::string(host))};
+  return {ascii_lower(std::string(url.substr(0, scheme + 3))) + ascii_lower(std::string(authority)), ascii_lower(std::string(host))};
 }
 
 /// `url` without userinfo, scheme and host lower-cased: what URL-prefix keys are compared with.
@@ -79,7 +75,7 @@ Result<CredentialStore> CredentialStore::parse(std::string_view json, const std:
     } else {
       continue;  // S3Credentials, OAuth, ...: not for envlock's transfers
     }
-    std::string k = key.find("://") != std::string::npos ? comparable(key) : lower(key);
+    std::string k = key.find("://") != std::string::npos ? comparable(key) : ascii_lower(key);
     while (k.size() > 1 && k.back() == '/' && key.find("://") != std::string::npos) k.pop_back();
     store.entries_.emplace_back(std::move(k), std::move(c));
   }

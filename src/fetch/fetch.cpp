@@ -23,6 +23,7 @@
 #include "envlock/build_info.hpp"
 #include "envlock/credentials.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "curl_api.hpp"
 
@@ -138,21 +139,6 @@ std::string last_segment(std::string_view url) {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-std::string ascii_lower(std::string s) {
-  for (char& c : s) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return s;
-}
-
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return std::string(s);
-}
-
 /// HTTP statuses worth another try (RFC 9110 §15.5.9, §15.6; RFC 6585 429; RFC 8470 425).
 bool transient_status(long status) {
   return status == 408 || status == 425 || status == 429 || status == 500 || status == 502 ||
@@ -264,7 +250,7 @@ size_t on_header(char* data, size_t size, size_t nitems, void* userp) {
   auto colon = line.find(':');
   if (colon == std::string_view::npos) return n;
   std::string name = ascii_lower(std::string(line.substr(0, colon)));
-  std::string value = trim(line.substr(colon + 1));
+  std::string value(trim_view(line.substr(colon + 1), " \t\r\n"));
   if (name == "etag") t->etag = value;
   else if (name == "last-modified") t->last_modified = value;
   else if (name == "cache-control") t->cache_control = value;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "envlock/encoding.hpp"
+
 namespace envlock {
 
 struct Hasher::Impl {
@@ -32,13 +34,7 @@ void init_or_throw(EVP_MD_CTX* ctx, const EVP_MD* md) {
 }
 
 std::string to_hex(const unsigned char* bytes, unsigned len) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(static_cast<std::size_t>(len) * 2, '0');
-  for (unsigned i = 0; i < len; ++i) {
-    out[2 * i] = kDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
-  }
-  return out;
+  return hex_encode(std::string_view(reinterpret_cast<const char*>(bytes), len));
 }
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }

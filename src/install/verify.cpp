@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "envlock/encoding.hpp"
 #include "envlock/install.hpp"
 #include "envlock/record_path.hpp"
 #include "fs_util.hpp"
@@ -28,40 +29,6 @@ bool ignored_extra(const std::string& rel) {
 }
 
 std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) + "…" : h; }
-
-/// RECORD's "sha256=<urlsafe base64, no padding>" (PEP 376/627) as lower-case hex; empty when
-/// it is not a sha256 of 32 bytes.
-std::string record_sha256_hex(std::string_view field) {
-  if (!field.starts_with("sha256=")) return "";
-  field.remove_prefix(7);
-  std::string raw;
-  unsigned acc = 0;
-  int bits = 0;
-  for (char c : field) {
-    int v = -1;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '-' || c == '+') v = 62;
-    else if (c == '_' || c == '/') v = 63;
-    else if (c == '=') break;
-    if (v < 0) return "";
-    acc = (acc << 6) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      raw += static_cast<char>((acc >> bits) & 0xffU);
-    }
-  }
-  if (raw.size() != 32) return "";
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : raw) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
-  return out;
-}
 
 /// The path and hash columns of one RECORD row (CSV; the path may be quoted).
 bool record_row(const std::string& line, std::string& path, std::string& hash) {

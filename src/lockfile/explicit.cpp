@@ -5,6 +5,7 @@
 #include <set>
 
 #include "envlock/lockfile.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
@@ -15,9 +16,7 @@ namespace {
 std::string depends_name(std::string_view dep) {
   if (auto colons = dep.find("::"); colons != std::string_view::npos) dep.remove_prefix(colons + 2);
   std::size_t end = dep.find_first_of(" =<>!~[");
-  std::string name(dep.substr(0, end));
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
+  return ascii_lower(std::string(dep.substr(0, end)));
 }
 
 }  // namespace

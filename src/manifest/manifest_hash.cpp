@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "envlock/encoding.hpp"
 #include "envlock/manifest.hpp"
 
 namespace envlock {
@@ -20,13 +21,7 @@ std::string sha256_hex(const std::string& data) {
       EVP_DigestUpdate(ctx.get(), data.data(), data.size()) != 1 ||
       EVP_DigestFinal_ex(ctx.get(), md.data(), &len) != 1)
     throw std::runtime_error("OpenSSL SHA-256 failed");  // broken invariant: EVP always has sha256
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 0xF];
-  }
-  return out;
+  return hex_encode(std::string_view(reinterpret_cast<const char*>(md.data()), len));
 }
 
 /// The channel as it enters the hash: a relative directory by its spelling (so moving the

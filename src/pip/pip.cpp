@@ -1,6 +1,5 @@
 // pip-installed distributions: *.dist-info (PEP 376/627: METADATA, INSTALLER, RECORD, WHEEL),
 // PEP 610 direct_url.json, and the site-packages folders of a prefix (include/envlock/pip.hpp).
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <cctype>
@@ -8,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "envlock/encoding.hpp"
 #include "envlock/pip.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
@@ -87,28 +87,6 @@ bool split_csv_row(const std::string& line, std::vector<std::string>& out) {
   return true;
 }
 
-// "sha256=<urlsafe base64, no padding>" -> lower-case hex; empty on failure.
-std::string record_hash_to_hex(std::string_view b64) {
-  std::string std_b64(b64);
-  for (char& c : std_b64) {
-    if (c == '-') c = '+';
-    else if (c == '_') c = '/';
-  }
-  while (std_b64.size() % 4 != 0) std_b64 += '=';
-  std::string raw(std_b64.size() / 4 * 3 + 1, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(raw.data()),
-                                reinterpret_cast<const unsigned char*>(std_b64.data()), static_cast<int>(std_b64.size()));
-  if (n < 32) return "";
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 32; ++i) {
-    const auto b = static_cast<unsigned char>(raw[static_cast<std::size_t>(i)]);
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
-  return out;
-}
-
 // RFC 822-style headers of METADATA: stops at the first blank line (the body follows).
 std::map<std::string, std::string> read_headers(const std::string& text) {
   std::map<std::string, std::string> h;
@@ -120,8 +98,7 @@ std::map<std::string, std::string> read_headers(const std::string& text) {
     if (line[0] == ' ' || line[0] == '\t') continue;
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
-    std::string key = line.substr(0, colon);
-    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string key = ascii_lower(line.substr(0, colon));
     if (!h.count(key)) h[key] = trim(std::string_view(line).substr(colon + 1));
   }
   return h;
@@ -421,7 +398,7 @@ Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& p
           return Error{ErrorKind::Parse, where, "unsupported hash `" + cols[1].substr(0, cols[1].find('=')) + "`", "  " + line,
                        "envlock checks sha256 RECORD hashes, which pip always writes"};
         }
-        e.sha256 = record_hash_to_hex(std::string_view(cols[1]).substr(7));
+        e.sha256 = record_sha256_hex(cols[1]);
         if (e.sha256.empty()) return Error{ErrorKind::Parse, where, "the sha256 is not 32 bytes of urlsafe base64", "  " + line, ""};
       }
       if (!cols[2].empty()) {
