@@ -30,10 +30,15 @@
 //                      build number, python_site_packages_path; for pip, requires_dist and
 //                      requires_python. Each field is compared only when both sides' formats
 //                      record it (RecordedFields).
+//   inputs-changed     not a package: what the platform was solved against changed — its
+//                      channel list or order, a channel's name, a virtual package assumed (added,
+//                      removed, lowered, raised), the PyPI indexes. One change each, `input`;
+//                      compared only when both sides' formats hold them (RecordedFields).
 //
 // One change per package: `kind` is the most important kind that applies (order:
 // re-uploaded, hash-changed, variant-switch, added, removed, downgraded, upgraded, rebuilt,
-// channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed); every
+// channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed,
+// inputs-changed); every
 // other kind that also applies is in `flags`. A record that differs in any field compared is a
 // change, so "no changes" means none of these fields differ.
 // `--fail-on` matches a kind in either place. pip packages are compared too (added, removed,
@@ -81,6 +86,7 @@ enum class ChangeKind {
   SourceChanged,
   MetadataChanged,
   LicenseChanged,
+  InputsChanged,
 };
 
 /// Every kind, in precedence order (the order of the enum).
@@ -116,6 +122,10 @@ struct PackageChange {
   std::string name;                       ///< the package name; for a pip_line, its requirement text
   bool pypi = false;                      ///< a pip/PyPI package rather than a conda record
   bool pip_line = false;                  ///< a pip line naming no project (`-e .`, `--extra-index-url URL`); pypi too
+  /// Not a package: a solve input of the platform (kind inputs-changed), named "channels",
+  /// "channel names", "virtual package __cuda" or "pypi indexes"; its sides (a virtual
+  /// package's version and build) or its note say what changed.
+  bool input = false;
   ChangeKind kind = ChangeKind::Added;    ///< the most important kind that applies
   std::vector<ChangeKind> flags;          ///< further kinds that apply, in precedence order
   std::optional<PackageSide> old_side;    ///< absent for added
@@ -183,6 +193,14 @@ struct RecordedFields {
   bool sha256 = true;
   /// pip archives' sha256 (a prefix's index installs name none).
   bool pip_hashes = true;
+  /// The platform's solve inputs (inputs-changed): its channels (with their names), the virtual
+  /// packages it was solved assuming, its PyPI indexes (pixi.lock's `indexes`). `envlock diff`
+  /// compares them between two files of one format only (each tool spells them its own way) and
+  /// never for a prefix, an @EXPLICIT file or a snapshot, whose channels come from their records
+  /// and which were never solved.
+  bool channels = true;
+  bool virtual_packages = true;
+  bool pypi_indexes = true;
 };
 
 /// Compares two lockfiles (see the file comment for the rules). Pure: no I/O. `old_fields` and
@@ -190,7 +208,7 @@ struct RecordedFields {
 /// a side's platform when one of its records has it (non-empty, not the default), so a format
 /// that leaves a field out is never compared on it — track_features are always compared then, and
 /// noarch, build number and python_site_packages_path never (pixi.lock writes them for some
-/// records only).
+/// records only); channels, virtual packages and PyPI indexes when the platform lists any.
 LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock,
                         const std::optional<RecordedFields>& old_fields = std::nullopt,
                         const std::optional<RecordedFields>& new_fields = std::nullopt);
@@ -213,9 +231,10 @@ std::string render_markdown(const LockDiff& diff, const DiffLabels& labels);
 /// kMarkdownBudget, a GitHub comment's 65,536 characters — bytes are counted, never fewer than
 /// characters). Over the budget: the title, summary line and summary table stay; then one table
 /// of changes across groups, most severe first (variant-switch, downgraded, re-uploaded, removed,
-/// hash-changed, host-floor-raised, source-changed, channel-changed, metadata-changed, added,
-/// upgraded, rebuilt, license-changed), as many as fit; then a line counting the rest per kind
-/// and saying how to see them all. The budget cannot hold less than the summary table.
+/// hash-changed, host-floor-raised, inputs-changed, source-changed, channel-changed,
+/// metadata-changed, added, upgraded, rebuilt, license-changed), as many as fit; then a line
+/// counting the rest per kind and saying how to see them all. The budget cannot hold less than
+/// the summary table; a diff without changes is never folded (its "No changes" line stays).
 std::string render_markdown(const LockDiff& diff, const DiffLabels& labels, std::size_t max_bytes);
 inline constexpr std::size_t kMarkdownBudget = 65536;
 /// The JSON document (schema "envlock-diff/1", documented in docs/review.md).

@@ -52,6 +52,10 @@ struct LockedPlatform {
   /// of NAME), "" for one without; empty when no channel has a name (`channel_names:`).
   std::vector<std::string> channel_names;
   std::vector<VirtualPackage> virtual_packages;  ///< assumed when solving for this platform
+  /// The PyPI indexes the environment's pip packages were resolved against, primary first
+  /// (pixi.lock 4-7's environment `indexes`); empty when the format records none. envlock.lock
+  /// does not write it.
+  std::vector<std::string> pypi_indexes;
   std::vector<LockedPackage> packages;           ///< sorted by name
   std::vector<PipPackage> pip;                   ///< sorted by name
 };
@@ -130,6 +134,13 @@ struct Lockfile {
   /// or pip URL under home_folder() is written `~/…` (its decoded path), so no lockfile names the
   /// home folder of whoever wrote it (issue 17, point 9).
   [[nodiscard]] std::string to_yaml(const std::filesystem::path& directory = {}) const;
+  /// `text` with every `file:` URL in it spelled as to_yaml(directory) writes a channel or package
+  /// URL: a relative_channels entry, or a URL under one, relative to `directory` (`../channel`,
+  /// `../channel/linux-64/x.conda`), any other `file:` URL under the home folder `~/…`; the rest
+  /// unchanged. A URL runs from `file:` to the next white space, `,`, `;`, `:` or `)`. For output that
+  /// must show locations as the file holds them (`envlock diff`: never resolved against the
+  /// folder the file was read from, never the reader's home folder; docs/review.md, "Output").
+  [[nodiscard]] std::string written_locations(std::string_view text, const std::filesystem::path& directory) const;
   /// Writes to_yaml(absolute directory of `path`) atomically (temporary file in the same
   /// directory, fsync, rename): an existing lockfile is never truncated or half-written.
   [[nodiscard]] Status write(const std::filesystem::path& path) const;

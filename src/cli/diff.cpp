@@ -27,6 +27,7 @@ struct DiffOptions {
   bool fail_on_given = false;  ///< `--fail-on ""` (an empty CI variable) is a usage error, not "off"
   std::string environment;     ///< -e ENV: compare this environment only
   std::size_t max_bytes = kMarkdownBudget;  ///< --format markdown budget; 0: none
+  bool format_given = false;  ///< --format was on the command line (it must agree with --json)
 };
 
 std::string environment_names(const Lockfile& lock) {
@@ -98,25 +99,46 @@ RecordedFields recorded_fields(const FormatInfo& f) {
   switch (f.format) {
     case LockFormat::Envlock:
       r.requires_dist = r.requires_python = false;  // envlock.lock keeps no pip metadata
+      r.pypi_indexes = false;
       break;
-    case LockFormat::CondaMeta: r.sha256 = r.pip_hashes = false; break;
+    case LockFormat::CondaMeta:
+      r.sha256 = r.pip_hashes = false;
+      r.channels = r.virtual_packages = r.pypi_indexes = false;  // a prefix's channels are its records'
+      break;
     case LockFormat::PixiLock:
       // pixi.lock 4-7 write depends and constrains of every record and pypi requires_dist /
       // requires_python; build_number and noarch only where the file name does not give them.
       r.noarch = r.build_number = r.python_site_packages_path = false;
+      r.virtual_packages = f.version >= 7;  // the `platforms` list of pixi.lock 7
       break;
     case LockFormat::CondaLock:
-      // conda-lock (and pixi.lock 1-3): `dependencies` only.
+      // conda-lock (and pixi.lock 1-3): `dependencies` only; `metadata.channels`.
       r.constrains = r.track_features = r.noarch = r.build_number = r.python_site_packages_path = false;
       r.requires_dist = r.requires_python = false;
       r.categories = !f.by_pixi;
+      r.virtual_packages = r.pypi_indexes = false;
       break;
     case LockFormat::Explicit:
       r = RecordedFields{false, false, false, false, false, false, false, false};
       r.sha256 = false;  // md5 or sha256 fragments, as the render chose; each line's pip hash is its own
+      r.channels = r.virtual_packages = r.pypi_indexes = false;  // channels from the URLs
       break;
   }
   return r;
+}
+
+// The fields compared for each side: what its format holds (recorded_fields), and the solve
+// inputs (channels, virtual packages, PyPI indexes) only between two files of one format — each
+// tool spells them its own way — and never for a snapshot, whose channels come from its records
+// and which was never solved (docs/review.md, "Solve inputs").
+std::pair<RecordedFields, RecordedFields> compared_fields(const LockInput& a, const LockInput& b) {
+  RecordedFields fa = recorded_fields(a.read.format), fb = recorded_fields(b.read.format);
+  const bool one_format = a.read.format.format == b.read.format.format && a.read.format.by_pixi == b.read.format.by_pixi;
+  for (auto [in, f] : {std::pair{&a, &fa}, std::pair{&b, &fb}}) {
+    if (one_format && in->snapshot_text.empty()) continue;
+    f->channels = f->virtual_packages = f->pypi_indexes = false;
+  }
+  return {fa, fb};
 }
 
 // A snapshot's lockfile part leaves out the conda records pip shadowed (its `shadowed:` section
@@ -147,8 +169,36 @@ int fail(const Context& ctx, const Error& e) {
   return 2;
 }
 
+// The locations of each side as its file holds them (docs/review.md, "Output"): a relative local
+// channel is compared resolved (as install reads it) but shown as written (`../channel`, not the
+// folder the file was read from), a file:// URL under the home folder as `~/…`. Notes name both
+// sides' locations.
+void show_locations_as_written(LockDiff& diff, const LockInput& old_in, const LockInput& new_in) {
+  const auto old_spelling = [&](const std::string& s) { return old_in.read.lockfile.written_locations(s, old_in.directory); };
+  const auto new_spelling = [&](const std::string& s) { return new_in.read.lockfile.written_locations(s, new_in.directory); };
+  const auto respell = [](std::optional<PackageSide>& side, const auto& spell) {
+    if (!side) return;
+    side->channel = spell(side->channel);
+    side->url = spell(side->url);
+  };
+  for (auto& g : diff.groups) {
+    for (auto& c : g.changes) {
+      respell(c.old_side, old_spelling);
+      respell(c.new_side, new_spelling);
+      for (auto& n : c.notes) n = new_spelling(old_spelling(n));
+    }
+  }
+}
+
 int run_diff(const Context& ctx, const DiffOptions& opt) {
   prepare_heap_for_large_inputs();
+  if (ctx.json && opt.format_given && opt.format != "json") {
+    // Two output formats asked for: neither is chosen silently (a CI step meant to post markdown
+    // must not post JSON).
+    return fail(ctx, Error{ErrorKind::Usage, "--format " + opt.format + " --json",
+                           "two output formats asked for: --format " + opt.format + " and --json (JSON)", "",
+                           "give one of them; --json is the same as --format json"});
+  }
   std::string format = ctx.json ? "json" : opt.format;
   std::set<ChangeKind> fail_kinds;
   bool fail_on_host = false;  // `host-changed`: a host fact of two snapshots differs
@@ -210,8 +260,9 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   if (old_prefix) adopt_platform(old_lock, new_lock);
   if (new_prefix) adopt_platform(new_lock, old_lock);
 
-  const LockDiff diff = diff_lockfiles(old_lock, new_lock, recorded_fields(old_in->read.format),
-                                       recorded_fields(new_in->read.format));
+  const auto [old_fields, new_fields] = compared_fields(*old_in, *new_in);
+  LockDiff diff = diff_lockfiles(old_lock, new_lock, old_fields, new_fields);
+  show_locations_as_written(diff, *old_in, *new_in);
   DiffLabels labels{old_in->label, new_in->label, old_in->read.format.to_string(),
                     new_in->read.format.to_string()};
   // Two snapshots: their host facts too (capture completeness, host, system packages), as
@@ -235,8 +286,8 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
     // The title, summary line and summary table are never folded: a budget below them is exceeded.
     if (opt.max_bytes != 0 && md.size() > opt.max_bytes)
       warn("the comment takes " + std::to_string(md.size()) + " bytes, more than --max-bytes " +
-           std::to_string(opt.max_bytes) + ": its title and summary table " + (host.empty() ? "" : "(and the host block's heading) ") +
-           "are never left out");
+           std::to_string(opt.max_bytes) + ": its title and " + (diff.empty() ? "'No changes' line " : "summary table ") +
+           (host.empty() ? "" : "(and the host block's heading) ") + "are never left out");
     std::cout << md;
   } else {
     std::cout << render_text(diff, labels, ctx.color);
@@ -287,19 +338,32 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_option("NEW", opt->new_arg, "new side: same forms as OLD")->required();
   sub.add_option("-e,--environment", opt->environment,
                  "compare this environment only (a prefix is paired with the environment it was installed from)");
-  sub.add_option("--max-bytes", opt->max_bytes,
-                 "--format markdown: fold the least important changes to stay within N bytes (default 65536, "
-                 "a GitHub comment; 0: no limit)")
+  // Decimal digits only: CLI11 reads integers with strtoull(.., 0), so `0x10` would be 16 and
+  // `010` 8. A leading '-' is left to the range check, which names the range.
+  const CLI::Validator decimal(
+      [](std::string& v) -> std::string {
+        const std::string_view digits = std::string_view(v).substr(v.starts_with('-') ? 1 : 0);
+        if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) return "";
+        return "'" + v.substr(0, 40) + "' is not a whole number of bytes (decimal digits only)";
+      },
+      "");
+  sub.add_option_function<std::string>(
+         "--max-bytes", [opt](const std::string& v) { opt->max_bytes = std::stoull(v, nullptr, 10); },
+         "--format markdown: fold the least important changes to stay within N bytes (default 65536, "
+         "a GitHub comment; 0: no limit)")
+      ->type_name("N")
+      ->check(decimal)
       ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
-  sub.add_option("--format", opt->format, "output: text (default), markdown (PR comment), json")
-      ->check(CLI::IsMember({"text", "markdown", "json"}));
+  auto* format = sub.add_option("--format", opt->format, "output: text (default), markdown (PR comment), json")
+                     ->check(CLI::IsMember({"text", "markdown", "json"}));
   auto* fail_on = sub.add_option("--fail-on", opt->fail_on,
                  "exit 1 when a change of these kinds exists: 'any' or a comma-separated list of "
                  "added, removed, upgraded, downgraded, rebuilt, variant-switch, channel-changed, "
                  "re-uploaded, hash-changed, license-changed, host-floor-raised, source-changed, "
-                 "metadata-changed; and host-changed (a host fact of two snapshots: OS, kernel, driver, glibc...)");
-  sub.callback([&ctx, opt, fail_on] {
+                 "metadata-changed, inputs-changed (channels, virtual packages, PyPI indexes); and host-changed (a host fact of two snapshots: OS, kernel, driver, glibc...)");
+  sub.callback([&ctx, opt, fail_on, format] {
     opt->fail_on_given = fail_on->count() > 0;
+    opt->format_given = format->count() > 0;
     ctx.exit_code =
         exit_2_when_out_of_memory(ctx, opt->old_arg + " " + opt->new_arg, [&] { return run_diff(ctx, *opt); });
   });
@@ -311,6 +375,10 @@ const RegisterCommand reg{"diff",
 
 }  // namespace
 
-RecordedFields format_recorded_fields(const FormatInfo& f) { return recorded_fields(f); }
+RecordedFields format_recorded_fields(const FormatInfo& f) {
+  RecordedFields r = recorded_fields(f);
+  r.channels = r.virtual_packages = r.pypi_indexes = false;  // snapshots: never solved (compared_fields)
+  return r;
+}
 
 }  // namespace envlock::cli

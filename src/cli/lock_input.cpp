@@ -73,7 +73,8 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
     // the current folder (docs/review.md), as a file in it would.
     std::error_code cwd_ec;
     const auto cwd = std::filesystem::current_path(cwd_ec);
-    auto r = read_lockfile_text(text, "<stdin>", cwd_ec || as_written ? std::filesystem::path() : cwd);
+    input.directory = cwd_ec || as_written ? std::filesystem::path() : cwd;
+    auto r = read_lockfile_text(text, "<stdin>", input.directory);
     if (!r) return r.error();
     input.read = std::move(r).value();
     if (text.starts_with(kSnapshotHeader)) input.snapshot_text = std::move(text);
@@ -108,7 +109,8 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
                "check both with `git show REV:PATH`";
       return e;
     }
-    auto r = read_lockfile_text(out->out, arg, as_written ? std::filesystem::path() : revision_file_folder(path));
+    input.directory = as_written ? std::filesystem::path() : revision_file_folder(path);
+    auto r = read_lockfile_text(out->out, arg, input.directory);
     if (!r) return r.error();
     input.read = std::move(r).value();
     if (out->out.starts_with(kSnapshotHeader)) input.snapshot_text = std::move(out->out);
@@ -124,6 +126,7 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
   }();
   if (!r) return r.error();
   input.read = std::move(r).value();
+  if (!as_written) input.directory = std::filesystem::absolute(arg, ec).parent_path();  // as read_lockfile_path
   if (input.read.format.format == LockFormat::Envlock) {  // a snapshot's lockfile part is envlock.lock
     std::ifstream in(arg, std::ios::binary);
     std::string head(kSnapshotHeader.size(), '\0');

@@ -10,6 +10,7 @@
 //             and a checked-out copy of one lockfile compare equal.
 // Errors are values naming the argument; `git show` failures carry git's own message.
 
+#include <filesystem>
 #include <string>
 
 #include <new>
@@ -27,6 +28,10 @@ struct LockInput {
   /// The whole text when the input is an envlock snapshot file (it starts with the
   /// `# envlock snapshot` line capture writes), for the host facts `read` leaves out; else empty.
   std::string snapshot_text;
+  /// The folder an envlock.lock's relative local channels were resolved against (the file's, the
+  /// working-tree folder of REV:PATH, the current folder for `-`); empty when they were kept as
+  /// written. Lockfile::written_locations() spells them back with it.
+  std::filesystem::path directory;
 };
 
 /// How relative local channels (an envlock.lock's `../channel`) are read.
@@ -64,7 +69,8 @@ Result<Lockfile> read_envlock_lockfile(const std::string& path, const std::strin
 
 /// The record fields a format holds (docs/review.md, "Compared fields"), for diff_lockfiles:
 /// what `envlock diff` compares a side on (its recorded_fields, in diff.cpp), for `envlock
-/// snapshot diff` to compare the same way.
+/// snapshot diff` to compare the same way; solve inputs (channels, virtual packages) are not
+/// compared there, as `diff` compares none of a snapshot's.
 RecordedFields format_recorded_fields(const FormatInfo& f);
 
 }  // namespace envlock::cli

@@ -33,8 +33,10 @@ namespace {
 
 // Defence in depth: the readers refuse names with control characters, but versions, builds,
 // channels, URLs, notes and labels come from the input too. Text output never carries a raw
-// control character: clean() is printable() (envlock/text.hpp).
-std::string clean(const std::string& s) { return printable(s); }
+// control character or an invisible one (printable(), envlock/text.hpp), and a URL's host that is
+// not ASCII is shown as IDNA ASCII (`xn--…`, ascii_hosts(), envlock/url.hpp): `pypі.org` with a
+// Cyrillic `і` does not pass for pypi.org.
+std::string clean(const std::string& s) { return printable(ascii_hosts(s)); }
 
 std::string kinds_summary(const LockDiff& diff) {
   std::string out;
@@ -191,7 +193,9 @@ std::string render_text(const LockDiff& diff, const DiffLabels& labels, bool col
       out << "  " << (color ? kind_color(c) : "") << (c.red_flag() ? "! " : "  ") << kind << reset;
       out << std::string(kind.size() < 30 ? 30 - kind.size() : 1, ' ');
       std::string name = display_name(c);
-      out << name << std::string(width - name.size() + 2, ' ');
+      out << name;
+      // A solve input without sides (channels, indexes) says what changed in its note alone.
+      if (c.old_side || c.new_side) out << std::string(width - name.size() + 2, ' ');
       if (c.old_side && c.new_side) out << side_text(c.old_side) << " -> " << side_text(c.new_side);
       else if (c.new_side) out << side_text(c.new_side);
       else out << side_text(c.old_side);
@@ -222,7 +226,8 @@ namespace {
 int severity(const PackageChange& c) {
   static constexpr ChangeKind kOrder[] = {
       ChangeKind::VariantSwitch,   ChangeKind::Downgraded,    ChangeKind::ReUploaded,    ChangeKind::Removed,
-      ChangeKind::HashChanged,     ChangeKind::HostFloorRaised, ChangeKind::SourceChanged, ChangeKind::ChannelChanged,
+      ChangeKind::HashChanged,     ChangeKind::HostFloorRaised, ChangeKind::InputsChanged, ChangeKind::SourceChanged,
+      ChangeKind::ChannelChanged,
       ChangeKind::MetadataChanged, ChangeKind::Added,          ChangeKind::Upgraded,      ChangeKind::Rebuilt,
       ChangeKind::LicenseChanged};
   for (int i = 0; i < static_cast<int>(std::size(kOrder)); ++i)
@@ -262,7 +267,9 @@ std::string md_kind_counts(const std::map<ChangeKind, std::size_t>& counts) {
 
 std::string render_markdown(const LockDiff& diff, const DiffLabels& labels, std::size_t max_bytes) {
   std::string full = render_markdown(diff, labels);
-  if (max_bytes == 0 || full.size() <= max_bytes) return full;
+  // No changes: nothing to fold (a budget below the "No changes" line is exceeded, as below the
+  // summary table; the CLI warns).
+  if (max_bytes == 0 || full.size() <= max_bytes || diff.empty()) return full;
   // Over the budget: the title, the summary line and table stay; the changes follow in one table,
   // most severe first, as many as fit; the rest are counted per kind with how to see them all.
   std::ostringstream head;
@@ -431,7 +438,7 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
     for (const auto& c : g.changes) {
       nlohmann::json cj;
       cj["name"] = c.name;
-      cj["source"] = c.pypi ? "pypi" : "conda";
+      cj["source"] = c.input ? "input" : c.pypi ? "pypi" : "conda";
       cj["kind"] = std::string(change_kind_name(c.kind));
       nlohmann::json flags = nlohmann::json::array();
       for (ChangeKind f : c.flags) flags.push_back(std::string(change_kind_name(f)));

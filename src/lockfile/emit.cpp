@@ -201,6 +201,24 @@ std::vector<const T*> sorted(const std::vector<T>& v, Key key) {
 
 }  // namespace
 
+std::string Lockfile::written_locations(std::string_view text, const std::filesystem::path& directory) const {
+  if (text.find("file:") == std::string_view::npos) return std::string(text);
+  const LocalChannels local(relative_channels, directory);
+  std::string out;
+  std::size_t copied = 0;
+  for (std::size_t at = text.find("file:"); at != std::string_view::npos; at = text.find("file:", at)) {
+    std::size_t end = at + 5;
+    while (end < text.size() && std::string_view(" \t\n,;:)").find(text[end]) == std::string_view::npos) ++end;
+    const std::string url(text.substr(at, end - at));
+    const std::string as_channel = local.channel(url);
+    out.append(text.substr(copied, at - copied));
+    out += as_channel != url ? as_channel : local.url(url);
+    copied = at = end;
+  }
+  out.append(text.substr(copied));
+  return out;
+}
+
 std::string Lockfile::to_yaml(const std::filesystem::path& directory) const {
   const LocalChannels local(relative_channels, directory);
   Out o;

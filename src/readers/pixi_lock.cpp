@@ -1,7 +1,7 @@
 // pixi.lock format versions 4-7 (rattler_lock):
 //   version: N
 //   platforms: [{name, subdir?, virtual-packages?}]                     (7 only)
-//   environments: {env: {channels: [{url}], indexes?, options?,
+//   environments: {env: {channels: [{url}], indexes?: [url], options?,
 //                        packages: {platform: [{conda: url} | {pypi: url} | {conda_source: id}]}}}
 //   packages: [ {kind: conda|pypi, url, ...}                             (4-5)
 //             | {conda: url, ...} | {pypi: url, ...} | {conda_source: id, ...} ]  (6-7)
@@ -273,6 +273,13 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
         else if (c.IsScalar()) channels.push_back(redact_url(std::string(c.Scalar())));
       }
     }
+    // `indexes: [URL, ...]` (rattler_lock's PypiIndexes, written when the environment has pypi
+    // packages): compared by diff, as channels are.
+    std::vector<std::string> indexes;
+    if (YamlNode ix = env["indexes"]; ix.IsSequence()) {
+      for (YamlNode i : ix.items())
+        if (i.IsScalar()) indexes.push_back(redact_url(std::string(i.Scalar())));
+    }
     YamlNode pkgs = env["packages"];
     if (pkgs && !pkgs.IsMap() && !pkgs.IsNull()) {
       return error_at(source, pkgs, "environment '" + env_name + "': `packages` must be a map of platforms");
@@ -299,6 +306,7 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
       auto& plat = out_env.platforms[plat_name];
       plat.platform = subdir;
       plat.channels = channels;
+      plat.pypi_indexes = indexes;
       plat.virtual_packages = vps;
       if (!plat_list.IsSequence()) {
         if (plat_list.IsNull()) continue;

@@ -657,7 +657,7 @@ TEST(CorpusDiff, MarkdownFitsItsBudgetMostSevereFirst) {
     std::size_t rows = 0;
     int last = -1;
     static const std::vector<std::string> order = {"variant-switch", "downgraded", "re-uploaded", "removed", "hash-changed",
-                                                   "host-floor-raised", "source-changed", "channel-changed", "metadata-changed",
+                                                   "host-floor-raised", "inputs-changed", "source-changed", "channel-changed", "metadata-changed",
                                                    "added", "upgraded", "rebuilt", "license-changed"};
     std::istringstream in(md.substr(table_end));
     for (std::string line; std::getline(in, line);) {

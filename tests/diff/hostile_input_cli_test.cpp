@@ -420,12 +420,14 @@ TEST(HostileInput, GateOptionsAreReadStrictly) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "error: --fail-on: unknown change kind 'Host-Changed'\n"
                    "hint: valid kinds: any, re-uploaded, hash-changed, variant-switch, added, removed, downgraded, upgraded, "
-                   "rebuilt, channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed, host-changed\n");
+                   "rebuilt, channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed, inputs-changed, "
+                   "host-changed\n");
   r = run_command(diff + " --fail-on ANY");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "error: --fail-on: unknown change kind 'ANY'\n"
                    "hint: valid kinds: any, re-uploaded, hash-changed, variant-switch, added, removed, downgraded, upgraded, "
-                   "rebuilt, channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed, host-changed\n");
+                   "rebuilt, channel-changed, host-floor-raised, source-changed, metadata-changed, license-changed, inputs-changed, "
+                   "host-changed\n");
   r = run_command(diff + " --max-bytes -5");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "error: diff: --max-bytes: Value -5 not in range 0 to 1099511627776\n"

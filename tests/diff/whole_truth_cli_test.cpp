@@ -1,0 +1,286 @@
+// `envlock diff` tells the whole truth (issue 17, the last attack): output options read strictly,
+// locations shown as the file holds them, solve inputs (channels, channel names, virtual
+// packages, PyPI indexes) compared, invisible characters and lookalike hosts shown for what they
+// are. Exit codes and whole outputs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/run_command.hpp"
+
+namespace fs = std::filesystem;
+using envlock::testing::envlock_cmd;
+using envlock::testing::run_command;
+
+namespace {
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("envlock-truth-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+  fs::path write(const std::string& name, const std::string& text) const {
+    fs::create_directories((path_ / name).parent_path());
+    std::ofstream(path_ / name, std::ios::binary) << text;
+    return path_ / name;
+  }
+
+ private:
+  fs::path path_;
+  static inline int counter_ = 0;
+};
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (auto at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+const std::string kPad(34, ' ');  // the text renderer's column of notes
+const std::string kSha(64, 'a');
+
+// One @EXPLICIT line of zlib (the corpus's conda-forge zlib 1.3.1).
+const std::string kExplicit = "# platform: linux-64\n@EXPLICIT\n"
+                              "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda#" +
+                              std::string(64, '1') + "\n";
+
+// An envlock.lock of one package `tool` from a relative local channel, as `envlock lock` writes
+// one for a manifest naming `../chan-a` (docs/lockfile.md, "Local channels"), with a named channel
+// and the virtual packages the solve assumed.
+const std::string kLocalLock = "version: 1\n"
+                               "environments:\n"
+                               "  default:\n"
+                               "    platforms:\n"
+                               "      linux-64:\n"
+                               "        channels: [\"../chan-a\", \"https://conda.anaconda.org/conda-forge\"]\n"
+                               "        channel_names:\n"
+                               "          \"../chan-a\": local\n"
+                               "        virtual_packages: [\"__cuda=12.4=0\", \"__glibc=2.28=0\", \"__unix=0=0\"]\n"
+                               "        packages:\n"
+                               "          - name: tool\n"
+                               "            version: \"1.2\"\n"
+                               "            build: h0_0\n"
+                               "            build_number: 0\n"
+                               "            subdir: linux-64\n"
+                               "            channel: \"../chan-a\"\n"
+                               "            url: \"../chan-a/linux-64/tool-1.2-h0_0.conda\"\n"
+                               "            sha256: \"" + kSha + "\"\n"
+                               "            layer: default\n";
+
+// A pixi.lock 6 of one PyPI wheel, as pixi writes it (the shape of the corpus's
+// conda__conda-lock pixi.lock: `indexes` under the environment).
+const std::string kSixUrl =
+    "https://files.pythonhosted.org/packages/d9/5a/e7c31adbe875f2abbb91bd84cf2dc52d792b5a01506781dbcf25c91daf11/"
+    "six-1.16.0-py2.py3-none-any.whl";
+const std::string kPixiLock = "version: 6\n"
+                              "environments:\n"
+                              "  default:\n"
+                              "    channels:\n"
+                              "    - url: https://conda.anaconda.org/conda-forge/\n"
+                              "    indexes:\n"
+                              "    - https://pypi.org/simple\n"
+                              "    packages:\n"
+                              "      linux-64:\n"
+                              "      - pypi: " + kSixUrl + "\n"
+                              "packages:\n"
+                              "- pypi: " + kSixUrl + "\n"
+                              "  name: six\n"
+                              "  version: 1.16.0\n"
+                              "  sha256: 8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n"
+                              "  requires_python: '>=2.7,!=3.0.*,!=3.1.*,!=3.2.*'\n";
+
+}  // namespace
+
+// `--format markdown --json` asks for two outputs: a usage error naming both (exit 2, with --json
+// the error as JSON on stdout), never one of them chosen silently; `--json --format json` agree.
+TEST(WholeTruth, TwoOutputFormatsAreAUsageError) {
+  TempDir dir;
+  const auto a = dir.write("a.txt", kExplicit);
+  for (const std::string format : {"markdown", "text"}) {
+    auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(a) + " --format " + format + " --json --fail-on any");
+    EXPECT_EQ(r.exit_code, 2) << format;
+    EXPECT_EQ(r.out, "{\n"
+                     "  \"error\": {\n"
+                     "    \"detail\": \"\",\n"
+                     "    \"hint\": \"give one of them; --json is the same as --format json\",\n"
+                     "    \"kind\": \"usage\",\n"
+                     "    \"message\": \"two output formats asked for: --format " + format + " and --json (JSON)\",\n"
+                     "    \"where\": \"--format " + format + " --json\"\n"
+                     "  }\n"
+                     "}\n");
+    EXPECT_EQ(r.err, "error: --format " + format + " --json: two output formats asked for: --format " + format +
+                         " and --json (JSON)\nhint: give one of them; --json is the same as --format json\n");
+  }
+  auto r = run_command(envlock_cmd() + " --json diff " + q(a) + " " + q(a) + " --format json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("{\n")) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+// --max-bytes is a decimal number: CLI11 alone read `0x10` as 16 and `010` as 8 (strtoull base 0).
+TEST(WholeTruth, MaxBytesIsDecimalDigitsOnly) {
+  TempDir dir;
+  const auto a = dir.write("a.txt", kExplicit);
+  const std::string diff = envlock_cmd() + " diff " + q(a) + " " + q(a) + " --format markdown --max-bytes ";
+  for (const std::string v : {"0x10", "0X10", "0b101", "1e3", "+5", " 5", "5 ", "1_000", "1,000", "0o17", ""}) {
+    auto r = run_command(diff + "'" + v + "'");
+    EXPECT_EQ(r.exit_code, 2) << "[" << v << "]";
+    EXPECT_EQ(r.out, "") << "[" << v << "]";
+    EXPECT_EQ(r.err, "error: diff: --max-bytes: '" + v + "' is not a whole number of bytes (decimal digits only)\n"
+                     "hint: run `envlock diff --help` for its options\n");
+  }
+  auto r = run_command(diff + "-5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: diff: --max-bytes: Value -5 not in range 0 to 1099511627776\n"
+                   "hint: run `envlock diff --help` for its options\n");
+  // A leading zero is decimal: 0100 is one hundred bytes, which the "No changes" comment exceeds.
+  r = run_command(diff + "0100");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "warning: the comment takes " + std::to_string(r.out.size()) +
+                       " bytes, more than --max-bytes 100: its title and 'No changes' line are never left out\n");
+}
+
+// An empty diff under a tiny budget is the "No changes" comment, not "0 more changes not shown ()".
+TEST(WholeTruth, AnEmptyDiffIsNeverFolded) {
+  TempDir dir;
+  const auto a = dir.write("a.txt", kExplicit);
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(a) + " --format markdown --max-bytes 10 --fail-on any");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "### envlock diff: `" + a.string() + "` → `" + a.string() + "`\n\n"
+                   "**No changes** — both sides lock the same packages (@EXPLICIT vs @EXPLICIT).\n");
+  EXPECT_EQ(r.err, "warning: the comment takes " + std::to_string(r.out.size()) +
+                       " bytes, more than --max-bytes 10: its title and 'No changes' line are never left out\n");
+}
+
+// A relative local channel is compared resolved (as install reads it) but shown as the lockfile
+// holds it (`../chan-a`, never the folder the file sits in), a channel under the home folder as
+// `~/…`; the channel list, a channel's name and the virtual packages assumed are solve inputs
+// whose changes are changes (`inputs-changed`), counted by the summary and by --fail-on alike.
+TEST(WholeTruth, LocationsAsWrittenAndSolveInputsAreChanges) {
+  TempDir dir;
+  const fs::path home = dir.path() / "home";
+  fs::create_directories(home);
+  const auto old_lock = dir.write("proj/old.lock", kLocalLock);
+  std::string moved = replace_all(kLocalLock, "../chan-a", "~/chan-b");
+  moved = replace_all(moved, "\"__cuda=12.4=0\", \"__glibc=2.28=0\", \"__unix=0=0\"",
+                      "\"__archspec=1=x86_64_v3\", \"__cuda=11.8=0\", \"__unix=0=0\"");
+  const auto new_lock = dir.write("proj/new.lock", replace_all(moved, ": local\n", ": mine\n"));
+  const std::string diff = "cd " + q(dir.path() / "proj") + " && HOME=" + q(home) + " " + envlock_cmd() + " diff old.lock new.lock";
+  auto r = run_command(diff + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "6 changes: 1 channel-changed, 5 inputs-changed; size unknown\n"
+                   "old: old.lock (envlock.lock v1)\n"
+                   "new: new.lock (envlock.lock v1)\n\n"
+                   "default / linux-64: 6 changes, size unknown (1 -> 1 packages)\n"
+                   "    channel-changed               tool                        1.2 h0_0 -> 1.2 h0_0\n" +
+                       kPad + "channel ../chan-a -> ~/chan-b\n" + kPad + "pulled by: tool\n"
+                   "    inputs-changed                channel names\n" +
+                       kPad + "../chan-a: name local -> (none)\n" + kPad + "~/chan-b: name (none) -> mine\n"
+                   "    inputs-changed                channels\n" +
+                       kPad + "channels ../chan-a, https://conda.anaconda.org/conda-forge -> ~/chan-b, https://conda.anaconda.org/conda-forge\n"
+                   "    inputs-changed                virtual package __archspec  1 x86_64_v3\n" +
+                       kPad + "added: the solve assumed the host has it\n"
+                   "    inputs-changed                virtual package __cuda      12.4 -> 11.8\n" +
+                       kPad + "lowered: the solve assumed less of the host\n"
+                   "    inputs-changed                virtual package __glibc     2.28\n" +
+                       kPad + "removed: the solve no longer assumed it\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 6 changes (1 channel-changed, 5 inputs-changed) (--fail-on any)\n");
+  r = run_command(diff + " --format markdown --fail-on inputs-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "### envlock diff: `old.lock` → `new.lock`\n\n"
+                   "**6 changes: 1 channel-changed, 5 inputs-changed; size unknown**\n\n"
+                   "| environment | platform | channel-changed | inputs-changed | size |\n"
+                   "|---|---|---:|---:|---:|\n"
+                   "| default | linux-64 | 1 | 5 | unknown |\n\n"
+                   "<details><summary>default / linux-64: 6 changes, size unknown</summary>\n\n"
+                   "| package | change | old | new | size | pulled by | notes |\n"
+                   "|---|---|---|---|---:|---|---|\n"
+                   "| `tool` | channel-changed | 1.2 h0\\_0 | 1.2 h0\\_0 |  | tool | channel ../chan-a -\\> ~/chan-b |\n"
+                   "| `channel names` | inputs-changed |  |  |  |  | ../chan-a: name local -\\> (none); ~/chan-b: name (none) -\\> mine |\n"
+                   "| `channels` | inputs-changed |  |  |  |  | channels ../chan-a, https://conda.anaconda.org/conda-forge -\\> "
+                   "~/chan-b, https://conda.anaconda.org/conda-forge |\n"
+                   "| `virtual package __archspec` | inputs-changed |  | 1 x86\\_64\\_v3 |  |  | added: the solve assumed the host has it |\n"
+                   "| `virtual package __cuda` | inputs-changed | 12.4 | 11.8 |  |  | lowered: the solve assumed less of the host |\n"
+                   "| `virtual package __glibc` | inputs-changed | 2.28 |  |  |  | removed: the solve no longer assumed it |\n\n"
+                   "</details>\n\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 5 changes (5 inputs-changed) (--fail-on inputs-changed)\n");
+  // JSON names the same locations; neither the project folder nor the home folder appears.
+  r = run_command(diff + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find(dir.path().string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"url\": \"../chan-a/linux-64/tool-1.2-h0_0.conda\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"url\": \"~/chan-b/linux-64/tool-1.2-h0_0.conda\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"source\": \"input\""), std::string::npos) << r.out;
+  // The same lockfile on both sides, read from two folders: no change of any kind.
+  const auto copy = dir.write("elsewhere/deeper/old.lock", replace_all(kLocalLock, "../chan-a", "../../proj/../chan-a"));
+  r = run_command("cd " + q(dir.path() / "proj") + " && " + envlock_cmd() + " diff old.lock " + q(copy) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(r.out.starts_with("no changes\n")) << r.out;
+}
+
+// pixi.lock's PyPI `indexes` are where every pip package is resolved from: another index is a
+// change, not "no changes".
+TEST(WholeTruth, APixiIndexesChangeIsAChange) {
+  TempDir dir;
+  const auto a = dir.write("a/pixi.lock", kPixiLock);
+  const auto b = dir.write("b/pixi.lock", replace_all(kPixiLock, "    - https://pypi.org/simple\n",
+                                                      "    - https://pypi.example.com/simple\n"
+                                                      "    - https://download.pytorch.org/whl/cpu\n"));
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "1 change: 1 inputs-changed; size unknown\n"
+                   "old: " + a.string() + " (pixi.lock v6)\n"
+                   "new: " + b.string() + " (pixi.lock v6)\n\n"
+                   "default / linux-64: 1 change, size unknown (1 -> 1 packages)\n"
+                   "    inputs-changed                pypi indexes\n" +
+                       kPad + "indexes https://pypi.org/simple -> https://pypi.example.com/simple, https://download.pytorch.org/whl/cpu\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 inputs-changed) (--fail-on any)\n");
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(a) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+// Invisible characters (a soft hyphen and tag characters in a channel path) are shown as
+// \u{...} in text and markdown and \uXXXX in JSON; a host with a lookalike letter (Cyrillic `о`
+// in `anaconda.оrg`) as its A-label `xn--rg-emc`.
+TEST(WholeTruth, InvisibleCharactersAndLookalikeHostsAreShown) {
+  TempDir dir;
+  const std::string zlib = "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda#" + std::string(64, '1') + "\n";
+  const auto a = dir.write("a.txt", "# platform: linux-64\n@EXPLICIT\n" + zlib);
+  const auto b = dir.write("b.txt", "# platform: linux-64\n@EXPLICIT\n" +
+                                        replace_all(zlib, "https://conda.anaconda.org/conda-forge",
+                                                    "https://conda.anaconda.\u043erg/conda\u00ad-forge\U000E0041"));
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1 change: 1 channel-changed; size unknown\n"
+                   "old: " + a.string() + " (@EXPLICIT)\n"
+                   "new: " + b.string() + " (@EXPLICIT)\n\n"
+                   "default / linux-64: 1 change, size unknown (1 -> 1 packages)\n"
+                   "    channel-changed               zlib  1.3.1 hb9d3cd8_2 -> 1.3.1 hb9d3cd8_2\n" +
+                       kPad + "channel https://conda.anaconda.org/conda-forge -> https://conda.anaconda.xn--rg-emc/conda\\u{00ad}-forge\\u{e0041}\n" +
+                       kPad + "pulled by: zlib\n");
+  EXPECT_EQ(r.err, "");
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --format markdown");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| `zlib` | channel-changed | 1.3.1 hb9d3cd8\\_2 | 1.3.1 hb9d3cd8\\_2 |  | zlib | channel "
+                       "https://conda.anaconda.org/conda-forge -\\> https://conda.anaconda.xn--rg-emc/conda\\\\u{00ad}-forge\\\\u{e0041} |\n"),
+            std::string::npos)
+      << r.out;
+  for (const char* raw : {"\u043e", "\u00ad", "\U000E0041"}) EXPECT_EQ(r.out.find(raw), std::string::npos) << r.out;
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"channel\": \"https://conda.anaconda.\u043erg/conda\\u00ad-forge\\udb40\\udc41\""), std::string::npos) << r.out;
+  for (const char* raw : {"\u00ad", "\U000E0041"}) EXPECT_EQ(r.out.find(raw), std::string::npos) << r.out;
+  // `show` (git's textconv) shows them the same way.
+  r = run_command(envlock_cmd() + " show " + q(b));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "default/linux-64 zlib 1.3.1 hb9d3cd8_2 https://conda.anaconda.xn--rg-emc/conda\\u{00ad}-forge\\u{e0041} sha256:" +
+                       std::string(64, '1') + "\n");
+}
