@@ -274,6 +274,24 @@ struct TransactionPlan {
 };
 TransactionPlan plan_transaction(const std::filesystem::path& prefix, const std::vector<RepoDataRecord>& records);
 
+/// What install_packages() would say about the paths of `prefix` that no record owns, were it
+/// given `packages`: the same warnings (a package replacing such a path; such a path that is a
+/// package's folder now; the prefix moved since it was installed) or the same refusal (files no
+/// package owns below a folder a package makes a file or a symbolic link), decided by the same
+/// code over the packages' plans instead of a built tree; nothing is written (`--dry-run`). A
+/// package that would be linked (not kept as it is in the prefix) needs its extracted folder; one
+/// whose `extracted_dir` is empty (not in the package cache) leaves every path uncompared; it is
+/// named in `unchecked` when the prefix holds a file or link no record owns (one that could have
+/// met a package's path). A new or empty prefix has no such paths. Errors: the prefix refusals of
+/// check_install_prefix()'s first checks, a package's unsafe path field (plan_package's
+/// ErrorKind::Integrity, as install_packages()), a mount point inside the prefix, and the refusal
+/// above (ErrorKind::Io).
+struct InstallPreview {
+  std::vector<std::string> warnings;   ///< as install_packages() puts them in InstallReport::warnings
+  std::vector<std::string> unchecked;  ///< dist names of packages to link that have no extracted_dir, sorted
+};
+Result<InstallPreview> preview_install(const std::filesystem::path& prefix, const std::vector<PackageToLink>& packages);
+
 /// Whether `prefix` holds an install that was interrupted before its post-link scripts all ran
 /// (`conda-meta/envlock-pending`): nullopt when not; else where the previous environment waits
 /// (a `.<name>.envlock-stage-*` sibling), or an empty path when there was none. The next

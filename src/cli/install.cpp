@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -42,6 +43,40 @@ std::string requested_spec_for(const LockedEnvironment& env, const std::string& 
     if (spec && spec->exact_name() == package) return text;
   }
   return "";
+}
+
+/// `records` as packages to link, each with its package cache entry when the cache holds a whole
+/// one already (PackageCache::lookup, only where the entry's folder exists: nothing is created,
+/// downloaded or extracted), else with an empty extracted_dir.
+std::vector<PackageToLink> cached_packages(const LockedEnvironment& env, const std::vector<RepoDataRecord>& records) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<fs::path> present;
+  if (auto dirs = default_package_cache_dirs(); dirs)
+    for (const auto& d : *dirs)
+      if (fs::is_directory(d, ec)) present.push_back(d);
+  std::optional<PackageCache> cache;
+  if (!present.empty())
+    if (auto c = PackageCache::open(present); c) cache.emplace(std::move(*c));
+  std::vector<PackageToLink> out;
+  for (const auto& r : records) {
+    PackageToLink p;
+    p.record = r;
+    p.requested_spec = requested_spec_for(env, r.name);
+    std::string dist = r.file_name.empty() ? r.dist_name() : r.file_name;
+    for (const char* ext : {".conda", ".tar.bz2"})
+      if (dist.ends_with(ext)) dist.resize(dist.size() - std::string_view(ext).size());
+    const bool there = std::any_of(present.begin(), present.end(), [&](const fs::path& d) {
+      return !dist.empty() && dist.find('/') == std::string::npos && fs::is_directory(d / dist, ec);
+    });
+    if (cache && there)
+      if (auto entry = cache->lookup(r)) {
+        p.extracted_dir = entry->extracted_dir;
+        p.archive_path = entry->archive;
+      }
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 /// The text and JSON of a --dry-run: what would change, nothing changed.
@@ -216,6 +251,19 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   if (request.dry_run == DryRun::Yes) {
     auto plan = plan_transaction(request.prefix, records);
     early_warnings.insert(early_warnings.end(), plan.warnings.begin(), plan.warnings.end());
+    // What the install would warn about (or refuse) among the files no package owns, by the same
+    // code (preview_install), from the package cache as it is: nothing is downloaded.
+    auto preview = preview_install(request.prefix, cached_packages(env, records));
+    if (!preview) return report_error(ctx, preview.error());
+    early_warnings.insert(early_warnings.end(), preview->warnings.begin(), preview->warnings.end());
+    if (!preview->unchecked.empty()) {
+      std::string names;
+      for (const auto& n : preview->unchecked) names += (names.empty() ? "" : ", ") + n;
+      early_warnings.push_back(std::to_string(preview->unchecked.size()) +
+                               " package(s) to link are not in the package cache, so the files of the environment "
+                               "were not compared with the paths of the new packages (the install downloads them "
+                               "first): " + names);
+    }
     return print_dry_run(ctx, plan, std::filesystem::absolute(request.prefix).lexically_normal().string(), *env_name,
                          platform, early_warnings);
   }

@@ -857,23 +857,182 @@ void disown_clobbered(std::vector<PrefixRecord>& records,
   }
 }
 
+/// The new tree as the rules for unowned paths read it: what is at a path, symbolic links on the
+/// way followed beneath the root (as Tree does), the last component not. In an install it is the
+/// built stage (StageView); in a dry run the packages' plans (PlannedTree), so a dry run and an
+/// install decide by the same code (classify_unowned(), unowned_outcome()).
+class NewTree {
+ public:
+  virtual ~NewTree() = default;
+  /// The type bits (S_IFREG, S_IFLNK, S_IFDIR, ...) of what is at `rel`; nullopt when nothing is.
+  virtual Result<std::optional<mode_t>> type_at(std::string_view rel) = 0;
+};
+
+/// The stage being built, read through its Tree.
+class StageView final : public NewTree {
+ public:
+  explicit StageView(detail::Tree& tree) : tree_(tree) {}
+  Result<std::optional<mode_t>> type_at(std::string_view rel) override {
+    struct stat st {};
+    auto there = tree_.lstat(rel, st);
+    if (!there) return there.error();
+    return *there ? std::optional<mode_t>(st.st_mode & S_IFMT) : std::nullopt;
+  }
+
+ private:
+  detail::Tree& tree_;
+};
+
+/// The tree the packages' plans would make, in memory: each path added in linking order (a later
+/// one replacing an earlier one, as a clobber does), its folders made on the way, a symbolic link
+/// on the way followed while it stays inside (a path whose way leads out or through a file is
+/// left out: the install refuses or fails on it by itself).
+class PlannedTree final : public NewTree {
+ public:
+  void add(std::string_view rel, mode_t type, const std::string& link_target) {
+    const auto slash = rel.rfind('/');
+    std::optional<std::string> parent =
+        slash == std::string_view::npos ? std::optional<std::string>("") : resolve(rel.substr(0, slash), 0);
+    if (!parent) return;
+    for (std::size_t end = parent->find('/');; end = parent->find('/', end + 1)) {
+      if (!parent->empty()) entries_.emplace(parent->substr(0, end), Node{S_IFDIR, {}});
+      if (end == std::string::npos) break;
+    }
+    const std::string name(slash == std::string_view::npos ? rel : rel.substr(slash + 1));
+    const std::string at = parent->empty() ? name : *parent + "/" + name;
+    if (type == S_IFDIR) entries_.emplace(at, Node{S_IFDIR, {}});
+    else entries_[at] = Node{type, link_target};
+  }
+  Result<std::optional<mode_t>> type_at(std::string_view rel) override {
+    const auto slash = rel.rfind('/');
+    std::optional<std::string> parent =
+        slash == std::string_view::npos ? std::optional<std::string>("") : resolve(rel.substr(0, slash), 0);
+    if (!parent) return std::optional<mode_t>();
+    const std::string name(slash == std::string_view::npos ? rel : rel.substr(slash + 1));
+    const auto it = entries_.find(parent->empty() ? name : *parent + "/" + name);
+    if (it == entries_.end()) return std::optional<mode_t>();
+    return std::optional<mode_t>(it->second.type);
+  }
+
+ private:
+  struct Node {
+    mode_t type;
+    std::string target;
+  };
+  /// The folder `dir` names with the links on its way followed; nullopt when the way leads out,
+  /// loops (40 links, as the kernel's limit) or meets a file.
+  std::optional<std::string> resolve(std::string_view dir, int depth) const {
+    std::string at;
+    for (std::size_t start = 0; start <= dir.size();) {
+      std::size_t end = dir.find('/', start);
+      if (end == std::string_view::npos) end = dir.size();
+      const std::string next = (at.empty() ? "" : at + "/") + std::string(dir.substr(start, end - start));
+      start = end + 1;
+      const auto it = entries_.find(next);
+      if (it == entries_.end() || it->second.type == S_IFDIR) {
+        at = next;
+        continue;
+      }
+      if (it->second.type != S_IFLNK || depth >= 40 || it->second.target.starts_with('/')) return std::nullopt;
+      const auto slash = next.rfind('/');
+      const std::string joined =
+          (fs::path(slash == std::string::npos ? "" : next.substr(0, slash)) / it->second.target).lexically_normal().generic_string();
+      if (joined == ".." || joined.starts_with("../")) return std::nullopt;
+      auto followed = joined == "." || joined.empty() ? std::optional<std::string>("") : resolve(joined, depth + 1);
+      if (!followed) return std::nullopt;
+      at = *followed;
+      while (at.ends_with('/')) at.pop_back();
+    }
+    return at;
+  }
+  std::unordered_map<std::string, Node> entries_;
+};
+
 /// The path at or above `rel` (itself, or a folder on its way) that a package of the new tree
 /// makes a file or a symbolic link (`owner`: every package path of the tree, and whose it is);
 /// empty when there is none (a path a package lists as a folder does not count).
-Result<std::string> package_path_at_or_above(detail::Tree& tree,
+Result<std::string> package_path_at_or_above(NewTree& tree,
                                              const std::unordered_map<std::string_view, std::size_t>& owner,
                                              std::string_view rel) {
   for (std::size_t end = rel.find('/');; end = rel.find('/', end + 1)) {
     const std::string_view at = rel.substr(0, end);
     if (owner.count(at)) {
-      struct stat st {};
-      auto there = tree.lstat(at, st);
-      if (!there) return there.error();
-      if (*there && !S_ISDIR(st.st_mode)) return std::string(at);
+      auto type = tree.type_at(at);
+      if (!type) return type.error();
+      if (*type && **type != S_IFDIR) return std::string(at);
     }
     if (end == std::string_view::npos) return std::string();
   }
 }
+
+/// What the paths of the old prefix that no record owns meet in the new tree (docs/install.md,
+/// the table under "Changing an existing prefix").
+struct UnownedPaths {
+  std::map<std::size_t, std::vector<std::string>> replaced;  ///< package -> unowned paths it replaces
+  std::map<std::string, std::vector<std::string>> below;     ///< package file or link -> unowned paths below it
+  std::vector<std::string> made_folders;                      ///< unowned paths that are package folders now
+};
+
+/// What becomes of a path of the old prefix: nothing (a package's, or met by one: noted in
+/// UnownedPaths), a folder to make again with its attributes, or a file or link to carry over.
+enum class Unowned { Leave, Folder, Carry };
+
+/// The one rule for a path `rel` of the old prefix (`folder`: a real folder, not a link), given
+/// the new tree and its package paths (`owner`) and the old records' paths (`owned`).
+Result<Unowned> classify_unowned(NewTree& tree, const std::unordered_map<std::string_view, std::size_t>& owner,
+                                 const std::set<std::string>& owned, const std::string& rel, bool folder,
+                                 UnownedPaths& found) {
+  auto at = package_path_at_or_above(tree, owner, rel);
+  if (!at) return at.error();
+  if (folder) return at->empty() ? Unowned::Folder : Unowned::Leave;  // else a package's file or link is there now
+  if (owned.count(rel)) return Unowned::Leave;
+  if (at->empty()) {
+    auto type = tree.type_at(rel);
+    if (!type) return type.error();
+    if (!*type) return Unowned::Carry;
+    // A file or link where the new packages make a folder. Anything else there is a package's
+    // own path reached through a package's symbolic link (`lib -> lib64` plus `lib/x.so`
+    // lists lib64/x.so as lib/x.so): not a conflict with a file of the user's.
+    if (**type == S_IFDIR) found.made_folders.push_back(rel);
+    return Unowned::Leave;
+  }
+  if (at->size() == rel.size()) found.replaced[owner.at(*at)].push_back(rel);
+  else found.below[*at].push_back(rel);
+  return Unowned::Leave;
+}
+
+/// The refusal (files below a folder a package makes a file or link) or the warnings (unowned
+/// paths replaced; unowned paths that are package folders now) for what classify_unowned() found;
+/// `names`: the dist name of each package, by the index `owner` gives.
+Status unowned_outcome(UnownedPaths& found, const std::unordered_map<std::string_view, std::size_t>& owner,
+                       const std::vector<std::string>& names, NewTree& tree, std::vector<std::string>& warnings) {
+  std::sort(found.made_folders.begin(), found.made_folders.end());
+  for (auto& [_, paths] : found.below) std::sort(paths.begin(), paths.end());
+  for (auto& [_, paths] : found.replaced) std::sort(paths.begin(), paths.end());
+  if (!found.below.empty()) {
+    const auto& [path, files] = *found.below.begin();
+    const auto type = tree.type_at(path);
+    const bool link = type.ok() && *type && **type == S_IFLNK;
+    std::string detail = link ? "carried over, they would be written through the link"
+                              : "carried over, they would be lost";
+    if (found.below.size() > 1) detail += "; " + std::to_string(found.below.size() - 1) + " more such folder(s)";
+    return Error{ErrorKind::Io, names.at(owner.at(path)),
+                 "makes " + path + (link ? " a symbolic link" : " a file") +
+                     ", where the environment has a folder holding files no package owns: " + listed(files, 5),
+                 detail + "\nnothing was installed; the environment was not changed",
+                 "move those files out of " + path + "/ (or delete them), then run the command again"};
+  }
+  for (const auto& [package, paths] : found.replaced)
+    warnings.push_back(names.at(package) + " replaced " + std::to_string(paths.size()) +
+                       " path(s) no package owned (yours, or another package manager's; conda warns the same "
+                       "way: UnknownPackageClobberError): " + listed(paths, 10));
+  if (!found.made_folders.empty())
+    warnings.push_back(std::to_string(found.made_folders.size()) +
+                       " path(s) no package owned are folders of the new packages now, and were not kept: " +
+                       listed(found.made_folders, 10));
+  return ok_status();
+}
+
 
 /// Whether the new tree `tree` has a file or symbolic link at `rel` or on its way there (a folder
 /// at `rel` itself counts only when `folder` is false): a path written there would replace a
@@ -963,6 +1122,45 @@ void carry_late_paths(const fs::path& old_tree, const fs::path& prefix, const st
                        "environment: " + listed(left, 10));
 }
 
+/// The python facts every noarch: python package is placed by (`ctx.python_xy`,
+/// `ctx.site_packages`), from the python record among `packages`. CEP-17's
+/// python_site_packages_path steers where every noarch: python file goes: a relative, normalised
+/// path inside the prefix, or the install is refused (a lockfile's "../../etc" must not be used).
+Status set_python(detail::LinkContext& ctx, const std::vector<PackageToLink>& packages) {
+  for (const auto& p : packages) {
+    if (p.record.name != "python") continue;
+    ctx.python_xy = python_xy(p.record);
+    ctx.site_packages = p.record.python_site_packages_path.empty() ? "lib/python" + ctx.python_xy + "/site-packages"
+                                                                   : p.record.python_site_packages_path;
+    if (!detail::safe_relative_path(ctx.site_packages) || ctx.site_packages.starts_with("conda-meta")) {
+      return Error{ErrorKind::Integrity, p.record.dist_name(),
+                   "python_site_packages_path \"" + ctx.site_packages + "\" is not a relative path inside the prefix",
+                   "nothing was installed; the prefix was not touched",
+                   "fix the record's python_site_packages_path in the lockfile (e.g. lib/python3.13t/site-packages), "
+                   "or lock again"};
+    }
+  }
+  return ok_status();
+}
+
+/// The old record `package` stays as (its files carried over, not linked again): the same dist
+/// name and archive hash (same_package()), every file still there, and the prefix not moved.
+const PrefixRecord* kept_record(const fs::path& prefix, const std::map<std::string, const PrefixRecord*>& old_by_name,
+                                const PackageToLink& package, bool moved) {
+  const auto it = old_by_name.find(package.record.name);
+  if (moved || it == old_by_name.end() || !same_package(*it->second, package.record)) return nullptr;
+  std::error_code ec;
+  for (const auto& f : it->second->files)
+    if (!detail::safe_relative_path(f) || !fs::exists(fs::symlink_status(prefix / f, ec))) return nullptr;
+  return it->second;
+}
+
+/// The warning of an install into a prefix whose recorded prefix (conda-meta/envlock) is `from`.
+std::string moved_warning(const std::string& from, const fs::path& prefix) {
+  return "the environment was moved from " + from + " (recorded in conda-meta/envlock); every package is linked again for " +
+         prefix.string();
+}
+
 /// Makes the stage hold everything; returns the report. The prefix is not touched.
 Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
                                   const std::vector<PrefixRecord>& old_records,
@@ -982,23 +1180,7 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   auto tree = detail::Tree::open(stage);
   if (!tree) return tree.error();
   ctx.tree = &*tree;
-  for (const auto& p : packages) {
-    if (p.record.name == "python") {
-      ctx.python_xy = python_xy(p.record);
-      ctx.site_packages = p.record.python_site_packages_path.empty()
-                              ? "lib/python" + ctx.python_xy + "/site-packages"
-                              : p.record.python_site_packages_path;
-      // CEP-17's field steers where every noarch: python file goes: a relative, normalised path
-      // inside the prefix, or the install is refused (a lockfile's "../../etc" must not be used).
-      if (!detail::safe_relative_path(ctx.site_packages) || ctx.site_packages.starts_with("conda-meta")) {
-        return Error{ErrorKind::Integrity, p.record.dist_name(),
-                     "python_site_packages_path \"" + ctx.site_packages + "\" is not a relative path inside the prefix",
-                     "nothing was installed; the prefix was not touched",
-                     "fix the record's python_site_packages_path in the lockfile (e.g. lib/python3.13t/site-packages), "
-                     "or lock again"};
-      }
-    }
-  }
+  if (auto st = set_python(ctx, packages); !st) return st.error();
 
   std::map<std::string, const PrefixRecord*> old_by_name;
   for (const auto& r : old_records) old_by_name[r.name] = &r;
@@ -1014,16 +1196,7 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   for (std::size_t i = 0; i < packages.size(); ++i) {
     const PackageToLink& p = packages[i];
     if (options.progress) options.progress(i, packages.size(), p.record);
-    auto it = old_by_name.find(p.record.name);
-    if (!moved && it != old_by_name.end() && same_package(*it->second, p.record)) {
-      bool complete = true;
-      for (const auto& f : it->second->files)
-        if (!detail::safe_relative_path(f) || !fs::exists(fs::symlink_status(prefix / f, ec))) complete = false;
-      if (complete) {
-        kept_of[i] = it->second;
-        continue;
-      }
-    }
+    if ((kept_of[i] = kept_record(prefix, old_by_name, p, moved)) != nullptr) continue;
     plans[i] = detail::plan_package(ctx, packages[i]);
     all_planned = all_planned && plans[i]->ok();
   }
@@ -1147,15 +1320,14 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
     if (::lstat(prefix.c_str(), &folders.front().second) != 0) return io_error(prefix, "cannot stat", errno);
     for (const fs::path& flagged : {prefix, prefix / detail::kGuardedFolder, prefix / detail::kGuardedFolder / "history"})
       if (detail::immutable_or_append_only(flagged)) return immutable_refusal(flagged);
-    std::map<std::size_t, std::vector<std::string>> replaced;  // record -> unowned paths it replaced
-    std::map<std::string, std::vector<std::string>> below;     // package file or link -> unowned paths below it
-    std::vector<std::string> made_folders;                      // unowned paths that are package folders now
+    StageView view(*tree);
+    UnownedPaths unowned;
     auto walked = walk_environment(prefix, [&](const std::string& rel, const fs::path& path, bool folder) -> Status {
       scanned.insert(rel);
-      auto at = package_path_at_or_above(*tree, owner, rel);
-      if (!at) return at.error();
-      if (folder) {
-        if (!at->empty()) return ok_status();  // a package's file or link is there now: its own
+      auto what = classify_unowned(view, owner, owned, rel, folder, unowned);
+      if (!what) return what.error();
+      if (*what == Unowned::Carry) return carry_path(prefix, *tree, rel);
+      if (*what == Unowned::Folder) {
         if (detail::immutable_or_append_only(path)) return immutable_refusal(path);
         struct stat st {};
         if (::lstat(path.c_str(), &st) != 0) return io_error(path, "cannot stat", errno);
@@ -1163,50 +1335,13 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
         if (fs::is_empty(path, empty_ec))
           if (auto made = tree->dir(rel, true); !made) return made.error();
         folders.emplace_back(rel, st);
-        return ok_status();
       }
-      if (owned.count(rel)) return ok_status();
-      if (at->empty()) {
-        struct stat st {};
-        auto there = tree->lstat(rel, st);
-        if (!there) return there.error();
-        if (!*there) return carry_path(prefix, *tree, rel);
-        // A file or link where the new packages make a folder. Anything else there is a package's
-        // own path reached through a package's symbolic link (`lib -> lib64` plus `lib/x.so`
-        // lists lib64/x.so as lib/x.so): not a conflict with a file of the user's.
-        if (S_ISDIR(st.st_mode)) made_folders.push_back(rel);
-        return ok_status();
-      }
-      if (at->size() == rel.size()) replaced[owner.at(*at)].push_back(rel);
-      else below[*at].push_back(rel);
       return ok_status();
     });
     if (!walked) return walked.error();
-    std::sort(made_folders.begin(), made_folders.end());
-    for (auto& [_, paths] : below) std::sort(paths.begin(), paths.end());
-    for (auto& [_, paths] : replaced) std::sort(paths.begin(), paths.end());
-    if (!below.empty()) {
-      const auto& [path, files] = *below.begin();
-      struct stat st {};
-      const auto found = tree->lstat(path, st);
-      const bool link = found.ok() && *found && S_ISLNK(st.st_mode);
-      std::string detail = link ? "carried over, they would be written through the link"
-                                : "carried over, they would be lost";
-      if (below.size() > 1) detail += "; " + std::to_string(below.size() - 1) + " more such folder(s)";
-      return Error{ErrorKind::Io, records[owner.at(path)].dist_name(),
-                   "makes " + path + (link ? " a symbolic link" : " a file") +
-                       ", where the environment has a folder holding files no package owns: " + listed(files, 5),
-                   detail + "\nnothing was installed; the environment was not changed",
-                   "move those files out of " + path + "/ (or delete them), then run the command again"};
-    }
-    for (const auto& [record, paths] : replaced)
-      report.warnings.push_back(records[record].dist_name() + " replaced " + std::to_string(paths.size()) +
-                                " path(s) no package owned (yours, or another package manager's; conda warns the same "
-                                "way: UnknownPackageClobberError): " + listed(paths, 10));
-    if (!made_folders.empty())
-      report.warnings.push_back(std::to_string(made_folders.size()) +
-                                " path(s) no package owned are folders of the new packages now, and were not kept: " +
-                                listed(made_folders, 10));
+    std::vector<std::string> names;
+    for (const auto& r : records) names.push_back(r.dist_name());
+    if (auto st = unowned_outcome(unowned, owner, names, view, report.warnings); !st) return st.error();
     // Deepest first, so a folder made read-only does not stop the ones below it.
     for (auto f = folders.rbegin(); f != folders.rend(); ++f) {
       struct stat there {};
@@ -1307,6 +1442,103 @@ TransactionPlan plan_transaction(const fs::path& prefix_in, const std::vector<Re
   std::sort(plan.changed.begin(), plan.changed.end());
   std::sort(plan.unchanged.begin(), plan.unchanged.end());
   return plan;
+}
+
+Result<InstallPreview> preview_install(const fs::path& prefix_in, const std::vector<PackageToLink>& packages) {
+  InstallPreview out;
+  auto checked = checked_prefix(prefix_in);
+  if (!checked) return checked.error();
+  const fs::path prefix = *checked;
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(prefix, ec)) || !fs::is_directory(prefix / detail::kGuardedFolder, ec))
+    return out;  // a new environment: no path of it meets a package's
+  std::vector<std::string> damaged_warnings;  // plan_transaction() names them
+  std::set<std::string> damaged;
+  const std::vector<PrefixRecord> old_records = read_records_tolerant(prefix, damaged_warnings, damaged);
+  bool moved = false;
+  if (auto o = read_prefix_origin(prefix); o && *o && !(*o)->prefix.empty() && (*o)->prefix != prefix.string()) {
+    moved = true;
+    out.warnings.push_back(moved_warning((*o)->prefix, prefix));
+  }
+  detail::LinkContext ctx;
+  ctx.target_prefix = prefix.string();
+  if (auto st = set_python(ctx, packages); !st) return st.error();
+  std::map<std::string, const PrefixRecord*> old_by_name;
+  for (const auto& r : old_records) old_by_name[r.name] = &r;
+  // The new tree as linking would make it, package after package (kept ones from the prefix).
+  PlannedTree tree;
+  std::vector<std::string> names;
+  std::vector<std::vector<std::string>> paths(packages.size());  // each package's, as its record lists them
+  std::vector<bool> kept(packages.size(), false);
+  auto link_at = [](const fs::path& p) {
+    std::error_code lec;
+    const fs::path target = fs::read_symlink(p, lec);
+    return lec ? std::string() : target.string();
+  };
+  for (std::size_t i = 0; i < packages.size(); ++i) {
+    const PackageToLink& p = packages[i];
+    names.push_back(p.record.dist_name());
+    if (const PrefixRecord* k = kept_record(prefix, old_by_name, p, moved)) {
+      kept[i] = true;
+      for (const auto& f : k->files) {
+        struct stat st {};
+        if (::lstat((prefix / f).c_str(), &st) != 0) continue;
+        tree.add(f, st.st_mode & S_IFMT, S_ISLNK(st.st_mode) ? link_at(prefix / f) : std::string());
+        paths[i].push_back(f);
+      }
+      continue;
+    }
+    if (p.extracted_dir.empty()) {
+      out.unchecked.push_back(names.back());
+      continue;
+    }
+    auto plan = detail::plan_package(ctx, p);
+    if (!plan) return plan.error();
+    for (std::size_t k = 0; k < plan->targets.size(); ++k) {
+      const auto& [target, file] = plan->targets[k];
+      paths[i].push_back(target);
+      if (!file) {
+        tree.add(target, S_IFDIR, "");
+        continue;
+      }
+      std::string link = k < plan->link_targets.size() ? plan->link_targets[k] : std::string();
+      if (link.empty() && k < plan->entries.size()) {  // a file in paths.json that is a link in the cache folder
+        struct stat st {};
+        const fs::path src = p.extracted_dir / plan->entries[k].path;
+        if (::lstat(src.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) link = link_at(src);
+      }
+      tree.add(target, link.empty() ? S_IFREG : S_IFLNK, link);
+    }
+  }
+  std::set<std::string> owned;
+  for (const auto& r : old_records) owned.insert(r.files.begin(), r.files.end());
+  std::sort(out.unchecked.begin(), out.unchecked.end());
+  if (!out.unchecked.empty()) {
+    // Not every path of the new tree is known, so nothing is compared; that hides something only
+    // when the prefix holds a file or link no record owns.
+    bool unowned_path = false;
+    auto walked = walk_environment(prefix, [&](const std::string& rel, const fs::path&, bool folder) -> Status {
+      unowned_path = unowned_path || (!folder && !owned.count(rel));
+      return ok_status();
+    });
+    if (!walked) return walked.error();
+    if (!unowned_path) out.unchecked.clear();
+    return out;
+  }
+  std::unordered_map<std::string_view, std::size_t> owner;  // as build_stage() fills it
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    for (const auto& f : paths[i]) {
+      if (kept[i]) owner.emplace(f, i);
+      else owner[f] = i;
+    }
+  UnownedPaths found;
+  auto walked = walk_environment(prefix, [&](const std::string& rel, const fs::path&, bool folder) -> Status {
+    auto what = classify_unowned(tree, owner, owned, rel, folder, found);
+    return what ? ok_status() : Status(what.error());
+  });
+  if (!walked) return walked.error();
+  if (auto st = unowned_outcome(found, owner, names, tree, out.warnings); !st) return st.error();
+  return out;
 }
 
 Result<std::optional<fs::path>> interrupted_install(const fs::path& prefix_in) {
@@ -1478,8 +1710,7 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
   if (has_old) {
     if (auto o = read_prefix_origin(prefix); o && *o && !(*o)->prefix.empty() && (*o)->prefix != prefix.string()) {
       moved = true;
-      damaged_warnings.push_back("the environment was moved from " + (*o)->prefix +
-                                 " (recorded in conda-meta/envlock); every package is linked again for " + prefix.string());
+      damaged_warnings.push_back(moved_warning((*o)->prefix, prefix));
     }
   }
   std::unordered_set<std::string> scanned;  // every path of the old tree its scan saw

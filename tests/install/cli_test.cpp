@@ -1344,6 +1344,101 @@ TEST_F(BadInput, DryRunsPrintTheTransactionAndTouchNothing) {
   EXPECT_FALSE(fs::exists(project / ".envlock"));
 }
 
+/// The `warning: ` lines of `err`, in order.
+std::vector<std::string> warning_lines(const std::string& err) {
+  std::vector<std::string> out;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("warning: ")) out.push_back(line);
+  return out;
+}
+
+// A dry run says what the install would say about the files no package owns: the same warnings
+// (a user's file a package replaces, a user's file where a package makes a folder) and the same
+// refusal (a user's files below a path a package makes a file), from the one function the install
+// uses (classify_unowned/unowned_outcome, over the packages' plans); the dry run printed none of
+// them (issue 23). The packages must be in the package cache; nothing is downloaded.
+TEST_F(BadInput, ADryRunWarnsAndRefusesAsTheInstallWouldAboutFilesNoPackageOwns) {
+  auto noarch = channel_records(channel_, "noarch", "file://" + channel_.string());
+  auto all = good_;
+  all.insert(all.end(), noarch.begin(), noarch.end());
+  const fs::path lock = write_lock(make_lockfile(all), "more.lock");
+  ASSERT_EQ(envlock("install -l " + q(lock) + " -p " + q(root_ / "filler")).exit_code, 0);  // fills the cache
+  std::string greet, python_xy;
+  for (const auto& r : all) {
+    if (r.name == "envlock-greet") greet = r.dist_name();
+    if (r.name == "python") python_xy = r.version.to_string().substr(0, r.version.to_string().rfind('.'));
+  }
+  ASSERT_FALSE(greet.empty());
+  const std::string demo_folder = "lib/python" + python_xy + "/site-packages/envlock_demo";
+  ASSERT_TRUE(fs::is_directory(root_ / "filler" / demo_folder));
+  spit(prefix_ / "bin/envlock-greet", "mine\n");
+  spit(prefix_ / demo_folder, "mine\n");
+  spit(prefix_ / "notes.txt", "kept, no warning\n");
+  const std::vector<std::string> warnings = {
+      "warning: " + greet + " replaced 1 path(s) no package owned (yours, or another package manager's; conda warns the "
+      "same way: UnknownPackageClobberError): bin/envlock-greet",
+      "warning: 1 path(s) no package owned are folders of the new packages now, and were not kept: " + demo_folder};
+
+  auto dry = envlock("install --dry-run -l " + q(lock) + " -p " + q(prefix_));
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  std::string expected = "dry run: environment 'default' (linux-64) in " + prefix_.string() +
+                         " would change as follows; nothing was changed\n";
+  std::vector<std::string> added, kept;
+  for (const auto& p : noarch) added.push_back(p.dist_name());
+  for (const auto& p : good_) kept.push_back(p.dist_name());
+  std::sort(added.begin(), added.end());
+  std::sort(kept.begin(), kept.end());
+  for (const auto& d : added) expected += "  added      " + d + "\n";
+  for (const auto& d : kept) expected += "  unchanged  " + d + "\n";
+  expected += "  " + std::to_string(added.size()) + " added, 0 removed, 0 changed, " + std::to_string(kept.size()) +
+              " unchanged\n";
+  EXPECT_EQ(dry.out, expected);
+  EXPECT_EQ(dry.err, warnings[0] + "\n" + warnings[1] + "\n");
+  EXPECT_EQ(slurp(prefix_ / "bin/envlock-greet"), "mine\n");
+  auto dry_json = envlock("install --dry-run --json -l " + q(lock) + " -p " + q(prefix_));
+  ASSERT_EQ(dry_json.exit_code, 0) << dry_json.err;
+  EXPECT_EQ(nlohmann::json::parse(dry_json.out)["warnings"],
+            (nlohmann::json{warnings[0].substr(9), warnings[1].substr(9)}));
+
+  auto real = envlock("install -l " + q(lock) + " -p " + q(prefix_));
+  ASSERT_EQ(real.exit_code, 0) << real.err;
+  EXPECT_EQ(warning_lines(real.err), warning_lines(dry.err));
+  EXPECT_EQ(real.err, "packages: " + std::to_string(all.size()) + " (0 downloaded, " + std::to_string(all.size()) +
+                          " from the package cache)\n" + warnings[0] + "\n" + warnings[1] + "\n");
+  EXPECT_EQ(slurp(prefix_ / "notes.txt"), "kept, no warning\n");
+
+  // Files below a path a package makes a file: the install refuses, and the dry run says so too.
+  const fs::path other = root_ / "other";
+  ASSERT_EQ(envlock("install -l " + q(root_ / "good.lock") + " -p " + q(other)).exit_code, 0);
+  spit(other / "bin/envlock-greet/a.txt", "mine\n");
+  const std::string refusal = "error: " + greet +
+                              ": makes bin/envlock-greet a file, where the environment has a folder holding files no "
+                              "package owns: bin/envlock-greet/a.txt\ncarried over, they would be lost\nnothing was "
+                              "installed; the environment was not changed\nhint: move those files out of "
+                              "bin/envlock-greet/ (or delete them), then run the command again\n";
+  auto dry_refused = envlock("install --dry-run -l " + q(lock) + " -p " + q(other));
+  EXPECT_EQ(dry_refused.exit_code, 1);
+  EXPECT_EQ(dry_refused.out, "");
+  EXPECT_EQ(dry_refused.err, refusal);
+  auto refused = envlock("install -l " + q(lock) + " -p " + q(other));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_EQ(refused.err, "packages: " + std::to_string(all.size()) + " (0 downloaded, " + std::to_string(all.size()) +
+                             " from the package cache)\n" + refusal);
+  EXPECT_EQ(slurp(other / "bin/envlock-greet/a.txt"), "mine\n");
+
+  // Without the packages in the cache the dry run compares nothing, and says so.
+  fs::remove_all(root_ / "pkgs");
+  auto uncached = envlock("install --dry-run -l " + q(lock) + " -p " + q(other));
+  EXPECT_EQ(uncached.exit_code, 0) << uncached.err;
+  EXPECT_EQ(uncached.err, "warning: " + std::to_string(added.size()) +
+                              " package(s) to link are not in the package cache, so the files of the environment were "
+                              "not compared with the paths of the new packages (the install downloads them first): " +
+                              added[0] + ", " + added[1] + "\n");
+  EXPECT_FALSE(fs::exists(root_ / "pkgs"));
+}
+
 /// True when `s` holds a raw control byte other than a line break (a C1 as UTF-8 counts).
 bool has_raw_control(const std::string& s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
