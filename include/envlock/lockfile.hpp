@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "envlock/package_record.hpp"
+#include "envlock/pip_package.hpp"
+#include "envlock/reference_run.hpp"
 #include "envlock/result.hpp"
 #include "envlock/virtual_package.hpp"
 
@@ -24,25 +26,6 @@ namespace envlock {
 struct LockedPackage : RepoDataRecord {
   std::string layer;  ///< e.g. "base" for a pin inherited from the base layer
   friend bool operator==(const LockedPackage&, const LockedPackage&) = default;
-};
-
-/// A pip requirement carried through unresolved (environment.yml `pip:` lists, pixi/conda-lock
-/// pypi entries): name, version when known, url and hash when the source format gives them.
-struct PipPackage {
-  std::string name;
-  std::string version;
-  std::string url;
-  std::string sha256;
-  std::string requirement;  ///< the original requirement text when unresolved
-  /// Core metadata (PEP 566) when the source records it (pixi.lock `requires_dist` /
-  /// `requires_python`, a prefix's METADATA `Requires-Dist` / `Requires-Python`); envlock.lock does
-  /// not. `envlock diff` compares them only when both sides record them.
-  std::vector<std::string> requires_dist;
-  std::string requires_python;
-  /// An editable install (pixi.lock `editable: true`, PEP 610 `dir_info.editable`, `*.egg-link`,
-  /// `__editable__*.pth`): a working tree, never a pin.
-  bool editable = false;
-  friend bool operator==(const PipPackage&, const PipPackage&) = default;
 };
 
 struct LockedPlatform {
@@ -58,15 +41,6 @@ struct LockedPlatform {
   std::vector<std::string> pypi_indexes;
   std::vector<LockedPackage> packages;           ///< sorted by name
   std::vector<PipPackage> pip;                   ///< sorted by name
-};
-
-/// The manifest's `reference: {command, metric, tolerance}` and, once recorded, its value.
-struct ReferenceRun {
-  std::string command;
-  std::string metric;       ///< a JSON key path (`json:loss` / `a.b`) or `regex:<re with one group>`
-  double tolerance = 0.0;   ///< absolute tolerance
-  std::optional<double> recorded_value;
-  std::map<std::string, std::string> recorded_host;  ///< probe facts of the recording host
 };
 
 struct LockedEnvironment {

@@ -34,8 +34,9 @@
 #include <vector>
 
 #include "envlock/channel.hpp"
-#include "envlock/lockfile.hpp"
 #include "envlock/match_spec.hpp"
+#include "envlock/pip_package.hpp"
+#include "envlock/reference_run.hpp"
 #include "envlock/result.hpp"
 #include "envlock/virtual_package.hpp"
 
