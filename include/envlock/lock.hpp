@@ -5,7 +5,7 @@
 // exists. For each environment, in layer order (a base before the environments built on it),
 // and each of its platforms:
 //   1. the repodata of the environment's channels for the platform's subdir and `noarch` is
-//      loaded lazily (envlock/channel.hpp, RepodataOptions::lazy: indexed by name, with the
+//      loaded lazily (envlock/repodata.hpp, RepodataOptions::lazy: indexed by name, with the
 //      index cache under `<repodata cache>/index`), once per channel list and platform;
 //   2. the specs that apply to the platform are solved (envlock/solver.hpp) with the virtual
 //      packages assumed for that platform (see lock_virtual_packages), the base layer's locked
@@ -13,6 +13,9 @@
 //   3. the answer becomes a LockedPlatform; each package records its layer (the environment
 //      whose solve introduced it; base pins keep the base's layer).
 // The lock never depends on the machine that runs it: no host detection enters the result.
+//
+// Staleness: check_lockfile() tells, without network or solving, whether a lockfile still
+// satisfies its manifest (`envlock lock --check`, `envlock create` before it installs).
 //
 // Minimal updates: with LockOptions::previous set, every previously locked record that still fits
 // is kept; `update` names packages that are solved afresh (they and whatever must move with
@@ -25,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "envlock/repodata.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
+#include "envlock/repodata.hpp"
 #include "envlock/result.hpp"
 #include "envlock/solver.hpp"
 #include "envlock/virtual_packages.hpp"
@@ -69,6 +72,54 @@ struct LockOptions {
   /// Receives hints, warnings and the structured conflict; may be null.
   LockDiagnostics* diagnostics = nullptr;
 };
+
+/// Why a lockfile no longer satisfies its manifest (`envlock lock --check`).
+struct StaleReason {
+  enum class Kind {
+    ManifestHash,          ///< the manifest's solve inputs changed since the lock
+    MissingEnvironment,    ///< an environment of the manifest is not in the lockfile
+    ExtraEnvironment,      ///< the lockfile has an environment the manifest no longer has
+    MissingPlatform,       ///< an environment lacks one of its platforms
+    ExtraPlatform,         ///< an environment is locked for a platform no longer requested
+    SpecNotSatisfied,      ///< a requested spec matches no locked record (or the wrong one)
+    DependencyMissing,     ///< a locked record depends on a name absent from the set
+    DependencyNotSatisfied,///< ... on a name whose locked record does not match the spec
+    ConstraintViolated,    ///< a locked record's `constrains` excludes another locked record
+    BaseChanged,           ///< the environment's base layer differs from the manifest's
+    BasePinMoved,          ///< a base-layer pin differs between the base and the project
+    ChannelsChanged,       ///< the channels (URLs or order) differ from the manifest's
+    VirtualPackagesChanged,///< the assumed virtual packages differ from the manifest's
+  };
+  Kind kind = Kind::ManifestHash;
+  std::string environment;  ///< empty for file-wide reasons
+  std::string platform;     ///< empty for environment-wide reasons
+  std::string package;      ///< the package concerned, when one is
+  std::string message;      ///< one line, e.g. "numpy >=2 (envlock.yaml line 9) is not
+                            ///< satisfied by locked numpy 1.26.4"
+};
+
+/// The channels of every environment of `manifest` that are named by a relative directory
+/// (Channel::relative_directory), as credential-free URLs, sorted and unique: the value of
+/// Lockfile::relative_channels for a lock of this manifest, so `lock` and `create` write the same
+/// location-independent file.
+std::vector<std::string> relative_channel_urls(const Manifest& manifest);
+
+/// One warning for each local channel of `manifest` that is not named by a relative directory and
+/// lies under the home folder (home_folder()): the lockfile keeps it as `~/…` (docs/lockfile.md,
+/// "Local channels"), which names a folder of whoever installs, not of the project. Sorted by
+/// first appearance, one per folder; the text names the folder by its `~/…` spelling only.
+std::vector<std::string> home_channel_warnings(const Manifest& manifest);
+
+/// Stable kebab-case name of a kind ("manifest-hash", "spec-not-satisfied", ...), for --json.
+std::string_view to_string(StaleReason::Kind kind);
+
+/// Checks, without network or solving, that `lockfile` still satisfies `manifest`: manifest hash,
+/// environments and platforms present (and no extra ones), base layer names and base pins
+/// identical, channels unchanged, virtual packages unchanged, every requested spec matched by a
+/// locked record, every `depends` of every locked record satisfied inside the set (virtual
+/// packages by the locked virtual_packages), `constrains` respected. Returns every reason found,
+/// in a deterministic order (environment, platform, then check order); empty means fresh.
+std::vector<StaleReason> check_lockfile(const Manifest& manifest, const Lockfile& lockfile);
 
 /// Virtual packages envlock assumes for a platform when the manifest declares none, chosen as
 /// the oldest systems the mainstream channels still build for (as pixi does):

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "envlock/lock.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 

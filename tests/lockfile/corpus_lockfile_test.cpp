@@ -12,6 +12,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "envlock/lock.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "support/run_command.hpp"

@@ -1,9 +1,10 @@
-// check_lockfile: does a lockfile still satisfy its manifest? No network, no solve.
+// check_lockfile: does a lockfile still satisfy its manifest? No network, no solve (envlock/lock.hpp).
 #include <algorithm>
 #include <iterator>
 #include <map>
 #include <set>
 
+#include "envlock/lock.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "envlock/match_spec.hpp"
