@@ -1,6 +1,7 @@
 #pragma once
 // Internal: YAML text with its file name, so every error can point at file:line:col and show
-// the offending line with a caret. Shared by the manifest and lockfile readers (yaml-cpp).
+// the offending line with a caret. Shared by the manifest, lockfile, readers and snapshot file
+// readers (yaml-cpp): the envlock_yaml module (src/yaml), whose users find this header through it.
 
 #include <yaml-cpp/yaml.h>
 
