@@ -1,6 +1,6 @@
 // envlock::solve — builds a libsolv pool (conda disttype) from the records of the names the
-// request can reach (parsed lazily from RepodataIndex repos), adds the jobs of a SolveTask,
-// solves, and maps the answer back to the caller's records.
+// request can reach (asked of each repo's RecordSource; a lazy RepodataIndex parses them on first
+// use), adds the jobs of a SolveTask, solves, and maps the answer back to the caller's records.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -160,8 +160,8 @@ void canonical_order(std::vector<std::pair<const RepoDataRecord*, std::size_t>>&
   });
 }
 
-/// The records of each repo by name: a lazy repo asks its RepodataIndex (parsing the name on
-/// first use), an eager one is grouped once.
+/// The records of each repo by name: a lazy repo asks its RecordSource (a RepodataIndex parses
+/// the name on first use), an eager one is grouped once.
 class RepoNames {
  public:
   explicit RepoNames(const SolverRepo& repo) : repo_(repo) {

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "envlock/package_record.hpp"
+#include "envlock/record_source.hpp"
 #include "envlock/result.hpp"
 
 namespace envlock {
@@ -89,8 +90,8 @@ class RepodataShardSource {
 };
 
 /// A repodata.json indexed by package name; records are parsed lazily and kept at stable
-/// addresses for the index's lifetime.
-class RepodataIndex {
+/// addresses for the index's lifetime. The solver reads it as a RecordSource.
+class RepodataIndex : public RecordSource {
  public:
   /// An index over CEP-16 sharded repodata: names() are the shard index's, records(name)
   /// fetches and parses that name's shard on first use (exactly as a repodata.json holding the
@@ -117,7 +118,7 @@ class RepodataIndex {
   /// open_file() (ErrorKind::Parse only).
   static Result<std::unique_ptr<RepodataIndex>> from_text(std::string text, const RepodataIndexOptions& options);
 
-  ~RepodataIndex();
+  ~RepodataIndex() override;
   RepodataIndex(const RepodataIndex&) = delete;
   RepodataIndex& operator=(const RepodataIndex&) = delete;
 
@@ -125,7 +126,7 @@ class RepodataIndex {
   [[nodiscard]] const std::string& subdir() const;
   [[nodiscard]] const std::string& source() const;   ///< credential-free
   /// Every package name (from file names), sorted ascending (bytewise), without duplicates.
-  [[nodiscard]] const std::vector<std::string_view>& names() const;
+  [[nodiscard]] const std::vector<std::string_view>& names() const override;
   /// True when some record's file name carries this name.
   [[nodiscard]] bool contains(std::string_view name) const;
   /// Entries of `packages.conda` plus `packages` (before .conda/.tar.bz2 deduplication).
@@ -133,7 +134,7 @@ class RepodataIndex {
   /// The records of `name` (lower-case), parsed on first use: .conda first, then .tar.bz2, each
   /// in file order, duplicates of a stem dropped. An unknown name gives an empty vector. The
   /// vector and its records stay valid and unchanged for the index's lifetime.
-  [[nodiscard]] const std::vector<RepoDataRecord>& records(std::string_view name) const;
+  [[nodiscard]] const std::vector<RepoDataRecord>& records(std::string_view name) const override;
   /// How many names records() has parsed so far (laziness is observable).
   [[nodiscard]] std::size_t parsed_names() const;
   /// How many record objects have been parsed so far.

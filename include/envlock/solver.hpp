@@ -8,9 +8,10 @@
 // this header.
 //
 // Only the records of names reachable from the request (specs, base pins, virtual packages,
-// through `depends`) enter libsolv's pool; with repos given as RepodataIndex (lazy), only those
-// names are ever parsed from the repodata JSON. A conda-forge-sized channel thus costs a solve
-// a few hundred names, not 500k records (docs/solving.md).
+// through `depends`) enter libsolv's pool; with repos given as a RecordSource (a lazy
+// RepodataIndex of the channel module), only those names are ever parsed from the repodata JSON.
+// A conda-forge-sized channel thus costs a solve a few hundred names, not 500k records
+// (docs/solving.md).
 //
 // Preferences follow conda's version_key (conda/resolve.py), in libsolv's conda policy as
 // envlock patches it (cmake/patches): fewer track_features first, then the highest version,
@@ -35,7 +36,7 @@
 #include "envlock/channel.hpp"
 #include "envlock/match_spec.hpp"
 #include "envlock/package_record.hpp"
-#include "envlock/repodata_index.hpp"
+#include "envlock/record_source.hpp"
 #include "envlock/result.hpp"
 #include "envlock/virtual_package.hpp"
 
@@ -50,9 +51,10 @@ struct SolverRepo {
   int channel_rank = 0;
   /// Eager records (all of them), or nullptr when `index` is given.
   const std::vector<RepoDataRecord>* records = nullptr;
-  /// Lazy records: only the names the request can reach are parsed (and offered to libsolv).
-  /// Used instead of `records` when set.
-  const RepodataIndex* index = nullptr;
+  /// Records by name (envlock/record_source.hpp; the channel module's RepodataIndex): only the
+  /// names the request can reach are asked for (and offered to libsolv). Used instead of
+  /// `records` when set.
+  const RecordSource* index = nullptr;
 };
 
 /// A requested spec with what messages need to name it.
@@ -92,7 +94,7 @@ struct SolveTask {
 struct SolvedPackage {
   const RepoDataRecord* record = nullptr;  ///< points into a SolverRepo's records or pinned[]
   std::size_t repo = 0;          ///< index into SolveTask::repos; unused when from_pin
-  /// Index into that repo's `records` (for a lazy repo: into index->records(record->name)), or
+  /// Index into that repo's `records` (for a RecordSource: into index->records(record->name)), or
   /// into SolveTask::pinned.
   std::size_t index = 0;
   bool from_pin = false;         ///< true when the record is a base layer pin
