@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "envlock/lockfile.hpp"
+#include "envlock/pip_package.hpp"
 #include "envlock/pypi_name.hpp"  // pep503_normalize
 #include "envlock/result.hpp"
 
