@@ -15,6 +15,7 @@
 //     train: {base: base, dependencies: [lightning], channels: [...], platforms: [...]}
 //   virtual-packages:
 //     linux-64: [__cuda=12.4, __glibc=2.28]
+//   variables: {OMP_NUM_THREADS: "4"}  # set by `envlock run` and `shell-hook` (every environment)
 //   reference: {command: python train.py --smoke, metric: "json:loss", tolerance: 0.01}
 //
 // A conda environment.yml (name, channels, dependencies, with an optional `pip:` list inside
@@ -65,6 +66,9 @@ struct ManifestEnvironment {
   std::optional<std::vector<std::string>> platforms; ///< overrides Manifest::platforms when set
   std::vector<PipPackage> pip;  ///< unresolved pip requirements (`requirement` holds the text)
   SourceLocation location;      ///< where the environment is declared
+  /// The environment's own `variables:` (name -> value, in the manifest's order); see
+  /// Manifest::variables_for() for what activation sets.
+  std::vector<std::pair<std::string, std::string>> variables;
 };
 
 struct Manifest {
@@ -88,6 +92,13 @@ struct Manifest {
   std::optional<ReferenceRun> reference;  ///< command, metric, tolerance; no recorded value
   /// Non-fatal findings to show the user (ignored keys, pip requirements left unresolved).
   std::vector<std::string> warnings;
+  /// The top-level `variables:` (name -> value, in the manifest's order): every environment's.
+  /// A name is a POSIX environment variable name (`[A-Za-z_][A-Za-z0-9_]*`, IEEE Std
+  /// 1003.1-2017 8.1) other than PATH and the CONDA_* names activation sets; a value is one line
+  /// of text (no newline, carriage return or NUL), taken literally (no `$VAR` expansion).
+  /// Variables are not a solve input: they are not in the manifest hash, so editing them never
+  /// makes a lockfile stale.
+  std::vector<std::pair<std::string, std::string>> variables;
 
   /// The environment called `name`, or nullptr.
   [[nodiscard]] const ManifestEnvironment* environment(std::string_view name) const;
@@ -97,6 +108,11 @@ struct Manifest {
   [[nodiscard]] const std::vector<std::string>& platforms_for(const ManifestEnvironment& env) const;
   /// The virtual packages declared for `platform` (empty when none are declared).
   [[nodiscard]] const std::vector<VirtualPackage>& virtual_packages_for(std::string_view platform) const;
+  /// What activation (`envlock run`, `envlock shell-hook`) sets for the environment `name`: the
+  /// top-level variables, then those of its base layers (the farthest base first), then its
+  /// own; a later value of a name replaces an earlier one, in its first place. Empty for an
+  /// unknown name.
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> variables_for(std::string_view name) const;
   /// Environment names ordered so that every base comes before the environments built on it
   /// (ties by name). Cycles are rejected when loading, so this always succeeds.
   [[nodiscard]] std::vector<std::string> layer_order() const;
@@ -107,7 +123,8 @@ struct Manifest {
 /// contains "envlock", is envlock.yaml; anything else is read as a conda environment.yml.
 /// Errors: ErrorKind::Io (missing/unreadable file), ErrorKind::Parse (YAML syntax, unknown
 /// key in envlock.yaml, wrong type, bad MatchSpec, unknown platform, bad virtual package,
-/// unknown base environment, base cycle), each with `where` = file:line:col.
+/// unknown base environment, base cycle, a bad `variables:` name or value), each with `where` =
+/// file:line:col.
 Result<Manifest> load_manifest(const std::filesystem::path& path);
 
 /// Parses manifest text. `source` names it in errors; `directory` anchors relative channel

@@ -40,6 +40,25 @@ const std::vector<VirtualPackage>& Manifest::virtual_packages_for(std::string_vi
   return it == virtual_packages.end() ? kNone : it->second;
 }
 
+std::vector<std::pair<std::string, std::string>> Manifest::variables_for(std::string_view env_name) const {
+  std::vector<const ManifestEnvironment*> chain;  // the environment, its base, its base's base, ...
+  for (const ManifestEnvironment* e = environment(env_name); e != nullptr && chain.size() <= environments.size();
+       e = e->base.empty() ? nullptr : environment(e->base))
+    chain.push_back(e);
+  if (chain.empty()) return {};
+  std::vector<std::pair<std::string, std::string>> out;
+  auto add = [&out](const std::vector<std::pair<std::string, std::string>>& vars) {
+    for (const auto& [k, v] : vars) {
+      auto it = std::find_if(out.begin(), out.end(), [&k](const auto& kv) { return kv.first == k; });
+      if (it == out.end()) out.emplace_back(k, v);
+      else it->second = v;
+    }
+  };
+  add(variables);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) add((*it)->variables);
+  return out;
+}
+
 std::vector<std::string> Manifest::layer_order() const {
   std::vector<std::string> out;
   std::set<std::string> placed;
@@ -96,11 +115,12 @@ constexpr std::string_view kDefaultsR = "https://repo.anaconda.com/pkgs/r";
 
 const std::vector<std::string_view> kEnvlockKeys = {
     "name", "channel-alias", "channels", "platforms", "channel-priority", "dependencies",
-    "environments", "virtual-packages", "reference"};
+    "environments", "virtual-packages", "reference", "variables"};
 const std::vector<std::string_view> kEnvlockOnlyKeys = {
     "channel-alias", "channel-priority", "environments", "virtual-packages", "reference"};
-const std::vector<std::string_view> kCondaKeys = {"name", "channels", "dependencies", "platforms"};
-const std::vector<std::string_view> kEnvironmentKeys = {"dependencies", "base", "channels", "platforms"};
+// `variables:` is conda's too (conda/conda#10169: environment.yml `variables:`, set by `conda env create`).
+const std::vector<std::string_view> kCondaKeys = {"name", "channels", "dependencies", "platforms", "variables"};
+const std::vector<std::string_view> kEnvironmentKeys = {"dependencies", "base", "channels", "platforms", "variables"};
 
 std::string join(const std::vector<std::string_view>& v, std::string_view sep) {
   std::string out;
@@ -250,6 +270,7 @@ class Parser {
   Result<std::vector<std::string>> platforms(const YAML::Node& n, const std::string& what);
   Status dependencies(const YAML::Node& n, ManifestEnvironment& env);
   Status environments(const YAML::Node& n);
+  Result<std::vector<std::pair<std::string, std::string>>> variables(const YAML::Node& n, const std::string& what);
   Status virtual_packages(const YAML::Node& n);
   Status reference(const YAML::Node& n);
   Status check_layers();
@@ -496,10 +517,53 @@ Status Parser::environments(const YAML::Node& n) {
       if (!p) return p.error();
       env.platforms = std::move(*p);
     }
+    if (body["variables"]) {
+      auto v = variables(body["variables"], "variables of environment '" + env_name + "'");
+      if (!v) return v.error();
+      env.variables = std::move(*v);
+    }
     m_.environments.emplace(env_name, std::move(env));
   }
   return ok_status();
 }
+
+Result<std::vector<std::pair<std::string, std::string>>> Parser::variables(const YAML::Node& n,
+                                                                          const std::string& what) {
+  if (!n.IsMap())
+    return src_.error_at(n, what + " must be a map of name -> value, found " + kind_name(n),
+                         "write e.g. `variables: {OMP_NUM_THREADS: \"4\"}`");
+  if (auto st = yaml::check_unique_keys(src_, n); !st) return st.error();
+  // Names: POSIX environment variable names (IEEE Std 1003.1-2017, 8.1), which every shell can
+  // export. PATH and the CONDA_* names are activation's own (conda/activate.py sets them).
+  static const std::regex name_re(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& kv : n) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    if (!std::regex_match(key, name_re))
+      return src_.error_at(kv.first, "variable name '" + key + "' is not an environment variable name",
+                           "use letters, digits and '_', not starting with a digit (POSIX names, as every shell exports them)");
+    if (key == "PATH" || key == "CONDA_PREFIX" || key == "CONDA_DEFAULT_ENV" || key == "CONDA_SHLVL" ||
+        key == "CONDA_PROMPT_MODIFIER" || key.starts_with("CONDA_PREFIX_"))
+      return src_.error_at(kv.first, "variable '" + key + "' is set by activation itself",
+                           "activation puts the environment's bin/ first in PATH and sets CONDA_PREFIX, "
+                           "CONDA_DEFAULT_ENV and CONDA_SHLVL; an etc/conda/activate.d script may change PATH further");
+    if (!kv.second.IsScalar())
+      return src_.error_at(kv.second.IsNull() ? kv.first : kv.second,
+                           "the value of variable '" + key + "' must be a string, found " + kind_name(kv.second),
+                           "write e.g. `" + key + ": \"1\"` (an empty value is `" + key + ": \"\"`)");
+    const std::string value = kv.second.Scalar();
+    const std::size_t bad = value.find_first_of(std::string("\n\r\0", 3));
+    if (bad != std::string::npos) {
+      const char* what_char = value[bad] == '\n' ? "a newline" : value[bad] == '\r' ? "a carriage return" : "a NUL byte";
+      return src_.error_at(kv.second, std::string("the value of variable '") + key + "' holds " + what_char,
+                           "a variable's value is one line of text (a NUL cannot be in an environment variable; "
+                           "a line break would not survive every shell's activation script)");
+    }
+    out.emplace_back(key, value);
+  }
+  return out;
+}
+
 
 Status Parser::virtual_packages(const YAML::Node& n) {
   if (!n.IsMap())
@@ -706,6 +770,11 @@ Result<Manifest> Parser::parse(std::optional<Manifest::Format> format) {
   }
   if (root["reference"]) {
     if (auto st = reference(root["reference"]); !st) return st.error();
+  }
+  if (root["variables"]) {
+    auto v = variables(root["variables"], "variables");
+    if (!v) return v.error();
+    m_.variables = std::move(*v);
   }
   if (m_.environments.empty())
     return src_.error_at(root, "nothing to lock: no `dependencies` and no `environments`",
