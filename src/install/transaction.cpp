@@ -1161,121 +1161,140 @@ std::string moved_warning(const std::string& from, const fs::path& prefix) {
          prefix.string();
 }
 
-/// Makes the stage hold everything; returns the report. The prefix is not touched.
-Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
-                                  const std::vector<PrefixRecord>& old_records,
-                                  const std::set<std::string>& damaged_records, bool has_old, bool moved,
-                                  const std::vector<PackageToLink>& packages,
-                                  const InstallOptions& options,
-                                  std::vector<const PackageToLink*>& post_link,
-                                  std::unordered_set<std::string>& scanned) {
-  InstallReport report;
-  detail::LinkContext ctx;
-  ctx.stage = stage;
-  ctx.target_prefix = prefix.string();
-  ctx.mode = options.link_mode;
+/// Building a stage, step by step (plan_stage, link_stage, unlink_removed, carry_unowned,
+/// write_records): the install's inputs, the stage's tree and link context, and what each step
+/// leaves for the next. Nothing is written outside the stage but by scripts.
+struct StageBuild {
+  const fs::path& prefix;
+  const std::vector<PrefixRecord>& old_records;
+  const std::set<std::string>& damaged_records;
+  bool has_old;
+  bool moved;
+  const std::vector<PackageToLink>& packages;
+  const InstallOptions& options;
+  detail::LinkContext ctx{};
+  std::optional<detail::Tree> tree{};
+  /// Per package: the old record it stays as (carried over), or the plan to link it.
+  std::vector<const PrefixRecord*> kept_of{};
+  std::vector<std::optional<Result<detail::LinkPlan>>> plans{};
+  bool all_planned = true;
+  /// Per package, the record of the new tree; the packages linked (not kept).
+  std::vector<PrefixRecord> records{};
+  std::vector<const PackageToLink*> linked{};
+  /// Which record's copy of each path is in the stage: a linked package writes (or clobbers)
+  /// every path it lists; a kept package's file is carried only where nothing is yet. The keys
+  /// view the records' strings: filled once `records` is complete.
+  std::unordered_map<std::string_view, std::size_t> owner{};
+  InstallReport report{};
+};
+
+/// Plan: the stage's conda-meta/ and Tree, the python facts, which packages stay as they are
+/// (their files carried over from the old prefix) and, for the others, what linking will do
+/// (read from the package cache only); then conda's two steps before a package is linked
+/// (conda/core/link.py): its `info/prelink_messages/` files are shown to the user (conda then
+/// asks to confirm; envlock, non-interactive, shows them as messages), and its pre-link script
+/// runs from the package cache (PREFIX the final prefix, SOURCE_DIR the package), a failure
+/// stopping the install.
+Status plan_stage(StageBuild& b, const fs::path& stage) {
+  b.ctx.stage = stage;
+  b.ctx.target_prefix = b.prefix.string();
+  b.ctx.mode = b.options.link_mode;
   // conda-meta/ exists before any package is linked, so the Trees know it and refuse every way
   // into it but its own name (a package's `share/x -> ..` plus another's `share/x/conda-meta/…`).
-  if (auto st = detail::make_dirs(stage / detail::kGuardedFolder); !st) return st.error();
+  if (auto st = detail::make_dirs(stage / detail::kGuardedFolder); !st) return st;
   auto tree = detail::Tree::open(stage);
   if (!tree) return tree.error();
-  ctx.tree = &*tree;
-  if (auto st = set_python(ctx, packages); !st) return st.error();
+  b.tree.emplace(std::move(*tree));
+  b.ctx.tree = &*b.tree;
+  if (auto st = set_python(b.ctx, b.packages); !st) return st;
 
   std::map<std::string, const PrefixRecord*> old_by_name;
-  for (const auto& r : old_records) old_by_name[r.name] = &r;
-  std::set<std::string> new_names;
-  for (const auto& p : packages) new_names.insert(p.record.name);
-
-  // Which packages stay as they are (their files carried over from the old prefix) and, for the
-  // others, what linking will do: read from the package cache only, nothing written yet.
-  std::error_code ec;
-  std::vector<const PrefixRecord*> kept_of(packages.size(), nullptr);
-  std::vector<std::optional<Result<detail::LinkPlan>>> plans(packages.size());
-  bool all_planned = true;
+  for (const auto& r : b.old_records) old_by_name[r.name] = &r;
+  const auto& packages = b.packages;
+  b.kept_of.assign(packages.size(), nullptr);
+  b.plans.resize(packages.size());
   for (std::size_t i = 0; i < packages.size(); ++i) {
     const PackageToLink& p = packages[i];
-    if (options.progress) options.progress(i, packages.size(), p.record);
-    if ((kept_of[i] = kept_record(prefix, old_by_name, p, moved)) != nullptr) continue;
-    plans[i] = detail::plan_package(ctx, packages[i]);
-    all_planned = all_planned && plans[i]->ok();
+    if (b.options.progress) b.options.progress(i, packages.size(), p.record);
+    if ((b.kept_of[i] = kept_record(b.prefix, old_by_name, p, b.moved)) != nullptr) continue;
+    b.plans[i] = detail::plan_package(b.ctx, packages[i]);
+    b.all_planned = b.all_planned && b.plans[i]->ok();
   }
-  // Packages are linked in parallel when the order cannot matter: every plan read, and no path
-  // (file, symlink or entry point) of one package is a path, or a folder above a path, of another
-  // or of a kept package. Otherwise one after the other, later packages clobbering earlier ones.
-  // conda's two steps before a package is linked (conda/core/link.py): its
-  // `info/prelink_messages/` files are shown to the user (conda then asks to confirm; envlock,
-  // non-interactive, shows them as messages), and its pre-link script runs from the package
-  // cache (PREFIX the final prefix, SOURCE_DIR the package), a failure stopping the install.
+  std::error_code ec;
   for (std::size_t i = 0; i < packages.size(); ++i) {
-    if (kept_of[i] != nullptr || !plans[i]->ok()) continue;
-    if (auto text = prelink_messages(packages[i]); !text.empty()) report.messages.push_back(std::move(text));
-    if (options.scripts != RunScripts::Yes) continue;
+    if (b.kept_of[i] != nullptr || !b.plans[i]->ok()) continue;
+    if (auto text = prelink_messages(packages[i]); !text.empty()) b.report.messages.push_back(std::move(text));
+    if (b.options.scripts != RunScripts::Yes) continue;
     const fs::path script = packages[i].extracted_dir / "bin" / ("." + packages[i].record.name + "-pre-link.sh");
     if (!fs::is_regular_file(script, ec)) continue;
-    report.warnings.push_back(packages[i].record.dist_name() +
-                              " ran a pre-link script (it can change the package cache; conda warns about these too)");
-    if (auto st = run_script(prefix, packages[i].record, "pre-link", report.messages, packages[i].extracted_dir); !st) {
+    b.report.warnings.push_back(packages[i].record.dist_name() +
+                                " ran a pre-link script (it can change the package cache; conda warns about these too)");
+    if (auto st = run_script(b.prefix, packages[i].record, "pre-link", b.report.messages, packages[i].extracted_dir); !st) {
       Error e = st.error();
       e.hint = "nothing was installed; the prefix was not touched; fix the package or pass --no-scripts";
       return e;
     }
   }
+  return ok_status();
+}
+
+/// Link: kept packages' files carried over, the others linked (in parallel when the order
+/// cannot matter: every plan read, and no path — file, symlink or entry point — of one package is
+/// a path, or a folder above a path, of another or of a kept package; otherwise one after the
+/// other, later packages clobbering earlier ones); the records and their owners, a clobbered path
+/// left only in its winner's record; and the check of the transaction as a whole: every symbolic
+/// link of the new tree, whichever packages made the links it goes through, must resolve inside
+/// the prefix (a link `d -> .` of one package and `d/d/e -> ../../x` of another each look
+/// harmless alone).
+Status link_stage(StageBuild& b) {
+  const auto& packages = b.packages;
+  detail::Tree& tree = *b.tree;
   std::vector<std::optional<Result<detail::LinkResult>>> linked_results(packages.size());
-  const std::size_t threads = link_threads(packages, kept_of, plans, all_planned, options.link_threads);
+  const std::size_t threads = link_threads(packages, b.kept_of, b.plans, b.all_planned, b.options.link_threads);
   if (threads > 1) {
     for (std::size_t i = 0; i < packages.size(); ++i)
-      if (kept_of[i] != nullptr)
-        for (const auto& f : kept_of[i]->files)
-          if (auto st = carry_path(prefix, *tree, f); !st) return st.error();
-    link_in_parallel(ctx, packages, plans, threads, linked_results);
+      if (b.kept_of[i] != nullptr)
+        for (const auto& f : b.kept_of[i]->files)
+          if (auto st = carry_path(b.prefix, tree, f); !st) return st;
+    link_in_parallel(b.ctx, packages, b.plans, threads, linked_results);
   }
-  std::vector<PrefixRecord> records;
-  std::vector<const PackageToLink*> linked;
-  // Which record's copy of each path is in the stage: a linked package writes (or clobbers)
-  // every path it lists; a kept package's file is carried only where nothing is yet. The keys
-  // view the records' strings: filled once `records` is complete, used before any is changed.
-  std::unordered_map<std::string_view, std::size_t> owner;
   for (std::size_t i = 0; i < packages.size(); ++i) {
     const PackageToLink& p = packages[i];
-    if (kept_of[i] != nullptr) {
+    if (b.kept_of[i] != nullptr) {
       if (threads <= 1)
-        for (const auto& f : kept_of[i]->files)
-          if (auto st = carry_path(prefix, *tree, f); !st) return st.error();
-      PrefixRecord kept = *kept_of[i];
+        for (const auto& f : b.kept_of[i]->files)
+          if (auto st = carry_path(b.prefix, tree, f); !st) return st;
+      PrefixRecord kept = *b.kept_of[i];
       kept.requested_spec = p.requested_spec;
-      records.push_back(std::move(kept));
-      report.kept.push_back(p.record.dist_name());
+      b.records.push_back(std::move(kept));
+      b.report.kept.push_back(p.record.dist_name());
       continue;
     }
-    if (!plans[i]->ok()) return plans[i]->error();
-    if (!linked_results[i]) linked_results[i] = detail::link_planned(ctx, p, **plans[i]);
+    if (!b.plans[i]->ok()) return b.plans[i]->error();
+    if (!linked_results[i]) linked_results[i] = detail::link_planned(b.ctx, p, **b.plans[i]);
     auto& result = *linked_results[i];
     if (!result) {  // named by the package being linked, where the error names only a path
       const std::string dist = p.record.dist_name();
       return result.error().where.find(dist) == std::string::npos ? result.error().with_context(dist) : result.error();
     }
-    report.files_linked += result->linked;
-    report.files_copied += result->copied;
-    report.files_relocated += result->relocated;
-    records.push_back(std::move(result->record));
-    report.installed.push_back(p.record.dist_name());
-    linked.push_back(&p);
+    b.report.files_linked += result->linked;
+    b.report.files_copied += result->copied;
+    b.report.files_relocated += result->relocated;
+    b.records.push_back(std::move(result->record));
+    b.report.installed.push_back(p.record.dist_name());
+    b.linked.push_back(&p);
   }
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const bool was_kept = kept_of[i] != nullptr;
-    for (const auto& f : records[i].files) {
-      if (was_kept) owner.emplace(f, i);
-      else owner[f] = i;
+  for (std::size_t i = 0; i < b.records.size(); ++i) {
+    const bool was_kept = b.kept_of[i] != nullptr;
+    for (const auto& f : b.records[i].files) {
+      if (was_kept) b.owner.emplace(f, i);
+      else b.owner[f] = i;
     }
   }
-  disown_clobbered(records, owner, report);
-  // The transaction as a whole: every symbolic link of the new tree, whichever packages made the
-  // links it goes through, must resolve inside the prefix (a link `d -> .` of one package and
-  // `d/d/e -> ../../x` of another each look harmless alone).
-  for (const auto& r : records)
+  disown_clobbered(b.records, b.owner, b.report);
+  for (const auto& r : b.records)
     for (const auto& path : r.paths)
-      if (path.type == PathEntry::Type::SoftLink && tree->link_leaves(path.path)) {
+      if (path.type == PathEntry::Type::SoftLink && tree.link_leaves(path.path)) {
         return Error{ErrorKind::Integrity, r.dist_name(),
                      "symbolic link " + path.path + " resolves outside the prefix (through the links of the packages "
                      "installed together)",
@@ -1283,85 +1302,103 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
                      "refusing an environment whose links lead out of it; remove the packages that make them from the "
                      "lockfile"};
       }
-  for (const auto& r : old_records)
-    if (!new_names.count(r.name)) report.removed.push_back(r.dist_name());
-  // Old records replaced by another build of the same name count as removed too.
-  for (const auto& r : old_records)
+  return ok_status();
+}
+
+/// The old records that go (removed, or replaced by another build of the same name) into
+/// report.removed; then their pre-unlink scripts, in the live prefix before their files go, as
+/// conda runs them (conda only warns when one fails). They run before the unowned files are
+/// carried over, so what they delete stays deleted.
+void unlink_removed(StageBuild& b) {
+  std::set<std::string> new_names;
+  for (const auto& p : b.packages) new_names.insert(p.record.name);
+  for (const auto& r : b.old_records)
+    if (!new_names.count(r.name)) b.report.removed.push_back(r.dist_name());
+  for (const auto& r : b.old_records)
     if (new_names.count(r.name) &&
-        std::find(report.kept.begin(), report.kept.end(), r.dist_name()) == report.kept.end() &&
-        !(moved && std::any_of(packages.begin(), packages.end(),
-                               [&](const PackageToLink& p) { return same_package(r, p.record); })))
-      report.removed.push_back(r.dist_name());
-
-  // Pre-unlink scripts of the packages that go (removed, or replaced by another build) run in the
-  // live prefix before their files go, as conda runs them; conda only warns when one fails. They
-  // run before the unowned files are carried over, so what they delete stays deleted.
-  if (has_old && options.scripts == RunScripts::Yes) {
-    for (const auto& r : old_records) {
-      if (std::find(report.removed.begin(), report.removed.end(), r.dist_name()) == report.removed.end()) continue;
-      if (auto st = run_script(prefix, r, "pre-unlink", report.messages); !st)
-        report.warnings.push_back(st.error().where + ": " + st.error().message + " (ignored, as conda does)\n" +
+        std::find(b.report.kept.begin(), b.report.kept.end(), r.dist_name()) == b.report.kept.end() &&
+        !(b.moved && std::any_of(b.packages.begin(), b.packages.end(),
+                                 [&](const PackageToLink& p) { return same_package(r, p.record); })))
+      b.report.removed.push_back(r.dist_name());
+  if (!b.has_old || b.options.scripts != RunScripts::Yes) return;
+  for (const auto& r : b.old_records) {
+    if (std::find(b.report.removed.begin(), b.report.removed.end(), r.dist_name()) == b.report.removed.end()) continue;
+    if (auto st = run_script(b.prefix, r, "pre-unlink", b.report.messages); !st)
+      b.report.warnings.push_back(st.error().where + ": " + st.error().message + " (ignored, as conda does)\n" +
                                   st.error().detail);
-    }
   }
+}
 
-  // Files in the old prefix that no record owns (pip installs, user files) stay; so do the
-  // folders' modes and owners, and empty folders (conda changes a prefix in place, where both
-  // stay). A folder that held only files of packages that go is not made again. Where a package
-  // now puts a path, the old one meets it: a file no package owned is replaced, with a warning
-  // (conda's UnknownPackageClobberError, a warning under its default `path_conflict: clobber`);
-  // files below a folder a package makes a file or a symbolic link are refused (carried over,
-  // they would be lost, or written through the link).
-  if (has_old) {
-    std::set<std::string> owned;
-    for (const auto& r : old_records)
-      for (const auto& f : r.files) owned.insert(f);
-    std::vector<std::pair<std::string, struct stat>> folders{{"", {}}};
-    if (::lstat(prefix.c_str(), &folders.front().second) != 0) return io_error(prefix, "cannot stat", errno);
-    for (const fs::path& flagged : {prefix, prefix / detail::kGuardedFolder, prefix / detail::kGuardedFolder / "history"})
-      if (detail::immutable_or_append_only(flagged)) return immutable_refusal(flagged);
-    StageView view(*tree);
-    UnownedPaths unowned;
-    auto walked = walk_environment(prefix, [&](const std::string& rel, const fs::path& path, bool folder) -> Status {
-      scanned.insert(rel);
-      auto what = classify_unowned(view, owner, owned, rel, folder, unowned);
-      if (!what) return what.error();
-      if (*what == Unowned::Carry) return carry_path(prefix, *tree, rel);
-      if (*what == Unowned::Folder) {
-        if (detail::immutable_or_append_only(path)) return immutable_refusal(path);
-        struct stat st {};
-        if (::lstat(path.c_str(), &st) != 0) return io_error(path, "cannot stat", errno);
-        std::error_code empty_ec;
-        if (fs::is_empty(path, empty_ec))
-          if (auto made = tree->dir(rel, true); !made) return made.error();
-        folders.emplace_back(rel, st);
-      }
-      return ok_status();
-    });
-    if (!walked) return walked.error();
-    std::vector<std::string> names;
-    for (const auto& r : records) names.push_back(r.dist_name());
-    if (auto st = unowned_outcome(unowned, owner, names, view, report.warnings); !st) return st.error();
-    // Deepest first, so a folder made read-only does not stop the ones below it.
-    for (auto f = folders.rbegin(); f != folders.rend(); ++f) {
-      struct stat there {};
-      auto found = f->first.empty() ? Result<bool>(true) : tree->lstat(f->first, there);
-      if (!found) return found.error();
-      if (!*found) continue;
-      if (auto st = tree->set_folder_attributes(f->first, prefix / f->first, f->second.st_mode, f->second.st_uid,
-                                                f->second.st_gid);
-          !st)
-        return st.error();
-      if (auto st = tree->keep_folder_times(f->first, prefix / f->first, f->second); !st) return st.error();
+/// Carry over: files in the old prefix that no record owns (pip installs, user files) stay; so
+/// do the folders' modes, owners and times, and empty folders (conda changes a prefix in place,
+/// where both stay). A folder that held only files of packages that go is not made again. Where a
+/// package now puts a path, the old one meets it (classify_unowned(), unowned_outcome()): a file
+/// no package owned is replaced, with a warning (conda's UnknownPackageClobberError, a warning
+/// under its default `path_conflict: clobber`); files below a folder a package makes a file or a
+/// symbolic link are refused (carried over, they would be lost, or written through the link).
+/// Every path seen goes into `scanned`.
+Status carry_unowned(StageBuild& b, std::unordered_set<std::string>& scanned) {
+  if (!b.has_old) return ok_status();
+  const fs::path& prefix = b.prefix;
+  detail::Tree& tree = *b.tree;
+  std::set<std::string> owned;
+  for (const auto& r : b.old_records)
+    for (const auto& f : r.files) owned.insert(f);
+  std::vector<std::pair<std::string, struct stat>> folders{{"", {}}};
+  if (::lstat(prefix.c_str(), &folders.front().second) != 0) return io_error(prefix, "cannot stat", errno);
+  for (const fs::path& flagged : {prefix, prefix / detail::kGuardedFolder, prefix / detail::kGuardedFolder / "history"})
+    if (detail::immutable_or_append_only(flagged)) return immutable_refusal(flagged);
+  StageView view(tree);
+  UnownedPaths unowned;
+  auto walked = walk_environment(prefix, [&](const std::string& rel, const fs::path& path, bool folder) -> Status {
+    scanned.insert(rel);
+    auto what = classify_unowned(view, b.owner, owned, rel, folder, unowned);
+    if (!what) return what.error();
+    if (*what == Unowned::Carry) return carry_path(prefix, tree, rel);
+    if (*what == Unowned::Folder) {
+      if (detail::immutable_or_append_only(path)) return immutable_refusal(path);
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0) return io_error(path, "cannot stat", errno);
+      std::error_code empty_ec;
+      if (fs::is_empty(path, empty_ec))
+        if (auto made = tree.dir(rel, true); !made) return made.error();
+      folders.emplace_back(rel, st);
     }
+    return ok_status();
+  });
+  if (!walked) return walked;
+  std::vector<std::string> names;
+  for (const auto& r : b.records) names.push_back(r.dist_name());
+  if (auto st = unowned_outcome(unowned, b.owner, names, view, b.report.warnings); !st) return st;
+  // Deepest first, so a folder made read-only does not stop the ones below it.
+  for (auto f = folders.rbegin(); f != folders.rend(); ++f) {
+    struct stat there {};
+    auto found = f->first.empty() ? Result<bool>(true) : tree.lstat(f->first, there);
+    if (!found) return found.error();
+    if (!*found) continue;
+    if (auto st = tree.set_folder_attributes(f->first, prefix / f->first, f->second.st_mode, f->second.st_uid,
+                                             f->second.st_gid);
+        !st)
+      return st;
+    if (auto st = tree.keep_folder_times(f->first, prefix / f->first, f->second); !st) return st;
   }
+  return ok_status();
+}
 
-  // conda-meta: records, history, origin; other files conda-meta held (pinned, ...) carried.
-  if (auto st = tree->dir("conda-meta", true); !st) return st.error();
+/// Record: conda-meta's records, history and origin; the other files conda-meta held (pinned,
+/// ...) carried over (each name seen goes into `scanned`); the linked packages with a post-link
+/// script into `post_link`; the report's lists sorted.
+Status write_records(StageBuild& b, std::vector<const PackageToLink*>& post_link,
+                     std::unordered_set<std::string>& scanned) {
+  const fs::path& prefix = b.prefix;
+  detail::Tree& tree = *b.tree;
+  const InstallOptions& options = b.options;
+  std::error_code ec;
+  if (auto st = tree.dir("conda-meta", true); !st) return st.error();
   std::set<std::string> old_record_files;
-  for (const auto& r : old_records) old_record_files.insert(r.dist_name() + ".json");
+  for (const auto& r : b.old_records) old_record_files.insert(r.dist_name() + ".json");
   std::string history;
-  if (has_old) {
+  if (b.has_old) {
     for (const auto& entry : fs::directory_iterator(prefix / "conda-meta", ec)) {
       const std::string name = entry.path().filename().string();
       scanned.insert("conda-meta/" + name);
@@ -1369,17 +1406,16 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
         if (auto text = detail::read_file(entry.path()); text) history = *text;
         continue;
       }
-      if (name == kOriginFile || old_record_files.count(name) || damaged_records.count(name) ||
+      if (name == kOriginFile || old_record_files.count(name) || b.damaged_records.count(name) ||
           !entry.is_regular_file())
         continue;
-      if (auto st = carry_path(prefix, *tree, "conda-meta/" + name); !st) return st.error();
+      if (auto st = carry_path(prefix, tree, "conda-meta/" + name); !st) return st;
     }
   }
-  for (const auto& r : records) {
+  for (const auto& r : b.records) {
     nlohmann::json j;
     r.to_json(j);
-    if (auto st = tree->write_new("conda-meta/" + r.dist_name() + ".json", j.dump(2) + "\n", 0644); !st)
-      return st.error();
+    if (auto st = tree.write_new("conda-meta/" + r.dist_name() + ".json", j.dump(2) + "\n", 0644); !st) return st;
   }
   if (!history.empty() && !history.ends_with('\n')) history += '\n';
   history += "==> " + utc_now() + " <==\n";
@@ -1389,25 +1425,43 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   if (!options.origin.environment.empty()) history += " -e " + options.origin.environment;
   history += "\n# envlock version: " + std::string(ENVLOCK_INSTALL_VERSION) + "\n";
   std::vector<std::string> lines;
-  for (const auto& r : old_records)
-    if (std::find(report.removed.begin(), report.removed.end(), r.dist_name()) != report.removed.end())
+  for (const auto& r : b.old_records)
+    if (std::find(b.report.removed.begin(), b.report.removed.end(), r.dist_name()) != b.report.removed.end())
       lines.push_back(history_line('-', r));
-  for (const auto* p : linked) lines.push_back(history_line('+', p->record));
+  for (const auto* p : b.linked) lines.push_back(history_line('+', p->record));
   std::sort(lines.begin(), lines.end());
   for (const auto& l : lines) history += l + "\n";
-  if (auto st = tree->write_new("conda-meta/history", history, 0644); !st) return st.error();
-  if (auto st = tree->write_new(std::string("conda-meta/") + kOriginFile, origin_json(options.origin).dump(2) + "\n", 0644); !st)
-    return st.error();
+  if (auto st = tree.write_new("conda-meta/history", history, 0644); !st) return st;
+  if (auto st = tree.write_new(std::string("conda-meta/") + kOriginFile, origin_json(options.origin).dump(2) + "\n", 0644);
+      !st)
+    return st;
 
   if (options.scripts == RunScripts::Yes) {
-    for (const auto* p : linked)
-      if (fs::exists(stage / "bin" / ("." + p->record.name + "-post-link.sh"), ec)) post_link.push_back(p);
+    for (const auto* p : b.linked)
+      if (fs::exists(b.ctx.stage / "bin" / ("." + p->record.name + "-post-link.sh"), ec)) post_link.push_back(p);
   }
+  std::sort(b.report.installed.begin(), b.report.installed.end());
+  std::sort(b.report.removed.begin(), b.report.removed.end());
+  std::sort(b.report.kept.begin(), b.report.kept.end());
+  return ok_status();
+}
 
-  std::sort(report.installed.begin(), report.installed.end());
-  std::sort(report.removed.begin(), report.removed.end());
-  std::sort(report.kept.begin(), report.kept.end());
-  return report;
+/// Makes the stage hold everything (plan, link, pre-unlink, carry over, record); returns the
+/// report. The prefix is not touched but by pre-link and pre-unlink scripts.
+Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
+                                  const std::vector<PrefixRecord>& old_records,
+                                  const std::set<std::string>& damaged_records, bool has_old, bool moved,
+                                  const std::vector<PackageToLink>& packages,
+                                  const InstallOptions& options,
+                                  std::vector<const PackageToLink*>& post_link,
+                                  std::unordered_set<std::string>& scanned) {
+  StageBuild b{prefix, old_records, damaged_records, has_old, moved, packages, options};
+  if (auto st = plan_stage(b, stage); !st) return st.error();
+  if (auto st = link_stage(b); !st) return st.error();
+  unlink_removed(b);
+  if (auto st = carry_unowned(b, scanned); !st) return st.error();
+  if (auto st = write_records(b, post_link, scanned); !st) return st.error();
+  return std::move(b.report);
 }
 
 }  // namespace
