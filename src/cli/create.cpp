@@ -11,6 +11,7 @@
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "envlock/reference.hpp"
+#include "create_run.hpp"
 #include "install_run.hpp"
 #include "network_options.hpp"
 
@@ -18,21 +19,6 @@ namespace envlock::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct CreateArgs {
-  std::string manifest;
-  std::string environment;
-  std::string prefix;
-  bool locked = false;
-  bool frozen = false;
-  bool copy = false;
-  bool ignore_host = false;
-  bool no_scripts = false;
-  bool allow_unverified = false;
-  bool force = false;
-  bool dry_run = false;
-  bool extra_safety_checks = false;
-};
 
 Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::optional<Lockfile> previous,
                           const fs::path& path, DryRun dry_run) {
@@ -56,7 +42,9 @@ Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::opt
   return lockfile;
 }
 
-int run_create(const Context& ctx, const CreateArgs& args) {
+}  // namespace
+
+int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan) {
   if (args.locked && args.frozen) {
     return report_error(ctx, Error{ErrorKind::Usage, "", "--locked and --frozen cannot be combined",
                                    "", "--locked checks the lockfile; --frozen uses it without checking"});
@@ -110,10 +98,20 @@ int run_create(const Context& ctx, const CreateArgs& args) {
 
   auto env = pick_environment(*lockfile, args.environment, lock_path.string());
   if (!env) return report_error(ctx, env.error());
+  plan.manifest = std::move(*manifest);
+  plan.lockfile = std::move(*lockfile);
+  plan.lock_path = lock_path;
+  plan.environment = *env;
+  plan.prefix = args.prefix.empty() ? dir / ".envlock" / "envs" / *env : fs::path(args.prefix);
+  return 0;
+}
+
+int install_created(const Context& ctx, const CreateArgs& args, const CreatePlan& plan) {
+  const DryRun dry = args.dry_run ? DryRun::Yes : DryRun::No;
   InstallRequest request;
-  request.lockfile_path = lock_path;
-  request.environment = *env;
-  request.prefix = args.prefix.empty() ? dir / ".envlock" / "envs" / *env : fs::path(args.prefix);
+  request.lockfile_path = plan.lock_path;
+  request.environment = plan.environment;
+  request.prefix = plan.prefix;
   request.link_mode = args.copy ? LinkMode::Copy : LinkMode::Hardlink;
   request.scripts = args.no_scripts ? RunScripts::No : RunScripts::Yes;
   request.ignore_host = args.ignore_host;
@@ -122,13 +120,21 @@ int run_create(const Context& ctx, const CreateArgs& args) {
   request.manifest = fs::path(args.manifest).filename().string();
   // Packages come from the channels as the manifest spells them: with their credentials
   // (`user:pass@`, `/t/<token>/`), which the lockfile never records.
-  for (const auto& [en, e] : manifest->environments)
-    for (const auto& c : manifest->channels_for(e))
+  for (const auto& [en, e] : plan.manifest.environments)
+    for (const auto& c : plan.manifest.channels_for(e))
       if (c.url != c.public_url()) request.channel_urls.emplace_back(c.public_url(), c.url);
   request.allow_unverified = args.allow_unverified;
   request.foreign = args.force ? ForeignPrefix::Allow : ForeignPrefix::Refuse;
   request.dry_run = dry;
-  return run_install(ctx, *lockfile, request);
+  return run_install(ctx, plan.lockfile, request);
+}
+
+namespace {
+
+int run_create(const Context& ctx, const CreateArgs& args) {
+  CreatePlan plan;
+  if (const int code = prepare_create(ctx, args, plan); code != 0) return code;
+  return install_created(ctx, args, plan);
 }
 
 void setup(CLI::App& sub, Context& ctx) {

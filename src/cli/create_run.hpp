@@ -1,0 +1,48 @@
+#pragma once
+// `envlock create`'s two steps, shared with `envlock run` and `envlock shell-hook` (which create
+// or update the environment first, as `pixi run` and `pixi shell-hook` do):
+//   prepare_create()   read the manifest; lock when the lockfile is missing or stale (default),
+//                      fail instead (--locked) or take the lockfile as it is (--frozen); choose
+//                      the environment and its prefix;
+//   install_created()  install the chosen environment of that lockfile into the prefix.
+#include <filesystem>
+#include <string>
+
+#include "envlock/lockfile.hpp"
+#include "envlock/manifest.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+
+struct CreateArgs {
+  std::string manifest;
+  std::string environment;
+  std::string prefix;
+  bool locked = false;
+  bool frozen = false;
+  bool copy = false;
+  bool ignore_host = false;
+  bool no_scripts = false;
+  bool allow_unverified = false;
+  bool force = false;
+  bool dry_run = false;
+  bool extra_safety_checks = false;
+};
+
+/// What prepare_create() settled.
+struct CreatePlan {
+  Manifest manifest;
+  Lockfile lockfile;
+  std::filesystem::path lock_path;  ///< envlock.lock beside the manifest
+  std::string environment;          ///< the lockfile's environment chosen (-e, or the only one, or `default`)
+  std::filesystem::path prefix;     ///< -p, else .envlock/envs/<environment> beside the manifest
+};
+
+/// The first step of `create` (see the file comment). Returns 0 with `plan` filled, or the exit
+/// code of the error it reported (report_error()).
+int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan);
+
+/// The second step: installs `plan`, prints the outcome; returns the exit code (run_install()).
+int install_created(const Context& ctx, const CreateArgs& args, const CreatePlan& plan);
+
+}  // namespace envlock::cli

@@ -1,0 +1,280 @@
+// `envlock run` and `envlock shell-hook` end to end. Facts followed:
+//   * conda activation (conda/conda, conda/activate.py: _build_activate_stack sets PATH,
+//     CONDA_PREFIX, CONDA_SHLVL, CONDA_DEFAULT_ENV, then runs sorted(activate.d/*.sh);
+//     build_deactivate runs deactivate.d/*.sh reverse sorted and unsets what it set);
+//   * pixi (prefix-dev/pixi, src/cli/shell_hook.rs: get_up_to_date_prefix before printing;
+//     docs "pixi run": the environment is created or updated first; --frozen installs the
+//     lockfile as it is, --locked fails when it is not up to date).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+using envlock::testing::envlock_cmd;
+using envlock::testing::run_command;
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+void spit(const fs::path& p, const std::string& data) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << data;
+}
+
+bool have(const char* program) {
+  return run_command(std::string("command -v ") + program + " >/dev/null").exit_code == 0;
+}
+
+class RunCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("envlock-cli-activate-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    // A known starting environment: no environment active, a plain PATH.
+    env_ = {{"ENVLOCK_PKGS_DIR", (root_ / "pkgs").string()}, {"NO_COLOR", "1"}, {"PATH", "/usr/bin:/bin"},
+            {"CONDA_SHLVL", "\x01unset"}, {"CONDA_PREFIX", "\x01unset"}, {"CONDA_DEFAULT_ENV", "\x01unset"}};
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  envlock::testing::CommandResult envlock(const std::string& args) { return run_command(envlock_cmd() + " " + args, env_); }
+
+  /// A hand-made environment: conda-meta/ and the activate.d / deactivate.d scripts a CUDA or
+  /// compiler package ships.
+  fs::path hand_made_prefix() {
+    const fs::path p = root_ / "envs/work";
+    fs::create_directories(p / "conda-meta");
+    spit(p / "etc/conda/activate.d/10-cuda.sh", "export CUDA_HOME=\"$CONDA_PREFIX/cuda\"\necho 'cuda activated'\n");
+    spit(p / "etc/conda/activate.d/20-order.sh", "export ORDER=\"${ORDER}second\"\n");
+    spit(p / "etc/conda/activate.d/05-order.sh", "export ORDER=\"${ORDER}first-\"\n");
+    spit(p / "etc/conda/deactivate.d/10-cuda.sh", "unset CUDA_HOME ORDER\necho 'cuda deactivated'\n");
+    return p;
+  }
+
+  fs::path project_with_channel(const std::string& extra = "") {
+    const fs::path channel = root_ / "channel";
+    auto r = run_command("'" + std::string(ENVLOCK_SOURCE_DIR) + "/scripts/make-fixture-channel' " + q(channel));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const fs::path project = root_ / "project";
+    spit(project / "envlock.yaml", "name: example\nchannels: [" + channel.string() +
+                                       "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-greet\n"
+                                       "variables:\n  OMP_NUM_THREADS: \"4\"\n  GREETING: it's a \"test\" $HOME\n" + extra);
+    return project;
+  }
+
+  fs::path root_;
+  std::map<std::string, std::string> env_;
+};
+
+const char* const kShow = "sh -c 'echo \"$CONDA_PREFIX|$CONDA_SHLVL|$CONDA_DEFAULT_ENV|$CUDA_HOME|$ORDER|${PATH%%:*}\"'";
+
+TEST_F(RunCli, RunSeesTheActivateScriptsInOrder) {
+  const fs::path p = hand_made_prefix();
+  auto r = envlock("run -p " + q(p) + " -- " + kShow);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, p.string() + "|1|work|" + p.string() + "/cuda|first-second|" + p.string() + "/bin\n");
+  EXPECT_EQ(r.err, "cuda activated\n");  // a script's stdout goes to stderr: stdout is the command's
+}
+
+TEST_F(RunCli, ExitCodesPassThrough) {
+  const fs::path p = root_ / "bare";
+  fs::create_directories(p / "conda-meta");
+  auto seven = envlock("run -p " + q(p) + " -- sh -c 'echo out; echo err >&2; exit 7'");
+  EXPECT_EQ(seven.exit_code, 7);
+  EXPECT_EQ(seven.out, "out\n");
+  EXPECT_EQ(seven.err, "err\n");
+  auto term = envlock("run -p " + q(p) + " sh -c 'kill -TERM $$'");  // no `--` needed either
+  EXPECT_EQ(term.exit_code, 143);  // 128 + SIGTERM, as shells report it
+  EXPECT_EQ(term.out, "");
+  EXPECT_EQ(term.err, "");
+  auto args = envlock("run -p " + q(p) + " -- printf '%s|' -p --json -- x");  // words after the command are its own
+  EXPECT_EQ(args.exit_code, 0);
+  EXPECT_EQ(args.out, "-p|--json|--|x|");
+  auto missing = envlock("run -p " + q(p) + " -- envlock-no-such-tool a");
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_EQ(missing.err, "envlock run: envlock-no-such-tool: command not found\n");
+}
+
+TEST_F(RunCli, BadInvocations) {
+  const fs::path p = hand_made_prefix();
+  auto none = envlock("run -p " + q(p));
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.out, "");
+  EXPECT_EQ(none.err, "error: envlock run: no command given\nhint: write the command after `--`, e.g. `envlock run -- python train.py`\n");
+  auto gone = envlock("run -p " + q(root_ / "nope") + " -- true");
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_EQ(gone.out, "");
+  EXPECT_EQ(gone.err, "error: " + (root_ / "nope").string() + ": no such environment (the folder does not exist)\n"
+                      "hint: create it first: `envlock create -f envlock.yaml -p " + (root_ / "nope").string() + "`\n");
+  auto frozen_alone = envlock("run --frozen -p " + q(p) + " -- true");
+  EXPECT_EQ(frozen_alone.exit_code, 2);
+  EXPECT_EQ(frozen_alone.err, "error: -e, --locked and --frozen need a manifest\nhint: pass the manifest with -f, or drop them to use "
+                              "the environment in " + p.string() + "\n");
+  auto no_manifest = run_command("cd " + q(root_) + " && " + envlock_cmd() + " run -- true", env_);
+  EXPECT_EQ(no_manifest.exit_code, 1);
+  EXPECT_EQ(no_manifest.err, "error: envlock.yaml: no manifest in the current folder\nhint: pass the manifest with -f, or an "
+                             "environment folder with -p\n");
+  auto shell = envlock("shell-hook -p " + q(p) + " --shell tcsh");
+  EXPECT_EQ(shell.exit_code, 2);
+  EXPECT_EQ(shell.out, "");
+  EXPECT_EQ(shell.err, "error: --shell: unknown shell 'tcsh'\nhint: use bash, zsh, fish or posix (any POSIX sh: dash, busybox)\n");
+}
+
+TEST_F(RunCli, BadVariablesInTheManifestAreNamedWhereTheyAre) {
+  const fs::path project = root_ / "bad";
+  spit(project / "envlock.yaml", "channels: [conda-forge]\ndependencies: [python]\nvariables:\n  A: \"one\\ntwo\"\n");
+  auto r = envlock("run -f " + q(project / "envlock.yaml") + " -- true");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + (project / "envlock.yaml").string() + ":4:6: the value of variable 'A' holds a newline\n"
+                   "    A: \"one\\ntwo\"\n       ^\n"
+                   "hint: a variable's value is one line of text (a NUL cannot be in an environment variable; a line "
+                   "break would not survive every shell's activation script)\n");
+  spit(project / "envlock.yaml", "channels: [conda-forge]\ndependencies: [python]\nvariables:\n  A: \"a\\0b\"\n");
+  auto nul = envlock("shell-hook -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(nul.exit_code, 1);
+  EXPECT_EQ(nul.out, "");
+  EXPECT_NE(nul.err.find(":4:6: the value of variable 'A' holds a NUL byte\n"), std::string::npos) << nul.err;
+}
+
+// The shell-hook output, evaluated by bash and by sh: activation as `run` sees it, then
+// `envlock_deactivate` runs deactivate.d and puts every variable back.
+TEST_F(RunCli, ShellHookEvaluatedByBashAndSh) {
+  const fs::path p = hand_made_prefix();
+  const std::string hook = envlock_cmd() + " shell-hook -p " + q(p);
+  const std::string body = std::string("echo \"$CONDA_PREFIX|$CONDA_SHLVL|$CONDA_DEFAULT_ENV|$CUDA_HOME|$ORDER|${PATH%%:*}\"; ") +
+                           "envlock_deactivate; echo \"[$CONDA_PREFIX|${CONDA_SHLVL-unset}|$CUDA_HOME|$ORDER|$PATH]\"; "
+                           "command -v envlock_deactivate || echo gone";
+  const std::string active = p.string() + "|1|work|" + p.string() + "/cuda|first-second|" + p.string() + "/bin\n";
+  for (const std::string shell : {"bash", "posix"}) {
+    const std::string runner = shell == "bash" ? "bash --norc --noprofile" : "sh";
+    auto r = run_command(runner + " -c " + q("eval \"$(" + hook + " --shell " + shell + ")\"; " + body), env_);
+    EXPECT_EQ(r.exit_code, 0) << shell;
+    EXPECT_EQ(r.out, "cuda activated\n" + active + "cuda deactivated\n[|unset|||/usr/bin:/bin]\ngone\n") << shell;
+    EXPECT_EQ(r.err, "") << shell;
+  }
+  // The script itself, whole: values single-quoted, the deactivation restoring what was there.
+  auto text = envlock("shell-hook -p " + q(p) + " --shell posix");
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_EQ(text.err, "");
+  const std::string ad = (p / "etc/conda/activate.d/").string();
+  EXPECT_EQ(text.out, "# envlock shell-hook: activates " + p.string() + "\n"
+                      "# (evaluate with `eval \"$(envlock shell-hook)\"`; `envlock_deactivate` leaves it)\n"
+                      "envlock_deactivate() {\n"
+                      "    . '" + (p / "etc/conda/deactivate.d/10-cuda.sh").string() + "'\n"
+                      "    PATH='/usr/bin:/bin'; export PATH\n"
+                      "    unset CONDA_PREFIX\n"
+                      "    unset CONDA_SHLVL\n"
+                      "    unset CONDA_DEFAULT_ENV\n"
+                      "    unset -f envlock_deactivate\n"
+                      "}\n"
+                      "PATH='" + p.string() + "/bin:/usr/bin:/bin'; export PATH\n"
+                      "CONDA_PREFIX='" + p.string() + "'; export CONDA_PREFIX\n"
+                      "CONDA_SHLVL='1'; export CONDA_SHLVL\n"
+                      "CONDA_DEFAULT_ENV='work'; export CONDA_DEFAULT_ENV\n"
+                      ". '" + ad + "05-order.sh'\n. '" + ad + "10-cuda.sh'\n. '" + ad + "20-order.sh'\n");
+}
+
+TEST_F(RunCli, ShellHookEvaluatedByZshAndFishWhenInstalled) {
+  const fs::path p = hand_made_prefix();
+  const std::string hook = envlock_cmd() + " shell-hook -p " + q(p);
+  const std::string active = p.string() + "|1|work|" + p.string() + "/cuda|first-second|" + p.string() + "/bin\n";
+  if (have("zsh")) {
+    auto r = run_command("zsh -f -c " + q("eval \"$(" + hook + " --shell zsh)\"; echo \"$CONDA_PREFIX|$CONDA_SHLVL|"
+                                          "$CONDA_DEFAULT_ENV|$CUDA_HOME|$ORDER|${PATH%%:*}\"; envlock_deactivate; "
+                                          "echo \"[$CONDA_PREFIX|$CUDA_HOME|$PATH]\""), env_);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out, "cuda activated\n" + active + "cuda deactivated\n[||/usr/bin:/bin]\n");
+  }
+  if (have("fish")) {
+    // fish cannot source the .sh scripts: their variables come as bash left them (its output on stderr).
+    auto r = run_command("fish --no-config -c " + q(hook + " --shell fish | source; echo \"$CONDA_PREFIX|$CONDA_SHLVL|"
+                                                    "$CONDA_DEFAULT_ENV|$CUDA_HOME|$ORDER|$PATH[1]\"; envlock_deactivate; "
+                                                    "echo \"[$CONDA_PREFIX|$CUDA_HOME|$PATH]\""), env_);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out, active + "[||/usr/bin /bin]\n");
+  }
+  if (!have("zsh") && !have("fish")) GTEST_SKIP() << "neither zsh nor fish is installed";
+}
+
+// The README's main job with `run`: from a manifest, the environment is created on first use
+// (locked, installed: messages on stderr), then used as it is; the manifest's variables are set
+// literally; an environment the manifest lacks, and --frozen without a lockfile, are refused.
+TEST_F(RunCli, RunFromAManifestCreatesFirstThenReuses) {
+  const fs::path project = project_with_channel();
+  const fs::path manifest = project / "envlock.yaml";
+  const fs::path prefix = project / ".envlock/envs/default";
+
+  auto frozen = envlock("run --frozen -f " + q(manifest) + " -- true");
+  EXPECT_EQ(frozen.exit_code, 1);
+  EXPECT_EQ(frozen.out, "");
+  EXPECT_EQ(frozen.err, "error: " + (project / "envlock.lock").string() + ": does not exist, and --frozen never locks\n"
+                        "hint: run `envlock lock -f " + manifest.string() + "` first, or drop --frozen\n");
+  auto unknown = envlock("run -e gpu -f " + q(manifest) + " -- true");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.out, "");
+  EXPECT_EQ(unknown.err, "error: " + manifest.string() + ": has no environment 'gpu'\nenvironments in it: default\n"
+                         "hint: pass one of them with -e\n");
+  EXPECT_FALSE(fs::exists(project / "envlock.lock"));
+
+  const std::string cmd = " -- sh -c 'echo \"$OMP_NUM_THREADS|$GREETING|$CONDA_DEFAULT_ENV\"; envlock-greet'";
+  auto first = envlock("run -f " + q(manifest) + cmd);
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, "4|it's a \"test\" $HOME|default\nenvlock-greet: prefix is " + prefix.string() +
+                           "\nHello from an environment that envlock made.\nenvlock-hello: running from " + prefix.string() + "\n");
+  EXPECT_NE(first.err.find("locked " + manifest.string() + " -> " + (project / "envlock.lock").string() + "\n"),
+            std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("environment 'default' (linux-64) is ready in " + prefix.string() + "\n"), std::string::npos)
+      << first.err;  // install's report, on stderr
+  ASSERT_TRUE(fs::exists(prefix / "conda-meta/envlock"));
+
+  // Up to date: nothing is locked or installed, stderr stays empty; --locked and --frozen agree.
+  for (const std::string flag : {"", "--locked ", "--frozen "}) {
+    auto again = envlock("run " + flag + "-f " + q(manifest) + cmd);
+    EXPECT_EQ(again.exit_code, 0) << flag;
+    EXPECT_EQ(again.out, first.out) << flag;
+    EXPECT_EQ(again.err, "") << flag;
+  }
+  // The activate.d script a package ships runs too.
+  spit(prefix / "etc/conda/activate.d/x.sh", "export FROM_SCRIPT=\"$OMP_NUM_THREADS-seen\"\n");
+  auto scripted = envlock("run -f " + q(manifest) + " -- sh -c 'echo $FROM_SCRIPT'");
+  EXPECT_EQ(scripted.out, "4-seen\n");
+  EXPECT_EQ(scripted.err, "");
+
+  // A variable edit does not make the lock stale (variables are no solve input) ...
+  spit(manifest, "name: example\nchannels: [" + (root_ / "channel").string() +
+                     "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-greet\nvariables: {OMP_NUM_THREADS: '8'}\n");
+  auto edited = envlock("run --locked -f " + q(manifest) + " -- sh -c 'echo $OMP_NUM_THREADS'");
+  EXPECT_EQ(edited.exit_code, 0);
+  EXPECT_EQ(edited.out, "8\n");
+  EXPECT_EQ(edited.err, "");
+  // ... a dependency edit does: --locked refuses, the default locks again and updates the prefix.
+  spit(manifest, "name: example\nchannels: [" + (root_ / "channel").string() +
+                     "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-greet\n  - envlock-demo\n");
+  auto stale = envlock("run --locked -f " + q(manifest) + " -- true");
+  EXPECT_EQ(stale.exit_code, 1);
+  EXPECT_NE(stale.err.find("no longer matches"), std::string::npos) << stale.err;
+  auto relocked = envlock("run -f " + q(manifest) + " -- envlock-demo");
+  EXPECT_EQ(relocked.exit_code, 0) << relocked.err;
+  EXPECT_NE(relocked.out.find("Hello from an environment that envlock made."), std::string::npos) << relocked.out;
+  EXPECT_NE(relocked.err.find("the lockfile is stale"), std::string::npos) << relocked.err;
+
+  // shell-hook from the manifest: the variables, quoted so that bash gets them literally.
+  auto hook = run_command("bash --norc -c " + q("eval \"$(" + envlock_cmd() + " shell-hook --shell bash -f " +
+                                                q(manifest) + ")\"; echo \"[$GREETING|$CONDA_PREFIX]\""),
+                          env_);
+  EXPECT_EQ(hook.exit_code, 0) << hook.err;
+  EXPECT_EQ(hook.out, "[|" + prefix.string() + "]\n");
+}
+
+}  // namespace
+}  // namespace envlock
