@@ -144,27 +144,6 @@ struct Fields {
   }
 };
 
-bool path_type_of(std::string_view t, PathEntry::Type& out) {
-  static constexpr std::pair<std::string_view, PathEntry::Type> kTypes[] = {
-      {"hardlink", PathEntry::Type::HardLink},
-      {"softlink", PathEntry::Type::SoftLink},
-      {"directory", PathEntry::Type::Directory},
-      {"pyc_file", PathEntry::Type::PycFile},
-      {"unix_python_entry_point", PathEntry::Type::UnixPythonEntryPoint},
-      {"windows_python_entry_point_script", PathEntry::Type::WindowsPythonEntryPointScript},
-      {"windows_python_entry_point_exe", PathEntry::Type::WindowsPythonEntryPointExe},
-      {"linked_package_record", PathEntry::Type::LinkedPackageRecord},
-  };
-  if (t.empty()) t = "hardlink";
-  for (const auto& [name, type] : kTypes) {
-    if (t == name) {
-      out = type;
-      return true;
-    }
-  }
-  return false;
-}
-
 bool read_path_entry(element p, PathEntry& e) {
   object o;
   if (p.get_object().get(o) != simdjson::SUCCESS) return false;
@@ -174,7 +153,10 @@ bool read_path_entry(element p, PathEntry& e) {
   if (k[kPath] == nullptr || k[kPath]->get_string().get(path) != simdjson::SUCCESS) return false;
   e.path.assign(path.data(), path.size());
   std::string type;
-  if (!opt_string(k[kPathType], type) || !path_type_of(type, e.type)) return false;
+  if (!opt_string(k[kPathType], type)) return false;
+  const auto path_type = path_type_from_string(type);
+  if (!path_type) return false;
+  e.type = *path_type;
   std::string in_package, in_prefix;
   if (!opt_string(k[kPathSha256], in_package) || !opt_string(k[kSha256InPrefix], in_prefix)) return false;
   if (!in_prefix.empty() && in_package != in_prefix) e.sha256_in_package = in_package;
@@ -183,13 +165,9 @@ bool read_path_entry(element p, PathEntry& e) {
   if (!opt_string(k[kPlaceholder], e.prefix_placeholder)) return false;
   std::string mode;
   if (!opt_string(k[kFileMode], mode)) return false;
-  if (mode == "text") {
-    e.file_mode = PathEntry::PlaceholderMode::Text;
-  } else if (mode == "binary") {
-    e.file_mode = PathEntry::PlaceholderMode::Binary;
-  } else if (!mode.empty()) {
-    return false;
-  }
+  const auto file_mode = placeholder_mode_from_string(mode);
+  if (!file_mode) return false;
+  e.file_mode = *file_mode;
   if (k[kNoLink] != nullptr) {
     bool b = false;
     if (k[kNoLink]->get_bool().get(b) == simdjson::SUCCESS) e.no_link = b;

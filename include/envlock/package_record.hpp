@@ -101,6 +101,18 @@ struct PathEntry {
   friend bool operator==(const PathEntry&, const PathEntry&) = default;
 };
 
+/// conda's spelling of a path type in paths.json and conda-meta (`hardlink`, `softlink`,
+/// `directory`, `pyc_file`, ...: conda/models/enums.py PathType).
+std::string_view to_string(PathEntry::Type type);
+
+/// The path type conda spells `name`; an empty name is `hardlink` (paths.json may leave the
+/// field out). nullopt for a name conda does not have.
+std::optional<PathEntry::Type> path_type_from_string(std::string_view name);
+
+/// The placeholder mode of a `file_mode` field: `text`, `binary`, or empty (None; no placeholder).
+/// nullopt for anything else.
+std::optional<PathEntry::PlaceholderMode> placeholder_mode_from_string(std::string_view mode);
+
 struct PrefixRecord : RepoDataRecord {
   std::vector<std::string> files;        ///< every installed path, relative, sorted
   std::vector<PathEntry> paths;          ///< paths_data (paths_version 1)

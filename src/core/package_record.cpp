@@ -74,7 +74,17 @@ std::string where_of(const json& j) {
   return w;
 }
 
-const std::pair<const char*, PathEntry::Type> kPathTypes[] = {
+#define ENVLOCK_TRY(expr)          \
+  do {                             \
+    auto _st = (expr);             \
+    if (!_st) return _st.error();  \
+  } while (0)
+
+}  // namespace
+
+namespace {
+// conda/models/enums.py PathType, in conda's spelling.
+constexpr std::pair<std::string_view, PathEntry::Type> kPathTypes[] = {
     {"hardlink", PathEntry::Type::HardLink},
     {"softlink", PathEntry::Type::SoftLink},
     {"directory", PathEntry::Type::Directory},
@@ -84,14 +94,27 @@ const std::pair<const char*, PathEntry::Type> kPathTypes[] = {
     {"windows_python_entry_point_exe", PathEntry::Type::WindowsPythonEntryPointExe},
     {"linked_package_record", PathEntry::Type::LinkedPackageRecord},
 };
-
-#define ENVLOCK_TRY(expr)          \
-  do {                             \
-    auto _st = (expr);             \
-    if (!_st) return _st.error();  \
-  } while (0)
-
 }  // namespace
+
+std::string_view to_string(PathEntry::Type type) {
+  for (const auto& [text, t] : kPathTypes)
+    if (t == type) return text;
+  return "hardlink";
+}
+
+std::optional<PathEntry::Type> path_type_from_string(std::string_view name) {
+  if (name.empty()) return PathEntry::Type::HardLink;
+  for (const auto& [text, t] : kPathTypes)
+    if (text == name) return t;
+  return std::nullopt;
+}
+
+std::optional<PathEntry::PlaceholderMode> placeholder_mode_from_string(std::string_view mode) {
+  if (mode.empty()) return PathEntry::PlaceholderMode::None;
+  if (mode == "text") return PathEntry::PlaceholderMode::Text;
+  if (mode == "binary") return PathEntry::PlaceholderMode::Binary;
+  return std::nullopt;
+}
 
 std::string PackageRecord::dist_name() const { return name + "-" + version.to_string() + "-" + build; }
 
@@ -263,15 +286,13 @@ Result<PrefixRecord> PrefixRecord::from_json(const json& j) {
         const std::string pwhere = where + ": " + e.path;
         std::string type;
         ENVLOCK_TRY(read_string(p, "path_type", type, pwhere));
-        if (type.empty()) type = "hardlink";
-        auto known = std::find_if(std::begin(kPathTypes), std::end(kPathTypes),
-                                  [&](const auto& t) { return type == t.first; });
-        if (known == std::end(kPathTypes)) {
+        const auto known = path_type_from_string(type);
+        if (!known) {
           return key_error(pwhere, "path_type",
                            "must be one of conda's path types (hardlink, softlink, directory, pyc_file, "
                            "unix_python_entry_point, ...), not '" + type + "'");
         }
-        e.type = known->second;
+        e.type = *known;
         std::string in_package, in_prefix;
         ENVLOCK_TRY(read_string(p, "sha256", in_package, pwhere));
         ENVLOCK_TRY(read_string(p, "sha256_in_prefix", in_prefix, pwhere));
@@ -281,13 +302,9 @@ Result<PrefixRecord> PrefixRecord::from_json(const json& j) {
         ENVLOCK_TRY(read_string(p, "prefix_placeholder", e.prefix_placeholder, pwhere));
         std::string mode;
         ENVLOCK_TRY(read_string(p, "file_mode", mode, pwhere));
-        if (mode == "text") {
-          e.file_mode = PathEntry::PlaceholderMode::Text;
-        } else if (mode == "binary") {
-          e.file_mode = PathEntry::PlaceholderMode::Binary;
-        } else if (!mode.empty()) {
-          return key_error(pwhere, "file_mode", "must be text or binary, not '" + mode + "'");
-        }
+        const auto file_mode = placeholder_mode_from_string(mode);
+        if (!file_mode) return key_error(pwhere, "file_mode", "must be text or binary, not '" + mode + "'");
+        e.file_mode = *file_mode;
         if (auto nl = p.find("no_link"); nl != p.end() && nl->is_boolean()) e.no_link = nl->get<bool>();
         r.paths.push_back(std::move(e));
       }
@@ -303,9 +320,7 @@ void PrefixRecord::to_json(json& j) const {
   for (const auto& p : paths) {
     json e = json::object();
     e["_path"] = p.path;
-    for (const auto& [text, type] : kPathTypes) {
-      if (type == p.type) e["path_type"] = text;
-    }
+    e["path_type"] = std::string(to_string(p.type));
     if (!p.sha256.empty() || !p.sha256_in_package.empty()) {
       e["sha256"] = p.sha256_in_package.empty() ? p.sha256 : p.sha256_in_package;
       if (!p.sha256_in_package.empty()) e["sha256_in_prefix"] = p.sha256;

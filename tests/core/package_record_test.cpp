@@ -120,6 +120,22 @@ TEST(PackageRecord, ErrorsNameThePackageAndKey) {
   EXPECT_FALSE(PackageRecord::from_json(json::array()));
 }
 
+// conda/models/enums.py PathType: every spelling round-trips; paths.json may leave the type out.
+TEST(PathEntryType, CondaSpellingsBothWays) {
+  for (const char* name : {"hardlink", "softlink", "directory", "pyc_file", "unix_python_entry_point",
+                           "windows_python_entry_point_script", "windows_python_entry_point_exe", "linked_package_record"}) {
+    const auto type = path_type_from_string(name);
+    ASSERT_TRUE(type) << name;
+    EXPECT_EQ(to_string(*type), name);
+  }
+  EXPECT_EQ(path_type_from_string(""), PathEntry::Type::HardLink);
+  EXPECT_FALSE(path_type_from_string("Hardlink"));
+  EXPECT_EQ(placeholder_mode_from_string(""), PathEntry::PlaceholderMode::None);
+  EXPECT_EQ(placeholder_mode_from_string("text"), PathEntry::PlaceholderMode::Text);
+  EXPECT_EQ(placeholder_mode_from_string("binary"), PathEntry::PlaceholderMode::Binary);
+  EXPECT_FALSE(placeholder_mode_from_string("TEXT"));
+}
+
 TEST(ArchiveName, Splits) {
   auto a = parse_archive_name("numpy-base-1.26.4-py312h1234567_0.conda");
   ASSERT_TRUE(a);
