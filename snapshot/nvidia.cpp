@@ -41,19 +41,8 @@ xmlNode* child(xmlNode* n, const char* name) {
 }  // namespace
 
 Result<std::string> parse_nvidia_proc_version(std::string_view text, const std::string& source) {
-  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." or
-  // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.14  Release Build ..."
-  // By hand, line by line (envlock/probe.hpp): the file may hold anything, and a pattern
-  // matcher's recursion overflows the stack on a long enough digit run.
-  std::string version;
-  for (std::size_t at = 0; at < text.size() && version.empty();) {
-    const std::size_t end = std::min(text.find('\n', at), text.size());
-    const std::string_view line = text.substr(at, end - at);
-    if (const std::size_t nvrm = line.find("NVRM version:"); nvrm != std::string_view::npos) {
-      version = parse_kernel_module_version(line.substr(nvrm));
-    }
-    at = end + 1;
-  }
+  // One parser for the fact, probe's (envlock/probe.hpp): the file may hold anything.
+  const std::string version = parse_nvrm_version(text).version;
   if (version.empty()) {
     return Error{ErrorKind::Parse, source, "no driver version in the `NVRM version:` line", "",
                  "expected a line like `NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05 ...`"};

@@ -234,7 +234,7 @@ enum class CompatState {
 struct DriverFacts {
   bool kernel_module = false;          ///< /proc/driver/nvidia/version exists
   std::string kernel_module_version;   ///< e.g. "550.54.14"; empty when not found in the file
-  std::string kernel_module_line;      ///< the file's first line, trimmed
+  std::string kernel_module_line;      ///< its `NVRM version:` line (else its first line), trimmed
   bool wsl = false;                    ///< /dev/dxg exists (WSL2's GPU paravirtualisation)
   std::string tegra_release;           ///< "R35.4.1" from etc/nv_tegra_release; empty: not L4T
   std::vector<std::string> compat_libraries;  ///< every /usr/local/cuda*/compat libcuda present
@@ -288,6 +288,18 @@ std::optional<std::string> read_host_file(const std::filesystem::path& path, std
 /// `Module` (and an optional `for <arch>`). Empty when there is none. Linear in the line's length,
 /// whatever it holds (no pattern matcher).
 std::string parse_kernel_module_version(std::string_view line);
+
+/// What /proc/driver/nvidia/version says: its `NVRM version:` line and the driver release in it.
+struct NvrmVersion {
+  std::string line;     ///< the first line holding `NVRM version:` (else the first line), trimmed
+  std::string version;  ///< parse_kernel_module_version() of it from `NVRM version:` on; empty when none
+};
+
+/// The one reader of /proc/driver/nvidia/version text, for probe and snapshot capture alike: the
+/// first `NVRM version:` line that holds a release (parse_kernel_module_version), else the first
+/// `NVRM version:` line with an empty version, else the first line with an empty version. Linear
+/// in the text's length; never throws.
+NvrmVersion parse_nvrm_version(std::string_view text);
 
 /// Looks for the driver in every layout under `host.root` and settles the driver release and the
 /// CUDA version: the release from NVML, else /proc/driver/nvidia/version, else nvidia-smi; the

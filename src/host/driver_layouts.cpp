@@ -186,6 +186,28 @@ std::string parse_kernel_module_version(std::string_view line) {
   return {};
 }
 
+NvrmVersion parse_nvrm_version(std::string_view text) {
+  constexpr std::string_view marker = "NVRM version:";
+  NvrmVersion out;
+  std::optional<std::string_view> first, first_marked;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line = text.substr(at, end - at);
+    at = end + 1;
+    if (!first) first = line;
+    const std::size_t nvrm = line.find(marker);
+    if (nvrm == std::string_view::npos) continue;
+    if (!first_marked) first_marked = line;
+    if (std::string v = parse_kernel_module_version(line.substr(nvrm)); !v.empty()) {
+      out.line = trim(line);
+      out.version = std::move(v);
+      return out;
+    }
+  }
+  out.line = trim(first_marked.value_or(first.value_or("")));
+  return out;
+}
+
 const char* to_string(DriverLayout layout) {
   switch (layout) {
     case DriverLayout::Override: return "override";
@@ -264,8 +286,9 @@ DriverFacts detect_driver(const ProbeHost& host) {
   const std::string proc_path = "/proc/driver/nvidia/version";
   if (auto text = read_host_file(under(root, proc_path))) {
     f.kernel_module = true;
-    std::string line = trim(text->substr(0, text->find('\n')));
-    f.kernel_module_version = parse_kernel_module_version(line);
+    NvrmVersion nvrm = parse_nvrm_version(*text);
+    std::string line = std::move(nvrm.line);
+    f.kernel_module_version = std::move(nvrm.version);
     // Quoted in the report: a bounded excerpt of a line that may be anything.
     if (line.size() > 200) line = line.substr(0, 200) + "...";
     f.kernel_module_line = std::move(line);
