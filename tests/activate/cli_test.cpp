@@ -41,7 +41,8 @@ class RunCli : public ::testing::Test {
     fs::create_directories(root_);
     // A known starting environment: no environment active, a plain PATH.
     env_ = {{"ENVLOCK_PKGS_DIR", (root_ / "pkgs").string()}, {"NO_COLOR", "1"}, {"PATH", "/usr/bin:/bin"},
-            {"CONDA_SHLVL", "\x01unset"}, {"CONDA_PREFIX", "\x01unset"}, {"CONDA_DEFAULT_ENV", "\x01unset"}};
+            {"CONDA_SHLVL", "\x01unset"}, {"CONDA_PREFIX", "\x01unset"}, {"CONDA_DEFAULT_ENV", "\x01unset"},
+            {"CUDA_HOME", "\x01unset"}, {"ORDER", "\x01unset"}};
   }
   void TearDown() override { fs::remove_all(root_); }
 
@@ -201,7 +202,8 @@ TEST_F(RunCli, ShellHookEvaluatedByZshAndFishWhenInstalled) {
                                                     "$CONDA_DEFAULT_ENV|$CUDA_HOME|$ORDER|$PATH[1]\"; envlock_deactivate; "
                                                     "echo \"[$CONDA_PREFIX|$CUDA_HOME|$PATH]\""), env_);
     EXPECT_EQ(r.exit_code, 0);
-    EXPECT_EQ(r.out, active + "[||/usr/bin /bin]\n");
+    EXPECT_EQ(r.out, active + "[||/usr/bin:/bin]\n");  // fish joins a quoted path variable with ':'
+    EXPECT_EQ(r.err, "cuda activated\n");
   }
   if (!have("zsh") && !have("fish")) GTEST_SKIP() << "neither zsh nor fish is installed";
 }
