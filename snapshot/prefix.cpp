@@ -345,7 +345,7 @@ fs::path one_spelling(const fs::path& host) {
   return p;
 }
 
-std::vector<fs::path> discover_prefixes(const HostSeam& seam) {
+std::vector<fs::path> discover_prefixes(const HostSeam& seam, std::vector<CaptureProblem>* problems) {
   std::set<fs::path> found;
   auto consider = [&](const fs::path& host) {
     if (auto local = seam.resolve(host / "conda-meta"); local && fs::is_directory(*local)) found.insert(one_spelling(host));
@@ -359,9 +359,15 @@ std::vector<fs::path> discover_prefixes(const HostSeam& seam) {
     }
   };
   for (const auto& home : seam.home_dirs) {
-    // conda's list of environments, read as every host file is (regular only, bounded).
-    if (auto txt = seam.resolve(home / ".conda/environments.txt")) {
-      std::istringstream in(snapshot_detail::read_text(*txt).value_or(""));
+    // conda's list of environments, read as every host file is (regular only, bounded); one
+    // that cannot be read (a FIFO, a device, unreadable) is a problem, as for every host fact.
+    const fs::path list = home / ".conda/environments.txt";
+    if (auto txt = seam.resolve(list)) {
+      auto r = snapshot_detail::read_regular_file(*txt, seam.live ? snapshot_detail::ReadAs::HostFile
+                                                                  : snapshot_detail::ReadAs::ResolvedFile);
+      if (!r.refused.empty() && problems != nullptr)
+        problems->push_back({list.string(), r.refused + ": the environments it lists are not discovered (name them with -p)"});
+      std::istringstream in(r.text.value_or(""));
       for (std::string line; std::getline(in, line);) {
         while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
         if (line.empty() || line[0] != '/') continue;
@@ -818,7 +824,7 @@ Snapshot capture(const HostSeam& seam, const CaptureOptions& options) {
   s.host = capture_host_facts(seam, options, s.problems);
   std::vector<fs::path> prefixes;
   if (options.prefixes.empty()) {
-    prefixes = discover_prefixes(seam);
+    prefixes = discover_prefixes(seam, &s.problems);
   } else {
     std::set<fs::path> seen;  // -p X -p X/: one environment
     for (const auto& p : options.prefixes)

@@ -338,8 +338,11 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const std::file
                                            std::vector<CaptureProblem>& problems);
 
 /// The conda prefixes of the host: `~/.conda/environments.txt` entries and `envs/*` below them,
-/// plus `~/.conda/envs/*`, keeping those with a conda-meta folder; sorted, unique.
-std::vector<std::filesystem::path> discover_prefixes(const HostSeam& seam);
+/// plus `~/.conda/envs/*`, keeping those with a conda-meta folder; sorted, unique. An
+/// environments.txt that is there but cannot be read (a FIFO, a device, a link out of a host tree,
+/// over the size limit, no permission) is added to `problems` (when given) naming it and why, and
+/// its entries are not discovered.
+std::vector<std::filesystem::path> discover_prefixes(const HostSeam& seam, std::vector<CaptureProblem>* problems = nullptr);
 
 /// Captures host facts and every prefix. Never fails as a whole: what could not be read is listed
 /// in Snapshot::problems.

@@ -133,26 +133,40 @@ TEST(HostFileReads, ALinkToACharacterDeviceInTheTreeIsAProblem) {
                                           "system is not recorded"}}));
 }
 
-// End to end: the capture is partial (exit 3) and says why; nothing blocks.
+// End to end: the capture is partial (exit 3) and says why; nothing blocks. A host fact
+// (/proc/cpuinfo) and conda's list of environments (~/.conda/environments.txt, which was skipped
+// silently: a complete capture without the environments it lists) alike.
 TEST(HostFileReads, CaptureOfATreeWithAFifoExitsThreeAndListsIt) {
-  FakeHost host;
-  full_host(host);
-  fs::remove(host.root() / "proc/cpuinfo");
-  ASSERT_EQ(::mkfifo((host.root() / "proc/cpuinfo").c_str(), 0644), 0);
-  const fs::path out = host.root() / "snap.yaml";
-  const auto r = run_command("timeout 60 " + envlock_cmd() + " snapshot capture --root '" + host.root().string() + "' -o '" +
-                             out.string() + "'");
-  EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err,
-            "no conda environments found (none listed in ~/.conda/environments.txt and no envs/ folder with a conda-meta/ "
-            "inside): the snapshot holds the host facts only; name environments with -p PREFIX\n"
-            "warning: the snapshot is PARTIAL: 1 fact(s) could not be captured:\n"
-            "  /proc/cpuinfo: is a FIFO, not a regular file, so it is not read: the x86-64 level is not recorded\n");
-  const auto s = Snapshot::read(out);
-  ASSERT_TRUE(s.ok()) << s.error().to_string();
-  EXPECT_FALSE(s->complete());
-  EXPECT_EQ(s->host.cpu_level, "");
+  struct Case {
+    std::string path;
+    std::string lost;
+  };
+  for (const Case& c : {Case{"/proc/cpuinfo", "the x86-64 level is not recorded"},
+                        Case{"/home/ana/.conda/environments.txt", "the environments it lists are not discovered (name them with -p)"}}) {
+    FakeHost host;
+    full_host(host);
+    fs::create_directories(host.local(c.path).parent_path());
+    fs::remove(host.local(c.path));
+    ASSERT_EQ(::mkfifo(host.local(c.path).c_str(), 0644), 0);
+    const fs::path out = host.root() / "snap.yaml";
+    const auto r = run_command("timeout 60 " + envlock_cmd() + " snapshot capture --root '" + host.root().string() + "' -o '" +
+                               out.string() + "'");
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_EQ(r.out, "");
+    const std::string problem = c.path + ": is a FIFO, not a regular file, so it is not read: " + c.lost;
+    EXPECT_EQ(r.err,
+              "no conda environments found (none listed in ~/.conda/environments.txt and no envs/ folder with a conda-meta/ "
+              "inside): the snapshot holds the host facts only; name environments with -p PREFIX\n"
+              "warning: the snapshot is PARTIAL: 1 fact(s) could not be captured:\n"
+              "  " + problem + "\n");
+    const auto s = Snapshot::read(out);
+    ASSERT_TRUE(s.ok()) << s.error().to_string();
+    EXPECT_FALSE(s->complete());
+    EXPECT_EQ(s->problems, (std::vector<CaptureProblem>{{c.path, problem.substr(c.path.size() + 2)}}));
+    if (c.path == "/proc/cpuinfo") {
+      EXPECT_EQ(s->host.cpu_level, "");
+    }
+  }
 }
 
 // ----- M3, L4: check uses install's host check; wheels must fit the target ----------------------
@@ -386,7 +400,7 @@ TEST(SnapshotMarkdownBudget, TheHostBlockIsFoldedToFitAndSaysHowToSeeItAll) {
   // (The package part's own fold under 100 bytes is review.md's; only the host block is checked here.)
   EXPECT_TRUE(tiny.out.ends_with(".\n\n### Host (snapshots)\n\n```text\n```\n" + note(300))) << tiny.out;
   EXPECT_EQ(tiny.err, "warning: the comment takes " + std::to_string(tiny.out.size()) +
-                          " bytes, more than --max-bytes 100: its title and summary table (and the host block's heading) are "
+                          " bytes, more than --max-bytes 100: its title and 'No changes' line (and the host block's heading) are "
                           "never left out\n");
 }
 
