@@ -363,7 +363,9 @@ void emit_pip(SnapshotYamlOut& w, const PipDistribution& d) {
   w.kv("version", d.version);
   w.kv("installer", d.installer);
   w.kv("source", source_name(d.source));
-  w.kv_nonempty("url", d.url);  // kept: the folder the installed .pth / direct_url.json name
+  // An editable or path source under the home folder as `~/…` (capture warns when it lies
+  // outside the project); read back against the reader's home folder.
+  w.kv_nonempty("url", home_spelled(d.url));
   w.kv_nonempty("vcs", d.vcs);
   w.kv_nonempty("commit-id", d.commit_id);
   w.kv_nonempty("requested-revision", d.requested_revision);
@@ -609,7 +611,7 @@ PipDistribution read_pip(const Reader& r, const YAML::Node& n) {
   // A legacy editable (`*.egg-link`) whose working tree was not readable has no version.
   if (d.name.empty() || (d.version.empty() && d.source != PipSource::Editable))
     r.fail(n, "a pip entry needs a name and a version");
-  d.url = r.s(n, "url");
+  d.url = home_expanded(r.s(n, "url"), true);
   d.vcs = r.s(n, "vcs");
   d.commit_id = r.s(n, "commit-id");
   d.requested_revision = r.s(n, "requested-revision");

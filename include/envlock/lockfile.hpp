@@ -85,9 +85,10 @@ struct Lockfile {
   /// `./my chan` becomes `file:///…/my%20chan` (envlock/url.hpp); a package URL under such a
   /// channel is the channel's URL followed by the rest as written (`/linux-64/x.conda`). Each is
   /// listed in relative_channels; with an empty `directory` it is kept as written. A channel, package
-  /// URL or pip URL written `~/…` (to_yaml's spelling of a `file://` URL under the home folder) is
-  /// resolved against home_folder() the same way (kept as written when there is none or `directory`
-  /// is empty) and not listed.
+  /// URL or pip URL written `~/…` (to_yaml's spelling of a `file://` URL under the home folder), and
+  /// a `~/…` reference in a pip requirement (`mylib @ ~/src/mylib`), is resolved against
+  /// home_folder() the same way (kept as written when there is none or `directory` is empty) and
+  /// not listed.
   /// A snapshot file (docs/snapshot.md: an envlock.lock document followed by a top-level
   /// `snapshot:` block) is read as its envlock.lock part, with line numbers unchanged, so
   /// `diff`, `show`, `list` and `install` read snapshots. Its `snapshot: format:` must be at most
@@ -105,8 +106,8 @@ struct Lockfile {
   /// relative_channels entry that is a `file://` URL is written as a path relative to
   /// `directory` (`./channel` or `../…`; the decoded path: `./my chan`, never `./my%20chan`).
   /// An empty `directory` writes them as their URLs. Every other `file://` channel, package URL
-  /// or pip URL under home_folder() is written `~/…` (its decoded path), so no lockfile names the
-  /// home folder of whoever wrote it (issue 17, point 9).
+  /// or pip URL under home_folder(), and such a URL in a pip requirement, is written `~/…` (its
+  /// decoded path), so no lockfile names the home folder of whoever wrote it (issue 17, point 9).
   [[nodiscard]] std::string to_yaml(const std::filesystem::path& directory = {}) const;
   /// `text` with every `file:` URL in it spelled as to_yaml(directory) writes a channel or package
   /// URL: a relative_channels entry, or a URL under one, relative to `directory` (`../channel`,

@@ -12,7 +12,9 @@
 
 #include "envlock/package_cache.hpp"
 #include "envlock/paths.hpp"
+#include "envlock/pip.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/url.hpp"
 #include "envlock/work_folder.hpp"
 #include "heap.hpp"
 #include "lock_input.hpp"
@@ -72,6 +74,32 @@ struct CaptureArgs {
   std::string bundle;
   std::vector<std::string> pkgs_dirs;
 };
+
+// Issue 17, point 9: a snapshot names no home folder. An editable or local pip source is written
+// `~/…` under the home folder (snapshot_file.cpp) and kept as it is elsewhere; one outside the
+// project (the folder of the snapshot file, or the current folder without -o) names a folder of
+// this machine: said in a warning, as `envlock lock` says it of a home-folder channel.
+void warn_local_sources_outside_project(const Snapshot& snap, const std::string& output) {
+  std::error_code ec;
+  const fs::path project = (output.empty() ? fs::current_path(ec) : fs::absolute(output, ec).parent_path()).lexically_normal();
+  const fs::path home = home_folder();
+  for (const auto& env : snap.environments) {
+    for (const auto& d : env.pip) {
+      if (!d.url.starts_with("file:")) continue;
+      const auto path = path_from_file_url(d.url);
+      if (!path) continue;
+      const fs::path p = fs::path(*path).lexically_normal();
+      if (is_under(p, project)) continue;
+      const bool in_home = is_under(p, home);
+      const std::string shown = in_home ? tilde_path(p, home) : p.string();
+      warn("pip package " + d.name + " " + d.version + " (environment " + env.name + ") is " +
+           (d.source == PipSource::Editable ? "an editable install of " : "installed from ") + shown +
+           ", outside the project (" + tilde_path(project, home) + "): the snapshot records it as " + shown +
+           ", which deploy looks for " + (in_home ? "in the home folder of whoever deploys" : "at that path on the target") +
+           "; to make the snapshot portable, keep the source in the project folder");
+    }
+  }
+}
 
 int run_capture(const Context& ctx, const CaptureArgs& a) {
   prepare_heap_for_large_inputs();
@@ -150,6 +178,7 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
     }
   }
   Snapshot snap = capture(seam, opt);
+  warn_local_sources_outside_project(snap, a.output);
   if (opt.prefixes.empty() && snap.environments.empty() && !ctx.json) {
     // A host without conda is a snapshot too: its system packages, OS, kernel, ABI, CPU, driver
     // and GPUs are what a team freezes (docs/snapshot.md, "A host without conda").

@@ -143,6 +143,25 @@ class LocalChannels {
   std::filesystem::path home_;
 };
 
+// Every `file:` URL in `text` (up to white space, `,`, `;`, `:` or `)`) as `local` spells a
+// channel or URL.
+std::string respelled(std::string_view text, const LocalChannels& local) {
+  if (text.find("file:") == std::string_view::npos) return std::string(text);
+  std::string out;
+  std::size_t copied = 0;
+  for (std::size_t at = text.find("file:"); at != std::string_view::npos; at = text.find("file:", at)) {
+    std::size_t end = at + 5;
+    while (end < text.size() && std::string_view(" \t\n,;:)").find(text[end]) == std::string_view::npos) ++end;
+    const std::string url(text.substr(at, end - at));
+    const std::string as_channel = local.channel(url);
+    out.append(text.substr(copied, at - copied));
+    out += as_channel != url ? as_channel : local.url(url);
+    copied = at = end;
+  }
+  out.append(text.substr(copied));
+  return out;
+}
+
 void emit_package(Out& o, int ind, const LockedPackage& p, const LocalChannels& local) {
   // `- name:` opens the item; the other keys align under `name`.
   o.line(ind, "- name: " + q(p.name));
@@ -175,15 +194,15 @@ void emit_package(Out& o, int ind, const LockedPackage& p, const LocalChannels& 
 
 // A pip entry; a pip line that names no project (`-e .`, `--extra-index-url URL`) has no `name`
 // key: it starts with its first key present. URLs, the requirement's included, credential-free.
-void emit_pip(Out& o, int ind, const PipPackage& p) {
+void emit_pip(Out& o, int ind, const PipPackage& p, const LocalChannels& local) {
   std::vector<std::pair<std::string_view, std::string>> keys;
   if (!p.name.empty()) keys.emplace_back("name", q(p.name));
   if (!p.version.empty()) keys.emplace_back("version", q(p.version));
-  // A pip URL stays as it is, under the home folder too: an editable or path source names the
-  // folder the environment's .pth and direct_url.json point at, not one of whoever reads it.
-  if (!p.url.empty()) keys.emplace_back("url", q(redact_url(p.url)));
+  // An editable or path source under the home folder is written `~/…`, in its URL and in its
+  // requirement (`mylib @ ~/src/mylib`), and read back against the reader's home folder.
+  if (!p.url.empty()) keys.emplace_back("url", q(local.url(redact_url(p.url))));
   if (!p.sha256.empty()) keys.emplace_back("sha256", q(p.sha256));
-  if (!p.requirement.empty()) keys.emplace_back("requirement", q(redact_text(p.requirement)));
+  if (!p.requirement.empty()) keys.emplace_back("requirement", q(respelled(redact_text(p.requirement), local)));
   if (p.editable) keys.emplace_back("editable", "true");
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (i == 0) o.line(ind, "- " + std::string(keys[i].first) + ": " + keys[i].second);
@@ -203,20 +222,7 @@ std::vector<const T*> sorted(const std::vector<T>& v, Key key) {
 
 std::string Lockfile::written_locations(std::string_view text, const std::filesystem::path& directory) const {
   if (text.find("file:") == std::string_view::npos) return std::string(text);
-  const LocalChannels local(relative_channels, directory);
-  std::string out;
-  std::size_t copied = 0;
-  for (std::size_t at = text.find("file:"); at != std::string_view::npos; at = text.find("file:", at)) {
-    std::size_t end = at + 5;
-    while (end < text.size() && std::string_view(" \t\n,;:)").find(text[end]) == std::string_view::npos) ++end;
-    const std::string url(text.substr(at, end - at));
-    const std::string as_channel = local.channel(url);
-    out.append(text.substr(copied, at - copied));
-    out += as_channel != url ? as_channel : local.url(url);
-    copied = at = end;
-  }
-  out.append(text.substr(copied));
-  return out;
+  return respelled(text, LocalChannels(relative_channels, directory));
 }
 
 std::string Lockfile::to_yaml(const std::filesystem::path& directory) const {
@@ -278,7 +284,7 @@ std::string Lockfile::to_yaml(const std::filesystem::path& directory) const {
       if (!lp.pip.empty()) {
         o.key(8, "pip");
         for (const auto* p : sorted(lp.pip, [](const PipPackage& x) { return std::tie(x.name, x.requirement); }))
-          emit_pip(o, 10, *p);
+          emit_pip(o, 10, *p, local);
       }
     }
   }

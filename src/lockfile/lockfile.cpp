@@ -561,6 +561,21 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
         else
           p.url = resolve_path(p.url);
       }
+      // A pip source under the home folder (`url: ~/src/mylib`, `mylib @ ~/src/mylib`): its
+      // file:// URL against this reader's home folder, as to_yaml spelled it.
+      for (auto& pip : lp.pip) {
+        if (is_home_reference(pip.url) && resolvable(pip.url)) pip.url = resolve_path(pip.url);
+        for (std::size_t at = pip.requirement.find('~'); at != std::string::npos; at = pip.requirement.find('~', at + 1)) {
+          if (at > 0 && pip.requirement[at - 1] != ' ' && pip.requirement[at - 1] != '@') continue;
+          std::size_t end = pip.requirement.find_first_of(" ;", at);
+          if (end == std::string::npos) end = pip.requirement.size();
+          const std::string ref = pip.requirement.substr(at, end - at);
+          if (!is_home_reference(ref) || !resolvable(ref)) continue;
+          const std::string url = resolve_path(ref);
+          pip.requirement.replace(at, end - at, url);
+          at += url.size() - 1;
+        }
+      }
 
     }
   }

@@ -447,4 +447,45 @@ TEST(SnapshotCli, RootResolvesAbsolutePathsInsideTheTree) {
 }
 
 }  // namespace
+// Issue 17, point 9: an editable pip source under the home folder is written `~/…` (the snapshot
+// block and the envlock.lock part alike) and named in a warning, since it lies outside the
+// project; one elsewhere outside the project is kept as it is, with a warning too. HOME is a
+// temporary folder.
+TEST(SnapshotCli, PipSourcesOutsideTheProjectAreNamedAndNoHomePathIsWritten) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  const fs::path home = h.host.root() / "user-home";
+  fs::create_directories(home);
+  const std::string site = "/opt/conda/envs/train/lib/python3.13t/site-packages/";
+  const auto editable = [&](const std::string& name, const std::string& url) {
+    const std::string info = site + name + "-0.3.dev0.dist-info/";
+    h.host.write(info + "METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: 0.3.dev0\n");
+    h.host.write(info + "INSTALLER", "pip\n");
+    h.host.write(info + "RECORD", name + "-0.3.dev0.dist-info/METADATA,,\n");
+    h.host.write(info + "direct_url.json", R"({"url": ")" + url + R"(", "dir_info": {"editable": true}})");
+  };
+  editable("mylib", "file://" + (home / "src/mylib").string());
+  editable("tool", "file:///srv/src/tool");
+  fs::create_directories(h.host.root() / "proj");
+  const fs::path out = h.host.root() / "proj/snap.yaml";
+  const auto r = run_command("HOME='" + home.string() + "' " + h.capture_cmd(out));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string project = (h.host.root() / "proj").string();
+  EXPECT_EQ(r.err.substr(0, r.err.find("captured")),
+            "warning: pip package mylib 0.3.dev0 (environment train) is an editable install of ~/src/mylib, outside the project (" +
+                project + "): the snapshot records it as ~/src/mylib, which deploy looks for in the home folder of whoever deploys; "
+                "to make the snapshot portable, keep the source in the project folder\n"
+                "warning: pip package tool 0.3.dev0 (environment train) is an editable install of /srv/src/tool, outside the project (" +
+                project + "): the snapshot records it as /srv/src/tool, which deploy looks for at that path on the target; to make "
+                "the snapshot portable, keep the source in the project folder\n");
+  const std::string text = testing::slurp(out);
+  EXPECT_EQ(text.find(home.string()), std::string::npos) << text;
+  EXPECT_NE(text.find("requirement: mylib @ ~/src/mylib\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("url: \"~/src/mylib\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("url: file:///srv/src/tool\n"), std::string::npos) << text;
+  // Read back by the same user: the same source, and `snapshot diff` of the file with itself is empty.
+  const auto d = run_command("HOME='" + home.string() + "' " + envlock_cmd() + " snapshot diff '" + out.string() + "' '" + out.string() + "'");
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+}
+
 }  // namespace envlock

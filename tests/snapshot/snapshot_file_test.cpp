@@ -62,8 +62,9 @@ TEST(SnapshotFile, RoundTripIsExactAndOutputIsDeterministic) {
   EXPECT_EQ(back->to_yaml(), text);
 }
 
-// Issue 17, point 9: a snapshot names no home folder where it can: a prefix under $HOME is written
-// `~/…` and read back against the reader's $HOME; the bytes are the same on re-writing.
+// Issue 17, point 9: a snapshot names no home folder: a prefix and an editable pip source under
+// $HOME are written `~/…` (in the snapshot block and in the envlock.lock part's url and
+// requirement) and read back against the reader's $HOME; the bytes are the same on re-writing.
 TEST(SnapshotFile, PathsUnderTheHomeFolderAreWrittenWithTilde) {
   SKIP_WITHOUT_CORPUS();
   const char* old_home = std::getenv("HOME");
@@ -74,12 +75,13 @@ TEST(SnapshotFile, PathsUnderTheHomeFolderAreWrittenWithTilde) {
   const std::string prefix_text = s.to_yaml();
   EXPECT_NE(prefix_text.find("\n      prefix: ~/envs/train\n"), std::string::npos) << prefix_text;
   EXPECT_EQ(prefix_text.find("/opt/conda/"), std::string::npos);
-  // A pip source under the home folder stays as it is: the installed .pth and direct_url.json
-  // name that folder, so another user's $HOME must not be put in its place (attack, session 8).
   ::setenv("HOME", "/srv", 1);
   const std::string pip_text = s.to_yaml();
-  EXPECT_NE(pip_text.find("url: file:///srv/src/mylib\n"), std::string::npos) << pip_text;
-  ::setenv("HOME", "/home/bo", 1);  // read by another user
+  EXPECT_EQ(pip_text.find("/srv/"), std::string::npos) << pip_text;
+  EXPECT_NE(pip_text.find(" url: \"~/src/mylib\"\n"), std::string::npos) << pip_text;  // the envlock.lock part
+  EXPECT_NE(pip_text.find(" requirement: MyLib @ ~/src/mylib\n"), std::string::npos) << pip_text;
+  EXPECT_NE(pip_text.find(" url: ~/src/mylib\n"), std::string::npos) << pip_text;  // the snapshot block
+  ::setenv("HOME", "/home/bo", 1);  // read by another user: their home folder
   const auto back = Snapshot::parse(prefix_text, "snap.yaml");
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   EXPECT_EQ(back->environments.at(0).prefix, "/home/bo/envs/train");
@@ -88,7 +90,14 @@ TEST(SnapshotFile, PathsUnderTheHomeFolderAreWrittenWithTilde) {
   const auto& pip = pip_back->environments.at(0).pip;
   const auto mylib = std::find_if(pip.begin(), pip.end(), [](const PipDistribution& d) { return d.name == "mylib" || d.name == "MyLib"; });
   ASSERT_NE(mylib, pip.end());
-  EXPECT_EQ(mylib->url, "file:///srv/src/mylib");
+  EXPECT_EQ(mylib->url, "file:///home/bo/src/mylib");
+  const auto lock = Lockfile::parse(pip_text, "snap.yaml", "/work");
+  ASSERT_TRUE(lock.ok()) << lock.error().to_string();
+  const auto& lock_pip = lock->environments.begin()->second.platforms.begin()->second.pip;
+  const auto in_lock = std::find_if(lock_pip.begin(), lock_pip.end(), [](const PipPackage& p) { return p.name == "mylib"; });
+  ASSERT_NE(in_lock, lock_pip.end());
+  EXPECT_EQ(in_lock->url, "file:///home/bo/src/mylib");
+  EXPECT_EQ(in_lock->requirement, "MyLib @ file:///home/bo/src/mylib");
   EXPECT_EQ(pip_back->to_yaml(), pip_text);
   EXPECT_EQ(back->to_yaml(), prefix_text);
   if (old_home != nullptr) ::setenv("HOME", saved.c_str(), 1);
