@@ -9,7 +9,7 @@
 // `packages`, where its file name and its record object lie in the text, and groups them by the
 // package name read from the file name (`<name>-<version>-<build>.conda|.tar.bz2`, cut at the
 // second-to-last '-', lower-cased). records(name) parses that name's records on first use, in
-// the same way parse_repodata (envlock/channel.hpp) always has — the design rattler's
+// the same way parse_repodata (envlock/repodata.hpp) always has — the design rattler's
 // SparseRepoData uses.
 //
 // Rules, identical to parse_repodata:
