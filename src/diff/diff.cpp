@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "envlock/match_spec.hpp"
 #include "envlock/pip.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
@@ -38,24 +39,9 @@ std::vector<std::string> split(std::string_view s, char sep) {
   return out;
 }
 
-// "numpy >=1.26,<2 py312*" -> ("numpy", ">=1.26,<2"); handles "__glibc>=2.17" and "ch::name".
-std::pair<std::string, std::string> split_spec(std::string_view spec) {
-  std::string s = trim(spec);
-  std::size_t i = 0;
-  while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i])) &&
-         std::string_view("=<>!~[").find(s[i]) == std::string_view::npos) {
-    ++i;
-  }
-  std::string name = ascii_lower(s.substr(0, i));
-  if (auto c = name.rfind("::"); c != std::string::npos) name = name.substr(c + 2);
-  std::string rest = trim(std::string_view(s).substr(i));
-  // The version part is the first whitespace-separated token of the rest.
-  if (auto sp = rest.find_first_of(" \t"); sp != std::string::npos) rest = rest.substr(0, sp);
-  return {name, rest};
-}
-
-// split_spec(spec).first without allocating when the name is already lower case: a view into
-// `spec`, else into `scratch`.
+// The package name a dependency spec names (lower case, a `channel::` prefix dropped), without
+// allocating when the name is already lower case: a view into `spec`, else into `scratch`. Read
+// from the text, not through MatchSpec::parse: it runs for every dependency of every record.
 std::string_view spec_name(std::string_view spec, std::string& scratch) {
   std::size_t a = 0, b = spec.size();
   while (a < b && std::isspace(static_cast<unsigned char>(spec[a]))) ++a;
@@ -78,38 +64,43 @@ std::string_view spec_name(std::string_view spec, std::string& scratch) {
   return name;
 }
 
-std::optional<Version> parse_version(std::string text) {
-  while (!text.empty() && (text.back() == '*' || text.back() == '.')) text.pop_back();
-  if (text.empty()) return Version{};
-  auto v = Version::parse(text);
-  if (!v) return std::nullopt;
-  return std::move(v).value();
+// The lowest version a constraint admits, as a floor, walked over its VersionSpec tree: `==`,
+// `>=`, `>`, starts-with (`2.17.*`, `=2.17`) and `~=` floor at their version; `,` (And) at the
+// highest floor of its terms; `|` (Or) at the lowest of its alternatives; `<`, `<=`, `!=`, `*`,
+// globs and regexes at 0.
+Version version_floor(const VersionSpec& spec) {
+  using Op = VersionSpec::Op;
+  switch (spec.op()) {
+    case Op::Eq:
+    case Op::Ge:
+    case Op::Gt:
+    case Op::StartsWith:
+    case Op::Compatible: return spec.version();
+    case Op::And: {
+      Version best;  // "0"
+      for (const auto& term : spec.children())
+        if (Version f = version_floor(term); f > best) best = std::move(f);
+      return best;
+    }
+    case Op::Or: {
+      std::optional<Version> lowest;
+      for (const auto& alt : spec.children())
+        if (Version f = version_floor(alt); !lowest || f < *lowest) lowest = std::move(f);
+      return lowest.value_or(Version{});
+    }
+    default: return Version{};
+  }
 }
 
-// The lowest version a constraint admits, as a floor: ">=2.17,<3" -> 2.17; "2.17.*" -> 2.17;
-// "<3" -> 0; alternatives ("|") give the lowest of their floors.
-Version constraint_floor(const std::string& constraint) {
-  std::optional<Version> lowest;
-  for (const auto& alt : split(constraint, '|')) {
-    Version best;  // "0"
-    for (std::string term : split(alt, ',')) {
-      term = trim(term);
-      while (!term.empty() && (term.front() == '(' )) term.erase(term.begin());
-      while (!term.empty() && (term.back() == ')')) term.pop_back();
-      if (term.empty() || term.starts_with("<") || term.starts_with("!=")) continue;
-      std::size_t skip = 0;
-      for (std::string_view op : {">=", "==", "~=", ">", "="}) {
-        if (term.starts_with(op)) {
-          skip = op.size();
-          break;
-        }
-      }
-      auto v = parse_version(trim(std::string_view(term).substr(skip)));
-      if (v && *v > best) best = *v;
-    }
-    if (!lowest || best < *lowest) lowest = best;
-  }
-  return lowest.value_or(Version{});
+// The version floor of a dependency read as the MatchSpec it is (`__glibc >=2.17,<3.0.a0`,
+// `conda-forge::cuda-version >=12`); 0 when it has no version or does not parse.
+Version dependency_floor(std::string_view dep) {
+  const auto spec = MatchSpec::parse(dep);
+  return spec && spec->version ? version_floor(*spec->version) : Version{};
+}
+
+bool is_host_floor_name(std::string_view name) {
+  return std::find(std::begin(kHostFloorNames), std::end(kHostFloorNames), name) != std::end(kHostFloorNames);
 }
 
 using Floors = std::map<std::string, Version>;
@@ -117,15 +108,13 @@ using Floors = std::map<std::string, Version>;
 Floors record_floors(const PackageRecord& r) {
   Floors out;
   for (const auto& dep : r.depends) {
-    if (dep.find("__") == std::string::npos) continue;  // not a virtual package: no spec to split
-    auto [name, constraint] = split_spec(dep);
-    if (!name.starts_with("__")) continue;
-    if (std::find(std::begin(kHostFloorNames), std::end(kHostFloorNames), name) == std::end(kHostFloorNames)) {
-      continue;
-    }
-    Version f = constraint_floor(constraint);
-    auto it = out.find(name);
-    if (it == out.end() || f > it->second) out[name] = f;
+    if (dep.find("__") == std::string::npos) continue;  // not a virtual package: no spec to read
+    std::string scratch;
+    const std::string_view name = spec_name(dep, scratch);
+    if (!is_host_floor_name(name)) continue;
+    Version f = dependency_floor(dep);
+    auto it = out.find(std::string(name));
+    if (it == out.end() || f > it->second) out[std::string(name)] = f;
   }
   return out;
 }
@@ -178,10 +167,11 @@ std::set<std::string> build_variants(const PackageRecord& r, bool with_track_fea
 std::set<std::string> depends_variants(const PackageRecord& r) {
   std::set<std::string> tags;
   for (const auto& dep : r.depends) {
-    auto [name, constraint] = split_spec(dep);
+    std::string scratch;
+    const std::string_view name = spec_name(dep, scratch);
     if (name == "__cuda") tags.insert("cuda");
     if (name == "cuda-version") {
-      Version f = constraint_floor(constraint);
+      Version f = dependency_floor(dep);
       const auto& rel = f.release();
       if (!rel.empty() && !rel[0].empty() && rel[0][0].is_number && rel[0][0].number > 0) {
         tags.insert("cuda");
@@ -623,12 +613,12 @@ Floors environment_floors(const LockedPlatform* plat) {
       auto [it, added] = parsed.try_emplace(dep);
       Parsed& v = it->second;
       if (added) {
-        auto [name, constraint] = split_spec(dep);
-        v.host = name.starts_with("__") &&
-                 std::find(std::begin(kHostFloorNames), std::end(kHostFloorNames), name) != std::end(kHostFloorNames);
+        std::string scratch;
+        const std::string_view name = spec_name(dep, scratch);
+        v.host = is_host_floor_name(name);
         if (v.host) {
-          v.floor = constraint_floor(constraint);
-          v.name = std::move(name);
+          v.floor = dependency_floor(dep);
+          v.name = std::string(name);
         }
       }
       if (!v.host) continue;
