@@ -3,6 +3,8 @@
 // environment.yml has the same key (conda/conda#10169).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "envlock/manifest.hpp"
 
 namespace envlock {
@@ -60,6 +62,18 @@ TEST(ManifestVariables, CondaEnvironmentYmlHasThemToo) {
   EXPECT_EQ(m->format, Manifest::Format::CondaEnvironment);
   EXPECT_TRUE(m->warnings.empty()) << m->warnings.front();
   EXPECT_EQ(m->variables_for("default"), (Vars{{"MY_VAR", "weee"}}));
+}
+
+// rattler's own test of environment.yml variables (conda/rattler,
+// test-data/environments/variables.environment.yaml): MY_ENV_VAR: "My Value".
+TEST(ManifestVariables, RattlersVariablesEnvironmentFile) {
+  const std::filesystem::path file = std::filesystem::path(ENVLOCK_SHARED_DIR) /
+                                     "corpus/envyml/conda__rattler/test-data__environments__variables.environment.yaml";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "the shared corpus is absent: " << file;
+  auto m = load_manifest(file);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_TRUE(m->warnings.empty()) << m->warnings.front();
+  EXPECT_EQ(m->variables_for("default"), (Vars{{"MY_ENV_VAR", "My Value"}}));
 }
 
 TEST(ManifestVariables, ANewlineInAValueIsRefusedWhereItIs) {
