@@ -993,13 +993,7 @@ HostFacts x86_host(const std::string& level) {
 }
 
 CapturedPackage linux_package(const std::string& name, const std::string& version, std::vector<std::string> depends) {
-  CapturedPackage p;
-  p.record.name = name;
-  p.record.version = *Version::parse(version);
-  p.record.build = "0";
-  p.record.subdir = "linux-64";
-  p.record.depends = std::move(depends);
-  return p;
+  return testing::captured_package(name, version, std::move(depends), {}, "0");
 }
 
 // Restores an environment variable when the test ends.

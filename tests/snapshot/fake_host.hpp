@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "envlock/hash.hpp"
+#include "envlock/snapshot.hpp"
 
 namespace envlock::testing {
 
@@ -86,6 +87,22 @@ class FakeHost {
     return corpus_dir() / "gpu" / smi_corpus_file;
   }
 
+  /// The GPUs of complete_gpu_host(): a GeForce GT 1030 under driver 470.74, an A100 under 535.54.03.
+  enum class Gpu { Gt1030Driver470, A100Driver535 };
+
+  /// A Debian host whose capture is complete: base_system(), trivy's dpkg status from the corpus,
+  /// and an NVIDIA driver (the kernel module's version file and a saved `nvidia-smi -q -x` of
+  /// `gpu`). Returns the saved output's path (--nvidia-smi-xml, CaptureOptions::command_outputs).
+  fs::path complete_gpu_host(Gpu gpu) const {
+    base_system();
+    dpkg_status("pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg");
+    if (gpu == Gpu::Gt1030Driver470)
+      return nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.74  Mon Sep 13 23:09:15 UTC 2021",
+                    "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__gt-1030.xml");
+    return nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023",
+                  "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__a100-sxm4-v12.xml");
+  }
+
   void dpkg_status(const std::string& corpus_file) const {
     copy("/var/lib/dpkg/status", corpus_dir() / "hostinfo/aquasecurity__trivy" / corpus_file);
   }
@@ -110,6 +127,20 @@ class FakeHost {
  private:
   fs::path root_;
 };
+
+/// A captured conda record for compatibility, check and diff tests: `name` `version`, build
+/// `build`, subdir linux-64, with `depends` and `constrains`.
+inline CapturedPackage captured_package(const std::string& name, const std::string& version, std::vector<std::string> depends,
+                                        std::vector<std::string> constrains = {}, const std::string& build = "h0_0") {
+  CapturedPackage p;
+  p.record.name = name;
+  p.record.version = *Version::parse(version);
+  p.record.build = build;
+  p.record.subdir = "linux-64";
+  p.record.depends = std::move(depends);
+  p.record.constrains = std::move(constrains);
+  return p;
+}
 
 /// A RECORD row's hash encoding (PEP 376/627): urlsafe base64 of the raw sha256 digest, no padding.
 inline std::string b64_sha256(const std::string& bytes) {

@@ -374,12 +374,8 @@ TEST(HostSeam, LinksResolveInsideTheTree) {
 TEST(HostFactsCapture, EveryFactFromAFakeDebianHostWithAGpu) {
   SKIP_WITHOUT_CORPUS();
   FakeHost host;
-  host.base_system();
-  host.dpkg_status("pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg");
   CaptureOptions opt;
-  opt.command_outputs["nvidia-smi"] =
-      host.nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023",
-                  "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__a100-sxm4-v12.xml");
+  opt.command_outputs["nvidia-smi"] = host.complete_gpu_host(FakeHost::Gpu::A100Driver535);
   std::vector<CaptureProblem> problems;
   const HostFacts h = capture_host_facts(HostSeam::tree(host.root()), opt, problems);
   EXPECT_TRUE(problems.empty()) << problems.front().where << ": " << problems.front().message;

@@ -17,6 +17,7 @@ namespace envlock {
 namespace {
 
 using testing::FakeHost;
+using testing::captured_package;
 using testing::envlock_cmd;
 using testing::run_command;
 namespace fs = std::filesystem;
@@ -171,16 +172,6 @@ TEST(HostFileReads, CaptureOfATreeWithAFifoExitsThreeAndListsIt) {
 
 // ----- M3, L4: check uses install's host check; wheels must fit the target ----------------------
 
-CapturedPackage package(const std::string& name, const std::string& version, std::vector<std::string> depends) {
-  CapturedPackage p;
-  p.record.name = name;
-  p.record.version = *Version::parse(version);
-  p.record.build = "h0_0";
-  p.record.subdir = "linux-64";
-  p.record.depends = std::move(depends);
-  return p;
-}
-
 HostFacts linux_host(const std::string& glibc, const std::string& cuda) {
   HostFacts h;
   h.platform = "linux-64";
@@ -206,8 +197,8 @@ TEST(CheckUsesInstallsHostCheck, BracketMatchSpecsOfVirtualPackagesAreChecked) {
   CapturedEnvironment env;
   env.name = "app";
   env.platform = "linux-64";
-  env.packages = {package("envlock-hello", "1.0.0", {"__cuda[version='>=12']", "__glibc[version='>=2.99']"}),
-                  package("zlib", "1.3.1", {"__glibc >=2.17,<3.0.a0", "__linux[version='>=7']"})};
+  env.packages = {captured_package("envlock-hello", "1.0.0", {"__cuda[version='>=12']", "__glibc[version='>=2.99']"}),
+                  captured_package("zlib", "1.3.1", {"__glibc >=2.17,<3.0.a0", "__linux[version='>=7']"})};
   EXPECT_EQ(failures(s, env, linux_host("2.36", "")),
             (std::vector<std::string>{"envlock-hello 1.0.0 needs __cuda[version='>=12']; the target has no NVIDIA driver",
                                       "envlock-hello 1.0.0 needs __glibc[version='>=2.99']; the target has 2.36",
@@ -228,7 +219,7 @@ TEST(CheckUsesInstallsHostCheck, WheelsWhoseTagsCannotRunOnTheTargetFail) {
   CapturedEnvironment env;
   env.name = "app";
   env.platform = "linux-64";
-  env.packages = {package("python", "3.11.9", {})};
+  env.packages = {captured_package("python", "3.11.9", {})};
   auto wheel = [](const std::string& name, std::vector<std::string> tags) {
     PipDistribution d;
     d.name = name;
@@ -261,7 +252,7 @@ CapturedEnvironment hello_env() {
   env.name = "app";
   env.prefix = "/opt/app";
   env.platform = "linux-64";
-  CapturedPackage p = package("envlock-hello", "1.0.0", {});
+  CapturedPackage p = captured_package("envlock-hello", "1.0.0", {});
   p.record.build = "0";
   p.record.channel = "https://conda.anaconda.org/conda-forge";
   p.record.url = "https://conda.anaconda.org/conda-forge/linux-64/envlock-hello-1.0.0-0.conda";

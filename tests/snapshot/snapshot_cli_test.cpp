@@ -23,11 +23,7 @@ struct CliHost {
   FakeHost host;
   std::string smi;
   CliHost() {
-    host.base_system();
-    host.dpkg_status("pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg");
-    smi = host.nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.74  Mon Sep 13 23:09:15 UTC 2021",
-                      "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__gt-1030.xml")
-              .string();
+    smi = host.complete_gpu_host(FakeHost::Gpu::Gt1030Driver470).string();
     host.corpus_prefix("/opt/conda/envs/train");
   }
   std::string capture_cmd(const fs::path& out) const {
@@ -294,11 +290,7 @@ TEST(SnapshotCli, MissingOrNonCondaPrefixWritesNothing) {
 TEST(SnapshotCli, AHostWithoutCondaIsASnapshot) {
   SKIP_WITHOUT_CORPUS();
   FakeHost host;
-  host.base_system();
-  host.dpkg_status("pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg");
-  const std::string smi = host.nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.74  Mon Sep 13 23:09:15 UTC 2021",
-                                      "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__gt-1030.xml")
-                              .string();
+  const std::string smi = host.complete_gpu_host(FakeHost::Gpu::Gt1030Driver470).string();
   // Debian's python3-six (no INSTALLER), and requests installed by pip into /usr/local.
   host.write("/usr/lib/python3/dist-packages/six-1.16.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: six\nVersion: 1.16.0\n");
   host.write("/usr/local/lib/python3.11/dist-packages/requests-2.31.0.dist-info/METADATA",

@@ -13,6 +13,7 @@ namespace envlock {
 namespace {
 
 using testing::FakeHost;
+using testing::captured_package;
 namespace fs = std::filesystem;
 
 // A complete fake GPU host with the corpus python 3.13t prefix, a pip install over conda's pip,
@@ -21,11 +22,7 @@ struct CorpusHost {
   FakeHost host;
   CaptureOptions options;
   CorpusHost() {
-    host.base_system();
-    host.dpkg_status("pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg");
-    options.command_outputs["nvidia-smi"] =
-        host.nvidia("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023",
-                    "influxdata__telegraf/plugins__inputs__nvidia_smi__testdata__a100-sxm4-v12.xml");
+    options.command_outputs["nvidia-smi"] = host.complete_gpu_host(FakeHost::Gpu::A100Driver535);
     host.corpus_prefix("/opt/conda/envs/train");
     options.prefixes = {"/opt/conda/envs/train"};
     const std::string site = "/opt/conda/envs/train/lib/python3.13t/site-packages/";
@@ -235,18 +232,6 @@ TEST(SnapshotFile, WriteIsAtomicAndReadable) {
 
 // ----- compatibility -------------------------------------------------------------------------
 
-CapturedPackage package(const std::string& name, const std::string& version, std::vector<std::string> depends,
-                        std::vector<std::string> constrains = {}) {
-  CapturedPackage p;
-  p.record.name = name;
-  p.record.version = *Version::parse(version);
-  p.record.build = "h0_0";
-  p.record.subdir = "linux-64";
-  p.record.depends = std::move(depends);
-  p.record.constrains = std::move(constrains);
-  return p;
-}
-
 HostFacts linux_host(const std::string& glibc, const std::string& cuda, const std::string& level) {
   HostFacts h;
   h.platform = "linux-64";
@@ -266,11 +251,11 @@ TEST(Compatibility, TooOldGlibcAndDriverNameThePackage) {
   CapturedEnvironment env;
   env.name = "train";
   env.platform = "linux-64";
-  env.packages = {package("libgcc-ng", "13.2.0", {"__glibc >=2.17,<3.0.a0"}),
-                  package("pytorch", "2.3.1", {"__cuda", "__glibc >=2.28"}),
-                  package("cuda-version", "12.4", {}, {"__cuda >=12", "cudatoolkit 12.4|12.4.*"}),
-                  package("libstdcxx-ng", "13.2.0", {}),
-                  package("numpy", "2.0.0", {"__archspec 1 x86_64_v3"})};
+  env.packages = {captured_package("libgcc-ng", "13.2.0", {"__glibc >=2.17,<3.0.a0"}),
+                  captured_package("pytorch", "2.3.1", {"__cuda", "__glibc >=2.28"}),
+                  captured_package("cuda-version", "12.4", {}, {"__cuda >=12", "cudatoolkit 12.4|12.4.*"}),
+                  captured_package("libstdcxx-ng", "13.2.0", {}),
+                  captured_package("numpy", "2.0.0", {"__archspec 1 x86_64_v3"})};
   EXPECT_TRUE(check_compatibility(s, env, s.host).empty()) << check_compatibility(s, env, s.host)[0].to_string();
 
   const auto old = check_compatibility(s, env, linux_host("2.27", "11.8", "x86_64_v2"));
@@ -291,7 +276,7 @@ TEST(Compatibility, PlatformPipWheelsAndSystemLibstdcxx) {
   CapturedEnvironment env;
   env.name = "app";
   env.platform = "linux-64";
-  env.packages = {package("python", "3.11.9", {})};
+  env.packages = {captured_package("python", "3.11.9", {})};
   PipDistribution wheel;
   wheel.name = "tokenizers";
   wheel.version = "0.19.1";
