@@ -22,7 +22,7 @@ namespace {
 constexpr std::string_view kKindNames[] = {
     "re-uploaded", "hash-changed",    "variant-switch",    "added",          "removed",
     "downgraded",  "upgraded",        "rebuilt",           "channel-changed", "host-floor-raised",
-    "source-changed", "metadata-changed", "license-changed",
+    "source-changed", "metadata-changed", "license-changed", "inputs-changed",
 };
 
 constexpr std::string_view kHostFloorNames[] = {"__glibc", "__cuda", "__linux", "__osx"};
@@ -638,7 +638,11 @@ RecordedFields held_fields(const LockedPlatform* p) {
   // build number and site-packages path are not: pixi.lock writes them only for some records.
   RecordedFields r{false, false, true, false, false, false, false, false};
   r.sha256 = r.pip_hashes = false;
+  r.channels = r.virtual_packages = r.pypi_indexes = false;
   if (p == nullptr) return r;
+  r.channels = !p->channels.empty();
+  r.virtual_packages = !p->virtual_packages.empty();
+  r.pypi_indexes = !p->pypi_indexes.empty();
   for (const auto& x : p->packages) r.sha256 = r.sha256 || !x.sha256.empty();
   for (const auto& x : p->pip) r.pip_hashes = r.pip_hashes || !x.sha256.empty();
   for (const auto& x : p->packages) {
@@ -663,7 +667,92 @@ RecordedFields both_hold(const RecordedFields& a, const RecordedFields& b) {
                         a.requires_python && b.requires_python,
                         a.categories && b.categories,
                         a.sha256 && b.sha256,
-                        a.pip_hashes && b.pip_hashes};
+                        a.pip_hashes && b.pip_hashes,
+                        a.channels && b.channels,
+                        a.virtual_packages && b.virtual_packages,
+                        a.pypi_indexes && b.pypi_indexes};
+}
+
+// The solve inputs of a platform held on both sides that differ, one change each (kind
+// inputs-changed, `input`): the channel list and its order, the channels' names, each virtual
+// package assumed, the PyPI indexes (docs/review.md, "Solve inputs").
+void diff_inputs(PlatformDiff& out, const LockedPlatform& o, const LockedPlatform& n, const RecordedFields& both) {
+  auto input = [&](std::string name, std::optional<PackageSide> old_side, std::optional<PackageSide> new_side,
+                   std::string note) {
+    PackageChange c;
+    c.name = std::move(name);
+    c.input = true;
+    c.kind = ChangeKind::InputsChanged;
+    c.old_side = std::move(old_side);
+    c.new_side = std::move(new_side);
+    if (!note.empty()) c.notes.push_back(std::move(note));
+    out.changes.push_back(std::move(c));
+  };
+  auto listed = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s.empty() ? std::string("(none)") : s;
+  };
+  auto normalized = [](const std::vector<std::string>& v) {
+    std::vector<std::string> urls;
+    for (const auto& c : v) urls.push_back(normalize_channel(c));
+    return urls;
+  };
+  if (both.channels) {
+    const auto oc = normalized(o.channels), nc = normalized(n.channels);
+    if (oc != nc) {
+      const bool reordered = std::is_permutation(oc.begin(), oc.end(), nc.begin(), nc.end());
+      input("channels", std::nullopt, std::nullopt,
+            std::string(reordered ? "channel order " : "channels ") + listed(o.channels) + " -> " + listed(n.channels));
+    }
+    // The name each channel is given (`{url: URL, name: NAME}`), by channel: one change, a note
+    // per channel whose name differs.
+    struct Names {
+      std::string shown, old_name, new_name;
+    };
+    std::map<std::string, Names> names;
+    for (std::size_t i = 0; i < o.channel_names.size() && i < oc.size(); ++i)
+      if (!o.channel_names[i].empty()) names[oc[i]] = {o.channels[i], o.channel_names[i], ""};
+    for (std::size_t i = 0; i < n.channel_names.size() && i < nc.size(); ++i) {
+      if (n.channel_names[i].empty()) continue;
+      Names& e = names[nc[i]];
+      if (e.shown.empty()) e.shown = n.channels[i];
+      e.new_name = n.channel_names[i];
+    }
+    std::vector<std::string> renamed;
+    auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
+    for (const auto& [url, e] : names)
+      if (e.old_name != e.new_name) renamed.push_back(e.shown + ": name " + shown(e.old_name) + " -> " + shown(e.new_name));
+    if (!renamed.empty()) {
+      input("channel names", std::nullopt, std::nullopt, "");
+      out.changes.back().notes = std::move(renamed);
+    }
+  }
+  if (both.virtual_packages) {
+    std::map<std::string, std::pair<const VirtualPackage*, const VirtualPackage*>> vps;
+    for (const auto& v : o.virtual_packages) vps[v.name].first = &v;
+    for (const auto& v : n.virtual_packages) vps[v.name].second = &v;
+    for (const auto& [name, pair] : vps) {
+      const auto [ov, nv] = pair;
+      if (ov && nv && *ov == *nv) continue;
+      auto side = [](const VirtualPackage* v) -> std::optional<PackageSide> {
+        if (v == nullptr) return std::nullopt;
+        PackageSide s;
+        s.version = v->version;
+        s.build = v->build == "0" ? "" : v->build;
+        return s;
+      };
+      std::string note;
+      if (!ov) note = "added: the solve assumed the host has it";
+      else if (!nv) note = "removed: the solve no longer assumed it";
+      else if (const int cmp = compare_versions(ov->version, nv->version); cmp != 0)
+        note = cmp > 0 ? "lowered: the solve assumed less of the host" : "raised: the solve assumed more of the host";
+      else note = "build " + ov->build + " -> " + nv->build;
+      input("virtual package " + name, side(ov), side(nv), std::move(note));
+    }
+  }
+  if (both.pypi_indexes && o.pypi_indexes != n.pypi_indexes)
+    input("pypi indexes", std::nullopt, std::nullopt, "indexes " + listed(o.pypi_indexes) + " -> " + listed(n.pypi_indexes));
 }
 
 void finish_change(PackageChange& c, std::set<ChangeKind> kinds) {
@@ -926,6 +1015,7 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
     out.changes.push_back(std::move(c));
   }
 
+  if (old_p && new_p) diff_inputs(out, *old_p, *new_p, both);
   std::sort(out.changes.begin(), out.changes.end(), [](const PackageChange& a, const PackageChange& b) {
     return std::make_tuple(!a.red_flag(), a.kind, a.pypi, a.name) <
            std::make_tuple(!b.red_flag(), b.kind, b.pypi, b.name);
@@ -947,7 +1037,7 @@ const std::vector<ChangeKind>& all_change_kinds() {
       ChangeKind::Added,          ChangeKind::Removed,         ChangeKind::Downgraded,
       ChangeKind::Upgraded,       ChangeKind::Rebuilt,         ChangeKind::ChannelChanged,
       ChangeKind::HostFloorRaised, ChangeKind::SourceChanged,  ChangeKind::MetadataChanged,
-      ChangeKind::LicenseChanged};
+      ChangeKind::LicenseChanged, ChangeKind::InputsChanged};
   return kinds;
 }
 
