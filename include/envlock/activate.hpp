@@ -98,9 +98,10 @@ std::vector<std::pair<std::string, std::optional<std::string>>> environment_chan
 
 /// Runs `argv` with the environment `environment`, its stdin, stdout and stderr envlock's, and
 /// waits for it. argv[0] without a '/' is looked up in `environment`'s PATH (execvp's rule,
-/// POSIX.1-2017 XSH exec: the activated PATH, not envlock's). While it runs envlock ignores
-/// SIGINT and SIGQUIT, as a shell does for a foreground job; the child gets the default
-/// dispositions. Returns the exit code a shell would report (POSIX.1-2017 XCU 2.8.2): its exit
+/// POSIX.1-2017 XSH exec: the activated PATH, not envlock's), and started through
+/// envlock/process.hpp's runner with the default dispositions of SIGINT, SIGTERM and SIGHUP.
+/// While it runs envlock ignores SIGINT, as a shell does for a foreground job: Ctrl-C reaches
+/// the command, which decides. Returns the exit code a shell would report (POSIX.1-2017 XCU 2.8.2): its exit
 /// status, 128 + N for a death by signal N, 127 for a command not found, 126 for one found but
 /// not executable (the reason printed on stderr as `envlock run: NAME: ...`, as shells do).
 int run_in_environment(const std::vector<std::string>& argv, const EnvironmentBlock& environment);

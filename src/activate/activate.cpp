@@ -2,6 +2,7 @@
 // running a command in an activated environment.
 #include "envlock/activate.hpp"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +11,8 @@
 #include <cstring>
 #include <iostream>
 
-#include "spawn.hpp"
+#include "envlock/process.hpp"
+#include "envlock/text.hpp"
 
 extern char** environ;
 
@@ -181,16 +183,22 @@ Result<EnvironmentBlock> activated_environment(const Activation& activation, con
       "{ for __envlock_s in \"${__envlock_scripts[@]}\"; do . \"$__envlock_s\"; done; } 1>&2; command -p env -0",
       "envlock-activate"};
   for (const auto& s : activation.activate_scripts) argv.push_back(s.string());
-  std::string out;
-  const auto ended = activate_detail::capture_stdout("bash", argv, env, out);
+  SpawnOptions spawn;
+  spawn.argv = std::move(argv);
+  spawn.lookup = ProgramLookup::Path;  // bash from envlock's own PATH (posix_spawnp)
+  spawn.environment = env;
+  spawn.out = ChildOutput::Capture;
+  spawn.err = ChildOutput::Inherit;
+  const ChildResult ended = run_process(spawn);
+  const std::string& out = ended.out;
   const std::string where = (activation.prefix / "etc/conda/activate.d").string();
-  if (ended.spawn_errno != 0)
-    return Error{ErrorKind::Io, where, std::string("cannot start bash to run the activation scripts: ") + std::strerror(ended.spawn_errno),
+  if (ended.start_error)
+    return Error{ErrorKind::Io, where, "cannot start bash to run the activation scripts: " + ended.start_error->message(),
                  "", "install bash: conda's activate.d scripts are bash scripts"};
-  if (ended.status != 0)
+  if (!ended.succeeded())
     return Error{ErrorKind::Io, where,
                  ended.signal != 0 ? "bash was killed by signal " + std::to_string(ended.signal) + " while running the activation scripts"
-                                   : "the activation scripts made bash exit with status " + std::to_string(ended.status),
+                                   : "the activation scripts made bash exit with status " + std::to_string(ended.exit_status),
                  "", "a script in it ran `exit` or failed in bash; its message is above"};
   EnvironmentBlock before, after;
   bool second = false;
@@ -276,17 +284,32 @@ int run_in_environment(const std::vector<std::string>& argv, const EnvironmentBl
       start = colon + 1;
     }
     if (program.empty()) {
-      std::cerr << "envlock run: " << cmd << (found_unexecutable ? ": Permission denied\n" : ": command not found\n");
+      std::cerr << "envlock run: " << printable(cmd) << (found_unexecutable ? ": Permission denied\n" : ": command not found\n");
       return found_unexecutable ? 126 : 127;
     }
   }
-  const auto ended = activate_detail::run_foreground(program, argv, environment);
-  if (ended.spawn_errno != 0) {
-    std::cerr << "envlock run: " << cmd << ": " << std::strerror(ended.spawn_errno) << "\n";
-    return ended.spawn_errno == ENOENT ? 127 : 126;
+  SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.argv.front() = program.string();
+  spawn.environment = environment;
+  spawn.input = ChildInput::Inherit;
+  spawn.out = ChildOutput::Inherit;
+  spawn.err = ChildOutput::Inherit;
+  spawn.signals = ChildSignals::Reset;  // the child gets SIGINT's default disposition back
+  // A foreground job: Ctrl-C reaches the command (same process group), which decides; envlock
+  // ignores it until the command has ended, and only then puts its own disposition back.
+  struct sigaction ignore {}, old_int{};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGINT, &ignore, &old_int);
+  const ChildResult ended = run_process(spawn);
+  ::sigaction(SIGINT, &old_int, nullptr);
+  if (ended.start_error) {
+    std::cerr << "envlock run: " << printable(cmd) << ": " << std::strerror(ended.start_error->error_number) << "\n";
+    return ended.start_error->error_number == ENOENT ? 127 : 126;
   }
   if (ended.signal != 0) return 128 + ended.signal;
-  return ended.status < 0 ? 1 : ended.status;
+  return ended.exit_status < 0 ? 1 : ended.exit_status;
 }
 
 }  // namespace envlock
