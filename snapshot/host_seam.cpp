@@ -35,11 +35,7 @@ Result<std::string> run_command(const std::vector<std::string>& argv, int limit_
   spawn.argv = argv;
   spawn.lookup = ProgramLookup::Path;
   spawn.err = ChildOutput::Discard;
-  WaitOptions wait;
-  wait.timeout = std::chrono::milliseconds(limit_ms);
-  wait.capture_limit = 64u << 20;
-  wait.over_limit = OverLimit::Stop;
-  ChildResult r = run_process(spawn, wait);
+  ChildResult r = run_process(spawn, WaitOptions::bounded(std::chrono::milliseconds(limit_ms), 64u << 20));
   if (r.start_error) {
     const std::string why = std::strerror(r.start_error->error_number);
     return Error{ErrorKind::Io, what, r.start_error->step == "pipe" ? why : "cannot run: " + why, "", ""};

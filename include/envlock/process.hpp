@@ -104,6 +104,16 @@ struct WaitOptions {
   std::function<bool()> stop;
   OnStop on_stop = OnStop::Kill;
   Strays strays = Strays::Leave;
+
+  /// A wait for a command that answers: killed at `timeout`, or once a captured stream holds
+  /// more than `capture_limit` bytes (OverLimit::Stop).
+  static WaitOptions bounded(std::chrono::milliseconds timeout, std::size_t capture_limit) {
+    WaitOptions w;
+    w.timeout = timeout;
+    w.capture_limit = capture_limit;
+    w.over_limit = OverLimit::Stop;
+    return w;
+  }
 };
 
 /// Why a child could not be started.

@@ -181,20 +181,17 @@ ChildResult run_process(const SpawnOptions& spawn, const WaitOptions& wait) {
   posix_spawn_file_actions_init(&fa);
   if (spawn.input == ChildInput::Null) posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   // stdout first, so that ToStderr is envlock's stderr and Merge is the child's new stdout.
-  switch (spawn.out) {
-    case ChildOutput::Capture: posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO); break;
-    case ChildOutput::Discard: posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0); break;
-    case ChildOutput::ToStderr: posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO); break;
-    case ChildOutput::Inherit:
-    case ChildOutput::Merge: break;
-  }
-  switch (spawn.err) {
-    case ChildOutput::Capture: posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO); break;
-    case ChildOutput::Discard: posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0); break;
-    case ChildOutput::Merge: posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO); break;
-    case ChildOutput::Inherit:
-    case ChildOutput::ToStderr: break;
-  }
+  auto wire = [&fa](int fd, ChildOutput mode, int pipe_end) {
+    switch (mode) {
+      case ChildOutput::Capture: posix_spawn_file_actions_adddup2(&fa, pipe_end, fd); break;
+      case ChildOutput::Discard: posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", O_WRONLY, 0); break;
+      case ChildOutput::ToStderr: posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, fd); break;
+      case ChildOutput::Merge: posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, fd); break;
+      case ChildOutput::Inherit: break;
+    }
+  };
+  wire(STDOUT_FILENO, spawn.out, out[1]);
+  wire(STDERR_FILENO, spawn.err, err[1]);
   const std::string dir = spawn.working_directory.string();
   if (!dir.empty()) posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
 

@@ -322,10 +322,7 @@ struct ChildAnswer {
 // reaps the child.
 template <class Body>
 ChildResult collect_child(Body&& body, int timeout_ms) {
-  WaitOptions wait;
-  wait.timeout = std::chrono::milliseconds(timeout_ms);
-  wait.capture_limit = 1u << 20;
-  wait.over_limit = OverLimit::Stop;
+  WaitOptions wait = WaitOptions::bounded(std::chrono::milliseconds(timeout_ms), 1u << 20);
   wait.finished = [](const std::string& buffer) {
     return buffer.starts_with("done=1\n") || buffer.find("\ndone=1\n") != std::string::npos;
   };
@@ -585,11 +582,7 @@ NvidiaSmiAnswer query_nvidia_smi(const std::string& program, int timeout_ms, con
   spawn.argv = {program, "-q", "-x"};
   spawn.err = ChildOutput::Discard;
   spawn.group = ProcessGroup::Own;
-  WaitOptions wait;
-  wait.timeout = std::chrono::milliseconds(timeout_ms);
-  wait.capture_limit = 1u << 20;
-  wait.over_limit = OverLimit::Stop;
-  const ChildResult out = run_process(spawn, wait);
+  const ChildResult out = run_process(spawn, WaitOptions::bounded(std::chrono::milliseconds(timeout_ms), 1u << 20));
   if (out.start_error && out.start_error->step == "pipe") {
     answer.error = out.start_error->message();
   } else if (out.start_error) {
