@@ -105,6 +105,23 @@ TEST_F(RunCli, ExitCodesPassThrough) {
   EXPECT_EQ(missing.err, "envlock run: envlock-no-such-tool: command not found\n");
 }
 
+// Ctrl-C goes to the whole foreground process group: the command gets it and decides (here it
+// exits 3); envlock ignores it meanwhile and passes the command's code on, as a shell does.
+TEST_F(RunCli, CtrlCIsTheCommandsToHandle) {
+  const fs::path p = root_ / "bare";
+  fs::create_directories(p / "conda-meta");
+  const fs::path mark = root_ / "trapped";
+  // In a session of its own (setsid), so that `kill -INT 0` reaches this group only.
+  spit(root_ / "ctrl-c.sh", "trap '' INT\n" + envlock_cmd() + " run -p " + q(p) +
+                                " -- sh -c 'trap \"echo child got INT; kill \\$!; exit 3\" INT; touch " + q(mark) +
+                                "; sleep 30 & wait' &\npid=$!\nwhile [ ! -e " + q(mark) +
+                                " ]; do sleep 0.05; done\nkill -INT 0\nwait $pid\necho rc=$?\n");
+  auto r = run_command("setsid sh " + q(root_ / "ctrl-c.sh"), env_);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "child got INT\nrc=3\n");
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(RunCli, BadInvocations) {
   const fs::path p = hand_made_prefix();
   auto none = envlock("run -p " + q(p));
