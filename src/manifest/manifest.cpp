@@ -48,10 +48,10 @@ std::vector<std::pair<std::string, std::string>> Manifest::variables_for(std::st
   if (chain.empty()) return {};
   std::vector<std::pair<std::string, std::string>> out;
   auto add = [&out](const std::vector<std::pair<std::string, std::string>>& vars) {
-    for (const auto& [k, v] : vars) {
-      auto it = std::find_if(out.begin(), out.end(), [&k](const auto& kv) { return kv.first == k; });
-      if (it == out.end()) out.emplace_back(k, v);
-      else it->second = v;
+    for (const auto& var : vars) {  // not a structured binding: clang 14 cannot capture one
+      auto it = std::find_if(out.begin(), out.end(), [&var](const auto& kv) { return kv.first == var.first; });
+      if (it == out.end()) out.push_back(var);
+      else it->second = var.second;
     }
   };
   add(variables);
