@@ -5,6 +5,7 @@
 
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
+#include "network_options.hpp"
 
 namespace envlock::cli {
 namespace {
@@ -44,6 +45,7 @@ void add_activation_options(CLI::App& sub, CreateArgs& args) {
                  "the environment folder (alone: an existing environment; with -f: where the manifest's goes)");
   sub.add_flag("--locked", args.locked, "fail instead of locking when the lockfile is missing or stale");
   sub.add_flag("--frozen", args.frozen, "use the lockfile as it is, without checking it against the manifest");
+  add_network_options(sub);  // for the lock and install that may come first, as create has them
 }
 
 int resolve_activation(const Context& ctx, const CreateArgs& given, ActivationRequest& out) {

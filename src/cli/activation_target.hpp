@@ -7,7 +7,8 @@
 
 namespace envlock::cli {
 
-/// Adds -e, -p, -f, --locked, --frozen to `sub`, stored in `args`.
+/// Adds -e, -p, -f, --locked, --frozen to `sub`, stored in `args`, and the network options
+/// (network_options.hpp) for the lock and install that may come first.
 void add_activation_options(CLI::App& sub, CreateArgs& args);
 
 /// The environment to activate:

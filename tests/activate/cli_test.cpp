@@ -141,6 +141,13 @@ TEST_F(RunCli, BadInvocations) {
   EXPECT_EQ(no_manifest.exit_code, 1);
   EXPECT_EQ(no_manifest.err, "error: envlock.yaml: no manifest in the current folder\nhint: pass the manifest with -f, or an "
                              "environment folder with -p\n");
+  for (const std::string cmd : {"run", "shell-hook"}) {  // the network options, checked as create checks them
+    auto net = envlock(cmd + " --connect-timeout soon -p " + q(p) + (cmd == "run" ? " -- true" : ""));
+    EXPECT_EQ(net.exit_code, 2) << cmd;
+    EXPECT_EQ(net.out, "") << cmd;
+    EXPECT_EQ(net.err, "error: " + cmd + ": --connect-timeout: 'soon' is not a whole number of seconds (at most 6 digits)\n"
+                       "hint: run `envlock " + cmd + " --help` for its options\n") << cmd;
+  }
   auto shell = envlock("shell-hook -p " + q(p) + " --shell tcsh");
   EXPECT_EQ(shell.exit_code, 2);
   EXPECT_EQ(shell.out, "");
