@@ -86,9 +86,10 @@ Result<EnvironmentBlock> activated_environment(const Activation& activation, con
 /// `script_changes` lists instead, see activated_environment()), and defines the function
 /// `envlock_deactivate`, which sources the deactivate.d scripts (not in fish), puts back each
 /// saved variable (unsetting those that were unset) and removes itself. Values are quoted for
-/// the shell: any text but NUL survives. `script_changes`: for fish only, the variables the
-/// activate.d scripts changed (nullopt: unset); ignored for the other shells.
-std::string activation_script(const Activation& activation, Shell shell,
+/// the shell: any text but NUL survives. `current`: the environment the shell has now (what
+/// deactivation puts back; the one plan_activation() was given). `script_changes`: for fish
+/// only, the variables the activate.d scripts changed (nullopt: unset); ignored otherwise.
+std::string activation_script(const Activation& activation, Shell shell, const EnvironmentBlock& current,
                               const std::vector<std::pair<std::string, std::optional<std::string>>>& script_changes = {});
 
 /// What `activated` changes of `before`: each variable set to a new value, and each removed

@@ -218,9 +218,8 @@ Result<EnvironmentBlock> activated_environment(const Activation& activation, con
   return env;
 }
 
-std::string activation_script(const Activation& a, Shell shell,
+std::string activation_script(const Activation& a, Shell shell, const EnvironmentBlock& current,
                               const std::vector<std::pair<std::string, std::optional<std::string>>>& script_changes) {
-  const EnvironmentBlock current = current_environment();
   std::string out;
   // The variables touched, each once, in the order first set; what deactivation restores.
   std::vector<std::string> touched;

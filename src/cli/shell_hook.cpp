@@ -52,7 +52,7 @@ int run_shell_hook(const Context& ctx, const ShellHookArgs& args) {
     if (after) before = *after;
     script_changes = environment_changes(before, *activated);
   }
-  std::cout << activation_script(activation, shell, script_changes);
+  std::cout << activation_script(activation, shell, current, script_changes);
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "envlock/activate.hpp"
+#include "support/run_command.hpp"
 
 namespace envlock {
 namespace {
@@ -139,6 +140,33 @@ TEST_F(Activate, PrefixChecks) {
   auto plain = check_environment_prefix(root_ / "plain");
   ASSERT_FALSE(plain.ok());
   EXPECT_EQ(plain.error().message, "is not an environment (it has no conda-meta/ folder)");
+}
+
+// Any text but NUL survives each shell's quoting: quotes, backslashes, `$`, spaces, a newline
+// (a value an activate.d script may set; the manifest's own are one line).
+TEST_F(Activate, ValuesSurviveEveryShellsQuoting) {
+  const std::string tricky = "it's \"q\" $HOME \\ `x` \\' end\nline2";
+  const EnvironmentBlock current = {"PATH=/usr/bin:/bin", "OLD=before"};
+  const Activation a = plan_activation({prefix_, {{"V", tricky}, {"OLD", "new"}}}, current);
+  struct Case {
+    Shell shell;
+    const char* runner;
+  };
+  for (const Case c : {Case{Shell::Posix, "sh"}, Case{Shell::Bash, "bash --norc --noprofile"}, Case{Shell::Zsh, "zsh -f"},
+                       Case{Shell::Fish, "fish --no-config"}}) {
+    const std::string program = std::string(c.runner).substr(0, std::string(c.runner).find(' '));
+    if (envlock::testing::run_command("command -v " + program + " >/dev/null").exit_code != 0) continue;
+    spit(root_ / "hook", activation_script(a, c.shell, current));
+    const std::string show = c.shell == Shell::Fish ? "printf '%s|%s\\n' \"$V\" \"$OLD\"; envlock_deactivate; printf '%s|%s\\n' \"$V\" \"$OLD\""
+                                                    : "printf '%s|%s\\n' \"$V\" \"$OLD\"; envlock_deactivate; printf '%s|%s\\n' \"${V-unset}\" \"$OLD\"";
+    const std::string source = c.shell == Shell::Fish ? "source " : ". ";
+    spit(root_ / "show", source + "'" + (root_ / "hook").string() + "'\n" + show + "\n");
+    auto r = envlock::testing::run_command(std::string(c.runner) + " '" + (root_ / "show").string() + "'",
+                                           {{"OLD", "before"}, {"V", "\x01unset"}});
+    EXPECT_EQ(r.exit_code, 0) << program << r.err;
+    EXPECT_EQ(r.out, tricky + "|new\n" + (c.shell == Shell::Fish ? "" : "unset") + "|before\n") << program;
+    EXPECT_EQ(r.err, "") << program;
+  }
 }
 
 TEST(ActivateShells, Names) {
