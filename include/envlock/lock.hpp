@@ -87,6 +87,7 @@ struct StaleReason {
     ConstraintViolated,    ///< a locked record's `constrains` excludes another locked record
     BaseChanged,           ///< the environment's base layer differs from the manifest's
     BasePinMoved,          ///< a base-layer pin differs between the base and the project
+    BaseLockfileChanged,   ///< the base lockfile's sha256 differs from the one recorded (issue 18)
     ChannelsChanged,       ///< the channels (URLs or order) differ from the manifest's
     VirtualPackagesChanged,///< the assumed virtual packages differ from the manifest's
   };
@@ -157,8 +158,53 @@ Status check_assumed_virtual_packages(
     const std::function<std::optional<std::string>(const std::string&)>& getenv,
     std::vector<StaleReason>& reasons);
 
+/// A base lockfile as read for a lock or a check (ExternalBase, envlock/manifest.hpp; issue 18).
+struct BaseLockfile {
+  ExternalBase base;        ///< as the manifest writes it
+  std::string sha256;       ///< lower-case hex sha256 of the bytes read
+  Lockfile lockfile;        ///< those bytes, parsed
+  /// The environment the project builds on (an entry of lockfile.environments).
+  [[nodiscard]] const LockedEnvironment& environment() const;
+  /// "the base ../platform/base.lock (environment cuda12)": how messages name it.
+  [[nodiscard]] std::string describe() const;
+};
+
+/// Reads the base lockfile of `env` (env.base_lockfile must be set): a path is read relative to
+/// manifest.directory; a `file://` or `https://` URL is fetched through fetch_to_file into
+/// `<repodata cache>/base-lockfiles/<sha256 of the URL>.lock` (with options.offline an https
+/// base is read from that copy only, as repodata is). Its sha256 is checked against the pin.
+/// Errors, each with `where` = the manifest's file:line:col of the `base:` map:
+/// ErrorKind::Io (missing or unreadable file), ErrorKind::Network (fetch failures; offline without
+/// a copy), ErrorKind::Integrity (sha256 differs from the pin, naming both), ErrorKind::Parse (not
+/// an envlock.lock, with the base's own file:line:col in `detail`), ErrorKind::Usage (the
+/// lockfile has no such environment, naming those it has).
+Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const ManifestEnvironment& env,
+                                        const RepodataOptions& options = {});
+
+/// The platforms an environment on a base lockfile is locked for: the base environment's, or the
+/// subset the manifest names (the environment's `platforms`, else the manifest's when written).
+/// Errors: ErrorKind::Usage at the `base:` map naming the platform and the base's platforms when
+/// the manifest names one the base is not locked for.
+Result<std::vector<std::string>> base_platforms_for(const Manifest& manifest, const ManifestEnvironment& env,
+                                                    const BaseLockfile& base);
+
+/// The base lockfiles' part of `lock --check` (issue 18 point 2), which check_lockfile() cannot
+/// do since it reads no file: for each environment of `manifest` on a base lockfile, reads the
+/// base (load_base_lockfile with `options`: a path base needs no network) and appends to
+/// `reasons` a BaseLockfileChanged reason when its sha256 differs from the one `lockfile`
+/// records, naming the base and each base pin added, removed or changed per platform; a BaseChanged
+/// reason when the recorded lockfile or environment is not the manifest's; MissingPlatform /
+/// ExtraPlatform against base_platforms_for(). Errors: those of load_base_lockfile.
+Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, const RepodataOptions& options,
+                            std::vector<StaleReason>& reasons);
+
 /// Locks every environment of `manifest` for each of its platforms.
-/// Errors: those of load_repodata (channels), ErrorKind::Unsatisfiable naming the environment and
+/// An environment on a base lockfile (ExternalBase) is locked for base_platforms_for(), with the
+/// base platform's virtual packages, every record of the base environment pinned (same record,
+/// URL and hash; layer `base:<its layer in the base>`), and LockedEnvironment::base_lockfile set.
+/// A conflict with such a pin names the base lockfile, its environment, the pinned record and the
+/// project spec, and suggests changing the spec or asking for a new base.
+/// Errors: those of load_base_lockfile, load_repodata (channels), ErrorKind::Unsatisfiable naming the environment and
 /// platform with the explanation tree as `detail` (also in diagnostics->conflict),
 /// ErrorKind::Usage for an `update` name that is neither locked nor requested, or a base layer
 /// not locked for a platform its project needs.

@@ -43,12 +43,24 @@ struct LockedPlatform {
   std::vector<PipPackage> pip;                   ///< sorted by name
 };
 
+/// The base lockfile an environment was locked on (issue 18; ExternalBase in envlock/manifest.hpp):
+/// written under the environment as `base-lockfile: {lockfile, environment, sha256}`.
+struct LockedBase {
+  std::string lockfile;     ///< as the manifest writes it (relative path or URL), never resolved
+  std::string environment;  ///< the base lockfile's environment
+  std::string sha256;       ///< lower-case hex sha256 of the base lockfile's bytes when locked
+  friend bool operator==(const LockedBase&, const LockedBase&) = default;
+};
+
 struct LockedEnvironment {
   std::string name;
   std::string base;                       ///< the base layer's environment name, or empty
   std::vector<std::string> requested;     ///< the manifest's specs, as written
   std::map<std::string, LockedPlatform> platforms;  ///< key: subdir
   std::optional<ReferenceRun> reference;
+  /// Set when the environment was locked on another project's lockfile; the packages it pinned
+  /// carry the layer `base:<their layer there>`.
+  std::optional<LockedBase> base_lockfile;
 };
 
 /// The snapshot file format (docs/snapshot.md) this envlock reads and writes. Defined here, below

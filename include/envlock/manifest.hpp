@@ -57,6 +57,18 @@ struct RequestedSpec {
   [[nodiscard]] bool applies_to(std::string_view platform) const;
 };
 
+/// A base layer that lives in another project's lockfile (issue 18):
+/// `base: {lockfile: ../platform/base.lock, environment: cuda12, sha256: <64 hex>}`. The
+/// lockfile is a path relative to the manifest's folder, or a `file://` or `https://` URL (fetched
+/// as repodata is, through envlock/fetch.hpp); `sha256` optionally pins its content. The lock
+/// keeps every record of that environment fixed and may only add packages (envlock/lock.hpp).
+struct ExternalBase {
+  std::string lockfile;     ///< as written (a path relative to the manifest, or a URL)
+  std::string environment;  ///< the environment of that lockfile the project builds on
+  std::string sha256;       ///< the pinned sha256 of the lockfile's bytes, lower-case hex; "" none
+  SourceLocation location;  ///< where the `base:` map is written
+};
+
 /// One environment (layer) of the manifest.
 struct ManifestEnvironment {
   std::string name;
@@ -69,6 +81,8 @@ struct ManifestEnvironment {
   /// The environment's own `variables:` (name -> value, in the manifest's order); see
   /// Manifest::variables_for() for what activation sets.
   std::vector<std::pair<std::string, std::string>> variables;
+  /// Set when `base:` is a map naming another lockfile's environment; `base` is then empty.
+  std::optional<ExternalBase> base_lockfile;
 };
 
 struct Manifest {
@@ -123,7 +137,9 @@ struct Manifest {
 /// contains "envlock", is envlock.yaml; anything else is read as a conda environment.yml.
 /// Errors: ErrorKind::Io (missing/unreadable file), ErrorKind::Parse (YAML syntax, unknown
 /// key in envlock.yaml, wrong type, bad MatchSpec, unknown platform, bad virtual package,
-/// unknown base environment, base cycle, a bad `variables:` name or value), each with `where` =
+/// unknown base environment, base cycle, a bad `variables:` name or value, a `base:` map without
+/// `lockfile` or `environment`, with an unknown key, a sha256 that is not 64 hex digits, or a
+/// URL scheme other than file:// and https://), each with `where` =
 /// file:line:col.
 Result<Manifest> load_manifest(const std::filesystem::path& path);
 
@@ -136,7 +152,9 @@ Result<Manifest> parse_manifest(const std::string& text, const std::string& sour
 /// "sha256:<64 hex>" over the inputs that change a solve, in a canonical form: channel URLs
 /// (credential-free) and their order, channel priority, platforms, every environment's
 /// canonical specs (MatchSpec::to_string, sorted), selectors, base, channel and platform
-/// overrides, pip requirements, and the virtual packages. Not included: `name`, `reference`,
+/// overrides, pip requirements, and the virtual packages; for a `base:` map its lockfile (as
+/// written), environment and sha256 pin (the base lockfile's content is checked by
+/// check_base_lockfiles, envlock/lock.hpp). Not included: `name`, `reference`,
 /// comments, key order, spacing — editing those does not make a lockfile stale.
 std::string manifest_hash(const Manifest& manifest);
 

@@ -80,6 +80,7 @@ int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan)
     auto reasons = check_lockfile(*manifest, *lockfile);
     if (auto vps = check_assumed_virtual_packages(*manifest, *lockfile, nullptr, reasons); !vps)
       return report_error(ctx, vps.error());
+    if (auto st = check_base_lockfiles(*manifest, *lockfile, {}, reasons); !st) return report_error(ctx, st.error());
     if (!reasons.empty()) {
       if (args.locked) {
         Error e{ErrorKind::Stale, lock_path.string(), "no longer matches " + args.manifest + ": " + reasons.front().message,

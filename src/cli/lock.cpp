@@ -66,7 +66,7 @@ const LockedPlatform* find_platform(const std::optional<Lockfile>& lock, const s
   return it == e->second.platforms.end() ? nullptr : &it->second;
 }
 
-int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock_path) {
+int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock_path, bool offline) {
   std::error_code ec;
   if (!fs::exists(lock_path, ec))
     return report_error(ctx, Error{ErrorKind::Stale, lock_path.string(), "lockfile does not exist", "",
@@ -76,6 +76,9 @@ int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock
   auto reasons = check_lockfile(manifest, *lock);
   if (auto vps = check_assumed_virtual_packages(manifest, *lock, nullptr, reasons); !vps)
     return report_error(ctx, vps.error());
+  RepodataOptions base_options;  // a path base is read, an https:// one fetched (cached copy with --offline)
+  base_options.offline = offline;
+  if (auto st = check_base_lockfiles(manifest, *lock, base_options, reasons); !st) return report_error(ctx, st.error());
   if (ctx.json) {
     nlohmann::json j;
     j["lockfile"] = lock_path.string();
@@ -141,7 +144,7 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   // Spelled as the user spelled the manifest's folder, so messages name no home folder.
   fs::path lock_path = args.output.empty() ? fs::path(args.manifest).parent_path() / "envlock.lock"
                                            : fs::path(args.output);
-  if (args.check) return run_check(ctx, *manifest, lock_path);
+  if (args.check) return run_check(ctx, *manifest, lock_path, args.offline);
 
   std::optional<Lockfile> previous;
   std::error_code ec;

@@ -27,6 +27,7 @@ std::string_view to_string(StaleReason::Kind kind) {
     case K::ConstraintViolated: return "constraint-violated";
     case K::BaseChanged: return "base-changed";
     case K::BasePinMoved: return "base-pin-moved";
+    case K::BaseLockfileChanged: return "base-lockfile-changed";
     case K::ChannelsChanged: return "channels-changed";
     case K::VirtualPackagesChanged: return "virtual-packages-changed";
   }
@@ -143,7 +144,23 @@ class Checker {
         add(K::ManifestHash, env.name, "", "", "environment '" + env.name + "': specs changed since the lock: " + what);
       }
     }
-    const auto& platforms = m_.platforms_for(env);
+    if (env.base_lockfile.has_value() != locked.base_lockfile.has_value()) {
+      auto named = [](const std::optional<ExternalBase>& m, const std::optional<LockedBase>& l) {
+        if (m) return "the base lockfile " + m->lockfile + " (environment " + m->environment + ")";
+        if (l) return "the base lockfile " + l->lockfile + " (environment " + l->environment + ")";
+        return std::string("no base lockfile");
+      };
+      add(K::BaseChanged, env.name, "", "",
+          "environment '" + env.name + "' is built on " + named(env.base_lockfile, std::nullopt) +
+              " in the manifest but on " + named(std::nullopt, locked.base_lockfile) + " in the lockfile");
+    }
+    // On a base lockfile, unless the manifest names them, the platforms are the base's (and the
+    // virtual packages too): check_base_lockfiles() compares those with the base itself.
+    std::vector<std::string> platforms = m_.platforms_for(env);
+    if (env.base_lockfile && !env.platforms && m_.platforms_from_host) {
+      platforms.clear();
+      for (const auto& [p, lp] : locked.platforms) platforms.push_back(p);
+    }
     for (const auto& platform : platforms) {
       auto it = locked.platforms.find(platform);
       if (it == locked.platforms.end()) {
@@ -175,7 +192,7 @@ class Checker {
     {
       std::vector<std::string> w, h, differ;
       for (const auto& vp : lp.virtual_packages) h.push_back(vp.to_string());
-      for (const auto& vp : m_.virtual_packages_for(platform)) {
+      for (const auto& vp : env.base_lockfile ? std::vector<VirtualPackage>{} : m_.virtual_packages_for(platform)) {
         w.push_back(vp.to_string());
         if (std::find(h.begin(), h.end(), vp.to_string()) == h.end()) differ.push_back(vp.to_string());
       }

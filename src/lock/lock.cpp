@@ -288,6 +288,7 @@ Status check_assumed_virtual_packages(const Manifest& manifest, const Lockfile& 
   for (const auto& [env_name, env] : lockfile.environments) {
     const ManifestEnvironment* menv = manifest.environment(env_name);
     if (menv == nullptr) continue;  // ExtraEnvironment, reported by check_lockfile
+    if (menv->base_lockfile) continue;  // the base's virtual packages: check_base_lockfiles
     for (const auto& [platform, lp] : env.platforms) {
       if (named(env_name, platform)) continue;
       std::map<std::string, std::string> origins;
@@ -357,10 +358,30 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
     for (const auto& d : env.dependencies) le.requested.push_back(d.text);
     if (env.name == "default" || manifest.environments.size() == 1) le.reference = manifest.reference;
 
-    for (const auto& platform : manifest.platforms_for(env)) {
+    // A base from another project's lockfile (issue 18): its platforms, virtual packages, pins.
+    std::optional<BaseLockfile> external;
+    std::vector<std::string> platforms = manifest.platforms_for(env);
+    if (env.base_lockfile) {
+      auto b = load_base_lockfile(manifest, env, options.repodata);
+      if (!b) return b.error();
+      external = std::move(*b);
+      auto p = base_platforms_for(manifest, env, *external);
+      if (!p) return p.error();
+      platforms = std::move(*p);
+      le.base_lockfile = LockedBase{env.base_lockfile->lockfile, env.base_lockfile->environment, external->sha256};
+    }
+
+    for (const auto& platform : platforms) {
       std::map<std::string, std::string> vp_origins;
       auto vps = lock_virtual_packages(manifest, platform, options.getenv, &vp_origins);
       if (!vps) return vps.error();
+      const LockedPlatform* external_platform =
+          external ? &external->environment().platforms.at(platform) : nullptr;
+      if (external_platform != nullptr) {
+        *vps = external_platform->virtual_packages;
+        vp_origins.clear();
+        for (const auto& vp : *vps) vp_origins[vp.name] = "locked in " + external->describe() + " for " + platform;
+      }
       // An override in the caller's environment is part of this lock only: say so, once.
       for (const auto& vp : *vps) {
         const std::string& origin = vp_origins[vp.name];
@@ -404,6 +425,9 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
                        "", "list " + platform + " in the platforms of '" + env.base + "' too"};
         for (const auto& p : base->packages) task.pinned.push_back({static_cast<const RepoDataRecord&>(p), p.layer});
       }
+      if (external_platform != nullptr)
+        for (const auto& p : external_platform->packages)
+          task.pinned.push_back({static_cast<const RepoDataRecord&>(p), "base:" + p.layer});
       if (previous != nullptr)
         if (const LockedPlatform* prev = find_locked(*previous, env.name, platform))
           for (const auto& p : prev->packages)
@@ -470,6 +494,36 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
                            "no package matches '" + root.text + "' in " + searched + "; " + child.detail, text,
                            "relax the version or build in the spec, or add a channel that has the version you need"};
             }
+          }
+        }
+        if (external) {
+          // A conflict with a pin of the base lockfile: name the base, the pin and the spec.
+          const ProblemNode* pinned = nullptr;
+          const ProblemNode* requested = nullptr;
+          // The spec whose tree runs into a base pin, else the first one.
+          std::function<bool(const ProblemNode&)> meets_pin = [&](const ProblemNode& n) {
+            if (n.kind == ProblemNode::Kind::Conflict && n.text.find("(pinned by the base layer 'base:") != std::string::npos)
+              return true;
+            return std::any_of(n.children.begin(), n.children.end(), meets_pin);
+          };
+          for (const auto& root : outcome->explanation.roots) {
+            if (root.kind == ProblemNode::Kind::Pinned && root.detail.starts_with("base:") && pinned == nullptr)
+              pinned = &root;
+            if (root.kind == ProblemNode::Kind::Requested && (requested == nullptr || (!meets_pin(*requested) && meets_pin(root))))
+              requested = &root;
+          }
+          if (pinned != nullptr || requested != nullptr) {
+            std::string spec = requested != nullptr ? "'" + requested->text + "'" : "the project's specs";
+            std::string where = requested != nullptr && !requested->detail.empty() ? requested->detail
+                                                                                    : describe_location(manifest, env);
+            std::string record = pinned != nullptr ? pinned->text : "its pins";
+            return Error{ErrorKind::Unsatisfiable, where,
+                         "cannot solve environment '" + env.name + "' for " + platform + ": the project spec " + spec +
+                             " conflicts with " + record + ", pinned by " + external->describe(),
+                         text,
+                         "change the spec " + spec + " so that " + record + " fits it, or ask the owners of " +
+                             redact_url(external->base.lockfile) + " for a new base (environment " +
+                             external->base.environment + ") that fits " + spec};
           }
         }
         return Error{ErrorKind::Unsatisfiable, describe_location(manifest, env),

@@ -239,6 +239,12 @@ std::string Lockfile::to_yaml(const std::filesystem::path& directory) const {
   for (const auto& [env_name, env] : environments) {
     o.key(2, q(env_name));
     if (!env.base.empty()) o.kv(4, "base", q(env.base));
+    if (env.base_lockfile) {
+      o.key(4, "base-lockfile");
+      o.kv(6, "lockfile", q(env.base_lockfile->lockfile));
+      o.kv(6, "environment", q(env.base_lockfile->environment));
+      o.kv(6, "sha256", q(env.base_lockfile->sha256));
+    }
     std::vector<std::string> requested = env.requested;
     std::sort(requested.begin(), requested.end());
     o.list(4, "requested", requested);

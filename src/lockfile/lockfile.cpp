@@ -403,7 +403,7 @@ Result<LockedPlatform> Reader::platform(const std::string& name, const Node& n) 
 
 Result<LockedEnvironment> Reader::environment(const std::string& name, const Node& n) {
   const std::string where = "environment " + name;
-  static constexpr std::string_view kKeys[] = {"base", "requested", "reference", "platforms"};
+  static constexpr std::string_view kKeys[] = {"base", "requested", "reference", "platforms", "base-lockfile"};
   static constexpr std::string_view kRequired[] = {"platforms"};
   Node f[std::size(kKeys)];
   if (auto st = keys(n, where, kKeys, kRequired, f); !st) return st.error();
@@ -413,6 +413,16 @@ Result<LockedEnvironment> Reader::environment(const std::string& name, const Nod
     if (auto st = str(f[0], What("base of ", where), env.base); !st) return st.error();
   if (f[1])
     if (auto st = strings(f[1], What("requested of ", where), env.requested); !st) return st.error();
+  if (const Node& b = f[4]) {
+    static constexpr std::string_view kBaseKeys[] = {"lockfile", "environment", "sha256"};
+    Node bf[std::size(kBaseKeys)];
+    if (auto st = keys(b, What("base-lockfile of ", where), kBaseKeys, kBaseKeys, bf); !st) return st.error();
+    LockedBase lb;
+    if (auto st = str(bf[0], What("base-lockfile lockfile of ", where), lb.lockfile); !st) return st.error();
+    if (auto st = str(bf[1], What("base-lockfile environment of ", where), lb.environment); !st) return st.error();
+    if (auto st = str(bf[2], What("base-lockfile sha256 of ", where), lb.sha256); !st) return st.error();
+    env.base_lockfile = std::move(lb);
+  }
   if (const Node& r = f[2]) {
     static constexpr std::string_view kRefKeys[] = {"command", "metric", "tolerance", "recorded_value", "recorded_host"};
     static constexpr std::string_view kRefRequired[] = {"command", "metric"};

@@ -274,6 +274,7 @@ class Parser {
   Status virtual_packages(const YAML::Node& n);
   Status reference(const YAML::Node& n);
   Status check_layers();
+  Status base_lockfile(const YAML::Node& n, ManifestEnvironment& env);
 
   const yaml::Source& src_;
   std::filesystem::path dir_;
@@ -501,7 +502,9 @@ Status Parser::environments(const YAML::Node& n) {
     if (body["dependencies"]) {
       if (auto st = dependencies(body["dependencies"], env); !st) return st.error();
     }
-    if (body["base"]) {
+    if (body["base"] && body["base"].IsMap()) {
+      if (auto st = base_lockfile(body["base"], env); !st) return st.error();
+    } else if (body["base"]) {
       auto b = scalar(body["base"], "base");
       if (!b) return b.error();
       env.base = trim(*b);
@@ -630,6 +633,52 @@ Status Parser::reference(const YAML::Node& n) {
   if (r.metric.empty())
     return src_.error_at(n, "reference has no `metric`", "add `metric: json:<key>` or `metric: regex:<pattern with one group>`");
   m_.reference = std::move(r);
+  return ok_status();
+}
+
+// `base: {lockfile: PATH-OR-URL, environment: NAME, sha256: HEX}` (issue 18).
+Status Parser::base_lockfile(const YAML::Node& n, ManifestEnvironment& env) {
+  if (auto st = yaml::check_unique_keys(src_, n); !st) return st.error();
+  ExternalBase b;
+  b.location = loc(n);
+  for (const auto& kv : n) {
+    const std::string key = kv.first.Scalar();
+    if (key != "lockfile" && key != "environment" && key != "sha256")
+      return src_.error_at(kv.first, "unknown key '" + key + "' in the base of environment '" + env.name + "'",
+                           "a base from another lockfile has: lockfile, environment, sha256");
+    auto v = scalar(kv.second, "base " + key);
+    if (!v) return v.error();
+    std::string value = trim(*v);
+    if (value.empty())
+      return src_.error_at(kv.second, "base " + key + " of environment '" + env.name + "' is empty");
+    if (key == "lockfile") {
+      // http:// only on this machine (a test server, a local proxy): elsewhere https:// is required.
+      const bool loopback = value.starts_with("http://127.0.0.1") || value.starts_with("http://localhost") ||
+                            value.starts_with("http://[::1]");
+      if (value.find("://") != std::string::npos && !value.starts_with("file://") && !value.starts_with("https://") &&
+          !loopback)
+        return src_.error_at(kv.second, "base lockfile '" + value + "' is not a path, a file:// or an https:// URL",
+                             "name the lockfile by a path relative to the manifest, or an https:// URL "
+                             "(http:// only for 127.0.0.1 or localhost)");
+      b.lockfile = value;
+    } else if (key == "environment") {
+      b.environment = value;
+    } else {
+      if (value.starts_with("sha256:")) value = value.substr(7);
+      value = ascii_lower(value);
+      if (value.size() != 64 || value.find_first_not_of("0123456789abcdef") != std::string::npos)
+        return src_.error_at(kv.second, "base sha256 '" + value + "' is not 64 hexadecimal digits",
+                             "write the output of `sha256sum base.lock`");
+      b.sha256 = value;
+    }
+  }
+  if (b.lockfile.empty())
+    return src_.error_at(n, "the base of environment '" + env.name + "' names no `lockfile`",
+                         "write e.g. `base: {lockfile: ../platform/envlock.lock, environment: default}`");
+  if (b.environment.empty())
+    return src_.error_at(n, "the base of environment '" + env.name + "' names no `environment`",
+                         "name the environment of " + b.lockfile + " to build on, e.g. `environment: default`");
+  env.base_lockfile = std::move(b);
   return ok_status();
 }
 

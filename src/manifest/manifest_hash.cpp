@@ -71,6 +71,10 @@ std::string manifest_hash(const Manifest& m) {
     std::sort(specs.begin(), specs.end());
     e["dependencies"] = specs;
     e["base"] = env.base;
+    if (env.base_lockfile)  // only then: the hashes of manifests without one are unchanged
+      e["base-lockfile"] = {{"lockfile", env.base_lockfile->lockfile},
+                            {"environment", env.base_lockfile->environment},
+                            {"sha256", env.base_lockfile->sha256}};
     if (env.channels) e["channels"] = channel_list(*env.channels);
     if (env.platforms) {
       std::vector<std::string> p = *env.platforms;

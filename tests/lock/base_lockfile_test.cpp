@@ -1,0 +1,275 @@
+// A shared base layer across projects (issue 18): a project environment built on an environment of
+// another project's lockfile (`base: {lockfile, environment, sha256}`), end to end through the CLI.
+// The channel is a small hand-written one (repodata.json only: locking reads no package), so every
+// version a test moves between is known: libbase 1.0/2.0, tool 1.0 (libbase >=1) and 2.0
+// (libbase >=2), extra 1.1 (and 1.2, added later to prove the minimal relock keeps 1.1).
+// The record fields are conda's repodata.json (conda/conda's test data, e.g.
+// tests/data/conda_format_repo/linux-64/repodata.json: name, version, build, build_number,
+// depends, subdir, sha256, size).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "channel/corpus_channel.hpp"
+#include "envlock/hash.hpp"
+#include "envlock/lockfile.hpp"
+#include "support/http_server.hpp"
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::envlock_cmd;
+using testing::run_command;
+using testing::slurp;
+using testing::spit;
+using testing::TempDir;
+
+nlohmann::json record(const std::string& name, const std::string& version, std::vector<std::string> depends) {
+  return {{"name", name},
+          {"version", version},
+          {"build", "0"},
+          {"build_number", 0},
+          {"depends", depends},
+          {"subdir", "linux-64"},
+          {"sha256", hash_bytes(name + version, HashAlgorithm::Sha256)},
+          {"size", 100}};
+}
+
+/// The channel under `dir`/channel, with extra 1.2 when `newer_extra`.
+void write_channel(const fs::path& dir, bool newer_extra) {
+  nlohmann::json pkgs = nlohmann::json::object();
+  auto add = [&](const std::string& name, const std::string& version, std::vector<std::string> depends) {
+    pkgs[name + "-" + version + "-0.tar.bz2"] = record(name, version, std::move(depends));
+  };
+  add("libbase", "1.0", {});
+  add("libbase", "2.0", {});
+  add("tool", "1.0", {"libbase >=1"});
+  add("tool", "2.0", {"libbase >=2"});
+  add("extra", "1.1", {});
+  if (newer_extra) add("extra", "1.2", {});
+  fs::create_directories(dir / "channel" / "linux-64");
+  fs::create_directories(dir / "channel" / "noarch");
+  spit(dir / "channel" / "linux-64" / "repodata.json",
+       nlohmann::json{{"info", {{"subdir", "linux-64"}}}, {"packages", pkgs}, {"packages.conda", nlohmann::json::object()}}
+           .dump(1));
+  spit(dir / "channel" / "noarch" / "repodata.json",
+       nlohmann::json{{"info", {{"subdir", "noarch"}}}, {"packages", nlohmann::json::object()}}.dump(1));
+}
+
+/// platform/envlock.yaml (the base, owned by the platform team) and app/envlock.yaml on it.
+struct Team {
+  TempDir tmp{"base-lockfile"};
+  fs::path dir() const { return tmp.path(); }
+  explicit Team(const std::string& libbase = "libbase 1.0") {
+    write_channel(dir(), false);
+    write_base(libbase);
+  }
+  void write_base(const std::string& libbase) const {
+    fs::create_directories(dir() / "platform");
+    spit(dir() / "platform" / "envlock.yaml",
+         "channels: [../channel]\nplatforms: [linux-64]\nvirtual-packages:\n  linux-64: [__glibc=2.31]\n"
+         "environments:\n  runtime:\n    dependencies: [" + libbase + "]\n");
+  }
+  void write_app(const std::string& base, const std::string& deps, const std::string& extra_keys = "") const {
+    fs::create_directories(dir() / "app");
+    spit(dir() / "app" / "envlock.yaml", "channels: [../channel]\n" + extra_keys +
+                                           "environments:\n  default:\n    base: " + base +
+                                           "\n    dependencies: [" + deps + "]\n");
+  }
+  testing::CommandResult envlock(const std::string& args) const {
+    return run_command("cd '" + dir().string() + "' && " + envlock_cmd() + " " + args,
+                       {{"ENVLOCK_CACHE_DIR", (dir() / "cache").string()}});
+  }
+  Lockfile app_lock() const {
+    auto l = Lockfile::read(dir() / "app" / "envlock.lock");
+    EXPECT_TRUE(l.ok()) << l.error().to_string();
+    return l.ok() ? std::move(*l) : Lockfile{};
+  }
+};
+
+const char* kBase = "{lockfile: ../platform/envlock.lock, environment: runtime}";
+
+std::string versions(const Lockfile& l) {
+  std::string out;
+  for (const auto& p : l.environments.at("default").platforms.at("linux-64").packages)
+    out += p.name + "=" + p.version.to_string() + "[" + p.layer + "] ";
+  return out;
+}
+
+TEST(BaseLockfile, PinsImmovableAndRecorded) {
+  Team t;
+  auto r = t.envlock("lock -f platform/envlock.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  t.write_app(kBase, "tool, extra");
+  r = t.envlock("lock -f app/envlock.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked app/envlock.lock\n  default / linux-64: 3 packages\n");
+  EXPECT_EQ(r.err, "");
+  Lockfile app = t.app_lock();
+  // tool 2.0 would need libbase >=2: the base pin (1.0) does not move, so tool stays at 1.0.
+  EXPECT_EQ(versions(app), "extra=1.1[default] libbase=1.0[base:runtime] tool=1.0[default] ");
+  auto base = Lockfile::read(t.dir() / "platform" / "envlock.lock");
+  ASSERT_TRUE(base.ok());
+  const auto& bp = base->environments.at("runtime").platforms.at("linux-64");
+  const auto& ap = app.environments.at("default").platforms.at("linux-64");
+  // Same record, URL and hash as the base; the base's virtual packages.
+  EXPECT_EQ(static_cast<const RepoDataRecord&>(ap.packages[1]), static_cast<const RepoDataRecord&>(bp.packages[0]));
+  EXPECT_EQ(ap.virtual_packages, bp.virtual_packages);
+  // The lockfile records the base as written, its environment and its sha256; no absolute path.
+  const std::string sha = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
+  const std::string text = slurp(t.dir() / "app" / "envlock.lock");
+  EXPECT_NE(text.find("    base-lockfile:\n      lockfile: \"../platform/envlock.lock\"\n      environment: runtime\n"
+                      "      sha256: " + sha + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(t.dir().string()), std::string::npos) << text;
+  // Fresh, and a second lock writes the same bytes.
+  r = t.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "app/envlock.lock is up to date with app/envlock.yaml\n");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "unchanged app/envlock.lock\n  default / linux-64: 3 packages (0 added, 0 removed, 0 changed)\n");
+  EXPECT_EQ(slurp(t.dir() / "app" / "envlock.lock"), text);
+}
+
+TEST(BaseLockfile, DriftIsCaughtAndRelockIsMinimal) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  t.write_app(kBase, "tool, extra");
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  const std::string old_sha = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
+  // The platform team moves libbase to 2.0; the channel meanwhile has a newer extra.
+  t.write_base("libbase 2.0");
+  write_channel(t.dir(), true);
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  const std::string new_sha = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
+  auto r = t.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.lock no longer satisfies app/envlock.yaml (1 reason):\n"
+                   "  - [default] environment 'default': the base ../platform/envlock.lock (environment runtime) "
+                   "changed since the lock (sha256 " + old_sha + " then, " + new_sha +
+                       " now): linux-64: libbase 1.0 0 -> 2.0 0\n"
+                   "hint: run `envlock lock -f app/envlock.yaml` to update the lockfile\n");
+  // Re-lock: libbase follows the base; tool 1.0 still fits libbase 2.0 and extra 1.1 still fits:
+  // both are kept (as `--update` keeps what fits), though tool 2.0 and extra 1.2 exist.
+  r = t.envlock("lock -f app/envlock.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked app/envlock.lock\n  default / linux-64: 3 packages (0 added, 0 removed, 1 changed)\n"
+                   "      ~ libbase 1.0 0 -> 2.0 0\n");
+  EXPECT_EQ(versions(t.app_lock()), "extra=1.1[default] libbase=2.0[base:runtime] tool=1.0[default] ");
+  EXPECT_EQ(t.envlock("lock -f app/envlock.yaml --check").exit_code, 0);
+}
+
+TEST(BaseLockfile, ConflictWithABasePinNamesBothWaysOut) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  t.write_app(kBase, "extra, libbase >=2");
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "error: app/envlock.yaml:5:27: cannot solve environment 'default' for linux-64: the project spec "
+            "'libbase >=2' conflicts with libbase 1.0 0, pinned by the base ../platform/envlock.lock (environment "
+            "runtime)\n"
+            "  libbase >=2 (requested at app/envlock.yaml:5:27)\n"
+            "  \u2514\u2500 libbase 2.0 0\n"
+            "     \u2514\u2500 conflicts with libbase 1.0 0 (pinned by the base layer 'base:runtime')\n"
+            "  libbase 1.0 0 (pinned by the base layer 'base:runtime')\n"
+            "  \u2514\u2500 conflicts with libbase 2.0 0 (requested as 'libbase >=2')\n"
+            "hint: change the spec 'libbase >=2' so that libbase 1.0 0 fits it, or ask the owners of "
+            "../platform/envlock.lock for a new base (environment runtime) that fits 'libbase >=2'\n");
+}
+
+TEST(BaseLockfile, PlatformsComeFromTheBase) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  t.write_app(kBase, "extra", "platforms: [linux-64, osx-arm64]\n");
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "error: app/envlock.yaml:5:11: environment 'default' asks for osx-arm64, but the base "
+            "../platform/envlock.lock (environment runtime) is locked only for linux-64\n"
+            "hint: drop osx-arm64 from the project's platforms, or ask the base's owners to lock it for osx-arm64\n");
+  // A subset of the base's platforms is fine.
+  t.write_app(kBase, "extra", "platforms: [linux-64]\n");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(t.app_lock().environments.at("default").platforms.size(), 1u);
+}
+
+TEST(BaseLockfile, Errors) {
+  Team t;
+  // Missing base lockfile.
+  t.write_app(kBase, "extra");
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "error: app/envlock.yaml:4:11: cannot read the base lockfile ../platform/envlock.lock: No such file or "
+            "directory\nhint: check the `lockfile` of the base: a path is relative to the manifest's folder\n");
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  // An environment the base lacks.
+  t.write_app("{lockfile: ../platform/envlock.lock, environment: cuda12}", "extra");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "error: app/envlock.yaml:4:11: the base lockfile ../platform/envlock.lock has no environment 'cuda12'\n"
+            "hint: its environments: runtime\n");
+  // A sha256 pin that does not match.
+  t.write_app("{lockfile: ../platform/envlock.lock, environment: runtime, sha256: " + std::string(64, '0') + "}", "extra");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  const std::string sha = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
+  EXPECT_EQ(r.err, "error: app/envlock.yaml:4:11: the base lockfile ../platform/envlock.lock has sha256 " + sha +
+                       ", the manifest pins " + std::string(64, '0') +
+                       "\nhint: the base changed: check it, then write its new sha256 in the manifest (or drop the pin)\n");
+  // The right pin passes.
+  t.write_app("{lockfile: ../platform/envlock.lock, environment: runtime, sha256: " + sha + "}", "extra");
+  EXPECT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  // Manifest problems: file:line:col.
+  t.write_app("{lockfile: ../platform/envlock.lock}", "extra");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "error: app/envlock.yaml:4:11: the base of environment 'default' names no `environment`\n"
+            "      base: {lockfile: ../platform/envlock.lock}\n"
+            "            ^\n"
+            "hint: name the environment of ../platform/envlock.lock to build on, e.g. `environment: default`\n");
+  t.write_app("{lockfile: 'http://example.com/base.lock', environment: runtime}", "extra");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "error: app/envlock.yaml:4:22: base lockfile 'http://example.com/base.lock' is not a path, a file:// or an "
+            "https:// URL\n"
+            "      base: {lockfile: 'http://example.com/base.lock', environment: runtime}\n"
+            "                       ^\n"
+            "hint: name the lockfile by a path relative to the manifest, or an https:// URL (http:// only for "
+            "127.0.0.1 or localhost)\n");
+}
+
+TEST(BaseLockfile, UrlBaseServedOnLoopbackWithPin) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  testing::HttpServer server(t.dir() / "platform");
+  ASSERT_TRUE(server.ok()) << server.error();
+  const std::string sha = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
+  const std::string url = server.url("/envlock.lock");
+  t.write_app("{lockfile: '" + url + "', environment: runtime, sha256: " + sha + "}", "tool");
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(versions(t.app_lock()), "libbase=1.0[base:runtime] tool=1.0[default] ");
+  const std::string text = slurp(t.dir() / "app" / "envlock.lock");
+  EXPECT_NE(text.find("      lockfile: " + url + "\n"), std::string::npos) << text;
+  r = t.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // --offline reads the cached copy.
+  r = t.envlock("lock -f app/envlock.yaml --check --offline");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace envlock
