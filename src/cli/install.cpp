@@ -417,7 +417,27 @@ struct InstallArgs {
   bool allow_unverified = false;
   bool force = false;
   bool dry_run = false;
+  bool base_only = false;
 };
+
+/// `--base-only` (issue 18 point 4): the environment's records of its base layers only — the pins
+/// of a base lockfile (layer `base:…`), or those of a same-file `base:` (every layer but the
+/// environment's own) — so that the base can be installed, and shared, on its own.
+Status keep_base_only(Lockfile& lockfile, const std::string& environment, const std::string& path) {
+  auto env_name = pick_environment(lockfile, environment, path);
+  if (!env_name) return env_name.error();
+  LockedEnvironment& env = lockfile.environments.at(*env_name);
+  if (!env.base_lockfile && env.base.empty())
+    return Error{ErrorKind::Usage, path, "environment '" + *env_name + "' has no base layer, so --base-only has nothing to install",
+                 "", "drop --base-only, or name an environment built on a base (`base:` in its manifest)"};
+  for (auto& [platform, lp] : env.platforms) {
+    std::erase_if(lp.packages, [&](const LockedPackage& p) {
+      return env.base_lockfile ? !p.layer.starts_with("base:") : p.layer == env.name;
+    });
+    lp.pip.clear();
+  }
+  return ok_status();
+}
 
 void setup(CLI::App& sub, Context& ctx) {
   auto args = std::make_shared<InstallArgs>();
@@ -433,6 +453,8 @@ void setup(CLI::App& sub, Context& ctx) {
                  "CHANNEL=URL: download CHANNEL's packages from URL, a mirror of it (repeatable; CHANNEL is a "
                  "channel URL of the lockfile or its name, e.g. conda-forge)");
   add_install_safety_flags(sub, args->allow_unverified, args->force, args->dry_run);
+  sub.add_flag("--base-only", args->base_only,
+               "install only the environment's base layer (the pins of its base lockfile, or of its `base:`)");
   add_network_options(sub);
   sub.callback([&ctx, args] {
     // The prefix first: a bad -p is a usage error whatever the lockfile holds.
@@ -445,6 +467,11 @@ void setup(CLI::App& sub, Context& ctx) {
       ctx.exit_code = report_error(ctx, lockfile.error());
       return;
     }
+    if (args->base_only)
+      if (auto st = keep_base_only(*lockfile, args->environment, args->lockfile); !st) {
+        ctx.exit_code = report_error(ctx, st.error());
+        return;
+      }
     InstallRequest request;
     request.lockfile_path = args->lockfile;
     request.environment = args->environment;

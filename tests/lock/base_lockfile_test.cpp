@@ -273,3 +273,47 @@ TEST(BaseLockfile, UrlBaseServedOnLoopbackWithPin) {
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// Point 4: `install --base-only` installs just the base's pins of a project lockfile, over the
+// fixture channel (scripts/make-fixture-channel: real packages).
+TEST(BaseLockfile, InstallBaseOnly) {
+  TempDir tmp{"base-only"};
+  const fs::path dir = tmp.path();
+  auto made = run_command("'" + std::string(ENVLOCK_SOURCE_DIR) + "/scripts/make-fixture-channel' '" +
+                          (dir / "channel").string() + "'");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  fs::create_directories(dir / "platform");
+  fs::create_directories(dir / "app");
+  spit(dir / "platform" / "envlock.yaml",
+       "channels: [../channel]\nplatforms: [linux-64]\nenvironments:\n  runtime:\n    dependencies: [envlock-hello]\n");
+  spit(dir / "app" / "envlock.yaml",
+       "channels: [../channel]\nenvironments:\n  default:\n"
+       "    base: {lockfile: ../platform/envlock.lock, environment: runtime}\n    dependencies: [envlock-greet]\n");
+  const std::map<std::string, std::string> env{{"ENVLOCK_CACHE_DIR", (dir / "cache").string()}};
+  auto in = [&](const std::string& args) {
+    return run_command("cd '" + dir.string() + "' && " + envlock_cmd() + " " + args, env);
+  };
+  ASSERT_EQ(in("lock -f platform/envlock.yaml").exit_code, 0);
+  ASSERT_EQ(in("lock -f app/envlock.yaml").exit_code, 0);
+  auto r = in("install -l app/envlock.lock -p prefix --base-only");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "prefix" / "conda-meta" / "envlock-hello-1.0.0-0.json"));
+  EXPECT_FALSE(fs::exists(dir / "prefix" / "conda-meta" / "envlock-greet-1.0.0-0.json"));
+  // The whole project on top: the base's package comes from the same cache entry.
+  r = in("install -l app/envlock.lock -p prefix");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "prefix" / "conda-meta" / "envlock-greet-1.0.0-0.json"));
+  // An environment without a base.
+  r = in("install -l platform/envlock.lock -p other --base-only");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "error: platform/envlock.lock: environment 'runtime' has no base layer, so --base-only has nothing to "
+            "install\nhint: drop --base-only, or name an environment built on a base (`base:` in its manifest)\n");
+}
+
+}  // namespace
+}  // namespace envlock
