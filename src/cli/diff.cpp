@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <future>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -164,6 +165,31 @@ void add_shadowed_records(Lockfile& lock, const Snapshot& snap) {
   }
 }
 
+// A project on a base lockfile (issue 18): the base's pins (layer `base:…`) are compared in a
+// section of their own, `ENV (base layer)`, so a base change and the project's own changes read
+// apart. Applied to both sides for each environment either side builds on a base lockfile.
+void split_base_layers(Lockfile& a, Lockfile& b) {
+  std::set<std::string> names;
+  for (const Lockfile* l : {&a, &b})
+    for (const auto& [name, env] : l->environments)
+      if (env.base_lockfile) names.insert(name);
+  for (Lockfile* l : {&a, &b})
+    for (const auto& name : names) {
+      auto e = l->environments.find(name);
+      if (e == l->environments.end()) continue;
+      LockedEnvironment base;
+      base.name = name + " (base layer)";
+      for (auto& [platform, lp] : e->second.platforms) {
+        LockedPlatform bp = lp;
+        bp.pip.clear();
+        std::erase_if(bp.packages, [](const LockedPackage& p) { return !p.layer.starts_with("base:"); });
+        std::erase_if(lp.packages, [](const LockedPackage& p) { return p.layer.starts_with("base:"); });
+        base.platforms.emplace(platform, std::move(bp));
+      }
+      l->environments.emplace(base.name, std::move(base));
+    }
+}
+
 int fail(const Context& ctx, const Error& e) {
   report_error(ctx, e);
   return 2;
@@ -260,6 +286,7 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
   if (old_prefix) adopt_platform(old_lock, new_lock);
   if (new_prefix) adopt_platform(new_lock, old_lock);
 
+  split_base_layers(old_lock, new_lock);
   const auto [old_fields, new_fields] = compared_fields(*old_in, *new_in);
   LockDiff diff = diff_lockfiles(old_lock, new_lock, old_fields, new_fields);
   show_locations_as_written(diff, *old_in, *new_in);

@@ -164,6 +164,33 @@ TEST(BaseLockfile, DriftIsCaughtAndRelockIsMinimal) {
   EXPECT_EQ(t.envlock("lock -f app/envlock.yaml --check").exit_code, 0);
 }
 
+TEST(BaseLockfile, DiffShowsBaseChangesInTheirOwnSection) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  t.write_app(kBase, "tool, extra");
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  fs::copy_file(t.dir() / "app" / "envlock.lock", t.dir() / "app" / "before.lock");
+  t.write_base("libbase 2.0");
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  t.write_app(kBase, "tool >=2, extra");  // the project moves too, now that the base allows it
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  auto r = t.envlock("diff app/before.lock app/envlock.lock");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "2 changes: 2 upgraded; size +0 B\n"
+            "old: app/before.lock (envlock.lock v1)\n"
+            "new: app/envlock.lock (envlock.lock v1)\n"
+            "\n"
+            "default / linux-64: 1 change, size +0 B (2 -> 2 packages)\n"
+            "    upgraded                      tool  1.0 0 -> 2.0 0\n"
+            "                                  pulled by: tool\n"
+            "\n"
+            "default (base layer) / linux-64: 1 change, size +0 B (1 -> 1 packages)\n"
+            "    upgraded                      libbase  1.0 0 -> 2.0 0\n"
+            "                                  pulled by: libbase\n");
+  EXPECT_EQ(r.err, "");
+}
+
 TEST(BaseLockfile, ConflictWithABasePinNamesBothWaysOut) {
   Team t;
   ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
