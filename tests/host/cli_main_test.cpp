@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "support/run_command.hpp"
 
@@ -74,6 +76,39 @@ TEST(CliMain, LockfileThatIsADirectoryIsNamedSo) {
   EXPECT_EQ(r.err.find("found nothing"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "env"));
   std::filesystem::remove_all(dir);
+}
+
+
+// Every path option of every command, end to end.
+TEST(CliMain, AnEmptyPathOptionIsAUsageErrorNamingTheOption) {
+  struct Case {
+    std::string args;
+    std::string option;
+  };
+  const std::vector<Case> cases = {
+      {"snapshot deploy snap.yaml -p ''", "--prefix"},
+      {"snapshot capture -p '' -o x.yaml", "--prefix"},
+      {"snapshot capture --root '' -o x.yaml", "--root"},
+      {"snapshot capture -o ''", "--output"},
+      {"snapshot capture --bundle ''", "--bundle"},
+      {"snapshot lock snap.yaml -o ''", "--output"},
+      {"install -l envlock.lock -p ''", "--prefix"},
+      {"install -l '' -p somewhere", "--lockfile"},
+      {"lock -f envlock.yaml -o ''", "--output"},
+      {"list -p ''", "--prefix"},
+      {"export -o ''", "--output"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command(envlock_cmd() + " " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find("error: "), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.option + ": is empty (an empty path"), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.find("internal"), std::string::npos) << c.args << "\n" << r.err;
+  }
+  // --json: the same usage error as JSON on stdout.
+  const auto j = run_command(envlock_cmd() + " --json snapshot deploy snap.yaml -p ''");
+  EXPECT_EQ(j.exit_code, 2);
+  EXPECT_NE(j.out.find("\"kind\": \"usage\""), std::string::npos) << j.out;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "envlock/hash.hpp"
+#include "envlock/encoding.hpp"
 #include "envlock/install.hpp"
 #include "envlock/lockfile.hpp"
 #include "support/http_server.hpp"
@@ -1519,3 +1520,93 @@ TEST_F(BadInput, APythonSitePackagesPathLeavingThePrefixIsRefusedAndShownByDiff)
   EXPECT_FALSE(fs::exists(root_ / "outside"));
   expect_intact();
 }
+
+namespace {
+
+// A lockfile from `envlock snapshot lock` carries the captured pip distributions; envlock install
+// installs conda packages only, so it names each one it leaves out and points to snapshot deploy.
+TEST(InstallCli, InstallWarnsAboutThePipPackagesItDoesNotInstall) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-review-pip-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path lock = dir / "envlock.lock";
+  std::ofstream(lock) << "version: 1\nmanifest_hash: \"\"\nenvironments:\n  default:\n    requested: []\n    platforms:\n"
+                         "      linux-64:\n        channels: []\n        virtual_packages: []\n        packages: []\n"
+                         "        pip:\n          - name: mypkg\n            version: \"0.3.dev0\"\n"
+                         "            url: https://github.com/acme/mypkg.git\n"
+                         "            requirement: mypkg @ git+https://github.com/acme/mypkg.git@0123456789abcdef0123456789abcdef01234567\n"
+                         "          - name: toolbox\n            version: \"1.0\"\n";
+  const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", (dir / "pkgs").string()}};
+  const auto r = run_command(envlock_cmd() + " install -l '" + lock.string() + "' -p '" + (dir / "p").string() + "'", env);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("warning: 2 pip package(s) in the lockfile were not installed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("toolbox==1.0"), std::string::npos) << r.err;
+  // A VCS install is named by its requirement, never as a name==version pin.
+  EXPECT_NE(r.err.find("mypkg @ git+https://github.com/acme/mypkg.git@0123456789abcdef0123456789abcdef01234567, toolbox==1.0"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("mypkg==0.3.dev0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("envlock snapshot deploy"), std::string::npos) << r.err;
+  const auto j = run_command(envlock_cmd() + " --json install -l '" + lock.string() + "' -p '" + (dir / "q").string() + "'", env);
+  ASSERT_EQ(j.exit_code, 0) << j.out << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["warnings"].size(), 1u) << j.out;
+  EXPECT_NE(doc["warnings"][0].get<std::string>().find("toolbox==1.0"), std::string::npos) << j.out;
+  fs::remove_all(dir);
+}
+
+// `verify -p` of a path that does not exist says so (exit 1), not "it has no conda-meta/".
+TEST(VerifyCli, VerifyOfAMissingPrefixSaysItDoesNotExist) {
+  const std::string missing = "/nonexistent-envlock-" + std::to_string(::getpid());
+  const auto v = run_command(envlock_cmd() + " verify -p " + missing);
+  EXPECT_EQ(v.exit_code, 1) << v.err;
+  EXPECT_NE(v.err.find("error: " + missing + ": does not exist"), std::string::npos) << v.err;
+  EXPECT_EQ(v.err.find("conda-meta"), std::string::npos) << v.err;
+}
+
+std::string sha256_hex(const std::string& bytes) {
+  Hasher h(HashAlgorithm::Sha256);
+  h.update(bytes);
+  return h.hex_digest();
+}
+
+// A RECORD row's hash (PEP 376/627): URL-safe base64 of the raw sha256 digest, no padding.
+std::string record_b64_sha256(const std::string& bytes) {
+  return base64_encode(*hex_decode(sha256_hex(bytes)), Base64Alphabet::UrlSafe, Base64Padding::No);
+}
+
+// pip replaced a conda package's file: verify checks it against the pip RECORD (the conda record
+// is shadowed), as the snapshot attributes it; a later edit is reported against RECORD.
+TEST(VerifyCli, VerifyChecksAPipReplacedFileAgainstRecordNotTheShadowedCondaRecord) {
+  const fs::path p = fs::temp_directory_path() / ("envlock-review-verify-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  const std::string site = "lib/python3.12/site-packages";
+  fs::create_directories(p / "conda-meta");
+  fs::create_directories(p / site / "envlock_demo");
+  fs::create_directories(p / site / "envlock_demo-2.0.dist-info");
+  const std::string conda_init = "VERSION = '1.0'\n", pip_init = "VERSION = '2.0'\n";
+  std::ofstream(p / "conda-meta/envlock_demo-1.0-0.json")
+      << R"({"name": "envlock_demo", "version": "1.0", "build": "0", "build_number": 0, "subdir": "noarch",
+           "channel": "https://conda.anaconda.org/x", "url": "https://conda.anaconda.org/x/noarch/envlock_demo-1.0-0.tar.bz2",
+           "files": [")" << site << R"(/envlock_demo/__init__.py"],
+           "paths_data": {"paths_version": 1, "paths": [{"_path": ")" << site << R"(/envlock_demo/__init__.py",
+           "path_type": "hardlink", "sha256": ")" << sha256_hex(conda_init) << R"(", "size_in_bytes": )" << conda_init.size()
+      << "}]}}\n";
+  std::ofstream(p / site / "envlock_demo/__init__.py") << pip_init;
+  std::ofstream(p / site / "envlock_demo-2.0.dist-info/RECORD")
+      << "envlock_demo/__init__.py,sha256=" << record_b64_sha256(pip_init) << "," << pip_init.size() << "\n"
+      << "envlock_demo-2.0.dist-info/RECORD,,\n";
+  const auto r = run_command(envlock_cmd() + " verify -p '" + p.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ((r.out + r.err).find("envlock_demo/__init__.py"), std::string::npos) << r.out << r.err;
+
+  std::ofstream(p / site / "envlock_demo/__init__.py") << "VERSION = '2.1'\n";
+  const auto edited = run_command(envlock_cmd() + " verify -p '" + p.string() + "'");
+  EXPECT_NE(edited.exit_code, 0) << edited.out << edited.err;
+  const std::string all = edited.out + edited.err;
+  EXPECT_NE(all.find("envlock_demo/__init__.py"), std::string::npos) << all;
+  EXPECT_NE(all.find("RECORD"), std::string::npos) << all;
+  EXPECT_EQ(all.find("recorded"), std::string::npos) << all;  // not against the conda record
+  fs::remove_all(p);
+}
+
+}  // namespace

@@ -1181,3 +1181,80 @@ TEST(Deploy, EveryPipInstallFormIsRecordedAndMissingLocalSourcesAreRefused) {
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+using testing::FakeHost;
+using testing::envlock_cmd;
+using testing::run_command;
+namespace fs = std::filesystem;
+
+TEST(Deploy, DeployIntoANonEmptyFolderOrAFileFailsWithExitOne) {
+  SKIP_WITHOUT_CORPUS();
+  FakeHost host;
+  host.base_system();
+  host.corpus_prefix("/opt/conda/envs/train");
+  const fs::path snap = host.root() / "snap.yaml";
+  const auto cap = run_command(envlock_cmd() + " snapshot capture --root '" + host.root().string() +
+                               "' -p /opt/conda/envs/train -o '" + snap.string() + "'");
+  ASSERT_TRUE(cap.exit_code == 0 || cap.exit_code == 3) << cap.err;
+
+  const fs::path full = host.root() / "full";
+  fs::create_directories(full);
+  std::ofstream(full / "keep.txt") << "mine\n";
+  const auto r = run_command(envlock_cmd() + " snapshot deploy '" + snap.string() + "' -p '" + full.string() + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("the target prefix exists and is not empty"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(full / "keep.txt"));
+
+  const fs::path file = host.root() / "a-file";
+  std::ofstream(file) << "x\n";
+  const auto f = run_command(envlock_cmd() + " snapshot deploy '" + snap.string() + "' -p '" + file.string() + "'");
+  EXPECT_EQ(f.exit_code, 1) << f.err;
+  EXPECT_NE(f.err.find("is a file, not a folder"), std::string::npos) << f.err;
+  EXPECT_EQ(f.err.find("not empty"), std::string::npos) << f.err;
+
+  // Inside another environment, at any depth: refused before anything is written (its files
+  // would be that environment's extra files).
+  const fs::path env = host.root() / "opt/conda/envs/train";
+  for (const fs::path& inside : {env / "lib/sub", env / "share/a/b"}) {
+    const auto n = run_command(envlock_cmd() + " snapshot deploy '" + snap.string() + "' -p '" + inside.string() + "'");
+    EXPECT_EQ(n.exit_code, 1) << n.err;
+    EXPECT_NE(n.err.find("error: " + inside.string() + ": is inside the environment " + env.string()), std::string::npos) << n.err;
+    EXPECT_FALSE(fs::exists(inside)) << inside;
+  }
+  EXPECT_FALSE(fs::exists(env / "share/a"));
+
+  // An environment the snapshot does not hold: the hint lists the ones it does.
+  const auto e = run_command(envlock_cmd() + " snapshot deploy '" + snap.string() + "' -e nope -p '" + (host.root() / "new").string() + "'");
+  EXPECT_EQ(e.exit_code, 2) << e.err;  // as `install -e` with an environment the lockfile lacks
+  EXPECT_NE(e.err.find("error: nope: no such environment in the snapshot"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("hint: the snapshot's environments: train; pass one of them with -e"), std::string::npos) << e.err;
+  EXPECT_FALSE(fs::exists(host.root() / "new"));
+}
+
+// A bundle whose snapshot.yaml does not read names the bundle and the member, never the temporary
+// folder it was unpacked into, and says the bundle is damaged.
+TEST(Bundle, ADamagedBundleNamesTheBundleAndTheMember) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-review-bundle-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "snapshot.yaml") << "format: 1\nenvironments: [unclosed\n";
+  ArchiveEntry e;
+  e.path = "snapshot.yaml";
+  e.source = dir / "snapshot.yaml";
+  const fs::path bundle = dir / "flip.tar.zst";
+  ASSERT_TRUE(write_tar_zst(bundle, {e}).ok());
+  const auto r = run_command("cd '" + dir.string() + "' && " + envlock_cmd() + " snapshot lock flip.tar.zst -o out.lock");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("error: flip.tar.zst: snapshot.yaml:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the bundle is damaged"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("envlock-bundle"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("truncated"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out.lock"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace envlock

@@ -1,6 +1,7 @@
 // `envlock snapshot capture|check|diff|lock` end to end, on fake host trees.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -480,4 +481,99 @@ TEST(SnapshotCli, PipSourcesOutsideTheProjectAreNamedAndNoHomePathIsWritten) {
   EXPECT_EQ(d.exit_code, 0) << d.err;
 }
 
+}  // namespace envlock
+
+namespace envlock {
+namespace {
+
+using testing::envlock_cmd;
+using testing::run_command;
+namespace fs = std::filesystem;
+
+// A mistyped snapshot command is named, with the commands there are, as at the top level.
+TEST(SnapshotCli, AnUnknownSnapshotCommandIsNamedWithTheCommands) {
+  const auto bogus = run_command(envlock_cmd() + " snapshot bogus");
+  EXPECT_EQ(bogus.exit_code, 2) << bogus.err;
+  EXPECT_NE(bogus.err.find("error: envlock snapshot: unknown command 'bogus'"), std::string::npos) << bogus.err;
+  EXPECT_NE(bogus.err.find("snapshot commands: capture, check, deploy, diff, lock"), std::string::npos) << bogus.err;
+  EXPECT_NE(bogus.err.find("hint: run `envlock snapshot --help`"), std::string::npos) << bogus.err;
+  const auto none = run_command(envlock_cmd() + " snapshot");
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("error: snapshot: a command is required after `envlock snapshot`"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("snapshot commands: capture, check, deploy, diff, lock"), std::string::npos) << none.err;
+  // A real subcommand still runs (and reports its own errors).
+  EXPECT_EQ(run_command(envlock_cmd() + " snapshot capture --help").exit_code, 0);
+}
+
+// capture --root that does not exist is about a named path: exit 1, as -p that does not exist
+// (docs/cli.md), not a usage error.
+TEST(SnapshotCli, CaptureRootThatDoesNotExistExitsOneAsPrefixDoes) {
+  const std::string missing = "/nonexistent-envlock-" + std::to_string(::getpid());
+  const std::string out = (fs::temp_directory_path() / ("envlock-never-" + std::to_string(::getpid()) + ".yaml")).string();
+  const auto root = run_command(envlock_cmd() + " snapshot capture --root " + missing + " -p /opt/conda -o " + out);
+  EXPECT_EQ(root.exit_code, 1) << root.err;
+  EXPECT_NE(root.err.find("error: " + missing + ": --root does not exist"), std::string::npos) << root.err;
+  const auto prefix = run_command(envlock_cmd() + " snapshot capture -p " + missing + " -o " + out);
+  EXPECT_EQ(prefix.exit_code, root.exit_code) << prefix.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// A saved output the user named with --nvidia-smi-xml/--rpm-qa that cannot be read is an error
+// (exit 1, nothing written), not a partial capture that silently lacks the GPUs.
+TEST(SnapshotCli, AMissingSavedCommandOutputIsAnError) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-snap-smi-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "host");
+  const fs::path out = dir / "s.yaml";
+  for (const std::string option : {"--nvidia-smi-xml", "--rpm-qa"}) {
+    const auto r = run_command(envlock_cmd() + " snapshot capture --root '" + (dir / "host").string() + "' -p /opt/conda " + option +
+                               " /nonexistent-envlock.xml -o '" + out.string() + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("/nonexistent-envlock.xml: " + option + ": no such file"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  fs::remove_all(dir);
+}
+
+// --rpm-qa FILE on a host with dpkg: the named file is read (never silently ignored); a malformed
+// line costs that one package and is named FILE:LINE; the other packages are recorded.
+TEST(SnapshotCli, RpmQaFileIsReadLineByLineAndNamedInProblems) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-snap-rpm-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "host/var/lib/dpkg");
+  fs::create_directories(dir / "host/opt/conda/conda-meta");
+  std::ofstream(dir / "host/var/lib/dpkg/status") << "Package: apt\nVersion: 2.6.1\nArchitecture: amd64\nStatus: install ok installed\n";
+  const fs::path rpm = dir / "rpm-qa.txt";
+  std::ofstream(rpm) << "glibc\t0:2.34-100.el9\tx86_64\nglibc-2.34-100.el9.x86_64\nbash\t0:5.1.8-6.el9\tx86_64\n";
+  const fs::path out = dir / "s.yaml";
+  const auto r = run_command(envlock_cmd() + " snapshot capture --root '" + (dir / "host").string() + "' -p /opt/conda --rpm-qa '" +
+                             rpm.string() + "' -o '" + out.string() + "' --json");
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;  // partial: the bad line is a problem
+  EXPECT_NE(r.err.find("warning: --rpm-qa " + rpm.string() + ": the system packages are recorded from this file; the host's "
+                       "/var/lib/dpkg/status is not read"),
+            std::string::npos)
+      << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  bool named = false;
+  for (const auto& p : j["problems"]) {
+    EXPECT_EQ(p["where"].get<std::string>().find("rpm -qa"), std::string::npos) << p;
+    if (p["where"] == rpm.string() + ":2") named = true;
+  }
+  EXPECT_TRUE(named) << r.out;
+  auto snap = Snapshot::read(out);
+  ASSERT_TRUE(snap.ok()) << snap.error().to_string();
+  EXPECT_EQ(snap->host.system_package_manager, "rpm");
+  ASSERT_EQ(snap->host.system_packages.size(), 2u);
+  EXPECT_EQ(snap->host.system_packages[0].name, "bash");
+  EXPECT_EQ(snap->host.system_packages[1].name, "glibc");
+
+  // A file that is no rpm output at all is not ignored either: every line is named.
+  const auto h = run_command(envlock_cmd() + " snapshot capture --root '" + (dir / "host").string() + "' -p /opt/conda --rpm-qa '" +
+                             (dir / "host/var/lib/dpkg/status").string() + "' -o '" + out.string() + "' --json");
+  EXPECT_EQ(h.exit_code, 3) << h.err;
+  EXPECT_NE(h.out.find((dir / "host/var/lib/dpkg/status").string() + ":1"), std::string::npos) << h.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
 }  // namespace envlock

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <unistd.h>
 #include <random>
 
 #include "envlock/snapshot.hpp"
 #include "snapshot/fake_host.hpp"
+#include "support/run_command.hpp"
 
 namespace envlock {
 namespace {
@@ -362,6 +364,146 @@ TEST(SnapshotDiff, PackagesPipDriftAndHostFacts) {
   EXPECT_EQ(stray->after, "5");
   EXPECT_NE(find("system", "fdisk:amd64"), nullptr);
   EXPECT_TRUE(diff_snapshots(a, a).empty());
+}
+
+
+using testing::envlock_cmd;
+using testing::run_command;
+
+const SnapshotChange* find_change(const std::vector<SnapshotChange>& changes, const std::string& section, const std::string& name) {
+  for (const auto& c : changes) {
+    if (c.section == section && c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+// capture(src) -> deploy(dep) -> capture: one environment on each side is compared whatever the
+// names, and drift lists the paths that differ, not only the counts.
+TEST(SnapshotDiff, SnapshotDiffPairsTheOnlyEnvironmentsAndListsDriftedPaths) {
+  Snapshot a, b;
+  CapturedEnvironment src;
+  src.name = "src";
+  src.prefix = "/opt/conda/envs/src";
+  src.drift.unowned = {"notes.txt"};
+  CapturedPackage pkg;
+  pkg.record.name = "zlib";
+  pkg.record.version = *Version::parse("1.3");
+  pkg.record.build = "h0";
+  src.packages.push_back(pkg);
+  CapturedEnvironment dep = src;
+  dep.name = "dep";
+  dep.prefix = "/opt/conda/envs/dep";
+  dep.drift.unowned = {"new.txt"};
+  a.environments = {src};
+  b.environments = {dep};
+  const auto changes = diff_snapshots(a, b);
+  const auto* paired = find_change(changes, "environment", "compared (the only one on each side)");
+  ASSERT_NE(paired, nullptr);
+  EXPECT_EQ(paired->before, "src");
+  EXPECT_EQ(paired->after, "dep");
+  EXPECT_EQ(find_change(changes, "environment", "src"), nullptr);
+  EXPECT_EQ(find_change(changes, "environment", "dep"), nullptr);
+  EXPECT_EQ(find_change(changes, "conda:src->dep", "zlib"), nullptr);  // same package: no change
+  const auto* prefix = find_change(changes, "environment", "src->dep");
+  ASSERT_NE(prefix, nullptr);
+  EXPECT_EQ(prefix->after, "/opt/conda/envs/dep");
+  const auto* gone = find_change(changes, "drift:src->dep", "unowned notes.txt");
+  ASSERT_NE(gone, nullptr);
+  EXPECT_EQ(gone->kind, SnapshotChange::Kind::Removed);
+  const auto* added = find_change(changes, "drift:src->dep", "unowned new.txt");
+  ASSERT_NE(added, nullptr);
+  EXPECT_EQ(added->kind, SnapshotChange::Kind::Added);
+  EXPECT_EQ(find_change(changes, "drift:src->dep", "unowned files"), nullptr);  // 1 and 1
+
+  // Several environments: still paired by name.
+  CapturedEnvironment other = src;
+  other.name = "other";
+  a.environments.push_back(other);
+  const auto by_name = diff_snapshots(a, b);
+  EXPECT_EQ(find_change(by_name, "environment", "compared (the only one on each side)"), nullptr);
+  ASSERT_NE(find_change(by_name, "environment", "dep"), nullptr);
+  EXPECT_TRUE(diff_snapshots(a, a).empty());
+}
+
+// snapshot diff: the host first, then each environment's sections; a drifted path's line says
+// "unowned"/"missing" once (was `+ unowned new.txt unowned`, `+ missing bin/x missing (libx)`).
+TEST(SnapshotDiff, SnapshotDiffPutsTheHostFirstAndSaysEachWordOnce) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-snapdiff-order-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Snapshot a;
+  a.host.platform = "linux-64";
+  a.host.kernel = "6.1.0-18-amd64";
+  CapturedEnvironment train;
+  train.name = "train";
+  train.prefix = "/opt/conda/envs/train";
+  train.platform = "linux-64";
+  train.drift.unowned = {"notes.txt"};
+  a.environments = {train};
+  Snapshot b = a;
+  b.host.kernel = "6.1.0-21-amd64";
+  b.environments[0].drift.unowned = {"new.txt"};
+  b.environments[0].drift.missing = {{"libx", {"bin/x"}}};
+  const auto changes = diff_snapshots(a, b);
+  ASSERT_FALSE(changes.empty());
+  EXPECT_EQ(changes.front().section, "host");
+  EXPECT_EQ(changes.back().section, "drift:train");
+  ASSERT_TRUE(a.write(dir / "a.yaml").ok());
+  ASSERT_TRUE(b.write(dir / "b.yaml").ok());
+  const auto r = run_command(envlock_cmd() + " snapshot diff '" + (dir / "a.yaml").string() + "' '" + (dir / "b.yaml").string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "host:\n"
+            "  ~ kernel: 6.1.0-18-amd64 -> 6.1.0-21-amd64\n"
+            "drift:train:\n"
+            "  + missing bin/x (libx)\n"
+            "  ~ missing files: 0 -> 1\n"
+            "  + unowned new.txt\n"
+            "  - unowned notes.txt\n");
+  fs::remove_all(dir);
+}
+
+// Every host fact a snapshot records is compared (issue 17): os-release's codename and
+// PRETTY_NAME, the system package manager, nvidia-smi's driver and libcuda when they disagree with
+// the kernel module, each GPU's architecture, compute capability and memory (not only its name), a
+// dpkg package removed with its configuration kept (same version, another status), and the system
+// Pythons' pip packages.
+TEST(SnapshotDiff, SnapshotDiffComparesEveryHostFact) {
+  Snapshot a;
+  a.host.platform = "linux-64";
+  a.host.os = {"ubuntu", "22.04", "jammy", "Ubuntu 22.04.3 LTS"};
+  a.host.system_package_manager = "dpkg";
+  a.host.system_packages = {{"libcudnn8", "8.9.7.29-1+cuda12.2", "amd64", "install ok installed"},
+                            {"nano", "6.2-1", "amd64", "install ok installed"}};
+  a.host.nvidia = NvidiaFacts{};
+  a.host.nvidia->driver_version = "535.104.05";
+  a.host.nvidia->cuda_version = "12.2";
+  a.host.nvidia->gpus = {{"NVIDIA A100-SXM4-80GB", "Ampere", "", 81920, ""}};
+  a.host.system_python = {{"/usr/lib/python3/dist-packages", {{"six", "1.16.0", "", "index"}}}};
+  Snapshot b = a;
+  b.host.os = {"ubuntu", "22.04", "jammy", "Ubuntu 22.04.4 LTS"};
+  b.host.system_packages[1].status = "deinstall ok config-files";
+  b.host.nvidia->smi_driver_version = "535.161.07";
+  b.host.nvidia->libcuda_version = "535.161.07";
+  b.host.nvidia->gpus = {{"NVIDIA A100-SXM4-80GB", "Ampere", "8.0", 40960, ""}};
+  b.host.system_python = {{"/usr/lib/python3/dist-packages", {{"six", "1.16.0", "", "index"}}},
+                          {"/usr/local/lib/python3.10/dist-packages", {{"requests", "2.31.0", "pip", "index"}}}};
+  using K = SnapshotChange::Kind;
+  EXPECT_EQ(diff_snapshots(a, b),
+            (std::vector<SnapshotChange>{
+                {K::Changed, "host", "gpus", "NVIDIA A100-SXM4-80GB (Ampere, 81920 MiB)", "NVIDIA A100-SXM4-80GB (Ampere, sm 8.0, 40960 MiB)"},
+                {K::Added, "host", "libcuda", "", "535.161.07"},
+                {K::Added, "host", "nvidia driver (nvidia-smi)", "", "535.161.07"},
+                {K::Changed, "host", "os pretty name", "Ubuntu 22.04.3 LTS", "Ubuntu 22.04.4 LTS"},
+                {K::Changed, "system", "nano:amd64", "6.2-1", "6.2-1 (deinstall ok config-files)"},
+                {K::Added, "system-python", "/usr/local/lib/python3.10/dist-packages requests", "", "2.31.0 [pip]"},
+            }));
+  Snapshot c = b;
+  c.host.system_package_manager = "rpm";
+  c.host.os.version_codename = "noble";
+  EXPECT_EQ(diff_snapshots(b, c), (std::vector<SnapshotChange>{{K::Changed, "host", "os codename", "jammy", "noble"},
+                                                               {K::Changed, "host", "system package manager", "dpkg", "rpm"}}));
+  EXPECT_TRUE(diff_snapshots(c, c).empty());
 }
 
 }  // namespace
