@@ -1,6 +1,7 @@
 // envlock's entry point end to end: unknown commands, usage errors with --json, exit codes, and
 // write errors on stdout (a full disk must not look like success).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -109,6 +110,61 @@ TEST(CliMain, AnEmptyPathOptionIsAUsageErrorNamingTheOption) {
   const auto j = run_command(envlock_cmd() + " --json snapshot deploy snap.yaml -p ''");
   EXPECT_EQ(j.exit_code, 2);
   EXPECT_NE(j.out.find("\"kind\": \"usage\""), std::string::npos) << j.out;
+}
+
+
+// The error paths of each command that has no whole-output test of its own elsewhere (info,
+// install, list, probe, remove, search, shell-hook, verify): exit code, stdout and stderr
+// compared whole, run in an empty folder whose path is written <DIR>.
+TEST(CliMain, EachCommandsErrorPathsPrintTheWholeMessage) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("envlock-cli-errors-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string no_lockfile =
+      "error: missing.lock: cannot open the lockfile: No such file or directory\n"
+      "hint: create it with `envlock lock -f envlock.yaml`, or pass the right path with -l\n";
+  struct Case {
+    std::string args;
+    int exit_code;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {"info --bogus", 2,
+       "error: info: The following argument was not expected: --bogus\n"
+       "hint: run `envlock info --help` for its options\n"},
+      {"install -l missing.lock -p env", 1, no_lockfile},
+      {"list -l missing.lock", 1, no_lockfile},
+      {"list -p missing", 1,
+       "error: missing/conda-meta: no conda-meta folder: this is not a conda environment prefix\n"
+       "hint: pass the environment's root folder (the one holding conda-meta/)\n"},
+      {"probe -l missing.lock", 1, no_lockfile},
+      {"remove -p missing", 1,
+       "error: <DIR>/missing: is not an environment folder\n"
+       "hint: check the path given with -p\n"},
+      {"search", 2,
+       "error: search: spec is required\n"
+       "hint: run `envlock search --help` for its options\n"},
+      {"shell-hook --shell tcsh", 2,
+       "error: --shell: unknown shell 'tcsh'\n"
+       "hint: use bash, zsh, fish or posix (any POSIX sh: dash, busybox)\n"},
+      {"verify -p missing", 1,
+       "error: missing: does not exist\n"
+       "hint: check the path given with -p (an environment folder)\n"},
+  };
+  const auto filtered = [&](std::string text) {
+    const std::string from = dir.string();
+    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) text.replace(at, from.size(), "<DIR>");
+    return text;
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command("cd '" + dir.string() + "' && " + envlock_cmd() + " " + c.args, {{"HOME", dir.string()}});
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << c.args;
+    EXPECT_EQ(filtered(r.err), c.err) << c.args;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));  // no error path writes anything
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
