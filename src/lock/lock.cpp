@@ -330,7 +330,8 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
   // The GPU hint: only when some platform of the host's kind lacks a declared __cuda.
   bool cuda_declared_everywhere = true;
   for (const auto& [en, env] : manifest.environments)
-    for (const auto& p : manifest.platforms_for(env)) {
+    for (const auto& p : env.base_lockfile ? std::vector<std::string>{} : manifest.platforms_for(env)) {
+      // (an environment on a base lockfile assumes the base's virtual packages: no hint for it)
       if (!(p.starts_with("linux-") || p.starts_with("win-"))) continue;
       bool has = false;
       for (const auto& vp : manifest.virtual_packages_for(p)) has = has || vp.name == "__cuda";

@@ -266,6 +266,28 @@ TEST(BaseLockfile, Errors) {
             "      base: {lockfile: ../platform/envlock.lock}\n"
             "            ^\n"
             "hint: name the environment of ../platform/envlock.lock to build on, e.g. `environment: default`\n");
+  t.write_app("{lockfile: ../platform/envlock.lock, environment: runtime, sha256: abc}", "extra");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "error: app/envlock.yaml:4:78: base sha256 'abc' is not 64 hexadecimal digits\n"
+            "      base: {lockfile: ../platform/envlock.lock, environment: runtime, sha256: abc}\n" +
+                std::string(79, ' ') + "^\nhint: write the output of `sha256sum base.lock`\n");
+  t.write_app("{lockfile: ../platform/envlock.lock, env: runtime}", "extra");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "error: app/envlock.yaml:4:48: unknown key 'env' in the base of environment 'default'\n"
+            "      base: {lockfile: ../platform/envlock.lock, env: runtime}\n"
+            "                                                 ^\n"
+            "hint: a base from another lockfile has: lockfile, environment, sha256\n");
+  // Not an envlock.lock.
+  spit(t.dir() / "platform" / "broken.lock", "version: [\n");
+  t.write_app("{lockfile: ../platform/broken.lock, environment: runtime}", "extra");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.err.starts_with("error: app/envlock.yaml:4:11: the base lockfile ../platform/broken.lock cannot be read\n"))
+      << r.err;
   t.write_app("{lockfile: 'http://example.com/base.lock', environment: runtime}", "extra");
   r = t.envlock("lock -f app/envlock.yaml");
   EXPECT_EQ(r.exit_code, 1);
