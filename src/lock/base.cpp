@@ -89,6 +89,16 @@ Result<std::pair<std::string, fs::path>> read_bytes(const Manifest& m, const Ext
   return std::pair{std::move(text), directory};
 }
 
+/// The same record: build, file and hash. The URL is compared by its file name, since a base
+/// read from a URL keeps its relative channels as written while the project's lockfile resolves
+/// its own against its folder (docs/lockfile.md, "Local channels").
+bool same_pin(const RepoDataRecord& a, const RepoDataRecord& b) {
+  auto file = [](const std::string& url) { return url.substr(url.find_last_of('/') + 1); };
+  return a.version == b.version && a.build == b.build && a.build_number == b.build_number && a.subdir == b.subdir &&
+         a.sha256 == b.sha256 && a.md5 == b.md5 && a.file_name == b.file_name && file(a.url) == file(b.url) &&
+         a.depends == b.depends && a.constrains == b.constrains;
+}
+
 /// "name version build" of every package of `packages`, by name.
 std::map<std::string, std::string> by_name(const std::vector<LockedPackage>& packages) {
   std::map<std::string, std::string> out;
@@ -197,6 +207,24 @@ Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, 
       reasons.push_back({K::BaseLockfileChanged, name, "", "",
                          "environment '" + name + "': " + base->describe() + " changed since the lock (sha256 " +
                              recorded.sha256 + " then, " + base->sha256 + " now): " + what});
+    }
+    if (base->sha256 == recorded.sha256) {
+      // The same base: each of its records must be in the project's lock unchanged.
+      for (const auto& [platform, lp] : le->second.platforms) {
+        auto bp = base->environment().platforms.find(platform);
+        if (bp == base->environment().platforms.end()) continue;  // ExtraPlatform, below
+        const std::string ctx = name + "/" + platform;
+        for (const auto& b : bp->second.packages) {
+          auto q = std::find_if(lp.packages.begin(), lp.packages.end(), [&](const LockedPackage& p) { return p.name == b.name; });
+          if (q == lp.packages.end())
+            reasons.push_back({K::BasePinMoved, name, platform, b.name,
+                               ctx + ": base pin " + pin(b) + " of " + base->describe() + " is missing from the lockfile"});
+          else if (!same_pin(*q, b))
+            reasons.push_back({K::BasePinMoved, name, platform, b.name,
+                               ctx + ": base pin " + pin(b) + " of " + base->describe() + " is " + pin(*q) +
+                                   (pin(*q) == pin(b) ? " with another URL, hash or metadata" : "") + " in the lockfile"});
+        }
+      }
     }
     if (env.platforms || !manifest.platforms_from_host) continue;  // check_lockfile compares those
     auto platforms = base_platforms_for(manifest, env, *base);

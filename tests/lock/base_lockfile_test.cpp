@@ -133,6 +133,18 @@ TEST(BaseLockfile, PinsImmovableAndRecorded) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "unchanged app/envlock.lock\n  default / linux-64: 3 packages (0 added, 0 removed, 0 changed)\n");
   EXPECT_EQ(slurp(t.dir() / "app" / "envlock.lock"), text);
+  // A base pin edited in the project's lockfile (the base unchanged) is caught too.
+  std::string edited = text;
+  const std::string from = "url: \"../channel/linux-64/libbase-1.0-0.tar.bz2\"";
+  ASSERT_NE(edited.find(from), std::string::npos);
+  edited.replace(edited.find(from), from.size(), "url: \"../channel/linux-64/libbase-1.0-0.conda\"");
+  spit(t.dir() / "app" / "envlock.lock", edited);
+  r = t.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: app/envlock.lock no longer satisfies app/envlock.yaml (1 reason):\n"
+                   "  - default/linux-64: base pin libbase 1.0 0 of the base ../platform/envlock.lock (environment "
+                   "runtime) is libbase 1.0 0 with another URL, hash or metadata in the lockfile\n"
+                   "hint: run `envlock lock -f app/envlock.yaml` to update the lockfile\n");
 }
 
 TEST(BaseLockfile, DriftIsCaughtAndRelockIsMinimal) {
