@@ -100,6 +100,48 @@ Result<std::vector<std::filesystem::path>> default_package_cache_dirs();
 /// made read-only with chmod stays a read-only source as conda's pkgs_dirs treat it.
 bool package_cache_folder_writable(const std::filesystem::path& dir);
 
+/// `envlock clean`: whether anything is removed.
+enum class CleanMode : bool { DryRun, Remove };
+
+/// What one kind of cache holds that clean_caches() frees (or, with CleanMode::DryRun, would free).
+struct CacheKindUsage {
+  std::string kind;              ///< "repodata" (the repodata cache: copies, states, shards, index
+                                 ///< files, base lockfiles), "archives" (.conda / .tar.bz2 and their
+                                 ///< .partial downloads) or "packages" (extracted folders)
+  std::filesystem::path folder;  ///< the folder it lives in
+  std::size_t items = 0;         ///< files (repodata, archives) or folders (packages)
+  std::uint64_t bytes = 0;       ///< their size: st_size of every regular file
+};
+
+/// What clean_caches() did.
+struct CacheCleanReport {
+  std::vector<CacheKindUsage> kinds;          ///< repodata, then archives and packages per folder
+  std::vector<std::filesystem::path> in_use;  ///< kept: another process holds the entry's lock, or
+                                              ///< the repodata file is still being written
+  std::size_t linked = 0;  ///< extracted packages kept: a file of theirs has other hard links (an
+                           ///< environment uses it; conda clean's "unused packages" rule)
+  std::vector<Error> failures;  ///< what could not be removed (ErrorKind::Io, `where` = the path)
+};
+
+/// Frees the repodata cache `repodata_dir` and the package cache folders `pkgs_dirs` (only those
+/// that exist and are writable: package_cache_folder_writable(); a read-only folder is never
+/// changed), as `conda clean --all` does (conda/cli/main_clean.py: index cache, tarballs and their
+/// .part files, unused packages; lock files are kept):
+///   - package entries are taken one by one under the package cache's own entry lock
+///     (`<dist>.lock`, flock(2) LOCK_EX|LOCK_NB, never waited for): an entry whose lock another
+///     process holds (it is downloading, extracting or checking it) is skipped and listed in
+///     `in_use`. Lock files themselves are never removed (a process may be waiting on one);
+///   - an extracted folder that has a regular file with more than one hard link is kept and
+///     counted in `linked` (an environment, or an install linking now, uses it);
+///   - the repodata cache has no lock: its files are unlinked (a process that opened or mapped one
+///     keeps reading it), state files first so a lock that starts meanwhile fetches afresh; a
+///     `.download` changed in the last 10 minutes, or a `.tmp-<pid>` of a live process, is a write
+///     in progress and is kept (in_use).
+/// Missing folders hold nothing: a report of zeros, never an error. Nothing is created, also not
+/// with CleanMode::Remove (a missing lock file means nobody uses the entry).
+CacheCleanReport clean_caches(const std::filesystem::path& repodata_dir,
+                              const std::vector<std::filesystem::path>& pkgs_dirs, CleanMode mode);
+
 class PackageCache {
  public:
   /// Uses (and creates, with parents) the folder `root`. ErrorKind::Io when it cannot be created.

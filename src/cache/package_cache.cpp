@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <signal.h>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -59,6 +60,20 @@ class EntryLock {
     if (l.fd_ < 0) return l;
     int r = 0;
     while ((r = ::flock(l.fd_, LOCK_SH | LOCK_NB)) != 0 && errno == EINTR) {
+    }
+    if (r != 0) return std::nullopt;
+    return l;
+  }
+
+  /// The exclusive flock, never waited for (clean_caches): nullopt when another process holds the
+  /// entry's lock. A missing lock file is created only with `create` (else: an unlocked EntryLock,
+  /// nobody uses an entry without creating its lock file first).
+  static std::optional<EntryLock> exclusive_if_free(const fs::path& path, bool create) {
+    EntryLock l;
+    l.fd_ = ::open(path.c_str(), create ? (O_RDWR | O_CREAT | O_CLOEXEC) : (O_RDONLY | O_CLOEXEC), 0644);
+    if (l.fd_ < 0) return l;
+    int r = 0;
+    while ((r = ::flock(l.fd_, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
     }
     if (r != 0) return std::nullopt;
     return l;
@@ -699,6 +714,141 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
   out.reserve(records.size());
   for (auto& r : results) out.push_back(std::move(*r));
   return out;
+}
+
+namespace {
+
+/// Size of every regular file under `p` (or of `p` itself), not following symbolic links.
+std::uint64_t tree_bytes(const fs::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return 0;
+  if (!S_ISDIR(st.st_mode)) return S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += static_cast<std::uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+/// Whether a regular file under `dir` has another hard link (conda clean's test for a package in use).
+bool has_linked_file(const fs::path& dir) {
+  std::error_code ec;
+  struct stat st {};
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1) return true;
+  }
+  return false;
+}
+
+/// A repodata cache file some process is writing now: a `.tmp-<pid>` of a live process, or a
+/// `.download` changed in the last 10 minutes (a transfer in progress).
+bool being_written(const fs::path& p) {
+  const std::string n = p.filename().string();
+  if (const auto at = n.rfind(".tmp-"); at != std::string::npos) {
+    const std::string pid = n.substr(at + 5);
+    if (!pid.empty() && pid.size() < 10 && std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return ::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno == EPERM;
+  }
+  if (n.ends_with(".download")) {
+    struct stat st {};
+    return ::lstat(p.c_str(), &st) == 0 && st.st_mtime + 600 > ::time(nullptr);
+  }
+  return false;
+}
+
+void remove_path(const fs::path& p, CacheCleanReport& report) {
+  std::error_code ec;
+  fs::remove_all(p, ec);
+  if (ec) report.failures.push_back(Error{ErrorKind::Io, p.string(), "cannot remove: " + ec.message()});
+}
+
+CacheKindUsage clean_repodata(const fs::path& dir, CleanMode mode, CacheCleanReport& report) {
+  CacheKindUsage u{"repodata", dir, 0, 0};
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return u;
+  std::vector<fs::path> files;
+  struct stat st {};
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (::lstat(it->path().c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) files.push_back(it->path());
+  }
+  // State files first: a lock that starts meanwhile finds no state and fetches in full.
+  std::stable_sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    const bool sa = a.filename().string().ends_with(".state.json"), sb = b.filename().string().ends_with(".state.json");
+    return sa != sb ? sa : a < b;
+  });
+  for (const auto& f : files) {
+    if (being_written(f)) {
+      report.in_use.push_back(f);
+      continue;
+    }
+    ++u.items;
+    u.bytes += tree_bytes(f);
+    if (mode == CleanMode::Remove) remove_path(f, report);
+  }
+  return u;
+}
+
+/// The entry (`<dist>`) a name of a package cache folder belongs to, and whether it is an
+/// archive; nullopt for anything else (lock files, urls.txt, foreign files).
+std::optional<std::pair<std::string, bool>> entry_of(const fs::directory_entry& e) {
+  const std::string n = e.path().filename().string();
+  std::error_code ec;
+  if (e.is_directory(ec) && !e.is_symlink(ec)) {
+    if (n.front() == '.') {  // a staging folder a killed process left: `.<dist>.extracting-<pid>-<n>`
+      const auto mark = n.find(".extracting-");
+      if (mark == std::string::npos || mark < 2) return std::nullopt;
+      return std::make_pair(n.substr(1, mark - 1), false);
+    }
+    if (!fs::is_directory(e.path() / "info", ec)) return std::nullopt;
+    return std::make_pair(n, false);
+  }
+  if (!e.is_regular_file(ec) || e.is_symlink(ec)) return std::nullopt;
+  std::string base = n;
+  if (base.ends_with(".partial")) base.resize(base.size() - 8);
+  if (!archive_format(base) || base.front() == '.') return std::nullopt;
+  return std::make_pair(strip_extension(base), true);
+}
+
+}  // namespace
+
+CacheCleanReport clean_caches(const fs::path& repodata_dir, const std::vector<fs::path>& pkgs_dirs, CleanMode mode) {
+  CacheCleanReport report;
+  report.kinds.push_back(clean_repodata(repodata_dir, mode, report));
+  for (const auto& dir : pkgs_dirs) {
+    CacheKindUsage archives{"archives", dir, 0, 0}, packages{"packages", dir, 0, 0};
+    std::error_code ec;
+    if (fs::is_directory(dir, ec) && package_cache_folder_writable(dir)) {
+      std::map<std::string, std::vector<std::pair<fs::path, bool>>> entries;  // sorted: the lock order
+      for (const auto& e : fs::directory_iterator(dir, ec)) {
+        if (auto which = entry_of(e)) entries[which->first].emplace_back(e.path(), which->second);
+      }
+      for (auto& [dist, paths] : entries) {
+        const auto lock = EntryLock::exclusive_if_free(dir / (dist + ".lock"), mode == CleanMode::Remove);
+        if (!lock) {
+          report.in_use.push_back(dir / dist);
+          continue;
+        }
+        std::sort(paths.begin(), paths.end());
+        for (const auto& [path, is_archive] : paths) {
+          if (!is_archive && path.filename().string().front() != '.' && has_linked_file(path)) {
+            ++report.linked;
+            continue;
+          }
+          CacheKindUsage& u = is_archive ? archives : packages;
+          ++u.items;
+          u.bytes += tree_bytes(path);
+          if (mode == CleanMode::Remove) remove_path(path, report);
+        }
+      }
+    }
+    report.kinds.push_back(std::move(archives));
+    report.kinds.push_back(std::move(packages));
+  }
+  return report;
 }
 
 }  // namespace envlock

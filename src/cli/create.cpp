@@ -5,6 +5,11 @@
 //   --locked   fail (exit 1) instead of re-locking a missing or stale lockfile;
 //   --frozen   install the lockfile as it is, without checking it against the manifest.
 // These are the meanings pixi and uv give the two flags.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 
 #include "envlock/lock.hpp"
@@ -107,8 +112,35 @@ int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan)
   return 0;
 }
 
+namespace {
+
+/// Makes the project's `.envlock/` folder when it is missing, with a `.gitignore` of `*` in it, so
+/// git ignores the environments without an edit to the project's own .gitignore (pixi writes
+/// `.pixi/.gitignore` with `*` the same way: prefix-dev/pixi#357, and on every command that makes
+/// `.pixi`: #3050). An existing `.envlock/` is left as it is, its .gitignore never replaced.
+Status make_envlock_folder(const fs::path& folder) {
+  std::error_code ec;
+  if (fs::exists(folder, ec)) return ok_status();
+  fs::create_directories(folder, ec);
+  if (ec) return Error{ErrorKind::Io, folder.string(), "cannot create the folder: " + ec.message()};
+  const fs::path ignore = folder / ".gitignore";
+  const int fd = ::open(ignore.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST) return ok_status();
+  if (fd < 0) return Error{ErrorKind::Io, ignore.string(), std::string("cannot write: ") + std::strerror(errno)};
+  const char text[] = "*\n";
+  const bool written = ::write(fd, text, sizeof text - 1) == static_cast<ssize_t>(sizeof text - 1);
+  ::close(fd);
+  if (!written) return Error{ErrorKind::Io, ignore.string(), "cannot write"};
+  return ok_status();
+}
+
+}  // namespace
+
 int install_created(const Context& ctx, const CreateArgs& args, const CreatePlan& plan) {
   const DryRun dry = args.dry_run ? DryRun::Yes : DryRun::No;
+  if (args.prefix.empty() && dry == DryRun::No) {  // <dir>/.envlock/envs/<env>
+    if (auto st = make_envlock_folder(plan.prefix.parent_path().parent_path()); !st) return report_error(ctx, st.error());
+  }
   InstallRequest request;
   request.lockfile_path = plan.lock_path;
   request.environment = plan.environment;
