@@ -1,4 +1,4 @@
-// `envlock diff` tells the whole truth (issue 17, the last attack): output options read strictly,
+// `envlock diff` reports every change (issue 17): output options read strictly,
 // locations shown as the file holds them, solve inputs (channels, channel names, virtual
 // packages, PyPI indexes) compared, invisible characters and lookalike hosts shown for what they
 // are. Exit codes and whole outputs.
@@ -101,7 +101,7 @@ const std::string kPixiLock = "version: 6\n"
 
 // `--format markdown --json` asks for two outputs: a usage error naming both (exit 2, with --json
 // the error as JSON on stdout), never one of them chosen silently; `--json --format json` agree.
-TEST(WholeTruth, TwoOutputFormatsAreAUsageError) {
+TEST(DiffReport, TwoOutputFormatsAreAUsageError) {
   TempDir dir;
   const auto a = dir.write("a.txt", kExplicit);
   for (const std::string format : {"markdown", "text"}) {
@@ -126,7 +126,7 @@ TEST(WholeTruth, TwoOutputFormatsAreAUsageError) {
 }
 
 // --max-bytes is a decimal number: CLI11 alone read `0x10` as 16 and `010` as 8 (strtoull base 0).
-TEST(WholeTruth, MaxBytesIsDecimalDigitsOnly) {
+TEST(DiffReport, MaxBytesIsDecimalDigitsOnly) {
   TempDir dir;
   const auto a = dir.write("a.txt", kExplicit);
   const std::string diff = envlock_cmd() + " diff " + q(a) + " " + q(a) + " --format markdown --max-bytes ";
@@ -149,7 +149,7 @@ TEST(WholeTruth, MaxBytesIsDecimalDigitsOnly) {
 }
 
 // An empty diff under a tiny budget is the "No changes" comment, not "0 more changes not shown ()".
-TEST(WholeTruth, AnEmptyDiffIsNeverFolded) {
+TEST(DiffReport, AnEmptyDiffIsNeverFolded) {
   TempDir dir;
   const auto a = dir.write("a.txt", kExplicit);
   auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(a) + " --format markdown --max-bytes 10 --fail-on any");
@@ -164,7 +164,7 @@ TEST(WholeTruth, AnEmptyDiffIsNeverFolded) {
 // holds it (`../chan-a`, never the folder the file sits in), a channel under the home folder as
 // `~/…`; the channel list, a channel's name and the virtual packages assumed are solve inputs
 // whose changes are changes (`inputs-changed`), counted by the summary and by --fail-on alike.
-TEST(WholeTruth, LocationsAsWrittenAndSolveInputsAreChanges) {
+TEST(DiffReport, LocationsAsWrittenAndSolveInputsAreChanges) {
   TempDir dir;
   const fs::path home = dir.path() / "home";
   fs::create_directories(home);
@@ -228,7 +228,7 @@ TEST(WholeTruth, LocationsAsWrittenAndSolveInputsAreChanges) {
 
 // pixi.lock's PyPI `indexes` are where every pip package is resolved from: another index is a
 // change, not "no changes".
-TEST(WholeTruth, APixiIndexesChangeIsAChange) {
+TEST(DiffReport, APixiIndexesChangeIsAChange) {
   TempDir dir;
   const auto a = dir.write("a/pixi.lock", kPixiLock);
   const auto b = dir.write("b/pixi.lock", replace_all(kPixiLock, "    - https://pypi.org/simple\n",
@@ -250,7 +250,7 @@ TEST(WholeTruth, APixiIndexesChangeIsAChange) {
 // Invisible characters (a soft hyphen and tag characters in a channel path) are shown as
 // \u{...} in text and markdown and \uXXXX in JSON; a host with a lookalike letter (Cyrillic `о`
 // in `anaconda.оrg`) as its A-label `xn--rg-emc`.
-TEST(WholeTruth, InvisibleCharactersAndLookalikeHostsAreShown) {
+TEST(DiffReport, InvisibleCharactersAndLookalikeHostsAreShown) {
   TempDir dir;
   const std::string zlib = "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda#" + std::string(64, '1') + "\n";
   const auto a = dir.write("a.txt", "# platform: linux-64\n@EXPLICIT\n" + zlib);
