@@ -132,7 +132,9 @@ struct CacheCleanReport {
 ///     process holds (it is downloading, extracting or checking it) is skipped and listed in
 ///     `in_use`. Lock files themselves are never removed (a process may be waiting on one);
 ///   - an extracted folder that has a regular file with more than one hard link is kept and
-///     counted in `linked` (an environment, or an install linking now, uses it);
+///     counted in `linked` (an environment, or an install linking now, uses it). An install holds
+///     no entry lock while it links (only while ensure_all() runs): a package it has not linked
+///     a file of yet, or copies, may be removed under it, and that install then fails;
 ///   - the repodata cache has no lock: its files are unlinked (a process that opened or mapped one
 ///     keeps reading it), state files first so a lock that starts meanwhile fetches afresh; a
 ///     `.download` changed in the last 10 minutes, or a `.tmp-<pid>` of a live process, is a write
