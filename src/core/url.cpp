@@ -64,7 +64,10 @@ std::string redact_url(std::string_view url) {
   std::size_t scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) return std::string(url);
   std::size_t auth_start = scheme_end + 3;
-  std::size_t path_start = url.find_first_of("/?#", auth_start);
+  // The authority ends at a backslash too, as WHATWG URL parsers (and requests, urllib3) read it
+  // for http(s): in `https://evil.example\@conda.anaconda.org/` the host is evil.example, and
+  // "redacting" `evil.example\@` as a user name would hide the host the download goes to.
+  std::size_t path_start = url.find_first_of("/?#\\", auth_start);
   if (path_start == std::string_view::npos) path_start = url.size();
   std::string_view authority = url.substr(auth_start, path_start - auth_start);
   std::size_t at = authority.rfind('@');
@@ -179,7 +182,7 @@ std::string ascii_host_url(std::string_view url) {
   const std::size_t scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) return std::string(url);
   const std::size_t auth_start = scheme_end + 3;
-  std::size_t path_start = url.find_first_of("/?#", auth_start);
+  std::size_t path_start = url.find_first_of("/?#\\", auth_start);  // a backslash too, as redact_url
   if (path_start == std::string_view::npos) path_start = url.size();
   const std::string_view authority = url.substr(auth_start, path_start - auth_start);
   const std::size_t at = authority.rfind('@');

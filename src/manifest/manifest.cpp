@@ -567,7 +567,6 @@ Result<std::vector<std::pair<std::string, std::string>>> Parser::variables(const
   return out;
 }
 
-
 Status Parser::virtual_packages(const YAML::Node& n) {
   if (!n.IsMap())
     return src_.error_at(n, "virtual-packages must be a map of platform -> list, found " + kind_name(n),

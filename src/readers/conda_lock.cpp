@@ -219,6 +219,8 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
   for (auto& [_, e] : lock.environments) {
     for (auto& [__, plat] : e.platforms) plat.channels = channels;
   }
+  // Last, so that the checks above name their maps as before; any other map is checked here.
+  if (auto st = check_unique_keys_everywhere(source, root); !st) return st.error();
   sort_lockfile(lock);
   return lock;
 }

@@ -357,6 +357,8 @@ Result<Lockfile> read_pixi_lock(const std::string& text, const std::string& sour
       }
     }
   }
+  // Last, so that the checks above name their maps as before; any other map is checked here.
+  if (auto st = check_unique_keys_everywhere(source, root); !st) return st.error();
   sort_lockfile(lock);
   return lock;
 }

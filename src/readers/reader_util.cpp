@@ -165,6 +165,23 @@ Status check_unique_keys(const std::string& source, const YamlNode& map, const s
   return ok_status();
 }
 
+Status check_unique_keys_everywhere(const std::string& source, const YamlNode& root) {
+  std::vector<std::pair<YamlNode, std::string>> todo{{root, "the top level"}};
+  while (!todo.empty()) {
+    auto [node, what] = std::move(todo.back());
+    todo.pop_back();
+    if (node.IsMap()) {
+      if (auto st = check_unique_keys(source, node, what); !st) return st;
+      for (auto [k, v] : node.entries())
+        if (v.IsMap() || v.IsSequence()) todo.emplace_back(v, "`" + std::string(k.Scalar()) + "`");
+    } else if (node.IsSequence()) {
+      for (YamlNode item : node.items())
+        if (item.IsMap() || item.IsSequence()) todo.emplace_back(item, "an entry of " + what);
+    }
+  }
+  return ok_status();
+}
+
 bool is_hex(std::string_view s, std::size_t len) {
   return s.size() == len &&
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isxdigit(c); });
@@ -259,10 +276,31 @@ Status check_name(const std::string& name, bool pypi, const std::string& place) 
   return e;
 }
 
+namespace {
+// A backslash in a network URL: refused (issue 17, finding 2), as no lockfile writer puts one
+// there. A local path (`E:\dev\pkg`, rattler's test-data absolute-path-lock.yml) and a file://
+// URL name no host and stay as they are.
+Status check_url(const std::string& name, const std::string& url, const std::string& place) {
+  const auto scheme_end = url.find("://");
+  if (url.find('\\') == std::string::npos || scheme_end == std::string::npos ||
+      ascii_lower(url.substr(0, scheme_end)) == "file")
+    return ok_status();
+  Error e;
+  e.kind = ErrorKind::Parse;
+  e.where = place;
+  e.message = "package '" + name + "': URL '" + printable(redact_url(url)) +
+              "' holds a backslash, which downloaders read differently";
+  e.hint = "WHATWG URL parsers, requests and urllib3 read '\\' as '/' (`https://a\\@b/` is host a), "
+           "others as part of the user name; a lockfile URL never holds one: regenerate the lockfile";
+  return e;
+}
+}  // namespace
+
 Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env,
                    const std::string& platform_key, const std::string& subdir, LockedPackage pkg,
                    const std::string& place, const std::string& identity) {
   if (auto st = check_name(pkg.name, false, place); !st) return st;
+  if (auto st = check_url(pkg.name, pkg.url, place); !st) return st;
   auto& plat = platform_of(lock, env, platform_key, subdir);
   const auto layers = split_layers(pkg.layer);
   auto [it, inserted] = index.seen.emplace(
@@ -295,6 +333,7 @@ Status add_pip(Lockfile& lock, DuplicateIndex& index, const std::string& env,
                const std::string& platform_key, const std::string& subdir, PipPackage pkg,
                const std::string& place, const std::string& layer) {
   if (auto st = check_name(pkg.name, true, place); !st) return st;
+  if (auto st = check_url(pkg.name, pkg.url, place); !st) return st;
   auto& plat = platform_of(lock, env, platform_key, subdir);
   const auto layers = split_layers(layer);
   auto [it, inserted] = index.seen.emplace(dup_key(env, platform_key, "pypi:" + pkg.name),

@@ -64,6 +64,12 @@ Status read_record_fields(const std::string& source, const YamlNode& entry, Lock
 /// Fails when a YAML map holds the same key twice (yaml-cpp keeps both silently).
 Status check_unique_keys(const std::string& source, const YamlNode& map, const std::string& what);
 
+/// check_unique_keys on every map of the document under `root` (a package's `hash`, a
+/// `metadata.channels` entry, ...): PyYAML, which conda-lock reads with, keeps the last of two
+/// equal keys and yaml-cpp the first, so a second `sha256:` would install another archive than the
+/// one compared. The error names the key above the map ("`hash`", "an entry of `channels`").
+Status check_unique_keys_everywhere(const std::string& source, const YamlNode& root);
+
 /// True for lower-case hex strings of `len` characters (upper case accepted and lower-cased).
 bool is_hex(std::string_view s, std::size_t len);
 

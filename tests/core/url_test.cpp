@@ -22,6 +22,15 @@ TEST(RedactUrl, StripsUserinfoTokensAndSecretQueryValues) {
   EXPECT_EQ(redact_url("./local/dir"), "./local/dir");
 }
 
+// The authority ends at a backslash, as WHATWG URL parsers, requests and urllib3 read it for
+// http(s): `evil.example\@` is the host there, not a user name to strip, so redaction never shows
+// conda.anaconda.org for a download from evil.example (issue 17, finding 2).
+TEST(RedactUrl, ABackslashEndsTheAuthorityAndHidesNoHost) {
+  EXPECT_EQ(redact_url("https://evil.example\\@conda.anaconda.org/conda-forge/x.conda"),
+            "https://evil.example\\@conda.anaconda.org/conda-forge/x.conda");
+  EXPECT_EQ(redact_url("https://u:p@evil.example\\@conda.anaconda.org/c"), "https://evil.example\\@conda.anaconda.org/c");
+}
+
 TEST(RedactUrl, KeepsTheSshUserDropsItsPassword) {
   // pip's VCS form: without `git@` the URL no longer reaches GitHub, and the user is no secret.
   EXPECT_EQ(redact_url("git+ssh://git@github.com/org/repo.git@v1#egg=repo"),

@@ -515,3 +515,102 @@ TEST(HostileInput, AnExplicitRenderIsComparedOnItsOwnPlatform) {
                        " (@EXPLICIT)\n\ndefault / linux-64: no changes (2 packages)\n");
   EXPECT_EQ(r.err, "");
 }
+
+namespace {
+
+// A pixi.lock 6 with one conda record and one git pin, as pixi writes them (the shape of the
+// corpus's prefix-dev__pixi examples: `conda:` / `pypi:` keys, hashes beside them).
+const std::string kPixiLock = "version: 6\n"
+                              "environments:\n"
+                              "  default:\n"
+                              "    channels:\n"
+                              "    - url: https://conda.anaconda.org/conda-forge/\n"
+                              "    packages:\n"
+                              "      linux-64:\n"
+                              "      - conda: https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\n"
+                              "      - pypi: git+https://github.com/acme/mylib.git?rev=main#0123456789abcdef0123456789abcdef01234567\n"
+                              "packages:\n"
+                              "- conda: https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\n"
+                              "  sha256: " + kZlibSha + "\n"
+                              "  md5: " + kZlibMd5 + "\n"
+                              "  size: 92286\n"
+                              "- pypi: git+https://github.com/acme/mylib.git?rev=main#0123456789abcdef0123456789abcdef01234567\n"
+                              "  name: mylib\n"
+                              "  version: 0.1.0\n";
+
+}  // namespace
+
+// A key written twice in any map of a conda-lock.yml or pixi.lock -- a package's `hash`, a
+// `metadata.channels` entry, a pixi.lock package -- is refused at the second one (exit 2), as
+// duplicate `url` and top-level keys were: PyYAML (conda-lock) keeps the last value, yaml-cpp the
+// first, so a second `sha256:` read as "no changes" while another archive installs (issue 17,
+// findings 1 and 12).
+TEST(HostileInput, ADuplicateKeyInAnyMapOfALockfileIsRefused) {
+  TempDir dir;
+  const auto a = dir.write("a.yml", kCondaLock);
+  const std::string sha_line = "    sha256: " + kZlibSha + "\n";
+  const auto dup_sha = dir.write("dupsha.yml", replace_all(kCondaLock, sha_line, sha_line + "    sha256: " + std::string(64, 'a') + "\n"));
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(dup_sha) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + dup_sha.string() + ":23:5: duplicate key 'sha256' in `hash` (first at " + dup_sha.string() +
+                       ":22:5)\nhint: keep one of the two entries\n");
+  const auto dup_md5 = dir.write("dupmd5.yml", replace_all(kCondaLock, "    md5: " + kZlibMd5 + "\n",
+                                                           "    md5: " + kZlibMd5 + "\n    md5: " + std::string(32, 'b') + "\n"));
+  r = run_command(envlock_cmd() + " show " + q(dup_md5));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + dup_md5.string() + ":22:5: duplicate key 'md5' in `hash` (first at " + dup_md5.string() +
+                       ":21:5)\nhint: keep one of the two entries\n");
+  const auto dup_channel = dir.write("dupchan.yml", replace_all(kCondaLock, "  - url: conda-forge\n    used_env_vars: []\n",
+                                                                "  - url: conda-forge\n    used_env_vars: []\n    url: evilchan\n"));
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(dup_channel));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + dup_channel.string() + ":8:5: duplicate key 'url' in an entry of `channels` (first at " +
+                       dup_channel.string() + ":6:5)\nhint: keep one of the two entries\n");
+
+  const auto p = dir.write("pixi.lock", kPixiLock);
+  r = run_command(envlock_cmd() + " diff " + q(p) + " " + q(p) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string pixi_sha = "  sha256: " + kZlibSha + "\n";
+  const auto pixi_dup = dir.write("dup/pixi.lock", replace_all(kPixiLock, pixi_sha, pixi_sha + "  sha256: " + std::string(64, 'a') + "\n"));
+  r = run_command(envlock_cmd() + " diff " + q(p) + " " + q(pixi_dup) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + pixi_dup.string() + ":13:3: duplicate key 'sha256' in an entry of `packages` (first at " +
+                       pixi_dup.string() + ":12:3)\nhint: keep one of the two entries\n");
+}
+
+// `https://evil.example\@conda.anaconda.org/...`: WHATWG URL parsers, requests and urllib3 read
+// the backslash as '/', so the download goes to evil.example; reading `evil.example\` as a user
+// name (and redacting it) showed conda.anaconda.org and "no changes". A backslash in a network URL
+// is refused, exit 2, the URL shown whole (issue 17, finding 2); a Windows path is not a URL.
+TEST(HostileInput, ABackslashInANetworkUrlIsRefusedAndHidesNoHost) {
+  TempDir dir;
+  const std::string zlib = "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda";
+  const std::string evil = "https://evil.example\\@conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda";
+  const auto a = dir.write("a.yml", kCondaLock);
+  const auto b = dir.write("b.yml", replace_all(kCondaLock, zlib, evil));
+  const std::string refused = ":13:3: package 'zlib': URL '" + evil +
+                              "' holds a backslash, which downloaders read differently\n"
+                              "hint: WHATWG URL parsers, requests and urllib3 read '\\' as '/' (`https://a\\@b/` is host a), "
+                              "others as part of the user name; a lockfile URL never holds one: regenerate the lockfile\n";
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + b.string() + refused);
+  r = run_command(envlock_cmd() + " show " + q(b));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + b.string() + refused);
+  const auto pip = dir.write("pip.yml", replace_all(kCondaLock, kCertifiUrl, "https://evil.example\\@files.pythonhosted.org/certifi-2023.7.22-py3-none-any.whl"));
+  r = run_command(envlock_cmd() + " show " + q(pip));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + pip.string() +
+                       ":25:3: package 'certifi': URL 'https://evil.example\\@files.pythonhosted.org/certifi-2023.7.22-py3-none-any.whl' "
+                       "holds a backslash, which downloaders read differently\n"
+                       "hint: WHATWG URL parsers, requests and urllib3 read '\\' as '/' (`https://a\\@b/` is host a), "
+                       "others as part of the user name; a lockfile URL never holds one: regenerate the lockfile\n");
+}
