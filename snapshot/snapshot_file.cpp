@@ -370,6 +370,7 @@ void emit_pip(SnapshotYamlOut& w, const PipDistribution& d) {
   w.kv_nonempty("commit-id", d.commit_id);
   w.kv_nonempty("requested-revision", d.requested_revision);
   w.kv_nonempty("archive-sha256", d.archive_sha256);
+  w.kv_nonempty("subdirectory", d.subdirectory);
   w.kv("dist-info", d.dist_info);
   w.kv_nonempty("shadows", d.shadows);
   if (!d.wheel_tags.empty()) w.strings("wheel-tags", d.wheel_tags);
@@ -616,6 +617,7 @@ PipDistribution read_pip(const Reader& r, const YAML::Node& n) {
   d.commit_id = r.s(n, "commit-id");
   d.requested_revision = r.s(n, "requested-revision");
   d.archive_sha256 = r.s(n, "archive-sha256");
+  d.subdirectory = r.s(n, "subdirectory");
   d.dist_info = r.s(n, "dist-info");
   d.shadows = r.s(n, "shadows");
   d.wheel_tags = r.strings(n, "wheel-tags");

@@ -56,6 +56,9 @@ struct PipDistribution {
   std::string commit_id;         ///< for Vcs
   std::string requested_revision;///< for Vcs, when recorded
   std::string archive_sha256;    ///< for Archive, when recorded (lower-case hex)
+  /// PEP 610's top-level `subdirectory`: the project's folder inside the repository, archive or
+  /// directory (`pip install "git+URL#subdirectory=pkg"`); empty when the project is at its root.
+  std::string subdirectory;
   std::string dist_info;         ///< prefix-relative path of the .dist-info folder
   std::vector<std::string> wheel_tags;  ///< WHEEL's Tag lines, e.g. "cp311-cp311-manylinux_2_17_x86_64"
   std::vector<RecordEntry> files;       ///< RECORD rows, paths relative to site-packages, sorted
@@ -68,7 +71,9 @@ struct PipDistribution {
   [[nodiscard]] std::string normalized_name() const;
   /// "name==version" for Index installs; otherwise a PEP 508 direct reference
   /// ("name @ git+https://...@<commit>", "name @ <url>#sha256=<hex>", "name @ file:///..."),
-  /// never a plain pin.
+  /// never a plain pin. A `subdirectory` is the fragment `subdirectory=<dir>`, after the hash and
+  /// joined by `&`, as pip's `direct_url_as_pep440_direct_reference` writes it
+  /// (src/pip/_internal/utils/direct_url_helpers.py).
   [[nodiscard]] std::string requirement() const;
 };
 
@@ -87,12 +92,18 @@ PipPackage to_pip_package(const PipDistribution& dist);
 ///   vcs       `git+`/`hg+`/`svn+`/`bzr+` URL; `commit` from pixi's `#<commit>` fragment or PEP
 ///             508's `@<rev>`, `location` without either (and without `?rev=`)
 ///   editable  an editable install of a working tree (`location` its URL or path when known)
+/// Any kind with a URL may name a `subdirectory` (the project's folder in the repository or
+/// archive): pip's fragment `#subdirectory=<dir>` (also `#egg=x&subdirectory=<dir>`) or pixi's
+/// query `?subdirectory=<dir>` (pixi's locked git URL, `crates/pixi_record/src/pinned_source.rs`
+/// `into_locked_git_url`). Two sources with another subdirectory build another project.
 struct PipSourceInfo {
   enum class Kind { Index, Url, Path, Vcs, Editable };
   Kind kind = Kind::Index;
-  std::string location;  ///< credential-free URL or path, without commit and fragment
-  std::string commit;    ///< VCS commit (or revision) when recorded
-  /// "index", "url https://...", "vcs git+https://host/repo.git@<commit>", "editable file:///src".
+  std::string location;      ///< credential-free URL or path, without commit and fragment
+  std::string commit;        ///< VCS commit (or revision) when recorded
+  std::string subdirectory;  ///< the project's folder inside the source, empty for its root
+  /// "index", "url https://...", "vcs git+https://host/repo.git@<commit>", "editable file:///src",
+  /// with `#subdirectory=<dir>` after it when there is one.
   [[nodiscard]] std::string to_string() const;
 };
 /// Reads the source of `p` (see PipSourceInfo).

@@ -373,6 +373,9 @@ std::string pip_source_change(const PipPackage& o, const PipPackage& n) {
   using K = PipSourceInfo::Kind;
   const PipSourceInfo a = pip_source_info(o), b = pip_source_info(n);
   auto registry = [](K k) { return k == K::Index || k == K::Url; };
+  // Another subdirectory of one repository or archive builds another project (PEP 610
+  // `subdirectory`; pixi compares it too: GitSubdirectoryMismatch, pixi_record's pinned_source.rs).
+  if (a.subdirectory != b.subdirectory) return "source " + a.to_string() + " -> " + b.to_string();
   if (registry(a.kind) && registry(b.kind)) return {};
   if (a.kind == b.kind) {
     if (a.kind == K::Vcs) {

@@ -158,22 +158,47 @@ std::optional<std::string> editable_pth(const fs::path& site, const std::string&
 std::string PipDistribution::normalized_name() const { return pep503_normalize(name); }
 
 std::string PipDistribution::requirement() const {
+  // pip's fragments: the archive hash, then `subdirectory=`, joined by '&'
+  // (direct_url_as_pep440_direct_reference, src/pip/_internal/utils/direct_url_helpers.py).
+  auto ref = [&](std::string u, const std::string& hash) {
+    std::string frag = hash;
+    if (!subdirectory.empty()) frag += (frag.empty() ? "" : "&") + ("subdirectory=" + subdirectory);
+    return name + " @ " + u + (frag.empty() ? "" : "#" + frag);
+  };
   switch (source) {
     case PipSource::Index: return name + "==" + version;
     case PipSource::Vcs: {
       std::string u = vcs + "+" + url;
       if (!commit_id.empty()) u += "@" + commit_id;
-      return name + " @ " + u;
+      return ref(u, "");
     }
-    case PipSource::Archive:
-      return name + " @ " + url + (archive_sha256.empty() ? "" : "#sha256=" + archive_sha256);
+    case PipSource::Archive: return ref(url, archive_sha256.empty() ? "" : "sha256=" + archive_sha256);
     case PipSource::Editable:
       // Never a pin (an index has no such build); an unknown working tree is said to be one.
-      return name + " @ " + (url.empty() ? std::string("(editable install, location unknown)") : url);
-    case PipSource::Directory: return name + " @ " + url;
+      if (url.empty()) return name + " @ (editable install, location unknown)";
+      return ref(url, "");
+    case PipSource::Directory: return ref(url, "");
   }
   return name + "==" + version;
 }
+
+namespace {
+
+// The value of `key=` among the `&`-separated pairs of a URL fragment or query, percent-decoded;
+// empty when there is none.
+std::string pair_value(std::string_view pairs, std::string_view key) {
+  while (!pairs.empty()) {
+    const auto amp = pairs.find('&');
+    const std::string_view pair = pairs.substr(0, amp);
+    if (pair.size() > key.size() && pair.starts_with(key) && pair[key.size()] == '=')
+      return percent_decode(pair.substr(key.size() + 1));
+    if (amp == std::string_view::npos) break;
+    pairs.remove_prefix(amp + 1);
+  }
+  return {};
+}
+
+}  // namespace
 
 PipSourceInfo pip_source_info(const PipPackage& p) {
   PipSourceInfo s;
@@ -200,12 +225,24 @@ PipSourceInfo pip_source_info(const PipPackage& p) {
     s.kind = PipSourceInfo::Kind::Vcs;
     std::string loc = url;
     // pixi.lock: git+https://host/repo.git?rev=main#<commit>; PEP 508: git+https://host/repo.git@<commit>.
+    // pip's fragment is `&`-separated `key=value` pairs (`egg=`, `subdirectory=`, a hash); pixi's
+    // is the bare commit, with the subdirectory in the query (`?subdirectory=pkg&rev=main`).
     if (auto hash = loc.find('#'); hash != std::string::npos) {
-      std::string frag = loc.substr(hash + 1);
+      const std::string frag = loc.substr(hash + 1);
       loc.resize(hash);
-      if (!frag.starts_with("sha256=") && !frag.starts_with("egg=") && !frag.starts_with("subdirectory=")) s.commit = frag;
+      s.subdirectory = pair_value(frag, "subdirectory");
+      for (std::string_view rest = frag; !rest.empty();) {
+        const auto amp = rest.find('&');
+        const std::string_view pair = rest.substr(0, amp);
+        if (!pair.empty() && pair.find('=') == std::string_view::npos) s.commit = std::string(pair);
+        if (amp == std::string_view::npos) break;
+        rest.remove_prefix(amp + 1);
+      }
     }
-    if (auto q = loc.find('?'); q != std::string::npos) loc.resize(q);
+    if (auto q = loc.find('?'); q != std::string::npos) {
+      if (s.subdirectory.empty()) s.subdirectory = pair_value(std::string_view(loc).substr(q + 1), "subdirectory");
+      loc.resize(q);
+    }
     if (auto at = loc.rfind('@'), slash = loc.rfind('/'); at != std::string::npos && slash != std::string::npos && at > slash) {
       if (s.commit.empty()) s.commit = loc.substr(at + 1);
       loc.resize(at);
@@ -215,7 +252,10 @@ PipSourceInfo pip_source_info(const PipPackage& p) {
     return s;
   }
   std::string loc = url;
-  if (auto hash = loc.find('#'); hash != std::string::npos) loc.resize(hash);
+  if (auto hash = loc.find('#'); hash != std::string::npos) {
+    s.subdirectory = pair_value(std::string_view(loc).substr(hash + 1), "subdirectory");
+    loc.resize(hash);
+  }
   const bool local = loc.starts_with("file:") || loc.starts_with("/") || loc.starts_with("./") ||
                      loc.starts_with("../") || loc == "." || loc == "..";
   s.kind = p.editable ? PipSourceInfo::Kind::Editable : (local ? PipSourceInfo::Kind::Path : PipSourceInfo::Kind::Url);
@@ -238,6 +278,7 @@ std::string PipSourceInfo::to_string() const {
   std::string out(pip_source_kind_name(kind));
   if (!location.empty()) out += " " + location;
   if (!commit.empty()) out += "@" + commit;
+  if (!subdirectory.empty()) out += "#subdirectory=" + subdirectory;
   return out;
 }
 
@@ -294,7 +335,11 @@ PipRequirementCheck check_pip_requirement(std::string_view requirement, const Pi
   }
   if (rest.starts_with('@')) {
     const std::string wanted = comparable_url(std::string_view(rest).substr(1));
-    if (!installed.url.empty() && comparable_url(installed.url) == wanted) return {Outcome::Met, ""};
+    // Another subdirectory of the same repository or archive is another project.
+    PipPackage want;
+    want.url = trim(std::string_view(rest).substr(1));
+    const bool same_subdirectory = pip_source_info(want).subdirectory == pip_source_info(installed).subdirectory;
+    if (!installed.url.empty() && comparable_url(installed.url) == wanted && same_subdirectory) return {Outcome::Met, ""};
     return {Outcome::OtherSource, trim(std::string_view(rest).substr(1))};
   }
   if (rest.starts_with('(') && rest.ends_with(')')) rest = trim(std::string_view(rest).substr(1, rest.size() - 2));
@@ -423,6 +468,7 @@ Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& p
     }
     try {
     d.url = redact_url(j["url"].get<std::string>());
+    d.subdirectory = j.value("subdirectory", "");  // PEP 610: the project's folder in the source
     if (j.contains("vcs_info") && j["vcs_info"].is_object()) {
       const auto& v = j["vcs_info"];
       d.source = PipSource::Vcs;

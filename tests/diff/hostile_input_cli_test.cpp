@@ -614,3 +614,66 @@ TEST(HostileInput, ABackslashInANetworkUrlIsRefusedAndHidesNoHost) {
                        "hint: WHATWG URL parsers, requests and urllib3 read '\\' as '/' (`https://a\\@b/` is host a), "
                        "others as part of the user name; a lockfile URL never holds one: regenerate the lockfile\n");
 }
+
+// Finding H3: a pip package's subdirectory (PEP 610 `subdirectory`, pip's `#subdirectory=`
+// fragment, pixi's `?subdirectory=` query: crates/pixi_record/src/pinned_source.rs
+// `into_locked_git_url`) names another project of one repository: another one is a source
+// change, as pixi's GitSubdirectoryMismatch says; `show` prints it.
+TEST(HostileInput, AnotherPipSubdirectoryIsASourceChange) {
+  TempDir dir;
+  auto lock = [&](const std::string& name, const std::string& requirement) {
+    return dir.write(name, kEnvlockLockHead +
+                               "        packages: []\n"
+                               "        pip:\n"
+                               "          - name: tool\n"
+                               "            version: \"0.1\"\n"
+                               "            requirement: \"" + requirement + "\"\n");
+  };
+  const std::string repo = "tool @ git+https://github.com/acme/mono.git@cafebabe";
+  const auto a = lock("a/envlock.lock", repo + "#subdirectory=tool");
+  const auto b = lock("b/envlock.lock", repo + "#egg=tool&subdirectory=evil");
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --fail-on source-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "1 change: 1 source-changed; size unknown\n"
+                   "old: " + a.string() + " (envlock.lock v1)\nnew: " + b.string() + " (envlock.lock v1)\n\n"
+                   "default / linux-64: 1 change, size unknown (1 -> 1 packages)\n"
+                   "    source-changed                pypi:tool  0.1 -> 0.1\n" + kPad +
+                   "source vcs git+https://github.com/acme/mono.git@cafebabe#subdirectory=tool -> "
+                   "vcs git+https://github.com/acme/mono.git@cafebabe#subdirectory=evil\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 source-changed) (--fail-on source-changed)\n");
+  // pixi's query spelling of the same subdirectory is the same source.
+  const auto pixi = lock("c/envlock.lock", "tool @ git+https://github.com/acme/mono.git?subdirectory=tool#cafebabe");
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(pixi) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run_command(envlock_cmd() + " show " + q(b));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "default/linux-64 pypi:tool 0.1 - -\n"
+                   "default/linux-64 pypi:tool  source vcs git+https://github.com/acme/mono.git@cafebabe#subdirectory=evil\n"
+                   "default/linux-64 pypi:tool  requirement " + repo + "#egg=tool&subdirectory=evil\n");
+  EXPECT_EQ(r.err, "");
+}
+
+// H3 on installed prefixes: a PEP 610 direct_url.json's top-level `subdirectory` is read, so two
+// prefixes with the same repository and commit but another subdirectory differ.
+TEST(HostileInput, AnInstalledPipSubdirectoryIsReadAndCompared) {
+  TempDir dir;
+  auto prefix = [&](const std::string& name, const std::string& subdirectory) {
+    const std::string info = name + "/lib/python3.11/site-packages/tool-0.1.dist-info/";
+    dir.write(name + "/conda-meta/history", "");
+    dir.write(info + "METADATA", "Metadata-Version: 2.1\nName: tool\nVersion: 0.1\n");
+    dir.write(info + "INSTALLER", "pip\n");
+    dir.write(info + "direct_url.json", R"({"url": "https://github.com/acme/mono.git", "subdirectory": ")" + subdirectory +
+                                            R"(", "vcs_info": {"vcs": "git", "commit_id": "cafebabe"}})");
+    return dir.path() / name;
+  };
+  const auto a = prefix("a", "tool"), b = prefix("b", "evil");
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --fail-on source-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "1 change: 1 source-changed; size unknown\n"
+                   "old: " + a.string() + " (conda-meta prefix)\nnew: " + b.string() + " (conda-meta prefix)\n\n"
+                   "default / noarch: 1 change, size unknown (1 -> 1 packages)\n"
+                   "    source-changed                pypi:tool  0.1 -> 0.1\n" + kPad +
+                   "source vcs git+https://github.com/acme/mono.git@cafebabe#subdirectory=tool -> "
+                   "vcs git+https://github.com/acme/mono.git@cafebabe#subdirectory=evil\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 source-changed) (--fail-on source-changed)\n");
+}
