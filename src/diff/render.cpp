@@ -220,13 +220,15 @@ std::string render_text(const LockDiff& diff, const DiffLabels& labels, bool col
 
 namespace {
 
-// How much a reviewer needs to see a change, most first: the "highest severity" — variant
-// switches, downgrades, re-uploads, removed packages — then the other red flag and the kinds
-// that change what runs, then the routine ones.
+// How much a reviewer needs to see a change, most first: the archive behind a pin swapped
+// (re-uploaded, hash-changed: the pin no longer names one file, and the text report and the
+// primary kind put them first too), then the other "highest severity" kinds — variant
+// switches, downgrades, removed packages — then the kinds that change what runs, then the
+// routine ones.
 int severity(const PackageChange& c) {
   static constexpr ChangeKind kOrder[] = {
-      ChangeKind::VariantSwitch,   ChangeKind::Downgraded,    ChangeKind::ReUploaded,    ChangeKind::Removed,
-      ChangeKind::HashChanged,     ChangeKind::HostFloorRaised, ChangeKind::InputsChanged, ChangeKind::SourceChanged,
+      ChangeKind::ReUploaded,      ChangeKind::HashChanged,   ChangeKind::VariantSwitch, ChangeKind::Downgraded,
+      ChangeKind::Removed,         ChangeKind::HostFloorRaised, ChangeKind::InputsChanged, ChangeKind::SourceChanged,
       ChangeKind::ChannelChanged,
       ChangeKind::MetadataChanged, ChangeKind::Added,          ChangeKind::Upgraded,      ChangeKind::Rebuilt,
       ChangeKind::LicenseChanged};

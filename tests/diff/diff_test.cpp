@@ -656,7 +656,7 @@ TEST(CorpusDiff, MarkdownFitsItsBudgetMostSevereFirst) {
     // Rows, most severe first: no row of a less severe kind before a more severe one.
     std::size_t rows = 0;
     int last = -1;
-    static const std::vector<std::string> order = {"variant-switch", "downgraded", "re-uploaded", "removed", "hash-changed",
+    static const std::vector<std::string> order = {"re-uploaded", "hash-changed", "variant-switch", "downgraded", "removed",
                                                    "host-floor-raised", "inputs-changed", "source-changed", "channel-changed", "metadata-changed",
                                                    "added", "upgraded", "rebuilt", "license-changed"};
     std::istringstream in(md.substr(table_end));

@@ -677,3 +677,32 @@ TEST(HostileInput, AnInstalledPipSubdirectoryIsReadAndCompared) {
                    "vcs git+https://github.com/acme/mono.git@cafebabe#subdirectory=evil\n");
   EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 source-changed) (--fail-on source-changed)\n");
 }
+
+// Finding M8: a comment over its budget keeps a re-uploaded record (same URL, another sha256)
+// before a downgrade (and a hash-changed one likewise): the pin no longer names one file, as the
+// text report and the primary kind order already say. Before, the downgrade was kept instead.
+TEST(HostileInput, ABudgetKeepsReUploadsFirst) {
+  TempDir dir;
+  dir.write("a.yml", kCondaLock);
+  // zlib re-uploaded; certifi downgraded.
+  dir.write("b.yml", replace_all(replace_all(kCondaLock, kZlibSha, std::string(64, 'f')), "2023.7.22", "2022.12.7"));
+  auto r = run_command("cd " + q(dir.path()) + " && " + envlock_cmd() + " diff a.yml b.yml --format markdown --max-bytes 800");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+                   "### envlock diff: `a.yml` → `b.yml`\n"
+                   "\n"
+                   "**2 changes: 1 re-uploaded, 1 downgraded; size unknown; 2 red flags**\n"
+                   "\n"
+                   "| environment | platform | re-uploaded | downgraded | size |\n"
+                   "|---|---|---:|---:|---:|\n"
+                   "| default | linux-64 | 1 | 1 | unknown |\n"
+                   "\n"
+                   "#### Most important changes\n"
+                   "\n"
+                   "| environment / platform | package | change | old | new | size | pulled by | notes |\n"
+                   "|---|---|---|---|---|---:|---|---|\n"
+                   "| default / linux-64 | `zlib` | :warning: re-uploaded | 1.3.1 hb9d3cd8\\_2 | 1.3.1 hb9d3cd8\\_2 |  | zlib | re-uploaded: same URL, sha256 5d7c0e5f0005… -\\> ffffffffffff… |\n"
+                   "\n"
+                   "**1 more change not shown** (1 downgraded) to keep this comment within 800 bytes; `envlock diff OLD NEW` (text, or `--format json`) lists every change, and `--max-bytes` sets the budget.\n");
+  EXPECT_EQ(r.err, "");
+}
