@@ -68,7 +68,9 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
   input.label = arg;
   const bool as_written = channels == LocalChannels::AsWritten;
   if (arg == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    auto bounded = read_bounded_input(std::cin, "<stdin>");  // `- </dev/zero` must end
+    if (!bounded) return bounded.error();
+    std::string text = std::move(bounded).value();
     // Text from standard input has no folder of its own: relative local channels resolve against
     // the current folder (docs/review.md), as a file in it would.
     std::error_code cwd_ec;
@@ -120,9 +122,9 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
     if (!as_written || !std::filesystem::is_regular_file(arg, ec)) return read_lockfile_path(arg);
     std::ifstream in(arg, std::ios::binary);
     if (!in) return Error{ErrorKind::Io, arg, "cannot open the file for reading", "", "check the path"};
-    std::ostringstream text;
-    text << in.rdbuf();
-    return read_lockfile_text(text.str(), arg);  // no folder: channels as written
+    auto text = read_bounded_input(in, arg);
+    if (!text) return text.error();
+    return read_lockfile_text(*text, arg);  // no folder: channels as written
   }();
   if (!r) return r.error();
   input.read = std::move(r).value();
@@ -131,9 +133,9 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
     std::ifstream in(arg, std::ios::binary);
     std::string head(kSnapshotHeader.size(), '\0');
     if (in.read(head.data(), static_cast<std::streamsize>(head.size())) && head == kSnapshotHeader) {
-      std::ostringstream rest;
-      rest << in.rdbuf();
-      input.snapshot_text = head + rest.str();
+      auto rest = read_bounded_input(in, arg);
+      if (!rest) return rest.error();
+      input.snapshot_text = head + *rest;
     }
   }
   return input;

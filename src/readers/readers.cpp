@@ -278,6 +278,27 @@ Result<ReadResult> read_lockfile_text(const std::string& text, const std::string
   return ReadResult{std::move(lock).value(), *format};
 }
 
+namespace {
+
+Error input_too_large(const std::string& where) {
+  return Error{ErrorKind::Io, where,
+               "is larger than " + std::to_string(kMaxLockfileBytes >> 20) + " MiB, more than any lockfile; it is not read", "",
+               "check that this is the lockfile meant (a lockfile is a few MB); envlock diff and show read at most " +
+                   std::to_string(kMaxLockfileBytes >> 20) + " MiB of one input"};
+}
+
+}  // namespace
+
+Result<std::string> read_bounded_input(std::istream& in, const std::string& where) {
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxLockfileBytes) return input_too_large(where);
+  }
+  return text;
+}
+
 Result<ReadResult> read_lockfile_path(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -302,11 +323,7 @@ Result<ReadResult> read_lockfile_path(const std::filesystem::path& path) {
     return Error{ErrorKind::Io, path.string(), "is a device or socket, not a lockfile", "",
                  "pass a lockfile, a prefix, '-' for standard input or REV:PATH"};
   }
-  auto too_large = [&] {
-    return Error{ErrorKind::Io, path.string(),
-                 "is larger than " + std::to_string(kMaxLockfileBytes >> 20) + " MiB, more than any lockfile", "",
-                 "check that this is the lockfile meant"};
-  };
+  auto too_large = [&] { return input_too_large(path.string()); };
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     Error e;

@@ -706,3 +706,31 @@ TEST(HostileInput, ABudgetKeepsReUploadsFirst) {
                    "**1 more change not shown** (1 downgraded) to keep this comment within 800 bytes; `envlock diff OLD NEW` (text, or `--format json`) lists every change, and `--max-bytes` sets the budget.\n");
   EXPECT_EQ(r.err, "");
 }
+
+// Finding M9: an endless standard input (`envlock show - </dev/zero`) ran forever, and a file of
+// GBs cost GBs of memory: every input of diff and show is read up to 64 MiB (as a dist-info's
+// metadata files), then refused, exit 2, naming it and what to do.
+TEST(HostileInput, AnEndlessOrHugeInputIsRefusedAt64MiB) {
+  TempDir dir;
+  const std::string hint = "hint: check that this is the lockfile meant (a lockfile is a few MB); envlock diff and show read at most 64 MiB of one input\n";
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_command(envlock_cmd() + " show - </dev/zero");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: <stdin>: is larger than 64 MiB, more than any lockfile; it is not read\n" + hint);
+  const auto a = dir.write("a.yml", kCondaLock);
+  r = run_command(envlock_cmd() + " diff - " + q(a) + " --fail-on any </dev/zero");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: <stdin>: is larger than 64 MiB, more than any lockfile; it is not read\n" + hint);
+  // A file one byte past the cap, read by diff and by show (which reads channels as written).
+  const fs::path big = dir.path() / "big.yml";
+  fs::resize_file(dir.write("big.yml", ""), (64u << 20) + 1);
+  for (const std::string& cmd : {" diff " + q(big) + " " + q(a), " show " + q(big)}) {
+    r = run_command(envlock_cmd() + cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_EQ(r.err, "error: " + big.string() + ": is larger than 64 MiB, more than any lockfile; it is not read\n" + hint) << cmd;
+  }
+}
