@@ -361,7 +361,7 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
         }
         sp.packages.push_back({d->name, d->version, d->installer, source_kind_name(d->source)});
       }
-      for (const auto& d : read_egg_links(*dir, site)) sp.packages.push_back({d.name, d.version, d.installer, "editable"});
+      for (const auto& d : read_egg_links(*dir, site, [&](const fs::path& p) { return seam.resolve(p); })) sp.packages.push_back({d.name, d.version, d.installer, "editable"});
       if (sp.packages.empty()) continue;
       std::sort(sp.packages.begin(), sp.packages.end(), [](const auto& a, const auto& b) {
         return std::pair(pep503_normalize(a.name), a.version) < std::pair(pep503_normalize(b.name), b.version);

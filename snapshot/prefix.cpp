@@ -586,7 +586,8 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
       env.pip.push_back(std::move(*dist));
     }
     // `setup.py develop` editables: a <name>.egg-link and no dist-info (pip.hpp read_egg_links).
-    for (auto& d : read_egg_links(local / site, site)) {
+    // The link's tree is a host path: read under --root, never on the live host.
+    for (auto& d : read_egg_links(local / site, site, [&](const fs::path& p) { return seam.resolve(p); })) {
       if (d.version.empty())
         problems.push_back({(prefix / d.dist_info).string(), "editable install of " + d.name + " at " +
                                                                   (d.url.empty() ? std::string("an unknown folder") : d.url) +

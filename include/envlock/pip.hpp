@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -172,7 +173,13 @@ std::vector<StaleDistInfo> keep_newest_dist_infos(std::vector<PipDistribution>& 
 /// `<name>.egg-info/PKG-INFO` when it can be read (else the link's name and no version), INSTALLER
 /// "setuptools", `dist_info` = `<prefix_relative_site>/<name>.egg-link` and the link file as its one
 /// file. Sorted by file name; an unreadable link is left out.
-std::vector<PipDistribution> read_egg_links(const std::filesystem::path& site_packages, const std::string& prefix_relative_site);
+/// The link names its tree as a path of the host it was made on; `resolve_tree` maps that path to
+/// the local one to read (snapshot capture with `--root DIR` resolves it under DIR, never on the
+/// live host: HostSeam::resolve), nullopt when it is not there. Without one, the path is read as
+/// it is (a live prefix).
+using HostPathResolver = std::function<std::optional<std::filesystem::path>(const std::filesystem::path&)>;
+std::vector<PipDistribution> read_egg_links(const std::filesystem::path& site_packages, const std::string& prefix_relative_site,
+                                            const HostPathResolver& resolve_tree = {});
 
 /// The site-packages folders of the prefix at local path `prefix`, prefix-relative and sorted:
 /// every `lib/python*/site-packages` and `Lib/site-packages` that is a folder. Empty when there

@@ -503,7 +503,8 @@ Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& p
   return d;
 }
 
-std::vector<PipDistribution> read_egg_links(const fs::path& site_packages, const std::string& prefix_relative_site) {
+std::vector<PipDistribution> read_egg_links(const fs::path& site_packages, const std::string& prefix_relative_site,
+                                            const HostPathResolver& resolve_tree) {
   std::vector<PipDistribution> out;
   std::error_code ec;
   std::vector<fs::path> links;
@@ -528,7 +529,12 @@ std::vector<PipDistribution> read_egg_links(const fs::path& site_packages, const
       for (const std::string& stem : {d.name, pep503_normalize(d.name)}) {
         std::string under = stem;
         std::replace(under.begin(), under.end(), '-', '_');
-        if (auto info = slurp(fs::path(first) / (under + ".egg-info") / "PKG-INFO")) {
+        const fs::path host_info = fs::path(first) / (under + ".egg-info") / "PKG-INFO";
+        // Under --root, the tree is read inside the root (a relative link path is not resolved).
+        std::optional<fs::path> local_info = host_info;
+        if (resolve_tree) local_info = host_info.is_absolute() ? resolve_tree(host_info) : std::nullopt;
+        if (!local_info) continue;
+        if (auto info = slurp(*local_info)) {
           const auto h = read_headers(*info);
           if (auto v = h.find("version"); v != h.end()) d.version = v->second;
           if (auto n = h.find("name"); n != h.end() && !n->second.empty()) d.name = n->second;

@@ -577,3 +577,36 @@ TEST(SnapshotCli, RpmQaFileIsReadLineByLineAndNamedInProblems) {
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// Finding M7: under `--root DIR`, a `<name>.egg-link`'s tree (an absolute path of the captured
+// host) is read inside DIR. Before, its PKG-INFO was read on the live host, outside the root:
+// the version came from whatever this machine holds at that path.
+TEST(SnapshotCli, AnEggLinkTreeIsReadUnderTheRoot) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  const fs::path live = fs::temp_directory_path() / ("envlock-egg-live-" + std::to_string(::getpid()));
+  fs::remove_all(live);
+  fs::create_directories(live / "oldlib.egg-info");
+  std::ofstream(live / "oldlib.egg-info/PKG-INFO") << "Metadata-Version: 1.1\nName: oldlib\nVersion: 6.6.6\n";
+  h.host.write("/opt/conda/envs/train/lib/python3.13t/site-packages/oldlib.egg-link", live.string() + "\n.\n");
+  const fs::path out = h.host.root() / "snap.yaml";
+  // Not under the root: the version is unknown, whatever the live host holds there.
+  auto r = run_command(h.capture_cmd(out));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("editable install of oldlib at file://" + live.string() + ": its version is unknown"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::slurp(out).find("6.6.6"), std::string::npos);
+  // Under the root, it is read there.
+  h.host.write(live.string() + "/oldlib.egg-info/PKG-INFO", "Metadata-Version: 1.1\nName: oldlib\nVersion: 1.0\n");
+  r = run_command(h.capture_cmd(out));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = testing::slurp(out);
+  EXPECT_EQ(text.find("6.6.6"), std::string::npos) << text;
+  EXPECT_NE(text.find("- name: oldlib\n          version: \"1.0\"\n"), std::string::npos) << text;
+  fs::remove_all(live);
+}
+
+}  // namespace
+}  // namespace envlock
