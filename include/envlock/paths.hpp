@@ -47,4 +47,11 @@ std::string tilde_path(const std::filesystem::path& path, const std::filesystem:
 /// everything when `home` is empty) is returned unchanged. `~user/` is not expanded.
 std::string expand_home(std::string_view text, const std::filesystem::path& home);
 
+/// Free text (a report line: a prefix, a pip source, a requirement) with every path under `home`
+/// spelled `~/…` as tilde_path() spells one, and a `file://` URL under it as `~/…` too (as
+/// `envlock diff` prints a channel under the home folder): `/home/ana/envs/x` is `~/envs/x`,
+/// `mylib @ file:///home/ana/src` is `mylib @ ~/src`. Only a whole path component matches
+/// (`/home/anabel` is not under `/home/ana`). Unchanged when `home` is empty.
+std::string tilde_paths_in(std::string_view text, const std::filesystem::path& home);
+
 }  // namespace envlock

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "envlock/paths.hpp"
 #include "envlock/text.hpp"
 
 namespace envlock::cli {
@@ -19,7 +20,10 @@ const char* kind_word(SnapshotChange::Kind k) {
 nlohmann::json snapshot_changes_json(const std::vector<SnapshotChange>& changes) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& c : changes) {
-    j.push_back({{"kind", kind_word(c.kind)}, {"section", c.section}, {"name", c.name}, {"before", c.before}, {"after", c.after}});
+    // No home paths (docs/snapshot.md): a prefix or pip source under it as `~/…`.
+    const auto home = home_folder();
+    j.push_back({{"kind", kind_word(c.kind)}, {"section", c.section}, {"name", tilde_paths_in(c.name, home)},
+                 {"before", tilde_paths_in(c.before, home)}, {"after", tilde_paths_in(c.after, home)}});
   }
   return j;
 }
@@ -31,7 +35,11 @@ std::string change_lines(const std::vector<SnapshotChange>& changes, std::size_t
   const auto& c = changes[i];
   std::string out;
   if (i == 0 || c.section != changes[i - 1].section) out += printable(c.section) + ":\n";
-  const std::string name = printable(c.name), before = printable(c.before), after = printable(c.after);
+  // No home paths (docs/snapshot.md): a prefix or pip source under it as `~/…`, as `envlock diff`
+  // prints a channel under it.
+  const auto home = home_folder();
+  const std::string name = printable(tilde_paths_in(c.name, home)), before = printable(tilde_paths_in(c.before, home)),
+                    after = printable(tilde_paths_in(c.after, home));
   switch (c.kind) {
     case SnapshotChange::Kind::Added: out += "  + " + name + (after.empty() ? "" : " " + after) + "\n"; break;
     case SnapshotChange::Kind::Removed: out += "  - " + name + (before.empty() ? "" : " " + before) + "\n"; break;

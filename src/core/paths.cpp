@@ -62,6 +62,28 @@ std::string expand_home(std::string_view text, const std::filesystem::path& home
   return std::string(text);
 }
 
+std::string tilde_paths_in(std::string_view text, const std::filesystem::path& home) {
+  const std::string h = home.string();
+  if (h.empty() || h == "/") return std::string(text);
+  std::string out;
+  std::size_t from = 0;
+  for (auto at = text.find(h); at != std::string_view::npos; at = text.find(h, at + 1)) {
+    const std::size_t end = at + h.size();
+    if (end < text.size() && text[end] != '/' && text[end] != ' ' && text[end] != '"' && text[end] != ',' && text[end] != ')')
+      continue;  // another folder that only starts the same (`/home/anabel`)
+    std::size_t start = at;
+    if (at >= 7 && text.substr(at - 7, 7) == "file://") start = at - 7;
+    else if (at > 0 && text[at - 1] != ' ' && text[at - 1] != '"' && text[at - 1] != '(' && text[at - 1] != '=' && text[at - 1] != ':')
+      continue;  // inside another path (`/srv/home/ana`)
+    if (start < from) continue;
+    out.append(text.substr(from, start - from));
+    out += "~";
+    from = end;
+  }
+  out.append(text.substr(from));
+  return out;
+}
+
 Result<std::filesystem::path> output_file_target(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   fs::path target = path;

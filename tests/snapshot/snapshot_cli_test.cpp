@@ -610,3 +610,41 @@ TEST(SnapshotCli, AnEggLinkTreeIsReadUnderTheRoot) {
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// Finding M6: `snapshot diff` printed the reader's home folder (a snapshot holds `~/…`, read back
+// against $HOME): a path under it is printed `~/…` in text and JSON, as `envlock diff` prints a
+// channel under it; a folder that only starts like it is not.
+TEST(SnapshotCli, SnapshotDiffPrintsNoHomePaths) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  const fs::path home = h.host.root() / "user-home";
+  fs::create_directories(home);
+  const std::string info = "/opt/conda/envs/train/lib/python3.13t/site-packages/mylib-0.3.dev0.dist-info/";
+  h.host.write(info + "METADATA", "Metadata-Version: 2.1\nName: mylib\nVersion: 0.3.dev0\n");
+  h.host.write(info + "INSTALLER", "pip\n");
+  h.host.write(info + "RECORD", "mylib-0.3.dev0.dist-info/METADATA,,\n");
+  auto capture = [&](const std::string& url, const fs::path& out) {
+    h.host.write(info + "direct_url.json", R"({"url": ")" + url + R"(", "dir_info": {"editable": true}})");
+    const auto r = run_command("HOME='" + home.string() + "' " + h.capture_cmd(out));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  };
+  const fs::path a = h.host.root() / "a.yaml", b = h.host.root() / "b.yaml";
+  capture("file://" + (home / "src/mylib").string(), a);
+  capture("file://" + home.string() + "-other/mylib", b);
+  const std::string diff = "HOME='" + home.string() + "' " + envlock_cmd() + " snapshot diff '" + a.string() + "' '" + b.string() + "'";
+  auto r = run_command(diff);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "pip:train:\n  ~ mylib: mylib @ ~/src/mylib [pip] -> mylib @ file://" + home.string() + "-other/mylib [pip]\n");
+  EXPECT_EQ(r.err, "");
+  r = run_command(diff + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[\n  {\n    \"after\": \"mylib @ file://" + home.string() + "-other/mylib [pip]\",\n"
+                   "    \"before\": \"mylib @ ~/src/mylib [pip]\",\n    \"kind\": \"changed\",\n    \"name\": \"mylib\",\n"
+                   "    \"section\": \"pip:train\"\n  }\n]\n");
+}
+
+}  // namespace
+}  // namespace envlock
