@@ -12,12 +12,14 @@ namespace envlock {
 namespace {
 
 // Query keys whose values are secrets: generic ones, and those of presigned object-store URLs
-// (AWS S3 SigV4 and V2, Google Cloud Storage V4, Azure SAS `sig`).
-constexpr std::array<std::string_view, 14> kSecretKeys = {
+// (AWS S3 SigV4 and V2, Google Cloud Storage V4, Azure SAS `sig`), and the session and API-key
+// spellings of private index proxies (`auth=`, `apikey=`, `session=`, `sessionid=`, `jwt=`).
+constexpr std::array<std::string_view, 20> kSecretKeys = {
     "token",           "access_token",     "api_key",          "key",
     "password",        "sig",              "signature",        "x-amz-signature",
     "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential",
-    "awsaccesskeyid",  "x-oss-signature"};
+    "awsaccesskeyid",  "x-oss-signature",  "auth",             "apikey",
+    "session",         "sessionid",        "session_id",       "jwt"};
 
 // Key endings that name a secret whatever comes before them (GitLab's `private_token`,
 // `job_token`, `client_secret`, `X-Amz-Credential` spelt another way...).

@@ -13,6 +13,9 @@ TEST(RedactUrl, StripsUserinfoTokensAndSecretQueryValues) {
   EXPECT_EQ(redact_url("https://conda.anaconda.org/t/abc-123/chan/linux-64/x.conda"),
             "https://conda.anaconda.org/chan/linux-64/x.conda");
   EXPECT_EQ(redact_url("https://h/c?token=xyz&x=1"), "https://h/c?token=&x=1");
+  // Issue 17 (attack, low): session and API-key spellings of index proxies were kept.
+  EXPECT_EQ(redact_url("https://h/c?auth=a1&apikey=a2&session=a3&SessionId=a4&session_id=a5&jwt=a6&x=1"),
+            "https://h/c?auth=&apikey=&session=&SessionId=&session_id=&jwt=&x=1");
   // Any key ending in token/signature/credential/password/secret, compared percent-decoded and
   // case-blind (session 10: GitLab's private_token and an encoded X-Amz-Signature got through).
   EXPECT_EQ(redact_url("https://gitlab.example.com/api/v4/p?private_token=glpat-S&job_TOKEN=J&v=1"),
