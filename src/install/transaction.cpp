@@ -340,7 +340,12 @@ Status roll_back_pending(const fs::path& prefix, bool this_run, std::vector<std:
       break;
     }
   }
-  if (!this_run) {
+  // Both for an earlier run's tree and for this run's (a post-link script failed, or SIGINT/SIGTERM
+  // arrived while they ran): a training job that wrote checkpoints into the prefix meanwhile must
+  // not lose them to the rollback. conda's rollback (link.py, UnlinkLinkTransaction: each action's
+  // reverse()) undoes only the paths it linked and leaves every other file in the prefix; here the
+  // discarded tree's unowned, newly written files are carried into the restored one instead.
+  {
     // Rolling back an earlier run's install discards the tree it left: only when that holds
     // nothing the user wrote since — no file that no package owns and that the previous tree
     // (the one restored) does not hold as the same inode (carried files are hard links). A user
@@ -378,7 +383,8 @@ Status roll_back_pending(const fs::path& prefix, bool this_run, std::vector<std:
       carried_back = std::move(unowned);
       unowned.clear();
     }
-    if (!unowned.empty() || (previous.empty() && !damaged.empty())) {
+    if (this_run) unowned.clear();  // a first install of this run: nothing to restore them into
+    if (!unowned.empty() || (!this_run && previous.empty() && !damaged.empty())) {
       return Error{ErrorKind::Io, prefix.string(),
                    "was left by a first install that did not finish (conda-meta/envlock-pending), and holds files no "
                    "package owns (" + (unowned.empty() ? "damaged records" : listed(unowned, 3)) + ")",
@@ -1855,7 +1861,10 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
         g_interrupted_by = sig;
         if (!st) e.detail += std::string(e.detail.empty() ? "" : "\n") + "interrupted by " + signal_name(sig);
       }
-      if (auto back = roll_back_pending(prefix, true); !back) {
+      std::vector<std::string> kept;  // files written into the prefix meanwhile, carried back
+      auto back = roll_back_pending(prefix, true, &kept);
+      for (const auto& w : kept) e.detail += std::string(e.detail.empty() ? "" : "\n") + w;
+      if (!back) {
         e.detail += "\nrolling back failed: " + back.error().to_string();
         e.hint = "the unfinished environment is still in place; run the install again to restore the previous one";
         return e;

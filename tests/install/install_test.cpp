@@ -2,6 +2,8 @@
 // (info/index.json, info/paths.json, info/link.json, files).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <csignal>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -566,13 +568,15 @@ TEST_F(Installer, FailingPostLinkAfterTheSwapRestoresTheOldTree) {
   EXPECT_NE(r.error().hint.find("previous environment was restored"), std::string::npos) << r.error().hint;
   EXPECT_EQ(slurp(prefix_ / "share/base"), "base v1\n");
   EXPECT_EQ(slurp(prefix_ / "notes/user.txt"), "mine\n");
-  EXPECT_FALSE(fs::exists(prefix_ / "share/half-done"));
+  // What was written into the prefix while the scripts ran, and that no package owns, is kept
+  // (conda's rollback, link.py: each action's reverse() undoes only the paths it linked).
+  EXPECT_EQ(slurp(prefix_ / "share/half-done"), "half\n");
   EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
   auto after = read_conda_meta(prefix_);
   ASSERT_TRUE(after.ok());
   ASSERT_EQ(after->size(), 1u);
   EXPECT_EQ(after->front().dist_name(), "base-1-0");
-  EXPECT_TRUE(verify_prefix(prefix_)->drift.size() == 1u) << "only notes/user.txt is extra";
+  EXPECT_TRUE(verify_prefix(prefix_)->drift.size() == 2u) << "only notes/user.txt and share/half-done are extra";
   EXPECT_TRUE(siblings().empty());
 
   // A failing script on a new prefix leaves no prefix at all.
@@ -605,6 +609,48 @@ TEST_F(Installer, ATreeLeftPendingByAKilledRunIsRolledBack) {
   EXPECT_EQ(read_conda_meta(prefix_)->size(), 1u);
   EXPECT_FALSE(fs::exists(prefix_ / "share/b"));
   EXPECT_TRUE(siblings().empty());
+}
+
+// A new-user attack (issue 23, H1): a training job writes checkpoints into the prefix while an
+// update's post-link script runs; the script fails, or SIGTERM arrives, and the rollback deleted
+// them with the discarded tree. They are kept in the restored environment, named in the error's
+// detail. conda never deletes what it did not link (link.py, UnlinkLinkTransaction rollback:
+// each action's reverse()); mamba's transaction.cpp rolls back the same way.
+TEST_F(Installer, ARolledBackUpdateKeepsFilesWrittenIntoItMeanwhile) {
+  auto base1 = make_package("base", "1", {{"share/base", "1\n"}});
+  auto base2 = make_package("base", "2", {{"share/base", "2\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {base1}, options()).ok());
+  for (const std::string how : {"exit 1", "kill -TERM $PPID"}) {
+    SCOPED_TRACE(how);
+    auto job = make_package("job", "1",
+                            {{"bin/.job-post-link.sh",
+                              "mkdir -p \"$PREFIX/ckpt\"; echo weights > \"$PREFIX/ckpt/epoch1.pt\"\n" + how + "\n", true}});
+    auto r = install_packages(prefix_, {base2, job}, options());
+    ASSERT_FALSE(r.ok());
+    const bool killed = how != "exit 1";
+    EXPECT_EQ(install_interrupted_by(), killed ? SIGTERM : 0);
+    EXPECT_EQ(r.error().message, killed ? "install interrupted by SIGTERM" : "post-link script exited with status 1");
+    const std::string pfx = fs::absolute(prefix_).lexically_normal().string();
+    const std::string trace = "script: bin/.job-post-link.sh\noutput:\n"
+                              "+ for _envlock_hook in \"$PREFIX\"/etc/conda/activate.d/*.sh\n"
+                              "+ '[' -f '" + pfx + "/etc/conda/activate.d/*.sh' ']'\n"
+                              "+ unset _envlock_hook\n"
+                              "+ . " + pfx + "/bin/.job-post-link.sh\n"
+                              "++ mkdir -p " + pfx + "/ckpt\n"
+                              "++ echo weights\n"
+                              "++ exit 1\n";
+    EXPECT_EQ(r.error().detail, (killed ? std::string() : trace) +
+                                    "rolled back an update that did not finish; kept 1 file(s) written into it since, "
+                                    "which no package owns: ckpt/epoch1.pt");
+    EXPECT_EQ(r.error().hint, killed ? "the previous environment was restored"
+                                     : "the previous environment was restored; fix the package or pass --no-scripts to "
+                                       "skip post-link scripts");
+    EXPECT_EQ(slurp(prefix_ / "ckpt/epoch1.pt"), "weights\n");
+    EXPECT_EQ(slurp(prefix_ / "share/base"), "1\n");
+    EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/job-1-0.json"));
+    EXPECT_TRUE(siblings().empty());
+    fs::remove_all(prefix_ / "ckpt");
+  }
 }
 
 // What the user wrote into an update that did not finish (killed during post-link, then worked
