@@ -514,7 +514,9 @@ bool same_package(const PrefixRecord& installed, const RepoDataRecord& wanted) {
 Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::string& rel) {
   const fs::path src = old_root / rel;
   struct stat st {};
-  if (::lstat(src.c_str(), &st) != 0) return io_error(src, "cannot stat", errno);
+  // A file a running job deleted between the listing and now is gone, not an error (conda's
+  // path_actions.py and rattler's install/ skip what is no longer there): it is not carried.
+  if (::lstat(src.c_str(), &st) != 0) return errno == ENOENT ? ok_status() : io_error(src, "cannot stat", errno);
   if (S_ISDIR(st.st_mode)) {
     auto d = stage.dir(rel, true);
     return d ? ok_status() : Status(d.error());
@@ -526,18 +528,20 @@ Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::stri
   if (S_ISLNK(st.st_mode)) {
     std::error_code ec;
     const fs::path target = fs::read_symlink(src, ec);
-    if (ec) return io_error(src, "cannot read symlink", ec.value());
+    if (ec) return ec.value() == ENOENT ? ok_status() : io_error(src, "cannot read symlink", ec.value());
     auto made = stage.symlink(rel, target.string());
     if (!made) return made.error();
     return *made ? stage.carry_attributes(rel, st) : ok_status();
   }
   int err = 0;
+  struct stat gone {};
+  auto deleted_meanwhile = [&] { return ::lstat(src.c_str(), &gone) != 0 && errno == ENOENT; };
   auto linked = stage.link_from(src, rel, err);  // the same inode: FIFOs, sockets and devices too
-  if (!linked) return linked.error();
+  if (!linked) return deleted_meanwhile() ? ok_status() : Status(linked.error());
   if (*linked) return ok_status();
   if (err == EPERM && detail::immutable_or_append_only(src)) return immutable_refusal(src);
   if (S_ISREG(st.st_mode)) {
-    if (auto copied = stage.copy_new(src, rel, st.st_mode); !copied) return copied;
+    if (auto copied = stage.copy_new(src, rel, st.st_mode); !copied) return deleted_meanwhile() ? ok_status() : copied;
     return stage.carry_attributes(rel, st);
   }
   if (S_ISFIFO(st.st_mode)) {  // a new FIFO is the same to its users (a FIFO holds no data)
@@ -1364,7 +1368,7 @@ Status carry_unowned(StageBuild& b, std::unordered_set<std::string>& scanned) {
     if (*what == Unowned::Folder) {
       if (detail::immutable_or_append_only(path)) return immutable_refusal(path);
       struct stat st {};
-      if (::lstat(path.c_str(), &st) != 0) return io_error(path, "cannot stat", errno);
+      if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT ? ok_status() : io_error(path, "cannot stat", errno);
       std::error_code empty_ec;
       if (fs::is_empty(path, empty_ec))
         if (auto made = tree.dir(rel, true); !made) return made.error();

@@ -15,7 +15,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -651,6 +653,34 @@ TEST_F(Installer, ARolledBackUpdateKeepsFilesWrittenIntoItMeanwhile) {
     EXPECT_TRUE(siblings().empty());
     fs::remove_all(prefix_ / "ckpt");
   }
+}
+
+// A new-user attack (issue 23, M1): a job creates and deletes temporary files inside the prefix
+// while updates scan and carry the old tree; a file gone between the listing and the link is not
+// an error (ENOENT stopped the update). conda's path_actions.py and rattler's install/ treat
+// what is no longer there as nothing to carry.
+TEST_F(Installer, FilesDeletedWhileTheOldTreeIsScannedAreSkipped) {
+  auto v1 = make_package("p", "1", {{"share/p", "1\n"}});
+  auto v2 = make_package("p", "2", {{"share/p", "2\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {v1}, options()).ok());
+  fs::create_directories(prefix_ / "scratch");
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    for (unsigned i = 0; !stop; ++i) {
+      const fs::path f = prefix_ / "scratch" / ("tmp" + std::to_string(i % 64));
+      if (FILE* out = std::fopen(f.c_str(), "w")) std::fclose(out);
+      std::remove((prefix_ / "scratch" / ("tmp" + std::to_string((i + 32) % 64))).c_str());
+    }
+  });
+  std::vector<std::string> failures;
+  for (int round = 0; round < 20; ++round) {
+    auto r = install_packages(prefix_, {round % 2 ? v1 : v2}, options());
+    if (!r.ok()) failures.push_back(r.error().to_string());
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(failures, std::vector<std::string>{});
+  EXPECT_EQ(slurp(prefix_ / "share/p"), "1\n");
 }
 
 // What the user wrote into an update that did not finish (killed during post-link, then worked
