@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "envlock/manifest.hpp"
+#include "envlock/manifest_edit.hpp"
 #include "envlock/platform.hpp"
 #include "envlock/pypi_name.hpp"
 #include "envlock/text.hpp"
@@ -214,6 +215,12 @@ PipPackage pip_requirement(const std::string& line) {
   if (std::regex_match(rest, r, direct)) p.url = r[1].str();
   return p;
 }
+
+}  // namespace
+
+PipPackage parse_pip_requirement(const std::string& line) { return pip_requirement(line); }
+
+namespace {
 
 class Parser {
  public:

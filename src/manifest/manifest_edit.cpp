@@ -1,0 +1,712 @@
+// `envlock add` / `envlock rm`: a manifest's dependency list edited as text at yaml-cpp's node
+// positions, every other byte kept (envlock/manifest_edit.hpp).
+#include "envlock/manifest_edit.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "envlock/text.hpp"
+#include "yaml_source.hpp"
+
+namespace envlock {
+namespace {
+
+constexpr std::size_t npos = std::string::npos;
+
+/// One replacement of the text: `erase` bytes at `pos` become `insert`.
+struct Splice {
+  std::size_t pos = 0;
+  std::size_t erase = 0;
+  std::string insert;
+};
+
+std::string spliced(const std::string& text, std::vector<Splice> splices) {
+  std::sort(splices.begin(), splices.end(), [](const Splice& a, const Splice& b) { return a.pos > b.pos; });
+  std::string out = text;
+  for (const auto& s : splices) out.replace(s.pos, s.erase, s.insert);
+  return out;
+}
+
+/// Positions in the manifest text (0-based offsets, as yaml-cpp's Mark::pos).
+class Text {
+ public:
+  explicit Text(const std::string& t) : t_(t) {}
+  [[nodiscard]] std::size_t size() const { return t_.size(); }
+  [[nodiscard]] char at(std::size_t i) const { return i < t_.size() ? t_[i] : '\0'; }
+  [[nodiscard]] std::size_t line_start(std::size_t pos) const {
+    if (pos == 0) return 0;
+    const std::size_t nl = t_.rfind('\n', pos - 1);
+    return nl == npos ? 0 : nl + 1;
+  }
+  /// The offset of the '\n' ending the line of `pos`, or the text's size.
+  [[nodiscard]] std::size_t line_end(std::size_t pos) const {
+    const std::size_t nl = t_.find('\n', pos);
+    return nl == npos ? t_.size() : nl;
+  }
+  [[nodiscard]] int line_number(std::size_t pos) const {  // 1-based
+    return 1 + static_cast<int>(std::count(t_.begin(), t_.begin() + static_cast<std::ptrdiff_t>(std::min(pos, t_.size())), '\n'));
+  }
+  [[nodiscard]] int indent(std::size_t line_start) const {
+    std::size_t i = line_start;
+    while (i < t_.size() && t_[i] == ' ') ++i;
+    return static_cast<int>(i - line_start);
+  }
+  /// True for a line holding only blanks or a comment.
+  [[nodiscard]] bool quiet_line(std::size_t line_start) const {
+    std::size_t i = line_start;
+    while (i < t_.size() && (t_[i] == ' ' || t_[i] == '\t' || t_[i] == '\r')) ++i;
+    return i >= t_.size() || t_[i] == '\n' || t_[i] == '#';
+  }
+  [[nodiscard]] std::size_t skip_blanks(std::size_t i, bool newlines) const {
+    while (i < t_.size()) {
+      const char c = t_[i];
+      if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n')) {
+        ++i;
+      } else if (newlines && c == '#' && (i == 0 || t_[i - 1] == ' ' || t_[i - 1] == '\t' || t_[i - 1] == '\n')) {
+        i = line_end(i);  // a comment inside a flow collection spread over lines
+      } else {
+        break;
+      }
+    }
+    return i;
+  }
+
+  /// Where a node's text starts: yaml-cpp marks a plain scalar inside a flow sequence at the `[`
+  /// or `,` before it (and the blanks after that), as the manifest parser notes too.
+  [[nodiscard]] std::size_t node_start(const YAML::Node& n, bool flow) const {
+    std::size_t i = static_cast<std::size_t>(n.Mark().pos);
+    if (!flow || !n.IsScalar()) return i;
+    i = skip_blanks(i, true);
+    while (at(i) == '[' || at(i) == ',') i = skip_blanks(i + 1, true);
+    return i;
+  }
+
+  /// The end (exclusive) of the plain text of one line from `i`: before a line break, a ` #`
+  /// comment and, in a flow collection, `,`, `]` or `}`; trailing blanks not included.
+  [[nodiscard]] std::size_t plain_line_end(std::size_t i, bool flow) const {
+    std::size_t e = i;
+    while (e < t_.size()) {
+      const char c = t_[e];
+      if (c == '\n') break;
+      if (c == '#' && e > i && (t_[e - 1] == ' ' || t_[e - 1] == '\t')) break;
+      if (flow && (c == ',' || c == ']' || c == '}')) break;
+      ++e;
+    }
+    while (e > i && (t_[e - 1] == ' ' || t_[e - 1] == '\t' || t_[e - 1] == '\r')) --e;
+    return e;
+  }
+
+  /// The end (exclusive) of the scalar starting at `pos`: its closing quote, or the end of its
+  /// plain text (continued on the next lines indented deeper than `min_indent`, in block context).
+  [[nodiscard]] std::size_t scalar_end(std::size_t pos, bool flow, int min_indent) const {
+    if (at(pos) == '"') {
+      for (std::size_t i = pos + 1; i < t_.size(); ++i) {
+        if (t_[i] == '\\') ++i;
+        else if (t_[i] == '"') return i + 1;
+      }
+      return t_.size();
+    }
+    if (at(pos) == '\'') {
+      for (std::size_t i = pos + 1; i < t_.size(); ++i) {
+        if (t_[i] != '\'') continue;
+        if (at(i + 1) == '\'') ++i;
+        else return i + 1;
+      }
+      return t_.size();
+    }
+    std::size_t end = plain_line_end(pos, flow);
+    if (flow || end < line_end(pos)) return end;  // a comment ends a plain scalar
+    for (std::size_t ls = line_end(pos) + 1; ls < t_.size(); ls = line_end(ls) + 1) {
+      if (quiet_line(ls)) {
+        if (t_[ls + static_cast<std::size_t>(indent(ls))] == '#') break;
+        continue;  // a blank line may sit inside a plain scalar
+      }
+      if (indent(ls) <= min_indent) break;
+      end = plain_line_end(ls + static_cast<std::size_t>(indent(ls)), false);
+      if (end < line_end(ls)) break;
+    }
+    return end;
+  }
+
+  /// The end (exclusive) of the map key starting at `pos`: its closing quote, or its `:`.
+  [[nodiscard]] std::size_t key_end(std::size_t pos) const {
+    if (at(pos) == '"' || at(pos) == '\'') return scalar_end(pos, true, 0);
+    std::size_t i = pos;
+    while (i < t_.size() &&
+           !(t_[i] == ':' && (i + 1 == t_.size() || std::string_view(" \t\r\n,]}").find(t_[i + 1]) != npos)))
+      ++i;
+    return i;
+  }
+
+  /// The end (exclusive, after the bracket) of the flow collection opening at `pos`.
+  [[nodiscard]] std::size_t flow_end(std::size_t pos) const {
+    int depth = 0;
+    for (std::size_t i = pos; i < t_.size(); ++i) {
+      const char c = t_[i];
+      if (c == '"' || c == '\'') {
+        i = scalar_end(i, true, 0) - 1;
+      } else if (c == '#' && i > 0 && (t_[i - 1] == ' ' || t_[i - 1] == '\t' || t_[i - 1] == '\n')) {
+        i = line_end(i) - 1;
+      } else if (c == '[' || c == '{') {
+        ++depth;
+      } else if (c == ']' || c == '}') {
+        if (--depth == 0) return i + 1;
+      }
+    }
+    return t_.size();
+  }
+
+  /// The end of the last line that holds lines of a block node begun on the line of `start`:
+  /// the following lines indented deeper than `min_indent` (blank and comment lines are not
+  /// counted as its end).
+  [[nodiscard]] std::size_t indented_end(std::size_t start, int min_indent) const {
+    std::size_t end = line_end(start);
+    for (std::size_t ls = end + 1; ls < t_.size(); ls = line_end(ls) + 1) {
+      if (quiet_line(ls)) continue;
+      if (indent(ls) <= min_indent) break;
+      end = line_end(ls);
+    }
+    return end;
+  }
+
+  /// The end of the last line holding node `n` (in block context, under a parent at `min_indent`).
+  [[nodiscard]] std::size_t last_line_end(const YAML::Node& n, int min_indent) const;
+
+  /// The end of the last line of entry `i` of the block sequence `seq`.
+  [[nodiscard]] std::size_t block_item_end(const YAML::Node& seq, std::size_t i) const {
+    const int dash_col = seq.Mark().column;
+    const YAML::Node item = seq[i];
+    return std::max(indented_end(static_cast<std::size_t>(item.Mark().pos), dash_col), last_line_end(item, dash_col));
+  }
+
+  /// The offset of the dash of a block sequence entry that starts at `pos`.
+  [[nodiscard]] std::optional<std::size_t> dash_before(std::size_t pos) const {
+    std::size_t i = pos;
+    while (i > 0 && (t_[i - 1] == ' ' || t_[i - 1] == '\t')) --i;
+    if (i == 0 || t_[i - 1] != '-') return std::nullopt;
+    return i - 1;
+  }
+
+  [[nodiscard]] const std::string& str() const { return t_; }
+
+ private:
+  const std::string& t_;
+};
+
+std::size_t Text::last_line_end(const YAML::Node& n, int min_indent) const {
+  const auto pos = static_cast<std::size_t>(n.Mark().pos);
+  if (n.IsScalar()) return line_end(scalar_end(pos, false, min_indent) - 1);
+  if (n.IsNull() || n.size() == 0) return line_end(pos);
+  if (n.Style() == YAML::EmitterStyle::Flow) return line_end(flow_end(pos) - 1);
+  if (n.IsSequence()) return block_item_end(n, n.size() - 1);
+  // A block map: its last entry.
+  YAML::const_iterator last;
+  for (auto it = n.begin(); it != n.end(); ++it) last = it;
+  const int key_col = last->first.Mark().column;
+  std::size_t end = indented_end(static_cast<std::size_t>(last->first.Mark().pos), key_col);
+  if (!last->second.IsNull()) end = std::max(end, last_line_end(last->second, key_col));
+  return end;
+}
+
+// ---- scalars as YAML reads them back -------------------------------------------------------
+
+/// True when `s` written plain reads back as the string `s` (YAML 1.2 plain scalars).
+bool plain_ok(std::string_view s, bool flow) {
+  if (s.empty() || s != trim(s)) return false;
+  if (std::string_view("-?:,[]{}#&*!|>'\"%@`").find(s.front()) != std::string_view::npos) return false;
+  if (s.find(": ") != npos || s.find(" #") != npos || s.find('\t') != npos || s.back() == ':') return false;
+  if (flow && s.find_first_of(",[]{}") != npos) return false;
+  for (std::string_view word : {"~", "null", "Null", "NULL"})
+    if (s == word) return false;
+  return true;
+}
+
+/// `s` as a YAML scalar in `quote` style ('"', '\'', or 0 for plain when plain_ok, else '"').
+std::string yaml_scalar(std::string_view s, char quote, bool flow) {
+  if (quote == 0 && plain_ok(s, flow)) return std::string(s);
+  if (quote == '\'') {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+  }
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+char quote_of(const Text& t, std::size_t pos) {
+  const char c = t.at(pos);
+  return c == '"' || c == '\'' ? c : 0;
+}
+
+// ---- where an environment's lists are -------------------------------------------------------
+
+/// A key of a map and its value (value null when written without one); `present` false when the
+/// map has no such key.
+struct Slot {
+  YAML::Node map;
+  YAML::Node key;
+  YAML::Node value;
+  bool present = false;
+};
+
+Slot find_key(const YAML::Node& map, std::string_view name) {
+  Slot s;
+  s.map = map;
+  if (!map.IsMap()) return s;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == name) {
+      s.key = it->first;
+      s.value = it->second;
+      s.present = true;
+    }
+  }
+  return s;
+}
+
+/// The `dependencies:` slot of an environment: the top level's for `default` when it has one,
+/// else the one in `environments: {NAME: {...}}`.
+std::optional<Slot> dependencies_slot(const YAML::Node& root, std::string_view env) {
+  if (env == "default") {
+    Slot top = find_key(root, "dependencies");
+    if (top.present) return top;
+  }
+  Slot envs = find_key(root, "environments");
+  if (!envs.present || !envs.value.IsMap()) return std::nullopt;
+  Slot body = find_key(envs.value, env);
+  if (!body.present || !body.value.IsMap()) return std::nullopt;
+  return find_key(body.value, "dependencies");
+}
+
+/// One entry of a dependency list.
+struct Entry {
+  YAML::Node list;        ///< the sequence holding it
+  std::size_t index = 0;  ///< its place in `list`
+  YAML::Node scalar;      ///< the spec's scalar (the entry, or the value of `sel(...): spec`)
+  std::size_t ordinal = 0;///< its place in ManifestEnvironment::dependencies or ::pip
+  std::string name;
+  std::string text;
+};
+
+/// The `- pip:` entry of a `dependencies` list: (index, its pip slot).
+std::optional<std::pair<std::size_t, Slot>> pip_entry(const YAML::Node& deps) {
+  if (!deps.IsSequence()) return std::nullopt;
+  for (std::size_t i = 0; i < deps.size(); ++i) {
+    const YAML::Node item = deps[i];
+    if (item.IsMap() && item.size() == 1 && item.begin()->first.IsScalar() && item.begin()->first.Scalar() == "pip")
+      return std::make_pair(i, find_key(item, "pip"));
+  }
+  return std::nullopt;
+}
+
+/// Every entry of the environment's list of `kind`, in the order the parser read them.
+std::vector<Entry> entries_of(const YAML::Node& deps, const ManifestEnvironment& env, DependencyKind kind) {
+  std::vector<Entry> out;
+  if (!deps.IsSequence()) return out;
+  std::size_t conda = 0, pip = 0;
+  for (std::size_t i = 0; i < deps.size(); ++i) {
+    const YAML::Node item = deps[i];
+    if (item.IsMap() && item.size() == 1 && item.begin()->first.IsScalar() &&
+        item.begin()->first.Scalar().starts_with("sel(")) {
+      if (kind == DependencyKind::Conda && conda < env.dependencies.size()) {
+        const auto& rs = env.dependencies[conda];
+        out.push_back({deps, i, item.begin()->second, conda, ascii_lower(rs.spec.exact_name()), rs.text});
+      }
+      ++conda;
+    } else if (item.IsMap()) {
+      const YAML::Node list = item["pip"];
+      if (!list.IsSequence()) continue;
+      for (std::size_t j = 0; j < list.size(); ++j, ++pip)
+        if (kind == DependencyKind::Pypi && pip < env.pip.size())
+          out.push_back({list, j, list[j], pip, env.pip[pip].name, env.pip[pip].requirement});
+    } else {
+      if (kind == DependencyKind::Conda && conda < env.dependencies.size()) {
+        const auto& rs = env.dependencies[conda];
+        out.push_back({deps, i, item, conda, ascii_lower(rs.spec.exact_name()), rs.text});
+      }
+      ++conda;
+    }
+  }
+  return out;
+}
+
+// ---- the edits ------------------------------------------------------------------------------
+
+/// What a new list entry is: a spec, or a `pip:` entry holding one requirement.
+struct NewItem {
+  std::string spec;
+  bool pip_wrapper = false;
+  char quote = 0;  ///< the style of the list's last scalar entry
+
+  [[nodiscard]] std::string flow() const {
+    return pip_wrapper ? "{pip: [" + yaml_scalar(spec, quote, true) + "]}" : yaml_scalar(spec, quote, true);
+  }
+  /// The lines of a block entry whose dash is at `col`, `gap` blanks after it (no final newline).
+  [[nodiscard]] std::string block(int col, int gap) const {
+    const std::string lead(static_cast<std::size_t>(col), ' ');
+    const std::string after(static_cast<std::size_t>(std::max(gap, 1)), ' ');
+    if (!pip_wrapper) return lead + "-" + after + yaml_scalar(spec, quote, false);
+    return lead + "-" + after + "pip:\n" + lead + "  - " + yaml_scalar(spec, quote, false);
+  }
+};
+
+/// Splices that append `item` to the sequence `seq` (block or flow, with entries or empty).
+std::vector<Splice> append_to(const Text& t, const YAML::Node& seq, NewItem item) {
+  const bool flow = seq.Style() == YAML::EmitterStyle::Flow;
+  if (seq.size() > 0 && seq[seq.size() - 1].IsScalar())
+    item.quote = quote_of(t, t.node_start(seq[seq.size() - 1], flow));
+  const auto seq_pos = static_cast<std::size_t>(seq.Mark().pos);
+  if (!flow) {
+    const int col = seq.Mark().column;
+    const YAML::Node last = seq[seq.size() - 1];
+    const auto last_pos = static_cast<std::size_t>(last.Mark().pos);
+    int gap = 1;
+    if (auto dash = t.dash_before(last_pos)) gap = static_cast<int>(last_pos - *dash) - 1;
+    return {{t.block_item_end(seq, seq.size() - 1), 0, "\n" + item.block(col, gap)}};
+  }
+  if (seq.size() == 0) return {{seq_pos + 1, 0, item.flow()}};
+  const std::size_t close = t.flow_end(seq_pos) - 1;
+  const YAML::Node last = seq[seq.size() - 1];
+  const std::size_t last_start = t.node_start(last, true);
+  const std::size_t last_end = last.IsScalar() ? t.scalar_end(last_start, true, 0) : t.flow_end(last_start);
+  const std::size_t after = t.skip_blanks(last_end, true);
+  const bool trailing_comma = t.at(after) == ',';
+  if (t.line_number(close) == t.line_number(last_start)) {
+    if (trailing_comma) return {{after + 1, 0, " " + item.flow() + ","}};
+    return {{last_end, 0, ", " + item.flow()}};
+  }
+  // One entry per line: a line of its own, indented as the last entry.
+  const std::string lead(static_cast<std::size_t>(t.indent(t.line_start(last_start))), ' ');
+  if (trailing_comma) return {{t.line_end(after), 0, "\n" + lead + item.flow() + ","}};
+  return {{last_end, 0, ","}, {t.line_end(last_end), 0, "\n" + lead + item.flow()}};
+}
+
+/// Splices that give the key of `slot` (present, its value null) a list holding `item`.
+std::vector<Splice> fill_null(const Text& t, const Slot& slot, const NewItem& item) {
+  const auto key_pos = static_cast<std::size_t>(slot.key.Mark().pos);
+  const bool flow_map = slot.map.Style() == YAML::EmitterStyle::Flow;
+  std::size_t colon = t.key_end(key_pos);
+  colon = t.skip_blanks(colon, false);
+  const std::size_t value = t.skip_blanks(colon + 1, false);
+  if (flow_map) return {{colon + 1, 0, " [" + item.flow() + "]"}};
+  const char c = t.at(value);
+  if (c != '\n' && c != '#' && c != '\0')  // an explicit null: `~`, `null`
+    return {{value, t.plain_line_end(value, false) - value, "[" + item.flow() + "]"}};
+  return {{t.line_end(key_pos), 0, "\n" + item.block(slot.key.Mark().column + 2, 1)}};
+}
+
+/// Splices that add `dependencies:` holding `item` to an environment's map that lacks it.
+std::vector<Splice> add_key(const Text& t, const YAML::Node& map, const NewItem& item) {
+  const auto pos = static_cast<std::size_t>(map.Mark().pos);
+  if (map.Style() == YAML::EmitterStyle::Flow) {
+    const std::size_t close = t.flow_end(pos) - 1;
+    const std::string entry = "dependencies: [" + item.flow() + "]";
+    if (map.size() == 0) return {{pos + 1, 0, entry}};
+    std::size_t p = close;
+    while (p > pos && (t.at(p - 1) == ' ' || t.at(p - 1) == '\t' || t.at(p - 1) == '\n')) --p;
+    return {{p, 0, t.at(p - 1) == ',' ? " " + entry : ", " + entry}};
+  }
+  const int col = map.begin()->first.Mark().column;
+  return {{t.last_line_end(map, col - 1), 0,
+           "\n" + std::string(static_cast<std::size_t>(col), ' ') + "dependencies:\n" + item.block(col + 2, 1)}};
+}
+
+/// Splices that delete entry `i` of the sequence `seq`.
+std::vector<Splice> remove_from(const Text& t, const YAML::Node& seq, std::size_t i) {
+  if (seq.Style() != YAML::EmitterStyle::Flow) {
+    const YAML::Node item = seq[i];
+    const auto item_pos = static_cast<std::size_t>(item.Mark().pos);
+    const std::size_t start = t.line_start(t.dash_before(item_pos).value_or(item_pos));
+    std::size_t end = t.block_item_end(seq, i);
+    if (end < t.size()) ++end;  // its line break
+    else if (start > 0) return {{start - 1, end - start + 1, ""}};  // the last line of a file without a final newline
+    return {{start, end - start, ""}};
+  }
+  auto start_of = [&](std::size_t k) { return t.node_start(seq[k], true); };
+  auto end_of = [&](std::size_t k) {
+    const std::size_t s = start_of(k);
+    return seq[k].IsScalar() ? t.scalar_end(s, true, 0) : t.flow_end(s);
+  };
+  if (i + 1 < seq.size()) return {{start_of(i), start_of(i + 1) - start_of(i), ""}};
+  if (i > 0) return {{end_of(i - 1), end_of(i) - end_of(i - 1), ""}};
+  std::size_t end = t.skip_blanks(end_of(i), true);
+  end = t.at(end) == ',' ? end + 1 : end_of(i);
+  return {{start_of(i), end - start_of(i), ""}};
+}
+
+// ---- checks ---------------------------------------------------------------------------------
+
+std::string names_of(const ManifestEnvironment& env, DependencyKind kind) {
+  std::string out;
+  if (kind == DependencyKind::Conda) {
+    for (const auto& d : env.dependencies) out += (out.empty() ? "" : ", ") + d.text;
+  } else {
+    for (const auto& p : env.pip) out += (out.empty() ? "" : ", ") + p.requirement;
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::vector<std::string> texts_of(const ManifestEnvironment& env, DependencyKind kind) {
+  std::vector<std::string> out;
+  if (kind == DependencyKind::Conda) {
+    for (const auto& d : env.dependencies) out.push_back(d.text);
+  } else {
+    for (const auto& p : env.pip) out.push_back(p.requirement);
+  }
+  return out;
+}
+
+Status check_text(const std::string& value, const std::string& what) {
+  for (std::size_t i = 0; i < value.size(); ++i)
+    if (is_control_at(value, i))
+      return Error{ErrorKind::Usage, "", what + " '" + printable(value) + "' holds a control character or a line break",
+                   "", "give one spec per argument, on one line"};
+  return ok_status();
+}
+
+/// The package a command-line value names (a MatchSpec's exact name in lower case, a pip line's
+/// PEP 503 name), checked.
+Result<std::string> package_of(const std::string& value, DependencyKind kind) {
+  const std::string what = kind == DependencyKind::Conda ? "the spec" : "the pip requirement";
+  if (auto st = check_text(value, what); !st) return st.error();
+  if (value.empty()) return Error{ErrorKind::Usage, "", what + " is empty", "", "name a package, e.g. numpy"};
+  if (kind == DependencyKind::Pypi) {
+    PipPackage p = parse_pip_requirement(value);
+    if (p.name.empty())
+      return Error{ErrorKind::Usage, "", "the pip requirement '" + value + "' names no project", "",
+                   "write a requirement such as `requests>=2.31`, `pkg @ https://host/pkg.whl` or `-e ./src#egg=pkg`"};
+    return p.name;
+  }
+  auto spec = MatchSpec::parse(value);
+  if (!spec) {
+    Error e = spec.error();
+    e.kind = ErrorKind::Usage;
+    return e;
+  }
+  std::string name = ascii_lower(spec->exact_name());
+  if (name.empty())
+    return Error{ErrorKind::Usage, "", "the spec '" + value + "' names no single package", "",
+                 "start the spec with the package name, e.g. `numpy >=1.26`"};
+  return name;
+}
+
+Result<std::vector<std::string>> packages_of(const std::vector<std::string>& values, DependencyKind kind) {
+  std::vector<std::string> names;
+  for (const auto& v : values) {
+    auto n = package_of(trim(v), kind);
+    if (!n) return n.error();
+    if (std::find(names.begin(), names.end(), *n) != names.end())
+      return Error{ErrorKind::Usage, "", "'" + *n + "' is given twice", "", "give each package once"};
+    names.push_back(*n);
+  }
+  return names;
+}
+
+Error no_environment(const Manifest& m, std::string_view env) {
+  std::string names;
+  for (const auto& [name, e] : m.environments) names += (names.empty() ? "" : ", ") + name;
+  return Error{ErrorKind::Incompatible, m.path.empty() ? "" : m.path.string(),
+               "has no environment '" + std::string(env) + "'", "environments in it: " + names,
+               "pass one of them with -e"};
+}
+
+/// Everything one edit needs: the text, its tree and its parse.
+struct State {
+  const Manifest& original;
+  std::string text;
+  YAML::Node root;
+  Manifest manifest;
+  std::string source() const { return original.path.empty() ? std::string("manifest") : original.path.string(); }
+};
+
+Result<Manifest> reparse(const State& s, const std::string& text) {
+  auto m = parse_manifest(text, s.source(), s.original.directory, s.original.format);
+  if (m) m->path = s.original.path;
+  return m;
+}
+
+Status load(State& s) {
+  yaml::Source src(s.text, s.source());
+  auto root = src.load();
+  if (!root) return root.error();
+  s.root.reset(*root);
+  auto m = reparse(s, s.text);
+  if (!m) return m.error();
+  s.manifest = std::move(*m);
+  return ok_status();
+}
+
+Error internal(const State& s, const std::string& what) {
+  return Error{ErrorKind::Internal, s.source(), "cannot edit the manifest in place: " + what, "",
+               "edit the file by hand; please report this with the manifest"};
+}
+
+/// Applies `splices` and checks that the environment's list now reads `expected` and every other
+/// list as before.
+Status commit(State& s, std::string_view env, DependencyKind kind, const std::vector<Splice>& splices,
+              const std::vector<std::string>& expected) {
+  std::string next = spliced(s.text, splices);
+  auto m = reparse(s, next);
+  if (!m) return internal(s, "the edited text does not read: " + m.error().to_string());
+  const ManifestEnvironment* after = m->environment(env);
+  if (after == nullptr || texts_of(*after, kind) != expected) return internal(s, "the edited list does not read back as written");
+  for (const auto& [name, e] : s.manifest.environments) {
+    const ManifestEnvironment* now = m->environment(name);
+    if (now == nullptr) return internal(s, "environment '" + name + "' would be lost");
+    for (DependencyKind k : {DependencyKind::Conda, DependencyKind::Pypi}) {
+      if (name == env && k == kind) continue;
+      if (texts_of(*now, k) != texts_of(e, k)) return internal(s, "the lists of environment '" + name + "' would change");
+    }
+  }
+  s.text = std::move(next);
+  return load(s);
+}
+
+}  // namespace
+
+Result<std::string> environment_to_edit(const Manifest& manifest, std::string_view given) {
+  if (!given.empty()) {
+    if (manifest.environment(given) == nullptr) return no_environment(manifest, given);
+    return std::string(given);
+  }
+  if (manifest.environment("default") != nullptr) return std::string("default");
+  if (manifest.environments.size() == 1) return manifest.environments.begin()->first;
+  std::string names;
+  for (const auto& [name, e] : manifest.environments) names += (names.empty() ? "" : ", ") + name;
+  return Error{ErrorKind::Usage, manifest.path.string(), "has no environment 'default' and several others",
+               "environments in it: " + names, "pass one of them with -e"};
+}
+
+Result<EditedManifest> add_dependencies(const Manifest& manifest, const std::string& text,
+                                        std::string_view environment, const std::vector<std::string>& specs,
+                                        DependencyKind kind) {
+  auto names = packages_of(specs, kind);
+  if (!names) return names.error();
+  if (manifest.environment(environment) == nullptr) return no_environment(manifest, environment);
+  State s{manifest, text, {}, {}};
+  if (auto st = load(s); !st) return st.error();
+  EditedManifest out;
+  for (std::size_t n = 0; n < specs.size(); ++n) {
+    const std::string spec = trim(specs[n]);
+    const std::string& name = (*names)[n];
+    const ManifestEnvironment* env = s.manifest.environment(environment);
+    if (env == nullptr) return no_environment(s.manifest, environment);
+    const Text t(s.text);
+    auto slot = dependencies_slot(s.root, environment);
+    if (!slot) return internal(s, "environment '" + std::string(environment) + "' is not where it was read");
+    std::vector<std::string> expected = texts_of(*env, kind);
+    const std::string written = kind == DependencyKind::Pypi ? parse_pip_requirement(spec).requirement : spec;
+    DependencyEdit edit;
+    edit.name = name;
+    edit.spec = spec;
+    std::vector<Splice> splices;
+
+    std::vector<Entry> found;
+    for (auto& e : entries_of(slot->value, *env, kind))
+      if (e.name == name) found.push_back(std::move(e));
+    if (found.size() > 1) {
+      std::string lines;
+      for (const auto& e : found) lines += (lines.empty() ? "" : ", ") + std::to_string(e.scalar.Mark().line + 1);
+      return Error{ErrorKind::Incompatible, s.source(),
+                   "environment '" + std::string(environment) + "' lists '" + name + "' " + std::to_string(found.size()) +
+                       " times (lines " + lines + ")",
+                   "", "edit those lines by hand, or `envlock rm " + name + "` first"};
+    }
+    if (found.size() == 1) {
+      const Entry& e = found.front();
+      const bool flow = e.list.Style() == YAML::EmitterStyle::Flow;
+      const std::size_t start = t.node_start(e.scalar, flow);
+      const std::size_t end = t.scalar_end(start, flow, flow ? 0 : e.list.Mark().column);
+      splices.push_back({start, end - start, yaml_scalar(spec, quote_of(t, start), flow)});
+      edit.action = DependencyEdit::Action::Replaced;
+      edit.previous = e.text;
+      expected[e.ordinal] = written;
+    } else {
+      edit.action = DependencyEdit::Action::Added;
+      expected.push_back(written);
+      NewItem item{spec, false, 0};
+      if (kind == DependencyKind::Pypi) {
+        auto pip = slot->present ? pip_entry(slot->value) : std::nullopt;
+        if (pip && pip->second.value.IsSequence()) {
+          splices = append_to(t, pip->second.value, item);
+        } else if (pip) {
+          splices = fill_null(t, pip->second, item);
+        } else {
+          item.pip_wrapper = true;
+        }
+      }
+      if (splices.empty()) {
+        if (!slot->present) splices = add_key(t, slot->map, item);
+        else if (slot->value.IsSequence()) splices = append_to(t, slot->value, item);
+        else splices = fill_null(t, *slot, item);
+      }
+    }
+    if (auto st = commit(s, environment, kind, splices, expected); !st) return st.error();
+    // The entry's line in the new text: the one entry of that name now.
+    if (auto now = dependencies_slot(s.root, environment))
+      for (const auto& e : entries_of(now->value, *s.manifest.environment(environment), kind))
+        if (e.name == name) edit.line = e.scalar.Mark().line + 1;
+    out.edits.push_back(std::move(edit));
+  }
+  out.text = std::move(s.text);
+  out.manifest = std::move(s.manifest);
+  return out;
+}
+
+Result<EditedManifest> remove_dependencies(const Manifest& manifest, const std::string& text,
+                                           std::string_view environment, const std::vector<std::string>& names,
+                                           DependencyKind kind) {
+  auto packages = packages_of(names, kind);
+  if (!packages) return packages.error();
+  if (manifest.environment(environment) == nullptr) return no_environment(manifest, environment);
+  State s{manifest, text, {}, {}};
+  if (auto st = load(s); !st) return st.error();
+  EditedManifest out;
+  for (const auto& name : *packages) {
+    bool any = false;
+    for (;;) {
+      const ManifestEnvironment* env = s.manifest.environment(environment);
+      if (env == nullptr) return no_environment(s.manifest, environment);
+      auto slot = dependencies_slot(s.root, environment);
+      std::vector<Entry> entries = slot ? entries_of(slot->value, *env, kind) : std::vector<Entry>{};
+      auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
+      if (it == entries.end()) {
+        if (any) break;
+        const bool conda = kind == DependencyKind::Conda;
+        return Error{ErrorKind::Incompatible, s.source(),
+                     "environment '" + std::string(environment) + "' has no " +
+                         (conda ? "dependency" : "pip requirement") + " '" + name + "'",
+                     std::string(conda ? "its dependencies: " : "its pip requirements: ") + names_of(*env, kind),
+                     conda ? "name one of them, or `--pypi` for a pip requirement"
+                           : "name one of them, or drop --pypi for a conda dependency"};
+      }
+      const Text t(s.text);
+      DependencyEdit edit;
+      edit.action = DependencyEdit::Action::Removed;
+      edit.name = name;
+      edit.spec = it->text;
+      edit.line = it->scalar.Mark().line + 1;
+      std::vector<std::string> expected = texts_of(*env, kind);
+      expected.erase(expected.begin() + static_cast<std::ptrdiff_t>(it->ordinal));
+      std::vector<Splice> splices;
+      auto pip = kind == DependencyKind::Pypi ? pip_entry(slot->value) : std::nullopt;
+      if (kind == DependencyKind::Pypi && it->list.size() == 1 && pip && pip->second.value.IsSequence() &&
+          pip->second.value.Mark().pos == it->list.Mark().pos) {
+        splices = remove_from(t, slot->value, pip->first);  // the `- pip:` entry left empty goes too
+      } else {
+        splices = remove_from(t, it->list, it->index);
+      }
+      if (auto st = commit(s, environment, kind, splices, expected); !st) return st.error();
+      out.edits.push_back(std::move(edit));
+      any = true;
+    }
+  }
+  out.text = std::move(s.text);
+  out.manifest = std::move(s.manifest);
+  return out;
+}
+
+}  // namespace envlock
