@@ -1,5 +1,6 @@
 // envlock install -l LOCKFILE [-e ENV] -p PREFIX [--copy] [--ignore-host] [--no-scripts]
 // Installs exactly the lockfile's records for this host's platform; never solves.
+#include <fstream>
 #include <unistd.h>
 
 #include <algorithm>
@@ -308,6 +309,21 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
     if (!entries[i]) {
       Error e = entries[i].error();
       if (e.where.empty()) e.where = records[i].file_name;
+      if (e.kind == ErrorKind::Usage) {
+        // A URL the lockfile holds that cannot be fetched (unparseable, an unknown scheme) is bad
+        // input data, not a usage error: exit 1, at the lockfile's line and column (as pixi and
+        // conda-lock report a bad lockfile entry), never exit 2.
+        e.kind = ErrorKind::Parse;
+        std::ifstream in(request.lockfile_path);
+        std::string line;
+        for (int n = 1; std::getline(in, line); ++n) {
+          const auto at = line.find(records[i].url);
+          if (at == std::string::npos || line.find("url") == std::string::npos) continue;
+          e.where = request.lockfile_path.string() + ":" + std::to_string(n) + ":" + std::to_string(at + 1);
+          e.message = "url of " + records[i].name + " '" + redact_url(records[i].url) + "': " + e.message;
+          break;
+        }
+      }
       e.detail += std::string(e.detail.empty() ? "" : "\n") + "package: " + records[i].dist_name() +
                   " from " + redact_url(records[i].url) +
                   "\nnothing was installed; the prefix was not touched";

@@ -1610,3 +1610,44 @@ TEST(VerifyCli, VerifyChecksAPipReplacedFileAgainstRecordNotTheShadowedCondaReco
 }
 
 }  // namespace
+
+// A new-user attack (issue 23, M5): a lockfile whose url has an unknown scheme made `install`
+// exit 2 (usage error). It is bad input data: exit 1, naming the package, the URL and
+// file:line:col, as pixi and conda-lock name a bad lockfile entry.
+TEST(InstallCli, ALockedUrlWithAnUnknownSchemeIsBadInputAtItsLine) {
+  const fs::path d = fs::temp_directory_path() / ("envlock-bad-url-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  std::ofstream(d / "bad.lock") << "version: 1\nmanifest_hash: sha256:" << std::string(64, 'c') << R"(
+environments:
+  default:
+    requested:
+      - numpy
+    platforms:
+      linux-64:
+        channels:
+          - https://conda.anaconda.org/conda-forge
+        packages:
+          - name: numpy
+            version: "1.26.4"
+            build: py312h8753938_0
+            build_number: 0
+            subdir: linux-64
+            channel: https://conda.anaconda.org/conda-forge
+            url: "gopher://x/numpy-1.26.4-py312h8753938_0.conda"
+            sha256: )" << std::string(64, 'a') << R"(
+            depends: []
+            layer: default
+)";
+  const auto r = run_command("cd '" + d.string() + "' && " + envlock_cmd() + " install -l bad.lock -p '" +
+                             (d / "env").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "error: bad.lock:18:19: url of numpy 'gopher://x/numpy-1.26.4-py312h8753938_0.conda': unsupported URL scheme\n"
+            "package: numpy-1.26.4-py312h8753938_0 from gopher://x/numpy-1.26.4-py312h8753938_0.conda\n"
+            "nothing was installed; the prefix was not touched\n"
+            "hint: use an http://, https:// or file:// URL\n");
+  EXPECT_FALSE(fs::exists(d / "env"));
+  fs::remove_all(d);
+}
