@@ -188,6 +188,13 @@ Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const Manifest
 Result<std::vector<std::string>> base_platforms_for(const Manifest& manifest, const ManifestEnvironment& env,
                                                     const BaseLockfile& base);
 
+/// Fails when an environment's base lockfile (a path, or a file:// URL) is `lockfile_path`
+/// itself, the lockfile this project's lock writes or checks: each lock would then take the file
+/// it wrote last as its new base, so `lock --check` could never pass. The same file is found
+/// through links and `..` (a file that does not exist yet is compared by its normalised absolute
+/// path). Errors: Usage, at the `base:` map, naming the environment and the file.
+Status check_base_is_not_the_lockfile(const Manifest& manifest, const std::filesystem::path& lockfile_path);
+
 /// The base lockfiles' part of `lock --check` (issue 18 point 2), which check_lockfile() cannot
 /// do since it reads no file: for each environment of `manifest` on a base lockfile, reads the
 /// base (load_base_lockfile with `options`: a path base needs no network) and appends to

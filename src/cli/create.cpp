@@ -59,6 +59,7 @@ int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan)
   for (const auto& w : manifest->warnings) warn(w);
   const fs::path dir = fs::absolute(args.manifest).parent_path();
   const fs::path lock_path = dir / "envlock.lock";
+  if (auto st = check_base_is_not_the_lockfile(*manifest, lock_path); !st) return report_error(ctx, st.error());
   const DryRun dry = args.dry_run ? DryRun::Yes : DryRun::No;
 
   std::optional<Lockfile> lockfile;

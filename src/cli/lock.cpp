@@ -144,6 +144,7 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   // Spelled as the user spelled the manifest's folder, so messages name no home folder.
   fs::path lock_path = args.output.empty() ? fs::path(args.manifest).parent_path() / "envlock.lock"
                                            : fs::path(args.output);
+  if (auto st = check_base_is_not_the_lockfile(*manifest, lock_path); !st) return report_error(ctx, st.error());
   if (args.check) return run_check(ctx, *manifest, lock_path, args.offline);
 
   std::optional<Lockfile> previous;

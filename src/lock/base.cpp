@@ -116,6 +116,34 @@ std::string BaseLockfile::describe() const {
   return "the base " + redact_url(base.lockfile) + " (environment " + base.environment + ")";
 }
 
+Status check_base_is_not_the_lockfile(const Manifest& manifest, const fs::path& lockfile_path) {
+  // Where a path resolves to, through links and `..`; a missing file by its absolute path.
+  auto resolved = [](const fs::path& p) {
+    std::error_code ec;
+    auto c = fs::weakly_canonical(fs::absolute(p, ec), ec);
+    return ec ? fs::absolute(p, ec).lexically_normal() : c;
+  };
+  const fs::path own = resolved(lockfile_path);
+  for (const auto& [name, env] : manifest.environments) {
+    if (!env.base_lockfile) continue;
+    const ExternalBase& b = *env.base_lockfile;
+    fs::path file;
+    if (b.lockfile.starts_with("file://")) {
+      if (auto p = path_from_file_url(b.lockfile)) file = *p;
+    } else if (!is_url(b.lockfile)) {
+      file = manifest.directory / b.lockfile;
+    }
+    if (file.empty()) continue;
+    std::error_code ec;
+    if (resolved(file) != own && !fs::equivalent(file, lockfile_path, ec)) continue;
+    return Error{ErrorKind::Usage, where_of(manifest, b),
+                 "the base of environment '" + name + "' is this project's own lockfile " + lockfile_path.string(),
+                 "", "a base is another project's lockfile (the platform team's): name that file, or write "
+                     "`base: ENV` for a layer of this manifest"};
+  }
+  return ok_status();
+}
+
 Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const ManifestEnvironment& env,
                                         const RepodataOptions& options) {
   const ExternalBase& b = *env.base_lockfile;

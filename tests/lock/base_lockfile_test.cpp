@@ -300,6 +300,24 @@ TEST(BaseLockfile, Errors) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.err.starts_with("error: app/envlock.yaml:4:11: the base lockfile ../platform/broken.lock cannot be read\n"))
       << r.err;
+  // The project's own lockfile as its base (attack on issue 18, finding 1): each lock took the
+  // file it wrote last as the new base, layers grew base:base:..., and `lock --check` never passed.
+  // Refused before anything is read or written, by lock, lock --check and create, also when the
+  // lockfile does not exist yet and when it is named through `..`.
+  fs::remove(t.dir() / "app" / "envlock.lock");
+  for (const std::string own : {"envlock.lock", "../app/envlock.lock"}) {
+    t.write_app("{lockfile: " + own + ", environment: default}", "extra");
+    const std::string refused = "error: app/envlock.yaml:4:11: the base of environment 'default' is this project's own "
+                                "lockfile app/envlock.lock\nhint: a base is another project's lockfile (the platform "
+                                "team's): name that file, or write `base: ENV` for a layer of this manifest\n";
+    for (const char* cmd : {"lock -f app/envlock.yaml", "lock --check -f app/envlock.yaml"}) {
+      r = t.envlock(cmd);
+      EXPECT_EQ(r.exit_code, 2) << cmd;
+      EXPECT_EQ(r.out, "") << cmd;
+      EXPECT_EQ(r.err, refused) << cmd;
+    }
+    EXPECT_FALSE(fs::exists(t.dir() / "app" / "envlock.lock"));
+  }
   t.write_app("{lockfile: 'http://example.com/base.lock', environment: runtime}", "extra");
   r = t.envlock("lock -f app/envlock.yaml");
   EXPECT_EQ(r.exit_code, 1);
