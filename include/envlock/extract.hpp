@@ -129,4 +129,52 @@ Status write_tar_zst(const std::filesystem::path& archive, std::vector<ArchiveEn
 /// in `.conda` or no entry is `info/index.json`. extract_into() reads the result.
 Status write_conda_package(const std::filesystem::path& archive, std::vector<ArchiveEntry> entries, int level = 3);
 
+// ---------------------------------------------------------------------------------------------
+// Reading a ZIP member by member (wheels, PEP 427; still no libarchive type in this header)
+// ---------------------------------------------------------------------------------------------
+
+/// One member of a ZIP archive as read_zip() hands it over: what its central directory record
+/// says (PKWARE APPNOTE 4.4), unchecked — the caller judges the name and the kind.
+struct ZipMember {
+  /// The type from the external attributes: a member made on Unix carries `st_mode` in their
+  /// upper 16 bits (Info-ZIP's convention, which Python's zipfile writes); one made elsewhere is
+  /// a File, or a Directory when its name ends in `/` or its MS-DOS directory bit is set.
+  enum class Kind { File, Directory, Symlink, Device, Fifo, Socket, Other };
+  std::string name;                   ///< the stored name (UTF-8 when the archive says so), as is
+  Kind kind = Kind::File;
+  std::uint32_t mode = 0;             ///< permission bits (Unix-made: from the attributes; else 0664/0775)
+  std::optional<std::uint64_t> size;  ///< the declared uncompressed size, when recorded
+  std::string link_target;            ///< Symlink: the target, as stored
+};
+
+/// The bytes of the member read_zip() is at, read block by block (inflated and checked against
+/// the member's CRC-32 by libarchive). Valid only during the visitor's call.
+class ZipMemberReader {
+ public:
+  /// The next block of the member's bytes; an empty view at its end. The view lives until the
+  /// next call. Errors: ErrorKind::Integrity (corrupt or truncated data, a CRC mismatch, an
+  /// encrypted member, content past the archive's cap, naming the archive and the member).
+  Result<std::string_view> next();
+
+  struct State;  ///< read_zip()'s reading state (src/extract/zip.cpp)
+  explicit ZipMemberReader(State& state) : state_(&state) {}
+
+ private:
+  State* state_;
+};
+
+/// Called for each member of the archive in central-directory order. It may read the member's
+/// bytes through `data` (all, some or none); an error it returns stops read_zip(), which returns it.
+using ZipVisitor = std::function<Status(const ZipMember& member, ZipMemberReader& data)>;
+
+/// Reads the ZIP archive `archive` (any name; a wheel is one) from its central directory, as
+/// Python's zipfile (pip, installer) and uv's reader do, so a local header that disagrees with it
+/// cannot hide a member. Stored and deflated members are read; bytes handed over count against
+/// `limits` (max_entries members; content past the cap of ExtractLimits is refused as in
+/// extract_into(), before the bytes of a member whose declared size passes it are read).
+/// Nothing is written. Errors: ErrorKind::Io (the file cannot be opened), ErrorKind::Integrity
+/// (not a ZIP, corrupt or truncated, limits passed; `where` is the archive path), or the
+/// visitor's error.
+Status read_zip(const std::filesystem::path& archive, const ZipVisitor& visit, const ExtractLimits& limits = {});
+
 }  // namespace envlock

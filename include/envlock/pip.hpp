@@ -142,6 +142,14 @@ enum class DistInfoParts {
   WithoutRecord,  ///< RECORD left unread: `files` stays empty, a missing or bad RECORD is no error
 };
 
+/// The rows of a RECORD file's text (PEP 376: CSV rows `path,hash,size`, RFC 4180 quoting), in
+/// file order; blank lines are skipped. `where_file` names the file in errors, which add
+/// ":line" (ErrorKind::Parse): a row that is not three fields with a path, a hash that is not
+/// `sha256=` (the hint says envlock checks sha256 only), a sha256 that is not 32 bytes of
+/// urlsafe base64, a size that is not a number. read_dist_info() and the wheel installer
+/// (wheel.hpp, a wheel's own RECORD) read RECORD through it.
+Result<std::vector<RecordEntry>> parse_record(std::string_view text, const std::string& where_file);
+
 /// Reads one `.dist-info` folder (local path) of a prefix; `prefix_relative` is how the folder is
 /// named in errors and in PipDistribution::dist_info. Errors (Parse/Io, `where` naming the file,
 /// with ":line" for a RECORD row): METADATA missing or without Name/Version, direct_url.json that

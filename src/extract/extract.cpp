@@ -3,6 +3,8 @@
 // See envlock/extract.hpp for the contract.
 #include "envlock/extract.hpp"
 
+#include "caps.hpp"
+
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -21,7 +23,33 @@
 #include <vector>
 
 namespace envlock {
+
+namespace detail {
+
+ContentCap content_cap(const std::filesystem::path& archive_path, const ExtractLimits& l) {
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(archive_path, ec);
+  const std::uint64_t absolute = l.max_total_bytes;
+  if (l.max_expansion_ratio == 0 || ec) {
+    return {absolute, "the absolute cap of " + std::to_string(absolute) + " bytes of content"};
+  }
+  const std::uint64_t derived =
+      size > l.max_total_bytes / l.max_expansion_ratio ? l.max_total_bytes : size * l.max_expansion_ratio;
+  const std::uint64_t bound = std::max(derived, l.expansion_floor);
+  if (bound >= absolute) {
+    return {absolute, "the absolute cap of " + std::to_string(absolute) + " bytes of content"};
+  }
+  return {bound, "the expansion cap of " + std::to_string(bound) + " bytes of content (" + std::to_string(l.max_expansion_ratio) +
+                     " x the archive's " + std::to_string(size) + " bytes, at least " + std::to_string(l.expansion_floor) +
+                     ")"};
+}
+
+}  // namespace detail
+
 namespace {
+
+using detail::ContentCap;
+using detail::content_cap;
 
 namespace fs = std::filesystem;
 
@@ -68,30 +96,6 @@ std::string join(const std::vector<std::string>& parts, std::size_t n) {
     out += parts[i];
   }
   return out;
-}
-
-/// The bound on the content of one archive (extract.hpp, ExtractLimits) and its name in errors.
-struct ContentCap {
-  std::uint64_t bytes = 0;
-  std::string name;
-};
-
-ContentCap content_cap(const fs::path& archive_path, const ExtractLimits& l) {
-  std::error_code ec;
-  const std::uint64_t size = fs::file_size(archive_path, ec);
-  const std::uint64_t absolute = l.max_total_bytes;
-  if (l.max_expansion_ratio == 0 || ec) {
-    return {absolute, "the absolute cap of " + std::to_string(absolute) + " bytes of content"};
-  }
-  const std::uint64_t derived =
-      size > l.max_total_bytes / l.max_expansion_ratio ? l.max_total_bytes : size * l.max_expansion_ratio;
-  const std::uint64_t bound = std::max(derived, l.expansion_floor);
-  if (bound >= absolute) {
-    return {absolute, "the absolute cap of " + std::to_string(absolute) + " bytes of content"};
-  }
-  return {bound, "the expansion cap of " + std::to_string(bound) + " bytes of content (" + std::to_string(l.max_expansion_ratio) +
-                     " x the archive's " + std::to_string(size) + " bytes, at least " + std::to_string(l.expansion_floor) +
-                     ")"};
 }
 
 /// One extraction into one directory: the checks and the *at() writes.

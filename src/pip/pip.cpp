@@ -386,6 +386,44 @@ PipRequirementCheck check_pip_requirement(std::string_view requirement, const Pi
   return {Outcome::Met, ""};
 }
 
+Result<std::vector<RecordEntry>> parse_record(std::string_view text, const std::string& where_file) {
+  std::vector<RecordEntry> out;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  int lineno = 0;
+  std::vector<std::string> cols;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (trim(line).empty()) continue;
+    const std::string where = where_file + ":" + std::to_string(lineno);
+    if (!split_csv_row(line, cols) || cols.size() != 3 || cols[0].empty()) {
+      return Error{ErrorKind::Parse, where, "expected `path,hash,size`", "  " + line, "RECORD rows are CSV (PEP 376)"};
+    }
+    RecordEntry e;
+    e.path = cols[0];
+    if (!cols[1].empty()) {
+      if (!cols[1].starts_with("sha256=")) {
+        return Error{ErrorKind::Parse, where, "unsupported hash `" + cols[1].substr(0, cols[1].find('=')) + "`", "  " + line,
+                     "envlock checks sha256 RECORD hashes, which pip always writes"};
+      }
+      e.sha256 = record_sha256_hex(cols[1]);
+      if (e.sha256.empty()) return Error{ErrorKind::Parse, where, "the sha256 is not 32 bytes of urlsafe base64", "  " + line, ""};
+    }
+    if (!cols[2].empty()) {
+      std::uint64_t size = 0;
+      for (char c : cols[2]) {
+        if (c < '0' || c > '9' || size > (UINT64_MAX - 9) / 10) {
+          return Error{ErrorKind::Parse, where, "the size is not a number", "  " + line, ""};
+        }
+        size = size * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      e.size = size;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& prefix_relative, DistInfoParts parts) {
   PipDistribution d;
   d.dist_info = prefix_relative;
@@ -425,39 +463,9 @@ Result<PipDistribution> read_dist_info(const fs::path& dir, const std::string& p
                  "reinstall it with pip (pip install --force-reinstall --no-deps " + d.name + "==" + d.version + ")"};
   }
   if (record) {
-    std::istringstream in(*record);
-    std::string line;
-    int lineno = 0;
-    std::vector<std::string> cols;
-    while (std::getline(in, line)) {
-      ++lineno;
-      if (trim(line).empty()) continue;
-      const std::string where = prefix_relative + "/RECORD:" + std::to_string(lineno);
-      if (!split_csv_row(line, cols) || cols.size() != 3 || cols[0].empty()) {
-        return Error{ErrorKind::Parse, where, "expected `path,hash,size`", "  " + line, "RECORD rows are CSV (PEP 376)"};
-      }
-      RecordEntry e;
-      e.path = cols[0];
-      if (!cols[1].empty()) {
-        if (!cols[1].starts_with("sha256=")) {
-          return Error{ErrorKind::Parse, where, "unsupported hash `" + cols[1].substr(0, cols[1].find('=')) + "`", "  " + line,
-                       "envlock checks sha256 RECORD hashes, which pip always writes"};
-        }
-        e.sha256 = record_sha256_hex(cols[1]);
-        if (e.sha256.empty()) return Error{ErrorKind::Parse, where, "the sha256 is not 32 bytes of urlsafe base64", "  " + line, ""};
-      }
-      if (!cols[2].empty()) {
-        std::uint64_t size = 0;
-        for (char c : cols[2]) {
-          if (c < '0' || c > '9' || size > (UINT64_MAX - 9) / 10) {
-            return Error{ErrorKind::Parse, where, "the size is not a number", "  " + line, ""};
-          }
-          size = size * 10 + static_cast<std::uint64_t>(c - '0');
-        }
-        e.size = size;
-      }
-      d.files.push_back(std::move(e));
-    }
+    auto rows = parse_record(*record, prefix_relative + "/RECORD");
+    if (!rows) return rows.error();
+    d.files = std::move(*rows);
     std::sort(d.files.begin(), d.files.end(), [](const RecordEntry& a, const RecordEntry& b) { return a.path < b.path; });
   }
   if (auto direct = slurp(dir / "direct_url.json")) {
