@@ -1,7 +1,7 @@
 #pragma once
 // Internal helpers shared by the lockfile readers: YAML access with file:line:col errors,
 // duplicate-key checks, and the finishing steps every reader applies to its Lockfile.
-// The readers walk the flat YAML tree of src/lockfile/block_yaml.hpp: conda-lock and pixi write
+// The readers walk the flat YAML tree of src/yaml/block_yaml.hpp: conda-lock and pixi write
 // their lockfiles in the block subset it reads in one pass; anything else goes through yaml-cpp
 // into the same tree, so both give the same records and the same file:line:col.
 

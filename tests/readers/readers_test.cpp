@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "../../src/lockfile/block_yaml.hpp"
+#include "block_yaml.hpp"
 #include "envlock/readers.hpp"
 #include "support/lockfile_fixtures.hpp"
 #include "support/pip_prefix.hpp"
@@ -170,7 +170,7 @@ TEST(CorpusLockfiles, EveryFileParsesOrIsRefusedWithItsReason) {
 }
 
 // envlock.lock is read by envlock's one-pass reader of the block YAML subset it writes
-// (src/lockfile/block_yaml.cpp), with yaml-cpp as the fallback for any other YAML. Both paths
+// (src/yaml/block_yaml.cpp), with yaml-cpp as the fallback for any other YAML. Both paths
 // must give exactly the same records: checked on the envlock.lock of every lockfile of the corpus
 // (thousands of real records), read once as written and once with a `---` document marker in
 // front, which the one-pass reader leaves to yaml-cpp.

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "../../src/lockfile/block_yaml.hpp"
+#include "block_yaml.hpp"
 #include "envlock/lockfile.hpp"
 
 namespace envlock {
