@@ -317,6 +317,62 @@ Error immutable_refusal(const fs::path& path) {
                "as root, run `chattr -i -a` on it, then run the command again (and set the flag again after)"};
 }
 
+nlohmann::json origin_json(const PrefixOrigin& o);
+
+/// The rollback of a first install (no previous tree) whose tree a job wrote files into while its
+/// post-link scripts ran: the files its packages own (`owned`, '/'-separated, conda-meta records
+/// included) are deleted with the folders above them that are left empty, conda-meta's history
+/// goes, conda-meta/envlock names no lockfile any more (the prefix holds no packages: nothing
+/// takes it for up to date), and the marker goes last; `unowned` stays where it is, named in
+/// `warnings`. A kill part way leaves the marker, and the next run refuses, deleting nothing.
+Status undo_first_install_in_place(const fs::path& prefix, const std::set<std::string>& owned,
+                                   const std::vector<std::string>& unowned, std::vector<std::string>* warnings) {
+  auto tree = detail::Tree::open(prefix);
+  if (!tree) return tree.error();
+  const std::string meta = std::string(detail::kGuardedFolder) + "/";
+  std::set<std::string, std::greater<>> folders;  // deepest first
+  for (const auto& rel : owned) {
+    struct stat st {};
+    auto there = tree->lstat(rel, st);
+    if (!there) return there.error();
+    if (!*there || S_ISDIR(st.st_mode)) continue;
+    if (auto st2 = tree->unlink(rel); !st2) return st2;
+    for (auto at = rel.rfind('/'); at != std::string::npos && at > 0; at = rel.rfind('/', at - 1)) {
+      const std::string up = rel.substr(0, at);
+      if (up + "/" == meta) break;
+      folders.insert(up);
+    }
+  }
+  for (const auto& dir : folders) {
+    const auto at = dir.rfind('/');
+    auto parent = tree->dir(at == std::string::npos ? "" : dir.substr(0, at), false);
+    if (!parent) continue;
+    const std::string name = at == std::string::npos ? dir : dir.substr(at + 1);
+    if (::unlinkat(*parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOTEMPTY && errno != EEXIST &&
+        errno != ENOENT && errno != ENOTDIR)
+      return io_error(prefix / dir, "cannot remove the folder", errno);
+    tree->forget();
+  }
+  for (const char* name : {"history"}) {
+    struct stat st {};
+    if (auto there = tree->lstat(meta + name, st); there && *there)
+      if (auto st2 = tree->unlink(meta + name); !st2) return st2;
+  }
+  PrefixOrigin none;
+  none.prefix = prefix.string();
+  if (auto st = detail::write_file_atomic(prefix / detail::kGuardedFolder / kOriginFile,
+                                          origin_json(none).dump(2) + "\n", 0644);
+      !st)
+    return st;
+  if (auto st = tree->unlink(meta + kPendingFile); !st) return st;
+  if (auto st = fsync_dir(prefix / detail::kGuardedFolder); !st) return st;
+  if (warnings != nullptr)
+    warnings->push_back("rolled back a first install that did not finish; kept " + std::to_string(unowned.size()) +
+                        " file(s) written into it since, which no package owns: " + listed(unowned, 5) +
+                        "; the environment stays, with no packages");
+  return ok_status();
+}
+
 Status roll_back_pending(const fs::path& prefix, bool this_run, std::vector<std::string>* warnings = nullptr) {
   std::vector<std::string> carried_back;  // written into an unfinished update since: kept
   const fs::path marker = prefix / "conda-meta" / kPendingFile;
@@ -383,7 +439,12 @@ Status roll_back_pending(const fs::path& prefix, bool this_run, std::vector<std:
       carried_back = std::move(unowned);
       unowned.clear();
     }
-    if (this_run) unowned.clear();  // a first install of this run: nothing to restore them into
+    // A first install of this run (no previous tree to restore them into) that a job wrote into
+    // meanwhile: only what this install linked is undone, in place, as conda's rollback does
+    // (link.py, UnlinkLinkTransaction: each action's reverse()); the prefix stays with them.
+    if (this_run && previous.empty() && !unowned.empty())
+      return undo_first_install_in_place(prefix, owned, unowned, warnings);
+    if (this_run) unowned.clear();  // nothing was written meanwhile: the whole tree goes
     if (!unowned.empty() || (!this_run && previous.empty() && !damaged.empty())) {
       return Error{ErrorKind::Io, prefix.string(),
                    "was left by a first install that did not finish (conda-meta/envlock-pending), and holds files no "
@@ -1876,12 +1937,16 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
       std::vector<std::string> left;
       (void)recover(prefix, left);  // deletes the discarded tree
       for (const auto& w : left) e.detail += "\n" + w;
+      // A first install that files were written into meanwhile stays, holding only them.
+      const std::string none = fs::exists(fs::symlink_status(prefix, ec))
+                                   ? "nothing was installed; the files written meanwhile stay in the prefix"
+                                   : "nothing was installed";
       if (sig != 0) {
-        e.hint = existed ? "the previous environment was restored" : "nothing was installed";
+        e.hint = existed ? "the previous environment was restored" : none;
         return e;
       }
       e.hint = existed ? "the previous environment was restored; fix the package or pass --no-scripts to skip post-link scripts"
-                       : "nothing was installed; fix the package or pass --no-scripts to skip post-link scripts";
+                       : none + "; fix the package or pass --no-scripts to skip post-link scripts";
       return e;
     }
     // Commit point: the marker goes, durably.

@@ -655,6 +655,60 @@ TEST_F(Installer, ARolledBackUpdateKeepsFilesWrittenIntoItMeanwhile) {
   }
 }
 
+// The same on a first install (issue 23, H1): there is no previous tree to carry the job's files
+// into, and the whole new tree was discarded with them. Only what the install linked is undone,
+// in place, as conda's rollback does (link.py, UnlinkLinkTransaction: each action's reverse());
+// the prefix stays, holding the files, with no packages, and a later install carries them.
+TEST_F(Installer, ARolledBackFirstInstallKeepsFilesWrittenIntoItMeanwhile) {
+  auto base = make_package("base", "1", {{"share/base", "1\n"}, {"lib/deep/libbase.so", "so\n"}});
+  for (const std::string how : {"exit 1", "kill -TERM $PPID"}) {
+    SCOPED_TRACE(how);
+    auto job = make_package("job", "1",
+                            {{"bin/.job-post-link.sh",
+                              "mkdir -p \"$PREFIX/ckpt\" \"$PREFIX/share/notes\"; echo weights > \"$PREFIX/ckpt/epoch1.pt\"; "
+                              "echo n > \"$PREFIX/share/notes/n.txt\"\n" + how + "\n", true}});
+    auto r = install_packages(prefix_, {base, job}, options());
+    ASSERT_FALSE(r.ok());
+    const bool killed = how != "exit 1";
+    EXPECT_EQ(install_interrupted_by(), killed ? SIGTERM : 0);
+    EXPECT_EQ(r.error().where, killed ? fs::absolute(prefix_).lexically_normal().string() : "job-1-0");
+    EXPECT_EQ(r.error().message, killed ? "install interrupted by SIGTERM" : "post-link script exited with status 1");
+    const std::string kept = "rolled back a first install that did not finish; kept 2 file(s) written into it since, "
+                             "which no package owns: ckpt/epoch1.pt, share/notes/n.txt; the environment stays, with "
+                             "no packages";
+    const std::string pfx = fs::absolute(prefix_).lexically_normal().string();
+    const std::string trace = "script: bin/.job-post-link.sh\noutput:\n"
+                              "+ for _envlock_hook in \"$PREFIX\"/etc/conda/activate.d/*.sh\n"
+                              "+ '[' -f '" + pfx + "/etc/conda/activate.d/*.sh' ']'\n"
+                              "+ unset _envlock_hook\n"
+                              "+ . " + pfx + "/bin/.job-post-link.sh\n"
+                              "++ mkdir -p " + pfx + "/ckpt " + pfx + "/share/notes\n"
+                              "++ echo weights\n"
+                              "++ echo n\n"
+                              "++ exit 1\n";
+    EXPECT_EQ(r.error().detail, (killed ? std::string() : trace) + kept);
+    EXPECT_EQ(r.error().hint, killed ? "nothing was installed; the files written meanwhile stay in the prefix"
+                                     : "nothing was installed; the files written meanwhile stay in the prefix; fix the "
+                                       "package or pass --no-scripts to skip post-link scripts");
+    std::vector<std::string> left;
+    for (auto it = fs::recursive_directory_iterator(prefix_); it != fs::recursive_directory_iterator(); ++it)
+      left.push_back(it->path().lexically_relative(prefix_).generic_string());
+    std::sort(left.begin(), left.end());
+    EXPECT_EQ(left, (std::vector<std::string>{"ckpt", "ckpt/epoch1.pt", "conda-meta", "conda-meta/envlock", "share",
+                                              "share/notes", "share/notes/n.txt"}));
+    EXPECT_EQ(slurp(prefix_ / "ckpt/epoch1.pt"), "weights\n");
+    auto origin = read_prefix_origin(prefix_);
+    ASSERT_TRUE(origin.ok() && origin->has_value());
+    EXPECT_EQ((*origin)->lockfile_hash, "") << "names no lockfile: nothing takes it for up to date";
+    EXPECT_TRUE(siblings().empty());
+    // A later install makes it the environment, carrying the files.
+    ASSERT_TRUE(install_packages(prefix_, {base}, options()).ok());
+    EXPECT_EQ(slurp(prefix_ / "ckpt/epoch1.pt"), "weights\n");
+    EXPECT_EQ(slurp(prefix_ / "share/base"), "1\n");
+    fs::remove_all(root_ / "envs");
+  }
+}
+
 // A new-user attack (issue 23, M1): a job creates and deletes temporary files inside the prefix
 // while updates scan and carry the old tree; a file gone between the listing and the link is not
 // an error (ENOENT stopped the update). conda's path_actions.py and rattler's install/ treat
