@@ -7,14 +7,13 @@
 #include <fstream>
 #include <iterator>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "envlock/lock.hpp"
 #include "envlock/url.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
+#include "lock_report.hpp"
 #include "network_options.hpp"
 #include "registry.hpp"
 
@@ -31,40 +30,6 @@ struct LockArgs {
   bool check = false;
   bool offline = false;
 };
-
-/// What changed for one environment x platform between two locks, by package name.
-struct Change {
-  std::vector<std::string> added, removed, changed;  ///< changed: "name old -> new"
-};
-
-Change compare(const LockedPlatform* before, const LockedPlatform& after) {
-  Change c;
-  std::map<std::string, const LockedPackage*> old;
-  if (before != nullptr)
-    for (const auto& p : before->packages) old[p.name] = &p;
-  std::set<std::string> seen;
-  for (const auto& p : after.packages) {
-    seen.insert(p.name);
-    auto it = old.find(p.name);
-    if (it == old.end()) {
-      c.added.push_back(p.name + " " + p.version.to_string() + " " + p.build);
-    } else if (it->second->file_name != p.file_name || it->second->channel != p.channel) {
-      c.changed.push_back(p.name + " " + it->second->version.to_string() + " " + it->second->build + " -> " +
-                          p.version.to_string() + " " + p.build);
-    }
-  }
-  for (const auto& [name, p] : old)
-    if (seen.count(name) == 0) c.removed.push_back(name + " " + p->version.to_string() + " " + p->build);
-  return c;
-}
-
-const LockedPlatform* find_platform(const std::optional<Lockfile>& lock, const std::string& env, const std::string& p) {
-  if (!lock) return nullptr;
-  auto e = lock->environments.find(env);
-  if (e == lock->environments.end()) return nullptr;
-  auto it = e->second.platforms.find(p);
-  return it == e->second.platforms.end() ? nullptr : &it->second;
-}
 
 int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock_path, bool offline) {
   std::error_code ec;
@@ -108,26 +73,6 @@ int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock
     std::cerr << "  - " << terminal_text((placed ? "" : "[" + where + "] ") + r.message) << "\n";
   }
   std::cerr << terminal_text("hint: run `envlock lock -f " + manifest.path.string() + "` to update the lockfile") << "\n";
-  return 1;
-}
-
-int report_conflict(const Context& ctx, const Error& error, const LockDiagnostics::Conflict& conflict) {
-  if (ctx.json) {
-    nlohmann::json j;
-    conflict.explanation.to_json(j);
-    j["environment"] = conflict.environment;
-    j["platform"] = conflict.platform;
-    nlohmann::json out = {{"error",
-                           {{"kind", "unsatisfiable"},
-                            {"where", error.where},
-                            {"message", error.message},
-                            {"detail", error.detail},
-                            {"hint", error.hint}}},
-                          {"conflict", j}};
-    std::cout << redact_text(json_text(out)) << "\n";
-  }
-  // The tree names records of the channels: a build string may hold control bytes.
-  std::cerr << "error: " << terminal_text(redact_text(error.to_string())) << "\n";
   return 1;
 }
 
@@ -202,32 +147,15 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   nlohmann::json j;
   j["lockfile"] = lock_path.string();
   j["changed"] = !unchanged;
-  j["environments"] = nlohmann::json::object();
-  std::string summary;
-  for (const auto& [env_name, env] : lock->environments) {
-    for (const auto& [platform, lp] : env.platforms) {
-      Change c = compare(find_platform(previous, env_name, platform), lp);
-      j["environments"][env_name][platform] = {
-          {"packages", lp.packages.size()}, {"added", c.added}, {"removed", c.removed}, {"changed", c.changed}};
-      summary += "  " + env_name + " / " + platform + ": " + std::to_string(lp.packages.size()) + " packages";
-      if (previous) {
-        summary += " (" + std::to_string(c.added.size()) + " added, " + std::to_string(c.removed.size()) +
-                   " removed, " + std::to_string(c.changed.size()) + " changed)";
-      }
-      summary += "\n";
-      for (const auto& s : c.changed) summary += "      ~ " + s + "\n";
-      for (const auto& s : c.added)
-        if (previous) summary += "      + " + s + "\n";
-      for (const auto& s : c.removed) summary += "      - " + s + "\n";
-    }
-  }
+  LockSummary summary = summarize_lock(*lock, previous);
+  j["environments"] = std::move(summary.environments);
   if (ctx.json) {
     j["hints"] = diag.hints;
     j["warnings"] = diag.warnings;
     std::cout << json_text(j) << "\n";
   } else {
     // The change list names channel records (a build string may hold control bytes).
-    std::cout << terminal_text((unchanged ? "unchanged " : "locked ") + lock_path.string() + "\n" + summary);
+    std::cout << terminal_text((unchanged ? "unchanged " : "locked ") + lock_path.string() + "\n" + summary.text);
   }
   return 0;
 }

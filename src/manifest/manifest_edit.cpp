@@ -565,6 +565,35 @@ Status commit(State& s, std::string_view env, DependencyKind kind, const std::ve
   return load(s);
 }
 
+/// The checks add and remove both make before their first edit: every value names one package,
+/// once (packages_of), the environment exists, and the text reads back (yaml-cpp's tree and
+/// parse_manifest) into `s`. Returns the package names in the order given.
+Result<std::vector<std::string>> begin_edit(State& s, std::string_view environment,
+                                            const std::vector<std::string>& values, DependencyKind kind) {
+  auto names = packages_of(values, kind);
+  if (!names) return names.error();
+  if (s.original.environment(environment) == nullptr) return no_environment(s.original, environment);
+  if (auto st = load(s); !st) return st.error();
+  return names;
+}
+
+/// The environment being edited, as the text last committed reads (it cannot vanish: commit()
+/// checks every environment survives, so nullptr would be a bug, reported as the edit's error).
+Result<const ManifestEnvironment*> edited_environment(const State& s, std::string_view environment) {
+  const ManifestEnvironment* env = s.manifest.environment(environment);
+  if (env == nullptr) return no_environment(s.manifest, environment);
+  return env;
+}
+
+/// The outcome once every edit is committed: the text and its parse.
+EditedManifest finish_edit(State& s, std::vector<DependencyEdit> edits) {
+  EditedManifest out;
+  out.text = std::move(s.text);
+  out.manifest = std::move(s.manifest);
+  out.edits = std::move(edits);
+  return out;
+}
+
 }  // namespace
 
 Result<std::string> environment_to_edit(const Manifest& manifest, std::string_view given) {
@@ -583,17 +612,16 @@ Result<std::string> environment_to_edit(const Manifest& manifest, std::string_vi
 Result<EditedManifest> add_dependencies(const Manifest& manifest, const std::string& text,
                                         std::string_view environment, const std::vector<std::string>& specs,
                                         DependencyKind kind) {
-  auto names = packages_of(specs, kind);
-  if (!names) return names.error();
-  if (manifest.environment(environment) == nullptr) return no_environment(manifest, environment);
   State s{manifest, text, {}, {}};
-  if (auto st = load(s); !st) return st.error();
-  EditedManifest out;
+  auto names = begin_edit(s, environment, specs, kind);
+  if (!names) return names.error();
+  std::vector<DependencyEdit> edits;
   for (std::size_t n = 0; n < specs.size(); ++n) {
     const std::string spec = trim(specs[n]);
     const std::string& name = (*names)[n];
-    const ManifestEnvironment* env = s.manifest.environment(environment);
-    if (env == nullptr) return no_environment(s.manifest, environment);
+    auto current = edited_environment(s, environment);
+    if (!current) return current.error();
+    const ManifestEnvironment* env = *current;
     const Text t(s.text);
     auto slot = dependencies_slot(s.root, environment);
     if (!slot) return internal(s, "environment '" + std::string(environment) + "' is not where it was read");
@@ -649,27 +677,24 @@ Result<EditedManifest> add_dependencies(const Manifest& manifest, const std::str
     if (auto now = dependencies_slot(s.root, environment))
       for (const auto& e : entries_of(now->value, *s.manifest.environment(environment), kind))
         if (e.name == name) edit.line = e.scalar.Mark().line + 1;
-    out.edits.push_back(std::move(edit));
+    edits.push_back(std::move(edit));
   }
-  out.text = std::move(s.text);
-  out.manifest = std::move(s.manifest);
-  return out;
+  return finish_edit(s, std::move(edits));
 }
 
 Result<EditedManifest> remove_dependencies(const Manifest& manifest, const std::string& text,
                                            std::string_view environment, const std::vector<std::string>& names,
                                            DependencyKind kind) {
-  auto packages = packages_of(names, kind);
-  if (!packages) return packages.error();
-  if (manifest.environment(environment) == nullptr) return no_environment(manifest, environment);
   State s{manifest, text, {}, {}};
-  if (auto st = load(s); !st) return st.error();
-  EditedManifest out;
+  auto packages = begin_edit(s, environment, names, kind);
+  if (!packages) return packages.error();
+  std::vector<DependencyEdit> edits;
   for (const auto& name : *packages) {
     bool any = false;
     for (;;) {
-      const ManifestEnvironment* env = s.manifest.environment(environment);
-      if (env == nullptr) return no_environment(s.manifest, environment);
+      auto current = edited_environment(s, environment);
+      if (!current) return current.error();
+      const ManifestEnvironment* env = *current;
       auto slot = dependencies_slot(s.root, environment);
       std::vector<Entry> entries = slot ? entries_of(slot->value, *env, kind) : std::vector<Entry>{};
       auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
@@ -700,13 +725,11 @@ Result<EditedManifest> remove_dependencies(const Manifest& manifest, const std::
         splices = remove_from(t, it->list, it->index);
       }
       if (auto st = commit(s, environment, kind, splices, expected); !st) return st.error();
-      out.edits.push_back(std::move(edit));
+      edits.push_back(std::move(edit));
       any = true;
     }
   }
-  out.text = std::move(s.text);
-  out.manifest = std::move(s.manifest);
-  return out;
+  return finish_edit(s, std::move(edits));
 }
 
 }  // namespace envlock
