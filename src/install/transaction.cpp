@@ -179,6 +179,26 @@ fs::path existing_ancestor(fs::path dir) {
   return dir;
 }
 
+/// The refusal of a prefix that is itself a mount point (or that the kernel will not rename: EBUSY,
+/// EXDEV at the swap): the transaction builds the new tree beside it and renames it into place,
+/// and removal moves it aside; neither can rename a mount point. conda and rattler (pixi) change a
+/// prefix in place and so install into one; envlock refuses before any work, naming what to do.
+Error mount_point_refusal(const fs::path& prefix) {
+  return Error{ErrorKind::Io, prefix.string(), "is a mount point (another filesystem than its parent folder)",
+               "envlock builds an environment beside its prefix and renames it into place (and moves it aside to "
+               "remove it), which cannot be done to a mount point; nothing was changed",
+               "use a folder inside the mount as the prefix (for example " + (prefix / "env").string() +
+                   "), or mount the filesystem one folder up"};
+}
+
+/// Whether the existing folder `prefix` is a mount point: its mount is not its parent's.
+bool is_mount_point(const fs::path& prefix) {
+  struct stat st {};
+  if (::lstat(prefix.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  const std::uint64_t here = detail::mount_of(prefix), up = detail::mount_of(prefix.parent_path());
+  return here != 0 && up != 0 && here != up;
+}
+
 /// The longest last component of a prefix: 255 bytes less the longest sibling name's other
 /// characters ("." + ".envlock-stage-" + 7-digit pid + "-" + 10-digit number).
 constexpr std::size_t kMaxPrefixName = 255 - 34;
@@ -217,6 +237,7 @@ Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
                    "is a non-empty folder that is not an environment (it has no conda-meta/)", "",
                    "choose a new or empty folder as the prefix"};
     }
+    if (is_mount_point(prefix)) return mount_point_refusal(prefix);
     if (foreign == ForeignPrefix::Refuse && fs::is_directory(prefix / "conda-meta", ec) &&
         !fs::exists(fs::symlink_status(prefix / "conda-meta" / kOriginFile, ec))) {
       return Error{ErrorKind::Io, prefix.string(),
@@ -1782,8 +1803,11 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
   auto result = install_locked(prefix, packages, options);
   // A new environment that was not made leaves nothing behind: neither its lock file (unlinked
   // while held: a waiting process sees another file and starts again) nor the folders made for it.
+  // A prefix that is there but holds no environment (an empty folder, a mount point) counts as
+  // not made: a lock file beside it would be stale.
   std::error_code ec;
-  if (!result && !fs::exists(fs::symlink_status(prefix, ec))) {
+  if (!result && (!fs::exists(fs::symlink_status(prefix, ec)) ||
+                  !fs::exists(fs::symlink_status(prefix / "conda-meta", ec)))) {
     fs::remove(sibling(prefix, "lock"), ec);
     for (const auto& dir : made_parents)
       if (::rmdir(dir.c_str()) != 0) break;  // not empty: something else is there now
@@ -1883,6 +1907,7 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
     } else if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) {
       const int err = errno;
       (void)detail::remove_tree(stage);
+      if (err == EBUSY || err == EXDEV) return mount_point_refusal(prefix);
       return io_error(prefix, "cannot swap the new environment into place", err);
     } else {
       // Filesystems without RENAME_EXCHANGE: move the old tree aside, then the new one in; a kill
@@ -1890,6 +1915,7 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
       if (::rename(prefix.c_str(), old.c_str()) != 0) {
         const int err = errno;
         (void)detail::remove_tree(stage);
+        if (err == EBUSY || err == EXDEV) return mount_point_refusal(prefix);
         return io_error(prefix, "cannot move the previous environment aside", err);
       }
       if (::rename(stage.c_str(), prefix.c_str()) != 0) {
@@ -1903,6 +1929,7 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
   } else if (::rename(stage.c_str(), prefix.c_str()) != 0) {
     const int err = errno;
     (void)detail::remove_tree(stage);
+    if (err == EBUSY || err == EXDEV) return mount_point_refusal(prefix);
     return io_error(prefix, "cannot move the new environment into place", err);
   }
   if (detail::fsync_written_files())
@@ -1993,6 +2020,7 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
     return Error{ErrorKind::Io, prefix.string(), "is not an environment folder", "",
                  "check the path given with -p"};
   }
+  if (is_mount_point(prefix)) return mount_point_refusal(prefix);
   // Only `conda-meta/envlock` decides that the prefix is envlock's (its content, and the other
   // records, may be damaged: removing must still work).
   if (!fs::exists(fs::symlink_status(prefix / "conda-meta" / kOriginFile, ec))) {
@@ -2033,7 +2061,11 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
       }
     }
     const fs::path aside = sibling(prefix, "stage-remove-" + std::to_string(::getpid()));
-    if (::rename(prefix.c_str(), aside.c_str()) != 0) return io_error(prefix, "cannot move aside for removal", errno);
+    if (::rename(prefix.c_str(), aside.c_str()) != 0) {
+      const int err = errno;
+      if (err == EBUSY || err == EXDEV) return mount_point_refusal(prefix);
+      return io_error(prefix, "cannot move aside for removal", err);
+    }
     if (auto st = detail::remove_tree(aside); !st)  // the environment is gone; what stayed is beside it
       report.warnings.push_back(leftover_warning("the removed environment's files", st.error()));
   }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1137,6 +1138,50 @@ TEST_F(BadInput, PrefixesThatAreLinksEmptyOrInsideAnEnvironmentAreRefusedWriting
   // After a successful remove, no lock file stays beside the prefix.
   ASSERT_EQ(envlock("remove -p " + q(prefix_)).exit_code, 0);
   EXPECT_FALSE(fs::exists(root_ / ".env.envlock-lock"));
+}
+
+// A prefix that is a mount point (issue 23, M6): the swap's rename failed with EBUSY after all the
+// work, and the lock file stayed beside a prefix that held no environment. conda and rattler
+// (pixi) change a prefix in place, so a mount point works there; envlock renames a tree into
+// place, so it refuses before any work, saying what to do, and leaves nothing beside it.
+TEST_F(BadInput, APrefixThatIsAMountPointIsRefusedBeforeAnyWorkLeavingNoLock) {
+  const fs::path mnt = root_ / "mnt";
+  fs::create_directories(mnt);
+  // Mounting needs CAP_SYS_ADMIN in this mount namespace (root on a machine, not every container).
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m") != 0) GTEST_SKIP() << "cannot mount here (needs CAP_SYS_ADMIN)";
+  const bool bound = ::mount(prefix_.c_str(), prefix_.c_str(), nullptr, MS_BIND, nullptr) == 0;
+  fs::remove_all(root_ / "pkgs");
+  const std::string good = q(root_ / "good.lock");
+  auto fresh = envlock("install -l " + good + " -p " + q(mnt));
+  auto update = envlock("install -l " + good + " -p " + q(prefix_));
+  auto removed = envlock("remove -p " + q(prefix_));
+  std::set<std::string> beside;
+  for (const auto& e : fs::directory_iterator(root_)) beside.insert(e.path().filename().string());
+  const bool mnt_empty = fs::is_empty(mnt);
+  ::umount2(mnt.c_str(), MNT_DETACH);
+  if (bound) ::umount2(prefix_.c_str(), MNT_DETACH);
+  auto refusal = [](const fs::path& p) {
+    return "error: " + p.string() + ": is a mount point (another filesystem than its parent folder)\n"
+           "envlock builds an environment beside its prefix and renames it into place (and moves it aside to "
+           "remove it), which cannot be done to a mount point; nothing was changed\n"
+           "hint: use a folder inside the mount as the prefix (for example " + (p / "env").string() +
+           "), or mount the filesystem one folder up\n";
+  };
+  EXPECT_EQ(fresh.exit_code, 1);
+  EXPECT_EQ(fresh.out, "");
+  EXPECT_EQ(fresh.err, refusal(mnt));
+  EXPECT_TRUE(mnt_empty);
+  EXPECT_EQ(beside.count(".mnt.envlock-lock"), 0u) << "no stale lock file beside the refused prefix";
+  EXPECT_EQ(beside.count("pkgs") && !fs::is_empty(root_ / "pkgs"), false) << "refused before any download";
+  if (bound) {
+    EXPECT_EQ(update.exit_code, 1);
+    EXPECT_EQ(update.out, "");
+    EXPECT_EQ(update.err, refusal(prefix_));
+    EXPECT_EQ(removed.exit_code, 1);
+    EXPECT_EQ(removed.out, "");
+    EXPECT_EQ(removed.err, refusal(prefix_));
+  }
+  expect_intact();
 }
 
 TEST_F(BadInput, ADamagedRecordDoesNotStopInstallOrRemove) {
