@@ -202,6 +202,7 @@ Result<Lockfile> read_conda_lock(const std::string& text, const std::string& sou
       if (!tf) return tf.error();
       pkg.track_features = std::move(tf).value();
       if (auto st = complete_record_from_url(pkg, place); !st) return st.error();
+      if (auto st = check_record_matches_url(source, entry, pkg); !st) return st.error();
       auto st = add_package(lock, index, env, **platform, **platform, std::move(pkg), place);
       if (!st) return st.error();
     }

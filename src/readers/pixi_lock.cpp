@@ -134,6 +134,7 @@ Result<LockedPackage> read_conda_entry(const std::string& source, const YamlNode
     pkg.noarch = na.Scalar() == "python" ? NoArchKind::Python : NoArchKind::Generic;
   }
   if (auto st = complete_record_from_url(pkg, where(source, entry)); !st) return st.error();
+  if (auto st = check_record_matches_url(source, entry, pkg); !st) return st.error();
   return pkg;
 }
 

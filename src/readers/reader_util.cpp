@@ -296,6 +296,26 @@ Status check_url(const std::string& name, const std::string& url, const std::str
 }
 }  // namespace
 
+Status check_record_matches_url(const std::string& source, const YamlNode& entry, const LockedPackage& pkg) {
+  const auto archive = parse_archive_name(pkg.file_name);
+  // A name no installer writes is add_package's refusal (check_name), named as such.
+  if (!archive || !is_valid_package_name(pkg.name, false)) return ok_status();
+  auto mismatch = [&](const char* key, const std::string& recorded, const std::string& in_url) {
+    const YamlNode node = entry[key];
+    return error_at(source, node ? node : entry,
+                    "package '" + printable(pkg.name) + "': `" + key + "` '" + printable(recorded) +
+                        "' disagrees with the file its URL names, " + printable(pkg.file_name) + " (" + key +
+                        " '" + printable(in_url) + "')",
+                    "an installer downloads the URL, so the entry would be shown as one package and "
+                    "installed as another; regenerate the lockfile, or fix the entry or its URL");
+  };
+  if (ascii_lower(archive->name) != pkg.name) return mismatch("name", pkg.name, archive->name);
+  if (auto v = Version::parse(archive->version); !v || !(*v == pkg.version))
+    return mismatch("version", pkg.version.to_string(), archive->version);
+  if (archive->build != pkg.build) return mismatch("build", pkg.build, archive->build);
+  return ok_status();
+}
+
 Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env,
                    const std::string& platform_key, const std::string& subdir, LockedPackage pkg,
                    const std::string& place, const std::string& identity) {

@@ -61,6 +61,15 @@ Status read_version(const std::string& source, const YamlNode& entry, const std:
 /// `pkg` as it is; a wrong type is an error at its node.
 Status read_record_fields(const std::string& source, const YamlNode& entry, LockedPackage& pkg);
 
+/// A record's `name`, `version` and `build` against its URL's archive file name
+/// (name-version-build.conda|.tar.bz2, after complete_record_from_url): an installer downloads
+/// the URL, so a record that says numpy 1.26.4 while its URL names numpy-1.26.3 would be shown
+/// by `show` and `diff` as one package and installed as another. Refused at the entry's
+/// `version` (`name`, `build`) node, naming the package, both values and the file (issue 17, M4;
+/// docs/review.md, "Records that disagree with their URL"). Versions compare as conda orders
+/// them (`1.0` is `1.00`); a URL that names no archive (a pixi source package) is not checked.
+Status check_record_matches_url(const std::string& source, const YamlNode& entry, const LockedPackage& pkg);
+
 /// Fails when a YAML map holds the same key twice (yaml-cpp keeps both silently).
 Status check_unique_keys(const std::string& source, const YamlNode& map, const std::string& what);
 

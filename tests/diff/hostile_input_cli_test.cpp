@@ -734,3 +734,50 @@ TEST(HostileInput, AnEndlessOrHugeInputIsRefusedAt64MiB) {
     EXPECT_EQ(r.err, "error: " + big.string() + ": is larger than 64 MiB, more than any lockfile; it is not read\n" + hint) << cmd;
   }
 }
+
+// Finding M4: a record whose `version:` or `build:` disagrees with the archive its URL names was
+// read silently, so `show` and `diff` printed one package while `install` downloads another (a
+// conda-lock 1.3.1 entry for the zlib-1.2.13 archive read as "upgraded to 1.3.1"). The peers do
+// not check it: conda-lock's LockedDependency (conda_lock/lockfile/v1/models.py) holds `version`
+// as a plain string beside `url`, and rattler_lock (crates/rattler_lock/src/parse/models/v6/
+// conda_package_data.rs) lets a written `name`/`version`/`build` win over the ones derived from
+// the URL's file name. envlock refuses the entry instead (exit 2) at its `version:`/`build:`,
+// naming the package, both values and the file: a reviewer's diff must show what installs
+// (docs/review.md, "Records that disagree with their URL"). `1.3.1` and `1.3.01` are one version.
+TEST(HostileInput, ARecordThatDisagreesWithItsUrlIsRefused) {
+  TempDir dir;
+  const std::string hint = "hint: an installer downloads the URL, so the entry would be shown as one package and installed "
+                           "as another; regenerate the lockfile, or fix the entry or its URL\n";
+  const auto a = dir.write("a.yml", kCondaLock);
+  const auto old_url = dir.write("old-url.yml", replace_all(kCondaLock, "zlib-1.3.1-hb9d3cd8_2.conda", "zlib-1.2.13-hd590300_5.conda"));
+  auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(old_url) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + old_url.string() + ":14:12: package 'zlib': `version` '1.3.1' disagrees with the file its URL "
+                   "names, zlib-1.2.13-hd590300_5.conda (version '1.2.13')\n" + hint);
+  const auto build = dir.write("build.yml", replace_all(kCondaLock, "  manager: conda\n", "  manager: conda\n  build: hb9d3cd8_1\n"));
+  r = run_command(envlock_cmd() + " show " + q(build));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + build.string() + ":16:10: package 'zlib': `build` 'hb9d3cd8_1' disagrees with the file its URL "
+                   "names, zlib-1.3.1-hb9d3cd8_2.conda (build 'hb9d3cd8_2')\n" + hint);
+  const auto pixi = dir.write("pixi.lock", replace_all(kPixiLock, "  size: 92286\n", "  size: 92286\n  version: 1.3.2\n"));
+  r = run_command(envlock_cmd() + " show " + q(pixi));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + pixi.string() + ":15:12: package 'zlib': `version` '1.3.2' disagrees with the file its URL "
+                   "names, zlib-1.3.1-hb9d3cd8_2.conda (version '1.3.1')\n" + hint);
+  const auto pixi_name = dir.write("name/pixi.lock", replace_all(kPixiLock, "  size: 92286\n", "  size: 92286\n  name: libzlib\n"));
+  r = run_command(envlock_cmd() + " show " + q(pixi_name));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + pixi_name.string() + ":15:9: package 'libzlib': `name` 'libzlib' disagrees with the file its URL "
+                   "names, zlib-1.3.1-hb9d3cd8_2.conda (name 'zlib')\n" + hint);
+  // The same version spelled otherwise, and the build the URL names, written out: read as before.
+  const auto same = dir.write("same.yml", replace_all(replace_all(kCondaLock, "  version: 1.3.1\n", "  version: 1.3.01\n"),
+                                                      "  manager: conda\n", "  manager: conda\n  build: hb9d3cd8_2\n"));
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(same) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "no changes\n" + header(a, same) + "default / linux-64: no changes (2 packages)\n");
+  EXPECT_EQ(r.err, "");
+}

@@ -111,6 +111,10 @@ const std::map<std::string, std::string>& refused() {
        "unknown platform subdir 'linux-XX'"},
       {"conda__rattler/test-data__lock_parse_fails__v7__missing_platform.yml",
        "which the `platforms` list does not define"},
+      // mamba's hand-written fixture names `pkg_a` an archive whose file is pkg-a-1.0-0.tar.bz2:
+      // a record that disagrees with its URL is refused (issue 17, M4; docs/review.md)
+      {"mamba-org__mamba/libmamba__tests__data__env_lockfile__good_overlap_categories-lock.yaml",
+       "`name` 'pkg_a' disagrees with the file its URL names, pkg-a-1.0-0.tar.bz2"},
   };
   return m;
 }
@@ -482,13 +486,21 @@ TEST(BadInput, DuplicateWithTheSameUrlIsRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().where, "conda-lock.yml:13:3");
   EXPECT_NE(r.error().message.find("duplicated package 'zlib'"), std::string::npos);
-  // Another version, same URL.
+  // Another md5, same URL.
+  std::string other_md5 = conda_lock_entry("zlib", "1.3.1", kZlibUrl, "dev");
+  other_md5.replace(other_md5.find("0123456789abcdef0123456789abcdef"), 32, "fedcba9876543210fedcba9876543210");
+  r = read_lockfile_text(kHead + conda_lock_entry("zlib", "1.3.1", kZlibUrl, "main") + other_md5, "conda-lock.yml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().where, "conda-lock.yml:13:3");
+  EXPECT_NE(r.error().message.find("differ in other fields"), std::string::npos);
+  // Another version, same URL: the version disagrees with the URL's file name, refused at it
+  // (issue 17, M4).
   r = read_lockfile_text(kHead + conda_lock_entry("zlib", "1.3.1", kZlibUrl, "main") +
                              conda_lock_entry("zlib", "1.2.13", kZlibUrl, "dev"),
                          "conda-lock.yml");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().where, "conda-lock.yml:13:3");
-  EXPECT_NE(r.error().message.find("differ in other fields"), std::string::npos);
+  EXPECT_EQ(r.error().where, "conda-lock.yml:14:12");
+  EXPECT_NE(r.error().message.find("`version` '1.2.13' disagrees with the file its URL names"), std::string::npos);
   // Pip entries too.
   const std::string whl = "https://files.pythonhosted.org/packages/x/requests-2.31.0-py3-none-any.whl";
   r = read_lockfile_text(kHead + conda_lock_entry("requests", "2.31.0", whl, "main", "pip") +
