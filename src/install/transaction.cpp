@@ -2010,6 +2010,30 @@ Result<std::optional<PrefixOrigin>> read_prefix_origin(const fs::path& prefix) {
   return std::optional<PrefixOrigin>(std::move(o));
 }
 
+namespace {
+/// Refuses to remove a prefix whose `envs/` holds other environments (`envs/<name>/conda-meta/`,
+/// folders, not links): a base prefix, as conda's root prefix holds its envs/. Deleting it would
+/// delete them; conda refuses to remove its root environment (main_remove.py: "cannot remove root
+/// environment"), and envlock refuses the same, naming them.
+Status no_nested_environments(const fs::path& prefix) {
+  std::vector<std::string> nested;
+  std::error_code ec;
+  for (fs::directory_iterator it(prefix / "envs", ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_symlink(type_ec) || !it->is_directory(type_ec)) continue;
+    if (fs::is_directory(fs::symlink_status(it->path() / "conda-meta", type_ec)))
+      nested.push_back("envs/" + it->path().filename().string());
+  }
+  if (nested.empty()) return ok_status();
+  std::sort(nested.begin(), nested.end());
+  return Error{ErrorKind::Io, prefix.string(),
+               "holds other environments in envs/ (" + listed(nested, 3) + ")",
+               "removing it would delete them too; nothing was removed",
+               "remove them first (envlock remove -p " + (prefix / nested.front()).string() +
+                   "), or move them out of " + (prefix / "envs").string() + ", then run the command again"};
+}
+}  // namespace
+
 Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts scripts, DryRun dry_run) {
   // Everything is checked before the lock file is created: a refusal writes nothing.
   auto checked = checked_prefix(prefix_in);
@@ -2021,6 +2045,7 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
                  "check the path given with -p"};
   }
   if (is_mount_point(prefix)) return mount_point_refusal(prefix);
+  if (auto st = no_nested_environments(prefix); !st) return st.error();
   // Only `conda-meta/envlock` decides that the prefix is envlock's (its content, and the other
   // records, may be damaged: removing must still work).
   if (!fs::exists(fs::symlink_status(prefix / "conda-meta" / kOriginFile, ec))) {

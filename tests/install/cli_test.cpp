@@ -670,6 +670,34 @@ TEST_F(BadInput, ANestedEnvironmentUnderABasesEnvsFolderIsAllowed) {
   EXPECT_FALSE(fs::exists(prefix_ / "envs/inner/lib/x"));
 }
 
+// A base prefix's envs/ holds other environments (issue 23, M4): `remove` of the base deleted
+// them with it. conda refuses to remove its root environment, the one holding envs/
+// (conda/cli/main_remove.py: "cannot remove root environment"); envlock refuses a prefix whose
+// envs/ holds environments, naming them, for a dry run too, and removes it once they are gone.
+TEST_F(BadInput, RemoveRefusesABaseWhoseEnvsFolderHoldsEnvironments) {
+  ASSERT_EQ(envlock("install -l " + q(root_ / "good.lock") + " -p " + q(prefix_ / "envs/inner")).exit_code, 0);
+  fs::create_directories(prefix_ / "envs/not-an-env/lib");  // no conda-meta/: deleted with the base
+  const std::string refusal =
+      "error: " + prefix_.string() + ": holds other environments in envs/ (envs/inner)\n"
+      "removing it would delete them too; nothing was removed\n"
+      "hint: remove them first (envlock remove -p " + (prefix_ / "envs/inner").string() + "), or move them out of " +
+      (prefix_ / "envs").string() + ", then run the command again\n";
+  for (const std::string extra : {"", " --dry-run"}) {
+    auto r = envlock("remove -p " + q(prefix_) + extra);
+    EXPECT_EQ(r.exit_code, 1) << extra;
+    EXPECT_EQ(r.out, "") << extra;
+    EXPECT_EQ(r.err, refusal) << extra;
+  }
+  EXPECT_TRUE(fs::is_directory(prefix_ / "envs/inner/conda-meta"));
+  expect_intact();
+  auto inner = envlock("remove -p " + q(prefix_ / "envs/inner"));
+  ASSERT_EQ(inner.exit_code, 0) << inner.err;
+  auto base = envlock("remove -p " + q(prefix_));
+  EXPECT_EQ(base.exit_code, 0) << base.err;
+  EXPECT_EQ(base.err, "");
+  EXPECT_FALSE(fs::exists(prefix_));
+}
+
 TEST_F(BadInput, HashMismatchIsRefusedAndTheCacheNotPoisoned) {
   auto records = good_;
   for (auto& r : records)
