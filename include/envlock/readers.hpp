@@ -104,6 +104,11 @@ Result<ReadResult> read_lockfile_text(const std::string& text, const std::string
 /// the cap, so `envlock show - </dev/zero` ends at once and a file of GBs costs no GBs of memory.
 inline constexpr std::uintmax_t kMaxLockfileBytes = 64u << 20;
 
+/// The refusal of an input past kMaxLockfileBytes (ErrorKind::Io at `where`): "is larger than
+/// 64 MiB, more than any lockfile; it is not read", with what to do. read_bounded_input and
+/// read_lockfile_path give it; so does `envlock diff`/`show` for the output of `git show REV:PATH`.
+Error input_too_large(const std::string& where);
+
 /// Reads all of `in` (a file, a pipe, standard input) into a string, at most kMaxLockfileBytes:
 /// past it, ErrorKind::Io at `where`, "is larger than 64 MiB, more than any lockfile", with what
 /// to do. Reading stops there (an endless stream is not drained).

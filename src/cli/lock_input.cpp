@@ -20,17 +20,23 @@ struct CommandOutput {
   std::string err;
 };
 
-// Runs argv (no shell, found in PATH, envlock's stdin) and captures stdout and stderr. A program
-// that cannot be started is status 127, as a shell reports it.
-Result<CommandOutput> run_capture(const std::vector<std::string>& argv) {
+// Runs argv (no shell, found in PATH, envlock's stdin) and captures stdout and stderr, each up
+// to kMaxLockfileBytes: past it git is killed and the input refused as a file that large is
+// (`where`), so `git show REV:PATH` of a blob of GBs costs no GBs of memory. A program that cannot
+// be started is status 127, as a shell reports it.
+Result<CommandOutput> run_capture(const std::vector<std::string>& argv, const std::string& where) {
   SpawnOptions spawn;
   spawn.argv = argv;
   spawn.lookup = ProgramLookup::Path;
   spawn.input = ChildInput::Inherit;
-  ChildResult r = run_process(spawn);
+  WaitOptions wait;
+  wait.capture_limit = static_cast<std::size_t>(kMaxLockfileBytes);
+  wait.over_limit = OverLimit::Stop;
+  ChildResult r = run_process(spawn, wait);
   if (r.start_error && r.start_error->step == "pipe") {
     return Error{ErrorKind::Io, argv[0], std::strerror(r.start_error->error_number), "", ""};
   }
+  if (r.overflowed) return input_too_large(where);
   CommandOutput result;
   result.status = r.start_error ? 127 : r.exit_status;
   result.out = std::move(r.out);
@@ -52,7 +58,7 @@ std::filesystem::path revision_file_folder(const std::string& path) {
   if (!(path.starts_with("./") || path.starts_with("../"))) {
     // `--show-cdup`: the way from the current folder up to the top level ("" or "../../"),
     // taken from the same current folder the other side's relative path is.
-    auto out = run_capture({"git", "rev-parse", "--show-cdup"});
+    auto out = run_capture({"git", "rev-parse", "--show-cdup"}, "git rev-parse");
     if (!out || out->status != 0) return {};
     std::string up = out->out;
     while (!up.empty() && (up.back() == '\n' || up.back() == '\r')) up.pop_back();
@@ -95,7 +101,7 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
       return Error{ErrorKind::Usage, arg, "'" + rev + "' is not a git revision: a revision never starts with '-'", "",
                    "name a revision such as HEAD~1:conda-lock.yml; a file whose name starts with '-' is read as ./NAME"};
     }
-    auto out = run_capture({"git", "show", "--end-of-options", arg});
+    auto out = run_capture({"git", "show", "--end-of-options", arg}, arg);
     if (!out) return out.error();
     if (out->status != 0) {
       std::string msg = out->err;

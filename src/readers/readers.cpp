@@ -278,16 +278,12 @@ Result<ReadResult> read_lockfile_text(const std::string& text, const std::string
   return ReadResult{std::move(lock).value(), *format};
 }
 
-namespace {
-
 Error input_too_large(const std::string& where) {
   return Error{ErrorKind::Io, where,
                "is larger than " + std::to_string(kMaxLockfileBytes >> 20) + " MiB, more than any lockfile; it is not read", "",
                "check that this is the lockfile meant (a lockfile is a few MB); envlock diff and show read at most " +
                    std::to_string(kMaxLockfileBytes >> 20) + " MiB of one input"};
 }
-
-}  // namespace
 
 Result<std::string> read_bounded_input(std::istream& in, const std::string& where) {
   std::string text;

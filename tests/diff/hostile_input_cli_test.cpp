@@ -733,6 +733,18 @@ TEST(HostileInput, AnEndlessOrHugeInputIsRefusedAt64MiB) {
     EXPECT_EQ(r.out, "") << cmd;
     EXPECT_EQ(r.err, "error: " + big.string() + ": is larger than 64 MiB, more than any lockfile; it is not read\n" + hint) << cmd;
   }
+  // `REV:PATH`, read through `git show`, was captured whole: git is stopped at the cap and the
+  // input refused the same way, named as given.
+  const std::string git = "cd " + q(dir.path()) +
+                          " && git -c init.defaultBranch=main init -q . && git add big.yml && "
+                          "git -c user.name=t -c user.email=t@example.invalid commit -q -m big";
+  ASSERT_EQ(run_command(git).exit_code, 0);
+  for (const std::string& cmd : {" diff HEAD:big.yml " + q(a) + " --fail-on any", std::string(" show HEAD:big.yml")}) {
+    r = run_command("cd " + q(dir.path()) + " && " + envlock_cmd() + cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_EQ(r.err, "error: HEAD:big.yml: is larger than 64 MiB, more than any lockfile; it is not read\n" + hint) << cmd;
+  }
 }
 
 // Finding M4: a record whose `version:` or `build:` disagrees with the archive its URL names was
