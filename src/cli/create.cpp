@@ -150,7 +150,7 @@ int install_created(const Context& ctx, const CreateArgs& args, const CreatePlan
   request.scripts = args.no_scripts ? RunScripts::No : RunScripts::Yes;
   request.ignore_host = args.ignore_host;
   if (args.extra_safety_checks) request.cache_validation = CacheValidation::Hashes;
-  request.command = "create";
+  request.command = args.command;
   request.manifest = fs::path(args.manifest).filename().string();
   // Packages come from the channels as the manifest spells them: with their credentials
   // (`user:pass@`, `/t/<token>/`), which the lockfile never records.

@@ -27,6 +27,7 @@ struct CreateArgs {
   bool force = false;
   bool dry_run = false;
   bool extra_safety_checks = false;
+  std::string command = "create";  ///< recorded in conda-meta/history (`add`, `rm` install through create)
 };
 
 /// What prepare_create() settled.

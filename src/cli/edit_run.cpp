@@ -1,0 +1,223 @@
+// The flow of `envlock add` and `envlock rm` (edit_run.hpp).
+#include "edit_run.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "create_run.hpp"
+#include "envlock/lock.hpp"
+#include "envlock/lockfile.hpp"
+#include "envlock/manifest.hpp"
+#include "envlock/manifest_edit.hpp"
+#include "lock_report.hpp"
+#include "network_options.hpp"
+
+namespace envlock::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The bytes of `path` (a manifest or lockfile just read), or nullopt when it cannot be read.
+std::optional<std::string> file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return buf.str();
+}
+
+/// `error` with a last detail line saying that nothing was written.
+Error nothing_written(Error error, const fs::path& manifest, const fs::path& lockfile) {
+  error.detail += std::string(error.detail.empty() ? "" : "\n") + "nothing was written: " + manifest.string() + " and " +
+                  lockfile.string() + " are as they were";
+  return error;
+}
+
+const char* action_name(DependencyEdit::Action a) {
+  switch (a) {
+    case DependencyEdit::Action::Added: return "added";
+    case DependencyEdit::Action::Replaced: return "replaced";
+    case DependencyEdit::Action::Removed: return "removed";
+  }
+  return "";
+}
+
+/// While alive, what the program writes on std::cout is collected instead (the install's JSON,
+/// which --json prints inside add's one object).
+class CaptureStdout {
+ public:
+  CaptureStdout() : saved_(std::cout.rdbuf(buffer_.rdbuf())) {}
+  ~CaptureStdout() { std::cout.rdbuf(saved_); }
+  CaptureStdout(const CaptureStdout&) = delete;
+  CaptureStdout& operator=(const CaptureStdout&) = delete;
+  std::string text() const { return buffer_.str(); }
+
+ private:
+  std::ostringstream buffer_;
+  std::streambuf* saved_;
+};
+
+}  // namespace
+
+void add_edit_options(CLI::App& sub, EditArgs& args) {
+  sub.add_option("-f,--file", args.manifest, "the manifest (default: envlock.yaml in the current folder)");
+  sub.add_option("-e,--environment", args.environment, "the manifest's environment (default: 'default', or the only one)");
+  sub.add_flag("--pypi", args.pypi, "edit the environment's `pip:` list (pip requirements) instead of its conda dependencies");
+  sub.add_flag("--no-install", args.no_install, "edit the manifest and lock it; do not install the environment");
+  sub.add_flag("--offline", args.offline, "use cached repodata only");
+  add_network_options(sub);
+}
+
+int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
+  const bool adding = command == EditCommand::Add;
+  const fs::path manifest_path = args.manifest.empty() ? fs::path("envlock.yaml") : fs::path(args.manifest);
+  auto loaded = load_manifest(manifest_path);
+  if (!loaded) return report_error(ctx, loaded.error());
+  // The text edited is the file's bytes; its parse (the same bytes) is what every check reads.
+  const auto text = file_bytes(manifest_path);
+  if (!text) return report_error(ctx, Error{ErrorKind::Io, manifest_path.string(), "cannot read the manifest", "", ""});
+  auto manifest = parse_manifest(*text, manifest_path.string(), loaded->directory, loaded->format);
+  if (!manifest) return report_error(ctx, manifest.error());
+  manifest->path = manifest_path;
+  for (const auto& w : manifest->warnings) warn(w);
+
+  auto environment = environment_to_edit(*manifest, args.environment);
+  if (!environment) return report_error(ctx, environment.error());
+  const DependencyKind kind = args.pypi ? DependencyKind::Pypi : DependencyKind::Conda;
+  auto edited = adding ? add_dependencies(*manifest, *text, *environment, args.values, kind)
+                       : remove_dependencies(*manifest, *text, *environment, args.values, kind);
+  if (!edited) return report_error(ctx, edited.error());
+
+  // Spelled as the user spelled the manifest's folder, as `envlock lock` names it.
+  const fs::path lock_path = manifest_path.parent_path() / "envlock.lock";
+  if (auto st = check_base_is_not_the_lockfile(edited->manifest, lock_path); !st) return report_error(ctx, st.error());
+  std::optional<Lockfile> previous;
+  std::optional<std::string> previous_bytes;
+  std::error_code ec;
+  if (fs::exists(lock_path, ec)) {
+    auto read = Lockfile::read(lock_path);
+    if (!read) {
+      Error e = read.error();
+      e.hint = "fix the lockfile, or replace it with `envlock lock -f " + manifest_path.string() + " --update-all`";
+      return report_error(ctx, nothing_written(e, manifest_path, lock_path));
+    }
+    previous = std::move(*read);
+    previous_bytes = file_bytes(lock_path);
+  }
+
+  LockDiagnostics diag;
+  LockOptions options;
+  options.previous = previous;
+  options.repodata.offline = args.offline;
+  options.repodata.fetch.on_progress = repodata_progress_lines(ctx);
+  options.diagnostics = &diag;
+  auto lock = lock_manifest(edited->manifest, options);
+  for (const auto& w : diag.warnings) warn(w);
+  if (!ctx.json)
+    for (const auto& h : diag.hints) std::cerr << "hint: " << terminal_text(h) << "\n";
+  if (!lock) {
+    const Error e = nothing_written(lock.error(), manifest_path, lock_path);
+    if (diag.conflict) return report_conflict(ctx, e, *diag.conflict);
+    return report_error(ctx, e);
+  }
+  // As `envlock lock` writes them (lock_manifest() fills them where it knows a base's too).
+  if (lock->relative_channels.empty()) lock->relative_channels = relative_channel_urls(edited->manifest);
+  for (const auto& w : home_channel_warnings(edited->manifest)) {
+    warn(w);
+    diag.warnings.push_back(w);
+  }
+
+  // Written only now, lockfile first: a manifest never names specs its lockfile does not lock.
+  // A manifest edited on disk since it was read is not overwritten.
+  if (file_bytes(manifest_path) != *text) {
+    return report_error(ctx, nothing_written(Error{ErrorKind::Io, manifest_path.string(),
+                                                   "changed on disk while envlock " + std::string(adding ? "add" : "rm") +
+                                                       " ran",
+                                                   "", "run the command again"},
+                                             manifest_path, lock_path));
+  }
+  const std::string lock_text = lock->to_yaml(fs::absolute(lock_path, ec).parent_path());
+  const bool lock_changed = !previous_bytes || *previous_bytes != lock_text;
+  if (lock_changed)
+    if (auto st = write_file_atomic(lock_path, lock_text); !st)
+      return report_error(ctx, nothing_written(st.error(), manifest_path, lock_path));
+  if (edited->text != *text)
+    if (auto st = write_file_atomic(manifest_path, edited->text); !st) {
+      // Put the lockfile back as it was, so the two still agree.
+      if (lock_changed) {
+        if (previous_bytes) (void)write_file_atomic(lock_path, *previous_bytes);
+        else fs::remove(lock_path, ec);
+      }
+      return report_error(ctx, nothing_written(st.error(), manifest_path, lock_path));
+    }
+
+  LockSummary summary = summarize_lock(*lock, previous);
+  const char* verb = adding ? "Added" : "Removed";
+  nlohmann::json j;
+  nlohmann::json edits = nlohmann::json::array();
+  std::string text_out;
+  for (const auto& e : edited->edits) {
+    nlohmann::json one = {{"action", action_name(e.action)}, {"name", e.name}, {"spec", e.spec}, {"line", e.line}};
+    if (e.action == DependencyEdit::Action::Replaced) one["previous"] = e.previous;
+    edits.push_back(std::move(one));
+    // pixi's line (src/cli/add.rs, display_success: "✔ Added numpy >=1.26"), the replaced entry named.
+    text_out += std::string("✔ ") + verb + " " + e.spec +
+                (e.action == DependencyEdit::Action::Replaced ? " (was " + e.previous + ")" : "") + "\n";
+  }
+  if (kind == DependencyKind::Pypi) text_out += std::string(verb) + " these as pip requirements.\n";
+  text_out += (lock_changed ? "locked " : "unchanged ") + lock_path.string() + "\n" + summary.text;
+
+  j["manifest"] = manifest_path.string();
+  j["lockfile"] = lock_path.string();
+  j["environment"] = *environment;
+  j["kind"] = kind == DependencyKind::Pypi ? "pypi" : "conda";
+  j["edits"] = std::move(edits);
+  j["lock"] = {{"changed", lock_changed}, {"environments", std::move(summary.environments)}};
+  j["hints"] = diag.hints;
+  j["warnings"] = diag.warnings;
+  if (!ctx.json) std::cout << terminal_text(text_out);
+  if (args.no_install) {
+    if (ctx.json) {
+      j["install"] = nullptr;
+      std::cout << json_text(j) << "\n";
+    }
+    return 0;
+  }
+
+  CreateArgs create;
+  create.manifest = manifest_path.string();
+  create.environment = *environment;
+  create.command = adding ? "add" : "rm";
+  CreatePlan plan;
+  plan.manifest = std::move(edited->manifest);
+  plan.lockfile = std::move(*lock);
+  plan.lock_path = lock_path;
+  plan.environment = *environment;
+  plan.prefix = fs::absolute(manifest_path, ec).parent_path() / ".envlock" / "envs" / *environment;
+  int code = 0;
+  if (ctx.json) {
+    std::string installed;
+    {
+      CaptureStdout capture;
+      code = install_created(ctx, create, plan);
+      installed = capture.text();
+    }
+    j["install"] = nlohmann::json::parse(installed, nullptr, false);
+    if (j["install"].is_discarded()) j["install"] = installed;
+    std::cout << json_text(j) << "\n";
+  } else {
+    code = install_created(ctx, create, plan);
+    if (code != 0)
+      std::cerr << terminal_text("hint: " + manifest_path.string() + " and " + lock_path.string() +
+                                 " were updated; `envlock create -f " + manifest_path.string() +
+                                 "` installs them once the cause is fixed")
+                << "\n";
+  }
+  return code;
+}
+
+}  // namespace envlock::cli

@@ -1,0 +1,376 @@
+// `envlock add` and `envlock rm` end to end (src/cli/add.cpp, rm.cpp, edit_run.hpp). Peer:
+// pixi (prefix-dev/pixi, src/cli/add.rs and remove.rs): the manifest edited in place (toml_edit
+// there, envlock/manifest_edit.hpp here), the lock updated with the old lockfile's records kept
+// where they still fit, then the environment installed unless --no-install; one line
+// "✔ Added SPEC" (display_success) per spec. Where envlock differs from pixi: nothing is written
+// when the lock fails (pixi may leave an updated lockfile), and the lines go to stdout.
+//
+// The lock tests use a channel of repodata only (nothing is installed with --no-install); the
+// install tests the fixture channel of real packages (scripts/make-fixture-channel).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "envlock/lockfile.hpp"
+#include "support/run_command.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+using envlock::testing::envlock_cmd;
+using envlock::testing::run_command;
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+void spit(const fs::path& p, const std::string& data) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << data;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A repodata record of a noarch package (fake hashes: these tests lock, never install).
+nlohmann::json record(const std::string& name, const std::string& version, std::vector<std::string> depends = {}) {
+  return {{"name", name},       {"version", version}, {"build", "0"},       {"build_number", 0},
+          {"depends", depends}, {"subdir", "noarch"}, {"noarch", "generic"}, {"sha256", std::string(64, 'a')},
+          {"md5", std::string(32, 'b')}, {"size", 100}, {"license", "MIT"},  {"timestamp", 1767225600000}};
+}
+
+class EditCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("envlock-cli-edit-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "proj");
+    env_ = {{"ENVLOCK_PKGS_DIR", (root_ / "pkgs").string()}, {"XDG_CACHE_HOME", (root_ / "cache").string()},
+            {"HOME", root_.string()}, {"NO_COLOR", "1"}};
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  /// Runs envlock in the project folder.
+  envlock::testing::CommandResult envlock(const std::string& args) {
+    return run_command("cd " + q(root_ / "proj") + " && " + envlock_cmd() + " " + args, env_);
+  }
+
+  /// `text` with the test's folder written <ROOT>.
+  std::string filtered(std::string text) const {
+    const std::string from = root_.string();
+    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at))
+      text.replace(at, from.size(), "<ROOT>");
+    return text;
+  }
+
+  /// The repodata channel `../chan`: app 1.0 (depends on libfoo), libfoo 1.0, tool 1.0.
+  void publish(const std::vector<nlohmann::json>& extra = {}) {
+    nlohmann::json packages = {{"app-1.0-0.tar.bz2", record("app", "1.0", {"libfoo"})},
+                               {"libfoo-1.0-0.tar.bz2", record("libfoo", "1.0")},
+                               {"tool-1.0-0.tar.bz2", record("tool", "1.0")}};
+    for (const auto& r : extra)
+      packages[r.at("name").get<std::string>() + "-" + r.at("version").get<std::string>() + "-0.tar.bz2"] = r;
+    spit(root_ / "chan/noarch/repodata.json",
+         nlohmann::json{{"info", {{"subdir", "noarch"}}}, {"packages", packages}, {"packages.conda", nlohmann::json::object()}}.dump());
+    spit(root_ / "chan/linux-64/repodata.json",
+         nlohmann::json{{"info", {{"subdir", "linux-64"}}}, {"packages", nlohmann::json::object()},
+                        {"packages.conda", nlohmann::json::object()}}.dump());
+  }
+
+  fs::path manifest() const { return root_ / "proj/envlock.yaml"; }
+  fs::path lockfile() const { return root_ / "proj/envlock.lock"; }
+
+  fs::path root_;
+  std::map<std::string, std::string> env_;
+};
+
+// A commented manifest in two list styles: every byte but the new entry's line stays.
+const std::string kCommented =
+    "# the project's manifest\n"
+    "name: demo   # a label\n"
+    "channels: ['../chan']   # the team's channel\n"
+    "platforms: [linux-64]\n"
+    "dependencies:\n"
+    "    # the application first\n"
+    "    -   app   # pinned by the lock\n"
+    "\n"
+    "environments:\n"
+    "  docs: {dependencies: [tool]}   # flow\n";
+
+TEST_F(EditCli, AddKeepsACommentedManifestByteIdenticalOutsideTheChangedLine) {
+  publish();
+  spit(manifest(), kCommented);
+  ASSERT_EQ(envlock("lock -f envlock.yaml").exit_code, 0);
+  auto r = envlock("add 'tool >=1' --no-install");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "✔ Added tool >=1\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 3 packages (1 added, 0 removed, 0 changed)\n"
+            "      + tool 1.0 0\n"
+            "  docs / linux-64: 1 packages (0 added, 0 removed, 0 changed)\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(slurp(manifest()),
+            "# the project's manifest\n"
+            "name: demo   # a label\n"
+            "channels: ['../chan']   # the team's channel\n"
+            "platforms: [linux-64]\n"
+            "dependencies:\n"
+            "    # the application first\n"
+            "    -   app   # pinned by the lock\n"
+            "    -   tool >=1\n"
+            "\n"
+            "environments:\n"
+            "  docs: {dependencies: [tool]}   # flow\n");
+  // The flow list of another environment, named with -e; the same spec again replaces it in place.
+  auto docs = envlock("add app -e docs --no-install");
+  EXPECT_EQ(docs.exit_code, 0) << docs.err;
+  auto again = envlock("add 'tool >=1.0' --no-install");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out,
+            "✔ Added tool >=1.0 (was tool >=1)\n"
+            "locked envlock.lock\n"  // the requested spec is recorded: the lockfile changes, no package moves
+            "  default / linux-64: 3 packages (0 added, 0 removed, 0 changed)\n"
+            "  docs / linux-64: 3 packages (0 added, 0 removed, 0 changed)\n");
+  EXPECT_EQ(slurp(manifest()),
+            "# the project's manifest\n"
+            "name: demo   # a label\n"
+            "channels: ['../chan']   # the team's channel\n"
+            "platforms: [linux-64]\n"
+            "dependencies:\n"
+            "    # the application first\n"
+            "    -   app   # pinned by the lock\n"
+            "    -   tool >=1.0\n"
+            "\n"
+            "environments:\n"
+            "  docs: {dependencies: [tool, app]}   # flow\n");
+  // The lockfile agrees with the manifest it was written with.
+  EXPECT_EQ(envlock("lock -f envlock.yaml --check").exit_code, 0);
+}
+
+// Only what the change requires moves (pixi add keeps the old lock's records as it re-solves):
+// libfoo 2.0 is published after the lock; adding tool keeps libfoo 1.0, as `lock --update-all`
+// would not.
+TEST_F(EditCli, TheLockfileMovesOnlyForWhatChanged) {
+  publish();
+  spit(manifest(), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
+  ASSERT_EQ(envlock("lock -f envlock.yaml").exit_code, 0);
+  auto before = Lockfile::read(lockfile());
+  ASSERT_TRUE(before.ok());
+  publish({record("libfoo", "2.0")});
+  auto r = envlock("add tool --no-install");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "✔ Added tool\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 3 packages (1 added, 0 removed, 0 changed)\n"
+            "      + tool 1.0 0\n");
+  EXPECT_EQ(r.err, "");
+  auto after = Lockfile::read(lockfile());
+  ASSERT_TRUE(after.ok());
+  const auto& old_packages = before->find("default", "linux-64")->packages;
+  const auto& new_packages = after->find("default", "linux-64")->packages;
+  ASSERT_EQ(new_packages.size(), old_packages.size() + 1);
+  for (const auto& p : old_packages) {
+    auto it = std::find_if(new_packages.begin(), new_packages.end(), [&](const LockedPackage& n) { return n.name == p.name; });
+    ASSERT_NE(it, new_packages.end()) << p.name;
+    EXPECT_EQ(it->url, p.url) << p.name;  // the same record: libfoo stays 1.0
+  }
+  // A fresh solve would have moved libfoo: the add did not re-lock from scratch.
+  auto all = envlock("lock -f envlock.yaml --update-all");
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.out,
+            "locked envlock.lock\n"
+            "  default / linux-64: 3 packages (0 added, 0 removed, 1 changed)\n"
+            "      ~ libfoo 1.0 0 -> 2.0 0\n");
+}
+
+TEST_F(EditCli, AnUnsatisfiableSpecLeavesManifestAndLockfileByteIdentical) {
+  publish();
+  spit(manifest(), kCommented);
+  ASSERT_EQ(envlock("lock -f envlock.yaml").exit_code, 0);
+  const std::string manifest_bytes = slurp(manifest());
+  const std::string lock_bytes = slurp(lockfile());
+  auto r = envlock("add 'tool >=9' --no-install");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(filtered(r.err),
+            "error: envlock.yaml:8:9: no package matches 'tool >=9' in file://<ROOT>/chan (linux-64 and noarch); "
+            "versions that exist: 1.0\n"
+            "  tool >=9 (requested at envlock.yaml:8:9)\n"
+            "  └─ no package matches 'tool >=9'; versions that exist: 1.0\n"
+            "nothing was written: envlock.yaml and envlock.lock are as they were\n"
+            "hint: relax the version or build in the spec, or add a channel that has the version you need\n");
+  EXPECT_EQ(slurp(manifest()), manifest_bytes);
+  EXPECT_EQ(slurp(lockfile()), lock_bytes);
+  // --json: the solver's conflict as JSON on stdout, the files untouched still; with an install
+  // asked for, nothing is installed either.
+  auto j = envlock("--json add 'tool >=9'");
+  EXPECT_EQ(j.exit_code, 1);
+  auto parsed = nlohmann::json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << j.out;
+  EXPECT_EQ(parsed.at("error").at("kind"), "unsatisfiable");
+  EXPECT_EQ(parsed.at("conflict").at("environment"), "default");
+  EXPECT_EQ(parsed.at("conflict").at("platform"), "linux-64");
+  EXPECT_EQ(slurp(manifest()), manifest_bytes);
+  EXPECT_EQ(slurp(lockfile()), lock_bytes);
+  EXPECT_FALSE(fs::exists(root_ / "proj/.envlock"));
+  // A spec that is not a MatchSpec never reaches the solver: a usage error, nothing written.
+  auto bad = envlock("add 'tool >=' --no-install");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_EQ(bad.out, "");
+  EXPECT_EQ(slurp(manifest()), manifest_bytes);
+  EXPECT_EQ(slurp(lockfile()), lock_bytes);
+}
+
+TEST_F(EditCli, RmDeletesTheEntryAndWhatOnlyItNeeded) {
+  publish();
+  spit(manifest(), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app  # the app\n  # tools\n  - tool\n");
+  ASSERT_EQ(envlock("lock -f envlock.yaml").exit_code, 0);
+  auto r = envlock("rm app --no-install");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "✔ Removed app\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 1 packages (0 added, 2 removed, 0 changed)\n"
+            "      - app 1.0 0\n"
+            "      - libfoo 1.0 0\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(slurp(manifest()), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  # tools\n  - tool\n");
+  EXPECT_EQ(envlock("lock -f envlock.yaml --check").exit_code, 0);
+}
+
+// pixi remove fails on a name the manifest does not list; so does envlock, naming what it has.
+TEST_F(EditCli, RmOfANameThatIsNotADependencyWritesNothing) {
+  publish();
+  spit(manifest(), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
+  auto r = envlock("rm tool --no-install");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "error: envlock.yaml: environment 'default' has no dependency 'tool'\n"
+            "its dependencies: app\n"
+            "hint: name one of them, or `--pypi` for a pip requirement\n");
+  EXPECT_EQ(slurp(manifest()), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
+  EXPECT_FALSE(fs::exists(lockfile()));  // no lockfile is made either
+  auto j = envlock("--json rm tool --no-install");
+  EXPECT_EQ(j.exit_code, 1);
+  EXPECT_EQ(j.err, r.err);  // --json: the error as JSON on stdout, and as text on stderr as always
+  auto parsed = nlohmann::json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << j.out;
+  EXPECT_EQ(parsed.at("error").at("kind"), "incompatible");
+  EXPECT_FALSE(fs::exists(lockfile()));
+  // No name at all is a usage error.
+  auto none = envlock("rm");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.err, "error: rm: name is required\nhint: run `envlock rm --help` for its options\n");
+}
+
+TEST_F(EditCli, JsonIsOneObject) {
+  publish();
+  spit(manifest(), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
+  auto r = envlock("--json add tool --no-install");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "{\n"
+            "  \"edits\": [\n"
+            "    {\n"
+            "      \"action\": \"added\",\n"
+            "      \"line\": 5,\n"
+            "      \"name\": \"tool\",\n"
+            "      \"spec\": \"tool\"\n"
+            "    }\n"
+            "  ],\n"
+            "  \"environment\": \"default\",\n"
+            "  \"hints\": [],\n"
+            "  \"install\": null,\n"
+            "  \"kind\": \"conda\",\n"
+            "  \"lock\": {\n"
+            "    \"changed\": true,\n"
+            "    \"environments\": {\n"
+            "      \"default\": {\n"
+            "        \"linux-64\": {\n"
+            "          \"added\": [\n"
+            "            \"app 1.0 0\",\n"
+            "            \"libfoo 1.0 0\",\n"
+            "            \"tool 1.0 0\"\n"
+            "          ],\n"
+            "          \"changed\": [],\n"
+            "          \"packages\": 3,\n"
+            "          \"removed\": []\n"
+            "        }\n"
+            "      }\n"
+            "    }\n"
+            "  },\n"
+            "  \"lockfile\": \"envlock.lock\",\n"
+            "  \"manifest\": \"envlock.yaml\",\n"
+            "  \"warnings\": []\n"
+            "}\n");
+}
+
+// --pypi edits the environment's `- pip:` list (made when missing); the lockfile records it.
+TEST_F(EditCli, PypiAddsToThePipList) {
+  publish();
+  spit(manifest(), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
+  auto r = envlock("add --pypi 'requests>=2' --no-install");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "✔ Added requests>=2\n"
+            "Added these as pip requirements.\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 2 packages\n");
+  EXPECT_EQ(slurp(manifest()), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n  - pip:\n    - requests>=2\n");
+  auto lock = Lockfile::read(lockfile());
+  ASSERT_TRUE(lock.ok());
+  ASSERT_EQ(lock->find("default", "linux-64")->pip.size(), 1u);
+  EXPECT_EQ(lock->find("default", "linux-64")->pip[0].name, "requests");
+  auto gone = envlock("rm --pypi requests --no-install");
+  EXPECT_EQ(gone.exit_code, 0) << gone.err;
+  EXPECT_EQ(slurp(manifest()), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
+}
+
+// Without --no-install the environment is installed or updated through `envlock install`'s path
+// (run_install), into .envlock/envs/<env> as `envlock create` puts it.
+TEST_F(EditCli, AddAndRmUpdateTheEnvironment) {
+  auto made = run_command("'" + std::string(ENVLOCK_SOURCE_DIR) + "/scripts/make-fixture-channel' " + q(root_ / "proj/channel"));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  spit(manifest(), "# demo\nchannels: [./channel]\nplatforms: [linux-64]\ndependencies:\n  - envlock-hello\n");
+  auto r = envlock("add envlock-greet");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const fs::path prefix = root_ / "proj/.envlock/envs/default";
+  EXPECT_EQ(filtered(r.out),
+            "✔ Added envlock-greet\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 2 packages\n"
+            "envlock-greet 1.0.0: post-link ran\n"
+            "environment 'default' (linux-64) is ready in <ROOT>/proj/.envlock/envs/default\n"
+            "  2 installed, 0 unchanged, 0 removed; files: 2 linked, 2 copied, 2 relocated\n");
+  EXPECT_EQ(filtered(r.err), "packages: 2 (2 downloaded, 0 from the package cache)\n");
+  EXPECT_TRUE(fs::exists(prefix / "bin/envlock-greet"));
+  EXPECT_TRUE(fs::exists(prefix / "bin/envlock-hello"));
+  EXPECT_NE(slurp(prefix / "conda-meta/history").find("add"), std::string::npos);
+
+  auto gone = envlock("--json rm envlock-greet");
+  EXPECT_EQ(gone.exit_code, 0) << gone.err;
+  EXPECT_EQ(gone.err, "");
+  auto parsed = nlohmann::json::parse(gone.out, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << gone.out;
+  EXPECT_EQ(parsed.at("edits").at(0).at("action"), "removed");
+  EXPECT_EQ(parsed.at("install").at("prefix"), prefix.string());
+  EXPECT_EQ(parsed.at("install").at("removed"), nlohmann::json::array({"envlock-greet-1.0.0-0"}));
+  EXPECT_FALSE(fs::exists(prefix / "bin/envlock-greet"));
+  EXPECT_TRUE(fs::exists(prefix / "bin/envlock-hello"));
+  EXPECT_EQ(slurp(manifest()), "# demo\nchannels: [./channel]\nplatforms: [linux-64]\ndependencies:\n  - envlock-hello\n");
+}
+
+}  // namespace
+}  // namespace envlock
