@@ -1268,6 +1268,9 @@ struct StageBuild {
   std::optional<detail::Tree> tree{};
   /// Per package: the old record it stays as (carried over), or the plan to link it.
   std::vector<const PrefixRecord*> kept_of{};
+  /// The dist names of the packages linked again to put back a path a clobber took from them
+  /// (relink_clobber_losers()): neither removed nor run pre-unlink scripts for.
+  std::set<std::string> relinked{};
   std::vector<std::optional<Result<detail::LinkPlan>>> plans{};
   bool all_planned = true;
   /// Per package, the record of the new tree; the packages linked (not kept).
@@ -1279,6 +1282,43 @@ struct StageBuild {
   std::unordered_map<std::string_view, std::size_t> owner{};
   InstallReport report{};
 };
+
+/// A kept package that lost a path to a clobber (disown_clobbered() left the path out of its
+/// record) while the package that won it goes now (removed, or replaced by a build without that
+/// path), and no other package of the new tree has the path: linked again instead of kept, so its
+/// copy is put back. Carried over, the path had no owner left and was gone, and verify, reading
+/// the records, said clean. rattler keeps each package's clobbered paths (install/
+/// clobber_registry.rs) and, unlinking the winner, puts the next package's copy in place; envlock
+/// reads what a kept package lost from its own paths.json (the paths it would link, less those
+/// its record lists). Only paths the going records owned are looked at, so an update that keeps
+/// every package reads nothing more.
+void relink_clobber_losers(StageBuild& b) {
+  std::unordered_set<std::string> freed, had;
+  for (const auto& r : b.old_records)
+    if (std::find(b.kept_of.begin(), b.kept_of.end(), &r) == b.kept_of.end()) freed.insert(r.files.begin(), r.files.end());
+  if (freed.empty()) return;
+  for (std::size_t i = 0; i < b.packages.size(); ++i) {
+    if (b.kept_of[i] != nullptr) had.insert(b.kept_of[i]->files.begin(), b.kept_of[i]->files.end());
+    else if (b.plans[i] && b.plans[i]->ok())
+      for (const auto& [path, file] : (*b.plans[i])->targets)
+        if (file) had.insert(path);
+  }
+  for (std::size_t i = 0; i < b.packages.size(); ++i) {
+    if (b.kept_of[i] == nullptr || b.packages[i].extracted_dir.empty()) continue;
+    auto plan = detail::plan_package(b.ctx, b.packages[i]);
+    if (!plan) continue;  // kept as it is; nothing better to do
+    const std::set<std::string> listed_files(b.kept_of[i]->files.begin(), b.kept_of[i]->files.end());
+    const bool lost_one = std::any_of(plan->targets.begin(), plan->targets.end(), [&](const auto& t) {
+      return t.second && !listed_files.count(t.first) && freed.count(t.first) && !had.count(t.first);
+    });
+    if (!lost_one) continue;
+    b.relinked.insert(b.kept_of[i]->dist_name());
+    b.kept_of[i] = nullptr;
+    b.plans[i] = std::move(plan);
+    for (const auto& [path, file] : (*b.plans[i])->targets)
+      if (file) had.insert(path);
+  }
+}
 
 /// Plan: the stage's conda-meta/ and Tree, the python facts, which packages stay as they are
 /// (their files carried over from the old prefix) and, for the others, what linking will do
@@ -1312,6 +1352,7 @@ Status plan_stage(StageBuild& b, const fs::path& stage) {
     b.plans[i] = detail::plan_package(b.ctx, packages[i]);
     b.all_planned = b.all_planned && b.plans[i]->ok();
   }
+  relink_clobber_losers(b);
   std::error_code ec;
   for (std::size_t i = 0; i < packages.size(); ++i) {
     if (b.kept_of[i] != nullptr || !b.plans[i]->ok()) continue;
@@ -1409,6 +1450,7 @@ void unlink_removed(StageBuild& b) {
   for (const auto& r : b.old_records)
     if (new_names.count(r.name) &&
         std::find(b.report.kept.begin(), b.report.kept.end(), r.dist_name()) == b.report.kept.end() &&
+        !b.relinked.count(r.dist_name()) &&
         !(b.moved && std::any_of(b.packages.begin(), b.packages.end(),
                                  [&](const PackageToLink& p) { return same_package(r, p.record); })))
       b.report.removed.push_back(r.dist_name());

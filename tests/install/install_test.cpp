@@ -1005,6 +1005,45 @@ TEST_F(Installer, PackagesLinkedInParallelMakeTheTreeLinkingInOrderMakes) {
   EXPECT_TRUE(verify_prefix(prefix_)->clean());
 }
 
+// Removing a clobber's winner (issue 23, M3): the loser, kept, had lost the path from its
+// record, so the path went with the winner and verify said clean. The loser is linked again and
+// its copy is back, in its record (rattler's install/clobber_registry.rs keeps each package's
+// clobbered paths and puts the next one's copy back when the winner goes); a winner that stays
+// keeps its copy, and the loser is not linked again.
+TEST_F(Installer, RemovingAClobbersWinnerPutsTheLosersCopyBack) {
+  auto a = make_package("a", "1", {{"share/common.txt", "from a\n"}, {"share/a.txt", "a\n"}});
+  auto b = make_package("b", "1", {{"share/b.txt", "b\n"}});
+  auto c = make_package("c", "1", {{"share/common.txt", "from c\n"}, {"share/c.txt", "c\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {a, b, c}, options()).ok());
+  ASSERT_EQ(slurp(prefix_ / "share/common.txt"), "from c\n");
+  auto keep_winner = install_packages(prefix_, {a, c}, options());
+  ASSERT_TRUE(keep_winner.ok()) << keep_winner.error().to_string();
+  EXPECT_EQ(keep_winner->kept, (std::vector<std::string>{"a-1-0", "c-1-0"}));
+  EXPECT_EQ(keep_winner->installed, std::vector<std::string>{});
+  EXPECT_EQ(keep_winner->removed, std::vector<std::string>{"b-1-0"});
+  EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from c\n");
+
+  auto without_c = install_packages(prefix_, {a}, options());
+  ASSERT_TRUE(without_c.ok()) << without_c.error().to_string();
+  EXPECT_EQ(without_c->kept, std::vector<std::string>{});
+  EXPECT_EQ(without_c->installed, std::vector<std::string>{"a-1-0"});
+  EXPECT_EQ(without_c->removed, std::vector<std::string>{"c-1-0"});
+  EXPECT_EQ(without_c->clobbered, std::vector<std::string>{});
+  EXPECT_EQ(without_c->warnings, std::vector<std::string>{});
+  EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from a\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "share/c.txt"));
+  auto records = read_conda_meta(prefix_);
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ(records->front().files, (std::vector<std::string>{"share/a.txt", "share/common.txt"}));
+  EXPECT_TRUE(verify_prefix(prefix_)->clean());
+  fs::remove(prefix_ / "share/common.txt");
+  auto v = verify_prefix(prefix_);
+  ASSERT_TRUE(v.ok());
+  ASSERT_EQ(v->drift.size(), 1u) << "the path is a's again: its loss is drift";
+  EXPECT_EQ(v->drift.front().path, "share/common.txt");
+}
+
 TEST_F(Installer, PackagesSharingAPathAreLinkedInOrderTheLaterOneWinning) {
   auto a = make_package("a", "1", {{"share/common.txt", "from a\n"}, {"share/a.txt", "a\n"}});
   auto b = make_package("b", "1", {{"share/b.txt", "b\n"}});
