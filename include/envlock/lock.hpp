@@ -167,6 +167,14 @@ struct BaseLockfile {
   [[nodiscard]] const LockedEnvironment& environment() const;
   /// "the base ../platform/base.lock (environment cuda12)": how messages name it.
   [[nodiscard]] std::string describe() const;
+  /// The base's channels that travel with the project's checkout, as `file://` URLs: for a base
+  /// named by a relative path, the channels its own lockfile names relative to its folder
+  /// (Lockfile::relative_channels, resolved against that folder). The project's lockfile writes
+  /// them, and the URLs of the pins under them, relative to its own folder, as it writes the
+  /// manifest's relative channels (docs/lockfile.md, "Local channels"), so a moved or CI-cloned
+  /// checkout holding both still installs. None for a base named by a URL: a `file://` base is an
+  /// absolute place, and an https:// base's relative channels have no folder.
+  [[nodiscard]] std::vector<std::string> relative_channels() const;
 };
 
 /// Reads the base lockfile of `env` (env.base_lockfile must be set): a path is read relative to
@@ -205,7 +213,10 @@ Status check_base_is_not_the_lockfile(const Manifest& manifest, const std::files
 Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, const RepodataOptions& options,
                             std::vector<StaleReason>& reasons);
 
-/// Locks every environment of `manifest` for each of its platforms.
+/// Locks every environment of `manifest` for each of its platforms. The result's
+/// relative_channels are relative_channel_urls(manifest) and each base's
+/// BaseLockfile::relative_channels(), so that to_yaml() writes every local channel that travels
+/// with the checkout relative to the lockfile's folder.
 /// An environment on a base lockfile (ExternalBase) is locked for base_platforms_for(), with the
 /// base platform's virtual packages, every record of the base environment pinned (same record,
 /// URL and hash; layer `base:<its layer in the base>`), and LockedEnvironment::base_lockfile set.

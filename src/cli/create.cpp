@@ -37,7 +37,6 @@ Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::opt
   if (!ctx.json)
     for (const auto& h : diagnostics.hints) std::cerr << "hint: " << terminal_text(h) << "\n";
   if (!lockfile) return lockfile.error();
-  lockfile->relative_channels = relative_channel_urls(manifest);  // as `envlock lock` writes them
   if (dry_run == DryRun::Yes) {  // the lockfile is not written either
     if (!ctx.json) std::cerr << "locked " << manifest.path.string() << " (dry run: " << path.string() << " not written)\n";
     return lockfile;

@@ -126,9 +126,9 @@ int run_lock(const Context& ctx, const LockArgs& args) {
     return report_error(ctx, lock.error());
   }
 
-  // Channels the manifest names by a relative directory travel with the checkout: the lockfile
+  // Channels the manifest (or a base it names by a relative path) names by a relative directory
+  // travel with the checkout: lock_manifest() lists them in relative_channels, and the lockfile
   // records them relative to its own directory (docs/lockfile.md, "Local channels").
-  lock->relative_channels = relative_channel_urls(*manifest);
   for (const auto& w : home_channel_warnings(*manifest)) {
     warn(w);
     diag.warnings.push_back(w);
@@ -147,7 +147,7 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   nlohmann::json j;
   j["lockfile"] = lock_path.string();
   j["changed"] = !unchanged;
-  LockSummary summary = summarize_lock(*lock, previous);
+  LockSummary summary = summarize_lock(*lock, previous, fs::absolute(lock_path, abs_ec).parent_path());
   j["environments"] = std::move(summary.environments);
   if (ctx.json) {
     j["hints"] = diag.hints;

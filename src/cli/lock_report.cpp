@@ -3,13 +3,41 @@
 
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "envlock/url.hpp"
 
 namespace envlock::cli {
 
-LockChange compare_locked(const LockedPlatform* before, const LockedPlatform& after) {
+namespace {
+
+/// One package in two locks: "name old -> new" when its version or build moved; else, for the
+/// same build, what of the record moved ("name 1.0 0 (url A -> B)", "(sha256, depends)");
+/// nullopt when nothing did. URLs are compared as read (a relative channel resolved against the
+/// lockfile's folder), so a package the two files spell alike is never reported.
+std::optional<std::string> changed(const LockedPackage& was, const LockedPackage& now, const Spelling& spell_was,
+                                   const Spelling& spell_now) {
+  const std::string old_pin = was.version.to_string() + " " + was.build;
+  const std::string new_pin = now.version.to_string() + " " + now.build;
+  if (old_pin != new_pin || was.build_number != now.build_number) return now.name + " " + old_pin + " -> " + new_pin;
+  std::vector<std::string> what;
+  if (was.url != now.url || was.file_name != now.file_name)
+    what.push_back("url " + spell_was(was.url) + " -> " + spell_now(now.url));
+  if (was.sha256 != now.sha256 || was.md5 != now.md5) what.emplace_back("sha256");
+  if (was.depends != now.depends) what.emplace_back("depends");
+  if (was.constrains != now.constrains) what.emplace_back("constrains");
+  if (was.layer != now.layer) what.push_back("layer " + was.layer + " -> " + now.layer);
+  if (what.empty()) return std::nullopt;
+  std::string out = now.name + " " + new_pin + " (";
+  for (std::size_t i = 0; i < what.size(); ++i) out += (i ? ", " : "") + what[i];
+  return out + ")";
+}
+
+}  // namespace
+
+LockChange compare_locked(const LockedPlatform* before, const LockedPlatform& after, const Spelling& spell_was,
+                          const Spelling& spell_now) {
   LockChange c;
   std::map<std::string, const LockedPackage*> old;
   if (before != nullptr)
@@ -20,9 +48,8 @@ LockChange compare_locked(const LockedPlatform* before, const LockedPlatform& af
     auto it = old.find(p.name);
     if (it == old.end()) {
       c.added.push_back(p.name + " " + p.version.to_string() + " " + p.build);
-    } else if (it->second->file_name != p.file_name || it->second->channel != p.channel) {
-      c.changed.push_back(p.name + " " + it->second->version.to_string() + " " + it->second->build + " -> " +
-                          p.version.to_string() + " " + p.build);
+    } else if (auto what = changed(*it->second, p, spell_was, spell_now)) {
+      c.changed.push_back(std::move(*what));
     }
   }
   for (const auto& [name, p] : old)
@@ -39,11 +66,17 @@ const LockedPlatform* find_locked(const std::optional<Lockfile>& lock, const std
   return it == e->second.platforms.end() ? nullptr : &it->second;
 }
 
-LockSummary summarize_lock(const Lockfile& lock, const std::optional<Lockfile>& previous) {
+LockSummary summarize_lock(const Lockfile& lock, const std::optional<Lockfile>& previous,
+                           const std::filesystem::path& directory) {
   LockSummary s;
+  // A URL as the file holding it writes it (docs/lockfile.md, "Local channels"), credential-free.
+  const Spelling spell_was = [&](const std::string& url) {
+    return previous ? previous->written_locations(redact_url(url), directory) : redact_url(url);
+  };
+  const Spelling spell_now = [&](const std::string& url) { return lock.written_locations(redact_url(url), directory); };
   for (const auto& [env_name, env] : lock.environments) {
     for (const auto& [platform, lp] : env.platforms) {
-      LockChange c = compare_locked(find_locked(previous, env_name, platform), lp);
+      LockChange c = compare_locked(find_locked(previous, env_name, platform), lp, spell_was, spell_now);
       s.environments[env_name][platform] = {
           {"packages", lp.packages.size()}, {"added", c.added}, {"removed", c.removed}, {"changed", c.changed}};
       s.text += "  " + env_name + " / " + platform + ": " + std::to_string(lp.packages.size()) + " packages";

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <system_error>
 
@@ -39,12 +40,28 @@ std::string join(const std::vector<std::string>& v) {
   return out.empty() ? "(none)" : out;
 }
 
-/// The bytes of the base lockfile, and the directory its relative channels resolve against.
+/// Where the base lockfile lives on this machine: the file a path names (relative to the
+/// manifest's folder) or a `file://` URL decodes to; nullopt for an https:// or http:// base (or a
+/// `file://` URL that names no path). The one answer check_base_is_not_the_lockfile() compares
+/// with the lockfile written and read_bytes() resolves the base's relative channels against.
+std::optional<fs::path> local_base_file(const Manifest& m, const ExternalBase& b) {
+  if (b.lockfile.starts_with("file://")) {
+    if (auto p = path_from_file_url(b.lockfile)) return fs::path(*p);
+    return std::nullopt;
+  }
+  if (is_url(b.lockfile)) return std::nullopt;
+  return m.directory / b.lockfile;
+}
+
+/// The bytes of the base lockfile, and the directory its relative channels resolve against
+/// (empty for an https:// base: a relative channel in it has no folder).
 Result<std::pair<std::string, fs::path>> read_bytes(const Manifest& m, const ExternalBase& b,
                                                     const RepodataOptions& options) {
   const std::string where = where_of(m, b);
+  const std::optional<fs::path> local = local_base_file(m, b);
   fs::path file;
   fs::path directory;
+  if (local) directory = fs::absolute(*local).lexically_normal().parent_path();
   if (is_url(b.lockfile)) {
     fs::path cache = options.cache_dir.empty() ? repodata_cache_dir() : options.cache_dir;
     cache /= "base-lockfiles";
@@ -72,11 +89,8 @@ Result<std::pair<std::string, fs::path>> read_bytes(const Manifest& m, const Ext
                    "the base lockfile " + redact_url(b.lockfile) + " is not in the cache and --offline forbids fetching it",
                    "", "run once without --offline to fetch it"};
     }
-    if (b.lockfile.starts_with("file://"))
-      if (auto p = path_from_file_url(b.lockfile)) directory = fs::path(*p).parent_path();
   } else {
-    file = m.directory / b.lockfile;
-    directory = fs::absolute(file).lexically_normal().parent_path();
+    file = *local;
   }
   std::ifstream in(file, std::ios::binary);
   if (!in)
@@ -89,14 +103,29 @@ Result<std::pair<std::string, fs::path>> read_bytes(const Manifest& m, const Ext
   return std::pair{std::move(text), directory};
 }
 
-/// The same record: build, file and hash. The URL is compared by its file name, since a base
-/// read from a URL keeps its relative channels as written while the project's lockfile resolves
-/// its own against its folder (docs/lockfile.md, "Local channels").
-bool same_pin(const RepoDataRecord& a, const RepoDataRecord& b) {
+/// What differs between a base record and the project lockfile's copy of it: the names of the
+/// fields ("url", "sha256", "layer", ...), empty for the same pin. The layer must be
+/// `base:<its layer in the base>` (docs/manifest.md). The URL is compared whole for a base on
+/// this machine (both sides resolved to `file://` URLs, each against its own folder), by its file
+/// name for one read from an https:// URL, which keeps its relative channels as written while the
+/// project's lockfile resolves its own against its folder (docs/lockfile.md, "Local channels").
+std::vector<std::string> pin_differences(const LockedPackage& locked, const LockedPackage& base, bool whole_url) {
   auto file = [](const std::string& url) { return url.substr(url.find_last_of('/') + 1); };
-  return a.version == b.version && a.build == b.build && a.build_number == b.build_number && a.subdir == b.subdir &&
-         a.sha256 == b.sha256 && a.md5 == b.md5 && a.file_name == b.file_name && file(a.url) == file(b.url) &&
-         a.depends == b.depends && a.constrains == b.constrains;
+  std::vector<std::string> out;
+  auto differs = [&](bool d, const char* field) {
+    if (d) out.emplace_back(field);
+  };
+  differs(locked.build_number != base.build_number, "build_number");
+  differs(locked.subdir != base.subdir, "subdir");
+  // (the file name is the URL's last segment unless the lockfile writes `file_name`)
+  differs(locked.file_name != base.file_name || (whole_url ? locked.url != base.url : file(locked.url) != file(base.url)),
+          "url");
+  differs(locked.sha256 != base.sha256, "sha256");
+  differs(locked.md5 != base.md5, "md5");
+  differs(locked.depends != base.depends, "depends");
+  differs(locked.constrains != base.constrains, "constrains");
+  differs(locked.layer != "base:" + base.layer, "layer");
+  return out;
 }
 
 /// "name version build" of every package of `packages`, by name.
@@ -116,6 +145,11 @@ std::string BaseLockfile::describe() const {
   return "the base " + redact_url(base.lockfile) + " (environment " + base.environment + ")";
 }
 
+std::vector<std::string> BaseLockfile::relative_channels() const {
+  if (is_url(base.lockfile)) return {};
+  return lockfile.relative_channels;
+}
+
 Status check_base_is_not_the_lockfile(const Manifest& manifest, const fs::path& lockfile_path) {
   // Where a path resolves to, through links and `..`; a missing file by its absolute path.
   auto resolved = [](const fs::path& p) {
@@ -127,13 +161,9 @@ Status check_base_is_not_the_lockfile(const Manifest& manifest, const fs::path& 
   for (const auto& [name, env] : manifest.environments) {
     if (!env.base_lockfile) continue;
     const ExternalBase& b = *env.base_lockfile;
-    fs::path file;
-    if (b.lockfile.starts_with("file://")) {
-      if (auto p = path_from_file_url(b.lockfile)) file = *p;
-    } else if (!is_url(b.lockfile)) {
-      file = manifest.directory / b.lockfile;
-    }
-    if (file.empty()) continue;
+    const std::optional<fs::path> local = local_base_file(manifest, b);
+    if (!local) continue;
+    const fs::path& file = *local;
     std::error_code ec;
     if (resolved(file) != own && !fs::equivalent(file, lockfile_path, ec)) continue;
     return Error{ErrorKind::Usage, where_of(manifest, b),
@@ -242,16 +272,37 @@ Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, 
         auto bp = base->environment().platforms.find(platform);
         if (bp == base->environment().platforms.end()) continue;  // ExtraPlatform, below
         const std::string ctx = name + "/" + platform;
+        const bool whole_url = local_base_file(manifest, wanted).has_value();
+        std::set<std::string> pinned;
         for (const auto& b : bp->second.packages) {
+          pinned.insert(b.name);
           auto q = std::find_if(lp.packages.begin(), lp.packages.end(), [&](const LockedPackage& p) { return p.name == b.name; });
-          if (q == lp.packages.end())
+          if (q == lp.packages.end()) {
             reasons.push_back({K::BasePinMoved, name, platform, b.name,
                                ctx + ": base pin " + pin(b) + " of " + base->describe() + " is missing from the lockfile"});
-          else if (!same_pin(*q, b))
+            continue;
+          }
+          if (pin(*q) != pin(b)) {
             reasons.push_back({K::BasePinMoved, name, platform, b.name,
-                               ctx + ": base pin " + pin(b) + " of " + base->describe() + " is " + pin(*q) +
-                                   (pin(*q) == pin(b) ? " with another URL, hash or metadata" : "") + " in the lockfile"});
+                               ctx + ": base pin " + pin(b) + " of " + base->describe() + " is " + pin(*q) + " in the lockfile"});
+            continue;
+          }
+          auto differences = pin_differences(*q, b, whole_url);
+          if (differences.empty()) continue;
+          std::string what;
+          for (const auto& d : differences)
+            what += (what.empty() ? "" : ", ") + (d == "layer" ? "layer " + q->layer + " (not base:" + b.layer + ")" : d);
+          reasons.push_back({K::BasePinMoved, name, platform, b.name,
+                             ctx + ": base pin " + pin(b) + " of " + base->describe() + " has another " + what +
+                                 " in the lockfile"});
         }
+        // A package of the project's own solve that claims a base layer: `install --base-only`
+        // would install it as the base's.
+        for (const auto& p : lp.packages)
+          if (p.layer.starts_with("base:") && !pinned.count(p.name))
+            reasons.push_back({K::BasePinMoved, name, platform, p.name,
+                               ctx + ": " + pin(p) + " has the layer " + p.layer + " in the lockfile, but " +
+                                   base->describe() + " has no " + p.name});
       }
     }
     if (env.platforms || !manifest.platforms_from_host) continue;  // check_lockfile compares those

@@ -349,6 +349,9 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
   std::map<std::string, std::vector<SubdirRepodata>> loaded;  // repo_key -> repodata
   Lockfile lock;
   lock.manifest_hash = manifest_hash(manifest);
+  // Local channels that travel with the checkout: the manifest's and its bases' (issue 18).
+  std::set<std::string> relative_channels;
+  for (auto& c : relative_channel_urls(manifest)) relative_channels.insert(std::move(c));
 
   for (const auto& env_name : manifest.layer_order()) {
     const ManifestEnvironment& env = *manifest.environment(env_name);
@@ -370,6 +373,7 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
       if (!p) return p.error();
       platforms = std::move(*p);
       le.base_lockfile = LockedBase{env.base_lockfile->lockfile, env.base_lockfile->environment, external->sha256};
+      for (auto& c : external->relative_channels()) relative_channels.insert(std::move(c));
     }
 
     for (const auto& platform : platforms) {
@@ -563,6 +567,7 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
     }
     lock.environments.emplace(env.name, std::move(le));
   }
+  lock.relative_channels.assign(relative_channels.begin(), relative_channels.end());
   return lock;
 }
 

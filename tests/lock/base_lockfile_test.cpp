@@ -143,7 +143,7 @@ TEST(BaseLockfile, PinsImmovableAndRecorded) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "error: app/envlock.lock no longer satisfies app/envlock.yaml (1 reason):\n"
                    "  - default/linux-64: base pin libbase 1.0 0 of the base ../platform/envlock.lock (environment "
-                   "runtime) is libbase 1.0 0 with another URL, hash or metadata in the lockfile\n"
+                   "runtime) has another url in the lockfile\n"
                    "hint: run `envlock lock -f app/envlock.yaml` to update the lockfile\n");
 }
 
@@ -392,6 +392,90 @@ TEST(BaseLockfile, InstallBaseOnly) {
   EXPECT_EQ(r.err,
             "error: platform/envlock.lock: environment 'runtime' has no base layer, so --base-only has nothing to "
             "install\nhint: drop --base-only, or name an environment built on a base (`base:` in its manifest)\n");
+}
+
+}  // namespace
+}  // namespace envlock
+
+namespace envlock {
+namespace {
+
+/// Renames a folder for the length of a scope (a checkout moved elsewhere), and back.
+struct Moved {
+  fs::path from, to;
+  Moved(fs::path f, fs::path t) : from(std::move(f)), to(std::move(t)) { fs::rename(from, to); }
+  ~Moved() {
+    std::error_code ec;
+    fs::rename(to, from, ec);
+  }
+  testing::CommandResult envlock(const std::string& args) const {
+    return run_command("cd '" + to.string() + "' && " + envlock_cmd() + " " + args,
+                       {{"ENVLOCK_CACHE_DIR", (to / "cache").string()}});
+  }
+};
+
+// Attack on issue 18, finding 2: the pins of a base whose channel is not one of the project's own
+// channels were written as absolute file:// URLs, so after the checkout moved `lock --check` said
+// "up to date" while `install` looked for the old folder, and a relock printed `~ x 1.0 0 -> 1.0 0`.
+// A base named by a relative path travels with the checkout as the project's relative channels do:
+// its relative channels are written relative to the project lockfile's folder (docs/lockfile.md,
+// "Local channels"; conda-lock and pixi write a local channel as the manifest names it, pixi.lock
+// relative to the workspace). `lock --check` compares a base pin's whole URL with the base's, as
+// resolved now, and a relock's change list names what moved.
+TEST(BaseLockfile, PinsOfTheBasesLocalChannelTravelWithTheCheckout) {
+  Team t;
+  fs::copy(t.dir() / "channel", t.dir() / "channel2", fs::copy_options::recursive);
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  fs::create_directories(t.dir() / "app");
+  spit(t.dir() / "app" / "envlock.yaml", "channels: [../channel2]\nenvironments:\n  default:\n    base: " +
+                                             std::string(kBase) + "\n    dependencies: [tool]\n");
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked app/envlock.lock\n  default / linux-64: 2 packages\n");
+  EXPECT_EQ(r.err, "");
+  const std::string text = slurp(t.dir() / "app" / "envlock.lock");
+  EXPECT_NE(text.find("            channel: \"../channel\"\n            url: \"../channel/linux-64/libbase-1.0-0.tar.bz2\"\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("            channel: \"../channel2\"\n            url: \"../channel2/linux-64/tool-1.0-0.tar.bz2\"\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(t.dir().string()), std::string::npos) << text;
+
+  const std::string old_place = "file://" + t.dir().string();
+  Moved moved(t.dir(), t.dir().string() + "-moved");
+  r = moved.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "app/envlock.lock is up to date with app/envlock.yaml\n");
+  EXPECT_EQ(r.err, "");
+  r = moved.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "unchanged app/envlock.lock\n  default / linux-64: 2 packages (0 added, 0 removed, 0 changed)\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(slurp(moved.to / "app" / "envlock.lock"), text);
+
+  // A lockfile written before the fix names the base's channel where the checkout was.
+  std::string absolute = text;
+  for (const std::string from : {"channel: \"../channel\"\n", "url: \"../channel/"}) {
+    const std::string to = from.starts_with("channel") ? "channel: " + old_place + "/channel\n"
+                                                        : "url: \"" + old_place + "/channel/";
+    ASSERT_NE(absolute.find(from), std::string::npos) << from;
+    absolute.replace(absolute.find(from), from.size(), to);
+  }
+  spit(moved.to / "app" / "envlock.lock", absolute);
+  r = moved.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.lock no longer satisfies app/envlock.yaml (1 reason):\n"
+                   "  - default/linux-64: base pin libbase 1.0 0 of the base ../platform/envlock.lock (environment "
+                   "runtime) has another url in the lockfile\n"
+                   "hint: run `envlock lock -f app/envlock.yaml` to update the lockfile\n");
+  r = moved.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked app/envlock.lock\n  default / linux-64: 2 packages (0 added, 0 removed, 1 changed)\n"
+                   "      ~ libbase 1.0 0 (url " + old_place + "/channel/linux-64/libbase-1.0-0.tar.bz2 -> "
+                   "../channel/linux-64/libbase-1.0-0.tar.bz2)\n");
+  EXPECT_EQ(slurp(moved.to / "app" / "envlock.lock"), text);
 }
 
 }  // namespace
