@@ -447,10 +447,20 @@ Status keep_base_only(Lockfile& lockfile, const std::string& environment, const 
     return Error{ErrorKind::Usage, path, "environment '" + *env_name + "' has no base layer, so --base-only has nothing to install",
                  "", "drop --base-only, or name an environment built on a base (`base:` in its manifest)"};
   for (auto& [platform, lp] : env.platforms) {
+    const bool had_packages = !lp.packages.empty();
     std::erase_if(lp.packages, [&](const LockedPackage& p) {
       return env.base_lockfile ? !p.layer.starts_with("base:") : p.layer == env.name;
     });
     lp.pip.clear();
+    // No record of the base layer left (a hand-edited `layer`, attack on issue 18, finding 3):
+    // an install that installs nothing would report success for a base it never installed.
+    if (had_packages && lp.packages.empty())
+      return Error{ErrorKind::Parse, path,
+                   "environment '" + *env_name + "' has no package of its base layer for " + platform +
+                       " (no `layer: " + (env.base_lockfile ? std::string("base:…") : env.base) +
+                       "`), so --base-only would install nothing",
+                   "", "a base pin's layer is `base:` and its layer in the base lockfile (docs/lockfile.md): "
+                       "`envlock lock --check` names what was edited, and `envlock lock` writes it again"};
   }
   return ok_status();
 }

@@ -480,3 +480,59 @@ TEST(BaseLockfile, PinsOfTheBasesLocalChannelTravelWithTheCheckout) {
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// Attack on issue 18, finding 3: a base pin's `layer` edited by hand in the project's lockfile
+// passed `lock --check`, and `install --base-only` then installed nothing with exit 0. A pin keeps
+// the layer `base:<its layer in the base>` (docs/manifest.md), which the check compares as it
+// compares the record; a project package that claims a base layer is named too; and
+// `--base-only` with no record of the base layer fails instead of succeeding empty (as
+// `pixi install --frozen` refuses a lockfile that does not say what the environment holds).
+TEST(BaseLockfile, EditedLayerIsCaughtAndBaseOnlyRefusesAnEmptyBase) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  t.write_app(kBase, "tool");
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  const std::string text = slurp(t.dir() / "app" / "envlock.lock");
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string s = text;
+    EXPECT_NE(s.find(from), std::string::npos) << from;
+    if (s.find(from) != std::string::npos) s.replace(s.find(from), from.size(), to);
+    spit(t.dir() / "app" / "envlock.lock", s);
+  };
+  edited("layer: base:runtime\n", "layer: default\n");
+  auto r = t.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.lock no longer satisfies app/envlock.yaml (1 reason):\n"
+                   "  - default/linux-64: base pin libbase 1.0 0 of the base ../platform/envlock.lock (environment "
+                   "runtime) has another layer default (not base:runtime) in the lockfile\n"
+                   "hint: run `envlock lock -f app/envlock.yaml` to update the lockfile\n");
+  r = t.envlock("install -l app/envlock.lock -p prefix --base-only --dry-run");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.lock: environment 'default' has no package of its base layer for linux-64 "
+                   "(no `layer: base:…`), so --base-only would install nothing\n"
+                   "hint: a base pin's layer is `base:` and its layer in the base lockfile (docs/lockfile.md): "
+                   "`envlock lock --check` names what was edited, and `envlock lock` writes it again\n");
+  EXPECT_FALSE(fs::exists(t.dir() / "prefix"));
+  // A package of the project's own solve given a made-up base layer.
+  edited("layer: default\n", "layer: \"base:nope\"\n");
+  r = t.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: app/envlock.lock no longer satisfies app/envlock.yaml (1 reason):\n"
+                   "  - default/linux-64: tool 1.0 0 has the layer base:nope in the lockfile, but the base "
+                   "../platform/envlock.lock (environment runtime) has no tool\n"
+                   "hint: run `envlock lock -f app/envlock.yaml` to update the lockfile\n");
+  // Written again by `lock`, which names the layer it puts back.
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked app/envlock.lock\n  default / linux-64: 2 packages (0 added, 0 removed, 1 changed)\n"
+                   "      ~ tool 1.0 0 (layer base:nope -> default)\n");
+  EXPECT_EQ(slurp(t.dir() / "app" / "envlock.lock"), text);
+}
+
+}  // namespace
+}  // namespace envlock
