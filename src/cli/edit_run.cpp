@@ -75,6 +75,10 @@ void add_edit_options(CLI::App& sub, EditArgs& args) {
 int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
   const bool adding = command == EditCommand::Add;
   const fs::path manifest_path = args.manifest.empty() ? fs::path("envlock.yaml") : fs::path(args.manifest);
+  std::error_code ec;
+  if (args.manifest.empty() && !fs::exists(manifest_path, ec))  // as `envlock run` says it
+    return report_error(ctx, Error{ErrorKind::Io, "envlock.yaml", "no manifest in the current folder", "",
+                                   "run in the project's folder, or pass the manifest with -f"});
   auto loaded = load_manifest(manifest_path);
   if (!loaded) return report_error(ctx, loaded.error());
   // The text edited is the file's bytes; its parse (the same bytes) is what every check reads.
@@ -97,7 +101,6 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
   if (auto st = check_base_is_not_the_lockfile(edited->manifest, lock_path); !st) return report_error(ctx, st.error());
   std::optional<Lockfile> previous;
   std::optional<std::string> previous_bytes;
-  std::error_code ec;
   if (fs::exists(lock_path, ec)) {
     auto read = Lockfile::read(lock_path);
     if (!read) {

@@ -268,6 +268,12 @@ TEST_F(EditCli, RmOfANameThatIsNotADependencyWritesNothing) {
   ASSERT_FALSE(parsed.is_discarded()) << j.out;
   EXPECT_EQ(parsed.at("error").at("kind"), "incompatible");
   EXPECT_FALSE(fs::exists(lockfile()));
+  // No manifest here and no -f (run from another folder).
+  auto elsewhere = run_command("cd " + q(root_) + " && " + envlock_cmd() + " rm tool", env_);
+  EXPECT_EQ(elsewhere.exit_code, 1);
+  EXPECT_EQ(elsewhere.out, "");
+  EXPECT_EQ(elsewhere.err, "error: envlock.yaml: no manifest in the current folder\n"
+                           "hint: run in the project's folder, or pass the manifest with -f\n");
   // No name at all is a usage error.
   auto none = envlock("rm");
   EXPECT_EQ(none.exit_code, 2);
