@@ -7,6 +7,7 @@
 // documented in docs/lockfile.md; write() is deterministic: fixed key order, environments,
 // platforms and packages sorted, no clocks, host or user names, credential-free URLs.
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -63,6 +64,15 @@ struct LockedEnvironment {
   std::optional<LockedBase> base_lockfile;
 };
 
+/// The most bytes envlock reads of one lockfile, whoever reads it: Lockfile::read (install, lock,
+/// create, export) and the readers of `envlock diff` and `show` (envlock/readers.hpp: a file, a
+/// FIFO, standard input, `git show REV:PATH`). 64 MiB: the largest real lockfile of the corpus
+/// (prefix-dev/pixi's examples/ros2-nav2 pixi.lock) is 2.8 MB, the benchmark's 1,000 packages x
+/// 5 platforms 4 MB, so the cap is over 20 times the largest seen, and a hostile or mistaken input
+/// (a file of GBs, `/dev/zero` through a FIFO) costs at most that much memory before it is
+/// refused. One value, so a lockfile `show` prints is one `install` reads (docs/review.md).
+inline constexpr std::uintmax_t kMaxLockfileBytes = 64u << 20;
+
 /// The snapshot file format (docs/snapshot.md) this envlock reads and writes. Defined here, below
 /// the snapshot module, because Lockfile::parse reads a snapshot file's lockfile part and must
 /// refuse the same newer formats Snapshot::parse refuses (Snapshot::kFormatVersion is this value).
@@ -110,8 +120,10 @@ struct Lockfile {
   /// rule carried the capture host's facts there (`__cuda`, `__glibc`, kernel, CPU level).
   static Result<Lockfile> parse(const std::string& text, const std::string& source,
                                 const std::filesystem::path& directory = {});
-  /// Reads the file at `path` (at most 512 MiB) and parses it with the file's absolute directory
-  /// as `directory`. Errors: ErrorKind::Io (cannot open/read), ErrorKind::Parse (as parse()).
+  /// Reads the file at `path` (at most kMaxLockfileBytes, counted while reading: a FIFO has no
+  /// size) and parses it with the file's absolute directory as `directory`. Errors: ErrorKind::Io
+  /// (cannot open/read), ErrorKind::Parse (as parse(); past the cap, "is larger than 64 MiB, more
+  /// than any lockfile; it is not read").
   static Result<Lockfile> read(const std::filesystem::path& path);
 
   /// The deterministic YAML text of this lockfile, to be stored in `directory`: every

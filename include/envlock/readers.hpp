@@ -98,11 +98,10 @@ struct ReadResult {
 Result<ReadResult> read_lockfile_text(const std::string& text, const std::string& source,
                                       const std::filesystem::path& directory = {});
 
-/// The most one input of `envlock diff` and `show` may hold, from a file, a FIFO, standard input
-/// or git: 64 MiB, as a dist-info's metadata files (pip.cpp). The largest real lockfile of the
-/// corpus is a few MB, and the benchmark's 1,000 packages x 5 platforms 4 MB; reading stops at
-/// the cap, so `envlock show - </dev/zero` ends at once and a file of GBs costs no GBs of memory.
-inline constexpr std::uintmax_t kMaxLockfileBytes = 64u << 20;
+// The most one input of `envlock diff` and `show` may hold, from a file, a FIFO, standard input
+// or git, is kMaxLockfileBytes (envlock/lockfile.hpp: 64 MiB, what install reads too); reading
+// stops at the cap, so `envlock show - </dev/zero` ends at once and a file of GBs costs no GBs of
+// memory.
 
 /// The refusal of an input past kMaxLockfileBytes (ErrorKind::Io at `where`): "is larger than
 /// 64 MiB, more than any lockfile; it is not read", with what to do. read_bounded_input and

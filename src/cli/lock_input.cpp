@@ -153,7 +153,7 @@ Result<Lockfile> read_envlock_lockfile(const std::string& path, const std::strin
   // Not envlock.lock: name the format the readers recognise (the same detection `show` and
   // `diff` use), within the size Lockfile::read accepts.
   std::error_code ec;
-  if (const auto size = std::filesystem::file_size(path, ec); ec || size > (512u << 20)) return lf;
+  if (const auto size = std::filesystem::file_size(path, ec); ec || size > kMaxLockfileBytes) return lf;
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();

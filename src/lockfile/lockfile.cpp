@@ -672,16 +672,24 @@ Result<Lockfile> Lockfile::read(const std::filesystem::path& path) {
   if (!in)
     return Error{ErrorKind::Io, path.string(), std::string("cannot open the lockfile: ") + std::strerror(errno), "",
                  "create it with `envlock lock -f envlock.yaml`, or pass the right path with -l"};
-  constexpr std::uintmax_t kMaxLockfileBytes = 512u << 20;  // untrusted input: bounded
-  std::error_code ec;
-  if (auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxLockfileBytes)
+  // Untrusted input: bounded by kMaxLockfileBytes (lockfile.hpp), the cap of every lockfile reader,
+  // counted while reading too (a FIFO has no size).
+  const auto too_large = [&] {
     return Error{ErrorKind::Parse, path.string(),
-                 "the lockfile is " + std::to_string(size) + " bytes; envlock reads lockfiles up to 512 MiB", "",
-                 "is this the right file?"};
-  std::ostringstream buf;
-  buf << in.rdbuf();
+                 "is larger than " + std::to_string(kMaxLockfileBytes >> 20) + " MiB, more than any lockfile; it is not read", "",
+                 "check that this is the lockfile meant (a lockfile is a few MB); envlock reads at most " +
+                     std::to_string(kMaxLockfileBytes >> 20) + " MiB of one lockfile"};
+  };
+  std::error_code ec;
+  if (auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxLockfileBytes) return too_large();
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxLockfileBytes) return too_large();
+  }
   if (in.bad()) return Error{ErrorKind::Io, path.string(), "cannot read the lockfile", "", ""};
-  return parse(buf.str(), path.string(), std::filesystem::absolute(path, ec).parent_path());
+  return parse(text, path.string(), std::filesystem::absolute(path, ec).parent_path());
 }
 
 }  // namespace envlock

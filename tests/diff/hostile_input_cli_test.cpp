@@ -733,6 +733,14 @@ TEST(HostileInput, AnEndlessOrHugeInputIsRefusedAt64MiB) {
     EXPECT_EQ(r.out, "") << cmd;
     EXPECT_EQ(r.err, "error: " + big.string() + ": is larger than 64 MiB, more than any lockfile; it is not read\n" + hint) << cmd;
   }
+  // install (Lockfile::read) had a cap of its own, 512 MiB: one value now, kMaxLockfileBytes
+  // (envlock/lockfile.hpp), so what `show` refuses `install` refuses too; exit 1, a bad lockfile.
+  r = run_command(envlock_cmd() + " install -l " + q(big) + " -p " + q(dir.path() / "env"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + big.string() + ": is larger than 64 MiB, more than any lockfile; it is not read\n"
+                   "hint: check that this is the lockfile meant (a lockfile is a few MB); envlock reads at most 64 MiB of one lockfile\n");
+  EXPECT_FALSE(fs::exists(dir.path() / "env"));
   // `REV:PATH`, read through `git show`, was captured whole: git is stopped at the cap and the
   // input refused the same way, named as given.
   const std::string git = "cd " + q(dir.path()) +
