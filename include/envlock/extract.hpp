@@ -134,7 +134,10 @@ Status write_conda_package(const std::filesystem::path& archive, std::vector<Arc
 // ---------------------------------------------------------------------------------------------
 
 /// One member of a ZIP archive as read_zip() hands it over: what its central directory record
-/// says (PKWARE APPNOTE 4.4), unchecked — the caller judges the name and the kind.
+/// says (PKWARE APPNOTE 4.4), unchecked — the caller judges the name and the kind. Two readings
+/// are libarchive's and differ from Python's zipfile (tests/wheel/wheel_test.cpp): a `\` in a
+/// stored name is handed over as `/`, and a Unix FIFO mode reads as a File (devices and sockets
+/// keep their kind); the size is the local header's.
 struct ZipMember {
   /// The type from the external attributes: a member made on Unix carries `st_mode` in their
   /// upper 16 bits (Info-ZIP's convention, which Python's zipfile writes); one made elsewhere is

@@ -1,0 +1,164 @@
+#pragma once
+// envlock/wheel.hpp — installing one Python wheel into an environment prefix, natively (no pip,
+// no Python needed to install), all or nothing.
+//
+// Standards followed:
+//   PEP 427 and the packaging "Binary distribution format" specification
+//     (https://packaging.python.org/en/latest/specifications/binary-distribution-format/):
+//     the file name `{distribution}-{version}(-{build tag})?-{python tag}-{abi tag}-{platform
+//     tag}.whl`; one `{distribution}-{version}.dist-info/` folder holding WHEEL (`Wheel-Version`
+//     1.x, `Root-Is-Purelib`) and RECORD; the `{distribution}-{version}.data/<scheme>/` folders
+//     spread to the scheme paths; `#!python` in scripts rewritten to the environment's python.
+//   PEP 376 / PEP 627 (the "Recording installed projects" specification): the installed
+//     dist-info gets INSTALLER (`envlock`), REQUESTED, and a RECORD listing every installed file
+//     as `path,sha256=<urlsafe base64 without padding>,size`, paths relative to site-packages,
+//     the RECORD itself as `path,,`.
+//   PEP 610 (the "Recording the direct URL origin" specification): direct_url.json when the
+//     wheel came from a URL or path rather than an index.
+//   Entry points (the "Entry points specification"): `console_scripts` and `gui_scripts` of
+//     `entry_points.txt` become scripts in bin/.
+//
+// The peer followed byte for byte is pypa/installer (Debian's python3-installer, what pip's
+// successors build on): its script template, its shebang for short paths, its RECORD row order
+// (entry-point scripts, then the wheel's members in central-directory order, then the generated
+// metadata, then RECORD) and its RECORD validation (WheelFile.validate_record: every member but
+// RECORD, RECORD.jws and RECORD.p7s listed with a sha256 and a size that match). Where an
+// interpreter path is too long for a `#!` line or holds a blank, envlock writes conda's /bin/sh
+// exec trampoline (python_shebang(), envlock/install.hpp) for entry points and for `#!python`
+// scripts alike, as it does for conda entry points. docs/pypi.md lists every choice and the peer
+// it follows where installer, pip and uv differ.
+//
+// Layout (POSIX conda prefix, CPython's `posix_prefix` sysconfig scheme):
+//   purelib, platlib  lib/pythonX.Y/site-packages
+//   scripts           bin
+//   headers           include/pythonX.Y/<distribution as the file name spells it>
+//   data              the prefix itself
+//
+// Untrusted input: every member name is checked before anything is written for it. Refused
+// (ErrorKind::Integrity, `where` the wheel's path, the member named): absolute names, a drive
+// letter, a backslash, empty, `.` or `..` components; symbolic links, devices, FIFOs, sockets;
+// a member listed twice; a `.data/` member outside the five schemes; an entry point whose name
+// is not a plain file name; members past ExtractLimits' caps (read_zip(), envlock/extract.hpp).
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envlock/extract.hpp"  // ExtractLimits
+#include "envlock/result.hpp"
+
+namespace envlock {
+
+/// The parts of a wheel file name (PEP 427 "File name convention"), as spelled in it.
+struct WheelFileName {
+  std::string distribution;  ///< "setuptools", "typing_extensions" (not normalised)
+  std::string version;       ///< "66.1.1"
+  std::string build_tag;     ///< empty when absent; starts with a digit when present
+  std::string python_tag;    ///< "py3", "cp311.cp312" (compressed tag sets kept as written)
+  std::string abi_tag;       ///< "none", "cp311"
+  std::string platform_tag;  ///< "any", "manylinux_2_17_x86_64"
+};
+
+/// Reads a wheel's file name (the last path component of `file_name`; `.whl` required): five or
+/// six `-`-separated fields, a build tag starting with a digit. ErrorKind::Parse naming the file
+/// name otherwise.
+Result<WheelFileName> parse_wheel_file_name(std::string_view file_name);
+
+/// Where each of the five wheel schemes goes, as prefix-relative '/'-separated folders ("" is the
+/// prefix itself).
+struct WheelScheme {
+  std::string purelib;
+  std::string platlib;
+  std::string headers;
+  std::string scripts;
+  std::string data;
+};
+
+/// The scheme of a POSIX conda prefix for CPython `python_xy` ("3.11") and a wheel of
+/// `distribution` (headers go to `include/python3.11/<distribution>`, as pypa/installer's CLI and
+/// distutils place them).
+WheelScheme conda_wheel_scheme(std::string_view python_xy, std::string_view distribution);
+
+/// The Python version of the prefix at local path `prefix`: "X.Y" of its one
+/// `lib/pythonX.Y/site-packages` folder. ErrorKind::Usage when there is none or more than one
+/// (pass WheelInstallOptions::python_xy then).
+Result<std::string> prefix_python_xy(const std::filesystem::path& prefix);
+
+/// PEP 610 origin of a wheel installed from a URL or local path instead of an index.
+struct DirectUrl {
+  std::string url;     ///< "https://host/pkg-1.0-py3-none-any.whl" or "file:///abs/pkg.whl", credential-free
+  std::string sha256;  ///< the archive's sha256 (lower-case hex), empty when unknown
+};
+
+/// The text of direct_url.json for `origin`, as pip writes it (json.dumps(sort_keys=True): `", "`
+/// and `": "` separators, non-ASCII escaped, no newline at the end): `{"archive_info": {"hash":
+/// "sha256=<hex>", "hashes": {"sha256": "<hex>"}}, "url": "<url>"}`, `archive_info` empty when
+/// the hash is unknown.
+std::string direct_url_json(const DirectUrl& origin);
+
+/// Whether the installed distribution is marked as asked for by the user (PEP 376 REQUESTED) or
+/// only pulled in as a dependency.
+enum class Requested : bool { No, Yes };
+
+/// How install_wheel() installs.
+struct WheelInstallOptions {
+  /// The environment's Python "X.Y"; empty: prefix_python_xy() of the prefix.
+  std::string python_xy;
+  /// The path the prefix has when it runs (written into shebangs); empty: the prefix as given to
+  /// install_wheel(). Differs when the prefix is built in one place and moved to another.
+  std::string target_prefix;
+  /// The interpreter scripts run; empty: `<target_prefix>/bin/python<python_xy>`, the file conda
+  /// entry points name.
+  std::string interpreter;
+  /// INSTALLER's first line (PEP 376: the tool's name).
+  std::string installer = "envlock";
+  Requested requested = Requested::Yes;
+  /// Written as direct_url.json when set (PEP 610).
+  std::optional<DirectUrl> direct_url;
+  /// Caps on the archive (entries, total content), as for conda packages.
+  ExtractLimits limits;
+};
+
+/// One file install_wheel() wrote, as its RECORD lists it.
+struct InstalledWheelFile {
+  std::string path;         ///< prefix-relative, '/'-separated ("bin/wheel", "lib/python3.11/site-packages/wheel/__init__.py")
+  std::string record_path;  ///< as RECORD writes it, relative to site-packages ("../../../bin/wheel")
+  std::string sha256;       ///< lower-case hex; empty for RECORD itself
+  std::uint64_t size = 0;   ///< bytes (RECORD itself: its size, though RECORD lists none)
+};
+
+/// What install_wheel() installed.
+struct InstalledWheel {
+  std::string name;       ///< the distribution as the wheel's file name spells it
+  std::string version;
+  std::string dist_info;  ///< prefix-relative `.dist-info` folder
+  std::vector<InstalledWheelFile> files;  ///< in RECORD's order, RECORD last
+};
+
+/// Installs the wheel at local path `wheel` into the existing prefix folder `prefix`:
+///   1. reads WHEEL (Wheel-Version 1.x), RECORD and entry_points.txt from the one top-level
+///      `.dist-info` folder, whose name must be the file name's distribution (PEP 503 normalised);
+///   2. writes every member into a staging folder inside the prefix (`.envlock-wheel-<pid>-<n>`),
+///      hashing it as it is written and checking its sha256 and size against RECORD; scripts
+///      starting with `#!python` get python_shebang(interpreter) as their first line; members
+///      with an executable bit get mode 0755 (after the umask), others 0644;
+///   3. writes the console and GUI entry-point scripts (pypa/installer's template), INSTALLER,
+///      direct_url.json when asked, REQUESTED when Requested::Yes, and RECORD;
+///   4. moves the staged tree into the prefix with renameat2(RENAME_NOREPLACE), whole folders
+///      where the prefix has none of that name yet, after checking that no file of it exists in
+///      the prefix. A file that appears meanwhile stops the move and every entry moved so far is
+///      moved back: the prefix ends as it was.
+/// On any failure the staging folder is removed and the prefix is unchanged.
+/// Errors: ErrorKind::Parse (a bad file name, WHEEL, RECORD row or entry_points.txt, naming the
+/// wheel and the member, with ":line" for RECORD), ErrorKind::Integrity (an unsafe or unlisted
+/// member, a hash or size that does not match RECORD — naming the member, the expected and the
+/// actual digest and size —, no or several .dist-info folders, a corrupt archive, a cap passed),
+/// ErrorKind::Incompatible (Wheel-Version not 1.x), ErrorKind::Io (a file the wheel installs is
+/// already in the prefix, naming it; cannot write), ErrorKind::Usage (no python version known).
+Result<InstalledWheel> install_wheel(const std::filesystem::path& wheel, const std::filesystem::path& prefix,
+                                     const WheelInstallOptions& options = {});
+
+}  // namespace envlock

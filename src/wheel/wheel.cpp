@@ -1,0 +1,729 @@
+// wheel.cpp — installing one wheel into a prefix (PEP 427, 376, 610). See envlock/wheel.hpp for
+// the contract; pypa/installer (src/installer/_core.py, destinations.py, sources.py, scripts.py,
+// utils.py) is the peer whose bytes it reproduces.
+#include "envlock/wheel.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "envlock/encoding.hpp"
+#include "envlock/hash.hpp"
+#include "envlock/install.hpp"  // python_shebang
+#include "envlock/pip.hpp"      // parse_record
+#include "envlock/pypi_name.hpp"
+#include "envlock/text.hpp"
+
+namespace envlock {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t kMetadataCap = 64ULL << 20;  // WHEEL, RECORD, entry_points.txt: read whole
+
+Error bad_wheel(const fs::path& wheel, std::string message, std::string hint = {}) {
+  return Error{ErrorKind::Integrity, wheel.string(), std::move(message), "", std::move(hint)};
+}
+
+Error io_error(const std::string& where, const std::string& what, int err) {
+  return Error{ErrorKind::Io, where, what + ": " + std::strerror(err), "", ""};
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t at = s.find(sep, from);
+    out.push_back(s.substr(from, at == std::string_view::npos ? std::string_view::npos : at - from));
+    if (at == std::string_view::npos) return out;
+    from = at + 1;
+  }
+}
+
+/// Why a member name is unsafe, or empty when it is a plain relative path. A trailing '/'
+/// (a directory member) is allowed.
+std::string unsafe_name(std::string_view name) {
+  if (name.empty()) return "an empty name";
+  if (name.front() == '/') return "an absolute name";
+  if (name.size() >= 2 && name[1] == ':' && std::isalpha(static_cast<unsigned char>(name[0]))) return "a drive letter";
+  if (name.find('\\') != std::string_view::npos) return "a backslash (a separator on Windows)";
+  if (name.find('\0') != std::string_view::npos) return "a NUL byte";
+  std::string_view body = name;
+  if (body.back() == '/') body.remove_suffix(1);
+  for (std::string_view part : split(body, '/')) {
+    if (part.empty()) return "an empty path component";
+    if (part == ".") return "a `.` component";
+    if (part == "..") return "a `..` component";
+  }
+  return {};
+}
+
+Result<std::string> read_member(ZipMemberReader& data, const fs::path& wheel, const std::string& name) {
+  std::string out;
+  for (;;) {
+    auto block = data.next();
+    if (!block) return block.error();
+    if (block->empty()) return out;
+    out.append(*block);
+    if (out.size() > kMetadataCap) return bad_wheel(wheel, "member '" + name + "' is over 64 MiB, too large for metadata");
+  }
+}
+
+/// RFC 822 headers of WHEEL (the first value of each, as email.message.Message[] gives).
+std::map<std::string, std::string> read_headers(std::string_view text) {
+  std::map<std::string, std::string> out;
+  for (std::string_view line : split(text, '\n')) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) break;
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos || line.front() == ' ' || line.front() == '\t') continue;
+    std::string key(trim_view(line.substr(0, colon)));
+    out.emplace(std::move(key), std::string(trim_view(line.substr(colon + 1))));
+  }
+  return out;
+}
+
+bool word_char(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return std::isalnum(u) || c == '_' || c == '.' || u >= 0x80;
+}
+
+struct EntryPoint {
+  std::string name, module, attr;
+};
+
+/// console_scripts and gui_scripts of entry_points.txt, in file order, read as Python's
+/// ConfigParser(delimiters="=") with case kept reads them (pypa/installer parse_entrypoints):
+/// `[section]` headers, `key = value`, full-line `#`/`;` comments, indented continuation lines;
+/// a duplicate section or key, a line that is none of these, or a value that is not
+/// `module:attr [extras]` is refused.
+Result<std::vector<EntryPoint>> parse_entry_points(std::string_view text, const std::string& where) {
+  struct Item {
+    std::string key, value;
+    int line;
+  };
+  std::vector<std::pair<std::string, std::vector<Item>>> sections;
+  std::set<std::string> seen_sections;
+  int lineno = 0;
+  Item* current = nullptr;
+  for (std::string_view raw : split(text, '\n')) {
+    ++lineno;
+    const std::string_view line = trim_view(raw);
+    const bool indented = !raw.empty() && (raw.front() == ' ' || raw.front() == '\t');
+    if (line.empty()) continue;
+    if (line.front() == '#' || line.front() == ';') continue;
+    const std::string at = where + ":" + std::to_string(lineno);
+    if (indented && current != nullptr) {
+      current->value += "\n" + std::string(line);
+      continue;
+    }
+    current = nullptr;
+    if (line.front() == '[' && line.back() == ']') {
+      std::string name(line.substr(1, line.size() - 2));
+      if (!seen_sections.insert(name).second) {
+        return Error{ErrorKind::Parse, at, "section [" + name + "] is written twice", "  " + std::string(line), ""};
+      }
+      sections.emplace_back(std::move(name), std::vector<Item>{});
+      continue;
+    }
+    const std::size_t eq = line.find('=');
+    if (sections.empty() || eq == std::string_view::npos) {
+      return Error{ErrorKind::Parse, at, sections.empty() ? "an entry before any [section]" : "expected `name = module:attr`",
+                   "  " + std::string(line), "entry_points.txt is an INI file (the entry points specification)"};
+    }
+    Item item{std::string(trim_view(line.substr(0, eq))), std::string(trim_view(line.substr(eq + 1))), lineno};
+    for (const Item& other : sections.back().second) {
+      if (other.key == item.key) {
+        return Error{ErrorKind::Parse, at, "entry '" + item.key + "' is written twice in [" + sections.back().first + "]",
+                     "  " + std::string(line), ""};
+      }
+    }
+    sections.back().second.push_back(std::move(item));
+    current = &sections.back().second.back();
+  }
+  std::vector<EntryPoint> out;
+  for (const auto& [section, items] : sections) {
+    if (section != "console_scripts" && section != "gui_scripts") continue;
+    for (const Item& item : items) {
+      const std::string at = where + ":" + std::to_string(item.line);
+      const std::string& v = item.value;
+      // installer's _ENTRYPOINT_REGEX: ([\w.]+)\s*(:\s*([\w.]+))\s*(\[.*\])?\s*$
+      std::size_t i = 0;
+      auto skip_space = [&] {
+        while (i < v.size() && std::isspace(static_cast<unsigned char>(v[i]))) ++i;
+      };
+      auto word = [&] {
+        const std::size_t from = i;
+        while (i < v.size() && word_char(v[i])) ++i;
+        return v.substr(from, i - from);
+      };
+      EntryPoint ep;
+      ep.name = item.key;
+      ep.module = word();
+      skip_space();
+      bool good = !ep.module.empty() && i < v.size() && v[i] == ':';
+      if (good) {
+        ++i;
+        skip_space();
+        ep.attr = word();
+        skip_space();
+        good = !ep.attr.empty();
+      }
+      if (good && i < v.size() && v[i] == '[') {
+        std::size_t eol = v.find('\n', i);
+        if (eol == std::string::npos) eol = v.size();
+        const std::size_t close = v.rfind(']', eol - 1);
+        good = close != std::string::npos && close > i;
+        if (good) i = close + 1;
+        skip_space();
+      }
+      good = good && i == v.size();
+      if (!good) {
+        return Error{ErrorKind::Parse, at, "entry '" + item.key + "' is not `module:attr [extras]`", "  " + v, ""};
+      }
+      const std::string bad = unsafe_name(ep.name);
+      if (!bad.empty() || ep.name.find('/') != std::string::npos) {
+        return Error{ErrorKind::Integrity, at,
+                     "refused entry point '" + ep.name + "': a script name must be a plain file name, not " +
+                         (bad.empty() ? std::string("a path") : bad),
+                     "", "the wheel is malformed or malicious"};
+      }
+      out.push_back(std::move(ep));
+    }
+  }
+  return out;
+}
+
+/// pypa/installer's script (scripts.py _SCRIPT_TEMPLATE) after `shebang`.
+std::string entry_point_script(const std::string& shebang, const EntryPoint& ep) {
+  return shebang + "# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom " + ep.module + " import " +
+         ep.attr.substr(0, ep.attr.find('.')) +
+         "\nif __name__ == \"__main__\":\n    sys.argv[0] = re.sub(r\"(-script\\.pyw|\\.exe)?$\", \"\", sys.argv[0])\n"
+         "    sys.exit(" + ep.attr + "())\n";
+}
+
+/// `to` relative to `from` (both prefix-relative folders), as os.path.relpath gives it.
+std::string relative_dir(std::string_view to, std::string_view from) {
+  std::vector<std::string_view> t = to.empty() ? std::vector<std::string_view>{} : split(to, '/');
+  std::vector<std::string_view> f = from.empty() ? std::vector<std::string_view>{} : split(from, '/');
+  std::size_t common = 0;
+  while (common < t.size() && common < f.size() && t[common] == f[common]) ++common;
+  std::string out;
+  for (std::size_t i = common; i < f.size(); ++i) out += out.empty() ? ".." : "/..";
+  for (std::size_t i = common; i < t.size(); ++i) {
+    if (!out.empty()) out += "/";
+    out += t[i];
+  }
+  return out.empty() ? "." : out;
+}
+
+/// A RECORD field, quoted as Python's csv module (QUOTE_MINIMAL) quotes it.
+std::string csv_field(const std::string& field) {
+  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string record_hash(const std::string& hex) {
+  return "sha256=" + base64_encode(*hex_decode(hex), Base64Alphabet::UrlSafe, Base64Padding::No);
+}
+
+/// Writes `path` (new, O_EXCL) in the staging tree; the parent folders are made as needed.
+class StagedFile {
+ public:
+  StagedFile() = default;
+  StagedFile(const StagedFile&) = delete;
+  StagedFile& operator=(const StagedFile&) = delete;
+  ~StagedFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Status open(const fs::path& path, const std::string& shown, bool executable) {
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) return io_error(shown, "cannot create its folder", ec.value());
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, executable ? 0777 : 0666);
+    if (fd_ < 0) {
+      if (errno == EEXIST) {
+        return Error{ErrorKind::Integrity, shown, "the wheel installs this file twice", "",
+                     "the wheel is malformed (a member and an entry point or generated file share a path)"};
+      }
+      return io_error(shown, "cannot write", errno);
+    }
+    shown_ = shown;
+    executable_ = executable;
+    return ok_status();
+  }
+
+  Status write(std::string_view bytes) {
+    hasher_.update(bytes);
+    while (!bytes.empty()) {
+      const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return io_error(shown_, "cannot write", errno);
+      }
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return ok_status();
+  }
+
+  /// Closes the file; executables get x for everyone past the umask (installer's
+  /// make_file_executable: 0777 & ~umask | 0111). Returns the sha256 and size written.
+  Result<std::pair<std::string, std::uint64_t>> close() {
+    if (executable_) {
+      struct stat st {};
+      if (::fstat(fd_, &st) != 0 || ::fchmod(fd_, (st.st_mode & 07777) | 0111) != 0) return io_error(shown_, "cannot chmod", errno);
+    }
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) return io_error(shown_, "cannot write", errno);
+    const std::uint64_t size = hasher_.bytes();
+    return std::make_pair(hasher_.hex_digest(), size);
+  }
+
+ private:
+  int fd_ = -1;
+  std::string shown_;
+  bool executable_ = false;
+  Hasher hasher_{HashAlgorithm::Sha256};
+};
+
+/// The staging folder inside the prefix, removed on destruction unless released.
+struct Staging {
+  fs::path dir;
+  ~Staging() {
+    if (dir.empty()) return;
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+int rename_noreplace(const fs::path& from, const fs::path& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return errno;
+  // A filesystem without RENAME_NOREPLACE: link(2) refuses an existing file; a folder is
+  // checked first (a narrow race, as conda's and pip's plain renames have everywhere).
+  struct stat st {};
+  if (::lstat(from.c_str(), &st) != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) {
+    if (::link(from.c_str(), to.c_str()) != 0) return errno;
+    ::unlink(from.c_str());
+    return 0;
+  }
+  if (::lstat(to.c_str(), &st) == 0) return EEXIST;
+  return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+}
+
+/// Files of the staged tree `staged` that already exist in `target` (folders are merged).
+void find_conflicts(const fs::path& staged, const fs::path& target, const std::string& rel, std::vector<std::string>& out) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(staged, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string child = rel.empty() ? name : rel + "/" + name;
+    struct stat st {};
+    if (::lstat((target / name).c_str(), &st) != 0) continue;
+    const bool staged_dir = entry.is_directory(ec) && !entry.is_symlink(ec);
+    struct stat followed {};
+    const bool target_dir = ::stat((target / name).c_str(), &followed) == 0 && S_ISDIR(followed.st_mode);
+    if (staged_dir && target_dir) find_conflicts(entry.path(), target / name, child, out);
+    else out.push_back(child);
+  }
+}
+
+/// Moves the staged tree into `target`: whole entries where `target` has none of that name, into
+/// existing folders otherwise. `moved` collects (staged, target) pairs to undo.
+Status move_tree(const fs::path& staged, const fs::path& target, const std::string& rel,
+                 std::vector<std::pair<fs::path, fs::path>>& moved) {
+  std::error_code ec;
+  std::vector<fs::path> entries;
+  for (const auto& entry : fs::directory_iterator(staged, ec)) entries.push_back(entry.path());
+  if (ec) return io_error(staged.string(), "cannot read the staging folder", ec.value());
+  std::sort(entries.begin(), entries.end());
+  for (const fs::path& from : entries) {
+    const std::string name = from.filename().string();
+    const std::string child = rel.empty() ? name : rel + "/" + name;
+    const fs::path to = target / name;
+    struct stat st {};
+    if (::stat(to.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && fs::is_directory(fs::symlink_status(from))) {
+      if (auto s = move_tree(from, to, child, moved); !s) return s;
+      continue;
+    }
+    if (const int err = rename_noreplace(from, to); err != 0) {
+      if (err == EEXIST || err == ENOTEMPTY) {
+        return Error{ErrorKind::Io, child, "already in the prefix: the wheel would overwrite it", "",
+                     "another package installed it meanwhile; nothing of this wheel was installed"};
+      }
+      return io_error(child, "cannot move into the prefix", err);
+    }
+    moved.emplace_back(from, to);
+  }
+  return ok_status();
+}
+
+struct RecordRow {
+  std::string path;  // prefix-relative
+  std::string record_path;
+  std::string sha256;
+  std::uint64_t size = 0;
+};
+
+}  // namespace
+
+Result<WheelFileName> parse_wheel_file_name(std::string_view file_name) {
+  const std::size_t slash = file_name.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? file_name : file_name.substr(slash + 1);
+  auto fail = [&](const std::string& why) {
+    return Error{ErrorKind::Parse, std::string(base), "not a wheel file name: " + why, "",
+                 "a wheel is named {distribution}-{version}(-{build tag})?-{python tag}-{abi tag}-{platform tag}.whl (PEP 427)"};
+  };
+  if (!base.ends_with(".whl")) return fail("it does not end in .whl");
+  base.remove_suffix(4);
+  const auto parts = split(base, '-');
+  if (parts.size() != 5 && parts.size() != 6) return fail("it has " + std::to_string(parts.size()) + " `-`-separated fields, not 5 or 6");
+  for (std::string_view p : parts)
+    if (p.empty()) return fail("a field is empty");
+  WheelFileName w;
+  w.distribution = parts[0];
+  w.version = parts[1];
+  if (parts.size() == 6) {
+    if (!std::isdigit(static_cast<unsigned char>(parts[2][0]))) return fail("the build tag does not start with a digit");
+    w.build_tag = parts[2];
+  }
+  w.python_tag = parts[parts.size() - 3];
+  w.abi_tag = parts[parts.size() - 2];
+  w.platform_tag = parts[parts.size() - 1];
+  return w;
+}
+
+WheelScheme conda_wheel_scheme(std::string_view python_xy, std::string_view distribution) {
+  const std::string site = "lib/python" + std::string(python_xy) + "/site-packages";
+  return WheelScheme{site, site, "include/python" + std::string(python_xy) + "/" + std::string(distribution), "bin", ""};
+}
+
+Result<std::string> prefix_python_xy(const fs::path& prefix) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(prefix / "lib", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("python") || name.size() <= 6) continue;
+    const std::string xy = name.substr(6);
+    const std::size_t dot = xy.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == xy.size() ||
+        xy.find_first_not_of("0123456789.") != std::string::npos || xy.find('.', dot + 1) != std::string::npos)
+      continue;
+    if (fs::is_directory(entry.path() / "site-packages", ec)) found.push_back(xy);
+  }
+  std::sort(found.begin(), found.end());
+  if (found.size() == 1) return found.front();
+  return Error{ErrorKind::Usage, prefix.string(),
+               found.empty() ? "has no lib/pythonX.Y/site-packages folder: no Python to install a wheel for"
+                             : "has " + std::to_string(found.size()) + " lib/pythonX.Y/site-packages folders",
+               "", "install python into the prefix first, or name the version (WheelInstallOptions::python_xy)"};
+}
+
+std::string direct_url_json(const DirectUrl& origin) {
+  auto quoted = [](const std::string& s) { return nlohmann::json(s).dump(-1, ' ', true); };
+  std::string archive = "{}";
+  if (!origin.sha256.empty()) {
+    archive = "{\"hash\": " + quoted("sha256=" + origin.sha256) + ", \"hashes\": {\"sha256\": " + quoted(origin.sha256) + "}}";
+  }
+  return "{\"archive_info\": " + archive + ", \"url\": " + quoted(origin.url) + "}";
+}
+
+Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& prefix, const WheelInstallOptions& options) {
+  auto file_name = parse_wheel_file_name(wheel.filename().string());
+  if (!file_name) return file_name.error().with_context(wheel.string());
+  std::string python_xy = options.python_xy;
+  if (python_xy.empty()) {
+    auto found = prefix_python_xy(prefix);
+    if (!found) return found.error();
+    python_xy = *found;
+  }
+  const std::string target_prefix = options.target_prefix.empty() ? prefix.string() : options.target_prefix;
+  const std::string interpreter = options.interpreter.empty() ? target_prefix + "/bin/python" + python_xy : options.interpreter;
+  const WheelScheme scheme = conda_wheel_scheme(python_xy, file_name->distribution);
+
+  // Pass 1: names, kinds and the dist-info metadata; nothing is written.
+  struct Member {
+    std::string name;
+    bool executable = false;
+  };
+  std::vector<Member> members;
+  std::set<std::string> names;
+  std::set<std::string> dist_infos;
+  std::map<std::string, std::string> metadata;  // "<x>.dist-info/WHEEL" ... -> text
+  auto pass1 = read_zip(wheel, [&](const ZipMember& m, ZipMemberReader& data) -> Status {
+    if (const std::string bad = unsafe_name(m.name); !bad.empty()) {
+      return bad_wheel(wheel, "refused member '" + m.name + "': " + bad, "the wheel is malformed or malicious");
+    }
+    if (!names.insert(m.name).second) {
+      return bad_wheel(wheel, "refused member '" + m.name + "': listed twice in the archive",
+                       "two members of one name are read differently by different tools; the wheel is malformed or malicious");
+    }
+    const std::string top = m.name.substr(0, m.name.find('/'));
+    if (top.ends_with(".dist-info") && top.size() < m.name.size()) dist_infos.insert(top);
+    if (m.kind == ZipMember::Kind::Directory || m.name.ends_with("/")) return ok_status();
+    if (m.kind != ZipMember::Kind::File) {
+      return bad_wheel(wheel, "refused member '" + m.name + "': " +
+                                  (m.kind == ZipMember::Kind::Symlink ? "a symbolic link" : "not a regular file"),
+                       "a wheel holds regular files only (links are not part of the wheel format)");
+    }
+    members.push_back({m.name, (m.mode & 0111) != 0});
+    const std::size_t slash = m.name.find('/');
+    if (slash != std::string::npos && top.ends_with(".dist-info")) {
+      const std::string rest = m.name.substr(slash + 1);
+      if (rest == "WHEEL" || rest == "RECORD" || rest == "entry_points.txt") {
+        auto text = read_member(data, wheel, m.name);
+        if (!text) return text.error();
+        metadata[m.name] = std::move(*text);
+      }
+    }
+    return ok_status();
+  }, options.limits);
+  if (!pass1) return pass1.error();
+
+  if (dist_infos.size() != 1) {
+    return bad_wheel(wheel, dist_infos.empty() ? "has no .dist-info folder" : "has " + std::to_string(dist_infos.size()) + " .dist-info folders",
+                     "a wheel holds exactly one {distribution}-{version}.dist-info folder (PEP 427)");
+  }
+  const std::string dist_info = *dist_infos.begin();
+  const std::string stem = dist_info.substr(0, dist_info.size() - std::string_view(".dist-info").size());
+  {
+    const std::size_t dash = stem.rfind('-');
+    const std::string di_name = dash == std::string::npos ? stem : stem.substr(0, dash);
+    if (pep503_normalize(di_name) != pep503_normalize(file_name->distribution)) {
+      return bad_wheel(wheel, "its folder " + dist_info + " is not of the distribution '" + file_name->distribution + "' its file name names");
+    }
+  }
+  const std::string where_dist_info = wheel.string() + ": " + dist_info;
+  auto wheel_it = metadata.find(dist_info + "/WHEEL");
+  if (wheel_it == metadata.end()) return bad_wheel(wheel, "has no " + dist_info + "/WHEEL", "a wheel's dist-info holds WHEEL (PEP 427)");
+  const auto headers = read_headers(wheel_it->second);
+  const auto version_it = headers.find("Wheel-Version");
+  if (version_it == headers.end() || !version_it->second.starts_with("1.")) {
+    return Error{ErrorKind::Incompatible, where_dist_info + "/WHEEL",
+                 "Wheel-Version " + (version_it == headers.end() ? std::string("is missing") : version_it->second + " is not 1.x"), "",
+                 "envlock installs wheels of format 1.x only (PEP 427), as pip and installer do"};
+  }
+  const auto purelib_it = headers.find("Root-Is-Purelib");
+  const bool root_is_purelib = purelib_it != headers.end() && purelib_it->second == "true";
+  const std::string& root_dir = root_is_purelib ? scheme.purelib : scheme.platlib;
+
+  auto record_it = metadata.find(dist_info + "/RECORD");
+  if (record_it == metadata.end()) return bad_wheel(wheel, "has no " + dist_info + "/RECORD", "a wheel's dist-info holds RECORD (PEP 427)");
+  std::string record_text = record_it->second;
+  for (std::size_t at = 0; (at = record_text.find("\r\n", at)) != std::string::npos;) record_text.erase(at, 1);
+  auto rows = parse_record(record_text, where_dist_info + "/RECORD");
+  if (!rows) return rows.error();
+  std::map<std::string, RecordEntry> record;
+  for (auto& row : *rows) record[row.path] = row;  // the last row of a path counts (installer's dict)
+
+  std::vector<EntryPoint> entry_points;
+  if (auto it = metadata.find(dist_info + "/entry_points.txt"); it != metadata.end()) {
+    auto parsed = parse_entry_points(it->second, where_dist_info + "/entry_points.txt");
+    if (!parsed) return parsed.error();
+    entry_points = std::move(*parsed);
+  }
+
+  // RECORD covers every member (installer's WheelFile.validate_record), checked before writing.
+  const std::string record_member = dist_info + "/RECORD";
+  for (const Member& m : members) {
+    const bool signature = m.name == dist_info + "/RECORD.jws" || m.name == dist_info + "/RECORD.p7s";
+    auto it = record.find(m.name);
+    if (signature) {
+      if (it != record.end()) return bad_wheel(wheel, "RECORD lists the signature file " + m.name + ", which it must not (PEP 427)");
+      continue;
+    }
+    if (it == record.end()) {
+      return bad_wheel(wheel, "refused member '" + m.name + "': not listed in RECORD",
+                       "every file of a wheel is listed in its RECORD with a sha256 (PEP 427), as installer checks");
+    }
+    if (m.name == record_member) {
+      if (!it->second.sha256.empty() || it->second.size) return bad_wheel(wheel, "RECORD lists a hash or size for itself");
+      continue;
+    }
+    if (it->second.sha256.empty() || !it->second.size) {
+      return bad_wheel(wheel, "refused member '" + m.name + "': RECORD lists no sha256 and size for it",
+                       "every file of a wheel but RECORD is hashed in RECORD (PEP 427)");
+    }
+  }
+
+  // Where each member goes: its scheme folder and the path inside it.
+  const std::string data_dir = stem + ".data";
+  const std::string file_data_dir = file_name->distribution + "-" + file_name->version + ".data";
+  // A member's scheme (by name: purelib and platlib are one folder here, yet RECORD names a file
+  // of the other one `./path`, as installer's os.path.relpath gives it) and its path inside it.
+  struct Placed {
+    std::string scheme_name, dir, path;
+  };
+  const std::string root_scheme = root_is_purelib ? "purelib" : "platlib";
+  auto scheme_dir = [&](const std::string& name) -> const std::string* {
+    return name == "purelib"   ? &scheme.purelib
+           : name == "platlib" ? &scheme.platlib
+           : name == "headers" ? &scheme.headers
+           : name == "scripts" ? &scheme.scripts
+           : name == "data"    ? &scheme.data
+                               : nullptr;
+  };
+  auto place = [&](const std::string& name) -> Result<Placed> {
+    const std::size_t slash = name.find('/');
+    const std::string top = name.substr(0, slash);
+    if (slash == std::string::npos || (top != data_dir && top != file_data_dir)) return Placed{root_scheme, root_dir, name};
+    const std::string rest = name.substr(slash + 1);
+    const std::size_t second = rest.find('/');
+    const std::string scheme_name = rest.substr(0, second);
+    const std::string* dir = scheme_dir(scheme_name);
+    if (dir == nullptr || second == std::string::npos) {
+      return bad_wheel(wheel, "refused member '" + name + "': not inside one of " + top + "/{purelib,platlib,headers,scripts,data}/",
+                       "a wheel's .data folder holds the five scheme folders only (PEP 427)");
+    }
+    return Placed{scheme_name, *dir, rest.substr(second + 1)};
+  };
+  auto join = [](const std::string& dir, const std::string& path) { return dir.empty() ? path : dir + "/" + path; };
+  auto row_path = [&](const std::string& scheme_name, const std::string& path) {
+    return scheme_name == root_scheme ? path : relative_dir(*scheme_dir(scheme_name), root_dir) + "/" + path;
+  };
+  const std::string shebang = python_shebang(interpreter);
+
+  static std::atomic<unsigned> counter{0};
+  Staging staging;
+  staging.dir = prefix / (".envlock-wheel-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  if (std::error_code ec; !fs::create_directory(staging.dir, ec)) {
+    return io_error(prefix.string(), "cannot create the staging folder " + staging.dir.filename().string(), ec ? ec.value() : EEXIST);
+  }
+
+  std::vector<RecordRow> out_rows;
+  auto write_generated = [&](const std::string& scheme_name, const std::string& path, const std::string& bytes,
+                             bool executable) -> Status {
+    const std::string rel = join(*scheme_dir(scheme_name), path);
+    StagedFile f;
+    if (auto s = f.open(staging.dir / rel, rel, executable); !s) return s;
+    if (auto s = f.write(bytes); !s) return s;
+    auto done = f.close();
+    if (!done) return done.error();
+    out_rows.push_back({rel, row_path(scheme_name, path), done->first, done->second});
+    return ok_status();
+  };
+
+  // Entry points first, as installer writes them (and their RECORD rows) first.
+  for (const EntryPoint& ep : entry_points) {
+    if (auto s = write_generated("scripts", ep.name, entry_point_script(shebang, ep), true); !s) return s.error();
+    // installer's write_script: mode |= (mode & 0o444) >> 2
+    const fs::path p = staging.dir / join(scheme.scripts, ep.name);
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) ::chmod(p.c_str(), (st.st_mode & 07777) | ((st.st_mode & 0444) >> 2));
+  }
+
+  // Pass 2: every member into the staging tree, hashed as written and checked against RECORD.
+  auto pass2 = read_zip(wheel, [&](const ZipMember& m, ZipMemberReader& data) -> Status {
+    if (m.kind != ZipMember::Kind::File || m.name.ends_with("/") || m.name == record_member) return ok_status();
+    auto where_to = place(m.name);
+    if (!where_to) return where_to.error();
+    const auto& [scheme_name, dir, path] = *where_to;
+    const std::string rel = join(dir, path);
+    const bool executable = (m.mode & 0111) != 0;
+    StagedFile f;
+    if (auto s = f.open(staging.dir / rel, rel, executable); !s) return s;
+    Hasher raw(HashAlgorithm::Sha256);
+    if (scheme_name == "scripts") {
+      // A script: `#!python...` becomes the environment's python (installer's fix_shebang reads
+      // the first 8 bytes; the whole first line is replaced). Scripts are read whole.
+      auto text = read_member(data, wheel, m.name);
+      if (!text) return text.error();
+      raw.update(*text);
+      if (text->starts_with("#!python")) {
+        std::size_t eol = text->find('\n');
+        text->replace(0, eol == std::string::npos ? text->size() : eol + 1, shebang);
+      }
+      if (auto s = f.write(*text); !s) return s;
+    } else {
+      for (;;) {
+        auto block = data.next();
+        if (!block) return block.error();
+        if (block->empty()) break;
+        raw.update(*block);
+        if (auto s = f.write(*block); !s) return s;
+      }
+    }
+    auto done = f.close();
+    if (!done) return done.error();
+    const std::uint64_t raw_size = raw.bytes();
+    const std::string raw_sha = raw.hex_digest();
+    auto it = record.find(m.name);
+    const bool signature = it == record.end();  // RECORD.jws / RECORD.p7s, checked above
+    if (!signature && (raw_sha != it->second.sha256 || raw_size != *it->second.size)) {
+      return Error{ErrorKind::Integrity, wheel.string(), "member '" + m.name + "' does not match its RECORD row",
+                   "  expected sha256 " + it->second.sha256 + ", " + std::to_string(*it->second.size) + " bytes\n  actual   sha256 " +
+                       raw_sha + ", " + std::to_string(raw_size) + " bytes",
+                   "the wheel was altered or damaged; download it again and check its sha256"};
+    }
+    out_rows.push_back({rel, row_path(scheme_name, path), done->first, done->second});
+    return ok_status();
+  }, options.limits);
+  if (!pass2) return pass2.error();
+
+  // Installation metadata, in pip's order (pip/_internal/operations/install/wheel.py).
+  if (auto s = write_generated(root_scheme, dist_info + "/INSTALLER", options.installer + "\n", false); !s) return s.error();
+  if (options.direct_url) {
+    if (auto s = write_generated(root_scheme, dist_info + "/direct_url.json", direct_url_json(*options.direct_url), false); !s) return s.error();
+  }
+  if (options.requested == Requested::Yes) {
+    if (auto s = write_generated(root_scheme, dist_info + "/REQUESTED", "", false); !s) return s.error();
+  }
+  std::string record_out;
+  for (const RecordRow& row : out_rows) {
+    record_out += csv_field(row.record_path) + "," + record_hash(row.sha256) + "," + std::to_string(row.size) + "\n";
+  }
+  record_out += csv_field(record_member) + ",,\n";
+  {
+    const std::string rel = join(root_dir, record_member);
+    StagedFile f;
+    if (auto s = f.open(staging.dir / rel, rel, false); !s) return s.error();
+    if (auto s = f.write(record_out); !s) return s.error();
+    if (auto done = f.close(); !done) return done.error();
+    out_rows.push_back({rel, record_member, "", record_out.size()});
+  }
+
+  // Into place, never over a file: check first, move, and undo the moves on a late conflict.
+  std::vector<std::string> conflicts;
+  find_conflicts(staging.dir, prefix, "", conflicts);
+  if (!conflicts.empty()) {
+    std::string detail;
+    for (std::size_t i = 0; i < conflicts.size() && i < 10; ++i) detail += (i ? "\n  " : "  ") + conflicts[i];
+    if (conflicts.size() > 10) detail += "\n  ... and " + std::to_string(conflicts.size() - 10) + " more";
+    return Error{ErrorKind::Io, prefix.string(),
+                 "the wheel " + wheel.filename().string() + " would overwrite " + std::to_string(conflicts.size()) +
+                     " file(s) already in the prefix",
+                 detail, "another package owns them; remove it first (nothing of this wheel was installed)"};
+  }
+  std::vector<std::pair<fs::path, fs::path>> moved;
+  if (auto s = move_tree(staging.dir, prefix, "", moved); !s) {
+    for (auto it = moved.rbegin(); it != moved.rend(); ++it) ::rename(it->second.c_str(), it->first.c_str());
+    return s.error().with_context(prefix.string());
+  }
+
+  InstalledWheel result;
+  result.name = file_name->distribution;
+  result.version = file_name->version;
+  result.dist_info = join(root_dir, dist_info);
+  for (RecordRow& row : out_rows) result.files.push_back({std::move(row.path), std::move(row.record_path), std::move(row.sha256), row.size});
+  return result;
+}
+
+}  // namespace envlock

@@ -1,0 +1,586 @@
+// tests/wheel — read_zip() on real and hostile ZIPs, and install_wheel() against its oracle,
+// pypa/installer (Debian's python3-installer, driven by installer_oracle.py as pip drives it).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "envlock/encoding.hpp"
+#include "envlock/extract.hpp"
+#include "envlock/hash.hpp"
+#include "envlock/pip.hpp"
+#include "envlock/wheel.hpp"
+#include "support/run_command.hpp"
+#include "wheel/zip_writer.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ZipEntry;
+
+const fs::path kDebianWheels = "/usr/share/python-wheels";
+// The path the test prefixes have at run time: shebangs name its python (both installers write
+// into other folders, as a prefix built in one place and moved).
+const std::string kTarget = "/opt/envlock-wheel-test/env";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<fs::path> debian_wheels() {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(kDebianWheels, ec))
+    if (e.path().extension() == ".whl") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    static int n = 0;
+    path_ = fs::temp_directory_path() / ("envlock-wheel-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+/// A prefix with a Python 3.11 site-packages folder, as the fixture channel's python makes.
+fs::path make_prefix(const fs::path& at) {
+  fs::create_directories(at / "lib/python3.11/site-packages");
+  return at;
+}
+
+std::string record_hash(const std::string& data) {
+  return "sha256=" + base64_encode(*hex_decode(hash_bytes(data, HashAlgorithm::Sha256)), Base64Alphabet::UrlSafe, Base64Padding::No);
+}
+
+/// A wheel of `files` (path, data, mode) with a WHEEL and a RECORD that lists every member.
+struct GenWheel {
+  std::string name = "demo";
+  std::string version = "1.0";
+  std::string wheel_meta = "Wheel-Version: 1.0\nGenerator: envlock-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n";
+  std::vector<ZipEntry> files;
+  std::vector<std::string> unlisted;  // members RECORD leaves out
+  std::map<std::string, std::string> record_override;  // member -> its RECORD row
+
+  fs::path write(const fs::path& dir) const {
+    const std::string di = name + "-" + version + ".dist-info";
+    std::vector<ZipEntry> all = files;
+    all.push_back({di + "/METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"});
+    all.push_back({di + "/WHEEL", wheel_meta});
+    std::string record;
+    for (const ZipEntry& e : all) {
+      if (std::find(unlisted.begin(), unlisted.end(), e.name) != unlisted.end()) continue;
+      if (auto it = record_override.find(e.name); it != record_override.end()) {
+        record += it->second + "\n";
+        continue;
+      }
+      record += e.name + "," + record_hash(e.data) + "," + std::to_string(e.data.size()) + "\n";
+    }
+    record += di + "/RECORD,,\n";
+    all.push_back({di + "/RECORD", record});
+    const fs::path path = dir / (name + "-" + version + "-py3-none-any.whl");
+    testing::write_zip(path, all);
+    return path;
+  }
+};
+
+/// Every file and folder under `root`: relative path -> kind, mode and bytes.
+std::map<std::string, std::string> tree(const fs::path& root) {
+  std::map<std::string, std::string> out;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    struct stat st {};
+    ::lstat(it->path().c_str(), &st);
+    std::ostringstream desc;
+    desc << (S_ISDIR(st.st_mode) ? "dir " : S_ISLNK(st.st_mode) ? "link " : "file ") << std::oct << (st.st_mode & 07777);
+    if (S_ISREG(st.st_mode)) desc << " " << hash_bytes(slurp(it->path()), HashAlgorithm::Sha256);
+    out[fs::relative(it->path(), root).string()] = desc.str();
+  }
+  return out;
+}
+
+bool have_oracle() {
+  return testing::run_command("/usr/bin/python3 -c 'import installer'").exit_code == 0;
+}
+
+testing::CommandResult run_oracle(const fs::path& wheel, const fs::path& root, const std::string& direct_url = {}) {
+  std::string cmd = "/usr/bin/python3 '" ENVLOCK_SOURCE_DIR "/tests/wheel/installer_oracle.py' '" + wheel.string() + "' '" +
+                    root.string() + "' '" + kTarget + "/bin/python3.11' 3.11";
+  if (!direct_url.empty()) cmd += " '" + direct_url + "'";
+  return testing::run_command(cmd);
+}
+
+WheelInstallOptions options_for_target() {
+  WheelInstallOptions o;
+  o.target_prefix = kTarget;
+  return o;
+}
+
+/// Installs `wheel` with envlock and with the oracle into two fresh prefixes and expects the
+/// same trees (paths, kinds, modes, bytes) and so the same RECORD, byte for byte.
+void expect_same_as_oracle(const fs::path& wheel, const WheelInstallOptions& options = options_for_target(),
+                           const std::string& direct_url = {}) {
+  TempDir dir;
+  const fs::path ours = make_prefix(dir.path() / "envlock");
+  const fs::path theirs = make_prefix(dir.path() / "installer");
+  auto installed = install_wheel(wheel, ours, options);
+  ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+  const auto r = run_oracle(wheel, theirs, direct_url);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto a = tree(ours);
+  const auto b = tree(theirs);
+  for (const auto& [path, desc] : b) {
+    auto it = a.find(path);
+    EXPECT_TRUE(it != a.end() && it->second == desc) << wheel.filename() << ": " << path << ": installer " << desc
+                                                     << ", envlock " << (it == a.end() ? "absent" : it->second);
+  }
+  for (const auto& [path, desc] : a) EXPECT_TRUE(b.count(path)) << wheel.filename() << ": only envlock wrote " << path;
+  const std::string record = "lib/python3.11/site-packages/" + installed->dist_info.substr(installed->dist_info.rfind('/') + 1) + "/RECORD";
+  EXPECT_EQ(slurp(ours / record), slurp(theirs / record));
+  // What install_wheel() returns is what it wrote and what RECORD says.
+  EXPECT_EQ(installed->files.back().path, record);
+  for (const auto& f : installed->files) {
+    EXPECT_TRUE(fs::is_regular_file(ours / f.path)) << f.path;
+    if (!f.sha256.empty()) {
+      EXPECT_EQ(hash_file(ours / f.path, HashAlgorithm::Sha256).value(), f.sha256) << f.path;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// read_zip()
+
+TEST(ReadZip, DebianWheelsMatchTheirOwnRecord) {
+  const auto wheels = debian_wheels();
+  if (wheels.empty()) GTEST_SKIP() << "no wheels in " << kDebianWheels << " (apt-get install python3-pip-whl python3-setuptools-whl python3-wheel-whl)";
+  for (const fs::path& wheel : wheels) {
+    std::map<std::string, std::pair<std::string, std::uint64_t>> seen;  // name -> sha256, size
+    std::string record;
+    auto st = read_zip(wheel, [&](const ZipMember& m, ZipMemberReader& data) -> Status {
+      EXPECT_EQ(m.kind, m.name.ends_with("/") ? ZipMember::Kind::Directory : ZipMember::Kind::File) << m.name;
+      Hasher h(HashAlgorithm::Sha256);
+      std::string bytes;
+      for (;;) {
+        auto block = data.next();
+        if (!block) return block.error();
+        if (block->empty()) break;
+        h.update(*block);
+        if (m.name.ends_with(".dist-info/RECORD")) bytes.append(*block);
+      }
+      const std::uint64_t size = h.bytes();
+      EXPECT_EQ(m.size.value_or(size), size) << m.name;
+      seen[m.name] = {h.hex_digest(), size};
+      if (!bytes.empty()) record = bytes;
+      return ok_status();
+    });
+    ASSERT_TRUE(st.ok()) << st.error().to_string();
+    auto rows = parse_record(record, "RECORD");
+    ASSERT_TRUE(rows.ok()) << wheel;
+    std::size_t hashed = 0;
+    for (const auto& row : *rows) {
+      if (row.sha256.empty()) continue;
+      ASSERT_TRUE(seen.count(row.path)) << wheel << ": " << row.path;
+      EXPECT_EQ(seen[row.path].first, row.sha256) << row.path;
+      EXPECT_EQ(seen[row.path].second, row.size.value()) << row.path;
+      ++hashed;
+    }
+    EXPECT_EQ(hashed + 1, seen.size()) << wheel << ": every member but RECORD is hashed in it";
+  }
+}
+
+TEST(ReadZip, HandsOverHostileNamesAsStoredAndEveryDuplicate) {
+  // read_zip judges nothing: the installer does (below). A name written twice is visited twice,
+  // read from the central directory, so neither copy hides.
+  TempDir dir;
+  const fs::path zip = dir.path() / "hostile.zip";
+  testing::write_zip(zip, {{"../evil", "a"}, {"/etc/passwd", "b"}, {"dup", "one"}, {"dup", "two"}, {"link", "../../x", 0120777}});
+  std::vector<std::string> seen;
+  auto st = read_zip(zip, [&](const ZipMember& m, ZipMemberReader& data) -> Status {
+    std::string bytes;
+    for (auto block = data.next(); block.ok() && !block->empty(); block = data.next()) bytes.append(*block);
+    seen.push_back(m.name + (m.kind == ZipMember::Kind::Symlink ? " -> " + m.link_target : " = " + bytes));
+    return ok_status();
+  });
+  ASSERT_TRUE(st.ok()) << st.error().to_string();
+  EXPECT_EQ(seen, (std::vector<std::string>{"../evil = a", "/etc/passwd = b", "dup = one", "dup = two", "link -> ../../x"}));
+}
+
+TEST(ReadZip, RefusesADeclaredSizePastTheCapBeforeReadingIt) {
+  TempDir dir;
+  const fs::path zip = dir.path() / "bomb.zip";
+  ZipEntry big{"big", "tiny"};
+  big.declared_size = 0xFFFFFFF0u;  // 4 GiB declared (both headers) by 4 bytes: past the 1 GiB floor
+  testing::write_zip(zip, {{"small", "x"}, big});
+  int visited = 0;
+  auto st = read_zip(zip, [&](const ZipMember&, ZipMemberReader&) -> Status {
+    ++visited;
+    return ok_status();
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(visited, 1);
+  EXPECT_EQ(st.error().kind, ErrorKind::Integrity);
+  EXPECT_NE(st.error().message.find("refused at member 'big': the archive expands past"), std::string::npos) << st.error().message;
+}
+
+TEST(ReadZip, RefusesContentPastTheCap) {
+  TempDir dir;
+  const fs::path zip = dir.path() / "big.zip";
+  testing::write_zip(zip, {{"a", std::string(40, 'a')}, {"b", std::string(40, 'b')}});
+  ExtractLimits limits;
+  limits.max_total_bytes = 60;
+  limits.expansion_floor = 0;
+  std::vector<std::string> visited;
+  auto st = read_zip(zip, [&](const ZipMember& m, ZipMemberReader& data) -> Status {
+    visited.push_back(m.name);
+    for (auto block = data.next(); block.ok() && !block->empty(); block = data.next()) {
+    }
+    return ok_status();
+  }, limits);
+  // Bytes handed over count: b's declared 40 after a's 40 pass 60, refused before b is visited.
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(visited, std::vector<std::string>{"a"});
+  EXPECT_EQ(st.error().kind, ErrorKind::Integrity);
+}
+
+TEST(ReadZip, RefusesMoreMembersThanTheCap) {
+  TempDir dir;
+  const fs::path zip = dir.path() / "many.zip";
+  testing::write_zip(zip, {{"a", ""}, {"b", ""}, {"c", ""}});
+  ExtractLimits limits;
+  limits.max_entries = 2;
+  auto st = read_zip(zip, [](const ZipMember&, ZipMemberReader&) { return ok_status(); }, limits);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().to_string(), zip.string() + ": refused at member 3: more members than the cap of 2 members per archive\n"
+                                                    "hint: the archive is malformed or malicious");
+}
+
+TEST(ReadZip, NotAZipIsIntegrity) {
+  TempDir dir;
+  const fs::path zip = dir.path() / "text.whl";
+  std::ofstream(zip) << "not a zip at all";
+  auto st = read_zip(zip, [](const ZipMember&, ZipMemberReader&) { return ok_status(); });
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().kind, ErrorKind::Integrity);
+  EXPECT_EQ(st.error().where, zip.string());
+}
+
+// ---------------------------------------------------------------------------------------------
+// install_wheel() against pypa/installer
+
+TEST(InstallWheel, DebianWheelsAsInstallerInstallsThem) {
+  const auto wheels = debian_wheels();
+  if (wheels.empty()) GTEST_SKIP() << "no wheels in " << kDebianWheels << " (apt-get install python3-pip-whl python3-setuptools-whl python3-wheel-whl)";
+  if (!have_oracle()) GTEST_SKIP() << "python3-installer is absent (apt-get install python3-installer): no oracle to compare with";
+  for (const fs::path& wheel : wheels) expect_same_as_oracle(wheel);
+}
+
+GenWheel data_wheel() {
+  GenWheel w;
+  w.files = {
+      {"demo/__init__.py", "VALUE = 1\n"},
+      {"demo/tool.py", "def main():\n    return 0\n"},
+      {"demo-1.0.data/scripts/demo-run", "#!python\nimport demo\nprint(demo.VALUE)\n", 0100755},
+      {"demo-1.0.data/scripts/demo-sh", "#!/bin/sh\necho plain\n", 0100755},
+      {"demo-1.0.data/scripts/demo-args", "#!python -u\r\nprint(1)\n", 0100644},
+      {"demo-1.0.data/headers/demo.h", "#define DEMO 1\n"},
+      {"demo-1.0.data/purelib/demo_pure.py", "PURE = True\n"},
+      {"demo-1.0.data/platlib/demo_plat.py", "PLAT = True\n"},
+      {"demo-1.0.data/data/share/demo/readme.txt", "data file\n"},
+      {"demo-1.0.dist-info/entry_points.txt",
+       "[console_scripts]\ndemo = demo.tool:main\ndemo-x = demo.tool:main.sub [extra]\n\n[gui_scripts]\ndemo-gui = demo.tool:main\n"
+       "\n[other.group]\nignored = demo:main\n"},
+  };
+  return w;
+}
+
+TEST(InstallWheel, SpreadsDataAndWritesEntryPointsAsInstallerDoes) {
+  if (!have_oracle()) GTEST_SKIP() << "python3-installer is absent (apt-get install python3-installer): no oracle to compare with";
+  TempDir dir;
+  expect_same_as_oracle(data_wheel().write(dir.path()));
+}
+
+TEST(InstallWheel, DirectUrlAsPipWritesIt) {
+  if (!have_oracle()) GTEST_SKIP() << "python3-installer is absent (apt-get install python3-installer): no oracle to compare with";
+  TempDir dir;
+  WheelInstallOptions o = options_for_target();
+  o.direct_url = DirectUrl{"file:///srv/wheels/demo-1.0-py3-none-any.whl", std::string(64, 'a')};
+  const std::string json = direct_url_json(*o.direct_url);
+  EXPECT_EQ(json, "{\"archive_info\": {\"hash\": \"sha256=" + std::string(64, 'a') + "\", \"hashes\": {\"sha256\": \"" +
+                      std::string(64, 'a') + "\"}}, \"url\": \"file:///srv/wheels/demo-1.0-py3-none-any.whl\"}");
+  EXPECT_EQ(direct_url_json({"https://h/caf\xc3\xa9.whl", ""}), "{\"archive_info\": {}, \"url\": \"https://h/caf\\u00e9.whl\"}");
+  expect_same_as_oracle(data_wheel().write(dir.path()), o, json);
+}
+
+// Expectations of envlock's own, written out (they hold without the oracle too).
+TEST(InstallWheel, LayoutScriptsAndRecordOfAGeneratedWheel) {
+  TempDir dir;
+  const fs::path prefix = make_prefix(dir.path() / "env");
+  auto installed = install_wheel(data_wheel().write(dir.path()), prefix, options_for_target());
+  ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+  EXPECT_EQ(installed->name, "demo");
+  EXPECT_EQ(installed->dist_info, "lib/python3.11/site-packages/demo-1.0.dist-info");
+  const std::string shebang = "#!" + kTarget + "/bin/python3.11\n";
+  EXPECT_EQ(slurp(prefix / "bin/demo-run"), shebang + "import demo\nprint(demo.VALUE)\n");
+  EXPECT_EQ(slurp(prefix / "bin/demo-args"), shebang + "print(1)\n");  // the arguments go, as installer and pip drop them
+  EXPECT_EQ(slurp(prefix / "bin/demo-sh"), "#!/bin/sh\necho plain\n");
+  EXPECT_EQ(slurp(prefix / "bin/demo-x"),
+            shebang +
+                "# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom demo.tool import main\nif __name__ == \"__main__\":\n"
+                "    sys.argv[0] = re.sub(r\"(-script\\.pyw|\\.exe)?$\", \"\", sys.argv[0])\n    sys.exit(main.sub())\n");
+  EXPECT_TRUE(fs::exists(prefix / "bin/demo-gui"));
+  EXPECT_FALSE(fs::exists(prefix / "bin/ignored"));
+  EXPECT_EQ(slurp(prefix / "include/python3.11/demo/demo.h"), "#define DEMO 1\n");
+  EXPECT_EQ(slurp(prefix / "share/demo/readme.txt"), "data file\n");
+  EXPECT_TRUE(fs::exists(prefix / "lib/python3.11/site-packages/demo_pure.py"));
+  EXPECT_TRUE(fs::exists(prefix / "lib/python3.11/site-packages/demo_plat.py"));
+  const std::string di = prefix / "lib/python3.11/site-packages/demo-1.0.dist-info";
+  EXPECT_EQ(slurp(di + "/INSTALLER"), "envlock\n");
+  EXPECT_EQ(slurp(di + "/REQUESTED"), "");
+  EXPECT_FALSE(fs::exists(di + "/direct_url.json"));
+  const std::string record = slurp(di + "/RECORD");
+  std::vector<std::string> paths;
+  const auto rows = parse_record(record, "RECORD");
+  ASSERT_TRUE(rows.ok());
+  for (const auto& row : *rows) paths.push_back(row.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{
+                       "../../../bin/demo", "../../../bin/demo-x", "../../../bin/demo-gui", "demo/__init__.py", "demo/tool.py",
+                       "../../../bin/demo-run", "../../../bin/demo-sh", "../../../bin/demo-args",
+                       "../../../include/python3.11/demo/demo.h", "demo_pure.py", "./demo_plat.py",
+                       "../../../share/demo/readme.txt", "demo-1.0.dist-info/entry_points.txt", "demo-1.0.dist-info/METADATA",
+                       "demo-1.0.dist-info/WHEEL", "demo-1.0.dist-info/INSTALLER", "demo-1.0.dist-info/REQUESTED",
+                       "demo-1.0.dist-info/RECORD"}));
+  EXPECT_TRUE(record.ends_with("\ndemo-1.0.dist-info/RECORD,,\n"));
+  struct stat st {};
+  ::stat((prefix / "bin/demo-run").c_str(), &st);
+  EXPECT_TRUE(st.st_mode & 0100);
+  ::stat((prefix / "bin/demo-args").c_str(), &st);
+  EXPECT_FALSE(st.st_mode & 0100) << "a member without an executable bit keeps none, as installer writes it";
+  ::stat((prefix / "bin/demo").c_str(), &st);
+  EXPECT_TRUE(st.st_mode & 0100);
+  for (const auto& e : fs::directory_iterator(prefix)) EXPECT_FALSE(e.path().filename().string().starts_with(".envlock-wheel")) << e.path();
+}
+
+TEST(InstallWheel, LongPrefixGetsCondasTrampoline) {
+  TempDir dir;
+  const fs::path prefix = make_prefix(dir.path() / "env");
+  WheelInstallOptions o;
+  o.target_prefix = "/opt/" + std::string(130, 'p');
+  auto installed = install_wheel(data_wheel().write(dir.path()), prefix, o);
+  ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+  const std::string trampoline = "#!/bin/sh\n'''exec' '" + o.target_prefix + "/bin/python3.11' \"$0\" \"$@\"\n' '''\n";
+  EXPECT_TRUE(slurp(prefix / "bin/demo").starts_with(trampoline + "# -*- coding: utf-8 -*-\n"));
+  EXPECT_EQ(slurp(prefix / "bin/demo-run"), trampoline + "import demo\nprint(demo.VALUE)\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Refusals: the prefix is left exactly as it was.
+
+struct Refusal {
+  Error error;
+  bool prefix_unchanged = false;
+};
+
+Refusal install_refused(const fs::path& wheel, const fs::path& dir) {
+  const fs::path prefix = make_prefix(dir / "env");
+  std::ofstream(prefix / "lib/python3.11/site-packages/other.py") << "x = 1\n";
+  const auto before = tree(prefix);
+  auto r = install_wheel(wheel, prefix, options_for_target());
+  if (r.ok()) return {Error{ErrorKind::Internal, "", "installed", "", ""}, false};
+  return {r.error(), tree(prefix) == before};
+}
+
+TEST(InstallWheel, RefusesAHashMismatch) {
+  TempDir dir;
+  GenWheel w = data_wheel();
+  w.record_override["demo/tool.py"] = "demo/tool.py," + record_hash("something else") + ",25";
+  const fs::path wheel = w.write(dir.path());
+  auto r = install_refused(wheel, dir.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.to_string(),
+            wheel.string() + ": member 'demo/tool.py' does not match its RECORD row\n"
+                             "  expected sha256 " + hash_bytes("something else", HashAlgorithm::Sha256) + ", 25 bytes\n"
+                             "  actual   sha256 " + hash_bytes("def main():\n    return 0\n", HashAlgorithm::Sha256) + ", 25 bytes\n"
+                             "hint: the wheel was altered or damaged; download it again and check its sha256");
+}
+
+TEST(InstallWheel, RefusesAWrongSize) {
+  TempDir dir;
+  GenWheel w = data_wheel();
+  w.record_override["demo/__init__.py"] = "demo/__init__.py," + record_hash("VALUE = 1\n") + ",11";
+  auto r = install_refused(w.write(dir.path()), dir.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.kind, ErrorKind::Integrity);
+  EXPECT_EQ(r.error.message, "member 'demo/__init__.py' does not match its RECORD row");
+}
+
+TEST(InstallWheel, RefusesAMemberMissingFromRecord) {
+  TempDir dir;
+  GenWheel w = data_wheel();
+  w.unlisted = {"demo/tool.py"};
+  const fs::path wheel = w.write(dir.path());
+  auto r = install_refused(wheel, dir.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.to_string(), wheel.string() + ": refused member 'demo/tool.py': not listed in RECORD\n"
+                                                  "hint: every file of a wheel is listed in its RECORD with a sha256 (PEP 427), as installer checks");
+  if (have_oracle()) {  // installer refuses it too
+    TempDir other;
+    EXPECT_EQ(run_oracle(wheel, make_prefix(other.path() / "env")).exit_code, 1);
+  }
+}
+
+TEST(InstallWheel, RefusesARecordRowWithoutHash) {
+  TempDir dir;
+  GenWheel w = data_wheel();
+  w.record_override["demo/tool.py"] = "demo/tool.py,,";
+  auto r = install_refused(w.write(dir.path()), dir.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.message, "refused member 'demo/tool.py': RECORD lists no sha256 and size for it");
+}
+
+TEST(InstallWheel, RefusesUnsafeMembers) {
+  const std::vector<std::pair<ZipEntry, std::string>> cases = {
+      {{"../evil.py", "x"}, "refused member '../evil.py': a `..` component"},
+      {{"demo/../../evil.py", "x"}, "refused member 'demo/../../evil.py': a `..` component"},
+      {{"/etc/evil.py", "x"}, "refused member '/etc/evil.py': an absolute name"},
+      {{"C:/evil.py", "x"}, "refused member 'C:/evil.py': a drive letter"},
+      // libarchive reads a `\` of a stored name as `/` (installer would write a file named `demo\evil.py`): the member is
+      // demo/evil.py, which RECORD does not list.
+      {{"demo\\evil.py", "x"}, "refused member 'demo/evil.py': not listed in RECORD"},
+      {{"demo//evil.py", "x"}, "refused member 'demo//evil.py': an empty path component"},
+      {{"demo-1.0.data/scripts/../../../evil", "x"}, "refused member 'demo-1.0.data/scripts/../../../evil': a `..` component"},
+      {{"demo/link", "../../../../etc/passwd", 0120777}, "refused member 'demo/link': a symbolic link"},
+      {{"demo/tty", "", 020644}, "refused member 'demo/tty': not a regular file"},
+      {{"demo/sock", "", 0140644}, "refused member 'demo/sock': not a regular file"},
+      {{"demo/__init__.py", "second copy"}, "refused member 'demo/__init__.py': listed twice in the archive"},
+      {{"demo-1.0.data/lib/x.py", "x"}, "refused member 'demo-1.0.data/lib/x.py': not inside one of demo-1.0.data/{purelib,platlib,headers,scripts,data}/"},
+  };
+  for (const auto& [entry, message] : cases) {
+    TempDir dir;
+    GenWheel w;
+    w.files = {{"demo/__init__.py", "VALUE = 1\n"}, entry};
+    if (entry.name == "demo/__init__.py") w.record_override[entry.name] = entry.name + "," + record_hash(entry.data) + "," + std::to_string(entry.data.size());
+    auto r = install_refused(w.write(dir.path()), dir.path());
+    EXPECT_TRUE(r.prefix_unchanged) << entry.name;
+    EXPECT_EQ(r.error.kind, ErrorKind::Integrity) << entry.name;
+    EXPECT_EQ(r.error.message, message);
+    EXPECT_FALSE(fs::exists(dir.path() / "evil.py"));
+    EXPECT_FALSE(fs::exists("/etc/evil.py"));
+  }
+}
+
+TEST(InstallWheel, RefusesAnEntryPointThatIsAPath) {
+  TempDir dir;
+  GenWheel w;
+  w.files = {{"demo/__init__.py", "def main(): pass\n"},
+             {"demo-1.0.dist-info/entry_points.txt", "[console_scripts]\n../../evil = demo:main\n"}};
+  auto r = install_refused(w.write(dir.path()), dir.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.kind, ErrorKind::Integrity);
+  EXPECT_EQ(r.error.message, "refused entry point '../../evil': a script name must be a plain file name, not a `..` component");
+}
+
+TEST(InstallWheel, RefusesABadEntryPointLine) {
+  TempDir dir;
+  GenWheel w;
+  w.files = {{"demo/__init__.py", ""}, {"demo-1.0.dist-info/entry_points.txt", "[console_scripts]\ndemo = not an entry point\n"}};
+  const fs::path wheel = w.write(dir.path());
+  auto r = install_refused(wheel, dir.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.to_string(), wheel.string() + ": demo-1.0.dist-info/entry_points.txt:2: entry 'demo' is not `module:attr [extras]`\n"
+                                                  "  not an entry point");
+}
+
+TEST(InstallWheel, RefusesWheelVersion2) {
+  TempDir dir;
+  GenWheel w;
+  w.files = {{"demo/__init__.py", ""}};
+  w.wheel_meta = "Wheel-Version: 2.0\nRoot-Is-Purelib: true\n";
+  auto r = install_refused(w.write(dir.path()), dir.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.kind, ErrorKind::Incompatible);
+  EXPECT_EQ(r.error.message, "Wheel-Version 2.0 is not 1.x");
+}
+
+TEST(InstallWheel, RefusesAWheelWithoutRecordOrWithTwoDistInfos) {
+  TempDir dir;
+  const fs::path no_record = dir.path() / "demo-1.0-py3-none-any.whl";
+  testing::write_zip(no_record, {{"demo/__init__.py", ""}, {"demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n"}});
+  auto r = install_refused(no_record, dir.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.message, "has no demo-1.0.dist-info/RECORD");
+  TempDir dir2;
+  GenWheel w;
+  w.files = {{"other-2.0.dist-info/METADATA", ""}};
+  r = install_refused(w.write(dir2.path()), dir2.path());
+  EXPECT_EQ(r.error.message, "has 2 .dist-info folders");
+}
+
+TEST(InstallWheel, NeverOverwritesAFileOfThePrefix) {
+  TempDir dir;
+  const fs::path wheel = data_wheel().write(dir.path());
+  const fs::path prefix = make_prefix(dir.path() / "env");
+  fs::create_directories(prefix / "bin");
+  std::ofstream(prefix / "bin/demo-run") << "owned by a conda package\n";
+  const auto before = tree(prefix);
+  auto r = install_wheel(wheel, prefix, options_for_target());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(), prefix.string() + ": the wheel demo-1.0-py3-none-any.whl would overwrite 1 file(s) already in the prefix\n"
+                                                     "  bin/demo-run\n"
+                                                     "hint: another package owns them; remove it first (nothing of this wheel was installed)");
+  EXPECT_EQ(tree(prefix), before);
+  // Installed once, the same wheel again is refused the same way, and the first install stays.
+  fs::remove(prefix / "bin/demo-run");
+  ASSERT_TRUE(install_wheel(wheel, prefix, options_for_target()).ok());
+  const auto installed = tree(prefix);
+  auto again = install_wheel(wheel, prefix, options_for_target());
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(tree(prefix), installed);
+}
+
+TEST(InstallWheel, FileNamesAndPythonVersion) {
+  auto w = parse_wheel_file_name("/x/torch-2.4.1+cu121-1build-cp311-cp311-linux_x86_64.whl");
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->distribution, "torch");
+  EXPECT_EQ(w->version, "2.4.1+cu121");
+  EXPECT_EQ(w->build_tag, "1build");
+  EXPECT_EQ(w->python_tag, "cp311");
+  EXPECT_EQ(w->platform_tag, "linux_x86_64");
+  auto bad = parse_wheel_file_name("demo-1.0.tar.gz");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().to_string(), "demo-1.0.tar.gz: not a wheel file name: it does not end in .whl\n"
+                                     "hint: a wheel is named {distribution}-{version}(-{build tag})?-{python tag}-{abi tag}-{platform tag}.whl (PEP 427)");
+  EXPECT_FALSE(parse_wheel_file_name("demo-1.0-x-py3-none-any.whl").ok());
+  EXPECT_FALSE(parse_wheel_file_name("demo-py3-none-any.whl").ok());
+
+  TempDir dir;
+  EXPECT_EQ(prefix_python_xy(make_prefix(dir.path() / "a")).value(), "3.11");
+  auto none = prefix_python_xy(dir.path() / "b");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().kind, ErrorKind::Usage);
+  fs::create_directories(dir.path() / "a/lib/python3.12/site-packages");
+  EXPECT_FALSE(prefix_python_xy(dir.path() / "a").ok());
+  const WheelScheme s = conda_wheel_scheme("3.12", "My_Pkg");
+  EXPECT_EQ(s.headers, "include/python3.12/My_Pkg");
+  EXPECT_EQ(s.purelib, "lib/python3.12/site-packages");
+}
+
+}  // namespace
+}  // namespace envlock
