@@ -281,31 +281,43 @@ Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
 /// scratch tmpfs) is refused: the environment's tree is replaced on update and deleted on remove,
 /// and neither may copy or delete what is mounted there (conda, changing a prefix in place, never
 /// touches such a folder; a new-user attack, session 10, lost a mounted dataset).
+/// A folder a running job removed between its listing and its reading (or between the walk's
+/// visit and its descent) is skipped with what it held, as a file removed meanwhile is skipped
+/// (conda's path_actions.py and rattler's install/ act on what is there): ENOENT, or ENOTDIR
+/// when something else took its name.
 template <typename Visit>
-Status walk_environment(const fs::path& prefix, Visit&& visit) {
+Status walk_folder(const fs::path& prefix, const fs::path& dir, std::uint64_t root, Visit& visit) {
+  const bool top = dir == prefix;
+  auto gone = [&](const std::error_code& ec) { return !top && (ec.value() == ENOENT || ec.value() == ENOTDIR); };
   std::error_code ec;
-  const std::uint64_t root = detail::mount_of(prefix);
-  for (auto it = fs::recursive_directory_iterator(prefix, fs::directory_options::none, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const std::string rel = it->path().lexically_relative(prefix).generic_string();
-    if (rel == detail::kGuardedFolder) {
-      it.disable_recursion_pending();
-      continue;
-    }
+  fs::directory_iterator it(dir, ec);
+  if (ec) return gone(ec) ? ok_status() : io_error(prefix, "cannot walk the environment", ec.value());
+  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
+    const fs::path path = it->path();
+    const std::string rel = path.lexically_relative(prefix).generic_string();
+    if (rel == detail::kGuardedFolder) continue;
     std::error_code type_ec;
     const bool folder = it->is_directory(type_ec) && !it->is_symlink(type_ec);
     if (folder) {
-      if (detail::mount_of(it->path()) != root)
-        return Error{ErrorKind::Io, it->path().string(),
+      const std::uint64_t mount = detail::mount_of(path);
+      if (mount != root && mount != 0)
+        return Error{ErrorKind::Io, path.string(),
                      "is a mount point inside the environment (another filesystem)",
                      "envlock replaces an environment's tree to change it and deletes it to remove it, and never "
                      "copies or deletes what is mounted in it; nothing was changed",
                      "unmount it (or mount it outside the environment and link to it), then run the command again"};
     }
-    if (auto st = visit(rel, it->path(), folder); !st) return st;
+    if (auto st = visit(rel, path, folder); !st) return st;
+    if (folder)
+      if (auto st = walk_folder(prefix, path, root, visit); !st) return st;
   }
-  if (ec) return io_error(prefix, "cannot walk the environment", ec.value());
+  if (ec && !gone(ec)) return io_error(prefix, "cannot walk the environment", ec.value());
   return ok_status();
+}
+
+template <typename Visit>
+Status walk_environment(const fs::path& prefix, Visit&& visit) {
+  return walk_folder(prefix, prefix, detail::mount_of(prefix), visit);
 }
 
 /// The first items of `items` (printable()), comma-separated, and how many more there are.

@@ -737,6 +737,36 @@ TEST_F(Installer, FilesDeletedWhileTheOldTreeIsScannedAreSkipped) {
   EXPECT_EQ(slurp(prefix_ / "share/p"), "1\n");
 }
 
+// The same for folders (issue 23, M1): a job that makes and removes whole folders inside the
+// prefix while updates scan the old tree (a folder gone between its listing and its reading
+// stopped the update: "cannot walk the environment"); a folder gone meanwhile is skipped with
+// what it held, as conda's path_actions.py and rattler's install/ act only on what is there.
+TEST_F(Installer, FoldersRemovedWhileTheOldTreeIsScannedAreSkipped) {
+  auto v1 = make_package("p", "1", {{"share/p", "1\n"}});
+  auto v2 = make_package("p", "2", {{"share/p", "2\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {v1}, options()).ok());
+  fs::create_directories(prefix_ / "scratch");
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    for (unsigned i = 0; !stop; ++i) {
+      const fs::path made = prefix_ / "scratch" / ("run" + std::to_string(i % 16));
+      std::error_code ec;
+      fs::create_directories(made / "a/b", ec);
+      if (FILE* out = std::fopen((made / "a/b/f").c_str(), "w")) std::fclose(out);
+      fs::remove_all(prefix_ / "scratch" / ("run" + std::to_string((i + 8) % 16)), ec);
+    }
+  });
+  std::vector<std::string> failures;
+  for (int round = 0; round < 30; ++round) {
+    auto r = install_packages(prefix_, {round % 2 ? v1 : v2}, options());
+    if (!r.ok()) failures.push_back(r.error().to_string());
+  }
+  stop = true;
+  churn.join();
+  EXPECT_EQ(failures, std::vector<std::string>{});
+  EXPECT_EQ(slurp(prefix_ / "share/p"), "1\n");
+}
+
 // What the user wrote into an update that did not finish (killed during post-link, then worked
 // in) is kept in the restored environment: it was deleted with the discarded tree, the run
 // saying only "ready" (a new-user attack, session 10: results.csv and conda-meta/pinned). Files
