@@ -153,7 +153,7 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
       // Put the lockfile back as it was, so the two still agree.
       if (lock_changed) {
         if (previous_bytes) (void)write_file_atomic(lock_path, *previous_bytes);
-        else fs::remove(lock_path, ec);
+        else if (!previous) fs::remove(lock_path, ec);  // there was none
       }
       return report_error(ctx, nothing_written(st.error(), manifest_path, lock_path));
     }
