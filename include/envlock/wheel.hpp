@@ -83,8 +83,9 @@ struct WheelScheme {
 WheelScheme conda_wheel_scheme(std::string_view python_xy, std::string_view distribution);
 
 /// The Python version of the prefix at local path `prefix`: "X.Y" of its one
-/// `lib/pythonX.Y/site-packages` folder. ErrorKind::Usage when there is none or more than one
-/// (pass WheelInstallOptions::python_xy then).
+/// `lib/pythonX.Y/site-packages` folder, or, when it has none (a python package that makes no
+/// site-packages, as the fixture channel's stand-in), of its one `bin/pythonX.Y`.
+/// ErrorKind::Usage when there is none or more than one (pass WheelInstallOptions::python_xy then).
 Result<std::string> prefix_python_xy(const std::filesystem::path& prefix);
 
 /// PEP 610 origin of a wheel installed from a URL or local path instead of an index.

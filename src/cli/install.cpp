@@ -23,6 +23,7 @@
 #include "install_run.hpp"
 #include "lock_input.hpp"
 #include "network_options.hpp"
+#include "pip_install.hpp"
 
 namespace envlock::cli {
 
@@ -343,6 +344,11 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
               << " from the package cache)\n";
   }
 
+  // The locked wheels come into the wheel cache before the prefix is touched (docs/pypi.md).
+  const PipPlan pip_plan = plan_pip(locked->pip);
+  auto wheels = fetch_locked_wheels(pip_plan.wheels, request.lockfile_path);
+  if (!wheels) return report_error(ctx, wheels.error());
+
   auto digest = hash_file(request.lockfile_path, HashAlgorithm::Sha256);
   if (!digest) return report_error(ctx, digest.error());
   InstallOptions options;
@@ -374,18 +380,21 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   for (std::size_t i = 0; i < report->clobbered.size(); ++i)
     warn(report->clobbered[i] + " is installed by more than one package: " + report->clobbered_owners[i] +
          " (the later in the lockfile's order wins; only its record lists the path)");
-  // envlock install links conda packages only; the lockfile's pip entries (e.g. from
-  // `envlock snapshot lock`) are named, never dropped silently.
-  if (!locked->pip.empty()) {
+  // The locked wheels, after the conda packages (their python); each wheel is all or nothing.
+  auto pip_report = install_fetched_wheels(request.prefix, *wheels);
+  if (!pip_report) return report_error(ctx, pip_report.error());
+  // The other pip entries (unresolved requirements, VCS and editable sources, pins without a
+  // wheel URL, e.g. from `envlock snapshot lock`) are named, never dropped silently.
+  if (!pip_plan.others.empty()) {
     std::string names;
-    for (const auto& p : locked->pip) {
+    for (const auto& p : pip_plan.others) {
       // A VCS, editable or URL install is named by its requirement ("mypkg @ git+https://...@<commit>"),
       // never as a name==version pin that pip would resolve from an index.
       names += (names.empty() ? "" : ", ") +
                (!p.requirement.empty() ? p.requirement : p.name + (p.version.empty() ? "" : "==" + p.version));
     }
-    report->warnings.push_back(std::to_string(locked->pip.size()) + " pip package(s) in the lockfile were not installed "
-                               "(envlock install installs conda packages only): " + names +
+    report->warnings.push_back(std::to_string(pip_plan.others.size()) + " pip package(s) in the lockfile were not installed "
+                               "(envlock install installs the conda packages and the locked wheels: a url to a .whl with its sha256): " + names +
                                "; to restore a captured host's pip installs use `envlock snapshot deploy`, "
                                "or run pip in the environment");
   }
@@ -406,6 +415,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
     j["messages"] = report->messages;
     j["warnings"] = report->warnings;
     j["clobbered"] = report->clobbered;
+    if (!wheels->empty()) j["pip"] = {{"installed", pip_report->installed}, {"kept", pip_report->kept}};
     j["host_mismatches_ignored"] = nlohmann::json::array();
     for (const auto& m : mismatches) j["host_mismatches_ignored"].push_back(m.to_string());
     std::cout << json_text(j) << "\n";
@@ -415,6 +425,9 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
               << "  " << report->installed.size() << " installed, " << report->kept.size() << " unchanged, "
               << report->removed.size() << " removed; files: " << report->files_linked << " linked, "
               << report->files_copied << " copied, " << report->files_relocated << " relocated\n";
+    if (!wheels->empty()) {
+      std::cout << "  pip: " << pip_report->installed.size() << " installed, " << pip_report->kept.size() << " unchanged\n";
+    }
   }
   return 0;
 }

@@ -416,24 +416,38 @@ WheelScheme conda_wheel_scheme(std::string_view python_xy, std::string_view dist
   return WheelScheme{site, site, "include/python" + std::string(python_xy) + "/" + std::string(distribution), "bin", ""};
 }
 
+namespace {
+
+/// "X.Y" of `name` when it is `python<X.Y>` (digits, one dot); empty otherwise.
+std::string python_xy_of(const std::string& name) {
+  if (!name.starts_with("python") || name.size() <= 6) return {};
+  const std::string xy = name.substr(6);
+  const std::size_t dot = xy.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == xy.size() || xy.find_first_not_of("0123456789.") != std::string::npos ||
+      xy.find('.', dot + 1) != std::string::npos)
+    return {};
+  return xy;
+}
+
+}  // namespace
+
 Result<std::string> prefix_python_xy(const fs::path& prefix) {
-  std::vector<std::string> found;
+  std::set<std::string> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(prefix / "lib", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with("python") || name.size() <= 6) continue;
-    const std::string xy = name.substr(6);
-    const std::size_t dot = xy.find('.');
-    if (dot == std::string::npos || dot == 0 || dot + 1 == xy.size() ||
-        xy.find_first_not_of("0123456789.") != std::string::npos || xy.find('.', dot + 1) != std::string::npos)
-      continue;
-    if (fs::is_directory(entry.path() / "site-packages", ec)) found.push_back(xy);
+    const std::string xy = python_xy_of(entry.path().filename().string());
+    if (!xy.empty() && fs::is_directory(entry.path() / "site-packages", ec)) found.insert(xy);
   }
-  std::sort(found.begin(), found.end());
-  if (found.size() == 1) return found.front();
+  if (found.empty()) {
+    for (const auto& entry : fs::directory_iterator(prefix / "bin", ec)) {
+      const std::string xy = python_xy_of(entry.path().filename().string());
+      if (!xy.empty()) found.insert(xy);
+    }
+  }
+  if (found.size() == 1) return *found.begin();
   return Error{ErrorKind::Usage, prefix.string(),
-               found.empty() ? "has no lib/pythonX.Y/site-packages folder: no Python to install a wheel for"
-                             : "has " + std::to_string(found.size()) + " lib/pythonX.Y/site-packages folders",
+               found.empty() ? "has no lib/pythonX.Y/site-packages folder and no bin/pythonX.Y: no Python to install a wheel for"
+                             : "has " + std::to_string(found.size()) + " Python versions (lib/pythonX.Y/site-packages or bin/pythonX.Y)",
                "", "install python into the prefix first, or name the version (WheelInstallOptions::python_xy)"};
 }
 

@@ -62,7 +62,7 @@ class TempDir {
   fs::path path_;
 };
 
-/// A prefix with a Python 3.11 site-packages folder, as the fixture channel's python makes.
+/// A prefix with a Python 3.11 site-packages folder, as conda's python package makes.
 fs::path make_prefix(const fs::path& at) {
   fs::create_directories(at / "lib/python3.11/site-packages");
   return at;

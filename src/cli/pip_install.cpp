@@ -1,0 +1,151 @@
+// pip_install.cpp — `envlock install`'s pip step (pip_install.hpp).
+#include "pip_install.hpp"
+
+#include <system_error>
+
+#include "envlock/fetch.hpp"
+#include "envlock/hash.hpp"
+#include "envlock/paths.hpp"
+#include "envlock/pip.hpp"
+#include "envlock/pypi_name.hpp"
+#include "envlock/url.hpp"
+#include "envlock/wheel.hpp"
+
+namespace envlock::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The last path segment of `url` (no query, no fragment), percent-decoded.
+std::string url_file_name(std::string_view url) {
+  url = url.substr(0, url.find_first_of("?#"));
+  const std::size_t slash = url.rfind('/');
+  return percent_decode(slash == std::string_view::npos ? url : url.substr(slash + 1));
+}
+
+std::string url_without_fragment(const std::string& url) { return url.substr(0, url.find('#')); }
+
+std::string pin(const PipPackage& p) { return p.name + (p.version.empty() ? "" : "==" + p.version); }
+
+}  // namespace
+
+PipPlan plan_pip(const std::vector<PipPackage>& pip) {
+  PipPlan plan;
+  for (const PipPackage& p : pip) {
+    const bool wheel = !p.editable && url_file_name(p.url).ends_with(".whl") && is_hex_digest(p.sha256, HashAlgorithm::Sha256);
+    (wheel ? plan.wheels : plan.others).push_back(p);
+  }
+  return plan;
+}
+
+Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPackage>& wheels, const fs::path& lockfile_path) {
+  std::vector<FetchedWheel> out;
+  const fs::path folder = fs::absolute(lockfile_path).lexically_normal().parent_path();
+  for (const PipPackage& p : wheels) {
+    const std::string sha = [&] {
+      std::string s = p.sha256;
+      for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return s;
+    }();
+    const std::string file = url_file_name(p.url);
+    const fs::path dest = cache_root() / "wheels" / sha / file;
+    const std::string shown = redact_url(p.url);
+    auto fail = [&](Error e) {
+      e.detail += std::string(e.detail.empty() ? "" : "\n") + "pip package: " + pin(p) + " from " + shown +
+                  "\nnothing was installed; the prefix was not touched";
+      return e;
+    };
+    auto wheel_name = parse_wheel_file_name(file);
+    if (file.find_first_of(std::string_view("/\0", 2)) != std::string::npos || !wheel_name) {
+      return fail(Error{ErrorKind::Parse, lockfile_path.string(), "pip package " + p.name + ": '" + file + "' is not a wheel file name", "",
+                        "a locked wheel's url ends in {distribution}-{version}-{tags}.whl (PEP 427)"});
+    }
+    if ((!p.name.empty() && pep503_normalize(p.name) != pep503_normalize(wheel_name->distribution)) ||
+        (!p.version.empty() && p.version != wheel_name->version)) {
+      return fail(Error{ErrorKind::Parse, lockfile_path.string(),
+                        "pip package " + pin(p) + ": its url names the wheel of " + wheel_name->distribution + " " + wheel_name->version, "",
+                        "the entry's name, version and url disagree: lock again"});
+    }
+    std::error_code ec;
+    if (fs::is_regular_file(dest, ec)) {
+      auto digest = hash_file(dest, HashAlgorithm::Sha256);
+      if (digest && *digest == sha) {
+        out.push_back({p, dest});
+        continue;
+      }
+      fs::remove(dest, ec);  // damaged: fetched again
+    }
+    fs::create_directories(dest.parent_path(), ec);
+    if (ec) return fail(Error{ErrorKind::Io, dest.parent_path().string(), "cannot create the wheel cache folder: " + ec.message(), "", ""});
+    std::string url = url_without_fragment(p.url);
+    if (url.find("://") == std::string::npos) {
+      fs::path local = url;
+      if (local.is_relative()) local = folder / local;
+      url = file_url_from_path(local.lexically_normal().string());
+    }
+    FetchRequest request;
+    request.url = url;
+    request.destination = dest;
+    request.sha256 = sha;
+    request.label = file;
+    auto fetched = fetch_to_file(request);
+    if (!fetched) return fail(fetched.error());
+    out.push_back({p, dest});
+  }
+  return out;
+}
+
+Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const std::vector<FetchedWheel>& wheels) {
+  PipInstallReport report;
+  if (wheels.empty()) return report;
+  auto xy = prefix_python_xy(prefix);
+  if (!xy) {
+    Error e = xy.error();
+    e.kind = ErrorKind::Incompatible;  // the lockfile's environment, not the command line
+    e.message = "cannot install the locked pip packages: " + e.message;
+    e.hint = "the environment needs a python package for its pip packages (add python to its dependencies and lock again)";
+    return e;
+  }
+  const fs::path site = prefix / ("lib/python" + *xy + "/site-packages");
+  const std::string site_rel = "lib/python" + *xy + "/site-packages";
+  for (const FetchedWheel& w : wheels) {
+    auto name = parse_wheel_file_name(w.path.filename().string());
+    if (!name) return name.error();
+    // Already there? (envlock install again over the same lockfile: the conda step carries pip
+    // files over as files no package owns.)
+    bool kept = false;
+    for (const fs::path& dir : dist_info_dirs(site)) {
+      auto dist = read_dist_info(dir, site_rel + "/" + dir.filename().string(), DistInfoParts::WithoutRecord);
+      if (!dist || pep503_normalize(dist->name) != pep503_normalize(name->distribution)) continue;
+      if (dist->version == name->version) {
+        kept = true;
+        break;
+      }
+      return Error{ErrorKind::Usage, prefix.string(),
+                   "pip package " + dist->name + " " + dist->version + " is installed, and the lockfile pins " + name->version, "",
+                   "upgrading a pip package in place is not done yet: install into a new prefix (docs/pypi.md)"};
+    }
+    if (kept) {
+      report.kept.push_back(name->distribution + "==" + name->version);
+      continue;
+    }
+    WheelInstallOptions options;
+    options.python_xy = *xy;
+    options.target_prefix = fs::absolute(prefix).lexically_normal().string();
+    if (w.package.requirement.find(" @ ") != std::string::npos || w.package.requirement.find("@ ") != std::string::npos) {
+      options.direct_url = DirectUrl{url_without_fragment(w.package.url), w.package.sha256};
+    }
+    auto installed = install_wheel(w.path, prefix, options);
+    if (!installed) {
+      Error e = installed.error();
+      e.detail += std::string(e.detail.empty() ? "" : "\n") + "pip package: " + name->distribution + "==" + name->version +
+                  "\nthe conda packages are installed; the pip packages before it in the lockfile are installed";
+      return e;
+    }
+    report.installed.push_back(name->distribution + "==" + name->version);
+  }
+  return report;
+}
+
+}  // namespace envlock::cli

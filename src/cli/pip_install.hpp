@@ -1,0 +1,50 @@
+#pragma once
+// pip_install.hpp — `envlock install`'s pip step: the lockfile's pinned wheels (a pip entry with a
+// `url` to a `.whl` and its `sha256`) fetched into the wheel cache before the conda transaction,
+// installed with install_wheel() (envlock/wheel.hpp) after it. docs/pypi.md.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "envlock/pip_package.hpp"
+#include "envlock/result.hpp"
+
+namespace envlock::cli {
+
+/// A locked wheel, in the wheel cache.
+struct FetchedWheel {
+  PipPackage package;
+  std::filesystem::path path;  ///< <cache_root()>/wheels/<sha256>/<file name>
+};
+
+/// The pip entries of a platform, split: wheels install_wheel() can install (a `url` whose last
+/// path segment ends in `.whl`, a 64-hex `sha256`, not editable), and the rest (unresolved
+/// requirements, VCS and editable sources, pins without a URL), which install names in a warning.
+struct PipPlan {
+  std::vector<PipPackage> wheels;
+  std::vector<PipPackage> others;
+};
+PipPlan plan_pip(const std::vector<PipPackage>& pip);
+
+/// Brings every wheel of `wheels` into the wheel cache: a cached file is used when its sha256 is
+/// the locked one (hashed again on every reuse), else the URL (https://, http://, file://, an
+/// absolute path, or a path relative to the lockfile's folder) is downloaded, checked against
+/// the locked sha256 while streaming and renamed into place. Errors name the package, the URL
+/// (credentials stripped) and the digests, and say that the prefix was not touched.
+Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPackage>& wheels,
+                                                      const std::filesystem::path& lockfile_path);
+
+/// What install_fetched_wheels() did.
+struct PipInstallReport {
+  std::vector<std::string> installed;  ///< "name==version"
+  std::vector<std::string> kept;       ///< already there: a dist-info of that name and version
+};
+
+/// Installs each fetched wheel into `prefix` (which has a python: prefix_python_xy()). A
+/// distribution of the same PEP 503 name and version already in site-packages is kept; another
+/// version of it is an error (upgrading pip packages in place is not done yet: docs/pypi.md).
+/// A wheel from a direct reference (`name @ URL`) gets PEP 610 direct_url.json; every wheel is
+/// REQUESTED (the lockfile does not say which were asked for). Each wheel is all or nothing.
+Result<PipInstallReport> install_fetched_wheels(const std::filesystem::path& prefix, const std::vector<FetchedWheel>& wheels);
+
+}  // namespace envlock::cli

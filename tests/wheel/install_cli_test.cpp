@@ -1,0 +1,176 @@
+// tests/wheel — `envlock install` of a lockfile whose pip entries pin wheels (a url to a .whl and
+// its sha256): fetched into the wheel cache before the prefix is touched, installed with
+// install_wheel() after the conda packages, kept on a second install; the fixture channel's
+// python stand-in runs the installed console script. docs/pypi.md.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "envlock/encoding.hpp"
+#include "envlock/hash.hpp"
+#include "envlock/lockfile.hpp"
+#include "support/run_command.hpp"
+#include "wheel/zip_writer.hpp"
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_command;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+
+std::string record_hash(const std::string& data) {
+  return "sha256=" + base64_encode(*hex_decode(hash_bytes(data, HashAlgorithm::Sha256)), Base64Alphabet::UrlSafe, Base64Padding::No);
+}
+
+/// demo_pkg 1.0: a module and a console script that prints from it.
+fs::path write_demo_wheel(const fs::path& dir) {
+  std::vector<testing::ZipEntry> files = {
+      {"demo_pkg/__init__.py", "def main():\n    print('demo_pkg says hello')\n"},
+      {"demo_pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n"},
+      {"demo_pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+      {"demo_pkg-1.0.dist-info/entry_points.txt", "[console_scripts]\ndemo-cli = demo_pkg:main\n"},
+  };
+  std::string record;
+  for (const auto& f : files) record += f.name + "," + record_hash(f.data) + "," + std::to_string(f.data.size()) + "\n";
+  record += "demo_pkg-1.0.dist-info/RECORD,,\n";
+  files.push_back({"demo_pkg-1.0.dist-info/RECORD", record});
+  fs::create_directories(dir);
+  const fs::path wheel = dir / "demo_pkg-1.0-py3-none-any.whl";
+  testing::write_zip(wheel, files);
+  return wheel;
+}
+
+class PipInstallCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("envlock-pip-install-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    env_ = {{"ENVLOCK_PKGS_DIR", (root_ / "pkgs").string()}, {"XDG_CACHE_HOME", (root_ / "cache").string()}, {"NO_COLOR", "1"}};
+    channel_ = root_ / "channel";
+    auto r = run_command(q(fs::path(ENVLOCK_SOURCE_DIR) / "scripts/make-fixture-channel") + " " + q(channel_));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  /// A lockfile of the fixture channel's python and `pip`.
+  fs::path write_lock(std::vector<PipPackage> pip, const std::string& name = "envlock.lock") {
+    Lockfile lf;
+    lf.manifest_hash = "sha256:" + std::string(64, '0');
+    LockedEnvironment env;
+    env.name = "default";
+    LockedPlatform lp;
+    lp.platform = "linux-64";
+    auto j = nlohmann::json::parse(slurp(channel_ / "linux-64/repodata.json"));
+    for (const char* key : {"packages", "packages.conda"}) {
+      if (!j.contains(key)) continue;
+      for (auto it = j[key].begin(); it != j[key].end(); ++it) {
+        auto rec = PackageRecord::from_json(it.value());
+        if (!rec.ok() || rec->name != "python") continue;
+        LockedPackage p;
+        static_cast<PackageRecord&>(p) = *rec;
+        p.file_name = it.key();
+        p.channel = "file://" + channel_.string();
+        p.url = p.channel + "/linux-64/" + it.key();
+        p.layer = "default";
+        lp.packages.push_back(p);
+      }
+    }
+    EXPECT_EQ(lp.packages.size(), 1u);
+    lp.channels = {"file://" + channel_.string()};
+    lp.pip = std::move(pip);
+    env.platforms["linux-64"] = std::move(lp);
+    lf.environments["default"] = std::move(env);
+    const fs::path path = root_ / name;
+    auto st = lf.write(path);
+    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().to_string());
+    return path;
+  }
+
+  testing::CommandResult envlock(const std::string& args) { return run_command(testing::envlock_cmd() + " " + args, env_); }
+
+  fs::path root_, channel_;
+  std::map<std::string, std::string> env_;
+};
+
+TEST_F(PipInstallCli, InstallsTheLockedWheelsAfterTheCondaPackages) {
+  const fs::path wheel = write_demo_wheel(root_ / "wheels");
+  PipPackage demo{"demo-pkg", "1.0", "file://" + wheel.string(), hash_file(wheel, HashAlgorithm::Sha256).value(), "", {}, "", false};
+  PipPackage other{"toolbox", "1.0", "", "", "", {}, "", false};
+  const fs::path lock = write_lock({demo, other});
+  const fs::path prefix = root_ / "env";
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\n  pip: 1 installed, 0 unchanged\n"), std::string::npos) << r.out;
+  // A pin without a wheel URL is still named, not installed.
+  EXPECT_NE(r.err.find("warning: 1 pip package(s) in the lockfile were not installed (envlock install installs the conda packages "
+                       "and the locked wheels: a url to a .whl with its sha256): toolbox==1.0;"),
+            std::string::npos) << r.err;
+  const std::string abs = fs::absolute(prefix).lexically_normal().string();
+  const std::string script = slurp(prefix / "bin/demo-cli");
+  EXPECT_TRUE(script.starts_with("#!" + abs + "/bin/python")) << script;
+  auto run = run_command(q(prefix / "bin/demo-cli"));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "demo_pkg says hello\n");
+  fs::path dist_info;
+  for (const auto& e : fs::directory_iterator(prefix / "lib"))
+    dist_info = e.path() / "site-packages/demo_pkg-1.0.dist-info";
+  EXPECT_EQ(slurp(dist_info / "INSTALLER"), "envlock\n");
+  EXPECT_FALSE(fs::exists(dist_info / "direct_url.json")) << "an index-style pin has no PEP 610 record";
+  // The wheel cache is content-addressed.
+  EXPECT_TRUE(fs::exists(root_ / "cache/envlock/wheels" / demo.sha256 / wheel.filename()) ||
+              fs::exists(root_ / "cache/wheels" / demo.sha256 / wheel.filename()));
+
+  // Again: the distribution is there, kept.
+  auto again = envlock("install -l " + q(lock) + " -p " + q(prefix));
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("\n  pip: 0 installed, 1 unchanged\n"), std::string::npos) << again.out;
+  EXPECT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg says hello\n");
+
+  auto json = envlock("--json install -l " + q(lock) + " -p " + q(prefix));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["pip"], nlohmann::json::parse(R"({"installed": [], "kept": ["demo_pkg==1.0"]})"));
+}
+
+TEST_F(PipInstallCli, AWheelWhoseHashDiffersIsRefusedBeforeThePrefixIsTouched) {
+  const fs::path wheel = write_demo_wheel(root_ / "wheels");
+  const std::string wrong(64, 'a');
+  const fs::path lock = write_lock({{"demo-pkg", "1.0", "file://" + wheel.string(), wrong, "", {}, "", false}});
+  const fs::path prefix = root_ / "env";
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(wrong), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pip package: demo-pkg==1.0 from file://" + wheel.string() + "\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nothing was installed; the prefix was not touched"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(prefix));
+}
+
+TEST_F(PipInstallCli, AnEntryWhoseUrlNamesAnotherWheelIsRefused) {
+  const fs::path wheel = write_demo_wheel(root_ / "wheels");
+  const fs::path lock = write_lock({{"other", "1.0", "file://" + wheel.string(), hash_file(wheel, HashAlgorithm::Sha256).value(), "", {}, "", false}});
+  auto r = envlock("install -l " + q(lock) + " -p " + q(root_ / "env"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("error: " + lock.string() + ": pip package other==1.0: its url names the wheel of demo_pkg 1.0\n"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(root_ / "env"));
+}
+
+}  // namespace
+}  // namespace envlock
