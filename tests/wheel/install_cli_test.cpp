@@ -137,6 +137,16 @@ TEST_F(PipInstallCli, InstallsTheLockedWheelsAfterTheCondaPackages) {
   EXPECT_TRUE(fs::exists(root_ / "cache/envlock/wheels" / demo.sha256 / wheel.filename()) ||
               fs::exists(root_ / "cache/wheels" / demo.sha256 / wheel.filename()));
 
+  // verify reads the pip files against the RECORD install_wheel() wrote.
+  auto verify = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  const std::string init = slurp(dist_info.parent_path() / "demo_pkg/__init__.py");
+  std::ofstream(dist_info.parent_path() / "demo_pkg/__init__.py") << "edited\n";
+  auto drift = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(drift.exit_code, 1) << drift.out << drift.err;
+  EXPECT_NE((drift.out + drift.err).find("demo_pkg/__init__.py"), std::string::npos) << drift.out << drift.err;
+  std::ofstream(dist_info.parent_path() / "demo_pkg/__init__.py") << init;
+
   // Again: the distribution is there, kept.
   auto again = envlock("install -l " + q(lock) + " -p " + q(prefix));
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
