@@ -121,6 +121,13 @@ struct WheelInstallOptions {
   std::optional<DirectUrl> direct_url;
   /// Caps on the archive (entries, total content), as for conda packages.
   ExtractLimits limits;
+  /// The prefix-relative `.dist-info` folder of an installed distribution this wheel replaces
+  /// (another version of it); empty for none. Every file its RECORD lists is moved aside before
+  /// the new files move in, put back when the install fails, and deleted with the folders it
+  /// leaves empty when it succeeds (as pip uninstalls the old version, but all or nothing).
+  /// A RECORD row that leads outside the prefix is refused (ErrorKind::Integrity) before anything
+  /// moves.
+  std::string replaces;
 };
 
 /// One file install_wheel() wrote, as its RECORD lists it.
@@ -152,6 +159,7 @@ struct InstalledWheel {
 ///      where the prefix has none of that name yet, after checking that no file of it exists in
 ///      the prefix. A file that appears meanwhile stops the move and every entry moved so far is
 ///      moved back: the prefix ends as it was.
+///   With WheelInstallOptions::replaces, the old version's files are moved aside before step 4.
 /// On any failure the staging folder is removed and the prefix is unchanged.
 /// Errors: ErrorKind::Parse (a bad file name, WHEEL, RECORD row or entry_points.txt, naming the
 /// wheel and the member, with ":line" for RECORD), ErrorKind::Integrity (an unsafe or unlisted

@@ -415,7 +415,9 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
     j["messages"] = report->messages;
     j["warnings"] = report->warnings;
     j["clobbered"] = report->clobbered;
-    if (!wheels->empty()) j["pip"] = {{"installed", pip_report->installed}, {"kept", pip_report->kept}};
+    if (!wheels->empty()) {
+      j["pip"] = {{"installed", pip_report->installed}, {"kept", pip_report->kept}, {"replaced", pip_report->replaced}};
+    }
     j["host_mismatches_ignored"] = nlohmann::json::array();
     for (const auto& m : mismatches) j["host_mismatches_ignored"].push_back(m.to_string());
     std::cout << json_text(j) << "\n";
@@ -426,7 +428,8 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
               << report->removed.size() << " removed; files: " << report->files_linked << " linked, "
               << report->files_copied << " copied, " << report->files_relocated << " relocated\n";
     if (!wheels->empty()) {
-      std::cout << "  pip: " << pip_report->installed.size() << " installed, " << pip_report->kept.size() << " unchanged\n";
+      std::cout << "  pip: " << pip_report->installed.size() << " installed, " << pip_report->kept.size() << " unchanged"
+                << (pip_report->replaced.empty() ? "" : ", " + std::to_string(pip_report->replaced.size()) + " replaced") << "\n";
     }
   }
   return 0;

@@ -115,6 +115,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     // Already there? (envlock install again over the same lockfile: the conda step carries pip
     // files over as files no package owns.)
     bool kept = false;
+    std::string replaces, replaced;
     for (const fs::path& dir : dist_info_dirs(site)) {
       auto dist = read_dist_info(dir, site_rel + "/" + dir.filename().string(), DistInfoParts::WithoutRecord);
       if (!dist || pep503_normalize(dist->name) != pep503_normalize(name->distribution)) continue;
@@ -122,15 +123,21 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
         kept = true;
         break;
       }
-      return Error{ErrorKind::Usage, prefix.string(),
-                   "pip package " + dist->name + " " + dist->version + " is installed, and the lockfile pins " + name->version, "",
-                   "upgrading a pip package in place is not done yet: install into a new prefix (docs/pypi.md)"};
+      // Another version: replaced, all or nothing (pip uninstalls it first).
+      if (!replaces.empty()) {
+        return Error{ErrorKind::Incompatible, prefix.string(),
+                     "pip package " + dist->name + " is installed more than once (" + replaced + ", " + dist->version + ")", "",
+                     "remove the stale .dist-info folders by hand, or install into a new prefix"};
+      }
+      replaces = dist->dist_info;
+      replaced = dist->name + "==" + dist->version;
     }
     if (kept) {
       report.kept.push_back(name->distribution + "==" + name->version);
       continue;
     }
     WheelInstallOptions options;
+    options.replaces = replaces;
     options.python_xy = *xy;
     options.target_prefix = fs::absolute(prefix).lexically_normal().string();
     if (w.package.requirement.find(" @ ") != std::string::npos || w.package.requirement.find("@ ") != std::string::npos) {
@@ -144,6 +151,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
       return e;
     }
     report.installed.push_back(name->distribution + "==" + name->version);
+    if (!replaced.empty()) report.replaced.push_back(replaced);
   }
   return report;
 }

@@ -38,11 +38,13 @@ Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPacka
 struct PipInstallReport {
   std::vector<std::string> installed;  ///< "name==version"
   std::vector<std::string> kept;       ///< already there: a dist-info of that name and version
+  std::vector<std::string> replaced;   ///< "name==version" of another version a wheel replaced
 };
 
 /// Installs each fetched wheel into `prefix` (which has a python: prefix_python_xy()). A
 /// distribution of the same PEP 503 name and version already in site-packages is kept; another
-/// version of it is an error (upgrading pip packages in place is not done yet: docs/pypi.md).
+/// version of it is replaced (WheelInstallOptions::replaces: its RECORD's files go, all or nothing);
+/// two other versions of it are an error.
 /// A wheel from a direct reference (`name @ URL`) gets PEP 610 direct_url.json; every wheel is
 /// REQUESTED (the lockfile does not say which were asked for). Each wheel is all or nothing.
 Result<PipInstallReport> install_fetched_wheels(const std::filesystem::path& prefix, const std::vector<FetchedWheel>& wheels);

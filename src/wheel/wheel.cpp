@@ -13,6 +13,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
 #include <map>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -376,6 +379,75 @@ Status move_tree(const fs::path& staged, const fs::path& target, const std::stri
   return ok_status();
 }
 
+/// An installed distribution's files moved aside (into a folder of their own inside the prefix)
+/// while a new version moves in: put back on failure, deleted on success.
+class SetAside {
+ public:
+  SetAside() = default;
+  SetAside(const SetAside&) = delete;
+  SetAside& operator=(const SetAside&) = delete;
+  ~SetAside() {
+    if (!committed_) restore();
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  /// Moves every file the RECORD of `dist_info` (prefix-relative) lists out of `prefix` into
+  /// `dir`. A row that leads outside the prefix is refused before anything moves.
+  Status take(const fs::path& prefix, const std::string& dist_info, const fs::path& dir) {
+    prefix_ = prefix;
+    dir_ = dir;
+    const std::string record_file = dist_info + "/RECORD";
+    std::ifstream in(prefix / record_file, std::ios::binary);
+    if (!in) return Error{ErrorKind::Io, record_file, "cannot read the RECORD of the distribution to replace", "", ""};
+    std::stringstream text;
+    text << in.rdbuf();
+    auto rows = parse_record(text.str(), record_file);
+    if (!rows) return rows.error();
+    const fs::path site = fs::path(dist_info).parent_path();
+    std::vector<std::string> paths;
+    for (const auto& row : *rows) {
+      const std::string rel = (site / row.path).lexically_normal().generic_string();
+      if (row.path.empty() || row.path.front() == '/' || rel == ".." || rel.starts_with("../") || rel == ".") {
+        return Error{ErrorKind::Integrity, record_file, "lists '" + row.path + "', outside the prefix: nothing is removed", "",
+                     "the RECORD was altered; remove the distribution by hand"};
+      }
+      paths.push_back(rel);
+    }
+    std::error_code ec;
+    if (!fs::create_directory(dir_, ec)) return io_error(prefix.string(), "cannot create " + dir_.filename().string(), ec ? ec.value() : EEXIST);
+    for (const std::string& rel : paths) {
+      struct stat st {};
+      if (::lstat((prefix / rel).c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;  // gone already
+      const fs::path aside = dir_ / std::to_string(moved_.size());
+      if (::rename((prefix / rel).c_str(), aside.c_str()) != 0) return io_error(rel, "cannot move aside", errno);
+      moved_.emplace_back(prefix / rel, aside);
+    }
+    return ok_status();
+  }
+
+  /// Keeps the removal: the folders the old files leave empty go too (never `keep`).
+  void commit(const std::set<fs::path>& keep) {
+    committed_ = true;
+    std::set<fs::path, std::greater<>> parents;
+    for (const auto& [original, aside] : moved_) {
+      for (fs::path p = original.parent_path(); p.string().size() > prefix_.string().size() && !keep.count(p); p = p.parent_path())
+        parents.insert(p);
+    }
+    for (const fs::path& p : parents) ::rmdir(p.c_str());  // fails, harmlessly, when not empty
+  }
+
+  void restore() {
+    for (auto it = moved_.rbegin(); it != moved_.rend(); ++it) ::rename(it->second.c_str(), it->first.c_str());
+    moved_.clear();
+  }
+
+ private:
+  fs::path prefix_, dir_;
+  std::vector<std::pair<fs::path, fs::path>> moved_;  // (original, aside)
+  bool committed_ = false;
+};
+
 struct RecordRow {
   std::string path;  // prefix-relative
   std::string record_path;
@@ -714,6 +786,12 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
     out_rows.push_back({rel, record_member, "", record_out.size()});
   }
 
+  // The version this one replaces, moved aside first (put back if anything below fails).
+  SetAside old;
+  if (!options.replaces.empty()) {
+    if (auto s = old.take(prefix, options.replaces, fs::path(staging.dir.string() + ".old")); !s) return s.error();
+  }
+
   // Into place, never over a file: check first, move, and undo the moves on a late conflict.
   std::vector<std::string> conflicts;
   find_conflicts(staging.dir, prefix, "", conflicts);
@@ -731,6 +809,10 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
     for (auto it = moved.rbegin(); it != moved.rend(); ++it) ::rename(it->second.c_str(), it->first.c_str());
     return s.error().with_context(prefix.string());
   }
+  std::set<fs::path> keep{prefix};
+  for (const std::string* dir : {&scheme.purelib, &scheme.platlib, &scheme.headers, &scheme.scripts, &scheme.data})
+    keep.insert(dir->empty() ? prefix : prefix / *dir);
+  old.commit(keep);
 
   InstalledWheel result;
   result.name = file_name->distribution;

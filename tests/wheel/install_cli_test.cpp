@@ -37,20 +37,22 @@ std::string record_hash(const std::string& data) {
   return "sha256=" + base64_encode(*hex_decode(hash_bytes(data, HashAlgorithm::Sha256)), Base64Alphabet::UrlSafe, Base64Padding::No);
 }
 
-/// demo_pkg 1.0: a module and a console script that prints from it.
-fs::path write_demo_wheel(const fs::path& dir) {
+/// demo_pkg VERSION: a module and a console script that prints from it; 1.0 also has old.py.
+fs::path write_demo_wheel(const fs::path& dir, const std::string& version = "1.0") {
+  const std::string di = "demo_pkg-" + version + ".dist-info";
   std::vector<testing::ZipEntry> files = {
-      {"demo_pkg/__init__.py", "def main():\n    print('demo_pkg says hello')\n"},
-      {"demo_pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n"},
-      {"demo_pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
-      {"demo_pkg-1.0.dist-info/entry_points.txt", "[console_scripts]\ndemo-cli = demo_pkg:main\n"},
+      {"demo_pkg/__init__.py", "def main():\n    print('demo_pkg " + version + " says hello')\n"},
+      {di + "/METADATA", "Metadata-Version: 2.1\nName: demo-pkg\nVersion: " + version + "\n"},
+      {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+      {di + "/entry_points.txt", "[console_scripts]\ndemo-cli = demo_pkg:main\n"},
   };
+  if (version == "1.0") files.push_back({"demo_pkg/old/old.py", "OLD = 1\n"});
   std::string record;
   for (const auto& f : files) record += f.name + "," + record_hash(f.data) + "," + std::to_string(f.data.size()) + "\n";
-  record += "demo_pkg-1.0.dist-info/RECORD,,\n";
-  files.push_back({"demo_pkg-1.0.dist-info/RECORD", record});
+  record += di + "/RECORD,,\n";
+  files.push_back({di + "/RECORD", record});
   fs::create_directories(dir);
-  const fs::path wheel = dir / "demo_pkg-1.0-py3-none-any.whl";
+  const fs::path wheel = dir / ("demo_pkg-" + version + "-py3-none-any.whl");
   testing::write_zip(wheel, files);
   return wheel;
 }
@@ -127,7 +129,7 @@ TEST_F(PipInstallCli, InstallsTheLockedWheelsAfterTheCondaPackages) {
   EXPECT_TRUE(script.starts_with("#!" + abs + "/bin/python")) << script;
   auto run = run_command(q(prefix / "bin/demo-cli"));
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_EQ(run.out, "demo_pkg says hello\n");
+  EXPECT_EQ(run.out, "demo_pkg 1.0 says hello\n");
   fs::path dist_info;
   for (const auto& e : fs::directory_iterator(prefix / "lib"))
     dist_info = e.path() / "site-packages/demo_pkg-1.0.dist-info";
@@ -151,12 +153,33 @@ TEST_F(PipInstallCli, InstallsTheLockedWheelsAfterTheCondaPackages) {
   auto again = envlock("install -l " + q(lock) + " -p " + q(prefix));
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_NE(again.out.find("\n  pip: 0 installed, 1 unchanged\n"), std::string::npos) << again.out;
-  EXPECT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg says hello\n");
+  EXPECT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg 1.0 says hello\n");
 
   auto json = envlock("--json install -l " + q(lock) + " -p " + q(prefix));
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto doc = nlohmann::json::parse(json.out);
-  EXPECT_EQ(doc["pip"], nlohmann::json::parse(R"({"installed": [], "kept": ["demo_pkg==1.0"]})"));
+  EXPECT_EQ(doc["pip"], nlohmann::json::parse(R"({"installed": [], "kept": ["demo_pkg==1.0"], "replaced": []})"));
+}
+
+// A lockfile that pins another version: the old one's files go (by its RECORD), all or nothing.
+TEST_F(PipInstallCli, AnotherLockedVersionReplacesTheInstalledOne) {
+  const fs::path v1 = write_demo_wheel(root_ / "wheels", "1.0");
+  const fs::path v2 = write_demo_wheel(root_ / "wheels", "2.0");
+  const fs::path prefix = root_ / "env";
+  auto lock1 = write_lock({{"demo-pkg", "1.0", "file://" + v1.string(), hash_file(v1, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v1.lock");
+  ASSERT_EQ(envlock("install -l " + q(lock1) + " -p " + q(prefix)).exit_code, 0);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  ASSERT_TRUE(fs::exists(site / "demo_pkg/old/old.py"));
+  auto lock2 = write_lock({{"demo-pkg", "2.0", "file://" + v2.string(), hash_file(v2, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v2.lock");
+  auto r = envlock("install -l " + q(lock2) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\n  pip: 1 installed, 0 unchanged, 1 replaced\n"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(site / "demo_pkg/old")) << "a folder the old version leaves empty goes with it";
+  EXPECT_FALSE(fs::exists(site / "demo_pkg-1.0.dist-info"));
+  EXPECT_TRUE(fs::exists(site / "demo_pkg-2.0.dist-info/RECORD"));
+  EXPECT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg 2.0 says hello\n");
+  EXPECT_EQ(envlock("verify -p " + q(prefix)).exit_code, 0);
 }
 
 TEST_F(PipInstallCli, AWheelWhoseHashDiffersIsRefusedBeforeThePrefixIsTouched) {

@@ -555,6 +555,63 @@ TEST(InstallWheel, NeverOverwritesAFileOfThePrefix) {
   EXPECT_EQ(tree(prefix), installed);
 }
 
+// Another version replaces the installed one: the old RECORD's files go, the new ones come, and a
+// replacement that fails leaves the old version exactly as it was.
+TEST(InstallWheel, ReplacesAnotherVersionAllOrNothing) {
+  TempDir dir;
+  const fs::path prefix = make_prefix(dir.path() / "env");
+  GenWheel v1;
+  v1.files = {{"demo/__init__.py", "V = 1\n"}, {"demo/legacy/gone.py", "x\n"}, {"demo-1.0.data/data/share/demo/one.txt", "1\n"}};
+  ASSERT_TRUE(install_wheel(v1.write(dir.path()), prefix, options_for_target()).ok());
+  const auto installed_v1 = tree(prefix);
+  GenWheel v2;
+  v2.version = "2.0";
+  v2.files = {{"demo/__init__.py", "V = 2\n"}, {"demo-2.0.data/scripts/demo-tool", "#!/bin/sh\n", 0100755}};
+  const fs::path wheel2 = v2.write(dir.path());
+
+  // A file of v2 that another package owns: refused, and v1 is back in place.
+  fs::create_directories(prefix / "bin");
+  std::ofstream(prefix / "bin/demo-tool") << "someone else's\n";
+  WheelInstallOptions o = options_for_target();
+  o.replaces = "lib/python3.11/site-packages/demo-1.0.dist-info";
+  auto refused = install_wheel(wheel2, prefix, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "the wheel demo-2.0-py3-none-any.whl would overwrite 1 file(s) already in the prefix");
+  fs::remove_all(prefix / "bin");  // the test's own
+  EXPECT_EQ(tree(prefix), installed_v1);
+
+  auto replaced = install_wheel(wheel2, prefix, o);
+  ASSERT_TRUE(replaced.ok()) << replaced.error().to_string();
+  EXPECT_EQ(slurp(prefix / "lib/python3.11/site-packages/demo/__init__.py"), "V = 2\n");
+  EXPECT_FALSE(fs::exists(prefix / "lib/python3.11/site-packages/demo/legacy"));
+  EXPECT_FALSE(fs::exists(prefix / "lib/python3.11/site-packages/demo-1.0.dist-info"));
+  EXPECT_FALSE(fs::exists(prefix / "share")) << "folders the old data files leave empty go";
+  EXPECT_TRUE(fs::exists(prefix / "lib/python3.11/site-packages")) << "a scheme folder stays";
+  EXPECT_TRUE(fs::exists(prefix / "bin/demo-tool"));
+  for (const auto& e : fs::directory_iterator(prefix)) EXPECT_FALSE(e.path().filename().string().starts_with(".envlock-wheel")) << e.path();
+}
+
+TEST(InstallWheel, RefusesToReplaceThroughARecordThatLeavesThePrefix) {
+  TempDir dir;
+  const fs::path prefix = make_prefix(dir.path() / "env");
+  const fs::path victim = dir.path() / "victim.txt";
+  std::ofstream(victim) << "keep me\n";
+  const fs::path old = prefix / "lib/python3.11/site-packages/demo-0.9.dist-info";
+  fs::create_directories(old);
+  std::ofstream(old / "RECORD") << "../../../../victim.txt,,\ndemo-0.9.dist-info/RECORD,,\n";
+  WheelInstallOptions o = options_for_target();
+  o.replaces = "lib/python3.11/site-packages/demo-0.9.dist-info";
+  GenWheel w;
+  w.files = {{"demo/__init__.py", ""}};
+  auto r = install_wheel(w.write(dir.path()), prefix, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(), "lib/python3.11/site-packages/demo-0.9.dist-info/RECORD: lists '../../../../victim.txt', outside the "
+                                   "prefix: nothing is removed\nhint: the RECORD was altered; remove the distribution by hand");
+  EXPECT_TRUE(fs::exists(victim));
+  EXPECT_TRUE(fs::exists(old / "RECORD"));
+  EXPECT_FALSE(fs::exists(prefix / "lib/python3.11/site-packages/demo"));
+}
+
 TEST(InstallWheel, FileNamesAndPythonVersion) {
   auto w = parse_wheel_file_name("/x/torch-2.4.1+cu121-1build-cp311-cp311-linux_x86_64.whl");
   ASSERT_TRUE(w.ok());
