@@ -11,6 +11,8 @@ void setup(CLI::App& sub, Context& ctx) {
   auto args = std::make_shared<EditArgs>();
   sub.add_option("spec", args->values, "MatchSpecs to add (`numpy >=1.26`), or pip requirements with --pypi")->required();
   add_edit_options(sub, *args);
+  sub.add_flag("--no-pin", args->no_pin,
+               "write a spec given without a version as it is (default: `>=LOCKED,<NEXT-MAJOR`, as pixi add)");
   sub.callback([&ctx, args] { ctx.exit_code = run_edit(ctx, EditCommand::Add, *args); });
 }
 

@@ -1,10 +1,12 @@
 // The flow of `envlock add` and `envlock rm` (edit_run.hpp).
 #include "edit_run.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "create_run.hpp"
@@ -12,6 +14,7 @@
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "envlock/manifest_edit.hpp"
+#include "envlock/match_spec.hpp"
 #include "lock_report.hpp"
 #include "network_options.hpp"
 
@@ -60,6 +63,51 @@ class CaptureStdout {
   std::ostringstream buffer_;
   std::streambuf* saved_;
 };
+
+/// pixi's implicit constraint for a spec added without a version (prefix-dev/pixi, add.rs,
+/// determine_version_constraint with its default "semver" pinning): from the versions `lock`
+/// pins for the package in `environment` (every platform), `>=LOWEST,<NEXT` where NEXT is the
+/// highest's major + 1, or for a 0.x version its minor + 1 (`>=1.26.4,<2`, `>=0.4.1,<0.5`).
+/// Empty when the spec names a version, build or anything else (`numpy *` stays as written),
+/// when the package is not locked, or when the version does not start with plain numbers.
+std::string implicit_constraint(const std::string& spec, const Lockfile& lock, const std::string& environment) {
+  if (spec.find_first_of(" \t[]=<>!~*@,|") != std::string::npos) return "";
+  auto parsed = MatchSpec::parse(spec);
+  if (!parsed || parsed->version || parsed->build) return "";
+  const std::string name = parsed->exact_name();
+  auto env = lock.environments.find(environment);
+  if (name.empty() || env == lock.environments.end()) return "";
+  std::optional<Version> low, high;
+  for (const auto& [platform, lp] : env->second.platforms)
+    for (const auto& p : lp.packages)
+      if (p.name == name) {
+        if (!low || p.version < *low) low = p.version;
+        if (!high || *high < p.version) high = p.version;
+      }
+  if (!low) return "";
+  const std::string top = high->to_string();
+  std::vector<std::string> segments;
+  for (std::size_t at = 0; at <= top.size();) {
+    const std::size_t dot = std::min(top.find('.', at), top.size());
+    segments.push_back(top.substr(at, dot - at));
+    at = dot + 1;
+  }
+  const auto number = [](const std::string& t) -> std::optional<unsigned long> {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    return std::stoul(t);
+  };
+  const auto major = number(segments[0]);
+  if (!major) return "";
+  std::string upper;
+  if (*major > 0) {
+    upper = std::to_string(*major + 1);
+  } else {
+    const auto minor = segments.size() > 1 ? number(segments[1]) : std::nullopt;
+    if (!minor) return "";
+    upper = "0." + std::to_string(*minor + 1);
+  }
+  return ">=" + low->to_string() + ",<" + upper;
+}
 
 }  // namespace
 
@@ -126,6 +174,43 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
     const Error e = nothing_written(lock.error(), manifest_path, lock_path);
     if (diag.conflict) return report_conflict(ctx, e, *diag.conflict);
     return report_error(ctx, e);
+  }
+  // A spec added without a version gets pixi's implicit constraint from what was locked, and the
+  // manifest is locked again with that lock as previous (every record still fits: nothing moves,
+  // only the requested specs and the manifest hash).
+  if (adding && kind == DependencyKind::Conda && !args.no_pin) {
+    std::vector<std::string> pinned;
+    std::vector<std::size_t> which;
+    for (std::size_t i = 0; i < edited->edits.size(); ++i) {
+      const auto& e = edited->edits[i];
+      if (e.action != DependencyEdit::Action::Added) continue;
+      if (const std::string c = implicit_constraint(e.spec, *lock, *environment); !c.empty()) {
+        pinned.push_back(e.spec + " " + c);
+        which.push_back(i);
+      }
+    }
+    if (!pinned.empty()) {
+      auto repinned = add_dependencies(edited->manifest, edited->text, *environment, pinned, kind);
+      if (!repinned) return report_error(ctx, nothing_written(repinned.error(), manifest_path, lock_path));
+      LockOptions again = options;
+      again.previous = std::move(*lock);
+      LockDiagnostics quiet;  // its hints and warnings are those of the lock above
+      again.diagnostics = &quiet;
+      auto relocked = lock_manifest(repinned->manifest, again);
+      if (!relocked) {
+        const Error e = nothing_written(relocked.error(), manifest_path, lock_path);
+        if (quiet.conflict) return report_conflict(ctx, e, *quiet.conflict);
+        return report_error(ctx, e);
+      }
+      lock = std::move(relocked);
+      for (std::size_t n = 0; n < which.size(); ++n) {
+        DependencyEdit& e = edited->edits[which[n]];
+        e.spec = repinned->edits[n].spec;
+        e.line = repinned->edits[n].line;
+      }
+      edited->text = std::move(repinned->text);
+      edited->manifest = std::move(repinned->manifest);
+    }
   }
   // As `envlock lock` writes them (lock_manifest() fills them where it knows a base's too).
   if (lock->relative_channels.empty()) lock->relative_channels = relative_channel_urls(edited->manifest);

@@ -10,6 +10,8 @@
 //      or any other error before this step, leaves both files byte-identical; a manifest that
 //      changed on disk meanwhile is not overwritten (nothing is written); when the manifest
 //      cannot be written after the lockfile was, the lockfile's old bytes are put back;
+//   3a. add: a conda spec given without a version gets pixi's implicit constraint from the
+//      locked version (`>=1.26.4,<2`) unless --no-pin, and is locked again (nothing moves);
 //   4. unless --no-install, the environment is installed or updated as `envlock create` does
 //      (install_created(): the path `envlock install` takes), into .envlock/envs/<env>.
 // Output: "✔ Added SPEC" / "✔ Removed SPEC" lines (pixi's wording, on stdout here, as envlock
@@ -29,6 +31,7 @@ struct EditArgs {
   std::vector<std::string> values;   ///< add: the specs; rm: the package names
   bool pypi = false;                 ///< --pypi: the environment's `pip:` list
   bool no_install = false;           ///< --no-install: edit and lock only
+  bool no_pin = false;               ///< add --no-pin: a spec without a version is written as given
   bool offline = false;              ///< --offline: cached repodata only
 };
 

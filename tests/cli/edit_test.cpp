@@ -151,7 +151,7 @@ TEST_F(EditCli, AddKeepsACommentedManifestByteIdenticalOutsideTheChangedLine) {
             "    -   tool >=1.0\n"
             "\n"
             "environments:\n"
-            "  docs: {dependencies: [tool, app]}   # flow\n");
+            "  docs: {dependencies: [tool, \"app >=1.0,<2\"]}   # flow\n");
   // The lockfile agrees with the manifest it was written with.
   EXPECT_EQ(envlock("lock -f envlock.yaml --check").exit_code, 0);
 }
@@ -169,7 +169,7 @@ TEST_F(EditCli, TheLockfileMovesOnlyForWhatChanged) {
   auto r = envlock("add tool --no-install");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
-            "✔ Added tool\n"
+            "✔ Added tool >=1.0,<2\n"
             "locked envlock.lock\n"
             "  default / linux-64: 3 packages (1 added, 0 removed, 0 changed)\n"
             "      + tool 1.0 0\n");
@@ -293,7 +293,7 @@ TEST_F(EditCli, JsonIsOneObject) {
             "      \"action\": \"added\",\n"
             "      \"line\": 5,\n"
             "      \"name\": \"tool\",\n"
-            "      \"spec\": \"tool\"\n"
+            "      \"spec\": \"tool >=1.0,<2\"\n"
             "    }\n"
             "  ],\n"
             "  \"environment\": \"default\",\n"
@@ -321,6 +321,34 @@ TEST_F(EditCli, JsonIsOneObject) {
             "  \"manifest\": \"envlock.yaml\",\n"
             "  \"warnings\": []\n"
             "}\n");
+}
+
+// A spec added without a version gets pixi's implicit constraint from the locked version (add.rs,
+// determine_version_constraint, "semver" pinning): `>=1.0,<2`, and for 0.x `>=0.4.1,<0.5`.
+// --no-pin, or a version of `*`, keeps the spec as written.
+TEST_F(EditCli, ABareSpecGetsPixisImplicitConstraint) {
+  publish({record("zlib", "0.4.1")});
+  spit(manifest(), "channels: [../chan]\nplatforms: [linux-64]\ndependencies: [app]\n");
+  auto r = envlock("add zlib --no-install");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "✔ Added zlib >=0.4.1,<0.5\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 3 packages\n");
+  EXPECT_EQ(r.err, "");
+  auto bare = envlock("add --no-pin tool --no-install");
+  EXPECT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_EQ(bare.out,
+            "✔ Added tool\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 4 packages (1 added, 0 removed, 0 changed)\n"
+            "      + tool 1.0 0\n");
+  auto any = envlock("add 'app *' --no-install");
+  EXPECT_EQ(any.exit_code, 0) << any.err;
+  EXPECT_EQ(any.out.substr(0, any.out.find('\n')), "✔ Added app * (was app)");
+  EXPECT_EQ(slurp(manifest()), "channels: [../chan]\nplatforms: [linux-64]\ndependencies: [app *, \"zlib >=0.4.1,<0.5\", \"tool\"]\n");
+  // (`"tool"` is quoted as the list's last entry was: manifest_edit.hpp's rule for new entries.)
+  EXPECT_EQ(envlock("lock -f envlock.yaml --check").exit_code, 0);  // the lockfile is the pinned manifest's
 }
 
 // --pypi edits the environment's `- pip:` list (made when missing); the lockfile records it.
@@ -354,7 +382,7 @@ TEST_F(EditCli, AddAndRmUpdateTheEnvironment) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const fs::path prefix = root_ / "proj/.envlock/envs/default";
   EXPECT_EQ(filtered(r.out),
-            "✔ Added envlock-greet\n"
+            "✔ Added envlock-greet >=1.0.0,<2\n"
             "locked envlock.lock\n"
             "  default / linux-64: 2 packages\n"
             "envlock-greet 1.0.0: post-link ran\n"
