@@ -183,7 +183,7 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
     std::vector<std::size_t> which;
     for (std::size_t i = 0; i < edited->edits.size(); ++i) {
       const auto& e = edited->edits[i];
-      if (e.action != DependencyEdit::Action::Added) continue;
+      if (e.action == DependencyEdit::Action::Removed) continue;  // (add never removes)
       if (const std::string c = implicit_constraint(e.spec, *lock, *environment); !c.empty()) {
         pinned.push_back(e.spec + " " + c);
         which.push_back(i);

@@ -349,6 +349,10 @@ TEST_F(EditCli, ABareSpecGetsPixisImplicitConstraint) {
   EXPECT_EQ(slurp(manifest()), "channels: [../chan]\nplatforms: [linux-64]\ndependencies: [app *, \"zlib >=0.4.1,<0.5\", \"tool\"]\n");
   // (`"tool"` is quoted as the list's last entry was: manifest_edit.hpp's rule for new entries.)
   EXPECT_EQ(envlock("lock -f envlock.yaml --check").exit_code, 0);  // the lockfile is the pinned manifest's
+  // A bare name replacing an entry is pinned too; the entry it replaced is the one named.
+  auto again = envlock("add app --no-install");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out.substr(0, again.out.find('\n')), "✔ Added app >=1.0,<2 (was app *)");
 }
 
 // --pypi edits the environment's `- pip:` list (made when missing); the lockfile records it.
