@@ -9,7 +9,6 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 #include <unordered_map>
 #include <yaml-cpp/yaml.h>
@@ -19,6 +18,7 @@
 #include "envlock/snapshot.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
+#include "emit.hpp"
 #include "yaml_source.hpp"
 
 namespace envlock {
@@ -29,217 +29,58 @@ namespace {
 
 // ----- writing ---------------------------------------------------------------------------------
 //
-// The snapshot section is written by a streaming writer straight into one string (a 700-package
-// prefix has ~7,000 file lines; yaml-cpp's Emitter spent most of the capture time on them). The
-// layout is yaml-cpp's block style with two-space indentation, byte for byte as the Emitter wrote
-// it: `key: value`, nested blocks two columns deeper, `- ` items, flow rows `[a, b, ~]`, and
-// empty collections as `[]` / `{}` on the line below their key. The quoting decision per scalar
-// is yaml-cpp's own: strings of path-like characters are plain (what yaml-cpp writes for them);
-// anything else is handed to a one-scalar YAML::Emitter, so corner cases quote exactly as before.
+// The snapshot section is written by the one YAML emitter (src/yaml/emit.hpp) straight into one
+// string (a 700-package prefix has ~7,000 file lines; yaml-cpp's Emitter once spent most of the
+// capture time on them), with the lockfile's quoting policy: a string that any YAML 1.1 or 1.2
+// reader could take for a number, boolean or null is double-quoted.
 
-// Strings a YAML reader would take for a number, boolean or null are double-quoted, so every
-// YAML library reads them back as strings ("1.0", "yes", "null").
-bool looks_typed(std::string_view s) {
-  if (s.empty()) return true;
-  // Every alternative below starts with one of these characters and none contains '/': skip the
-  // regex for the file paths that make up most of a snapshot.
-  if (std::string_view("-+.0123456789yYnNtTfFoO~").find(s.front()) == std::string_view::npos) return false;
-  if (s.find('/') != std::string_view::npos) return false;
-  // Quoting is always correct; a long string is quoted without the regex, whose recursion grows
-  // with the length of what it matches (a 60,000-digit value would overflow the stack).
-  if (s.size() > 256) return true;
-  static const std::regex typed(
-      R"(^([-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|0x[0-9a-fA-F]+|0o[0-7]+|[Yy]|[Nn]|[Yy]es|YES|[Nn]o|NO|[Tt]rue|TRUE|[Ff]alse|FALSE|[Oo]n|ON|[Oo]ff|OFF|~|[Nn]ull|NULL)$)");
-  return std::regex_match(s.begin(), s.end(), typed);
-}
-
-bool simple_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '/' ||
-         c == '+' || c == '=' || c == '-';
-}
-
-// True when `s` is written as-is both plain and inside double quotes: letters, digits and
-// `_./+=-`, starting with a letter, digit, `_` or `/`, and not one of the words yaml-cpp itself
-// treats as null or boolean.
-bool simple_scalar(std::string_view s) {
-  if (s.empty()) return false;
-  const char c0 = s.front();
-  if (!((c0 >= 'a' && c0 <= 'z') || (c0 >= 'A' && c0 <= 'Z') || (c0 >= '0' && c0 <= '9') || c0 == '_' || c0 == '/')) return false;
-  for (char c : s) {
-    if (!simple_char(c)) return false;
-  }
-  if (s.size() <= 5) {
-    const std::string lower = ascii_lower(std::string(s));
-    for (const char* word : {"y", "n", "yes", "no", "true", "false", "on", "off", "null"}) {
-      if (lower == word) return false;
-    }
-  }
-  return true;
-}
-
-// yaml-cpp's rendering of one scalar (block or flow context, optionally forced double-quoted).
-std::string yaml_cpp_scalar(std::string_view s, bool flow, bool double_quoted) {
-  YAML::Emitter t;
-  if (flow) t << YAML::Flow << YAML::BeginSeq;
-  if (double_quoted) t << YAML::DoubleQuoted;
-  t << std::string(s);
-  if (flow) t << YAML::EndSeq;
-  std::string r = t.c_str();
-  if (flow && r.size() >= 2) r = r.substr(1, r.size() - 2);
-  return r;
-}
-
-class SnapshotYamlOut {
- public:
-  std::string out;
-
-  /// A string value: double-quoted when it looks typed, else as yaml-cpp would write it.
-  void str(std::string_view s, bool flow = false) {
-    const bool dq = looks_typed(s);
-    if (simple_scalar(s)) {
-      if (dq) out += '"';
-      out += s;
-      if (dq) out += '"';
-    } else if (s.empty()) {
-      out += "\"\"";
-    } else {
-      out += yaml_cpp_scalar(s, flow, dq);
-    }
-  }
-  /// Text yaml-cpp received as an unforced string (keys, numbers rendered by JSON).
-  void plain(std::string_view s, bool flow = false) {
-    if (simple_scalar(s)) out += s;
-    else out += yaml_cpp_scalar(s, flow, false);
-  }
-  void dquoted(std::string_view s, bool flow) {
-    if (simple_scalar(s) || s.empty()) {
-      out += '"';
-      out += s;
-      out += '"';
-    } else {
-      out += yaml_cpp_scalar(s, flow, true);
-    }
-  }
-
-  /// Starts a line at the current indentation (or with the pending `- ` of a list item map).
-  void key(std::string_view k) {
-    if (dash_) {
-      out.append(static_cast<std::size_t>(indent_ - 2), ' ');
-      out += "- ";
-      dash_ = false;
-    } else {
-      out.append(static_cast<std::size_t>(indent_), ' ');
-    }
-    plain(k);
-    out += ':';
-  }
-  void kv(std::string_view k, std::string_view v) {
-    key(k);
-    out += ' ';
-    str(v);
-    out += '\n';
-  }
-  void kv_nonempty(std::string_view k, std::string_view v) {
-    if (!v.empty()) kv(k, v);
-  }
-  void kv_num(std::string_view k, std::uint64_t v) {
-    key(k);
-    out += ' ';
-    out += std::to_string(v);
-    out += '\n';
-  }
-  void kv_bool(std::string_view k, bool v) {
-    key(k);
-    out += v ? " true\n" : " false\n";
-  }
-
-  /// `key:` followed by a nested block; `empty` writes `{}` / `[]` on the next line instead.
-  void open(std::string_view k, bool empty, const char* empty_text) {
-    key(k);
-    out += '\n';
-    if (empty) {
-      out.append(static_cast<std::size_t>(indent_ + 2), ' ');
-      out += empty_text;
-      out += '\n';
-    }
-    indent_ += 2;
-  }
-  void close() { indent_ -= 2; }
-
-  /// A list item holding a map: the map's first key goes on the `- ` line.
-  void begin_item_map() {
-    indent_ += 2;
-    dash_ = true;
-  }
-  void end_item_map() { indent_ -= 2; }
-  /// A list item on one line: `- ` then what the caller appends, then end_line().
-  void begin_item() {
-    out.append(static_cast<std::size_t>(indent_), ' ');
-    out += "- ";
-  }
-  void end_line() { out += '\n'; }
-
-  void strings(std::string_view k, const std::vector<std::string>& values) {
-    open(k, values.empty(), "[]");
-    for (const auto& v : values) {
-      begin_item();
-      str(v);
-      end_line();
-    }
-    close();
-  }
-
- private:
-  int indent_ = 0;
-  bool dash_ = false;
-};
+using yaml::BlockWriter;
 
 // A JSON value inside a flow collection; every string double-quoted.
-void json_flow(SnapshotYamlOut& w, const nlohmann::json& j) {
+void json_flow(BlockWriter& w, const nlohmann::json& j) {
   if (j.is_object()) {
-    w.out += '{';
+    w.raw("{");
     bool first = true;
     for (auto it = j.begin(); it != j.end(); ++it) {
-      if (!first) w.out += ", ";
+      if (!first) w.raw(", ");
       first = false;
-      w.plain(it.key(), true);
-      w.out += ": ";
+      w.flow_scalar(it.key());
+      w.raw(": ");
       json_flow(w, it.value());
     }
-    w.out += '}';
+    w.raw("}");
   } else if (j.is_array()) {
-    w.out += '[';
+    w.raw("[");
     bool first = true;
     for (const auto& v : j) {
-      if (!first) w.out += ", ";
+      if (!first) w.raw(", ");
       first = false;
       json_flow(w, v);
     }
-    w.out += ']';
+    w.raw("]");
   } else if (j.is_string()) {
-    w.dquoted(j.get_ref<const std::string&>(), true);
+    w.raw(yaml::double_quoted(j.get_ref<const std::string&>()));
   } else if (j.is_null()) {
-    w.out += '~';
+    w.raw("~");
   } else {
-    w.plain(j.dump(), true);  // numbers and booleans
+    w.raw(j.dump());  // numbers and booleans
   }
 }
 
 // `key: <json>` in block context: objects as nested block maps, arrays as flow lists, every
 // string double-quoted, so the reverse mapping is exact.
-void json_entry(SnapshotYamlOut& w, std::string_view k, const nlohmann::json& j) {
+void json_entry(BlockWriter& w, std::string_view k, const nlohmann::json& j) {
   if (j.is_object()) {
     w.open(k, j.empty(), "{}");
     for (auto it = j.begin(); it != j.end(); ++it) json_entry(w, it.key(), it.value());
     w.close();
     return;
   }
-  w.key(k);
-  w.out += ' ';
-  if (j.is_string()) w.dquoted(j.get_ref<const std::string&>(), false);
-  else if (j.is_null()) w.out += '~';
+  w.begin_value(k);
+  if (j.is_string()) w.raw(yaml::double_quoted(j.get_ref<const std::string&>()));
+  else if (j.is_null()) w.raw("~");
   else if (j.is_array()) json_flow(w, j);
-  else w.plain(j.dump());
+  else w.raw(j.dump());
   w.end_line();
 }
 
@@ -254,7 +95,7 @@ const char* source_name(PipSource s) {
   return "index";
 }
 
-void emit_host(SnapshotYamlOut& w, const HostFacts& h) {
+void emit_host(BlockWriter& w, const HostFacts& h) {
   w.kv("platform", h.platform);
   w.open("os", false, "");
   w.kv("id", h.os.id);
@@ -298,15 +139,15 @@ void emit_host(SnapshotYamlOut& w, const HostFacts& h) {
     w.open("packages", h.system_packages.empty(), "[]");
     for (const auto& p : h.system_packages) {
       w.begin_item();
-      w.out += '[';
-      w.str(p.name, true);
-      w.out += ", ";
-      w.str(p.version, true);
-      w.out += ", ";
-      w.str(p.architecture, true);
-      w.out += ", ";
-      w.str(p.status, true);
-      w.out += ']';
+      w.raw("[");
+      w.flow_scalar(p.name);
+      w.raw(", ");
+      w.flow_scalar(p.version);
+      w.raw(", ");
+      w.flow_scalar(p.architecture);
+      w.raw(", ");
+      w.flow_scalar(p.status);
+      w.raw("]");
       w.end_line();
     }
     w.close();
@@ -320,12 +161,12 @@ void emit_host(SnapshotYamlOut& w, const HostFacts& h) {
       w.open("packages", sp.packages.empty(), "[]");
       for (const auto& p : sp.packages) {
         w.begin_item();
-        w.out += '[';
+        w.raw("[");
         for (const std::string* f : {&p.name, &p.version, &p.installer, &p.source}) {
-          if (f != &p.name) w.out += ", ";
-          w.str(*f, true);
+          if (f != &p.name) w.raw(", ");
+          w.flow_scalar(*f);
         }
-        w.out += ']';
+        w.raw("]");
         w.end_line();
       }
       w.close();
@@ -357,7 +198,7 @@ std::string home_expanded(const std::string& text, bool url) {
   return url ? file_url_from_path(path) : path;
 }
 
-void emit_pip(SnapshotYamlOut& w, const PipDistribution& d) {
+void emit_pip(BlockWriter& w, const PipDistribution& d) {
   w.begin_item_map();
   w.kv("name", d.name);
   w.kv("version", d.version);
@@ -373,27 +214,27 @@ void emit_pip(SnapshotYamlOut& w, const PipDistribution& d) {
   w.kv_nonempty("subdirectory", d.subdirectory);
   w.kv("dist-info", d.dist_info);
   w.kv_nonempty("shadows", d.shadows);
-  if (!d.wheel_tags.empty()) w.strings("wheel-tags", d.wheel_tags);
+  if (!d.wheel_tags.empty()) w.list("wheel-tags", d.wheel_tags);
   w.kv_nonempty("requires-python", d.requires_python);
-  if (!d.requires_dist.empty()) w.strings("requires-dist", d.requires_dist);
+  if (!d.requires_dist.empty()) w.list("requires-dist", d.requires_dist);
   w.open("record", d.files.empty(), "[]");
   for (const auto& f : d.files) {
     w.begin_item();
-    w.out += '[';
-    w.str(f.path, true);
-    w.out += ", ";
-    w.str(f.sha256, true);
-    w.out += ", ";
-    if (f.size) w.out += std::to_string(*f.size);
-    else w.out += '~';
-    w.out += ']';
+    w.raw("[");
+    w.flow_scalar(f.path);
+    w.raw(", ");
+    w.flow_scalar(f.sha256);
+    w.raw(", ");
+    if (f.size) w.raw(std::to_string(*f.size));
+    else w.raw("~");
+    w.raw("]");
     w.end_line();
   }
   w.close();
   w.end_item_map();
 }
 
-void emit_drift(SnapshotYamlOut& w, const Drift& d) {
+void emit_drift(BlockWriter& w, const Drift& d) {
   w.kv_bool("hashed", d.hashed);
   w.open("modified", d.modified.empty(), "[]");
   for (const auto& m : d.modified) {
@@ -407,9 +248,9 @@ void emit_drift(SnapshotYamlOut& w, const Drift& d) {
     w.end_item_map();
   }
   w.close();
-  w.strings("unowned", d.unowned);
+  w.list("unowned", d.unowned);
   w.open("missing", d.missing.empty(), "{}");
-  for (const auto& [pkg, files] : d.missing) w.strings(pkg, files);
+  for (const auto& [pkg, files] : d.missing) w.list(pkg, files);
   w.close();
 }
 
@@ -656,8 +497,8 @@ std::string Snapshot::to_yaml() const {
   out += to_lockfile(*this, ShadowedRecords::LeftOut).to_yaml();
   if (!out.ends_with("\n")) out += "\n";
 
-  SnapshotYamlOut w;
-  w.out.reserve(1 << 16);
+  BlockWriter w;
+  w.reserve(1 << 16);
   w.open("snapshot", false, "");
   w.kv_num("format", static_cast<std::uint64_t>(format_version));
   w.kv_bool("complete", complete());
@@ -679,7 +520,7 @@ std::string Snapshot::to_yaml() const {
     w.kv("prefix", home_spelled(env.prefix));
     w.kv("platform", env.platform);
     w.open("files", env.packages.empty(), "{}");
-    for (const auto& p : env.packages) w.strings(p.record.name, p.files);
+    for (const auto& p : env.packages) w.list(p.record.name, p.files);
     w.close();
     const bool any_shadowed =
         std::any_of(env.packages.begin(), env.packages.end(), [](const CapturedPackage& p) { return !p.shadowed_by.empty(); });
@@ -711,7 +552,7 @@ std::string Snapshot::to_yaml() const {
   }
   w.close();
   w.close();
-  out += w.out;
+  out += w.take();
   return out;
 }
 

@@ -1,7 +1,6 @@
-// Lockfile::to_yaml — envlock's own emitter, so the bytes are fixed by this file alone:
-// fixed key order, sorted environments/platforms/packages, block style, 2-space indent, and
-// quoting that keeps every string a string under YAML 1.1 and 1.2 readers (PyYAML, yaml-cpp,
-// ruamel): versions such as 1.10 or 2 are always quoted.
+// Lockfile::to_yaml — fixed key order, sorted environments/platforms/packages, written by the
+// one YAML emitter (src/yaml/emit.hpp: block style, 2-space indent, quoting that keeps every
+// string a string under YAML 1.1 and 1.2 readers, so versions such as 1.10 or 2 are quoted).
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -13,56 +12,12 @@
 #include "envlock/lockfile.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/url.hpp"
+#include "emit.hpp"
 
 namespace envlock {
 namespace {
 
-bool is_reserved_word(std::string_view s) {
-  std::string l(s);
-  for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const char* const kWords[] = {"y", "n", "yes", "no", "true", "false", "on", "off", "null", "~"};
-  return std::any_of(std::begin(kWords), std::end(kWords), [&](const char* w) { return l == w; });
-}
-
-bool plain_safe(std::string_view s) {
-  if (s.empty() || is_reserved_word(s)) return false;
-  const unsigned char first = static_cast<unsigned char>(s.front());
-  if (!(std::isalpha(first) || first == '_' || first == '/')) return false;  // no digits: never a number
-  if (s.back() == ' ' || s.back() == ':') return false;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_.+-/=<>!*,:@%~?&#| ").find(c) != std::string_view::npos;
-    if (!ok) return false;
-    if (c == ':' && i + 1 < s.size() && s[i + 1] == ' ') return false;  // "a: b" would be a map
-    if (c == '#' && i > 0 && s[i - 1] == ' ') return false;             // " #" starts a comment
-  }
-  return true;
-}
-
-/// A YAML scalar for `s`: plain when unambiguous, else double-quoted with escapes.
-std::string q(std::string_view s) {
-  if (plain_safe(s)) return std::string(s);
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\x%02x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-  return out;
-}
+using yaml::BlockWriter;
 
 std::string number(double v) {
   char buf[64];
@@ -73,29 +28,6 @@ std::string number(double v) {
     s += ".0";  // keep it a float for YAML readers
   return s;
 }
-
-class Out {
- public:
-  void kv(int indent, std::string_view key, std::string_view value) { line(indent, std::string(key) + ": " + std::string(value)); }
-  void key(int indent, std::string_view k) { line(indent, std::string(k) + ":"); }
-  void list(int indent, std::string_view k, const std::vector<std::string>& items) {
-    if (items.empty()) {
-      kv(indent, k, "[]");
-      return;
-    }
-    key(indent, k);
-    for (const auto& i : items) line(indent + 2, "- " + q(i));
-  }
-  void line(int indent, const std::string& text) {
-    text_.append(static_cast<std::size_t>(indent), ' ');
-    text_ += text;
-    text_ += '\n';
-  }
-  std::string take() { return std::move(text_); }
-
- private:
-  std::string text_;
-};
 
 /// Spells the relative channels of a lockfile (and the URLs under them) relative to the directory
 /// the file is written to, and every other `file://` channel or URL under the home folder as
@@ -162,52 +94,50 @@ std::string respelled(std::string_view text, const LocalChannels& local) {
   return out;
 }
 
-void emit_package(Out& o, int ind, const LockedPackage& p, const LocalChannels& local) {
+void emit_package(BlockWriter& w, const LockedPackage& p, const LocalChannels& local) {
   // `- name:` opens the item; the other keys align under `name`.
-  o.line(ind, "- name: " + q(p.name));
-  const int k = ind + 2;
-  o.kv(k, "version", q(p.version.to_string()));
-  o.kv(k, "build", q(p.build));
-  o.kv(k, "build_number", std::to_string(p.build_number));
-  o.kv(k, "subdir", q(p.subdir));
-  if (p.noarch != NoArchKind::None) o.kv(k, "noarch", p.noarch == NoArchKind::Python ? "python" : "generic");
-  o.kv(k, "channel", q(local.channel(redact_url(p.channel))));
+  w.begin_item_map();
+  w.kv("name", p.name);
+  w.kv("version", p.version.to_string());
+  w.kv("build", p.build);
+  w.kv_raw("build_number", std::to_string(p.build_number));
+  w.kv("subdir", p.subdir);
+  if (p.noarch != NoArchKind::None) w.kv("noarch", p.noarch == NoArchKind::Python ? "python" : "generic");
+  w.kv("channel", local.channel(redact_url(p.channel)));
   const std::string url = local.url(redact_url(p.url));
-  o.kv(k, "url", q(url));
+  w.kv("url", url);
   const std::string base = url.substr(url.find_last_of('/') + 1);
-  if (!p.file_name.empty() && p.file_name != base) o.kv(k, "file_name", q(p.file_name));
-  if (!p.sha256.empty()) o.kv(k, "sha256", q(p.sha256));
-  if (!p.md5.empty()) o.kv(k, "md5", q(p.md5));
-  if (p.size) o.kv(k, "size", std::to_string(*p.size));
-  o.list(k, "depends", p.depends);
-  o.list(k, "constrains", p.constrains);
-  if (!p.license.empty()) o.kv(k, "license", q(p.license));
-  if (!p.license_family.empty()) o.kv(k, "license_family", q(p.license_family));
-  if (p.timestamp) o.kv(k, "timestamp", std::to_string(*p.timestamp));
-  o.list(k, "track_features", p.track_features);
-  if (!p.features.empty()) o.kv(k, "features", q(p.features));
-  if (!p.python_site_packages_path.empty()) o.kv(k, "python_site_packages_path", q(p.python_site_packages_path));
-  if (!p.arch.empty()) o.kv(k, "arch", q(p.arch));
-  if (!p.platform.empty()) o.kv(k, "platform", q(p.platform));
-  o.kv(k, "layer", q(p.layer));
+  if (!p.file_name.empty() && p.file_name != base) w.kv("file_name", p.file_name);
+  w.kv_nonempty("sha256", p.sha256);
+  w.kv_nonempty("md5", p.md5);
+  if (p.size) w.kv_raw("size", std::to_string(*p.size));
+  w.list("depends", p.depends);
+  w.list("constrains", p.constrains);
+  w.kv_nonempty("license", p.license);
+  w.kv_nonempty("license_family", p.license_family);
+  if (p.timestamp) w.kv_raw("timestamp", std::to_string(*p.timestamp));
+  w.list("track_features", p.track_features);
+  w.kv_nonempty("features", p.features);
+  w.kv_nonempty("python_site_packages_path", p.python_site_packages_path);
+  w.kv_nonempty("arch", p.arch);
+  w.kv_nonempty("platform", p.platform);
+  w.kv("layer", p.layer);
+  w.end_item_map();
 }
 
 // A pip entry; a pip line that names no project (`-e .`, `--extra-index-url URL`) has no `name`
 // key: it starts with its first key present. URLs, the requirement's included, credential-free.
-void emit_pip(Out& o, int ind, const PipPackage& p, const LocalChannels& local) {
-  std::vector<std::pair<std::string_view, std::string>> keys;
-  if (!p.name.empty()) keys.emplace_back("name", q(p.name));
-  if (!p.version.empty()) keys.emplace_back("version", q(p.version));
+void emit_pip(BlockWriter& w, const PipPackage& p, const LocalChannels& local) {
+  w.begin_item_map();
+  w.kv_nonempty("name", p.name);
+  w.kv_nonempty("version", p.version);
   // An editable or path source under the home folder is written `~/…`, in its URL and in its
   // requirement (`mylib @ ~/src/mylib`), and read back against the reader's home folder.
-  if (!p.url.empty()) keys.emplace_back("url", q(local.url(redact_url(p.url))));
-  if (!p.sha256.empty()) keys.emplace_back("sha256", q(p.sha256));
-  if (!p.requirement.empty()) keys.emplace_back("requirement", q(respelled(redact_text(p.requirement), local)));
-  if (p.editable) keys.emplace_back("editable", "true");
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (i == 0) o.line(ind, "- " + std::string(keys[i].first) + ": " + keys[i].second);
-    else o.kv(ind + 2, keys[i].first, keys[i].second);
-  }
+  if (!p.url.empty()) w.kv("url", local.url(redact_url(p.url)));
+  w.kv_nonempty("sha256", p.sha256);
+  if (!p.requirement.empty()) w.kv("requirement", respelled(redact_text(p.requirement), local));
+  if (p.editable) w.kv_bool("editable", true);
+  w.end_item_map();
 }
 
 template <class T, class Key>
@@ -227,74 +157,72 @@ std::string Lockfile::written_locations(std::string_view text, const std::filesy
 
 std::string Lockfile::to_yaml(const std::filesystem::path& directory) const {
   const LocalChannels local(relative_channels, directory);
-  Out o;
-  o.line(0, "# envlock.lock — written by `envlock lock`; do not edit by hand. Format: docs/lockfile.md");
-  o.kv(0, "version", std::to_string(version));
-  o.kv(0, "manifest_hash", q(manifest_hash));
-  if (environments.empty()) {
-    o.kv(0, "environments", "{}");
-    return o.take();
-  }
-  o.key(0, "environments");
+  BlockWriter w;
+  w.comment("envlock.lock — written by `envlock lock`; do not edit by hand. Format: docs/lockfile.md");
+  w.kv_raw("version", std::to_string(version));
+  w.kv("manifest_hash", manifest_hash);
+  w.open("environments", environments.empty(), "{}");
   for (const auto& [env_name, env] : environments) {
-    o.key(2, q(env_name));
-    if (!env.base.empty()) o.kv(4, "base", q(env.base));
+    w.open(env_name);
+    w.kv_nonempty("base", env.base);
     if (env.base_lockfile) {
-      o.key(4, "base-lockfile");
-      o.kv(6, "lockfile", q(env.base_lockfile->lockfile));
-      o.kv(6, "environment", q(env.base_lockfile->environment));
-      o.kv(6, "sha256", q(env.base_lockfile->sha256));
+      w.open("base-lockfile");
+      w.kv("lockfile", env.base_lockfile->lockfile);
+      w.kv("environment", env.base_lockfile->environment);
+      w.kv("sha256", env.base_lockfile->sha256);
+      w.close();
     }
     std::vector<std::string> requested = env.requested;
     std::sort(requested.begin(), requested.end());
-    o.list(4, "requested", requested);
+    w.list("requested", requested);
     if (env.reference) {
       const ReferenceRun& r = *env.reference;
-      o.key(4, "reference");
-      o.kv(6, "command", q(r.command));
-      o.kv(6, "metric", q(r.metric));
-      o.kv(6, "tolerance", number(r.tolerance));
-      if (r.recorded_value) o.kv(6, "recorded_value", number(*r.recorded_value));
+      w.open("reference");
+      w.kv("command", r.command);
+      w.kv("metric", r.metric);
+      w.kv_raw("tolerance", number(r.tolerance));
+      if (r.recorded_value) w.kv_raw("recorded_value", number(*r.recorded_value));
       if (!r.recorded_host.empty()) {
-        o.key(6, "recorded_host");
-        for (const auto& [k, v] : r.recorded_host) o.kv(8, q(k), q(v));
+        w.open("recorded_host");
+        for (const auto& [k, v] : r.recorded_host) w.kv(k, v);
+        w.close();
       }
+      w.close();
     }
-    if (env.platforms.empty()) {
-      o.kv(4, "platforms", "{}");
-      continue;
-    }
-    o.key(4, "platforms");
+    w.open("platforms", env.platforms.empty(), "{}");
     for (const auto& [platform, lp] : env.platforms) {
-      o.key(6, q(platform));
+      w.open(platform);
       std::vector<std::string> channels;
       for (const auto& c : lp.channels) channels.push_back(local.channel(redact_url(c)));
-      o.list(8, "channels", channels);  // priority order: not sorted
+      w.list("channels", channels);  // priority order: not sorted
       // The names the manifest gives mirrors, keyed by the channel as written above.
       if (std::any_of(lp.channel_names.begin(), lp.channel_names.end(), [](const std::string& n) { return !n.empty(); })) {
-        o.key(8, "channel_names");
+        w.open("channel_names");
         for (std::size_t i = 0; i < channels.size() && i < lp.channel_names.size(); ++i)
-          if (!lp.channel_names[i].empty()) o.kv(10, q(channels[i]), q(lp.channel_names[i]));
+          if (!lp.channel_names[i].empty()) w.kv(channels[i], lp.channel_names[i]);
+        w.close();
       }
       std::vector<std::string> vps;
       for (const auto* vp : sorted(lp.virtual_packages, [](const VirtualPackage& v) { return v.name; }))
         vps.push_back(vp->to_string());
-      o.list(8, "virtual_packages", vps);
+      w.list("virtual_packages", vps);
       auto pkgs = sorted(lp.packages, [](const LockedPackage& p) { return std::tie(p.name, p.subdir, p.build); });
-      if (pkgs.empty()) {
-        o.kv(8, "packages", "[]");
-      } else {
-        o.key(8, "packages");
-        for (const auto* p : pkgs) emit_package(o, 10, *p, local);
-      }
+      w.open("packages", pkgs.empty(), "[]");
+      for (const auto* p : pkgs) emit_package(w, *p, local);
+      w.close();
       if (!lp.pip.empty()) {
-        o.key(8, "pip");
+        w.open("pip");
         for (const auto* p : sorted(lp.pip, [](const PipPackage& x) { return std::tie(x.name, x.requirement); }))
-          emit_pip(o, 10, *p, local);
+          emit_pip(w, *p, local);
+        w.close();
       }
+      w.close();
     }
+    w.close();
+    w.close();
   }
-  return o.take();
+  w.close();
+  return w.take();
 }
 
 Status Lockfile::write(const std::filesystem::path& path) const {

@@ -362,7 +362,7 @@ TEST(SnapshotCli, DisagreeingDriverFactsAreKeptBothAndNamed) {
   EXPECT_EQ(s->host.nvidia->smi_driver_version, "535.54.03");
   EXPECT_EQ(s->host.nvidia->libcuda_version, "535.54.03");
   const std::string text = testing::slurp(out);
-  EXPECT_NE(text.find("      driver: 535.104.05\n      cuda: \"12.2\"\n      driver-nvidia-smi: 535.54.03\n      libcuda: 535.54.03\n"),
+  EXPECT_NE(text.find("      driver: \"535.104.05\"\n      cuda: \"12.2\"\n      driver-nvidia-smi: \"535.54.03\"\n      libcuda: \"535.54.03\"\n"),
             std::string::npos)
       << text;
 }

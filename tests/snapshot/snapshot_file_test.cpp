@@ -72,14 +72,15 @@ TEST(SnapshotFile, PathsUnderTheHomeFolderAreWrittenWithTilde) {
   const Snapshot s = h.capture_it();
   ::setenv("HOME", "/opt/conda", 1);
   const std::string prefix_text = s.to_yaml();
-  EXPECT_NE(prefix_text.find("\n      prefix: ~/envs/train\n"), std::string::npos) << prefix_text;
+  EXPECT_NE(prefix_text.find("\n      prefix: \"~/envs/train\"\n"), std::string::npos) << prefix_text;
   EXPECT_EQ(prefix_text.find("/opt/conda/"), std::string::npos);
   ::setenv("HOME", "/srv", 1);
   const std::string pip_text = s.to_yaml();
   EXPECT_EQ(pip_text.find("/srv/"), std::string::npos) << pip_text;
   EXPECT_NE(pip_text.find(" url: \"~/src/mylib\"\n"), std::string::npos) << pip_text;  // the envlock.lock part
   EXPECT_NE(pip_text.find(" requirement: MyLib @ ~/src/mylib\n"), std::string::npos) << pip_text;
-  EXPECT_NE(pip_text.find(" url: ~/src/mylib\n"), std::string::npos) << pip_text;  // the snapshot block
+  // The snapshot block, quoted as the envlock.lock part is (one emitter, one quoting policy).
+  EXPECT_NE(pip_text.find("\n          url: \"~/src/mylib\"\n"), std::string::npos) << pip_text;
   ::setenv("HOME", "/home/bo", 1);  // read by another user: their home folder
   const auto back = Snapshot::parse(prefix_text, "snap.yaml");
   ASSERT_TRUE(back.ok()) << back.error().to_string();
