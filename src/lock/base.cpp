@@ -14,6 +14,7 @@
 #include "envlock/hash.hpp"
 #include "envlock/lock.hpp"
 #include "envlock/paths.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
@@ -128,6 +129,98 @@ std::vector<std::string> pin_differences(const LockedPackage& locked, const Lock
   return out;
 }
 
+/// Where `key` of the package `name` of `environment` / `platform` is written in base text laid
+/// out as envlock's emitter writes it (docs/lockfile.md: environments at indent 2, platforms at
+/// 6, `- name:` at 10, the package's keys at 12): "FILE:LINE:COL" of the value, or FILE alone
+/// when the text is laid out otherwise (a hand-written base).
+std::string place_in_base(const std::string& text, const std::string& file, const std::string& environment,
+                          const std::string& platform, const std::string& name, const std::string& key) {
+  auto unquoted = [](std::string_view v) {
+    if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+    return v;
+  };
+  auto is_key = [&](std::string_view line, std::size_t indent, std::string_view want) {
+    if (line.size() <= indent || line.substr(0, indent) != std::string(indent, ' ') || line[indent] == ' ') return false;
+    std::string_view k = line.substr(indent);
+    if (!k.ends_with(":")) return false;
+    return unquoted(k.substr(0, k.size() - 1)) == want;
+  };
+  int depth = 0;  // 1: in the environment, 2: in the platform, 3: in the package
+  std::size_t start = 0;
+  for (int n = 1; start < text.size(); ++n) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    const std::size_t indent = line.find_first_not_of(' ');
+    if (indent == std::string_view::npos || line[indent] == '#') continue;
+    if (indent <= 2) depth = 0;
+    if (depth == 0) {
+      if (is_key(line, 2, environment)) depth = 1;
+      continue;
+    }
+    if (indent <= 6 && depth > 1) depth = 1;
+    if (depth == 1) {
+      if (is_key(line, 6, platform)) depth = 2;
+      continue;
+    }
+    if (indent <= 10 && depth == 3) depth = 2;
+    if (depth == 2) {
+      const std::string_view item = "- name: ";
+      if (indent == 10 && line.substr(10).starts_with(item) && unquoted(line.substr(10 + item.size())) == name) depth = 3;
+      continue;
+    }
+    const std::string prefix = key + ": ";
+    if (indent == 12 && line.substr(12).starts_with(prefix))
+      return file + ":" + std::to_string(n) + ":" + std::to_string(12 + prefix.size() + 1);
+  }
+  return file;
+}
+
+/// A relative spelling kept as written (an https:// base: docs/manifest.md), `./…`, `../…`, `~/…`.
+bool kept_relative(const std::string& url) {
+  return url.starts_with("./") || url.starts_with("../") || url.starts_with("~/");
+}
+
+/// Why the base's pin `p` cannot be installed as it is, or nullopt; and the key it is about. The
+/// checks `install` makes of a locked record (the package cache's file name rule, the fetch
+/// module's schemes), made when the base is read so that they name the base, not "lock again"
+/// (attack on issue 18, finding 4), plus: no control or invisible characters in what is printed
+/// and fetched, no `.` or `..` path segment, and a pin of a channel the base names by a relative
+/// directory stays under that channel's folder.
+std::optional<std::pair<std::string, std::string>> unsafe_pin(const LockedPackage& p, const Lockfile& base,
+                                                               const fs::path& directory) {
+  // URLs as the base writes them (its relative channels relative to its folder), credential-free.
+  auto spelled = [&](const std::string& u) { return base.written_locations(redact_url(u), directory); };
+  for (const auto& [key, value] : {std::pair<std::string, const std::string*>{"url", &p.url}, {"channel", &p.channel},
+                                   {"file_name", &p.file_name}, {"build", &p.build}, {"subdir", &p.subdir}})
+    if (printable(*value) != *value)
+      return std::pair{key, "its " + key + " holds control or invisible characters ('" + printable(spelled(*value)) + "')"};
+  const std::string shown = "'" + spelled(p.url) + "'";
+  const bool relative = kept_relative(p.url);
+  if (!relative && !p.url.starts_with("https://") && !p.url.starts_with("http://") && !p.url.starts_with("file://"))
+    return std::pair{std::string("url"), "its url " + shown + " is not an https://, http:// or file:// URL"};
+  std::string path = p.url.substr(0, p.url.find_first_of("?#"));
+  if (relative) {
+    while (path.starts_with("./") || path.starts_with("../") || path.starts_with("~/")) path.erase(0, path.find('/') + 1);
+  } else {
+    const std::size_t authority = path.find("://") + 3;
+    const std::size_t slash = path.find('/', authority);
+    path = slash == std::string::npos ? std::string() : path.substr(slash);
+  }
+  if (("/" + path + "/").find("/../") != std::string::npos || ("/" + path + "/").find("/./") != std::string::npos)
+    return std::pair{std::string("url"), "its url " + shown + " has a '.' or '..' path segment"};
+  if (std::find(base.relative_channels.begin(), base.relative_channels.end(), p.channel) != base.relative_channels.end() &&
+      !(p.url.size() > p.channel.size() && p.url.starts_with(p.channel) && p.url[p.channel.size()] == '/'))
+    return std::pair{std::string("url"), "its url leaves the folder of its channel " + spelled(p.channel) +
+                                             " (it names " + spelled(p.url) + ")"};
+  const std::string identity = p.dist_name();
+  if (p.file_name != identity + ".conda" && p.file_name != identity + ".tar.bz2")
+    return std::pair{std::string(p.file_name == p.url.substr(p.url.find_last_of('/') + 1) ? "url" : "file_name"),
+                     "its url names the file " + p.file_name + ", not the record's " + identity + ".conda or .tar.bz2"};
+  return std::nullopt;
+}
+
 /// "name version build" of every package of `packages`, by name.
 std::map<std::string, std::string> by_name(const std::vector<LockedPackage>& packages) {
   std::map<std::string, std::string> out;
@@ -202,6 +295,17 @@ Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const Manifest
                  "the base lockfile " + redact_url(b.lockfile) + " has no environment '" + b.environment + "'", "",
                  "its environments: " + join(names)};
   }
+  // Every pin the project takes over must be installable as it is: the project cannot fix a
+  // record of another team's file, so the error names the base's line and its owners.
+  for (const auto& [platform, lp] : out.environment().platforms)
+    for (const auto& p : lp.packages)
+      if (auto unsafe = unsafe_pin(p, out.lockfile, bytes->second))
+        return Error{ErrorKind::Parse,
+                     place_in_base(bytes->first, redact_url(b.lockfile), b.environment, platform, p.name, unsafe->first),
+                     "base pin " + pin(p) + " of environment " + b.environment + " (" + platform + "): " + unsafe->second,
+                     "the base of environment '" + env.name + "' at " + where + "; nothing was written",
+                     "the base is its owners' file: ask them to fix " + redact_url(b.lockfile) +
+                         " and lock it again (locking this project again cannot fix it)"};
   return out;
 }
 

@@ -8,6 +8,8 @@
 // depends, subdir, sha256, size).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "channel/corpus_channel.hpp"
@@ -532,6 +534,68 @@ TEST(BaseLockfile, EditedLayerIsCaughtAndBaseOnlyRefusesAnEmptyBase) {
   EXPECT_EQ(r.out, "locked app/envlock.lock\n  default / linux-64: 2 packages (0 added, 0 removed, 1 changed)\n"
                    "      ~ tool 1.0 0 (layer base:nope -> default)\n");
   EXPECT_EQ(slurp(t.dir() / "app" / "envlock.lock"), text);
+}
+
+}  // namespace
+}  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// Attack on issue 18, finding 4: a base whose pins had hostile URLs (control bytes, another
+// scheme, a path that leaves its channel, a file name that is not the record's) was accepted by
+// `lock` and `lock --check`; `install` failed later, with the hint "lock again", which the project
+// cannot do for another team's file. The base is now checked when it is read, as `install` checks
+// a record (the package cache's `<name>-<version>-<build>` file name rule, as conda and rattler
+// name cache entries; the fetch module's schemes), naming the base's file:line:col, the pin, and
+// its owners as the ones to fix it (as the conflict hint names them); nothing is written.
+TEST(BaseLockfile, HostileUrlsInTheBaseAreRefusedAtLock) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  const fs::path base = t.dir() / "platform" / "envlock.lock";
+  const std::string text = slurp(base);
+  const std::string from = "url: \"../channel/linux-64/libbase-1.0-0.tar.bz2\"";
+  ASSERT_NE(text.find(from), std::string::npos) << text;
+  const std::string line = std::to_string(std::count(text.begin(), text.begin() + text.find(from), '\n') + 1);
+  t.write_app(kBase, "tool");
+  const std::string outside = "file://" + t.dir().parent_path().string() + "/etc/libbase-1.0-0.tar.bz2";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"../channel/linux-64/libbase\\x1b[31m-1.0-0.tar.bz2",
+       "its url holds control or invisible characters ('../channel/linux-64/libbase\\x1b[31m-1.0-0.tar.bz2')"},
+      {"ftp://mirror.example/linux-64/libbase-1.0-0.tar.bz2",
+       "its url 'ftp://mirror.example/linux-64/libbase-1.0-0.tar.bz2' is not an https://, http:// or file:// URL"},
+      {"https://mirror.example/channel/linux-64/../../libbase-1.0-0.tar.bz2",
+       "its url 'https://mirror.example/channel/linux-64/../../libbase-1.0-0.tar.bz2' has a '.' or '..' path segment"},
+      {"../channel/linux-64/../../../etc/libbase-1.0-0.tar.bz2",
+       "its url leaves the folder of its channel ../channel (it names " + outside + ")"},
+      {"../channel/linux-64/tool-1.0-0.tar.bz2",
+       "its url names the file tool-1.0-0.tar.bz2, not the record's libbase-1.0-0.conda or .tar.bz2"},
+  };
+  for (const auto& [url, why] : cases) {
+    std::string edited = text;
+    edited.replace(edited.find(from), from.size(), "url: \"" + url + "\"");
+    spit(base, edited);
+    const std::string refused = "error: ../platform/envlock.lock:" + line + ":18: base pin libbase 1.0 0 of environment "
+                                "runtime (linux-64): " + why + "\n"
+                                "the base of environment 'default' at app/envlock.yaml:4:11; nothing was written\n"
+                                "hint: the base is its owners' file: ask them to fix ../platform/envlock.lock and lock it "
+                                "again (locking this project again cannot fix it)\n";
+    for (const char* cmd : {"lock -f app/envlock.yaml", "lock --check -f app/envlock.yaml"}) {
+      if (std::string(cmd).find("--check") != std::string::npos) {
+        spit(base, text);  // a lockfile made on the good base, then the base goes bad
+        ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+        spit(base, edited);
+      }
+      auto r = t.envlock(cmd);
+      EXPECT_EQ(r.exit_code, 1) << cmd << " " << url;
+      EXPECT_EQ(r.out, "") << cmd << " " << url;
+      EXPECT_EQ(r.err, refused) << cmd << " " << url;
+      if (std::string(cmd).find("--check") == std::string::npos) {
+        EXPECT_FALSE(fs::exists(t.dir() / "app" / "envlock.lock")) << url;
+      }
+      fs::remove(t.dir() / "app" / "envlock.lock");
+    }
+  }
 }
 
 }  // namespace
