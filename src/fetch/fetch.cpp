@@ -198,6 +198,7 @@ struct Transfer {
                          // CondaToken), a file:// URL in its encoded spelling
   std::optional<Credential> credential;  // from the credentials file
   std::optional<Error> bad_url;  // a file:// URL that names no local path
+  std::string file_path;         // the local path a file:// URL names
   std::uint64_t unknown_size_cap = 0;  // bytes a download without FetchRequest::size may have
   bool cap_exceeded = false;           // on_body stopped the transfer at that cap
   std::filesystem::path partial;
@@ -391,8 +392,12 @@ class Batch {
       if (t.scheme == Scheme::File) {
         // libcurl refuses a raw space; a lockfile written before URLs were encoded may hold one.
         // Decoding an encoded URL and encoding it again gives the same URL.
-        if (auto path = path_from_file_url(url)) t.curl_url = file_url_from_path(*path);
-        else t.bad_url = path.error();
+        if (auto path = path_from_file_url(url)) {
+          t.curl_url = file_url_from_path(*path);
+          t.file_path = *path;
+        } else {
+          t.bad_url = path.error();
+        }
       }
       t.label = requests[i].label.empty() ? last_segment(t.redacted) : requests[i].label;
       if (auto cap = unknown_size_cap(options)) t.unknown_size_cap = *cap;
@@ -445,6 +450,21 @@ std::optional<Error> Batch::validate(const Transfer& t, std::set<std::string>& s
                  "", "use an http://, https:// or file:// URL"};
   }
   if (t.bad_url) return Error{ErrorKind::Usage, t.redacted, t.bad_url->message, "", t.bad_url->hint};
+  // A file:// URL naming a FIFO, device, socket or folder: libcurl's read of a FIFO waits for a
+  // writer forever, of a device reads without end. Only a regular file (a link to one is fine)
+  // is read, as conda's local channels read only files (requests' file adapter opens them).
+  if (t.scheme == Scheme::File) {
+    struct stat st {};
+    if (::stat(t.file_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      const char* what = S_ISFIFO(st.st_mode)  ? "a FIFO (named pipe)"
+                         : S_ISDIR(st.st_mode) ? "a folder"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                       : "not a regular file";
+      return Error{ErrorKind::Io, t.redacted, std::string("names ") + what + ", not a regular file; refusing to read it",
+                   "", "point the URL at the file itself (a file:// URL is read only when it names a regular file)"};
+    }
+  }
   if (!r.size && cap_error_) return *cap_error_;
   if (r.destination.empty()) {
     return Error{ErrorKind::Usage, t.redacted, "download request without a destination path"};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1722,5 +1723,64 @@ environments:
             "nothing was installed; the prefix was not touched\n"
             "hint: use an http://, https:// or file:// URL\n");
   EXPECT_FALSE(fs::exists(d / "env"));
+  fs::remove_all(d);
+}
+
+// A FIFO (or any file that is not a regular one) at a locked file:// URL (issue 23): libcurl's
+// read waited for a writer forever, and the install hung. It is refused at once, naming the URL,
+// as conda's local channels read only files; a device and a folder the same.
+TEST(InstallCli, AFileUrlNamingAFifoOrDeviceIsRefusedNotReadForever) {
+  const fs::path d = fs::temp_directory_path() / ("envlock-fifo-url-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d / "channel/linux-64");
+  ASSERT_EQ(::mkfifo((d / "channel/linux-64/numpy-1.26.4-py312h8753938_0.conda").c_str(), 0644), 0);
+  const std::string file = "linux-64/numpy-1.26.4-py312h8753938_0.conda";
+  fs::create_directories((d / "device" / file).parent_path());
+  fs::create_symlink("/dev/zero", d / "device" / file);  // a link to a device: what it names counts
+  fs::create_directories(d / "folder" / file);
+  struct Case {
+    std::string url, what;
+  };
+  for (const Case& c : std::vector<Case>{{"file://" + (d / "channel" / file).string(), "a FIFO (named pipe)"},
+                                         {"file://" + (d / "device" / file).string(), "a device"},
+                                         {"file://" + (d / "folder" / file).string(), "a folder"}}) {
+    SCOPED_TRACE(c.url);
+    std::ofstream(d / "fifo.lock") << "version: 1\nmanifest_hash: sha256:" << std::string(64, 'c') << R"(
+environments:
+  default:
+    requested:
+      - numpy
+    platforms:
+      linux-64:
+        channels:
+          - file://)" << (d / "channel").string() << R"(
+        packages:
+          - name: numpy
+            version: "1.26.4"
+            build: py312h8753938_0
+            build_number: 0
+            subdir: linux-64
+            channel: file://)" << (d / "channel").string() << R"(
+            url: ")" << c.url << R"("
+            sha256: )" << std::string(64, 'a') << R"(
+            depends: []
+            layer: default
+)";
+    const auto r = run_command("cd '" + d.string() + "' && ENVLOCK_PKGS_DIRS='" + (d / "pkgs").string() +
+                               "' timeout 60 " + envlock_cmd() + " install -l fifo.lock -p '" + (d / "env").string() + "'");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    // The link resolves outside the lockfile's folder (to /dev/zero): named first, as any such file.
+    const std::string outside =
+        c.what != "a device" ? ""
+                             : "warning: 1 package(s) come from file://" + (d / "device/linux-64").string() +
+                                   ", a local folder outside the lockfile's folder " + d.string() +
+                                   " (check that it is the one meant): numpy-1.26.4-py312h8753938_0\n";
+    EXPECT_EQ(r.err, outside + "error: " + c.url + ": names " + c.what + ", not a regular file; refusing to read it\n"
+                     "package: numpy-1.26.4-py312h8753938_0 from " + c.url + "\n"
+                     "nothing was installed; the prefix was not touched\n"
+                     "hint: point the URL at the file itself (a file:// URL is read only when it names a regular file)\n");
+    EXPECT_FALSE(fs::exists(d / "env"));
+  }
   fs::remove_all(d);
 }
