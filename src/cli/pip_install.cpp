@@ -1,6 +1,7 @@
 // pip_install.cpp — `envlock install`'s pip step (pip_install.hpp).
 #include "pip_install.hpp"
 
+#include <map>
 #include <system_error>
 
 #include "envlock/fetch.hpp"
@@ -109,16 +110,21 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
   }
   const fs::path site = prefix / ("lib/python" + *xy + "/site-packages");
   const std::string site_rel = "lib/python" + *xy + "/site-packages";
+  // What is there already, read once (envlock install again over the same lockfile: the conda
+  // step carries pip files over as files no package owns).
+  std::multimap<std::string, PipDistribution> present;
+  for (const fs::path& dir : dist_info_dirs(site)) {
+    auto dist = read_dist_info(dir, site_rel + "/" + dir.filename().string(), DistInfoParts::WithoutRecord);
+    if (dist) present.emplace(pep503_normalize(dist->name), std::move(*dist));
+  }
   for (const FetchedWheel& w : wheels) {
     auto name = parse_wheel_file_name(w.path.filename().string());
     if (!name) return name.error();
-    // Already there? (envlock install again over the same lockfile: the conda step carries pip
-    // files over as files no package owns.)
     bool kept = false;
     std::string replaces, replaced;
-    for (const fs::path& dir : dist_info_dirs(site)) {
-      auto dist = read_dist_info(dir, site_rel + "/" + dir.filename().string(), DistInfoParts::WithoutRecord);
-      if (!dist || pep503_normalize(dist->name) != pep503_normalize(name->distribution)) continue;
+    const auto [from, to] = present.equal_range(pep503_normalize(name->distribution));
+    for (auto it = from; it != to; ++it) {
+      const PipDistribution* dist = &it->second;
       if (dist->version == name->version) {
         kept = true;
         break;

@@ -256,10 +256,14 @@ class StagedFile {
     if (fd_ >= 0) ::close(fd_);
   }
 
-  Status open(const fs::path& path, const std::string& shown, bool executable) {
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    if (ec) return io_error(shown, "cannot create its folder", ec.value());
+  /// `made` holds the folders made so far (each is made once, not stat(2)ed per file).
+  Status open(const fs::path& path, const std::string& shown, bool executable, std::set<fs::path>& made) {
+    if (fs::path parent = path.parent_path(); !made.count(parent)) {
+      std::error_code ec;
+      fs::create_directories(parent, ec);
+      if (ec) return io_error(shown, "cannot create its folder", ec.value());
+      made.insert(std::move(parent));
+    }
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, executable ? 0777 : 0666);
     if (fd_ < 0) {
       if (errno == EEXIST) {
@@ -274,7 +278,7 @@ class StagedFile {
   }
 
   Status write(std::string_view bytes) {
-    hasher_.update(bytes);
+    if (hashing_) hasher_.update(bytes);
     while (!bytes.empty()) {
       const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
       if (n < 0) {
@@ -286,6 +290,9 @@ class StagedFile {
     return ok_status();
   }
 
+  /// Bytes written are not hashed (the caller hashes them); close() then returns no digest.
+  void skip_hashing() { hashing_ = false; }
+
   /// Closes the file; executables get x for everyone past the umask (installer's
   /// make_file_executable: 0777 & ~umask | 0111). Returns the sha256 and size written.
   Result<std::pair<std::string, std::uint64_t>> close() {
@@ -296,12 +303,14 @@ class StagedFile {
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) return io_error(shown_, "cannot write", errno);
+    if (!hashing_) return std::make_pair(std::string(), std::uint64_t{0});
     const std::uint64_t size = hasher_.bytes();
     return std::make_pair(hasher_.hex_digest(), size);
   }
 
  private:
   int fd_ = -1;
+  bool hashing_ = true;
   std::string shown_;
   bool executable_ = false;
   Hasher hasher_{HashAlgorithm::Sha256};
@@ -695,11 +704,12 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   }
 
   std::vector<RecordRow> out_rows;
+  std::set<fs::path> made{staging.dir};
   auto write_generated = [&](const std::string& scheme_name, const std::string& path, const std::string& bytes,
                              bool executable) -> Status {
     const std::string rel = join(*scheme_dir(scheme_name), path);
     StagedFile f;
-    if (auto s = f.open(staging.dir / rel, rel, executable); !s) return s;
+    if (auto s = f.open(staging.dir / rel, rel, executable, made); !s) return s;
     if (auto s = f.write(bytes); !s) return s;
     auto done = f.close();
     if (!done) return done.error();
@@ -725,7 +735,7 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
     const std::string rel = join(dir, path);
     const bool executable = (m.mode & 0111) != 0;
     StagedFile f;
-    if (auto s = f.open(staging.dir / rel, rel, executable); !s) return s;
+    if (auto s = f.open(staging.dir / rel, rel, executable, made); !s) return s;
     Hasher raw(HashAlgorithm::Sha256);
     if (scheme_name == "scripts") {
       // A script: `#!python...` becomes the environment's python (installer's fix_shebang reads
@@ -739,6 +749,7 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
       }
       if (auto s = f.write(*text); !s) return s;
     } else {
+      f.skip_hashing();  // the bytes are the member's: one digest serves RECORD's check and the new RECORD
       for (;;) {
         auto block = data.next();
         if (!block) return block.error();
@@ -751,6 +762,7 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
     if (!done) return done.error();
     const std::uint64_t raw_size = raw.bytes();
     const std::string raw_sha = raw.hex_digest();
+    if (done->first.empty()) *done = std::make_pair(raw_sha, raw_size);
     auto it = record.find(m.name);
     const bool signature = it == record.end();  // RECORD.jws / RECORD.p7s, checked above
     if (!signature && (raw_sha != it->second.sha256 || raw_size != *it->second.size)) {
@@ -780,7 +792,7 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   {
     const std::string rel = join(root_dir, record_member);
     StagedFile f;
-    if (auto s = f.open(staging.dir / rel, rel, false); !s) return s.error();
+    if (auto s = f.open(staging.dir / rel, rel, false, made); !s) return s.error();
     if (auto s = f.write(record_out); !s) return s.error();
     if (auto done = f.close(); !done) return done.error();
     out_rows.push_back({rel, record_member, "", record_out.size()});
