@@ -376,6 +376,38 @@ TEST_F(EditCli, PypiAddsToThePipList) {
   EXPECT_EQ(slurp(manifest()), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
 }
 
+// The install comes after both files are written: when it fails (here: the manifest locks no
+// platform of this host) they stay updated, agreeing with each other, and the hint says how to
+// install them.
+TEST_F(EditCli, AFailedInstallKeepsTheEditAndSaysHowToInstall) {
+  publish();
+  spit(root_ / "chan/osx-arm64/repodata.json",
+       nlohmann::json{{"info", {{"subdir", "osx-arm64"}}}, {"packages", nlohmann::json::object()},
+                      {"packages.conda", nlohmann::json::object()}}.dump());
+  spit(manifest(), "channels: [../chan]\nplatforms: [osx-arm64]\ndependencies:\n  - app\n");
+  auto r = envlock("add tool");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out,
+            "✔ Added tool >=1.0,<2\n"
+            "locked envlock.lock\n"
+            "  default / osx-arm64: 3 packages\n");
+  EXPECT_EQ(r.err,
+            "error: envlock.lock: environment 'default' is not locked for this host's platform linux-64\n"
+            "locked platforms: osx-arm64\n"
+            "hint: add linux-64 to `platforms` in the manifest and run `envlock lock`\n"
+            "hint: envlock.yaml and envlock.lock were updated; `envlock create -f envlock.yaml` installs them once "
+            "the cause is fixed\n");
+  EXPECT_EQ(slurp(manifest()), "channels: [../chan]\nplatforms: [osx-arm64]\ndependencies:\n  - app\n  - tool >=1.0,<2\n");
+  EXPECT_EQ(envlock("lock -f envlock.yaml --check").exit_code, 0);
+  // --json: one object still, the install's error inside it.
+  auto j = envlock("--json rm tool");
+  EXPECT_EQ(j.exit_code, 1);
+  auto parsed = nlohmann::json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << j.out;
+  EXPECT_EQ(parsed.at("edits").at(0).at("action"), "removed");
+  EXPECT_EQ(parsed.at("install").at("error").at("kind"), "incompatible");
+}
+
 // Without --no-install the environment is installed or updated through `envlock install`'s path
 // (run_install), into .envlock/envs/<env> as `envlock create` puts it.
 TEST_F(EditCli, AddAndRmUpdateTheEnvironment) {
