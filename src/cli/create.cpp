@@ -6,6 +6,7 @@
 //   --frozen   install the lockfile as it is, without checking it against the manifest.
 // These are the meanings pixi and uv give the two flags.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,6 +49,30 @@ Result<Lockfile> lock_now(const Context& ctx, const Manifest& manifest, std::opt
 
 }  // namespace
 
+Status check_project_envs_folder(const fs::path& project) {
+  // Each folder from the project down to where the environments live must be a real folder of
+  // the project: a `.envlock` (or `.envlock/envs`) committed as a symbolic link would make
+  // `create` replace, and relocate, an environment anywhere on the machine — a production one,
+  // as root, with the pull request's post-link scripts. pixi places environments outside the
+  // project only through the user's own configuration (`detached-environments`), never through
+  // something in the checkout; envlock's way is `-p PREFIX`.
+  for (const fs::path& folder : {project / ".envlock", project / ".envlock" / "envs"}) {
+    struct stat st {};
+    if (::lstat(folder.c_str(), &st) != 0) {
+      if (errno == ENOENT) return ok_status();
+      return Error{ErrorKind::Io, folder.string(), std::string("cannot read: ") + std::strerror(errno)};
+    }
+    if (S_ISLNK(st.st_mode))
+      return Error{ErrorKind::Io, folder.string(),
+                   "is a symbolic link: the project's environments must live in the project's own folder", "",
+                   "remove the link (a checkout should not carry one), or install elsewhere with -p PREFIX"};
+    if (!S_ISDIR(st.st_mode))
+      return Error{ErrorKind::Io, folder.string(), "is not a folder: the project's environments live in it", "",
+                   "move it away, or install elsewhere with -p PREFIX"};
+  }
+  return ok_status();
+}
+
 int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan) {
   if (args.locked && args.frozen) {
     return report_error(ctx, Error{ErrorKind::Usage, "", "--locked and --frozen cannot be combined",
@@ -57,6 +82,8 @@ int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan)
   if (!manifest) return report_error(ctx, manifest.error());
   for (const auto& w : manifest->warnings) warn(w);
   const fs::path dir = fs::absolute(args.manifest).parent_path();
+  if (args.prefix.empty())
+    if (auto st = check_project_envs_folder(dir); !st) return report_error(ctx, st.error());
   const fs::path lock_path = dir / "envlock.lock";
   if (auto st = check_base_is_not_the_lockfile(*manifest, lock_path); !st) return report_error(ctx, st.error());
   const DryRun dry = args.dry_run ? DryRun::Yes : DryRun::No;

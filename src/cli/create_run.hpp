@@ -39,6 +39,11 @@ struct CreatePlan {
   std::filesystem::path prefix;     ///< -p, else .envlock/envs/<environment> beside the manifest
 };
 
+/// Checks that `project`/.envlock and `project`/.envlock/envs, where they exist, are folders and
+/// not symbolic links (docs/install.md, "The project's environments"): an ErrorKind::Io error at
+/// the first that is not. Called for every command that puts an environment in its default place.
+Status check_project_envs_folder(const std::filesystem::path& project);
+
 /// The first step of `create` (see the file comment). Returns 0 with `plan` filled, or the exit
 /// code of the error it reported (report_error()).
 int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan);

@@ -246,6 +246,58 @@ TEST_F(Cli, CreateFromTheExampleManifestAndRunItsPrograms) {
 // Under a file-size limit (`ulimit -f`) a write past it raised SIGXFSZ and killed envlock with
 // no message (exit 153, a new-user attack, session 9); Python, so conda, ignores the signal and
 // reports "File too large". envlock does too, and nothing is left half-written.
+// A pull request that commits `.envlock` (or `.envlock/envs`) as a symbolic link would have
+// `create` replace and relocate an environment wherever the link points (attack 20, I6): refused
+// before anything is read or written, by create, run and shell-hook; `-p PREFIX` still installs.
+// pixi moves environments out of the project only through the user's configuration
+// (detached-environments), never through the checkout.
+TEST_F(Cli, AProjectEnvsFolderThatIsALinkIsRefused) {
+  const fs::path channel = make_fixture_channel();
+  const fs::path project = root_ / "project";
+  const fs::path elsewhere = root_ / "production";
+  fs::create_directories(elsewhere / "envs");
+  spit(project / "envlock.yaml",
+       "channels: [" + channel.string() + "]\nplatforms: [linux-64]\ndependencies: [envlock-demo]\n");
+  fs::create_directory_symlink(elsewhere, project / ".envlock");
+  const std::string link_refusal =
+      "error: " + (project / ".envlock").string() +
+      ": is a symbolic link: the project's environments must live in the project's own folder\n"
+      "hint: remove the link (a checkout should not carry one), or install elsewhere with -p PREFIX\n";
+  for (const std::string command : {"create", "run", "shell-hook"}) {
+    auto r = envlock(command + " -f " + q(project / "envlock.yaml") + (command == "run" ? " -- true" : ""));
+    EXPECT_EQ(r.exit_code, 1) << command << r.err;
+    EXPECT_EQ(r.out, "") << command;
+    EXPECT_EQ(r.err, link_refusal) << command;
+  }
+  EXPECT_TRUE(fs::is_empty(elsewhere / "envs"));
+  EXPECT_FALSE(fs::exists(project / "envlock.lock"));  // refused before locking
+
+  // A real .envlock whose envs/ is the link.
+  fs::remove(project / ".envlock");
+  fs::create_directory(project / ".envlock");
+  fs::create_directory_symlink(elsewhere / "envs", project / ".envlock/envs");
+  auto nested = envlock("create -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(nested.exit_code, 1);
+  EXPECT_EQ(nested.err, "error: " + (project / ".envlock/envs").string() +
+                            ": is a symbolic link: the project's environments must live in the project's own folder\n"
+                            "hint: remove the link (a checkout should not carry one), or install elsewhere with -p PREFIX\n");
+  EXPECT_TRUE(fs::is_empty(elsewhere / "envs"));
+
+  // A file where the folder should be.
+  fs::remove_all(project / ".envlock");
+  spit(project / ".envlock", "not a folder\n");
+  auto file = envlock("create -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(file.exit_code, 1);
+  EXPECT_EQ(file.err, "error: " + (project / ".envlock").string() +
+                          ": is not a folder: the project's environments live in it\n"
+                          "hint: move it away, or install elsewhere with -p PREFIX\n");
+
+  // -p names the place itself: the link is not consulted.
+  auto explicit_prefix = envlock("create -f " + q(project / "envlock.yaml") + " -p " + q(root_ / "env"));
+  EXPECT_EQ(explicit_prefix.exit_code, 0) << explicit_prefix.err;
+  EXPECT_TRUE(fs::exists(root_ / "env/conda-meta/envlock"));
+}
+
 TEST_F(Cli, AFileSizeLimitIsAnErrorWithAMessageNotASignal) {
   const fs::path channel = make_fixture_channel();
   const fs::path project = root_ / "project";
@@ -804,6 +856,23 @@ TEST_F(BadInput, EveryCommandWithDashESaysTheSameOfAnEnvironmentTheLockfileLacks
     EXPECT_EQ(j.exit_code, 1);
     EXPECT_EQ(j.err, expected);
     EXPECT_EQ(nlohmann::json::parse(j.out)["error"]["kind"], "incompatible") << j.out;
+  }
+  // diff says the same (issue 23): `-e nosuchenv` of two one-environment lockfiles compared them
+  // and said "no changes", exit 0. It exits 2, as diff does for every error (docs/review.md: 1
+  // means only that --fail-on found a change), with the same words and JSON kind.
+  for (const std::string& args : {"diff -e nosuchenv " + q(lock) + " " + q(lock),
+                                  "diff -e nosuchenv --fail-on any " + q(lock) + " " + q(prefix_)}) {
+    SCOPED_TRACE(args);
+    auto r = envlock(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, expected);
+    auto j = envlock("--json " + args);
+    EXPECT_EQ(j.exit_code, 2);
+    EXPECT_EQ(j.err, expected);
+    EXPECT_EQ(j.out, "{\n  \"error\": {\n    \"detail\": \"environments in it: default\",\n    \"hint\": \"pass one of "
+                     "them with -e\",\n    \"kind\": \"incompatible\",\n    \"message\": \"has no environment "
+                     "'nosuchenv'\",\n    \"where\": " + nlohmann::json(lock.string()).dump() + "\n  }\n}\n");
   }
   expect_intact();
 }
