@@ -88,6 +88,7 @@ struct StaleReason {
     BaseChanged,           ///< the environment's base layer differs from the manifest's
     BasePinMoved,          ///< a base-layer pin differs between the base and the project
     BaseLockfileChanged,   ///< the base lockfile's sha256 differs from the one recorded (issue 18)
+    BaseChainChanged,      ///< a base lockfile's own base changed since that base was locked
     ChannelsChanged,       ///< the channels (URLs or order) differ from the manifest's
     VirtualPackagesChanged,///< the assumed virtual packages differ from the manifest's
   };
@@ -163,6 +164,7 @@ struct BaseLockfile {
   ExternalBase base;        ///< as the manifest writes it
   std::string sha256;       ///< lower-case hex sha256 of the bytes read
   Lockfile lockfile;        ///< those bytes, parsed
+  std::filesystem::path directory;  ///< the absolute folder of a base on this machine; empty for https://
   /// The environment the project builds on (an entry of lockfile.environments).
   [[nodiscard]] const LockedEnvironment& environment() const;
   /// "the base ../platform/base.lock (environment cuda12)": how messages name it.
@@ -188,6 +190,18 @@ struct BaseLockfile {
 /// lockfile has no such environment, naming those it has).
 Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const ManifestEnvironment& env,
                                         const RepodataOptions& options = {});
+
+/// A chained base (issue 18, attack finding 5): when the environment `base` builds on was itself
+/// locked on a base lockfile (its `base-lockfile`), and that one on another, each link is read in
+/// turn (a relative path against the folder of the lockfile naming it; a URL fetched as
+/// load_base_lockfile fetches, the cached copy with options.offline) and its sha256 compared with
+/// the one the link above recorded. Returns, for the first link that changed, one line: "the base
+/// ../vision/envlock.lock (environment default) is built on ../platform/envlock.lock (environment
+/// runtime), which changed since ../vision/envlock.lock was locked (sha256 A then, B now)";
+/// nullopt when every link is unchanged. A link that cannot be read (not checked out here, a
+/// relative path in an https:// base) ends the walk unchecked; so do 8 links. Never fails: the
+/// project's own check does not depend on files it does not name.
+std::optional<std::string> changed_base_chain(const BaseLockfile& base, const RepodataOptions& options = {});
 
 /// The platforms an environment on a base lockfile is locked for: the base environment's, or the
 /// subset the manifest names (the environment's `platforms`, else the manifest's when written).

@@ -3,6 +3,7 @@
 // envlock.lock beside the manifest). With an existing lockfile, keeps what still fits; --check
 // verifies the lockfile against the manifest without network or solving.
 // Exit codes: 0 locked (or --check: fresh), 1 failure (unsatisfiable, network, stale), 2 usage.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -72,7 +73,13 @@ int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock
     const bool placed = where.empty() || r.message.starts_with(where + ":");
     std::cerr << "  - " << terminal_text((placed ? "" : "[" + where + "] ") + r.message) << "\n";
   }
-  std::cerr << terminal_text("hint: run `envlock lock -f " + manifest.path.string() + "` to update the lockfile") << "\n";
+  // A stale link further down a chain of bases is its owners' to lock again, not this project's.
+  const bool chain_only = std::all_of(reasons.begin(), reasons.end(),
+                                      [](const StaleReason& r) { return r.kind == StaleReason::Kind::BaseChainChanged; });
+  std::cerr << terminal_text(chain_only ? "hint: ask the owners of the base to lock it again on its own base; then run "
+                                          "`envlock lock -f " + manifest.path.string() + "`"
+                                        : "hint: run `envlock lock -f " + manifest.path.string() + "` to update the lockfile")
+            << "\n";
   return 1;
 }
 

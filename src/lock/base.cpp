@@ -288,6 +288,7 @@ Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const Manifest
                  "the base must be an envlock.lock written by `envlock lock`"};
   }
   out.lockfile = std::move(*parsed);
+  out.directory = bytes->second;
   if (!out.lockfile.environments.count(b.environment)) {
     std::vector<std::string> names;
     for (const auto& [n, e] : out.lockfile.environments) names.push_back(n);
@@ -307,6 +308,41 @@ Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const Manifest
                      "the base is its owners' file: ask them to fix " + redact_url(b.lockfile) +
                          " and lock it again (locking this project again cannot fix it)"};
   return out;
+}
+
+std::optional<std::string> changed_base_chain(const BaseLockfile& base, const RepodataOptions& options) {
+  constexpr int kLinks = 8;
+  std::string above = redact_url(base.base.lockfile);  // the lockfile that recorded the link
+  std::string above_env = base.base.environment;
+  fs::path directory = base.directory;
+  const Lockfile* lockfile = &base.lockfile;
+  Lockfile next;
+  for (int i = 0; i < kLinks; ++i) {
+    auto env = lockfile->environments.find(above_env);
+    if (env == lockfile->environments.end() || !env->second.base_lockfile) return std::nullopt;
+    const LockedBase link = *env->second.base_lockfile;  // a copy: `next` is replaced below
+    if (!is_url(link.lockfile) && directory.empty()) return std::nullopt;  // no folder to resolve it in
+    Manifest m;  // the lockfile naming the link stands where a manifest would
+    m.directory = directory;
+    m.path = above;
+    ExternalBase b{link.lockfile, link.environment, "", {}};
+    auto bytes = read_bytes(m, b, options);
+    if (!bytes) return std::nullopt;
+    const std::string sha = hash_bytes(bytes->first, HashAlgorithm::Sha256);
+    const std::string named = redact_url(link.lockfile);
+    if (sha != link.sha256)
+      return "the base " + above + " (environment " + above_env + ") is built on " + named + " (environment " +
+             link.environment + "), which changed since " + above + " was locked (sha256 " + link.sha256 +
+             " then, " + sha + " now)";
+    auto parsed = Lockfile::parse(bytes->first, named, bytes->second);
+    if (!parsed) return std::nullopt;
+    next = std::move(*parsed);
+    lockfile = &next;
+    above = named;
+    above_env = link.environment;
+    directory = bytes->second;
+  }
+  return std::nullopt;
 }
 
 Result<std::vector<std::string>> base_platforms_for(const Manifest& manifest, const ManifestEnvironment& env,
@@ -370,6 +406,10 @@ Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, 
                          "environment '" + name + "': " + base->describe() + " changed since the lock (sha256 " +
                              recorded.sha256 + " then, " + base->sha256 + " now): " + what});
     }
+    if (auto chain = changed_base_chain(*base, options))
+      reasons.push_back({K::BaseChainChanged, name, "", "", "environment '" + name + "': " + *chain +
+                                                                  ": the pins it passes on are stale until its owners "
+                                                                  "lock it again"});
     if (base->sha256 == recorded.sha256) {
       // The same base: each of its records must be in the project's lock unchanged.
       for (const auto& [platform, lp] : le->second.platforms) {

@@ -28,6 +28,7 @@ std::string_view to_string(StaleReason::Kind kind) {
     case K::BaseChanged: return "base-changed";
     case K::BasePinMoved: return "base-pin-moved";
     case K::BaseLockfileChanged: return "base-lockfile-changed";
+    case K::BaseChainChanged: return "base-chain-changed";
     case K::ChannelsChanged: return "channels-changed";
     case K::VirtualPackagesChanged: return "virtual-packages-changed";
   }

@@ -600,3 +600,64 @@ TEST(BaseLockfile, HostileUrlsInTheBaseAreRefusedAtLock) {
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// Attack on issue 18, finding 5: a base that is itself built on a base (platform -> mid -> app).
+// `lock --check` of app said "up to date" while mid was stale against platform. Neither pixi nor
+// conda-lock has a base across projects to follow (pixi's environments compose features of one
+// workspace; prefix-dev/pixi#6606 asks for a shared base); a user of a chain expects what Docker's
+// FROM chain does not give and what conda-lock's content_hash gives for one level: every level's
+// recorded input hash verified. So each link is read and compared with the hash the link above
+// recorded (base-chain-changed), and since this project cannot re-lock another team's base, the
+// hint and `lock`'s warning name the base's owners. Pins of a chained base keep their layers
+// (`base:base:runtime`).
+TEST(BaseLockfile, ChainedBaseIsCheckedLinkByLink) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  fs::create_directories(t.dir() / "mid");
+  spit(t.dir() / "mid" / "envlock.yaml", "channels: [../channel]\nenvironments:\n  default:\n    base: " +
+                                             std::string(kBase) + "\n    dependencies: [tool]\n");
+  ASSERT_EQ(t.envlock("lock -f mid/envlock.yaml").exit_code, 0);
+  t.write_app("{lockfile: ../mid/envlock.lock, environment: default}", "extra");
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(versions(t.app_lock()), "extra=1.1[default] libbase=1.0[base:base:runtime] tool=1.0[base:default] ");
+  EXPECT_EQ(t.envlock("lock -f app/envlock.yaml --check").exit_code, 0);
+
+  const std::string was = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
+  t.write_base("libbase 2.0");
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  const std::string now = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
+  const std::string chain = "the base ../mid/envlock.lock (environment default) is built on ../platform/envlock.lock "
+                            "(environment runtime), which changed since ../mid/envlock.lock was locked (sha256 " +
+                            was + " then, " + now + " now)";
+  r = t.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.lock no longer satisfies app/envlock.yaml (1 reason):\n"
+                   "  - [default] environment 'default': " + chain +
+                       ": the pins it passes on are stale until its owners lock it again\n"
+                   "hint: ask the owners of the base to lock it again on its own base; then run "
+                   "`envlock lock -f app/envlock.yaml`\n");
+  // `lock` cannot fix the chain: it says so and keeps mid's pins as they are.
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "unchanged app/envlock.lock\n  default / linux-64: 3 packages (0 added, 0 removed, 0 changed)\n");
+  EXPECT_EQ(r.err, "warning: " + chain +
+                       ": this lock keeps the pins it passes on as they are; ask its owners to lock it again\n");
+  // mid's owners lock again: app's own base changed, which app's lock follows.
+  ASSERT_EQ(t.envlock("lock -f mid/envlock.yaml").exit_code, 0);
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(versions(t.app_lock()), "extra=1.1[default] libbase=2.0[base:base:runtime] tool=1.0[base:default] ");
+  r = t.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "app/envlock.lock is up to date with app/envlock.yaml\n");
+}
+
+}  // namespace
+}  // namespace envlock
