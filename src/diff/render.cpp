@@ -89,29 +89,43 @@ const char* kind_color(const PackageChange& c) {
   }
 }
 
-// `@name` in a GitHub comment notifies a user or team: a zero-width space (as an entity, which
-// both Markdown text and an HTML block decode) after every `@` keeps the text and drops the mention.
-constexpr std::string_view kNoMention = "@&#8203;";
+// Where a Markdown piece goes: a GFM table cell splits at every `|` not preceded by a backslash,
+// even inside a code span (GFM spec, "Tables": `\|` in a cell is a pipe, in any inline), while
+// text outside a table keeps a backslash as it is inside a code span.
+enum class MdPlace { Text, Cell };
 
-// Text in a Markdown table cell or list item: backslash escapes for what would be a table pipe,
-// HTML, emphasis, a code span, a link or image (`[`, `]`), an entity (`&`) or an escape itself.
-std::string md_escape(const std::string& raw) {
-  std::string out;
-  for (char c : clean(raw)) {
-    if (c == '@') {
-      out += kNoMention;
-      continue;
-    }
-    if (c == '|' || c == '<' || c == '>' || c == '*' || c == '_' || c == '`' || c == '\\' || c == '[' || c == ']' ||
-        c == '&')
-      out += '\\';
+// Text from the input (names, versions, URLs, channels, notes, labels) as a CommonMark code span,
+// the one form in which Markdown, HTML, links, images, autolinks (`https://…`, `www.…`), entities,
+// emphasis and `@mentions` are all shown as written and none acts (a hostile lockfile cannot put
+// a link or an image into a PR comment): a fence of one more backtick than the longest run of
+// backticks inside ("a code span begins with a backtick string and ends with a backtick string
+// of equal length", CommonMark 0.31, 6.1), padded with a space when the text begins or ends with
+// a backtick or begins and ends with a space (one is stripped from each end on reading). In a
+// table cell each `|` is written `\|` (cmark-gfm's cell scanner takes a backslash before a pipe
+// as an escaped pipe whatever precedes it, and unescapes only `\|`, so `a\|b` comes back as
+// written). Control and invisible characters are shown escaped (clean). Empty text: nothing.
+std::string md_code(const std::string& raw, MdPlace place) {
+  const std::string s = clean(raw);
+  if (s.empty()) return "";
+  std::size_t longest = 0, run = 0;
+  for (char c : s) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = s.front() == '`' || s.back() == '`' ||
+                   (s.size() > 1 && s.front() == ' ' && s.back() == ' ' && s.find_first_not_of(' ') != std::string::npos);
+  std::string out = fence + (pad ? " " : "");
+  for (char c : s) {
+    if (c == '|' && place == MdPlace::Cell) out += '\\';
     out += c;
   }
-  return out;
+  return out + (pad ? " " : "") + fence;
 }
 
 // Text inside an HTML block (`<details><summary>...`), where CommonMark processes no backslash
-// escape and no Markdown: entities for `<`, `>`, `&` and `"`, and no mention.
+// escape, no code span and no Markdown: entities for `<`, `>`, `&` and `"`, and after every `@`
+// a zero-width space (as an entity, which an HTML block decodes), so `@name` notifies nobody.
 std::string md_html(const std::string& raw) {
   std::string out;
   for (char c : clean(raw)) {
@@ -120,22 +134,24 @@ std::string md_html(const std::string& raw) {
       case '>': out += "&gt;"; break;
       case '&': out += "&amp;"; break;
       case '"': out += "&quot;"; break;
-      case '@': out += kNoMention; break;
+      case '@': out += "@&#8203;"; break;
       default: out += c;
     }
   }
   return out;
 }
 
-// A code span for names and labels; text that a code span cannot hold safely (a backtick, a
-// table pipe, a backslash, HTML brackets, a control character) is escaped as md_escape does.
-std::string md_code(const std::string& s) {
-  if (s.empty()) return "";
-  const bool plain = std::none_of(s.begin(), s.end(), [](char c) {
-    return c == '`' || c == '|' || c == '\\' || c == '<' || c == '>' || c == '&' ||
-           static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-  }) && clean(s) == s;
-  return plain ? "`" + s + "`" : md_escape(s);
+// A list of input texts, each its own code span, joined by `sep` (pulled-by names, notes).
+std::string md_codes(const std::vector<std::string>& items, MdPlace place, const char* sep, std::size_t max_items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i == max_items) {
+      out += ", … (" + std::to_string(items.size() - max_items) + " more)";
+      break;
+    }
+    out += (i ? sep : "") + md_code(items[i], place);
+  }
+  return out;
 }
 
 nlohmann::json side_json(const std::optional<PackageSide>& s) {
@@ -148,11 +164,7 @@ nlohmann::json side_json(const std::optional<PackageSide>& s) {
   return j;
 }
 
-std::string md_floor(const std::string& floor) {
-  if (floor.empty()) return "none";
-  const std::string code = md_code(floor);
-  return code.starts_with('`') ? "`>=" + floor + "`" : md_escape(">=" + floor);
-}
+std::string md_floor(const std::string& floor) { return floor.empty() ? "none" : md_code(">=" + floor, MdPlace::Text); }
 
 std::string group_size(const PlatformDiff& g) {
   return g.size_known ? format_size(g.size_delta, true) : "unknown";
@@ -237,23 +249,10 @@ int severity(const PackageChange& c) {
   return static_cast<int>(std::size(kOrder));
 }
 
-std::string md_pulled_by(const PackageChange& c) {
-  std::string pulled;
-  for (std::size_t i = 0; i < c.pulled_by.size(); ++i) {
-    if (i == 5) {
-      pulled += ", … (" + std::to_string(c.pulled_by.size() - 5) + " more)";
-      break;
-    }
-    pulled += (i ? ", " : "") + c.pulled_by[i];
-  }
-  return pulled;
-}
-
-std::string md_notes(const PackageChange& c) {
-  std::string notes;
-  for (const auto& n : c.notes) notes += (notes.empty() ? "" : "; ") + n;
-  return notes;
-}
+// The cells of a change's row: its sides, what pulls it in (five at most) and its notes, each text
+// from the input in its own code span.
+std::string md_pulled_by(const PackageChange& c) { return md_codes(c.pulled_by, MdPlace::Cell, ", ", 5); }
+std::string md_notes(const PackageChange& c, MdPlace place) { return md_codes(c.notes, place, "; ", c.notes.size()); }
 
 std::string md_kind_counts(const std::map<ChangeKind, std::size_t>& counts) {
   std::string out;
@@ -305,10 +304,11 @@ std::string render_markdown(const LockDiff& diff, const DiffLabels& labels, std:
     const PlatformDiff& g = diff.groups[it.group];
     const PackageChange& c = g.changes[it.index];
     std::ostringstream row;
-    row << "| " << md_escape(g.environment + " / " + g.platform) << " | " << md_code(display_name(c)) << " | "
-        << (c.red_flag() ? ":warning: " : "") << kind_with_flags(c) << " | " << md_escape(side_text(c.old_side)) << " | "
-        << md_escape(side_text(c.new_side)) << " | " << (c.size_delta ? format_size(*c.size_delta, true) : "") << " | "
-        << md_escape(md_pulled_by(c)) << " | " << md_escape(md_notes(c)) << " |\n";
+    row << "| " << md_code(g.environment, MdPlace::Cell) << " / " << md_code(g.platform, MdPlace::Cell) << " | "
+        << md_code(display_name(c), MdPlace::Cell) << " | " << (c.red_flag() ? ":warning: " : "") << kind_with_flags(c)
+        << " | " << md_code(side_text(c.old_side), MdPlace::Cell) << " | " << md_code(side_text(c.new_side), MdPlace::Cell)
+        << " | " << (c.size_delta ? format_size(*c.size_delta, true) : "") << " | " << md_pulled_by(c) << " | "
+        << md_notes(c, MdPlace::Cell) << " |\n";
     std::map<ChangeKind, std::size_t> after = left;
     --after[c.kind];
     // The note's length grows by at most a digit or two; counted with the next row's numbers.
@@ -325,7 +325,8 @@ std::string render_markdown(const LockDiff& diff, const DiffLabels& labels, std:
 
 std::string render_markdown(const LockDiff& diff, const DiffLabels& labels) {
   std::ostringstream out;
-  out << "### envlock diff: " << md_code(labels.old_label) << " → " << md_code(labels.new_label) << "\n\n";
+  out << "### envlock diff: " << md_code(labels.old_label, MdPlace::Text) << " → " << md_code(labels.new_label, MdPlace::Text)
+      << "\n\n";
   if (diff.empty()) {
     out << "**No changes** — both sides lock the same packages (" << labels.old_format << " vs "
         << labels.new_format << ").\n";
@@ -345,7 +346,7 @@ std::string render_markdown(const LockDiff& diff, const DiffLabels& labels) {
   for (const auto& g : diff.groups) {
     std::map<ChangeKind, std::size_t> counts;
     for (const auto& c : g.changes) ++counts[c.kind];
-    out << "| " << md_escape(g.environment) << " | " << md_escape(g.platform)
+    out << "| " << md_code(g.environment, MdPlace::Cell) << " | " << md_code(g.platform, MdPlace::Cell)
         << (g.presence == PlatformDiff::Presence::OnlyOld ? " (removed)"
             : g.presence == PlatformDiff::Presence::OnlyNew ? " (new)" : "")
         << " |";
@@ -359,10 +360,10 @@ std::string render_markdown(const LockDiff& diff, const DiffLabels& labels) {
     for (const auto& g : diff.groups) {
       for (const auto& c : g.changes) {
         if (!c.red_flag()) continue;
-        out << "- **" << kind_with_flags(c) << "** " << md_code(display_name(c)) << " "
-            << md_escape(side_text(c.old_side)) << " → " << md_escape(side_text(c.new_side)) << " ("
-            << md_escape(g.environment) << " / " << md_escape(g.platform) << ")";
-        for (const auto& n : c.notes) out << "; " << md_escape(n);
+        out << "- **" << kind_with_flags(c) << "** " << md_code(display_name(c), MdPlace::Text) << " "
+            << md_code(side_text(c.old_side), MdPlace::Text) << " → " << md_code(side_text(c.new_side), MdPlace::Text)
+            << " (" << md_code(g.environment, MdPlace::Text) << " / " << md_code(g.platform, MdPlace::Text) << ")";
+        if (!c.notes.empty()) out << "; " << md_notes(c, MdPlace::Text);
         out << "\n";
       }
     }
@@ -377,26 +378,16 @@ std::string render_markdown(const LockDiff& diff, const DiffLabels& labels) {
     out << plural(g.changes.size(), "change", "changes") << ", size " << group_size(g)
         << "</summary>\n\n";
     for (const auto& f : g.host_floors) {
-      out << "Host floor " << md_code(f.name) << ": " << md_floor(f.old_floor) << " → " << md_floor(f.new_floor) << "\n\n";
+      out << "Host floor " << md_code(f.name, MdPlace::Text) << ": " << md_floor(f.old_floor) << " → " << md_floor(f.new_floor) << "\n\n";
     }
     out << "| package | change | old | new | size | pulled by | notes |\n";
     out << "|---|---|---|---|---:|---|---|\n";
     for (const auto& c : g.changes) {
-      std::string pulled;
-      for (std::size_t i = 0; i < c.pulled_by.size(); ++i) {
-        if (i == 5) {
-          pulled += ", … (" + std::to_string(c.pulled_by.size() - 5) + " more)";
-          break;
-        }
-        pulled += (i ? ", " : "") + c.pulled_by[i];
-      }
-      std::string notes;
-      for (const auto& n : c.notes) notes += (notes.empty() ? "" : "; ") + n;
-      out << "| " << md_code(display_name(c)) << " | " << (c.red_flag() ? ":warning: " : "")
-          << kind_with_flags(c) << " | " << md_escape(side_text(c.old_side)) << " | "
-          << md_escape(side_text(c.new_side)) << " | "
-          << (c.size_delta ? format_size(*c.size_delta, true) : "") << " | " << md_escape(pulled)
-          << " | " << md_escape(notes) << " |\n";
+      out << "| " << md_code(display_name(c), MdPlace::Cell) << " | " << (c.red_flag() ? ":warning: " : "")
+          << kind_with_flags(c) << " | " << md_code(side_text(c.old_side), MdPlace::Cell) << " | "
+          << md_code(side_text(c.new_side), MdPlace::Cell) << " | "
+          << (c.size_delta ? format_size(*c.size_delta, true) : "") << " | " << md_pulled_by(c) << " | "
+          << md_notes(c, MdPlace::Cell) << " |\n";
     }
     out << "\n</details>\n\n";
   }

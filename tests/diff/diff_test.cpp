@@ -538,17 +538,22 @@ TEST(Diff, NoRawControlCharactersOrMarkdownInjectionFromAnyField) {
   EXPECT_NE(text.find("zz\\x0ano changes\\x0a\\x1b[2J"), std::string::npos);
   EXPECT_EQ(text.find("\nno changes"), std::string::npos);
   const std::string md = render_markdown(d, labels);
-  for (auto pos = md.find("<img"); pos != std::string::npos; pos = md.find("<img", pos + 1)) {
-    EXPECT_EQ(md[pos - 1], '\\') << "raw HTML at " << pos;  // `\<img` is text in Markdown
-  }
-  EXPECT_EQ(md.find("</details><img"), std::string::npos);
-  EXPECT_NE(md.find("ev\\|il\\</details\\>\\<img src=x onerror=alert(1)\\>"), std::string::npos);
+  // The name is a code span wherever it appears (HTML in one is text), `|` escaped in a table cell:
+  // every `<img` is one of those code spans.
+  const std::string in_cell = "`ev\\|il</details><img src=x onerror=alert(1)>`";
+  const std::string in_text = "`ev|il</details><img src=x onerror=alert(1)>`";
+  std::size_t imgs = 0, spans = 0;
+  for (auto pos = md.find("<img"); pos != std::string::npos; pos = md.find("<img", pos + 1)) ++imgs;
+  for (const std::string& span : {in_cell, in_text})
+    for (auto pos = md.find(span); pos != std::string::npos; pos = md.find(span, pos + 1)) ++spans;
+  EXPECT_EQ(imgs, spans) << md;
+  EXPECT_NE(md.find("| " + in_cell + " | upgraded | `1.0 0` | `2.0 0` |"), std::string::npos) << md;
   EXPECT_EQ(md.find('\x1b'), std::string::npos);
   // Every table row keeps its 7 cells: no unescaped `|` from a field.
   std::size_t rows = 0;
   std::istringstream lines(md);
   for (std::string row; std::getline(lines, row);) {
-    if (!row.starts_with("| ") || row.find("| upgraded | 1.") == std::string::npos) continue;
+    if (!row.starts_with("| ") || row.find("| upgraded | `1.") == std::string::npos) continue;
     std::size_t bars = 0;
     for (std::size_t i = 0; i < row.size(); ++i) bars += row[i] == '|' && (i == 0 || row[i - 1] != '\\');
     EXPECT_EQ(bars, 8u) << row;
@@ -661,7 +666,7 @@ TEST(CorpusDiff, MarkdownFitsItsBudgetMostSevereFirst) {
                                                    "added", "upgraded", "rebuilt", "license-changed"};
     std::istringstream in(md.substr(table_end));
     for (std::string line; std::getline(in, line);) {
-      if (!line.starts_with("| default / linux-64 |")) continue;
+      if (!line.starts_with("| `default` / `linux-64` |")) continue;
       ++rows;
       int rank = static_cast<int>(order.size());
       for (int i = 0; i < static_cast<int>(order.size()); ++i)

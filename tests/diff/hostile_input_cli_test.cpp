@@ -368,31 +368,37 @@ TEST(HostileInput, AnEnvlockLockWithAnInjectedNameIsRefused) {
                    "hint: a conda package name holds only letters, digits, '.', '_', '+' and '-'\n");
 }
 
-// A PR comment must not ping people, link or load from elsewhere, or hide text: `@name` loses its
-// mention, `[l](...)` and `![i](...)` their link, `<b>` and `&amp;` are text, and a bidi override
-// (U+202E) is shown as \u{202e} in markdown and text alike.
+// A PR comment must not ping people, link or load from elsewhere, or hide text: every text from
+// the input (names, versions, URLs, channels, notes, environment and platform names) is a CommonMark
+// code span, where `@name` mentions nobody, `[l](...)`, `![i](...)`, `https://…` autolinks, `<b>`
+// and `&amp;` are text; its fence is one backtick longer than the longest run inside (CommonMark
+// 6.1: "``x`y``"), padded with a space where the text starts or ends with a backtick, and a `|`
+// in a table cell is `\|` (GFM tables). A bidi override (U+202E) is shown as \u{202e} in markdown
+// and text alike.
 TEST(HostileInput, MarkdownIsSafeForAGithubComment) {
   TempDir dir;
   const auto a = dir.write("a.yml", kCondaLock);
   const auto b = dir.write("b.yml", replace_all(kCondaLock, "https://conda.anaconda.org/conda-forge/linux-64/zlib",
-                                                "https://conda.anaconda.org/@octocat/[l](http:/e.vil)![i](http:/e.vil/p.png)<b>x</b>&amp;\u202e/linux-64/zlib"));
+                                                "https://conda.anaconda.org/@octocat/[l](http:/e.vil)![i](http:/e.vil/p.png)<b>x</b>&amp;\u202e"
+                                                "/a``b|c`/linux-64/zlib"));
   auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --format markdown");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "### envlock diff: `" + a.string() + "` → `" + b.string() + "`\n\n"
                    "**1 change: 1 channel-changed; size unknown**\n\n"
                    "| environment | platform | channel-changed | size |\n"
                    "|---|---|---:|---:|\n"
-                   "| default | linux-64 | 1 | unknown |\n\n"
+                   "| `default` | `linux-64` | 1 | unknown |\n\n"
                    "<details><summary>default / linux-64: 1 change, size unknown</summary>\n\n"
                    "| package | change | old | new | size | pulled by | notes |\n"
                    "|---|---|---|---|---:|---|---|\n"
-                   "| `zlib` | channel-changed | 1.3.1 hb9d3cd8\\_2 | 1.3.1 hb9d3cd8\\_2 |  | zlib | channel "
-                   "https://conda.anaconda.org/conda-forge -\\> https://conda.anaconda.org/@&#8203;octocat/\\[l\\](http:/e.vil)!\\[i\\]"
-                   "(http:/e.vil/p.png)\\<b\\>x\\</b\\>\\&amp;\\\\u{202e} |\n\n"
+                   "| `zlib` | channel-changed | `1.3.1 hb9d3cd8_2` | `1.3.1 hb9d3cd8_2` |  | `zlib` | ``` channel "
+                   "https://conda.anaconda.org/conda-forge -> https://conda.anaconda.org/@octocat/[l](http:/e.vil)![i]"
+                   "(http:/e.vil/p.png)<b>x</b>&amp;\\u{202e}/a``b\\|c` ``` |\n\n"
                    "</details>\n\n");
+  EXPECT_EQ(r.err, "");
   r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("<b>x</b>&amp;\\u{202e}\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("<b>x</b>&amp;\\u{202e}/a``b|c`\n"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\u202e"), std::string::npos);
 }
 
@@ -695,13 +701,13 @@ TEST(HostileInput, ABudgetKeepsReUploadsFirst) {
                    "\n"
                    "| environment | platform | re-uploaded | downgraded | size |\n"
                    "|---|---|---:|---:|---:|\n"
-                   "| default | linux-64 | 1 | 1 | unknown |\n"
+                   "| `default` | `linux-64` | 1 | 1 | unknown |\n"
                    "\n"
                    "#### Most important changes\n"
                    "\n"
                    "| environment / platform | package | change | old | new | size | pulled by | notes |\n"
                    "|---|---|---|---|---|---:|---|---|\n"
-                   "| default / linux-64 | `zlib` | :warning: re-uploaded | 1.3.1 hb9d3cd8\\_2 | 1.3.1 hb9d3cd8\\_2 |  | zlib | re-uploaded: same URL, sha256 5d7c0e5f0005… -\\> ffffffffffff… |\n"
+                   "| `default` / `linux-64` | `zlib` | :warning: re-uploaded | `1.3.1 hb9d3cd8_2` | `1.3.1 hb9d3cd8_2` |  | `zlib` | `re-uploaded: same URL, sha256 5d7c0e5f0005… -> ffffffffffff…` |\n"
                    "\n"
                    "**1 more change not shown** (1 downgraded) to keep this comment within 800 bytes; `envlock diff OLD NEW` (text, or `--format json`) lists every change, and `--max-bytes` sets the budget.\n");
   EXPECT_EQ(r.err, "");

@@ -199,17 +199,17 @@ TEST(DiffReport, LocationsAsWrittenAndSolveInputsAreChanges) {
                    "**6 changes: 1 channel-changed, 5 inputs-changed; size unknown**\n\n"
                    "| environment | platform | channel-changed | inputs-changed | size |\n"
                    "|---|---|---:|---:|---:|\n"
-                   "| default | linux-64 | 1 | 5 | unknown |\n\n"
+                   "| `default` | `linux-64` | 1 | 5 | unknown |\n\n"
                    "<details><summary>default / linux-64: 6 changes, size unknown</summary>\n\n"
                    "| package | change | old | new | size | pulled by | notes |\n"
                    "|---|---|---|---|---:|---|---|\n"
-                   "| `tool` | channel-changed | 1.2 h0\\_0 | 1.2 h0\\_0 |  | tool | channel ../chan-a -\\> ~/chan-b |\n"
-                   "| `channel names` | inputs-changed |  |  |  |  | ../chan-a: name local -\\> (none); ~/chan-b: name (none) -\\> mine |\n"
-                   "| `channels` | inputs-changed |  |  |  |  | channels ../chan-a, https://conda.anaconda.org/conda-forge -\\> "
-                   "~/chan-b, https://conda.anaconda.org/conda-forge |\n"
-                   "| `virtual package __archspec` | inputs-changed |  | 1 x86\\_64\\_v3 |  |  | added: the solve assumed the host has it |\n"
-                   "| `virtual package __cuda` | inputs-changed | 12.4 | 11.8 |  |  | lowered: the solve assumed less of the host |\n"
-                   "| `virtual package __glibc` | inputs-changed | 2.28 |  |  |  | removed: the solve no longer assumed it |\n\n"
+                   "| `tool` | channel-changed | `1.2 h0_0` | `1.2 h0_0` |  | `tool` | `channel ../chan-a -> ~/chan-b` |\n"
+                   "| `channel names` | inputs-changed |  |  |  |  | `../chan-a: name local -> (none)`; `~/chan-b: name (none) -> mine` |\n"
+                   "| `channels` | inputs-changed |  |  |  |  | `channels ../chan-a, https://conda.anaconda.org/conda-forge -> "
+                   "~/chan-b, https://conda.anaconda.org/conda-forge` |\n"
+                   "| `virtual package __archspec` | inputs-changed |  | `1 x86_64_v3` |  |  | `added: the solve assumed the host has it` |\n"
+                   "| `virtual package __cuda` | inputs-changed | `12.4` | `11.8` |  |  | `lowered: the solve assumed less of the host` |\n"
+                   "| `virtual package __glibc` | inputs-changed | `2.28` |  |  |  | `removed: the solve no longer assumed it` |\n\n"
                    "</details>\n\n");
   EXPECT_EQ(r.err, "envlock diff: failing on 5 changes (5 inputs-changed) (--fail-on inputs-changed)\n");
   // JSON names the same locations; neither the project folder nor the home folder appears.
@@ -269,8 +269,8 @@ TEST(DiffReport, InvisibleCharactersAndLookalikeHostsAreShown) {
   EXPECT_EQ(r.err, "");
   r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --format markdown");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("| `zlib` | channel-changed | 1.3.1 hb9d3cd8\\_2 | 1.3.1 hb9d3cd8\\_2 |  | zlib | channel "
-                       "https://conda.anaconda.org/conda-forge -\\> https://conda.anaconda.xn--rg-emc/conda\\\\u{00ad}-forge\\\\u{e0041} |\n"),
+  EXPECT_NE(r.out.find("| `zlib` | channel-changed | `1.3.1 hb9d3cd8_2` | `1.3.1 hb9d3cd8_2` |  | `zlib` | `channel "
+                       "https://conda.anaconda.org/conda-forge -> https://conda.anaconda.xn--rg-emc/conda\\u{00ad}-forge\\u{e0041}` |\n"),
             std::string::npos)
       << r.out;
   for (const char* raw : {"\u043e", "\u00ad", "\U000E0041"}) EXPECT_EQ(r.out.find(raw), std::string::npos) << r.out;
