@@ -25,5 +25,5 @@ rate=$(python3 -c "print('%.0f' % ($files / $t_env))")
 row scenario="install locked wheels, warm wheel cache ($(fs_of "$work"))" inputs="$wheels wheels, $files files" \
   envlock="$t_env" reference="$t_pip" reference_name="pip install --no-deps --no-index of the same wheels" unit=s better=lower \
   files_per_s="$rate" goal=">= 10x pip's throughput (issue 20)" check="ratio >= 10" \
-  note="whole envlock install (lockfile, python's conda package, 53 wheels); 2 cores, one wheel at a time"
+  note="whole envlock install (lockfile, python's conda package, 53 wheels unpacked in parallel)"
 rm -rf "$work"

@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -128,6 +129,11 @@ struct WheelInstallOptions {
   /// A RECORD row that leads outside the prefix is refused (ErrorKind::Integrity) before anything
   /// moves.
   std::string replaces;
+  /// Installs running in parallel into one prefix share one mutex here: their step 4 (checking
+  /// the prefix, moving in, and putting back on failure) runs under it, one at a time, so that no
+  /// install undoes a move into a folder another one has just merged into. The unpacking (steps
+  /// 1-3, nearly all the time) runs in parallel. nullptr for an install on its own.
+  std::mutex* commit_lock = nullptr;
 };
 
 /// One file install_wheel() wrote, as its RECORD lists it.

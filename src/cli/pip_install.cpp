@@ -1,7 +1,12 @@
 // pip_install.cpp — `envlock install`'s pip step (pip_install.hpp).
 #include "pip_install.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <system_error>
 
 #include "envlock/fetch.hpp"
@@ -117,6 +122,16 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     auto dist = read_dist_info(dir, site_rel + "/" + dir.filename().string(), DistInfoParts::WithoutRecord);
     if (dist) present.emplace(pep503_normalize(dist->name), std::move(*dist));
   }
+  // Plan each wheel (kept, new, or replacing another version), then install them in parallel:
+  // the unpacking runs on every core, the moves into the prefix one at a time (commit_lock).
+  struct Job {
+    const FetchedWheel* wheel;
+    std::string pin, replaced;
+    WheelInstallOptions options;
+    std::optional<Error> error;
+  };
+  std::mutex commit_lock;
+  std::vector<Job> jobs;
   for (const FetchedWheel& w : wheels) {
     auto name = parse_wheel_file_name(w.path.filename().string());
     if (!name) return name.error();
@@ -142,22 +157,42 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
       report.kept.push_back(name->distribution + "==" + name->version);
       continue;
     }
-    WheelInstallOptions options;
-    options.replaces = replaces;
-    options.python_xy = *xy;
-    options.target_prefix = fs::absolute(prefix).lexically_normal().string();
+    Job job{&w, name->distribution + "==" + name->version, replaced, {}, std::nullopt};
+    job.options.replaces = replaces;
+    job.options.python_xy = *xy;
+    job.options.target_prefix = fs::absolute(prefix).lexically_normal().string();
+    job.options.commit_lock = &commit_lock;
     if (w.package.requirement.find(" @ ") != std::string::npos || w.package.requirement.find("@ ") != std::string::npos) {
-      options.direct_url = DirectUrl{url_without_fragment(w.package.url), w.package.sha256};
+      job.options.direct_url = DirectUrl{url_without_fragment(w.package.url), w.package.sha256};
     }
-    auto installed = install_wheel(w.path, prefix, options);
-    if (!installed) {
-      Error e = installed.error();
-      e.detail += std::string(e.detail.empty() ? "" : "\n") + "pip package: " + name->distribution + "==" + name->version +
-                  "\nthe conda packages are installed; the pip packages before it in the lockfile are installed";
+    jobs.push_back(std::move(job));
+  }
+  // The folders every wheel may merge into exist first, so no install moves one in whole.
+  for (const std::string& dir : {std::string("bin"), site_rel}) {
+    std::error_code ec;
+    fs::create_directories(prefix / dir, ec);
+  }
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      auto installed = install_wheel(jobs[i].wheel->path, prefix, jobs[i].options);
+      if (!installed) jobs[i].error = installed.error();
+    }
+  };
+  const std::size_t threads = std::min<std::size_t>(jobs.size(), std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  if (threads > 0) work();
+  for (auto& t : pool) t.join();
+  for (Job& job : jobs) {
+    if (job.error) {
+      Error e = *job.error;
+      e.detail += std::string(e.detail.empty() ? "" : "\n") + "pip package: " + job.pin +
+                  "\nthe conda packages are installed, and the other pip packages were installed beside it";
       return e;
     }
-    report.installed.push_back(name->distribution + "==" + name->version);
-    if (!replaced.empty()) report.replaced.push_back(replaced);
+    report.installed.push_back(job.pin);
+    if (!job.replaced.empty()) report.replaced.push_back(job.replaced);
   }
   return report;
 }

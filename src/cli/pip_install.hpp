@@ -46,7 +46,10 @@ struct PipInstallReport {
 /// version of it is replaced (WheelInstallOptions::replaces: its RECORD's files go, all or nothing);
 /// two other versions of it are an error.
 /// A wheel from a direct reference (`name @ URL`) gets PEP 610 direct_url.json; every wheel is
-/// REQUESTED (the lockfile does not say which were asked for). Each wheel is all or nothing.
+/// REQUESTED (the lockfile does not say which were asked for). Each wheel is all or nothing. The
+/// wheels unpack in parallel (up to 8 threads), and each moves into the prefix alone
+/// (WheelInstallOptions::commit_lock). One that fails is reported, the first in the lockfile's
+/// order, after the others have finished.
 Result<PipInstallReport> install_fetched_wheels(const std::filesystem::path& prefix, const std::vector<FetchedWheel>& wheels);
 
 }  // namespace envlock::cli

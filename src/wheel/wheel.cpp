@@ -377,6 +377,13 @@ Status move_tree(const fs::path& staged, const fs::path& target, const std::stri
       continue;
     }
     if (const int err = rename_noreplace(from, to); err != 0) {
+      // A folder of that name appeared meanwhile (another wheel installing beside this one):
+      // merge into it.
+      if ((err == EEXIST || err == ENOTEMPTY) && ::stat(to.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+          fs::is_directory(fs::symlink_status(from))) {
+        if (auto s = move_tree(from, to, child, moved); !s) return s;
+        continue;
+      }
       if (err == EEXIST || err == ENOTEMPTY) {
         return Error{ErrorKind::Io, child, "already in the prefix: the wheel would overwrite it", "",
                      "another package installed it meanwhile; nothing of this wheel was installed"};
@@ -798,6 +805,8 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
     out_rows.push_back({rel, record_member, "", record_out.size()});
   }
 
+  std::unique_lock<std::mutex> commit;
+  if (options.commit_lock != nullptr) commit = std::unique_lock<std::mutex>(*options.commit_lock);
   // The version this one replaces, moved aside first (put back if anything below fails).
   SetAside old;
   if (!options.replaces.empty()) {

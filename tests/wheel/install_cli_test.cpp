@@ -182,6 +182,40 @@ TEST_F(PipInstallCli, AnotherLockedVersionReplacesTheInstalledOne) {
   EXPECT_EQ(envlock("verify -p " + q(prefix)).exit_code, 0);
 }
 
+// Wheels of one namespace package (PEP 420: `nspace/` has no __init__.py and each wheel adds a
+// subpackage) unpack in parallel and merge into one folder; every file is there and verified.
+TEST_F(PipInstallCli, WheelsOfOneNamespaceInstallTogether) {
+  std::vector<PipPackage> pip;
+  for (char c = 'a'; c <= 'h'; ++c) {
+    const std::string name = std::string("ns_") + c, di = name + "-1.0.dist-info";
+    std::vector<testing::ZipEntry> files = {
+        {"nspace/" + name + "/__init__.py", "X = '" + name + "'\n"},
+        {"nspace-data/" + name + ".txt", name + "\n"},
+        {di + "/METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: 1.0\n"},
+        {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n"},
+    };
+    std::string record;
+    for (const auto& f : files) record += f.name + "," + record_hash(f.data) + "," + std::to_string(f.data.size()) + "\n";
+    files.push_back({di + "/RECORD", record + di + "/RECORD,,\n"});
+    fs::create_directories(root_ / "wheels");
+    const fs::path wheel = root_ / "wheels" / (name + "-1.0-py3-none-any.whl");
+    testing::write_zip(wheel, files);
+    pip.push_back({name, "1.0", "file://" + wheel.string(), hash_file(wheel, HashAlgorithm::Sha256).value(), "", {}, "", false});
+  }
+  const fs::path prefix = root_ / "env";
+  auto r = envlock("install -l " + q(write_lock(pip)) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\n  pip: 8 installed, 0 unchanged\n"), std::string::npos) << r.out;
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  for (char c = 'a'; c <= 'h'; ++c) {
+    EXPECT_EQ(slurp(site / "nspace" / (std::string("ns_") + c) / "__init__.py"), std::string("X = 'ns_") + c + "'\n");
+    EXPECT_TRUE(fs::exists(site / "nspace-data" / (std::string("ns_") + c + ".txt")));
+  }
+  auto verify = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
 TEST_F(PipInstallCli, AWheelWhoseHashDiffersIsRefusedBeforeThePrefixIsTouched) {
   const fs::path wheel = write_demo_wheel(root_ / "wheels");
   const std::string wrong(64, 'a');
