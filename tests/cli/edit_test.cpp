@@ -355,6 +355,23 @@ TEST_F(EditCli, ABareSpecGetsPixisImplicitConstraint) {
   EXPECT_EQ(again.out.substr(0, again.out.find('\n')), "✔ Added app >=1.0,<2 (was app *)");
 }
 
+// Two runs at once in one project take turns (flock on the manifest's folder): both edits land
+// and the lockfile is the final manifest's, whichever went first.
+TEST_F(EditCli, TwoAddsAtOnceTakeTurns) {
+  publish({record("zlib", "0.4.1")});
+  spit(manifest(), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
+  const std::string cmd = envlock_cmd();
+  auto r = run_command("cd " + q(root_ / "proj") + " && { " + cmd + " add tool --no-install >a.out 2>&1 & " + cmd +
+                           " add zlib --no-install >b.out 2>&1 & wait; } && cat a.out b.out >/dev/null",
+                       env_);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = slurp(manifest());
+  EXPECT_TRUE(text == "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n  - tool >=1.0,<2\n  - zlib >=0.4.1,<0.5\n" ||
+              text == "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n  - zlib >=0.4.1,<0.5\n  - tool >=1.0,<2\n")
+      << text << slurp(root_ / "proj/a.out") << slurp(root_ / "proj/b.out");
+  EXPECT_EQ(envlock("lock -f envlock.yaml --check").exit_code, 0);
+}
+
 // --pypi edits the environment's `- pip:` list (made when missing); the lockfile records it.
 TEST_F(EditCli, PypiAddsToThePipList) {
   publish();
