@@ -37,6 +37,16 @@ std::string environment_names(const Lockfile& lock) {
   return out.empty() ? "none" : out;
 }
 
+// The error of a side without environment `name`. Worded as every other command with -e words it
+// (export, list, probe, verify --reference, install: conda's EnvironmentLocationNotFound is about
+// what exists, so kind incompatible); diff still exits 2 for it, as for every error
+// (docs/review.md, "Exit codes").
+Error no_such_environment(const Lockfile& lock, const std::string& name, const std::string& label,
+                          const std::string& why) {
+  return Error{ErrorKind::Incompatible, label, "has no environment '" + name + "'" + (why.empty() ? "" : " (" + why + ")"),
+               "environments in it: " + environment_names(lock), "pass one of them with -e"};
+}
+
 // Keeps environment `name` of `lock` only; an error naming the side and its environments when it
 // has none of that name. A side with one environment is left as it is (lone environments pair
 // whatever their names).
@@ -44,8 +54,7 @@ Status keep_environment(Lockfile& lock, const std::string& name, const std::stri
   if (lock.environments.size() <= 1 && !lock.environments.contains(name)) return ok_status();
   auto it = lock.environments.find(name);
   if (it == lock.environments.end()) {
-    return Error{ErrorKind::Usage, label, "has no environment '" + name + "' (" + why + ")", "",
-                 "its environments: " + environment_names(lock) + "; choose one with -e ENV"};
+    return no_such_environment(lock, name, label, why);
   }
   LockedEnvironment env = std::move(it->second);
   lock.environments.clear();
@@ -258,8 +267,20 @@ int run_diff(const Context& ctx, const DiffOptions& opt) {
     *snap = std::move(s).value();
   }
   if (!opt.environment.empty()) {
+    // -e names an environment at least one side that names its environments (envlock.lock, a
+    // snapshot, pixi.lock; not a prefix, @EXPLICIT file or conda-lock.yml, whose one environment
+    // has no name of its own) holds: `-e nosuchenv` of two one-environment lockfiles compared
+    // them and said "no changes", where every other command refuses it.
+    std::vector<std::pair<const Lockfile*, const std::string*>> named;
+    for (auto [in, lock] : {std::pair{&*old_in, &old_lock}, std::pair{&*new_in, &new_lock}})
+      if (in->read.format.format == LockFormat::Envlock || in->read.format.format == LockFormat::PixiLock)
+        named.emplace_back(lock, &in->label);
+    if (!named.empty() && std::none_of(named.begin(), named.end(), [&](const auto& side) {
+          return side.first->environments.contains(opt.environment);
+        }))
+      return fail(ctx, no_such_environment(*named.front().first, opt.environment, *named.front().second, ""));
     for (auto [lock, label] : {std::pair{&old_lock, &old_in->label}, std::pair{&new_lock, &new_in->label}}) {
-      if (auto st = keep_environment(*lock, opt.environment, *label, "-e " + opt.environment); !st) return fail(ctx, st.error());
+      if (auto st = keep_environment(*lock, opt.environment, *label, ""); !st) return fail(ctx, st.error());
     }
   }
   const bool old_prefix = old_in->read.format.format == LockFormat::CondaMeta;

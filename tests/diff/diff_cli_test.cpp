@@ -334,7 +334,8 @@ TEST(ShowCli, GitTextconvWithARelativeChannelIsExact) {
     EXPECT_EQ(r.out, "diff --git a/sub/envlock.lock b/sub/envlock.lock\n"
                      "--- a/sub/envlock.lock\n"
                      "+++ b/sub/envlock.lock\n"
-                     "@@ -1 +1 @@\n"
+                     "@@ -1,2 +1,2 @@\n"
+                     " default/linux-64  channel ../build/fixture channel\n"
                      "-default/linux-64 tool 1.2 h0_0 ../build/fixture channel sha256:" + std::string(64, 'a') + "\n"
                      "+default/linux-64 tool 1.2 h0_0 ../build/fixture channel sha256:" + std::string(64, 'b') + "\n")
         << "git diff from " << repo.string() + cwd;
@@ -658,7 +659,8 @@ TEST(DiffCli, PrefixPlatformAndEnvironmentPairing) {
   EXPECT_TRUE(r.out.starts_with("no changes\n")) << r.out;
   r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix) + " -e nope");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "error: " + two_path.string() + ": has no environment 'nope' (-e nope)\nhint: its environments: docs, tools; choose one with -e ENV\n");
+  EXPECT_EQ(r.err, "error: " + two_path.string() +
+                       ": has no environment 'nope'\nenvironments in it: docs, tools\nhint: pass one of them with -e\n");
   // conda-meta/envlock (written by install, create and snapshot deploy) names the environment.
   std::ofstream(c.prefix / "conda-meta/envlock") << R"({"command": "install", "environment": "docs", "lockfile": "envlock.lock", "lockfile_hash": "", "manifest_hash": "", "platform": "osx-arm64"})";
   r = run_command(envlock_cmd() + " diff " + q(two_path) + " " + q(c.prefix) + " --fail-on any");
