@@ -88,6 +88,14 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.callback([&ctx, args] {
     if (verify_reference_requested(args->reference)) {
       ctx.exit_code = run_verify_reference(args->reference, args->lockfile, args->environment, args->prefix, ctx);
+    } else if (!args->environment.empty() || !args->lockfile.empty()) {
+      // Read only by --reference/--clean: a plain check of PREFIX's files ignored them, so
+      // `verify -e nosuchenv -p PREFIX` said "no drift", exit 0, where every other command with
+      // -e refuses an environment the lockfile lacks (as resolve_activation() refuses -e
+      // without a manifest).
+      ctx.exit_code = report_error(
+          ctx, {ErrorKind::Usage, "verify", "-e and -l are read only with --reference or --clean", "",
+                "drop them to check the files of -p PREFIX against its records, or add --reference or --clean"});
     } else if (args->prefix.empty()) {
       ctx.exit_code = report_error(ctx, {ErrorKind::Usage, "verify", "-p/--prefix is required", "",
                                          "pass -p PREFIX, or --clean -l LOCKFILE for a throwaway environment"});

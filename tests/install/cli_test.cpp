@@ -874,6 +874,19 @@ TEST_F(BadInput, EveryCommandWithDashESaysTheSameOfAnEnvironmentTheLockfileLacks
                      "them with -e\",\n    \"kind\": \"incompatible\",\n    \"message\": \"has no environment "
                      "'nosuchenv'\",\n    \"where\": " + nlohmann::json(lock.string()).dump() + "\n  }\n}\n");
   }
+  // verify reads -e and -l only with --reference or --clean: without them it ignored them and said
+  // "no drift", exit 0, whatever -e named. A usage error now (as run and shell-hook refuse -e
+  // without a manifest).
+  for (const std::string& args : {"verify -e nosuchenv -l " + q(lock) + " -p " + q(prefix_),
+                                  "verify -e default -p " + q(prefix_)}) {
+    SCOPED_TRACE(args);
+    auto r = envlock(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "error: verify: -e and -l are read only with --reference or --clean\n"
+                     "hint: drop them to check the files of -p PREFIX against its records, or add --reference or "
+                     "--clean\n");
+  }
   expect_intact();
 }
 
