@@ -29,6 +29,12 @@ namespace envlock {
 ///             -> https://conda.anaconda.org/chan/linux-64/x.conda
 std::string redact_url(std::string_view url);
 
+/// redact_url() with `<***>` where each secret was, for an excerpt that must still read as the
+/// line a user can find in the file: https://<***>@host/t/<***>/c?token=<***> (ssh:
+/// git:<***>@host). No secret survives; a URL without one is returned unchanged. The `<` ends a
+/// URL for redact_text(), so the marks survive the redaction of printed text.
+std::string marked_url(std::string_view url);
+
 /// Returns `text` with redact_url() applied to every URL inside it (a `scheme://` run up to the
 /// next whitespace, quote, `<`, `>` or backtick). For free text that may quote what a user
 /// wrote — a manifest line in an error excerpt, a MatchSpec with a channel URL — at the points

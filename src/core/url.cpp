@@ -36,7 +36,7 @@ bool is_secret_key(std::string_view key) {
                      [&](std::string_view end) { return lower.ends_with(end); });
 }
 
-std::string redact_query(std::string_view query) {
+std::string redact_query(std::string_view query, std::string_view mark = {}) {
   std::string out;
   std::size_t start = 0;
   while (start <= query.size()) {
@@ -46,7 +46,7 @@ std::string redact_query(std::string_view query) {
     std::size_t eq = pair.find('=');
     if (!out.empty()) out += '&';
     if (eq != std::string_view::npos && is_secret_key(pair.substr(0, eq))) {
-      out += std::string(pair.substr(0, eq)) + "=";
+      out += std::string(pair.substr(0, eq)) + "=" + std::string(mark);
     } else {
       out += pair;
     }
@@ -60,9 +60,8 @@ bool is_ssh_scheme(std::string_view scheme) {
   return scheme == "ssh" || (scheme.size() > 4 && scheme.substr(scheme.size() - 4) == "+ssh");
 }
 
-}  // namespace
-
-std::string redact_url(std::string_view url) {
+/// redact_url(), writing `mark` where each secret was (empty: nothing, redact_url itself).
+std::string redact_marked(std::string_view url, std::string_view mark) {
   std::size_t scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) return std::string(url);
   std::size_t auth_start = scheme_end + 3;
@@ -79,7 +78,10 @@ std::string redact_url(std::string_view url) {
     // URL does not work without it. Only a password goes.
     std::string_view user = authority.substr(0, at);
     out += user.substr(0, user.find(':'));
+    if (!mark.empty() && user.find(':') != std::string_view::npos) out += ":" + std::string(mark);
     out += '@';
+  } else if (at != std::string_view::npos && !mark.empty()) {
+    out += std::string(mark) + "@";
   }
   out += at == std::string_view::npos ? authority : authority.substr(at + 1);
 
@@ -93,16 +95,28 @@ std::string redact_url(std::string_view url) {
     std::size_t token_end = path.find('/', p + 3);
     if (token_end == std::string::npos) token_end = path.size();
     if (token_end == p + 3) { p += 3; continue; }
+    if (!mark.empty()) {
+      path.replace(p + 3, token_end - p - 3, mark);
+      p += 3 + mark.size();
+      continue;
+    }
     path.erase(p, token_end - p);
   }
   out += path;
   if (query_pos != std::string_view::npos && query_pos < frag_pos) {
     std::size_t qend = frag_pos == std::string_view::npos ? rest.size() : frag_pos;
-    out += "?" + redact_query(rest.substr(query_pos + 1, qend - query_pos - 1));
+    out += "?" + redact_query(rest.substr(query_pos + 1, qend - query_pos - 1), mark);
   }
   if (frag_pos != std::string_view::npos) out += rest.substr(frag_pos);
   return out;
 }
+
+}  // namespace
+
+std::string redact_url(std::string_view url) { return redact_marked(url, {}); }
+
+// `<` ends a URL for redact_text(): the marked URL passes through the printing points' redaction.
+std::string marked_url(std::string_view url) { return redact_marked(url, "<***>"); }
 
 std::string redact_text(std::string_view text) {
   auto is_scheme_char = [](char c) {

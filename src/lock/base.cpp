@@ -283,9 +283,18 @@ Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const Manifest
                  "", "the base changed: check it, then write its new sha256 in the manifest (or drop the pin)"};
   auto parsed = Lockfile::parse(bytes->first, redact_url(b.lockfile), bytes->second);
   if (!parsed) {
+    // The base is another team's file: its own hint ("re-create it with `envlock lock`") is for
+    // them, so the error says what is wrong in it and whom to ask (attack on issue 18, finding 6).
     Error e = parsed.error();
-    return Error{e.kind, where, "the base lockfile " + redact_url(b.lockfile) + " cannot be read", e.to_string(),
-                 "the base must be an envlock.lock written by `envlock lock`"};
+    const bool credentials = e.message.ends_with(" carries credentials");
+    e.hint.clear();
+    const std::string named = redact_url(b.lockfile);
+    return Error{e.kind, where, "the base lockfile " + named + " cannot be read", e.to_string(),
+                 credentials ? "the base is its owners' file: ask them to take the credentials out of " + named +
+                                   " and lock it again (`envlock lock` writes none: a token belongs in the "
+                                   "credentials file or .netrc); locking this project again cannot fix it"
+                             : "the base must be an envlock.lock written by `envlock lock`: ask its owners to fix " +
+                                   named + " (locking this project again cannot)"};
   }
   out.lockfile = std::move(*parsed);
   out.directory = bytes->second;

@@ -205,13 +205,20 @@ class Reader {
     return ok_status();
   }
 
-  /// The error for a URL with credentials; the line shown has them redacted too.
+  /// The error for a URL with credentials; the line shown has each of them replaced by `<***>`
+  /// (marked_url), so that it reads as the file's line with the secrets blanked, not as a line
+  /// the file does not hold (attack on issue 18, finding 6).
   Error credentials_error(const Node& n, const What& what, const std::string& raw) const {
     Error e = at(n, what.str() + " carries credentials",
                  "lockfiles must be credential-free; re-create it with `envlock lock`");
     const std::string clean = redact_url(raw);
-    for (std::size_t at = e.detail.find(raw); at != std::string::npos; at = e.detail.find(raw, at + clean.size()))
-      e.detail.replace(at, raw.size(), clean);
+    const std::string marked = marked_url(raw);
+    // The excerpt is redacted already (redacted_excerpt); the caret sits at the value's start.
+    for (const std::string& seen : {raw, clean})
+      if (const std::size_t at = e.detail.find(seen); at != std::string::npos) {
+        e.detail.replace(at, seen.size(), marked);
+        break;
+      }
     return e;
   }
 

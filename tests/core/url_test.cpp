@@ -46,6 +46,19 @@ TEST(RedactUrl, KeepsTheSshUserDropsItsPassword) {
   EXPECT_EQ(redact_url("sshfoo://u:p@h/x"), "sshfoo://h/x");
 }
 
+// An excerpt of a refused line shows where each secret was, so the line can be found in the file
+// (attack on issue 18, finding 6): nothing of the secret, and the marks survive redact_text().
+TEST(MarkedUrl, MarksWhereEachSecretWas) {
+  EXPECT_EQ(marked_url("https://alice:s3cr3t@example.com/t/tok-ABC/chan/x.conda?token=zz&a=b"),
+            "https://<***>@example.com/t/<***>/chan/x.conda?token=<***>&a=b");
+  EXPECT_EQ(marked_url("git+ssh://git:pw@host/r.git"), "git+ssh://git:<***>@host/r.git");
+  EXPECT_EQ(marked_url("git+ssh://git@host/r.git"), "git+ssh://git@host/r.git");
+  EXPECT_EQ(marked_url("https://conda.anaconda.org/conda-forge/x.conda"), "https://conda.anaconda.org/conda-forge/x.conda");
+  const std::string line = "url: \"" + marked_url("https://u:p@h/t/tk/c?sig=s") + "\"";
+  EXPECT_EQ(redact_text(line), line);
+  EXPECT_EQ(redact_url("https://u:p@h/t/tk/c?sig=s"), "https://h/c?sig=");  // unchanged by marked_url
+}
+
 TEST(RedactText, RedactsEveryUrlInsideFreeText) {
   // An error excerpt quoting a manifest line, a MatchSpec with a channel URL, two URLs at once.
   EXPECT_EQ(redact_text("    - https://user:secret@127.0.0.1:9/x"), "    - https://127.0.0.1:9/x");

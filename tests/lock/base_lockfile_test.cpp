@@ -661,3 +661,48 @@ TEST(BaseLockfile, ChainedBaseIsCheckedLinkByLink) {
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// Attack on issue 18, finding 6: a base whose pin carries credentials is refused (no secret is
+// printed, not even with --json), but the excerpt showed a line the file does not hold (the
+// credentials silently cut out) and the hint told this project to "re-create it with `envlock
+// lock`", a file it does not own. The excerpt marks where each secret was (`<***>`), and the hint
+// names the base's owners and where a token belongs (conda and pixi keep tokens out of lockfiles:
+// conda-lock strips them, pixi reads them from its auth store).
+TEST(BaseLockfile, CredentialsInTheBaseNameWhatIsWrongAndWhoFixesIt) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  const fs::path base = t.dir() / "platform" / "envlock.lock";
+  std::string text = slurp(base);
+  const std::string from = "url: \"../channel/linux-64/libbase-1.0-0.tar.bz2\"";
+  ASSERT_NE(text.find(from), std::string::npos) << text;
+  const std::string line = std::to_string(std::count(text.begin(), text.begin() + text.find(from), '\n') + 1);
+  text.replace(text.find(from), from.size(),
+               "url: \"https://alice:s3cr3tpw@example.com/t/tok-ABC123/linux-64/libbase-1.0-0.tar.bz2?token=zz&a=b\"");
+  spit(base, text);
+  t.write_app(kBase, "tool");
+  const std::string expected =
+      "error: app/envlock.yaml:4:11: the base lockfile ../platform/envlock.lock cannot be read\n"
+      "../platform/envlock.lock:" + line + ":18: url of libbase carries credentials\n"
+      "              url: \"https://<***>@example.com/t/<***>/linux-64/libbase-1.0-0.tar.bz2?token=<***>&a=b\"\n"
+      "                   ^\n"
+      "hint: the base is its owners' file: ask them to take the credentials out of ../platform/envlock.lock and lock "
+      "it again (`envlock lock` writes none: a token belongs in the credentials file or .netrc); locking this project "
+      "again cannot fix it\n";
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, expected);
+  EXPECT_FALSE(fs::exists(t.dir() / "app" / "envlock.lock"));
+  r = t.envlock("lock -f app/envlock.yaml --json");
+  EXPECT_EQ(r.exit_code, 1);
+  for (const char* secret : {"alice", "s3cr3tpw", "tok-ABC123", "zz&"}) {
+    EXPECT_EQ(r.out.find(secret), std::string::npos) << secret << "\n" << r.out;
+    EXPECT_EQ(r.err.find(secret), std::string::npos) << secret << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace envlock
