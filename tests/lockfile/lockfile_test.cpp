@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <algorithm>
 #include <filesystem>
@@ -362,6 +364,40 @@ TEST(LockfileWrite, TemporariesOfKilledWritersAreRemovedByTheNextWrite) {
   for (const auto& e : fs::directory_iterator(dir.path)) left.insert(e.path().filename().string());
   EXPECT_EQ(left, (std::set<std::string>{"envlock.lock", ".envlock.lock.tmp-def456", ".envlock.lock.tmp-held00",
                                          ".other.lock.tmp-abc123", ".envlock.lock.tmp-toolong1"}));
+}
+
+// A writer killed part-way leaves no file at all (attack 20, L1: `kill -9` of `envlock lock` left
+// `.envlock.lock.tmp-*`, removed only by a later write of the same file): the temporary file has
+// no name (O_TMPFILE) until just before its rename. The child writes 256 MiB (and fsyncs them) and
+// is killed 20 ms in, while it writes or flushes.
+TEST(LockfileWrite, AWriterKilledPartWayLeavesNoFile) {
+  TempDir dir;
+  const fs::path path = dir.path / "envlock.lock";
+  { std::ofstream(path) << "old contents\n"; }
+  constexpr std::size_t kSize = 256u << 20;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string big(kSize, 'x');
+    (void)::write(ready[1], "w", 1);  // about to write
+    (void)write_file_atomic(path, big);
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  ::usleep(20 * 1000);  // 256 MiB take this machine over 100 ms to write and flush
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir.path)) left.insert(e.path().filename().string());
+  EXPECT_EQ(left, std::set<std::string>{"envlock.lock"});
+  const auto size = fs::file_size(path);
+  EXPECT_TRUE(size == 13 || size == kSize) << size;  // the old file or the whole new one
 }
 
 TEST(LockfileWrite, FailureLeavesTheOldFile) {
