@@ -90,8 +90,24 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
   }
   std::error_code ec;
   const auto colon = arg.find(':');
-  if (!std::filesystem::exists(arg, ec) && colon != std::string::npos && colon > 0 &&
-      arg.find("://") == std::string::npos) {
+  const bool rev_form = colon != std::string::npos && colon > 0 && arg.find("://") == std::string::npos;
+  const bool is_file = std::filesystem::exists(arg, ec);
+  // A file whose name has the REV:PATH form (a pull request can commit `origin/main:envlock.lock`)
+  // while REV is a revision git resolves is refused as ambiguous, as git refuses `git show X` when
+  // X is both a revision and a file ("ambiguous argument: both revision and filename"): either
+  // reading would let the other one be faked. `./NAME` (or any path starting with `/`, `./`,
+  // `../`) is always the file.
+  if (rev_form && is_file && !arg.starts_with('/') && !arg.starts_with("./") && !arg.starts_with("../") &&
+      !arg.starts_with('-')) {
+    const std::string rev = arg.substr(0, colon);
+    auto out = run_capture({"git", "rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{tree}"}, arg);
+    if (out && out->status == 0) {
+      return Error{ErrorKind::Usage, arg,
+                   "ambiguous: both a file in the working tree and revision '" + rev + "' of git", "",
+                   "write ./" + arg + " for the file, or remove the file to read it from git (as git asks for '--')"};
+    }
+  }
+  if (!is_file && rev_form) {
     const std::string rev = arg.substr(0, colon);
     const std::string path = arg.substr(colon + 1);
     // A revision never starts with '-' (git check-ref-format refuses such a branch or tag name),

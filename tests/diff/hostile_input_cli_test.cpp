@@ -189,6 +189,39 @@ TEST(HostileInput, ARevisionThatIsAnOptionIsRefusedAndWritesNothing) {
   EXPECT_EQ(r.exit_code, 0) << r.err;  // an ordinary revision still reads
 }
 
+// Attack 20 D1: a pull request committing a file named `origin/main:envlock.lock` made the
+// documented CI gate `envlock diff origin/main:envlock.lock envlock.lock --fail-on any` compare the
+// PR's file with itself. Following git (`git show X` refuses an X that is both a revision and a
+// file: "ambiguous argument ... both revision and filename"), such an argument is refused, exit 2;
+// `./NAME` reads the file, and a REV git does not resolve leaves the name a plain file.
+TEST(HostileInput, AFileNamedLikeRevPathIsAmbiguous) {
+  TempDir dir;
+  const auto a = dir.write("a.yml", kCondaLock);
+  ASSERT_EQ(run_command("cd " + q(dir.path()) + " && git -c init.defaultBranch=main init -q . && git add a.yml && "
+                        "git -c user.name=t -c user.email=t@example.invalid commit -q -m one").exit_code, 0);
+  dir.write("HEAD:a.yml", replace_all(kCondaLock, "1.3.1", "1.3.2"));
+  dir.write("nope:a.yml", kCondaLock);
+  const std::string cd = "cd " + q(dir.path()) + " && ";
+  for (const std::string& cmd : {std::string(" diff HEAD:a.yml a.yml --fail-on any"), std::string(" show HEAD:a.yml")}) {
+    auto r = run_command(cd + envlock_cmd() + cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_EQ(r.err, "error: HEAD:a.yml: ambiguous: both a file in the working tree and revision 'HEAD' of git\n"
+                     "hint: write ./HEAD:a.yml for the file, or remove the file to read it from git (as git asks for '--')\n")
+        << cmd;
+  }
+  auto r = run_command(cd + envlock_cmd() + " diff ./HEAD:a.yml a.yml --fail-on any");
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // the file, which differs
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 downgraded) (--fail-on any)\n");
+  r = run_command(cd + envlock_cmd() + " diff nope:a.yml a.yml --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // no revision 'nope': the file
+  EXPECT_EQ(r.err, "");
+  fs::remove(dir.path() / "HEAD:a.yml");
+  r = run_command(cd + envlock_cmd() + " diff HEAD:a.yml a.yml --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // git's copy
+  EXPECT_EQ(r.err, "");
+}
+
 // `envlock show` (git's textconv) prints every field that changes what is installed, so a change of
 // one is a line in `git diff`: md5, depends, conda-lock category and optional; pip VCS commit,
 // editable flag (an envlock.lock pip entry).
