@@ -90,8 +90,11 @@ std::string redact_marked(std::string_view url, std::string_view mark) {
   std::size_t frag_pos = rest.find('#');
   std::size_t path_end = std::min(query_pos, frag_pos);
   std::string path(rest.substr(0, path_end));
-  // Drop every "/t/<token>" segment pair.
-  for (std::size_t p = path.find("/t/"); p != std::string::npos; p = path.find("/t/", p)) {
+  // Drop every "/t/<token>" segment pair (anaconda.org's token form, as conda's
+  // split_anaconda_token reads it). A file:// URL names a path, where a folder `t` is only a
+  // folder: `file:///data/t/channel` was written `file:///data` and installs failed.
+  const bool has_tokens = url.substr(0, scheme_end) != "file";
+  for (std::size_t p = has_tokens ? path.find("/t/") : std::string::npos; p != std::string::npos; p = path.find("/t/", p)) {
     std::size_t token_end = path.find('/', p + 3);
     if (token_end == std::string::npos) token_end = path.size();
     if (token_end == p + 3) { p += 3; continue; }

@@ -25,6 +25,16 @@ TEST(RedactUrl, StripsUserinfoTokensAndSecretQueryValues) {
   EXPECT_EQ(redact_url("./local/dir"), "./local/dir");
 }
 
+// A file:// URL is a path: a folder named `t` is no anaconda.org token (helper report, session 14:
+// a channel at /tmp/al/t/channel was locked as file:///tmp/al, and its packages' URLs lost
+// `/t/channel`).
+TEST(RedactUrl, AFolderNamedTInAFileUrlIsNoToken) {
+  EXPECT_EQ(redact_url("file:///tmp/al/t/channel/linux-64/x.conda"), "file:///tmp/al/t/channel/linux-64/x.conda");
+  EXPECT_FALSE(url_has_credentials("file:///srv/t/chan"));
+  EXPECT_EQ(marked_url("file:///srv/t/chan"), "file:///srv/t/chan");
+  EXPECT_EQ(redact_url("https://h/t/tok/chan"), "https://h/chan");
+}
+
 // The authority ends at a backslash, as WHATWG URL parsers, requests and urllib3 read it for
 // http(s): `evil.example\@` is the host there, not a user name to strip, so redaction never shows
 // conda.anaconda.org for a download from evil.example (issue 17, finding 2).
