@@ -240,16 +240,43 @@ inline constexpr std::size_t kMarkdownBudget = 65536;
 /// The JSON document (schema "envlock-diff/1", documented in docs/review.md).
 nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels);
 
+/// The fields diff_lockfiles() compares beyond what a package line of `envlock show` spells
+/// (name, version, build, channel, sha256 or md5), in the order show prints them: one list, read
+/// by render_show() and kept beside the comparison in diff.cpp, so a field diff compares is a
+/// field show prints (issue 17, M5: size, license, virtual packages and channels were compared
+/// but not shown, so `git diff` through show's textconv hid them). `values` are the field's texts
+/// as show prints them, none when the record does not hold the field or the package line or its
+/// URL already spells it; list fields are sorted (diff compares them as sets).
+struct ShownRecordField {
+  std::string_view name;
+  std::vector<std::string> (*values)(const LockedPackage&);
+  bool categories_only = false;  ///< printed only with_categories (conda-lock's category)
+};
+const std::vector<ShownRecordField>& shown_record_fields();
+
+/// The same for a platform's solve inputs (inputs-changed): each channel in priority order (with
+/// the name the manifest gives it), each virtual package assumed (`name=version=build`), each
+/// PyPI index.
+struct ShownPlatformField {
+  std::string_view name;
+  std::vector<std::string> (*values)(const LockedPlatform&);
+};
+const std::vector<ShownPlatformField>& shown_platform_fields();
+
 /// `envlock show`: a normalized, sorted, one-package-per-line view of a lockfile, the same for
 /// every format that records the same packages (for `git diff` textconv):
 ///   <env>/<platform> <name> <version> <build> <channel> <sha256:hex|md5:hex|->
 ///   <env>/<platform> pypi:<name> <version> <url> <sha256:hex|->
 ///   <env>/<platform> pip <requirement text>     (a pip line that names no project, e.g. `-e .`)
-/// Under each package line, one line per other field that changes what is installed and that
-/// the record holds, `<env>/<platform> <name>  <field> <value>` (two spaces before the field):
-/// conda `md5` (with a sha256), `url` (unless it is channel/subdir/name-version-build.conda),
-/// `build_number` (non-zero), `noarch`,
-/// `python_site_packages_path`, one line per `track_features`, `depends` and `constrains` entry,
+/// Before a platform's packages, one line per solve input it holds (shown_platform_fields()),
+/// `<env>/<platform>  <field> <value>` (two spaces): `channel URL` (`channel URL name NAME`),
+/// `virtual_package __cuda=12.4=0`, `pypi_index URL`.
+/// Under each package line, one line per other field that diff compares and the record holds
+/// (shown_record_fields()), `<env>/<platform> <name>  <field> <value>` (two spaces before the
+/// field): conda `md5` (with a sha256), `url` (unless it is channel/subdir/name-version-build.conda),
+/// `file_name` (unless it is the URL's last segment), `subdir` (unless it is the URL's folder),
+/// `build_number` (non-zero), `noarch`, `python_site_packages_path`, `size`, `license`,
+/// one line per `track_features`, `depends` and `constrains` entry,
 /// and with `with_categories` (conda-lock) `category` (the record's categories, `;optional` when
 /// marked optional; not written for plain `main`); pip `source` (vcs with its commit, path, editable), `editable`,
 /// `requirement`, `requires_python` and one line per `requires_dist` entry.

@@ -29,8 +29,13 @@ int run_show(const Context& ctx, const std::string& arg) {
     nlohmann::json j;
     j["format"] = in->read.format.to_string();
     j["packages"] = nlohmann::json::array();
+    j["platforms"] = nlohmann::json::array();
     for (const auto& [env_name, env] : lock.environments) {
       for (const auto& [key, plat] : env.platforms) {
+        // The solve inputs diff compares (shown_platform_fields, as the text view prints them).
+        nlohmann::json pj = {{"environment", env_name}, {"platform", key}};
+        for (const auto& f : shown_platform_fields()) pj[std::string(f.name)] = f.values(plat);
+        j["platforms"].push_back(std::move(pj));
         for (const auto& p : plat.packages) {
           j["packages"].push_back({{"environment", env_name}, {"platform", key}, {"source", "conda"},
                                    {"name", p.name}, {"version", p.version.to_string()},
@@ -39,6 +44,14 @@ int run_show(const Context& ctx, const std::string& arg) {
                                    {"depends", p.depends}, {"constrains", p.constrains},
                                    {"track_features", p.track_features},
                                    {"category", categories ? nlohmann::json(p.layer) : nlohmann::json(nullptr)}});
+          // The other fields diff compares (envlock/diff.hpp, shown_record_fields).
+          auto& pj_out = j["packages"].back();
+          pj_out["file_name"] = p.file_name;
+          pj_out["subdir"] = p.subdir;
+          pj_out["noarch"] = p.noarch == NoArchKind::Python ? "python" : p.noarch == NoArchKind::Generic ? "generic" : "";
+          pj_out["python_site_packages_path"] = p.python_site_packages_path;
+          pj_out["size"] = p.size ? nlohmann::json(*p.size) : nlohmann::json(nullptr);
+          pj_out["license"] = p.license;
         }
         for (const auto& p : plat.pip) {
           // A pip line that names no project (`-e .`) is named by its text, as in the text view.

@@ -1215,4 +1215,91 @@ LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock, cons
   return diff;
 }
 
+namespace {
+
+// The URL's path segments a record's fields come from (complete_record_from_url): its last one
+// (the archive's file name, percent-decoded) and the one before (the subdir).
+std::pair<std::string, std::string> url_file_and_folder(const std::string& url) {
+  std::string path = url.substr(0, url.find_first_of("?#"));
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return {percent_decode(path), ""};
+  const std::string dir = path.substr(0, slash);
+  const auto slash2 = dir.rfind('/');
+  return {percent_decode(path.substr(slash + 1)), slash2 == std::string::npos ? "" : dir.substr(slash2 + 1)};
+}
+
+std::vector<std::string> one_if(bool held, std::string value) {
+  if (!held) return {};
+  return {std::move(value)};
+}
+
+std::vector<std::string> sorted_texts(std::vector<std::string> v, bool redact) {
+  if (redact)
+    for (auto& x : v) x = redact_text(x);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace
+
+// Keep beside diff_platform() and record_metadata_changes(): a field compared there is a line here.
+const std::vector<ShownRecordField>& shown_record_fields() {
+  static const std::vector<ShownRecordField> fields = {
+      {"md5", [](const LockedPackage& p) { return one_if(!p.sha256.empty() && !p.md5.empty(), p.md5); }},
+      // The URL when it is not what the package line spells (channel/subdir/name-version-build.conda):
+      // another folder, host or file, or a .tar.bz2 archive.
+      {"url",
+       [](const LockedPackage& p) {
+         const std::string url = redact_url(p.url);
+         return one_if(!url.empty() && url != p.channel + "/" + p.subdir + "/" + p.name + "-" + p.version.to_string() +
+                                                   "-" + p.build + ".conda",
+                       url);
+       }},
+      {"file_name",
+       [](const LockedPackage& p) { return one_if(!p.file_name.empty() && p.file_name != url_file_and_folder(p.url).first, p.file_name); }},
+      {"subdir", [](const LockedPackage& p) { return one_if(!p.subdir.empty() && p.subdir != url_file_and_folder(p.url).second, p.subdir); }},
+      {"build_number", [](const LockedPackage& p) { return one_if(p.build_number != 0, std::to_string(p.build_number)); }},
+      {"noarch", [](const LockedPackage& p) { return one_if(p.noarch != NoArchKind::None, std::string(noarch_name(p.noarch))); }},
+      {"python_site_packages_path",
+       [](const LockedPackage& p) { return one_if(!p.python_site_packages_path.empty(), p.python_site_packages_path); }},
+      {"size", [](const LockedPackage& p) { return one_if(p.size.has_value(), p.size ? std::to_string(*p.size) : ""); }},
+      {"license", [](const LockedPackage& p) { return one_if(!p.license.empty(), p.license); }},
+      {"track_features", [](const LockedPackage& p) { return sorted_texts(p.track_features, false); }},
+      {"depends", [](const LockedPackage& p) { return sorted_texts(p.depends, true); }},
+      {"constrains", [](const LockedPackage& p) { return sorted_texts(p.constrains, true); }},
+      {"category", [](const LockedPackage& p) { return one_if(!p.layer.empty() && p.layer != "main", p.layer); }, true},
+  };
+  return fields;
+}
+
+// Keep beside diff_inputs(): a solve input compared there is a line here.
+const std::vector<ShownPlatformField>& shown_platform_fields() {
+  static const std::vector<ShownPlatformField> fields = {
+      {"channel",
+       [](const LockedPlatform& p) {
+         std::vector<std::string> out;
+         for (std::size_t i = 0; i < p.channels.size(); ++i) {
+           const std::string& name = i < p.channel_names.size() ? p.channel_names[i] : std::string();
+           out.push_back(redact_url(p.channels[i]) + (name.empty() ? "" : " name " + name));
+         }
+         return out;
+       }},
+      {"virtual_package",
+       [](const LockedPlatform& p) {
+         std::vector<std::string> out;
+         for (const auto& v : p.virtual_packages) out.push_back(v.to_string());
+         std::sort(out.begin(), out.end());
+         return out;
+       }},
+      {"pypi_index",
+       [](const LockedPlatform& p) {
+         std::vector<std::string> out;
+         for (const auto& i : p.pypi_indexes) out.push_back(redact_url(i));
+         return out;
+       }},
+  };
+  return fields;
+}
+
 }  // namespace envlock

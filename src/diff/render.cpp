@@ -463,30 +463,21 @@ std::string render_show(const Lockfile& lock, bool with_categories) {
   for (const auto& [env_name, env] : lock.environments) {
     for (const auto& [key, plat] : env.platforms) {
       const std::string prefix = clean(env_name + "/" + key) + " ";
+      // The platform's solve inputs first (`<env>/<platform>  channel URL`), in their order.
+      for (const auto& f : shown_platform_fields())
+        for (const auto& v : f.values(plat)) out << prefix << " " << f.name << " " << clean(v) << "\n";
       for (const auto& p : plat.packages) {
         out << prefix << clean(p.name) << " " << clean(p.version.to_string()) << " "
             << (p.build.empty() ? "-" : clean(p.build)) << " " << (p.channel.empty() ? "-" : clean(p.channel)) << " "
             << (!p.sha256.empty() ? "sha256:" + p.sha256 : !p.md5.empty() ? "md5:" + p.md5 : "-") << "\n";
-        // The other fields that change what is installed, one line each under the package line
+        // Every other field diff compares, one line each under the package line
         // (`<env>/<platform> <name>  <field> <value>`), so a change to one is its own line in
-        // `git diff` and names its package. Only fields the record holds.
+        // `git diff` and names its package (shown_record_fields(), envlock/diff.hpp).
         const std::string field = prefix + clean(p.name) + "  ";
-        if (!p.sha256.empty() && !p.md5.empty()) out << field << "md5 " << clean(p.md5) << "\n";
-        // The URL when it is not what the line above spells (channel/subdir/name-version-build.conda):
-        // another folder, host or file, or a .tar.bz2 archive.
-        const std::string url = redact_url(p.url);
-        if (!url.empty() && url != p.channel + "/" + p.subdir + "/" + p.name + "-" + p.version.to_string() + "-" + p.build + ".conda")
-          out << field << "url " << clean(url) << "\n";
-        if (p.build_number != 0) out << field << "build_number " << p.build_number << "\n";
-        if (p.noarch == NoArchKind::Python) out << field << "noarch python\n";
-        if (p.noarch == NoArchKind::Generic) out << field << "noarch generic\n";
-        if (!p.python_site_packages_path.empty())
-          out << field << "python_site_packages_path " << clean(p.python_site_packages_path) << "\n";
-        // Lists in sorted order: diff compares them as sets, and a reordering is no change.
-        for (const auto& t : sorted(p.track_features)) out << field << "track_features " << clean(t) << "\n";
-        for (const auto& d : sorted(p.depends)) out << field << "depends " << clean(redact_text(d)) << "\n";
-        for (const auto& d : sorted(p.constrains)) out << field << "constrains " << clean(redact_text(d)) << "\n";
-        if (with_categories && !p.layer.empty() && p.layer != "main") out << field << "category " << clean(p.layer) << "\n";
+        for (const auto& f : shown_record_fields()) {
+          if (f.categories_only && !with_categories) continue;
+          for (const auto& v : f.values(p)) out << field << f.name << " " << clean(v) << "\n";
+        }
       }
       for (const auto& p : plat.pip) {
         if (p.name.empty()) {  // a pip line that names no project: its text is all there is

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "envlock/diff.hpp"
@@ -864,4 +866,65 @@ TEST(PrefixPip, ABareArchiveUrlIsADirectReference) {
   EXPECT_EQ(change(d, "pkg")->notes,
             std::vector<std::string>{
                 "requirement `https://files.example.com/pkg-1.0.tar.gz` is not met by 1.1 from https://files.example.com/pkg-1.1.tar.gz"});
+}
+
+// Finding M5: `show` printed fewer fields than `diff` compares (size, license, subdir, file name,
+// the platform's channels, virtual packages and PyPI indexes), so `git diff` through show's
+// textconv hid a change the CI gate fails on. Both read one list (shown_record_fields,
+// shown_platform_fields): each field of it, changed alone, is a change for diff and its own line
+// in show. A field added to the list without a case here fails the test.
+TEST(Diff, ShowPrintsEveryFieldDiffCompares) {
+  Lockfile base = make({{"zlib", "1.3.1", "h0_2"}});
+  auto& plat = base.environments["default"].platforms["linux-64"];
+  plat.channels = {"https://conda.anaconda.org/conda-forge"};
+  plat.virtual_packages = {{"__glibc", "2.17", "0"}};
+  plat.pypi_indexes = {"https://pypi.org/simple"};
+  LockedPackage& zlib = plat.packages[0];
+  zlib.md5 = std::string(32, 'c');
+  zlib.size = 100;
+  zlib.license = "Zlib";
+  zlib.depends = {"libgcc >=13"};
+  zlib.layer = "main";
+  using Edit = void (*)(LockedPlatform&, LockedPackage&);
+  const std::map<std::string, Edit> edits = {
+      {"md5", [](LockedPlatform&, LockedPackage& p) { p.md5 = std::string(32, 'd'); }},
+      {"url", [](LockedPlatform&, LockedPackage& p) { p.url += "?mirror=2"; }},
+      {"file_name", [](LockedPlatform&, LockedPackage& p) { p.file_name = "zlib-1.3.1-h0_2-renamed.conda"; }},
+      {"subdir", [](LockedPlatform&, LockedPackage& p) { p.subdir = "linux-aarch64"; }},
+      {"build_number", [](LockedPlatform&, LockedPackage& p) { p.build_number = 2; }},
+      {"noarch", [](LockedPlatform&, LockedPackage& p) { p.noarch = NoArchKind::Generic; }},
+      {"python_site_packages_path", [](LockedPlatform&, LockedPackage& p) { p.python_site_packages_path = "lib/python3.13t/site-packages"; }},
+      {"size", [](LockedPlatform&, LockedPackage& p) { p.size = 101; }},
+      {"license", [](LockedPlatform&, LockedPackage& p) { p.license = "MIT"; }},
+      {"track_features", [](LockedPlatform&, LockedPackage& p) { p.track_features = {"mkl"}; }},
+      {"depends", [](LockedPlatform&, LockedPackage& p) { p.depends.push_back("evil"); }},
+      {"constrains", [](LockedPlatform&, LockedPackage& p) { p.constrains = {"zlib-ng <0a0"}; }},
+      {"category", [](LockedPlatform&, LockedPackage& p) { p.layer = "dev"; }},
+      {"channel", [](LockedPlatform& pl, LockedPackage&) { pl.channels.insert(pl.channels.begin(), "https://mirror.example/conda-forge"); }},
+      {"virtual_package", [](LockedPlatform& pl, LockedPackage&) { pl.virtual_packages[0].version = "2.28"; }},
+      {"pypi_index", [](LockedPlatform& pl, LockedPackage&) { pl.pypi_indexes = {"https://evil.example/simple"}; }},
+  };
+  std::set<std::string> listed;
+  for (const auto& f : shown_record_fields()) listed.insert(std::string(f.name));
+  for (const auto& f : shown_platform_fields()) listed.insert(std::string(f.name));
+  std::set<std::string> covered;
+  for (const auto& [name, _] : edits) covered.insert(name);
+  EXPECT_EQ(listed, covered);
+  RecordedFields all;  // every field held, conda-lock categories too
+  all.categories = true;
+  const std::string before = render_show(base, true);
+  EXPECT_EQ(render_show(base, true), before);
+  EXPECT_TRUE(diff_lockfiles(base, base, all, all).empty());
+  for (const auto& [name, edit] : edits) {
+    Lockfile changed = base;
+    auto& cp = changed.environments["default"].platforms["linux-64"];
+    edit(cp, cp.packages[0]);
+    EXPECT_FALSE(diff_lockfiles(base, changed, all, all).empty()) << name << ": diff sees no change";
+    const std::string after = render_show(changed, true);
+    EXPECT_NE(after, before) << name << ": show prints no change";
+    const std::string line = name == "channel" || name == "virtual_package" || name == "pypi_index"
+                                 ? "default/linux-64  " + name + " "
+                                 : "default/linux-64 zlib  " + name + " ";
+    EXPECT_TRUE(after.starts_with(line) || after.find("\n" + line) != std::string::npos) << name << "\n" << after;
+  }
 }

@@ -232,7 +232,8 @@ TEST(HostileInput, ShowPrintsEveryInstallingField) {
                                                 "  category: main\n  optional: true\n- name: certifi"));
   auto r = run_command(envlock_cmd() + " show " + q(a));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "default/linux-64 zlib 1.3.1 hb9d3cd8_2 https://conda.anaconda.org/conda-forge sha256:" + kZlibSha + "\n"
+  EXPECT_EQ(r.out, "default/linux-64  channel conda-forge\n"
+                   "default/linux-64 zlib 1.3.1 hb9d3cd8_2 https://conda.anaconda.org/conda-forge sha256:" + kZlibSha + "\n"
                    "default/linux-64 zlib  md5 " + kZlibMd5 + "\n"
                    "default/linux-64 zlib  depends evil *\n"
                    "default/linux-64 zlib  depends libgcc >=13\n"
@@ -252,7 +253,8 @@ TEST(HostileInput, ShowPrintsEveryInstallingField) {
                              "            editable: true\n");
   r = run_command(envlock_cmd() + " show " + q(own));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "default/linux-64 pypi:detectron2 0.6 - -\n"
+  EXPECT_EQ(r.out, "default/linux-64  channel https://conda.anaconda.org/conda-forge\n"
+                   "default/linux-64 pypi:detectron2 0.6 - -\n"
                    "default/linux-64 pypi:detectron2  source vcs git+https://github.com/facebookresearch/detectron2.git@cafebabe\n"
                    "default/linux-64 pypi:detectron2  requirement detectron2 @ git+https://github.com/facebookresearch/detectron2.git@cafebabe\n"
                    "default/linux-64 pypi:mylib 0.1 file:///src/mylib -\n"
@@ -686,7 +688,8 @@ TEST(HostileInput, AnotherPipSubdirectoryIsASourceChange) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   r = run_command(envlock_cmd() + " show " + q(b));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "default/linux-64 pypi:tool 0.1 - -\n"
+  EXPECT_EQ(r.out, "default/linux-64  channel https://conda.anaconda.org/conda-forge\n"
+                   "default/linux-64 pypi:tool 0.1 - -\n"
                    "default/linux-64 pypi:tool  source vcs git+https://github.com/acme/mono.git@cafebabe#subdirectory=evil\n"
                    "default/linux-64 pypi:tool  requirement " + repo + "#egg=tool&subdirectory=evil\n");
   EXPECT_EQ(r.err, "");

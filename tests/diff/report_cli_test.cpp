@@ -281,6 +281,86 @@ TEST(DiffReport, InvisibleCharactersAndLookalikeHostsAreShown) {
   // `show` (git's textconv) shows them the same way.
   r = run_command(envlock_cmd() + " show " + q(b));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "default/linux-64 zlib 1.3.1 hb9d3cd8_2 https://conda.anaconda.xn--rg-emc/conda\\u{00ad}-forge\\u{e0041} sha256:" +
+  EXPECT_EQ(r.out, "default/linux-64  channel https://conda.anaconda.xn--rg-emc/conda\\u{00ad}-forge\\u{e0041}\n"
+                   "default/linux-64 zlib 1.3.1 hb9d3cd8_2 https://conda.anaconda.xn--rg-emc/conda\\u{00ad}-forge\\u{e0041} sha256:" +
                        std::string(64, '1') + "\n");
+}
+
+// Finding M5, end to end: `show` prints every field `diff` compares (envlock/diff.hpp,
+// shown_record_fields and shown_platform_fields), so a change the gate fails on is a line in
+// `git diff` through show's textconv: the platform's channels and PyPI indexes, and each record's
+// size, license and (as pixi writes it where the build string does not give it) build_number.
+// Before, show printed none of them, and a size, license or index change was an empty textconv diff.
+const std::string kPixiShown =
+                               "version: 6\n"
+                               "environments:\n"
+                               "  default:\n"
+                               "    channels:\n"
+                               "    - url: https://conda.anaconda.org/conda-forge/\n"
+                               "    indexes:\n"
+                               "    - https://pypi.org/simple\n"
+                               "    packages:\n"
+                               "      linux-64:\n"
+                               "      - conda: https://conda.anaconda.org/conda-forge/noarch/tzdata-2024b-hc8b5060_0.conda\n"
+                               "      - conda: https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\n"
+                               "packages:\n"
+                               "- conda: https://conda.anaconda.org/conda-forge/noarch/tzdata-2024b-hc8b5060_0.conda\n"
+                               "  sha256: 4fde5c3008bf5d2db82f2b50204464314cc3c91c1d953652f7bd01d9e52aefdf\n"
+                               "  md5: 8ac3367aafb1cc0a068483c580af8015\n"
+                               "  license: LicenseRef-Public-Domain\n"
+                               "  size: 122354\n"
+                               "  timestamp: 1728047496079\n"
+                               "- conda: https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\n"
+                               "  sha256: 5d7c0e5f0005f74112a34a7425179f4eb6e73c92f5d109e6af4ddeca407c92ab\n"
+                               "  md5: c9f075ab2f33b3bbee9e62d4ad0a6cd8\n"
+                               "  build_number: 3\n"
+                               "  depends:\n"
+                               "  - __glibc >=2.17,<3.0.a0\n"
+                               "  license: Zlib\n"
+                               "  license_family: Other\n"
+                               "  size: 92286\n";
+
+TEST(DiffReport, ShowPrintsEveryFieldDiffCompares) {
+  TempDir dir;
+  const auto a = dir.write("a/pixi.lock", kPixiShown);
+  std::string changed = kPixiShown;
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"size: 92286", "size: 92287"},
+                                 {"license: Zlib", "license: MIT"},
+                                 {"- https://pypi.org/simple", "- https://evil.example/simple"}})
+    changed.replace(changed.find(from), from.size(), to);
+  const auto b = dir.write("b/pixi.lock", changed);
+  auto r = run_command(envlock_cmd() + " show " + q(a));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "default/linux-64  channel https://conda.anaconda.org/conda-forge/\n"
+                   "default/linux-64  pypi_index https://pypi.org/simple\n"
+                   "default/linux-64 tzdata 2024b hc8b5060_0 https://conda.anaconda.org/conda-forge sha256:"
+                   "4fde5c3008bf5d2db82f2b50204464314cc3c91c1d953652f7bd01d9e52aefdf\n"
+                   "default/linux-64 tzdata  md5 8ac3367aafb1cc0a068483c580af8015\n"
+                   "default/linux-64 tzdata  size 122354\n"
+                   "default/linux-64 tzdata  license LicenseRef-Public-Domain\n"
+                   "default/linux-64 zlib 1.3.1 hb9d3cd8_2 https://conda.anaconda.org/conda-forge sha256:"
+                   "5d7c0e5f0005f74112a34a7425179f4eb6e73c92f5d109e6af4ddeca407c92ab\n"
+                   "default/linux-64 zlib  md5 c9f075ab2f33b3bbee9e62d4ad0a6cd8\n"
+                   "default/linux-64 zlib  build_number 3\n"
+                   "default/linux-64 zlib  size 92286\n"
+                   "default/linux-64 zlib  license Zlib\n"
+                   "default/linux-64 zlib  depends __glibc >=2.17,<3.0.a0\n");
+  EXPECT_EQ(r.err, "");
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "2 changes: 1 metadata-changed, 1 inputs-changed; size +1 B\n"
+                   "old: " + a.string() + " (pixi.lock v6)\nnew: " + b.string() + " (pixi.lock v6)\n\n"
+                   "default / linux-64: 2 changes, size +1 B (2 -> 2 packages)\n"
+                   "    metadata-changed+license-changed zlib          1.3.1 hb9d3cd8_2 -> 1.3.1 hb9d3cd8_2  +1 B\n" +
+                       kPad + "size 92286 -> 92287\n" + kPad + "license Zlib -> MIT\n" + kPad + "pulled by: zlib\n"
+                   "    inputs-changed                pypi indexes\n" +
+                       kPad + "indexes https://pypi.org/simple -> https://evil.example/simple\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 2 changes (1 metadata-changed, 1 license-changed, 1 inputs-changed; a change "
+                   "counts under its kind and each of its flags) (--fail-on any)\n");
+  // Each of the three is its own line of the textconv.
+  r = run_command(envlock_cmd() + " show " + q(b));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"default/linux-64  pypi_index https://evil.example/simple\n", "default/linux-64 zlib  size 92287\n",
+                           "default/linux-64 zlib  license MIT\n"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
 }
