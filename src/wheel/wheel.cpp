@@ -548,19 +548,21 @@ std::string direct_url_json(const DirectUrl& origin) {
   return "{\"archive_info\": " + archive + ", \"url\": " + quoted(origin.url) + "}";
 }
 
-Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& prefix, const WheelInstallOptions& options) {
-  auto file_name = parse_wheel_file_name(wheel.filename().string());
-  if (!file_name) return file_name.error().with_context(wheel.string());
-  std::string python_xy = options.python_xy;
-  if (python_xy.empty()) {
-    auto found = prefix_python_xy(prefix);
-    if (!found) return found.error();
-    python_xy = *found;
-  }
-  const std::string target_prefix = options.target_prefix.empty() ? prefix.string() : options.target_prefix;
-  const std::string interpreter = options.interpreter.empty() ? target_prefix + "/bin/python" + python_xy : options.interpreter;
-  const WheelScheme scheme = conda_wheel_scheme(python_xy, file_name->distribution);
+namespace {
 
+/// What a wheel's first reading finds: its one dist-info folder, the kind of its root, its RECORD
+/// (which covers every member, checked), its entry points. Nothing is written.
+struct WheelContents {
+  std::string dist_info;  // "<name>-<version>.dist-info"
+  std::string stem;       // "<name>-<version>"
+  bool root_is_purelib = false;
+  std::map<std::string, RecordEntry> record;  // member -> its row (the last row of a path counts)
+  std::vector<EntryPoint> entry_points;
+};
+
+/// Reads `wheel`'s member names and kinds and its dist-info metadata (docs/pypi.md, step 1) and
+/// checks RECORD against the members (step 2), as pypa/installer's validate_record does.
+Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFileName& file_name, const ExtractLimits& limits) {
   // Pass 1: names, kinds and the dist-info metadata; nothing is written.
   struct Member {
     std::string name;
@@ -597,20 +599,22 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
       }
     }
     return ok_status();
-  }, options.limits);
+  }, limits);
   if (!pass1) return pass1.error();
 
   if (dist_infos.size() != 1) {
     return bad_wheel(wheel, dist_infos.empty() ? "has no .dist-info folder" : "has " + std::to_string(dist_infos.size()) + " .dist-info folders",
                      "a wheel holds exactly one {distribution}-{version}.dist-info folder (PEP 427)");
   }
-  const std::string dist_info = *dist_infos.begin();
-  const std::string stem = dist_info.substr(0, dist_info.size() - std::string_view(".dist-info").size());
+  WheelContents c;
+  c.dist_info = *dist_infos.begin();
+  const std::string& dist_info = c.dist_info;
+  c.stem = dist_info.substr(0, dist_info.size() - std::string_view(".dist-info").size());
   {
-    const std::size_t dash = stem.rfind('-');
-    const std::string di_name = dash == std::string::npos ? stem : stem.substr(0, dash);
-    if (pep503_normalize(di_name) != pep503_normalize(file_name->distribution)) {
-      return bad_wheel(wheel, "its folder " + dist_info + " is not of the distribution '" + file_name->distribution + "' its file name names");
+    const std::size_t dash = c.stem.rfind('-');
+    const std::string di_name = dash == std::string::npos ? c.stem : c.stem.substr(0, dash);
+    if (pep503_normalize(di_name) != pep503_normalize(file_name.distribution)) {
+      return bad_wheel(wheel, "its folder " + dist_info + " is not of the distribution '" + file_name.distribution + "' its file name names");
     }
   }
   const std::string where_dist_info = wheel.string() + ": " + dist_info;
@@ -624,8 +628,7 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
                  "envlock installs wheels of format 1.x only (PEP 427), as pip and installer do"};
   }
   const auto purelib_it = headers.find("Root-Is-Purelib");
-  const bool root_is_purelib = purelib_it != headers.end() && purelib_it->second == "true";
-  const std::string& root_dir = root_is_purelib ? scheme.purelib : scheme.platlib;
+  c.root_is_purelib = purelib_it != headers.end() && purelib_it->second == "true";
 
   auto record_it = metadata.find(dist_info + "/RECORD");
   if (record_it == metadata.end()) return bad_wheel(wheel, "has no " + dist_info + "/RECORD", "a wheel's dist-info holds RECORD (PEP 427)");
@@ -633,14 +636,13 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   for (std::size_t at = 0; (at = record_text.find("\r\n", at)) != std::string::npos;) record_text.erase(at, 1);
   auto rows = parse_record(record_text, where_dist_info + "/RECORD");
   if (!rows) return rows.error();
-  std::map<std::string, RecordEntry> record;
+  std::map<std::string, RecordEntry>& record = c.record;
   for (auto& row : *rows) record[row.path] = row;  // the last row of a path counts (installer's dict)
 
-  std::vector<EntryPoint> entry_points;
   if (auto it = metadata.find(dist_info + "/entry_points.txt"); it != metadata.end()) {
     auto parsed = parse_entry_points(it->second, where_dist_info + "/entry_points.txt");
     if (!parsed) return parsed.error();
-    entry_points = std::move(*parsed);
+    c.entry_points = std::move(*parsed);
   }
 
   // RECORD covers every member (installer's WheelFile.validate_record), checked before writing.
@@ -665,6 +667,34 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
                        "every file of a wheel but RECORD is hashed in RECORD (PEP 427)");
     }
   }
+
+  return c;
+}
+
+}  // namespace
+
+Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& prefix, const WheelInstallOptions& options) {
+  auto file_name = parse_wheel_file_name(wheel.filename().string());
+  if (!file_name) return file_name.error().with_context(wheel.string());
+  std::string python_xy = options.python_xy;
+  if (python_xy.empty()) {
+    auto found = prefix_python_xy(prefix);
+    if (!found) return found.error();
+    python_xy = *found;
+  }
+  const std::string target_prefix = options.target_prefix.empty() ? prefix.string() : options.target_prefix;
+  const std::string interpreter = options.interpreter.empty() ? target_prefix + "/bin/python" + python_xy : options.interpreter;
+  const WheelScheme scheme = conda_wheel_scheme(python_xy, file_name->distribution);
+
+  auto contents = read_wheel_contents(wheel, *file_name, options.limits);
+  if (!contents) return contents.error();
+  const std::string& dist_info = contents->dist_info;
+  const std::string& stem = contents->stem;
+  const bool root_is_purelib = contents->root_is_purelib;
+  const std::map<std::string, RecordEntry>& record = contents->record;
+  const std::vector<EntryPoint>& entry_points = contents->entry_points;
+  const std::string& root_dir = root_is_purelib ? scheme.purelib : scheme.platlib;
+  const std::string record_member = dist_info + "/RECORD";
 
   // Where each member goes: its scheme folder and the path inside it.
   const std::string data_dir = stem + ".data";
