@@ -8,7 +8,11 @@
 //     a failed check never leaves a file at `destination`;
 //   * is hashed while the bytes arrive (OpenSSL EVP, see envlock/hash.hpp), never re-read;
 //   * resumes a `.partial` left by an earlier attempt or process with an HTTP Range request
-//     (RFC 9110 §14) when the server answers 206, and restarts from zero when it does not;
+//     (RFC 9110 §14) when the server answers 206, and restarts from zero when it does not; a
+//     request with no sha256/md5 resumes only with the validators (strong ETag, Last-Modified,
+//     length) of the answer that began the `.partial`, kept in `<destination>.partial.validators`
+//     and sent as If-Range: a 200 answer (the file changed) restarts from zero in that answer, a
+//     206 of another version restarts; none kept, no resume (docs/cache.md, "Downloads");
 //   * is retried with exponential backoff on transient failures (connection refused/reset/dropped,
 //     timeouts, HTTP 408, 425, 429, 500, 502, 503, 504); never on 4xx client errors or digest
 //     mismatches (a mismatch deletes the `.partial` so the next attempt starts clean);

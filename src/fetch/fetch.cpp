@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -202,6 +203,7 @@ struct Transfer {
   std::uint64_t unknown_size_cap = 0;  // bytes a download without FetchRequest::size may have
   bool cap_exceeded = false;           // on_body stopped the transfer at that cap
   std::filesystem::path partial;
+  std::filesystem::path validators;  // partial_validators_path(): the first answer's validators
 
   // Per attempt.
   EasyHandle easy;
@@ -215,6 +217,12 @@ struct Transfer {
   bool resume_requested = false;
   std::optional<std::uint64_t> content_length;  // of this response's body
   std::string etag, last_modified, cache_control, retry_after;
+  long response_status = 0;           // of the response whose headers are arriving
+  std::string content_range;          // its Content-Range, verbatim
+  std::optional<std::uint64_t> header_length;  // its Content-Length header
+  std::string kept_etag, kept_last_modified;   // validators of the .partial (read at start)
+  std::optional<std::uint64_t> kept_length;    // total length of the file the .partial begins
+  bool resume_mismatch = false;       // a 206 answer is of another version: restart from zero
   std::optional<Error> abort_error;  // set by a callback that stopped the transfer
 
   // Across attempts.
@@ -236,6 +244,106 @@ void reset_hashers(Transfer& t) {
   }
 }
 
+/// Whether `etag` is a strong entity tag (RFC 9110 §8.8.3: If-Range takes no weak one).
+bool strong_etag(const std::string& etag) { return etag.size() >= 2 && etag.front() == '"'; }
+
+/// Removes the .partial and the validators kept beside it.
+void drop_partial(const Transfer& t) {
+  std::error_code ec;
+  if (!t.partial.empty()) std::filesystem::remove(t.partial, ec);
+  if (!t.validators.empty()) std::filesystem::remove(t.validators, ec);
+}
+
+/// A request checked by no digest may resume only with the validators of the answer that began
+/// its .partial (curl -C - users learn why: a file changed between the two answers would be
+/// spliced). One digest-checked request resumes without them: the digest refuses a splice.
+bool needs_validator(const FetchRequest& r) { return r.sha256.empty() && r.md5.empty(); }
+
+/// Reads the validators file beside the .partial (lines `etag: V`, `last-modified: V`, `length: N`).
+void read_validators(Transfer& t) {
+  t.kept_etag.clear();
+  t.kept_last_modified.clear();
+  t.kept_length.reset();
+  std::ifstream in(t.validators);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("etag: ")) t.kept_etag = line.substr(6);
+    else if (line.starts_with("last-modified: ")) t.kept_last_modified = line.substr(15);
+    else if (line.starts_with("length: ") && line.size() > 8 && line.size() < 28 &&
+             line.find_first_not_of("0123456789", 8) == std::string::npos)
+      t.kept_length = std::stoull(line.substr(8));
+  }
+}
+
+/// Writes the validators of a 2xx answer that starts a .partial (before its first byte, so a
+/// process killed during the body leaves them beside it); none: removes the file.
+void write_validators(const Transfer& t) {
+  std::error_code ec;
+  std::string text;
+  if (strong_etag(t.etag)) text += "etag: " + t.etag + "\n";
+  if (!t.last_modified.empty()) text += "last-modified: " + t.last_modified + "\n";
+  if (text.empty()) {
+    std::filesystem::remove(t.validators, ec);
+    return;
+  }
+  if (t.header_length) text += "length: " + std::to_string(*t.header_length) + "\n";
+  std::ofstream out(t.validators, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+/// The headers of the final answer to a request are in (the blank line after them). A resumed
+/// request (Range + If-Range) is checked: a 200 is the whole file — the .partial restarts from
+/// zero in this same answer (RFC 9110 §13.1.5); a 206 must start where the .partial ends and be
+/// of the version it began (same strong ETag or Last-Modified and total length, when the server
+/// sends them; a server ignoring If-Range is caught here). False: stop this transfer.
+bool on_headers_done(Transfer& t) {
+  const long status = t.response_status;
+  if (status < 200 || status >= 300) return true;  // 1xx, a redirect, or an error (FAILONERROR)
+  if (t.resume_requested && status == 206) {
+    std::string_view cr = t.content_range;
+    std::uint64_t start = 0, total = 0;
+    bool total_known = false, ok = cr.starts_with("bytes ");
+    if (ok) {
+      cr.remove_prefix(6);
+      const auto dash = cr.find('-'), slash = cr.find('/');
+      ok = dash != std::string_view::npos && slash != std::string_view::npos && dash > 0 && dash < 20;
+      if (ok) {
+        const std::string first(cr.substr(0, dash));
+        ok = first.find_first_not_of("0123456789") == std::string::npos;
+        if (ok) start = std::stoull(first);
+        const std::string last(cr.substr(slash + 1));
+        if (!last.empty() && last.size() < 20 && last.find_first_not_of("0123456789") == std::string::npos) {
+          total = std::stoull(last);
+          total_known = true;
+        }
+      }
+    }
+    const bool other_version = !ok || start != t.resumed_from ||
+                               (!t.kept_etag.empty() && !t.etag.empty() && t.etag != t.kept_etag) ||
+                               (t.kept_etag.empty() && !t.kept_last_modified.empty() && !t.last_modified.empty() &&
+                                t.last_modified != t.kept_last_modified) ||
+                               (t.kept_length && total_known && total != *t.kept_length);
+    if (other_version) {
+      t.resume_mismatch = true;
+      return false;
+    }
+    return true;
+  }
+  if (t.resume_requested) {  // the whole file again: the kept bytes are of another version
+    if (::ftruncate(t.fd.get(), 0) != 0 || ::lseek(t.fd.get(), 0, SEEK_SET) < 0) {
+      t.resume_mismatch = true;
+      return false;
+    }
+    t.written = 0;
+    t.resumed_from = 0;
+    t.max_resumed_from = 0;
+    t.resume_requested = false;
+    reset_hashers(t);
+  }
+  if (!t.validators.empty()) write_validators(t);
+  return true;
+}
+
 size_t on_header(char* data, size_t size, size_t nitems, void* userp) {
   auto* t = static_cast<Transfer*>(userp);
   const size_t n = size * nitems;
@@ -246,8 +354,17 @@ size_t on_header(char* data, size_t size, size_t nitems, void* userp) {
     t->last_modified.clear();
     t->cache_control.clear();
     t->retry_after.clear();
+    t->content_range.clear();
+    t->header_length.reset();
+    t->response_status = 0;
+    const auto sp = line.find(' ');
+    if (sp != std::string_view::npos && line.size() >= sp + 4) {
+      const std::string code(line.substr(sp + 1, 3));
+      if (code.find_first_not_of("0123456789") == std::string::npos) t->response_status = std::stol(code);
+    }
     return n;
   }
+  if (line == "\r\n" || line == "\n") return on_headers_done(*t) ? n : 0;
   auto colon = line.find(':');
   if (colon == std::string_view::npos) return n;
   std::string name = ascii_lower(std::string(line.substr(0, colon)));
@@ -256,6 +373,10 @@ size_t on_header(char* data, size_t size, size_t nitems, void* userp) {
   else if (name == "last-modified") t->last_modified = value;
   else if (name == "cache-control") t->cache_control = value;
   else if (name == "retry-after") t->retry_after = value;
+  else if (name == "content-range") t->content_range = value;
+  else if (name == "content-length" && !value.empty() && value.size() < 20 &&
+           value.find_first_not_of("0123456789") == std::string::npos)
+    t->header_length = std::stoull(value);
   return n;
 }
 
@@ -402,7 +523,10 @@ class Batch {
       t.label = requests[i].label.empty() ? last_segment(t.redacted) : requests[i].label;
       if (auto cap = unknown_size_cap(options)) t.unknown_size_cap = *cap;
       else cap_error_ = cap.error();
-      if (!requests[i].destination.empty()) t.partial = partial_path(requests[i].destination);
+      if (!requests[i].destination.empty()) {
+        t.partial = partial_path(requests[i].destination);
+        if (needs_validator(requests[i])) t.validators = t.partial.string() + ".validators";
+      }
     }
     progress_.files_total = requests.size();
   }
@@ -506,7 +630,7 @@ void Batch::fail(Transfer& t, Error error) {
   const bool keep = error.kind == ErrorKind::Network && t.scheme == Scheme::Http &&
                     t.req->accept_encoding == AcceptEncoding::Identity && t.written > 0 &&
                     t.req->if_none_match.empty() && t.req->if_modified_since.empty();
-  if (!keep && !t.partial.empty()) std::filesystem::remove(t.partial, ec);
+  if (!keep) drop_partial(t);
   if (t.attempts > 1 && error.kind == ErrorKind::Network) {
     error.detail += (error.detail.empty() ? "" : "\n");
     error.detail += "gave up after " + std::to_string(t.attempts) + " attempts";
@@ -544,6 +668,10 @@ Batch::StartOutcome Batch::start(Transfer& t) {
   t.retry_after.clear();
   t.errbuf.fill('\0');
   t.resume_requested = false;
+  t.resume_mismatch = false;
+  t.response_status = 0;
+  t.content_range.clear();
+  t.header_length.reset();
   t.resumed_from = 0;
   t.written = 0;
   reset_hashers(t);
@@ -551,8 +679,7 @@ Batch::StartOutcome Batch::start(Transfer& t) {
   const bool conditional = !req.if_none_match.empty() || !req.if_modified_since.empty();
   const bool may_resume = t.scheme == Scheme::Http && req.accept_encoding == AcceptEncoding::Identity &&
                           !conditional && !t.restart_from_zero;
-  std::error_code ec;
-  if (t.restart_from_zero) std::filesystem::remove(t.partial, ec);
+  if (t.restart_from_zero) drop_partial(t);
   t.restart_from_zero = false;
 
   std::uint64_t existing = 0;
@@ -560,6 +687,15 @@ Batch::StartOutcome Batch::start(Transfer& t) {
   if (may_resume && ::stat(t.partial.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
     existing = static_cast<std::uint64_t>(st.st_size);
     if (req.size && existing > *req.size) existing = 0;
+  }
+  t.kept_etag.clear();
+  t.kept_last_modified.clear();
+  t.kept_length.reset();
+  if (existing > 0 && needs_validator(req)) {
+    // No digest will catch a splice: resume only the version the .partial began (If-Range).
+    read_validators(t);
+    if (t.kept_etag.empty() && t.kept_last_modified.empty()) existing = 0;
+    if (t.kept_length && existing >= *t.kept_length) existing = 0;
   }
   if (existing > 0 && !hash_existing(t, existing)) {
     existing = 0;
@@ -638,10 +774,16 @@ Batch::StartOutcome Batch::start(Transfer& t) {
   }
   if (!options_.ca_bundle.empty()) lc().easy_setopt(e, CURLOPT_CAINFO, options_.ca_bundle.c_str());
   if (req.accept_encoding == AcceptEncoding::Any) lc().easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-  if (t.resume_requested) {
-    lc().easy_setopt(e, CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(existing));
-  }
   curl_slist* list = nullptr;
+  std::string range;
+  if (t.resume_requested) {
+    // CURLOPT_RANGE, not CURLOPT_RESUME_FROM_LARGE: on_headers_done() takes a 200 as the whole
+    // file (If-Range's answer when the file changed) instead of libcurl's "cannot resume" error.
+    range = std::to_string(existing) + "-";
+    lc().easy_setopt(e, CURLOPT_RANGE, range.c_str());
+    const std::string& validator = strong_etag(t.kept_etag) ? t.kept_etag : t.kept_last_modified;
+    if (!validator.empty()) list = lc().slist_append(list, ("If-Range: " + validator).c_str());
+  }
   if (!req.if_none_match.empty()) list = lc().slist_append(list, ("If-None-Match: " + req.if_none_match).c_str());
   if (!req.if_modified_since.empty()) {
     list = lc().slist_append(list, ("If-Modified-Since: " + req.if_modified_since).c_str());
@@ -704,6 +846,7 @@ void Batch::verify_and_commit(Transfer& t, long status) {
                                                              " into place: " + ec.message()});
     return;
   }
+  if (!t.validators.empty()) std::filesystem::remove(t.validators, ec);
   FetchResult r;
   r.path = req.destination;
   r.url = t.redacted;
@@ -731,6 +874,17 @@ void Batch::finish(Transfer& t, CURLcode code) {
   long status = 0;
   lc().easy_getinfo(t.easy.get(), CURLINFO_RESPONSE_CODE, &status);
 
+  if (t.resume_mismatch) {  // a 206 of another version (or a .partial that cannot restart)
+    t.fd.reset();
+    drop_partial(t);
+    t.written = 0;
+    t.max_resumed_from = 0;  // nothing of the .partial is in the file that arrives
+    t.restart_from_zero = true;
+    retry_or_fail(t, Error{ErrorKind::Network, t.redacted,
+                           "the server resumed " + t.label + " from another version of the file"},
+                  std::chrono::milliseconds(0));
+    return;
+  }
   if (t.abort_error) {
     Error err = *t.abort_error;
     t.abort_error.reset();

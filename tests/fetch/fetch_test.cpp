@@ -370,6 +370,125 @@ TEST_F(Fetch, PartialFromEarlierRunIsResumed) {
   EXPECT_FALSE(fs::exists(envlock::partial_path(r.destination)));
 }
 
+// A download no digest checks (a base lockfile) resumes only the version its .partial began:
+// the first answer's ETag is kept beside the .partial (written before the body, so a kill -9
+// keeps it too) and sent as If-Range (RFC 9110 §13.1.5), as curl's -C - needs and conda/rattler
+// get by restarting: attack on issue 18, B2 (a base locked on a splice of two versions).
+class FetchResume : public Fetch {
+ protected:
+  /// A request for /base.lock that no digest and no size check.
+  FetchRequest unchecked(const HttpServer& s) const {
+    FetchRequest r;
+    r.url = s.url("/base.lock");
+    r.destination = dir_ / "out/base.lock";
+    return r;
+  }
+  /// The first try is cut after 1000 bytes (a process killed mid-body leaves the same files).
+  void cut_first_try(const HttpServer& s) const {
+    FetchOptions o = fast_retries();
+    o.max_retries = 0;
+    auto first = envlock::fetch_to_file(unchecked(s), o);
+    ASSERT_FALSE(first.ok());
+    EXPECT_EQ(fs::file_size(envlock::partial_path(dir_ / "out/base.lock")), 1000u);
+  }
+  std::string v1_ = std::string(5000, 'a');
+  std::string v2_ = std::string(7000, 'b');
+  std::string etag(const std::string& v) const { return "\"" + envlock::hash_bytes(v, HashAlgorithm::Sha256) + "\""; }
+  std::string line(int status, const std::string& range, const std::string& if_range = "") const {
+    std::string out = "{\"path\": \"/base.lock\", \"status\": " + std::to_string(status) + ", \"range\": " +
+                      (range.empty() ? std::string("null") : "\"" + range + "\"");
+    if (!if_range.empty()) out += ", \"if_range\": \"\\\"" + if_range.substr(1, if_range.size() - 2) + "\\\"\"";
+    return out + ", \"auth\": false}\n";
+  }
+  fs::path validators() const { return envlock::partial_path(dir_ / "out/base.lock").string() + ".validators"; }
+};
+
+TEST_F(FetchResume, SameVersionResumesWithIfRange) {
+  write_file(dir_ / "srv/base.lock", v1_);
+  HttpServer server(dir_ / "srv", {"--drop", "/base.lock=1000:1", "--log", (dir_ / "log").string()});
+  ASSERT_TRUE(server.ok()) << server.error();
+  cut_first_try(server);
+  // etag, last-modified (the server's date of the file), and the length the first answer gave.
+  const std::string kept = read_file(validators());
+  EXPECT_EQ(kept.substr(0, 73), "etag: " + etag(v1_) + "\n") << kept;
+  EXPECT_TRUE(kept.substr(73).starts_with("last-modified: ")) << kept;
+  EXPECT_TRUE(kept.ends_with(" GMT\nlength: 5000\n")) << kept;
+  auto got = envlock::fetch_to_file(unchecked(server), fast_retries());
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  EXPECT_EQ(got->http_status, 206);
+  EXPECT_EQ(got->resumed_from, 1000u);
+  EXPECT_EQ(read_file(dir_ / "out/base.lock"), v1_);
+  EXPECT_EQ(read_file(dir_ / "log"), line(200, "") + line(206, "bytes=1000-", etag(v1_)));
+  EXPECT_FALSE(fs::exists(envlock::partial_path(dir_ / "out/base.lock")));
+  EXPECT_FALSE(fs::exists(validators()));
+}
+
+TEST_F(FetchResume, ChangedFileIsTakenWholeFromThe200) {
+  write_file(dir_ / "srv/base.lock", v1_);
+  HttpServer server(dir_ / "srv", {"--drop", "/base.lock=1000:1", "--log", (dir_ / "log").string()});
+  ASSERT_TRUE(server.ok()) << server.error();
+  cut_first_try(server);
+  write_file(dir_ / "srv/base.lock", v2_);  // published in between
+  auto got = envlock::fetch_to_file(unchecked(server), fast_retries());
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  EXPECT_EQ(got->http_status, 200);
+  EXPECT_EQ(got->resumed_from, 0u);
+  EXPECT_EQ(got->attempts, 1u);  // the 200 answer to If-Range is the whole file: no second request
+  EXPECT_EQ(read_file(dir_ / "out/base.lock"), v2_);
+  EXPECT_EQ(read_file(dir_ / "log"), line(200, "") + line(200, "bytes=1000-", etag(v1_)));
+  EXPECT_FALSE(fs::exists(validators()));
+}
+
+TEST_F(FetchResume, A206OfAnotherVersionRestartsFromZero) {
+  // A server that ignores If-Range (as the attacker's did) answers 206 with v2's ETag.
+  write_file(dir_ / "srv/base.lock", v1_);
+  HttpServer server(dir_ / "srv",
+                    {"--drop", "/base.lock=1000:1", "--ignore-if-range", "--log", (dir_ / "log").string()});
+  ASSERT_TRUE(server.ok()) << server.error();
+  cut_first_try(server);
+  write_file(dir_ / "srv/base.lock", v2_);
+  auto got = envlock::fetch_to_file(unchecked(server), fast_retries());
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  EXPECT_EQ(got->http_status, 200);
+  EXPECT_EQ(got->resumed_from, 0u);
+  EXPECT_EQ(got->attempts, 2u);
+  EXPECT_EQ(read_file(dir_ / "out/base.lock"), v2_);
+  EXPECT_EQ(read_file(dir_ / "log"), line(200, "") + line(206, "bytes=1000-", etag(v1_)) + line(200, ""));
+}
+
+TEST_F(FetchResume, NoValidatorNoResume) {
+  write_file(dir_ / "srv/base.lock", v1_);
+  HttpServer server(dir_ / "srv",
+                    {"--drop", "/base.lock=1000:1", "--no-validators", "--log", (dir_ / "log").string()});
+  ASSERT_TRUE(server.ok()) << server.error();
+  cut_first_try(server);
+  EXPECT_FALSE(fs::exists(validators()));
+  write_file(dir_ / "srv/base.lock", v2_);
+  auto got = envlock::fetch_to_file(unchecked(server), fast_retries());
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  EXPECT_EQ(got->http_status, 200);
+  EXPECT_EQ(got->resumed_from, 0u);
+  EXPECT_EQ(read_file(dir_ / "out/base.lock"), v2_);
+  EXPECT_EQ(read_file(dir_ / "log"), line(200, "") + line(200, ""));
+}
+
+TEST_F(FetchResume, ADigestCheckedDownloadResumesWithoutValidatorAndRefusesASplice) {
+  // A package archive: its sha256 is known, so a resume needs no validator; a changed file is
+  // caught by the digest and fetched again from zero (one fresh retry), as before.
+  write_file(dir_ / "srv/base.lock", v1_);
+  HttpServer server(dir_ / "srv", {"--no-validators", "--log", (dir_ / "log").string()});
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = unchecked(server);
+  r.sha256 = envlock::hash_bytes(v1_, HashAlgorithm::Sha256);
+  write_file(envlock::partial_path(r.destination), std::string(1000, 'x'));  // not v1's bytes
+  auto got = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  EXPECT_EQ(got->attempts, 2u);
+  EXPECT_EQ(read_file(r.destination), v1_);
+  EXPECT_EQ(read_file(dir_ / "log"), line(206, "bytes=1000-") + line(200, ""));
+  EXPECT_FALSE(fs::exists(validators()));
+}
+
 TEST_F(Fetch, CompletePartialIsVerifiedWithoutNetwork) {
   HttpServer server(dir_ / "srv");
   ASSERT_TRUE(server.ok()) << server.error();

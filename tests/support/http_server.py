@@ -17,10 +17,15 @@ killed. Fault switches make the failure cases of a download reproducible:
   --redirect PATH=URL     answer 302 with `Location: URL` for PATH (checked before auth)
   --delay PATH=SECONDS    wait SECONDS before answering each request for PATH (a stalled server)
   --no-range              ignore Range headers (always answer 200 with the whole file)
-  --log FILE              append one JSON line per request: {"path", "status", "range", "auth"}
+  --ignore-if-range       answer a Range with 206 even when If-Range names another version
+                          (a server that does not implement RFC 9110 §13.1.5)
+  --no-validators         send neither ETag nor Last-Modified
+  --log FILE              append one JSON line per request: {"path", "status", "range", "if_range"
+                          (only when sent), "auth"}
 
 Range (RFC 9110 §14: `bytes=N-` and `bytes=N-M`) is honoured with 206 / 416; every response has an
-ETag (sha256 of the content, quoted) and Last-Modified, and If-None-Match gives 304.
+ETag (sha256 of the content, quoted) and Last-Modified, and If-None-Match gives 304; a Range with an
+If-Range that matches neither gets 200 and the whole file (RFC 9110 §13.1.5).
 `GET /__stats` returns {"<path>": <request count>, ...} as JSON (not counted itself);
 `GET /__bytes` returns the number of body bytes sent so far (files only);
 `GET /__connections` the number of connections that asked for anything but these three.
@@ -69,6 +74,8 @@ class State:
         self.bytes_sent = 0
         self.connections = 0
         self.no_range = args.no_range
+        self.ignore_if_range = args.ignore_if_range
+        self.no_validators = args.no_validators
         self.log = args.log
         self.counts = {}
         self.lock = threading.Lock()
@@ -92,9 +99,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _record(self, path, status):
         st = self.state
         if st.log:
-            line = json.dumps({"path": path, "status": status,
-                               "range": self.headers.get("Range"),
-                               "auth": self.headers.get("Authorization") is not None})
+            entry = {"path": path, "status": status, "range": self.headers.get("Range")}
+            if self.headers.get("If-Range") is not None:
+                entry["if_range"] = self.headers.get("If-Range")
+            entry["auth"] = self.headers.get("Authorization") is not None
+            line = json.dumps(entry)
             with st.lock, open(st.log, "a") as f:
                 f.write(line + "\n")
 
@@ -196,6 +205,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         status, start, end = 200, 0, len(data)
         rng = self.headers.get("Range")
+        if_range = self.headers.get("If-Range")
+        if rng and if_range is not None and not st.ignore_if_range and if_range not in (etag, last_modified):
+            rng = None  # another version than the client's partial: the whole file
         if rng and not st.no_range and rng.startswith("bytes="):
             first, _, last = rng[len("bytes="):].partition("-")
             start = int(first) if first else 0
@@ -207,8 +219,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = data[start:end]
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("ETag", etag)
-        self.send_header("Last-Modified", last_modified)
+        if not st.no_validators:
+            self.send_header("ETag", etag)
+            self.send_header("Last-Modified", last_modified)
         self.send_header("Accept-Ranges", "none" if st.no_range else "bytes")
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
@@ -246,6 +259,8 @@ def main():
     ap.add_argument("--redirect", action="append")
     ap.add_argument("--delay", action="append")
     ap.add_argument("--no-range", action="store_true")
+    ap.add_argument("--ignore-if-range", action="store_true")
+    ap.add_argument("--no-validators", action="store_true")
     ap.add_argument("--log")
     args = ap.parse_args()
     Handler.state = State(args)
