@@ -159,6 +159,10 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
   const FolderLock turn(manifest_path.parent_path());
   auto loaded = load_manifest(manifest_path);
   if (!loaded) return report_error(ctx, loaded.error());
+  // The install goes where `create` puts it: refused up front, before either file is edited.
+  if (!args.no_install)
+    if (auto st = check_project_envs_folder(fs::absolute(manifest_path, ec).parent_path()); !st)
+      return report_error(ctx, st.error());
   // The text edited is the file's bytes; its parse (the same bytes) is what every check reads.
   const auto text = file_bytes(manifest_path);
   if (!text) return report_error(ctx, Error{ErrorKind::Io, manifest_path.string(), "cannot read the manifest", "", ""});

@@ -280,6 +280,32 @@ TEST_F(EditCli, RmOfANameThatIsNotADependencyWritesNothing) {
   EXPECT_EQ(none.err, "error: rm: name is required\nhint: run `envlock rm --help` for its options\n");
 }
 
+// add and rm install where create does, so a `.envlock` committed as a link is refused as create
+// refuses it (docs/install.md, "The project's environments") — before either file is edited;
+// --no-install only locks and is not concerned.
+TEST_F(EditCli, AProjectEnvsFolderThatIsALinkIsRefusedBeforeAnyEdit) {
+  publish();
+  const std::string text = "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n";
+  spit(manifest(), text);
+  fs::create_directories(root_ / "elsewhere");
+  fs::create_directory_symlink(root_ / "elsewhere", root_ / "proj/.envlock");
+  for (const std::string command : {"add tool", "rm app"}) {
+    auto r = envlock(command);
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_EQ(r.out, "") << command;
+    EXPECT_EQ(filtered(r.err),
+              "error: <ROOT>/proj/.envlock: is a symbolic link: the project's environments must live in the project's own folder\n"
+              "hint: remove the link (a checkout should not carry one), or install elsewhere with -p PREFIX\n")
+        << command;
+    EXPECT_EQ(slurp(manifest()), text) << command;
+    EXPECT_FALSE(fs::exists(lockfile())) << command;
+  }
+  EXPECT_TRUE(fs::is_empty(root_ / "elsewhere"));
+  auto only_lock = envlock("add tool --no-install");
+  EXPECT_EQ(only_lock.exit_code, 0) << only_lock.err;
+  EXPECT_TRUE(fs::is_empty(root_ / "elsewhere"));
+}
+
 TEST_F(EditCli, JsonIsOneObject) {
   publish();
   spit(manifest(), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
