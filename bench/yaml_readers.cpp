@@ -1,5 +1,5 @@
 // The YAML readers side by side (issue 19 step 4; docs/design.md "YAML readers"): envlock's block
-// reader (src/lockfile/block_yaml.cpp), Debian's libfyaml (0.7.12, libfyaml-dev) and yaml-cpp,
+// reader (src/yaml/block_yaml.cpp), Debian's libfyaml (0.7.12, libfyaml-dev) and yaml-cpp,
 // each building a whole tree of one file and walking every scalar, as the lockfile reader does;
 // and libfyaml's event parser alone (no tree), the least a libfyaml-based reader could cost.
 //   yaml_readers FILE [RUNS]   prints one line per reader: the best and the median of RUNS (9).

@@ -1837,6 +1837,38 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
                                      const InstallOptions& options);
 }  // namespace
 
+/// The locks of the environments nested in `prefix`'s `envs/` (conda's layout for a base
+/// environment), taken after the prefix's own: an update of the base rebuilds the whole tree,
+/// nested environments included (carried over by hard link), so it waits for an install in
+/// progress there to finish, and an install there waits for the base's swap (attack 20, I0: both
+/// exited 0 and the nested environment was left empty or mixed). A nested environment is a folder
+/// `envs/<name>` with `conda-meta/`, or one whose lock file `envs/.<name>.envlock-lock` exists (a
+/// first install under way). Taken in name order; an install of a nested environment never takes
+/// the base's lock, so the two cannot wait on each other.
+Result<std::vector<PrefixLock>> lock_nested_environments(const fs::path& prefix) {
+  std::set<std::string> names;
+  std::error_code ec;
+  const fs::path envs = prefix / "envs";
+  if (!fs::is_directory(fs::symlink_status(envs, ec))) return std::vector<PrefixLock>{};
+  for (fs::directory_iterator it(envs, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code sec;
+    if (name.starts_with(".") && name.ends_with(".envlock-lock") && name.size() > 14) {
+      names.insert(name.substr(1, name.size() - 1 - std::string_view(".envlock-lock").size()));
+    } else if (!name.starts_with(".") && fs::is_directory(fs::symlink_status(it->path(), sec)) &&
+               fs::is_directory(fs::symlink_status(it->path() / "conda-meta", sec))) {
+      names.insert(name);
+    }
+  }
+  std::vector<PrefixLock> locks;
+  for (const auto& name : names) {
+    auto lock = PrefixLock::acquire(envs / name);
+    if (!lock) return lock.error();
+    locks.push_back(std::move(*lock));
+  }
+  return locks;
+}
+
 Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vector<PackageToLink>& packages,
                                        const InstallOptions& options) {
   g_interrupted_by = 0;
@@ -1854,6 +1886,8 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
   if (auto st = detail::make_dirs(prefix.parent_path()); !st) return st.error();
   auto lock = PrefixLock::acquire(prefix);
   if (!lock) return lock.error();
+  auto nested = lock_nested_environments(prefix);
+  if (!nested) return nested.error();
   auto result = install_locked(prefix, packages, options);
   // A new environment that was not made leaves nothing behind: neither its lock file (unlinked
   // while held: a waiting process sees another file and starts again) nor the folders made for it.

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -721,6 +722,41 @@ TEST_F(BadInput, ANestedEnvironmentUnderABasesEnvsFolderIsAllowed) {
       << deeper.err;
   EXPECT_NE(deeper.err.find("hint: choose a folder outside that environment as the prefix"), std::string::npos) << deeper.err;
   EXPECT_FALSE(fs::exists(prefix_ / "envs/inner/lib/x"));
+}
+
+// An update of a base environment rebuilds its whole tree, the nested environments in envs/
+// included: it waits while an install holds a nested environment's lock (attack 20, I0: run at
+// the same moment, both exited 0 and the nested environment was left empty or mixed).
+TEST_F(BadInput, AnUpdateOfTheBaseWaitsForAnInstallInANestedEnvironment) {
+  ASSERT_EQ(envlock("install -l " + q(root_ / "good.lock") + " -p " + q(prefix_ / "envs/inner")).exit_code, 0);
+  const fs::path nested_lock = prefix_ / "envs/.inner.envlock-lock";
+  ASSERT_TRUE(fs::exists(nested_lock));
+  const int held = ::open(nested_lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);  // an install of envs/inner under way
+  for (const auto& [k, v] : env_) ::setenv(k.c_str(), v.c_str(), 1);
+  const std::string lock = (root_ / "good.lock").string();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    ::execl(ENVLOCK_BINARY, ENVLOCK_BINARY, "install", "-l", lock.c_str(), "-p", prefix_.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::usleep(1500 * 1000);
+  int status = 0;
+  EXPECT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "the base's install did not wait for the nested one";
+  ::close(held);  // the nested install is done
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  for (const fs::path& env : {prefix_, prefix_ / "envs/inner"}) {
+    auto v = verify_prefix(env);
+    ASSERT_TRUE(v.ok()) << env;
+    EXPECT_TRUE(v->clean()) << env;
+    EXPECT_EQ(run_command(q(env / "bin/envlock-hello")).exit_code, 0) << env;
+  }
 }
 
 // A base prefix's envs/ holds other environments (issue 23, M4): `remove` of the base deleted
