@@ -219,6 +219,7 @@ struct Transfer {
   std::string etag, last_modified, cache_control, retry_after;
   long response_status = 0;           // of the response whose headers are arriving
   std::string content_range;          // its Content-Range, verbatim
+  std::string location;               // its Location, verbatim (a redirect's target)
   std::optional<std::uint64_t> header_length;  // its Content-Length header
   std::string kept_etag, kept_last_modified;   // validators of the .partial (read at start)
   std::optional<std::uint64_t> kept_length;    // total length of the file the .partial begins
@@ -291,6 +292,53 @@ void write_validators(const Transfer& t) {
   out << text;
 }
 
+/// The host of an absolute URL, lower-case, without user info and port ("[::1]" keeps brackets).
+std::string host_of(std::string_view url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) return "";
+  std::string_view rest = url.substr(scheme + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) rest.remove_prefix(at + 1);
+  if (rest.starts_with('[')) return ascii_lower(std::string(rest.substr(0, rest.find(']') + 1)));
+  return ascii_lower(std::string(rest.substr(0, rest.find(':'))));
+}
+
+bool loopback_host(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "[::1]"; }
+
+bool starts_with_ci(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && ascii_lower(std::string(s.substr(0, prefix.size()))) == prefix;
+}
+
+/// The URL libcurl is fetching now (after the redirects so far), or "".
+std::string current_url(const Transfer& t) {
+  char* eff = nullptr;
+  if (t.easy && lc().easy_getinfo(t.easy.get(), CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff != nullptr) return eff;
+  return "";
+}
+
+/// A redirect to plain http:// is followed only from http:// and not from this machine to
+/// another (the manifest's rule for an http:// base: loopback only): an https:// download that a
+/// server sends to http:// would lose TLS without a word (pip and uv refuse such downgrades;
+/// libcurl's CURLOPT_REDIR_PROTOCOLS_STR "https" is set too). The reason, or "".
+std::string refused_redirect(const Transfer& t) {
+  const std::string from = current_url(t);
+  std::string_view to = t.location;
+  bool to_http = starts_with_ci(to, "http://");
+  std::string to_url(to);
+  if (to.starts_with("//")) {  // scheme-relative: the scheme of the URL that answered
+    to_http = starts_with_ci(from, "http://");
+    to_url = (to_http ? "http:" : "https:") + to_url;
+  }
+  if (!to_http) return "";
+  if (!starts_with_ci(from, "http://"))
+    return "refusing the redirect of " + t.label + " from " + redact_url(from) + " to plain " + redact_url(to_url) +
+           ": a download that starts on https:// stays on https://";
+  if (loopback_host(host_of(from)) && !loopback_host(host_of(to_url)))
+    return "refusing the redirect of " + t.label + " from " + redact_url(from) + " to " + redact_url(to_url) +
+           ": plain http:// is followed only on this machine (127.0.0.1, localhost, [::1])";
+  return "";
+}
+
 /// The headers of the final answer to a request are in (the blank line after them). A resumed
 /// request (Range + If-Range) is checked: a 200 is the whole file — the .partial restarts from
 /// zero in this same answer (RFC 9110 §13.1.5); a 206 must start where the .partial ends and be
@@ -298,6 +346,14 @@ void write_validators(const Transfer& t) {
 /// sends them; a server ignoring If-Range is caught here). False: stop this transfer.
 bool on_headers_done(Transfer& t) {
   const long status = t.response_status;
+  if (status >= 300 && status < 400 && !t.location.empty()) {
+    if (std::string why = refused_redirect(t); !why.empty()) {
+      t.abort_error = Error{ErrorKind::Network, t.redacted, why, "",
+                            "ask the server's owners to redirect to https://, or write the https:// URL it "
+                            "should reach"};
+      return false;
+    }
+  }
   if (status < 200 || status >= 300) return true;  // 1xx, a redirect, or an error (FAILONERROR)
   if (t.resume_requested && status == 206) {
     std::string_view cr = t.content_range;
@@ -355,6 +411,7 @@ size_t on_header(char* data, size_t size, size_t nitems, void* userp) {
     t->cache_control.clear();
     t->retry_after.clear();
     t->content_range.clear();
+    t->location.clear();
     t->header_length.reset();
     t->response_status = 0;
     const auto sp = line.find(' ');
@@ -374,6 +431,7 @@ size_t on_header(char* data, size_t size, size_t nitems, void* userp) {
   else if (name == "cache-control") t->cache_control = value;
   else if (name == "retry-after") t->retry_after = value;
   else if (name == "content-range") t->content_range = value;
+  else if (name == "location") t->location = value;
   else if (name == "content-length" && !value.empty() && value.size() < 20 &&
            value.find_first_not_of("0123456789") == std::string::npos)
     t->header_length = std::stoull(value);
@@ -744,7 +802,8 @@ Batch::StartOutcome Batch::start(Transfer& t) {
   lc().easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
   lc().easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
   lc().easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https,file");
-  lc().easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  // https:// stays on https:// (refused_redirect() says so first, with the URLs).
+  lc().easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, starts_with_ci(t.curl_url, "https://") ? "https" : "http,https");
   lc().easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
   lc().easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count() * 1000));
   lc().easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(options_.low_speed_limit));
@@ -944,10 +1003,14 @@ void Batch::finish(Transfer& t, CURLcode code) {
                   std::chrono::milliseconds(0));
     return;
   }
+  // After a redirect the message names the URL that failed and the one asked for (where).
+  std::string redirected;
+  if (const std::string eff = current_url(t); !eff.empty() && redact_url(eff) != t.redacted)
+    redirected = " at " + redact_url(eff) + " (redirected from " + t.redacted + ")";
   if (code == CURLE_HTTP_RETURNED_ERROR) {
     std::string text = status_text(status);
     Error err{ErrorKind::Network, t.redacted,
-              "HTTP " + std::to_string(status) + (text.empty() ? "" : " " + text) + " for " + t.label};
+              "HTTP " + std::to_string(status) + (text.empty() ? "" : " " + text) + " for " + t.label + redirected};
     err.http_status = status;
     if (status == 401 || status == 403) {
       err.hint = "check the credentials for this host: in the channel URL, the credentials file "
@@ -971,7 +1034,7 @@ void Batch::finish(Transfer& t, CURLcode code) {
       why.replace(pos, raw->size(), t.redacted);
   }
   why = redact_text(why);
-  Error err{ErrorKind::Network, t.redacted, "download of " + t.label + " failed: " + why};
+  Error err{ErrorKind::Network, t.redacted, "download of " + t.label + redirected + " failed: " + why};
   if (code == CURLE_FILE_COULDNT_READ_FILE && t.scheme == Scheme::File) err.http_status = 404;  // as a server's 404
   if (code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING) {
     err.hint = "the connection was dropped; run the command again to resume the download";

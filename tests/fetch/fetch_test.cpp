@@ -667,6 +667,81 @@ TEST_F(Fetch, RedirectToAnotherHostDropsCredentials) {
                                        "{\"path\": \"/payload.bin\", \"status\": 200, \"range\": null, \"auth\": false}\n");
 }
 
+// A redirect from https:// to plain http:// is refused before the http request is sent (pip and
+// uv refuse such downgrades; CURLOPT_REDIR_PROTOCOLS_STR "https"), and so is one from an
+// http:// URL on this machine to another host (the manifest allows http:// only on loopback):
+// attack on issue 18, A1. An error after a redirect names the URL that failed and the original.
+TEST_F(Fetch, HttpsRedirectToPlainHttpIsRefused) {
+  if (std::system("command -v openssl >/dev/null") != 0) GTEST_SKIP() << "openssl not installed";
+  const fs::path cert = dir_ / "cert.pem", key = dir_ / "key.pem";
+  const std::string make = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext "
+                           "subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " + key.string() + " -out " +
+                           cert.string() + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  HttpServer plain(dir_ / "srv", {"--log", (dir_ / "plain.log").string()});
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  const std::string cleartext = plain.url("/payload.bin");
+  HttpServer tls(dir_ / "srv", {"--tls", cert.string() + ":" + key.string(), "--redirect",
+                                "/down.bin=" + cleartext, "--redirect", "/scheme-relative.bin=//127.0.0.1:" +
+                                std::to_string(plain.port()) + "/payload.bin", "--redirect", "/up.bin=/payload.bin"});
+  ASSERT_TRUE(tls.ok()) << tls.error();
+  const std::string https = "https://127.0.0.1:" + std::to_string(tls.port());
+  FetchOptions o = fast_retries();
+  o.ca_bundle = cert;
+  FetchRequest r = payload_request(plain);
+  r.url = "https://u:SECRET-pw@127.0.0.1:" + std::to_string(tls.port()) + "/down.bin";
+  auto got = envlock::fetch_to_file(r, o);
+  ASSERT_FALSE(got.ok());
+  // (user info is dropped from every URL shown, as redact_url() does)
+  EXPECT_EQ(got.error().to_string(),
+            "https://127.0.0.1:" + std::to_string(tls.port()) + "/down.bin: refusing the redirect of down.bin from "
+            "https://127.0.0.1:" + std::to_string(tls.port()) + "/down.bin to plain " + cleartext +
+            ": a download that starts on https:// stays on https://\n"
+            "hint: ask the server's owners to redirect to https://, or write the https:// URL it should reach");
+  expect_no_leftovers(r.destination);
+  r.url = https + "/scheme-relative.bin";  // `//host/…` keeps https: refused by libcurl's https-only rule
+  auto relative = envlock::fetch_to_file(r, o);
+  ASSERT_FALSE(relative.ok());
+  EXPECT_FALSE(fs::exists(dir_ / "plain.log"));  // not one request reached the cleartext server
+  // A redirect that stays on https:// is followed.
+  r.url = https + "/up.bin";
+  auto up = envlock::fetch_to_file(r, o);
+  ASSERT_TRUE(up.ok()) << up.error().to_string();
+  EXPECT_EQ(up->url, https + "/payload.bin");
+  EXPECT_EQ(read_file(r.destination), payload_);
+}
+
+TEST_F(Fetch, LoopbackHttpRedirectLeavingTheMachineIsRefusedAndErrorsNameBothUrls) {
+  HttpServer b(dir_ / "srv");
+  ASSERT_TRUE(b.ok()) << b.error();
+  HttpServer a(dir_ / "srv", {"--redirect", "/away.bin=http://10.255.255.1/payload.bin", "--redirect",
+                              "/moved.bin=" + b.url("/missing.bin"), "--redirect", "/near.bin=" + b.url("/payload.bin")});
+  ASSERT_TRUE(a.ok()) << a.error();
+  FetchRequest r = payload_request(a);
+  r.url = a.url("/away.bin");
+  auto away = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(away.ok());
+  EXPECT_EQ(away.error().to_string(),
+            a.url("/away.bin") + ": refusing the redirect of away.bin from " + a.url("/away.bin") +
+                " to http://10.255.255.1/payload.bin: plain http:// is followed only on this machine (127.0.0.1, "
+                "localhost, [::1])\n"
+                "hint: ask the server's owners to redirect to https://, or write the https:// URL it should reach");
+  EXPECT_EQ(a.request_count("/away.bin"), 1);  // not retried
+  r.url = "http://u:SECRET-pw@127.0.0.1:" + std::to_string(a.port()) + "/moved.bin";
+  auto moved = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_FALSE(moved.ok());
+  EXPECT_EQ(moved.error().http_status, 404);
+  EXPECT_EQ(moved.error().to_string(),
+            "http://127.0.0.1:" + std::to_string(a.port()) + "/moved.bin: HTTP 404 Not Found for moved.bin at " +
+                b.url("/missing.bin") + " (redirected from http://127.0.0.1:" + std::to_string(a.port()) +
+                "/moved.bin)\n"
+                "hint: the file is not on the server; check the channel URL, or refresh the lockfile");
+  r.url = a.url("/near.bin");  // loopback to loopback: followed
+  auto near = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(near.ok()) << near.error().to_string();
+  EXPECT_EQ(near->url, b.url("/payload.bin"));
+}
+
 TEST_F(Fetch, CredentialsFileBearerBasicAndCondaToken) {
   write_file(dir_ / "creds.json", R"({"127.0.0.1": {"BearerToken": "SECRET-tok"}})");
   HttpServer bearer(dir_ / "srv", {"--bearer", "SECRET-tok"});

@@ -20,6 +20,7 @@ killed. Fault switches make the failure cases of a download reproducible:
   --ignore-if-range       answer a Range with 206 even when If-Range names another version
                           (a server that does not implement RFC 9110 §13.1.5)
   --no-validators         send neither ETag nor Last-Modified
+  --tls CERT:KEY          serve https with this PEM certificate and key (the stats paths too)
   --log FILE              append one JSON line per request: {"path", "status", "range", "if_range"
                           (only when sent), "auth"}
 
@@ -38,6 +39,7 @@ import http.server
 import json
 import os
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -262,9 +264,15 @@ def main():
     ap.add_argument("--ignore-if-range", action="store_true")
     ap.add_argument("--no-validators", action="store_true")
     ap.add_argument("--log")
+    ap.add_argument("--tls")
     args = ap.parse_args()
     Handler.state = State(args)
     server = QuietServer(("127.0.0.1", 0), Handler)
+    if args.tls:
+        cert, key = args.tls.split(":", 1)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     print(f"PORT {server.server_address[1]}", flush=True)
     try:
         server.serve_forever()
