@@ -277,7 +277,7 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
       return report_error(ctx, nothing_written(st.error(), manifest_path, lock_path));
     }
 
-  LockSummary summary = summarize_lock(*lock, previous);
+  LockSummary summary = summarize_lock(*lock, previous, fs::absolute(lock_path, ec).parent_path());
   const char* verb = adding ? "Added" : "Removed";
   nlohmann::json j;
   nlohmann::json edits = nlohmann::json::array();
