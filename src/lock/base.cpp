@@ -78,7 +78,17 @@ Result<std::pair<std::string, fs::path>> read_bytes(const Manifest& m, const Ext
       FetchOptions fo = options.fetch;
       fo.max_retries = options.max_retries;
       if (!options.netrc_file.empty()) fo.netrc_file = options.netrc_file;
+      // A lockfile, not a package: the lockfile readers' cap (kMaxLockfileBytes), not the 4 GiB of
+      // downloads of unknown size (attack on issue 18, A2: a server's endless body filled the disk).
+      fo.max_unknown_size = kMaxLockfileBytes;
       auto got = fetch_to_file(req, fo);
+      if (!got && got.error().kind == ErrorKind::Integrity) {  // no size, no digest: only the cap
+        return Error{ErrorKind::Io, where,
+                     "the base lockfile " + redact_url(b.lockfile) + " is larger than " +
+                         std::to_string(kMaxLockfileBytes >> 20) + " MiB, more than any lockfile; it is not read",
+                     got.error().detail,
+                     "nothing was kept; check the base's URL (its server sent more than a lockfile holds)"};
+      }
       if (!got) {
         Error e = got.error();
         e.message = "cannot fetch the base lockfile " + redact_url(b.lockfile) + ": " + e.message;

@@ -352,6 +352,28 @@ TEST(BaseLockfile, UrlBaseServedOnLoopbackWithPin) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// A base fetched over http(s) has the lockfile readers' cap (kMaxLockfileBytes, 64 MiB), not the
+// 4 GiB of downloads of unknown size: a hostile or broken server cannot fill a CI disk with it
+// (attack on issue 18, A2). A Content-Length past it is refused at the first byte; nothing is kept.
+TEST(BaseLockfile, UrlBasePastTheLockfileCapIsRefusedAndNothingKept) {
+  Team t;
+  fs::create_directories(t.dir() / "srv");
+  spit(t.dir() / "srv" / "envlock.lock", std::string((64u << 20) + 1, '#'));
+  testing::HttpServer server(t.dir() / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  const std::string url = server.url("/envlock.lock");
+  t.write_app("{lockfile: '" + url + "', environment: runtime}", "tool");
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.yaml:4:11: the base lockfile " + url +
+                       " is larger than 64 MiB, more than any lockfile; it is not read\n"
+                       "  url:      " + url + "\n"
+                       "  received: more than 67108864 bytes\n"
+                       "hint: nothing was kept; check the base's URL (its server sent more than a lockfile holds)\n");
+  EXPECT_TRUE(fs::is_empty(t.dir() / "cache" / "repodata" / "base-lockfiles"));
+}
+
 }  // namespace
 }  // namespace envlock
 
