@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "envlock/fetch.hpp"
+#include "envlock/input_file.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/lock.hpp"
 #include "envlock/paths.hpp"
@@ -103,14 +104,34 @@ Result<std::pair<std::string, fs::path>> read_bytes(const Manifest& m, const Ext
   } else {
     file = *local;
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    return Error{ErrorKind::Io, where,
-                 "cannot read the base lockfile " + redact_url(b.lockfile) + ": " + std::generic_category().message(errno),
-                 "", "check the `lockfile` of the base: a path is relative to the manifest's folder"};
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad())
-    return Error{ErrorKind::Io, where, "cannot read the base lockfile " + b.lockfile, "", ""};
+  // A manifest (a pull request's) can name any path as its base: read_input_file takes regular
+  // files only, outside /proc, /sys and /dev, up to kMaxLockfileBytes, and a file that is not a
+  // YAML map is refused without quoting a byte of it (envlock/input_file.hpp).
+  InputFile read = read_input_file(file, kMaxLockfileBytes);
+  const std::string named = "the base lockfile " + redact_url(b.lockfile);
+  switch (read.problem) {
+    case InputFile::Problem::None: break;
+    case InputFile::Problem::Open:
+      return Error{ErrorKind::Io, where, "cannot read " + named + ": " + std::generic_category().message(read.error_number),
+                   "", "check the `lockfile` of the base: a path is relative to the manifest's folder"};
+    case InputFile::Problem::Refused:
+      return Error{ErrorKind::Io, where, named + " " + read.message, "",
+                   "a base lockfile is another project's envlock.lock: a regular file, a file:// or an https:// URL"};
+    case InputFile::Problem::TooLarge:
+      return Error{ErrorKind::Io, where,
+                   named + " is larger than " + std::to_string(kMaxLockfileBytes >> 20) +
+                       " MiB, more than any lockfile; it is not read",
+                   "", "check the `lockfile` of the base"};
+    case InputFile::Problem::Read:
+      return Error{ErrorKind::Io, where, "cannot read " + named + ": " + std::generic_category().message(read.error_number),
+                   "", ""};
+  }
+  if (!starts_like_yaml_map(read.text)) {
+    Error e = input_not_yaml_map(where, "an envlock.lock");
+    e.message = named + " " + e.message;
+    return e;
+  }
+  std::string text = std::move(read.text);
   return std::pair{std::move(text), directory};
 }
 

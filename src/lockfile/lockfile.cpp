@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "envlock/lockfile.hpp"
+#include "envlock/input_file.hpp"
 #include "block_yaml.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/pypi_name.hpp"
@@ -675,28 +676,28 @@ Result<Lockfile> Lockfile::read(const std::filesystem::path& path) {
   if (std::error_code dir_ec; std::filesystem::is_directory(path, dir_ec))
     return Error{ErrorKind::Io, path.string(), "is a directory, not a lockfile", "",
                  "pass the lockfile itself, e.g. " + (path / "envlock.lock").string()};
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error{ErrorKind::Io, path.string(), std::string("cannot open the lockfile: ") + std::strerror(errno), "",
-                 "create it with `envlock lock -f envlock.yaml`, or pass the right path with -l"};
-  // Untrusted input: bounded by kMaxLockfileBytes (lockfile.hpp), the cap of every lockfile reader,
-  // counted while reading too (a FIFO has no size).
-  const auto too_large = [&] {
-    return Error{ErrorKind::Parse, path.string(),
-                 "is larger than " + std::to_string(kMaxLockfileBytes >> 20) + " MiB, more than any lockfile; it is not read", "",
-                 "check that this is the lockfile meant (a lockfile is a few MB); envlock reads at most " +
-                     std::to_string(kMaxLockfileBytes >> 20) + " MiB of one lockfile"};
-  };
-  std::error_code ec;
-  if (auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxLockfileBytes) return too_large();
-  std::string text;
-  char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxLockfileBytes) return too_large();
+  // Untrusted input (a pull request's envlock.lock can be a link to anything): read_input_file
+  // (envlock/input_file.hpp) takes regular files only, outside /proc, /sys and /dev, bounded by
+  // kMaxLockfileBytes (lockfile.hpp), the cap of every lockfile reader.
+  InputFile file = read_input_file(path, kMaxLockfileBytes);
+  switch (file.problem) {
+    case InputFile::Problem::None: break;
+    case InputFile::Problem::Open:
+      return Error{ErrorKind::Io, path.string(), std::string("cannot open the lockfile: ") + std::strerror(file.error_number), "",
+                   "create it with `envlock lock -f envlock.yaml`, or pass the right path with -l"};
+    case InputFile::Problem::Refused:
+      return Error{ErrorKind::Io, path.string(), file.message, "", "pass the project's envlock.lock, a regular file"};
+    case InputFile::Problem::TooLarge:
+      return Error{ErrorKind::Parse, path.string(),
+                   "is larger than " + std::to_string(kMaxLockfileBytes >> 20) + " MiB, more than any lockfile; it is not read", "",
+                   "check that this is the lockfile meant (a lockfile is a few MB); envlock reads at most " +
+                       std::to_string(kMaxLockfileBytes >> 20) + " MiB of one lockfile"};
+    case InputFile::Problem::Read:
+      return Error{ErrorKind::Io, path.string(), std::string("cannot read the lockfile: ") + std::strerror(file.error_number), "", ""};
   }
-  if (in.bad()) return Error{ErrorKind::Io, path.string(), "cannot read the lockfile", "", ""};
-  return parse(text, path.string(), std::filesystem::absolute(path, ec).parent_path());
+  if (!starts_like_yaml_map(file.text)) return input_not_yaml_map(path.string(), "an envlock.lock");
+  std::error_code ec;
+  return parse(file.text, path.string(), std::filesystem::absolute(path, ec).parent_path());
 }
 
 }  // namespace envlock

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "envlock/manifest.hpp"
+#include "envlock/input_file.hpp"
 #include "envlock/manifest_edit.hpp"
 #include "envlock/platform.hpp"
 #include "envlock/pypi_name.hpp"
@@ -882,21 +883,31 @@ Result<Manifest> load_manifest(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ec))
     return Error{ErrorKind::Io, path.string(), "is a directory, not a manifest file", "",
                  "pass the manifest file, e.g. " + (path / "envlock.yaml").string()};
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error{ErrorKind::Io, path.string(), "cannot open the manifest: " + std::string(std::strerror(errno)), "",
-                 "check the path given with -f"};
-  constexpr std::uintmax_t kMaxManifestBytes = 16u << 20;  // untrusted input: bounded
-  if (auto size = std::filesystem::file_size(path, ec); !ec && size > kMaxManifestBytes)
-    return Error{ErrorKind::Parse, path.string(),
-                 "the manifest is " + std::to_string(size) + " bytes; envlock reads manifests up to 16 MiB", "",
-                 "is this the right file?"};
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return Error{ErrorKind::Io, path.string(), "cannot read the manifest", "", ""};
+  // A pull request's envlock.yaml can be a link to anything: regular files only, outside /proc,
+  // /sys and /dev, bounded (envlock/input_file.hpp); one of another shape is never quoted.
+  constexpr std::uintmax_t kMaxManifestBytes = 16u << 20;
+  InputFile file = read_input_file(path, kMaxManifestBytes);
+  switch (file.problem) {
+    case InputFile::Problem::None: break;
+    case InputFile::Problem::Open:
+      return Error{ErrorKind::Io, path.string(), "cannot open the manifest: " + std::string(std::strerror(file.error_number)), "",
+                   "check the path given with -f"};
+    case InputFile::Problem::Refused:
+      return Error{ErrorKind::Io, path.string(), file.message, "", "check the path given with -f"};
+    case InputFile::Problem::TooLarge: {
+      const auto size = std::filesystem::file_size(path, ec);
+      return Error{ErrorKind::Parse, path.string(),
+                   ec ? std::string("the manifest is larger than 16 MiB; envlock reads manifests up to 16 MiB")
+                      : "the manifest is " + std::to_string(size) + " bytes; envlock reads manifests up to 16 MiB",
+                   "", "is this the right file?"};
+    }
+    case InputFile::Problem::Read:
+      return Error{ErrorKind::Io, path.string(), "cannot read the manifest", "", ""};
+  }
+  if (!starts_like_yaml_map(file.text)) return input_not_yaml_map(path.string(), "a manifest");
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
-  auto m = parse_manifest(buf.str(), path.string(), std::filesystem::absolute(dir, ec).lexically_normal());
+  auto m = parse_manifest(file.text, path.string(), std::filesystem::absolute(dir, ec).lexically_normal());
   if (m) m->path = path;
   return m;
 }

@@ -10,6 +10,7 @@
 #include "envlock/pip.hpp"
 #include "envlock/pypi_name.hpp"
 #include "envlock/readers.hpp"
+#include "envlock/input_file.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "reader_util.hpp"
@@ -166,6 +167,21 @@ Result<FormatInfo> detect_lock_format(const std::string& text, const std::string
                   "conda explicit files start the package list with a line '@EXPLICIT'");
   }
   if (int v = envlock_header_version(text); v > 0) return FormatInfo{LockFormat::Envlock, v};
+  // A file of no lockfile's shape (a committed link to /etc/shadow or a token file) is named,
+  // never quoted: no line, key or caret of it (envlock/input_file.hpp). A YAML list is an
+  // environment file, named below with its first line.
+  if (!starts_like_yaml_map(text) && !first.starts_with("- ")) {
+    auto plain = load_yaml(text, source);
+    if (plain && !plain->root().IsMap()) {
+      return refuse(source,
+                    "not a lockfile: no YAML mapping at the top level; a plain list of specs is an environment file, "
+                    "not a lockfile (its text is not shown)",
+                    "lock it first (`envlock lock`, conda-lock or pixi), then pass the lockfile");
+    }
+    return refuse(source, "not a lockfile: its first line is not YAML `key: value`; its text is not shown",
+                  "envlock reads conda-lock.yml, pixi.lock (format 1-7), @EXPLICIT files, "
+                  "envlock.lock and environment prefixes");
+  }
   auto doc = load_yaml(text, source);
   if (!doc) return doc.error();
   const YamlNode root = doc->root();

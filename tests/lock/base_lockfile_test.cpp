@@ -8,6 +8,8 @@
 // depends, subdir, sha256, size).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -374,6 +376,49 @@ TEST(BaseLockfile, UrlBasePastTheLockfileCapIsRefusedAndNothingKept) {
   EXPECT_TRUE(fs::is_empty(t.dir() / "cache" / "repodata" / "base-lockfiles"));
 }
 
+// `lock --check` of a base named by a URL fetches it (once per check: its sha256 is compared with
+// the recorded one), as `--help` now says; `--offline` reads the cached copy and sends nothing. A
+// base URL changed in the manifest is one reason, not "the base is unchanged" next to "built on
+// another base" (attack on issue 18, L6).
+TEST(BaseLockfile, CheckOfAUrlBaseFetchesItOnceAndOfflineNotAtAll) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  testing::HttpServer server(t.dir() / "platform");
+  ASSERT_TRUE(server.ok()) << server.error();
+  const std::string url = server.url("/envlock.lock");
+  t.write_app("{lockfile: '" + url + "', environment: runtime}", "tool");
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  EXPECT_EQ(server.request_count("/envlock.lock"), 1);
+  auto r = t.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "app/envlock.lock is up to date with app/envlock.yaml\n");
+  EXPECT_EQ(server.request_count("/envlock.lock"), 2);
+  r = t.envlock("lock -f app/envlock.yaml --check --offline");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(server.request_count("/envlock.lock"), 2);
+  r = t.envlock("lock --help");
+  EXPECT_NE(r.out.find("no solve; no network, except to fetch a base lockfile named by a URL: with --offline, its "
+                       "cached copy"),
+            std::string::npos)
+      << r.out;
+
+  const std::string moved = server.url("/v2/envlock.lock");
+  t.write_app("{lockfile: '" + moved + "', environment: runtime}", "tool");
+  r = t.envlock("lock -f app/envlock.yaml --check");
+  EXPECT_EQ(r.exit_code, 1);
+  const std::string hash_line = r.err.substr(r.err.find("  - the manifest changed"));
+  EXPECT_EQ(r.err.substr(0, r.err.find("  - the manifest changed")),
+            "error: app/envlock.lock no longer satisfies app/envlock.yaml (2 reasons):\n");
+  EXPECT_TRUE(hash_line.starts_with("  - the manifest changed since the lock (lockfile has ")) << r.err;
+  EXPECT_EQ(hash_line.substr(hash_line.find(")\n")),
+            ")\n  - [default] environment 'default' is built on the base " + moved +
+                " (environment runtime) in the manifest but on " + url + " (environment runtime) in the lockfile\n"
+                "hint: run `envlock lock -f app/envlock.yaml` to update the lockfile\n")
+      << r.err;
+  EXPECT_EQ(r.err.find("unchanged"), std::string::npos) << r.err;
+  EXPECT_EQ(server.request_count("/v2/envlock.lock"), 0);
+}
+
 }  // namespace
 }  // namespace envlock
 
@@ -724,6 +769,78 @@ TEST(BaseLockfile, CredentialsInTheBaseNameWhatIsWrongAndWhoFixesIt) {
     EXPECT_EQ(r.out.find(secret), std::string::npos) << secret << "\n" << r.out;
     EXPECT_EQ(r.err.find(secret), std::string::npos) << secret << "\n" << r.err;
   }
+}
+
+}  // namespace
+}  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// Attack 20 B0/B1: a manifest (a pull request's) named /proc/self/environ, /etc/shadow or
+// ../../etc/passwd as its base and the parse error quoted the file's first line (every CI secret
+// of the environment block) on standard error and in --json; /dev/zero grew memory without end,
+// a FIFO hung. Every input file is read by read_input_file (envlock/input_file.hpp): regular files
+// only, not in /proc, /sys or /dev, at most 64 MiB, and a file whose first line is not YAML
+// `key: value` is named, never quoted. conda-lock and pixi read no path a manifest names outside
+// the project except channels; git shows a committed link as its target's path, never its text.
+TEST(BaseLockfile, ABaseThatIsNoProjectFileIsRefusedUnquoted) {
+  Team t;
+  const std::string secret = "hf_AbCdEfGhSecretToken123";
+  spit(t.dir() / "token", secret + "\n");
+  spit(t.dir() / "shadow", "root:$6$Zq1$" + secret + ":20228:0:99999:7:::\n");
+  ASSERT_EQ(::mkfifo((t.dir() / "fifo").c_str(), 0600), 0);
+  const std::string hint_not_map =
+      "hint: check the path: envlock quotes no line of a file that is not a YAML map (it could hold secrets)\n";
+  const std::string hint_refused =
+      "hint: a base lockfile is another project's envlock.lock: a regular file, a file:// or an https:// URL\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/proc/self/environ", "the base lockfile /proc/self/environ is in /proc, not a file of a project; it is not read\n" + hint_refused},
+      {"/dev/zero", "the base lockfile /dev/zero is in /dev, not a file of a project; it is not read\n" + hint_refused},
+      {"../fifo", "the base lockfile ../fifo is a FIFO, not a regular file\n" + hint_refused},
+      {"../token", "the base lockfile ../token is not an envlock.lock: its first line is not YAML `key: value`; its text is not shown\n" + hint_not_map},
+      {"../shadow", "the base lockfile ../shadow is not an envlock.lock: its first line is not YAML `key: value`; its text is not shown\n" + hint_not_map},
+  };
+  for (const auto& [path, message] : cases) {
+    t.write_app("{lockfile: \"" + path + "\", environment: runtime}", "tool");
+    auto r = t.envlock("lock -f app/envlock.yaml");
+    EXPECT_EQ(r.exit_code, 1) << path;
+    EXPECT_EQ(r.out, "") << path;
+    EXPECT_EQ(r.err, "error: app/envlock.yaml:4:11: " + message) << path;
+    r = t.envlock("--json lock -f app/envlock.yaml");
+    EXPECT_EQ(r.exit_code, 1) << path;
+    EXPECT_EQ(r.out.find(secret), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("PATH="), std::string::npos) << r.out;
+  }
+  EXPECT_FALSE(fs::exists(t.dir() / "app" / "envlock.lock"));
+  // The manifest and envlock.lock themselves, as committed links: named, never quoted or followed
+  // into a device.
+  fs::remove(t.dir() / "app" / "envlock.yaml");
+  fs::create_symlink(t.dir() / "token", t.dir() / "app" / "envlock.yaml");
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.yaml: is not a manifest: its first line is not YAML `key: value`; its text is not shown\n" +
+                       hint_not_map);
+  fs::remove(t.dir() / "app" / "envlock.yaml");
+  fs::create_symlink("/dev/zero", t.dir() / "app" / "envlock.yaml");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.yaml: is in /dev, not a file of a project; it is not read\nhint: check the path given with -f\n");
+  fs::create_symlink(t.dir() / "fifo", t.dir() / "app" / "envlock.lock");
+  r = t.envlock("install -l app/envlock.lock -p env");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.lock: is a FIFO, not a regular file\nhint: pass the project's envlock.lock, a regular file\n");
+  fs::remove(t.dir() / "app" / "envlock.lock");
+  fs::create_symlink(t.dir() / "shadow", t.dir() / "app" / "envlock.lock");
+  r = t.envlock("install -l app/envlock.lock -p env");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.lock: is not an envlock.lock: its first line is not YAML `key: value`; its text is not shown\n" +
+                       hint_not_map);
+  EXPECT_FALSE(fs::exists(t.dir() / "env"));
 }
 
 }  // namespace
