@@ -174,7 +174,8 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_option("--update", args->update, "solve these packages afresh, keep every other locked record")
       ->expected(1, -1);
   sub.add_flag("--update-all", args->update_all, "ignore the existing lockfile and solve everything afresh");
-  sub.add_flag("--check", args->check, "verify the lockfile against the manifest (no network, no solve)");
+  sub.add_flag("--check", args->check, "verify the lockfile against the manifest (no solve; no network, except to fetch a base "
+                                         "lockfile named by a URL: with --offline, its cached copy)");
   sub.add_flag("--offline", args->offline, "use cached repodata only");
   add_network_options(sub);
   sub.callback([&ctx, args] { ctx.exit_code = run_lock(ctx, *args); });

@@ -100,7 +100,15 @@ class Checker {
         add(K::ExtraEnvironment, name, "", "", "environment '" + name + "' is locked but no longer in the manifest");
     // The hash alone says nothing a person can act on: when no other reason names what changed,
     // say which inputs are the same, so what is left is an input the lockfile does not record.
-    if (out_.size() == 1 && out_[0].kind == K::ManifestHash && out_[0].environment.empty())
+    // A base lockfile named anew is check_base_lockfiles()' reason (it reads the base): the hash
+    // reason must not call the base unchanged next to it (attack on issue 18, L6).
+    const bool base_renamed = std::any_of(m_.environments.begin(), m_.environments.end(), [&](const auto& e) {
+      const auto it = l_.environments.find(e.first);
+      if (it == l_.environments.end() || !e.second.base_lockfile || !it->second.base_lockfile) return false;
+      return e.second.base_lockfile->lockfile != it->second.base_lockfile->lockfile ||
+             e.second.base_lockfile->environment != it->second.base_lockfile->environment;
+    });
+    if (out_.size() == 1 && out_[0].kind == K::ManifestHash && out_[0].environment.empty() && !base_renamed)
       out_[0].message += "; every spec, channel, platform, virtual package and base the lockfile records is unchanged, so "
                          "the change is in the channel priority, a selector or a pip entry";
     return std::move(out_);
