@@ -253,8 +253,12 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
     diag.warnings.push_back(w);
   }
 
-  // Written only now, lockfile first: a manifest never names specs its lockfile does not lock.
-  // A manifest edited on disk since it was read is not overwritten.
+  // Written only now, manifest first, as pixi saves its manifest before its lockfile: killed in
+  // between, the manifest holds the edit and the lockfile is stale (`lock --check` says so,
+  // `create` locks again and keeps the edit); lockfile first left a lockfile ahead of its
+  // manifest, which `create --frozen` installed and a default `create` quietly undid (attack 21,
+  // F4). A manifest edited on disk since it was read is not overwritten; checked just before its
+  // rename, so no lockfile write sits in between (attack 21, F8).
   if (file_bytes(manifest_path) != *text) {
     return report_error(ctx, nothing_written(Error{ErrorKind::Io, manifest_path.string(),
                                                    "changed on disk while envlock " + std::string(adding ? "add" : "rm") +
@@ -264,16 +268,14 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
   }
   const std::string lock_text = lock->to_yaml(fs::absolute(lock_path, ec).parent_path());
   const bool lock_changed = !previous_bytes || *previous_bytes != lock_text;
-  if (lock_changed)
-    if (auto st = write_file_atomic(lock_path, lock_text); !st)
+  const bool manifest_changed = edited->text != *text;
+  if (manifest_changed)
+    if (auto st = write_file_atomic(manifest_path, edited->text); !st)
       return report_error(ctx, nothing_written(st.error(), manifest_path, lock_path));
-  if (edited->text != *text)
-    if (auto st = write_file_atomic(manifest_path, edited->text); !st) {
-      // Put the lockfile back as it was, so the two still agree.
-      if (lock_changed) {
-        if (previous_bytes) (void)write_file_atomic(lock_path, *previous_bytes);
-        else if (!previous) fs::remove(lock_path, ec);  // there was none
-      }
+  if (lock_changed)
+    if (auto st = write_file_atomic(lock_path, lock_text); !st) {
+      // Put the manifest back as it was, so the two still agree.
+      if (manifest_changed) (void)write_file_atomic(manifest_path, *text);
       return report_error(ctx, nothing_written(st.error(), manifest_path, lock_path));
     }
 

@@ -5,11 +5,11 @@
 //      formatting kept, only the entry's line changes);
 //   2. the edited manifest is locked with the existing lockfile as LockOptions::previous, so
 //      every locked record that still fits stays (only what the change requires moves);
-//   3. only when that lock succeeds are the lockfile and then the manifest written, each
+//   3. only when that lock succeeds are the manifest and then the lockfile written (pixi's order), each
 //      atomically (write_file_atomic: temporary file, rename). A spec that cannot be satisfied,
 //      or any other error before this step, leaves both files byte-identical; a manifest that
-//      changed on disk meanwhile is not overwritten (nothing is written); when the manifest
-//      cannot be written after the lockfile was, the lockfile's old bytes are put back;
+//      changed on disk meanwhile is not overwritten (nothing is written); when the lockfile
+//      cannot be written after the manifest was, the manifest's old bytes are put back;
 //   3a. add: a conda spec given without a version gets pixi's implicit constraint from the
 //      locked version (`>=1.26.4,<2`) unless --no-pin, and is locked again (nothing moves);
 //   4. unless --no-install, the environment is installed or updated as `envlock create` does

@@ -306,6 +306,22 @@ TEST_F(EditCli, AProjectEnvsFolderThatIsALinkIsRefusedBeforeAnyEdit) {
   EXPECT_TRUE(fs::is_empty(root_ / "elsewhere"));
 }
 
+// The manifest is written first (pixi's order), so a lockfile write that fails afterwards puts the
+// manifest's old bytes back: here envlock.lock is a link into a folder that cannot exist (/proc
+// makes none), so only the lockfile's write fails.
+TEST_F(EditCli, ALockfileThatCannotBeWrittenPutsTheManifestBack) {
+  publish();
+  const std::string text = "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n";
+  spit(manifest(), text);
+  fs::create_symlink("/proc/envlock-no-such-folder/envlock.lock", lockfile());
+  auto r = envlock("add tool --no-install");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("nothing was written: envlock.yaml and envlock.lock are as they were"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(manifest()), text);
+  EXPECT_TRUE(fs::is_symlink(lockfile()));
+}
+
 TEST_F(EditCli, JsonIsOneObject) {
   publish();
   spit(manifest(), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
