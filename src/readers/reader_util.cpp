@@ -294,9 +294,43 @@ Status check_url(const std::string& name, const std::string& url, const std::str
            "others as part of the user name; a lockfile URL never holds one: regenerate the lockfile";
   return e;
 }
+
+// A path segment of a package URL that percent-decodes to something holding '/' or '\\', or to
+// '.' or '..' (`zlib-1.2.11-h0_1.tar.bz2%2F..%2Fzlib-1.2.8-h0_0.tar.bz2`): servers that decode
+// the path before resolving it (python -m http.server, nginx's static handler) serve another
+// file than the one the URL seems to name, so the entry is shown as one package and installed as
+// another. No tool writes such a URL (conda, conda-lock, pixi and envlock encode no '/').
+Status check_encoded_segments(const std::string& name, const std::string& url, const std::string& place) {
+  const auto scheme_end = url.find("://");
+  std::size_t path_start = 0;
+  if (scheme_end != std::string::npos) {
+    path_start = url.find('/', scheme_end + 3);
+    if (path_start == std::string::npos) return ok_status();
+  }
+  const std::size_t path_end = std::min(url.find_first_of("?#", path_start), url.size());
+  for (std::size_t pos = path_start; pos < path_end;) {
+    std::size_t end = std::min(url.find('/', pos), path_end);
+    const std::string_view segment(url.data() + pos, end - pos);
+    pos = end + 1;
+    if (segment.find('%') == std::string_view::npos) continue;
+    const std::string decoded = percent_decode(segment);
+    if (decoded.find_first_of("/\\") == std::string::npos && decoded != "." && decoded != "..") continue;
+    Error e;
+    e.kind = ErrorKind::Parse;
+    e.where = place;
+    e.message = "package '" + printable(name) + "': URL '" + printable(redact_url(url)) +
+                "' has a path segment that decodes to a '/', '\\', '.' or '..' ('" + printable(std::string(segment)) + "')";
+    e.hint = "servers that decode the path first serve another file than the one the URL names; a lockfile URL never "
+             "encodes one: regenerate the lockfile";
+    return e;
+  }
+  return ok_status();
+}
 }  // namespace
 
 Status check_record_matches_url(const std::string& source, const YamlNode& entry, const LockedPackage& pkg) {
+  // An encoded '/', '\\' or '..' is add_package's refusal (check_encoded_segments), named as such.
+  if (!check_encoded_segments(pkg.name, pkg.url, "")) return ok_status();
   const auto archive = parse_archive_name(pkg.file_name);
   // A name no installer writes is add_package's refusal (check_name), named as such.
   if (!archive || !is_valid_package_name(pkg.name, false)) return ok_status();
@@ -321,6 +355,7 @@ Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env
                    const std::string& place, const std::string& identity) {
   if (auto st = check_name(pkg.name, false, place); !st) return st;
   if (auto st = check_url(pkg.name, pkg.url, place); !st) return st;
+  if (auto st = check_encoded_segments(pkg.name, pkg.url, place); !st) return st;
   auto& plat = platform_of(lock, env, platform_key, subdir);
   const auto layers = split_layers(pkg.layer);
   auto [it, inserted] = index.seen.emplace(

@@ -843,3 +843,38 @@ TEST(HostileInput, ARecordThatDisagreesWithItsUrlIsRefused) {
   EXPECT_EQ(r.out, "no changes\n" + header(a, same) + "default / linux-64: no changes (2 packages)\n");
   EXPECT_EQ(r.err, "");
 }
+
+// Attack 20 D2: a URL whose file name hides `%2F..%2F` (zlib-1.2.11-….tar.bz2%2F..%2Fzlib-1.2.8-…)
+// passed the version/URL check as "names no archive", while a server that decodes the path first
+// (python -m http.server, nginx) serves the 1.2.8 archive. A path segment that decodes to '/',
+// '\', '.' or '..' is refused, exit 2. conda-lock and pixi download the URL as written and check
+// nothing; envlock refuses what it cannot show truthfully, as for a backslash.
+TEST(HostileInput, AnEncodedSlashOrDotDotInAUrlIsRefused) {
+  TempDir dir;
+  const std::string url = "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda";
+  const std::string hint = "hint: servers that decode the path first serve another file than the one the URL names; "
+                           "a lockfile URL never encodes one: regenerate the lockfile\n";
+  const auto a = dir.write("a.yml", kCondaLock);
+  for (const std::string& tail : {std::string("%2F..%2Fzlib-1.2.13-hd590300_5.conda"), std::string("%2f..%2fzlib-1.2.13-hd590300_5.conda"),
+                                  std::string("%5C..%5Czlib-1.2.13-hd590300_5.conda")}) {
+    const auto b = dir.write("b.yml", replace_all(kCondaLock, url, url + tail));
+    auto r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(b) + " --fail-on downgraded");
+    EXPECT_EQ(r.exit_code, 2) << tail;
+    EXPECT_EQ(r.out, "") << tail;
+    EXPECT_EQ(r.err, "error: " + b.string() + ":13:3: package 'zlib': URL '" + url + tail +
+                         "' has a path segment that decodes to a '/', '\\', '.' or '..' ('zlib-1.3.1-hb9d3cd8_2.conda" + tail +
+                         "')\n" + hint)
+        << tail;
+  }
+  const std::string dotdot = "https://conda.anaconda.org/conda-forge/linux-64/%2e%2e/noarch/zlib-1.3.1-hb9d3cd8_2.conda";
+  const auto c = dir.write("c.yml", replace_all(kCondaLock, url, dotdot));
+  auto r = run_command(envlock_cmd() + " show " + q(c));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + c.string() + ":13:3: package 'zlib': URL '" + dotdot +
+                       "' has a path segment that decodes to a '/', '\\', '.' or '..' ('%2e%2e')\n" + hint);
+  // The same entry with its URL as conda-lock wrote it reads as before.
+  const auto d = dir.write("d.yml", kCondaLock);
+  r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(d) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
