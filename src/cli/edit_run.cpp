@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "envlock/url.hpp"
 #include "create_run.hpp"
 #include "envlock/lock.hpp"
 #include "envlock/lockfile.hpp"
@@ -285,12 +286,15 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
   nlohmann::json edits = nlohmann::json::array();
   std::string text_out;
   for (const auto& e : edited->edits) {
-    nlohmann::json one = {{"action", action_name(e.action)}, {"name", e.name}, {"spec", e.spec}, {"line", e.line}};
-    if (e.action == DependencyEdit::Action::Replaced) one["previous"] = e.previous;
+    // A pip requirement's URL may carry credentials (`pkg @ git+https://user:token@host/...`): the
+    // manifest keeps what the user wrote, the output never shows them (attack 21, F5).
+    const std::string spec = redact_text(e.spec), was = redact_text(e.previous);
+    nlohmann::json one = {{"action", action_name(e.action)}, {"name", e.name}, {"spec", spec}, {"line", e.line}};
+    if (e.action == DependencyEdit::Action::Replaced) one["previous"] = was;
     edits.push_back(std::move(one));
     // pixi's line (src/cli/add.rs, display_success: "✔ Added numpy >=1.26"), the replaced entry named.
-    text_out += std::string("✔ ") + verb + " " + e.spec +
-                (e.action == DependencyEdit::Action::Replaced ? " (was " + e.previous + ")" : "") + "\n";
+    text_out += std::string("✔ ") + verb + " " + spec +
+                (e.action == DependencyEdit::Action::Replaced ? " (was " + was + ")" : "") + "\n";
   }
   if (kind == DependencyKind::Pypi) text_out += std::string(verb) + " these as pip requirements.\n";
   text_out += (lock_changed ? "locked " : "unchanged ") + lock_path.string() + "\n" + summary.text;

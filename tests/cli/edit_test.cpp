@@ -433,6 +433,20 @@ TEST_F(EditCli, PypiAddsToThePipList) {
   auto gone = envlock("rm --pypi requests --no-install");
   EXPECT_EQ(gone.exit_code, 0) << gone.err;
   EXPECT_EQ(slurp(manifest()), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
+
+  // A requirement's URL credentials stay in the manifest the user wrote, never in the output
+  // (attack 21, F5), text or JSON.
+  auto secret = envlock("add --pypi 'mylib @ git+https://user:tok3n@git.example/mylib.git' --no-install");
+  EXPECT_EQ(secret.exit_code, 0) << secret.err;
+  EXPECT_EQ(secret.out,
+            "✔ Added mylib @ git+https://git.example/mylib.git\n"
+            "Added these as pip requirements.\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 2 packages (0 added, 0 removed, 0 changed)\n");
+  EXPECT_NE(slurp(manifest()).find("user:tok3n@"), std::string::npos);
+  auto secret_json = envlock("--json rm --pypi mylib --no-install");
+  EXPECT_EQ(secret_json.exit_code, 0) << secret_json.err;
+  EXPECT_EQ(secret_json.out.find("tok3n"), std::string::npos) << secret_json.out;
 }
 
 // The install comes after both files are written: when it fails (here: the manifest locks no
