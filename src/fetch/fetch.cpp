@@ -583,7 +583,11 @@ class Batch {
       else cap_error_ = cap.error();
       if (!requests[i].destination.empty()) {
         t.partial = partial_path(requests[i].destination);
-        if (needs_validator(requests[i])) t.validators = t.partial.string() + ".validators";
+        // Only a request that may resume keeps validators (repodata is conditional or compressed).
+        const FetchRequest& q = requests[i];
+        if (needs_validator(q) && q.accept_encoding == AcceptEncoding::Identity && q.if_none_match.empty() &&
+            q.if_modified_since.empty())
+          t.validators = t.partial.string() + ".validators";
       }
     }
     progress_.files_total = requests.size();

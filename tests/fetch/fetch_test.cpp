@@ -472,6 +472,21 @@ TEST_F(FetchResume, NoValidatorNoResume) {
   EXPECT_EQ(read_file(dir_ / "log"), line(200, "") + line(200, ""));
 }
 
+TEST_F(FetchResume, ARepodataRequestKeepsNeitherPartialNorValidators) {
+  // A conditional request (repodata with its ETag) is never resumed, so nothing is kept for it.
+  write_file(dir_ / "srv/base.lock", v1_);
+  HttpServer server(dir_ / "srv", {"--drop", "/base.lock=1000:1"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = unchecked(server);
+  r.if_none_match = "\"older\"";
+  FetchOptions o = fast_retries();
+  o.max_retries = 0;
+  auto got = envlock::fetch_to_file(r, o);
+  ASSERT_FALSE(got.ok());
+  expect_no_leftovers(r.destination);
+  EXPECT_FALSE(fs::exists(validators()));
+}
+
 TEST_F(FetchResume, ADigestCheckedDownloadResumesWithoutValidatorAndRefusesASplice) {
   // A package archive: its sha256 is known, so a resume needs no validator; a changed file is
   // caught by the digest and fetched again from zero (one fresh retry), as before.
