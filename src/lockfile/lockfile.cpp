@@ -1,6 +1,7 @@
 // Lockfile::parse / read — envlock.lock (YAML, format version 1) read with yaml-cpp and validated:
 // every error names file:line:col and shows the offending line.
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "envlock/input_file.hpp"
 #include "block_yaml.hpp"
 #include "envlock/paths.hpp"
+#include "envlock/platform.hpp"
 #include "envlock/pypi_name.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
@@ -474,6 +476,9 @@ Result<LockedEnvironment> Reader::environment(const std::string& name, const Nod
   if (auto st = check_unique_keys(platforms); !st) return st.error();
   for (auto [key, value] : platforms.entries()) {
     const std::string plat(key.Scalar());
+    // A known subdir, as the manifest requires (Platform::parse).
+    if (auto known = Platform::parse(plat); !known)
+      return at(key, "platform '" + printable(plat) + "' of " + where + " is not a known subdir", known.error().hint);
     auto lp = platform(plat, value);
     if (!lp) return lp.error();
     env.platforms.emplace(plat, std::move(*lp));
@@ -519,6 +524,16 @@ Result<Lockfile> Reader::read() {
   if (auto st = check_unique_keys(envs); !st) return st.error();
   for (auto [key, value] : envs.entries()) {
     const std::string name(key.Scalar());
+    // The manifest's rule for an environment name (`[A-Za-z0-9][A-Za-z0-9._-]*`): a name with a
+    // space, '/' or a newline made every `show` line start with a fake package line.
+    const bool plain = !name.empty() && std::isalnum(static_cast<unsigned char>(name[0])) &&
+                       std::all_of(name.begin(), name.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+                       });
+    if (!plain)
+      return at(key, "environment name '" + printable(name) + "' is not a plain name",
+                "a manifest allows letters, digits, '.', '_' and '-' (starting with a letter or digit); lock again "
+                "with `envlock lock`");
     auto env = environment(name, value);
     if (!env) return env.error();
     lf.environments.emplace(name, std::move(*env));

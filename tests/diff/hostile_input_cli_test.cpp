@@ -878,3 +878,35 @@ TEST(HostileInput, AnEncodedSlashOrDotDotInAUrlIsRefused) {
   r = run_command(envlock_cmd() + " diff " + q(a) + " " + q(d) + " --fail-on any");
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
+
+// Attack 20 L3: the envlock.lock reader took environment and platform names the manifest refuses,
+// so an environment named `runtime/linux-64 numpy 9.9 evil …\nx` made every `show` line start
+// with a fake package line (git textconv readers saw "numpy 9.9"). The manifest's rules apply when
+// reading envlock.lock too: `[A-Za-z0-9][A-Za-z0-9._-]*` for an environment (pixi allows fewer:
+// lower case only) and a known conda subdir for a platform, exit 2 at the key.
+TEST(HostileInput, AnEnvlockLockWithAnOddEnvironmentOrPlatformNameIsRefused) {
+  TempDir dir;
+  const auto env = dir.write("env/envlock.lock",
+                             replace_all(kEnvlockLockHead, "  default:\n", "  \"default/linux-64 numpy 9.9\\nx\":\n") +
+                                 "        packages: []\n");
+  auto r = run_command(envlock_cmd() + " show " + q(env));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + env.string() + ":3:3: environment name 'default/linux-64 numpy 9.9\\x0ax' is not a plain name\n"
+                   "    \"default/linux-64 numpy 9.9\\nx\":\n"
+                   "    ^\n"
+                   "hint: a manifest allows letters, digits, '.', '_' and '-' (starting with a letter or digit); lock again "
+                   "with `envlock lock`\n");
+  const auto plat = dir.write("plat/envlock.lock",
+                              replace_all(kEnvlockLockHead, "      linux-64:\n", "      \"linux-64 evil\":\n") +
+                                  "        packages: []\n");
+  r = run_command(envlock_cmd() + " show " + q(plat));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + plat.string() + ":5:7: platform 'linux-64 evil' of environment default is not a known subdir\n"
+                   "        \"linux-64 evil\":\n"
+                   "        ^\n"
+                   "hint: use one of: noarch, emscripten-wasm32, wasi-wasm32, freebsd-64, linux-32, linux-64, linux-aarch64, "
+                   "linux-armv6l, linux-armv7l, linux-ppc64, linux-ppc64le, linux-riscv64, linux-s390x, osx-64, osx-arm64, "
+                   "win-32, win-64, win-arm64, zos-z\n");
+}
