@@ -660,8 +660,18 @@ Status Parser::base_lockfile(const YAML::Node& n, ManifestEnvironment& env) {
       return src_.error_at(kv.second, "base " + key + " of environment '" + env.name + "' is empty");
     if (key == "lockfile") {
       // http:// only on this machine (a test server, a local proxy): elsewhere https:// is required.
-      const bool loopback = value.starts_with("http://127.0.0.1") || value.starts_with("http://localhost") ||
-                            value.starts_with("http://[::1]");
+      // The host itself, not a prefix of the text: `http://127.0.0.1.example.com/` and
+      // `http://localhost@example.com/` leave the machine (attack on issue 18, A1).
+      bool loopback = false;
+      if (value.starts_with("http://")) {
+        const std::string authority = value.substr(7, value.find_first_of("/?#", 7) - 7);
+        const bool userinfo = authority.find('@') != std::string::npos;
+        std::string host = authority.starts_with("[") ? authority.substr(0, authority.find(']') + 1)
+                                                      : authority.substr(0, authority.find(':'));
+        const std::string rest = authority.substr(host.size());
+        const bool port_only = rest.empty() || (rest[0] == ':' && rest.find_first_not_of("0123456789", 1) == std::string::npos);
+        loopback = !userinfo && port_only && (host == "127.0.0.1" || host == "localhost" || host == "[::1]");
+      }
       if (value.find("://") != std::string::npos && !value.starts_with("file://") && !value.starts_with("https://") &&
           !loopback)
         return src_.error_at(kv.second, "base lockfile '" + value + "' is not a path, a file:// or an https:// URL",

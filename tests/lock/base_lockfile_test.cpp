@@ -332,6 +332,20 @@ TEST(BaseLockfile, Errors) {
             "                       ^\n"
             "hint: name the lockfile by a path relative to the manifest, or an https:// URL (http:// only for "
             "127.0.0.1 or localhost)\n");
+  // The loopback rule reads the host, not a prefix of the URL (attack on issue 18, A1).
+  // (user info is not shown: `localhost@` is removed as credentials are)
+  for (const auto& [url, shown] : std::vector<std::pair<std::string, std::string>>{
+           {"http://127.0.0.1.example.com/b.lock", "http://127.0.0.1.example.com/b.lock"},
+           {"http://localhost@example.com/b.lock", "http://example.com/b.lock"},
+           {"http://localhost.example.com:80/b.lock", "http://localhost.example.com:80/b.lock"},
+           {"http://[::1].example.com/b.lock", "http://[::1].example.com/b.lock"}}) {
+    t.write_app("{lockfile: '" + url + "', environment: runtime}", "extra");
+    r = t.envlock("lock -f app/envlock.yaml");
+    EXPECT_EQ(r.exit_code, 1) << url;
+    EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+              "error: app/envlock.yaml:4:22: base lockfile '" + shown + "' is not a path, a file:// or an https:// URL")
+        << r.err;
+  }
 }
 
 TEST(BaseLockfile, UrlBaseServedOnLoopbackWithPin) {
@@ -797,6 +811,8 @@ TEST(BaseLockfile, ABaseThatIsNoProjectFileIsRefusedUnquoted) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"/proc/self/environ", "the base lockfile /proc/self/environ is in /proc, not a file of a project; it is not read\n" + hint_refused},
       {"/dev/zero", "the base lockfile /dev/zero is in /dev, not a file of a project; it is not read\n" + hint_refused},
+      {"file:///proc/self/environ",
+       "the base lockfile file:///proc/self/environ is in /proc, not a file of a project; it is not read\n" + hint_refused},
       {"../fifo", "the base lockfile ../fifo is a FIFO, not a regular file\n" + hint_refused},
       {"../token", "the base lockfile ../token is not an envlock.lock: its first line is not YAML `key: value`; its text is not shown\n" + hint_not_map},
       {"../shadow", "the base lockfile ../shadow is not an envlock.lock: its first line is not YAML `key: value`; its text is not shown\n" + hint_not_map},
