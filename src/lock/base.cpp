@@ -71,6 +71,13 @@ Result<std::pair<std::string, fs::path>> read_bytes(const Manifest& m, const Ext
     fs::create_directories(cache, ec);
     file = cache / (hash_bytes(b.lockfile, HashAlgorithm::Sha256) + ".lock");
     const bool remote = !b.lockfile.starts_with("file://");
+    // A file:// base is a file of this machine: the same rules as a path before it is copied
+    // into the cache (file:///proc/self/environ was copied there whole).
+    if (local) {
+      if (InputFile probe = read_input_file(*local, kMaxLockfileBytes); probe.problem == InputFile::Problem::Refused)
+        return Error{ErrorKind::Io, where, "the base lockfile " + redact_url(b.lockfile) + " " + probe.message, "",
+                     "a base lockfile is another project's envlock.lock: a regular file, a file:// or an https:// URL"};
+    }
     if (!(remote && options.offline)) {
       FetchRequest req;
       req.url = b.lockfile;

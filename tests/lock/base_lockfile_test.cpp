@@ -829,6 +829,9 @@ TEST(BaseLockfile, ABaseThatIsNoProjectFileIsRefusedUnquoted) {
     EXPECT_EQ(r.out.find("PATH="), std::string::npos) << r.out;
   }
   EXPECT_FALSE(fs::exists(t.dir() / "app" / "envlock.lock"));
+  // Nothing was copied into the cache (a file:// base is fetched there once it is allowed).
+  const fs::path copies = t.dir() / "cache" / "repodata" / "base-lockfiles";
+  EXPECT_TRUE(!fs::exists(copies) || fs::is_empty(copies));
   // The manifest and envlock.lock themselves, as committed links: named, never quoted or followed
   // into a device.
   fs::remove(t.dir() / "app" / "envlock.yaml");
