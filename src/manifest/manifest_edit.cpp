@@ -609,9 +609,44 @@ Result<std::string> environment_to_edit(const Manifest& manifest, std::string_vi
                "environments in it: " + names, "pass one of them with -e"};
 }
 
+namespace {
+
+/// A UTF-8 byte order mark at the start of the file: yaml-cpp's positions count from after it,
+/// so the edits are made on the text without it and it is put back (attack 21, F1: every add of
+/// a manifest saved with a BOM was refused by the read-back check).
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+template <class Edit>
+Result<EditedManifest> without_byte_order_mark(const std::string& text, Edit edit) {
+  if (!text.starts_with(kByteOrderMark)) return edit(text);
+  auto edited = edit(text.substr(kByteOrderMark.size()));
+  if (edited) edited->text.insert(0, kByteOrderMark);
+  return edited;
+}
+
+Result<EditedManifest> add_to_text(const Manifest& manifest, const std::string& text, std::string_view environment,
+                                   const std::vector<std::string>& specs, DependencyKind kind);
+Result<EditedManifest> remove_from_text(const Manifest& manifest, const std::string& text, std::string_view environment,
+                                        const std::vector<std::string>& names, DependencyKind kind);
+
+}  // namespace
+
 Result<EditedManifest> add_dependencies(const Manifest& manifest, const std::string& text,
                                         std::string_view environment, const std::vector<std::string>& specs,
                                         DependencyKind kind) {
+  return without_byte_order_mark(text, [&](const std::string& t) { return add_to_text(manifest, t, environment, specs, kind); });
+}
+
+Result<EditedManifest> remove_dependencies(const Manifest& manifest, const std::string& text,
+                                           std::string_view environment, const std::vector<std::string>& names,
+                                           DependencyKind kind) {
+  return without_byte_order_mark(text, [&](const std::string& t) { return remove_from_text(manifest, t, environment, names, kind); });
+}
+
+namespace {
+
+Result<EditedManifest> add_to_text(const Manifest& manifest, const std::string& text, std::string_view environment,
+                                   const std::vector<std::string>& specs, DependencyKind kind) {
   State s{manifest, text, {}, {}};
   auto names = begin_edit(s, environment, specs, kind);
   if (!names) return names.error();
@@ -682,9 +717,8 @@ Result<EditedManifest> add_dependencies(const Manifest& manifest, const std::str
   return finish_edit(s, std::move(edits));
 }
 
-Result<EditedManifest> remove_dependencies(const Manifest& manifest, const std::string& text,
-                                           std::string_view environment, const std::vector<std::string>& names,
-                                           DependencyKind kind) {
+Result<EditedManifest> remove_from_text(const Manifest& manifest, const std::string& text, std::string_view environment,
+                                        const std::vector<std::string>& names, DependencyKind kind) {
   State s{manifest, text, {}, {}};
   auto packages = begin_edit(s, environment, names, kind);
   if (!packages) return packages.error();
@@ -731,5 +765,7 @@ Result<EditedManifest> remove_dependencies(const Manifest& manifest, const std::
   }
   return finish_edit(s, std::move(edits));
 }
+
+}  // namespace
 
 }  // namespace envlock

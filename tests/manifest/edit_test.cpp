@@ -75,6 +75,16 @@ TEST(ManifestEdit, BlockListAppendsAfterTheLastEntryInItsIndentation) {
   EXPECT_EQ(r->manifest.environment("default")->dependencies.size(), 3u);
 }
 
+// A manifest saved with a UTF-8 byte order mark (Windows editors): yaml-cpp's positions count
+// from after it, so every add landed three bytes early and was refused (attack 21, F1). The mark
+// stays where it was.
+TEST(ManifestEdit, AByteOrderMarkIsKept) {
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string text = bom + "channels: [./chan]\nplatforms: [linux-64]\ndependencies: [zlib]\n";
+  EXPECT_EQ(add(text, {"numpy >=1.26"}), bom + "channels: [./chan]\nplatforms: [linux-64]\ndependencies: [zlib, numpy >=1.26]\n");
+  EXPECT_EQ(rm(text, {"zlib"}), bom + "channels: [./chan]\nplatforms: [linux-64]\ndependencies: []\n");
+}
+
 TEST(ManifestEdit, FlowListAppendsAfterItsLastEntryQuotedWhenNeeded) {
   // The last entry is double-quoted: so is the new one; a comma in a flow list needs quotes anyway.
   EXPECT_EQ(add(kBlock, {"pandas"}, "train"),
