@@ -474,6 +474,19 @@ Result<std::string> package_of(const std::string& value, DependencyKind kind) {
   if (auto st = check_text(value, what); !st) return st.error();
   if (value.empty()) return Error{ErrorKind::Usage, "", what + " is empty", "", "name a package, e.g. numpy"};
   if (kind == DependencyKind::Pypi) {
+    // A named requirement (PEP 508): the name, then nothing or extras, a version list, a marker
+    // or a direct reference. pip refuses `not a valid req!!`, so does add (attack 21, F7); paths,
+    // URLs and pip options (`-e ./src`) are left to the pip line reader.
+    if (value.front() != '-' && value.front() != '.' && value.front() != '/' && value.find("://") == std::string::npos) {
+      std::size_t end = 0;
+      while (end < value.size() && (std::isalnum(static_cast<unsigned char>(value[end])) != 0 ||
+                                    std::string_view("._-").find(value[end]) != std::string_view::npos))
+        ++end;
+      const std::string rest = trim(value.substr(end));
+      if (end == 0 || (!rest.empty() && std::string_view("[(<>=!~;@").find(rest.front()) == std::string_view::npos))
+        return Error{ErrorKind::Usage, "", "the pip requirement '" + printable(value) + "' is not a PEP 508 requirement",
+                     "", "write a requirement such as `requests>=2.31`, `pkg[extra]>=1; python_version>='3.10'` or `pkg @ https://host/pkg.whl`"};
+    }
     PipPackage p = parse_pip_requirement(value);
     if (p.name.empty())
       return Error{ErrorKind::Usage, "", "the pip requirement '" + value + "' names no project", "",

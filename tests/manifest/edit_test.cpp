@@ -268,6 +268,13 @@ TEST(ManifestEdit, Errors) {
   EXPECT_EQ(add(kBlock, {"./src"}, "default", DependencyKind::Pypi),
             "error: the pip requirement './src' names no project\nhint: write a requirement such as `requests>=2.31`, "
             "`pkg @ https://host/pkg.whl` or `-e ./src#egg=pkg`");
+  // Not PEP 508: pip refuses it too (attack 21, F7). Extras, markers and references are fine.
+  EXPECT_EQ(add(kBlock, {"not a valid req!!"}, "default", DependencyKind::Pypi),
+            "error: the pip requirement 'not a valid req!!' is not a PEP 508 requirement\nhint: write a requirement such "
+            "as `requests>=2.31`, `pkg[extra]>=1; python_version>='3.10'` or `pkg @ https://host/pkg.whl`");
+  const std::string simple = "channels: [./chan]\nplatforms: [linux-64]\ndependencies:\n  - python\n";
+  for (const std::string ok : {"pkg[extra]>=1", "pkg ; python_version>='3.10'", "pkg @ https://h/p.whl", "pkg (>=1)", "a.b-c_d"})
+    EXPECT_EQ(add(simple, {ok}, "default", DependencyKind::Pypi), simple + "  - pip:\n    - " + ok + "\n") << ok;
 }
 
 }  // namespace
