@@ -349,7 +349,7 @@ struct NewItem {
     const std::string lead(static_cast<std::size_t>(col), ' ');
     const std::string after(static_cast<std::size_t>(std::max(gap, 1)), ' ');
     if (!pip_wrapper) return lead + "-" + after + yaml_scalar(spec, quote, false);
-    return lead + "-" + after + "pip:\n" + lead + "  - " + yaml_scalar(spec, quote, false);
+    return lead + "-" + after + "pip:\n" + lead + std::string(1 + after.size(), ' ') + "- " + yaml_scalar(spec, quote, false);
   }
 };
 

@@ -275,6 +275,11 @@ TEST(ManifestEdit, Errors) {
   const std::string simple = "channels: [./chan]\nplatforms: [linux-64]\ndependencies:\n  - python\n";
   for (const std::string ok : {"pkg[extra]>=1", "pkg ; python_version>='3.10'", "pkg @ https://h/p.whl", "pkg (>=1)", "a.b-c_d"})
     EXPECT_EQ(add(simple, {ok}, "default", DependencyKind::Pypi), simple + "  - pip:\n    - " + ok + "\n") << ok;
+  // A list whose entries have blanks after the dash: the pip list goes under the `pip` key's column.
+  EXPECT_NE(add(kBlock, {"requests>=2"}, "default", DependencyKind::Pypi)
+                .find("    -   cudatoolkit 11.8.*  # [linux64]\n    -   pip:\n        - requests>=2\n\n"),
+            std::string::npos)
+      << add(kBlock, {"requests>=2"}, "default", DependencyKind::Pypi);
 }
 
 }  // namespace
