@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "envlock/text.hpp"
+#include "emit.hpp"
 #include "yaml_source.hpp"
 
 namespace envlock {
@@ -221,20 +222,12 @@ bool plain_ok(std::string_view s, bool flow) {
   return true;
 }
 
-/// `s` as a YAML scalar in `quote` style ('"', '\'', or 0 for plain when plain_ok, else '"').
+/// `s` as a YAML scalar in `quote` style ('"', '\'', or 0 for plain when plain_ok, else '"'): the
+/// list's own style, so the new entry looks like its neighbours; the quoting itself is the one
+/// emitter's (src/yaml/emit.hpp).
 std::string yaml_scalar(std::string_view s, char quote, bool flow) {
   if (quote == 0 && plain_ok(s, flow)) return std::string(s);
-  if (quote == '\'') {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-    return out + "'";
-  }
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
+  return quote == '\'' ? yaml::single_quoted(s) : yaml::double_quoted(s);
 }
 
 char quote_of(const Text& t, std::size_t pos) {
