@@ -20,6 +20,7 @@
 #include "create_run.hpp"
 #include "install_run.hpp"
 #include "network_options.hpp"
+#include "project_lock.hpp"
 
 namespace envlock::cli {
 namespace {
@@ -78,6 +79,9 @@ int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan)
     return report_error(ctx, Error{ErrorKind::Usage, "", "--locked and --frozen cannot be combined",
                                    "", "--locked checks the lockfile; --frozen uses it without checking"});
   }
+  // Held until the lockfile, if it must be made again, is written (not during the install).
+  std::optional<ProjectLock> turn;
+  if (!args.frozen) turn.emplace(args.manifest);
   auto manifest = load_manifest(args.manifest);
   if (!manifest) return report_error(ctx, manifest.error());
   for (const auto& w : manifest->warnings) warn(w);

@@ -16,6 +16,7 @@
 
 #include "envlock/url.hpp"
 #include "create_run.hpp"
+#include "project_lock.hpp"
 #include "envlock/lock.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
@@ -68,30 +69,6 @@ class CaptureStdout {
  private:
   std::ostringstream buffer_;
   std::streambuf* saved_;
-};
-
-/// While alive, holds flock(2) on the manifest's folder, so two `add`/`rm` runs in one project
-/// take turns (each reads the manifest the other wrote) instead of the later one refusing
-/// because the file changed under it. A folder is locked, not a file beside the manifest: nothing
-/// is created in the project. Best effort: a folder that cannot be opened is not locked.
-class FolderLock {
- public:
-  explicit FolderLock(const fs::path& folder) {
-    fd_ = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd_ < 0) return;
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
-    std::cerr << terminal_text("waiting for another envlock add or rm in " + (folder.empty() ? std::string(".") : folder.string())) << "\n";
-    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-    }
-  }
-  ~FolderLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FolderLock(const FolderLock&) = delete;
-  FolderLock& operator=(const FolderLock&) = delete;
-
- private:
-  int fd_ = -1;
 };
 
 /// pixi's implicit constraint for a spec added without a version (prefix-dev/pixi, add.rs,
@@ -157,7 +134,7 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
   if (args.manifest.empty() && !fs::exists(manifest_path, ec))  // as `envlock run` says it
     return report_error(ctx, Error{ErrorKind::Io, "envlock.yaml", "no manifest in the current folder", "",
                                    "run in the project's folder, or pass the manifest with -f"});
-  const FolderLock turn(manifest_path.parent_path());
+  const ProjectLock turn(manifest_path);
   auto loaded = load_manifest(manifest_path);
   if (!loaded) return report_error(ctx, loaded.error());
   // The install goes where `create` puts it: refused up front, before either file is edited.

@@ -15,6 +15,7 @@
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "lock_report.hpp"
+#include "project_lock.hpp"
 #include "network_options.hpp"
 #include "registry.hpp"
 
@@ -90,6 +91,8 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   if (args.update_all && !args.update.empty())
     return report_error(ctx, Error{ErrorKind::Usage, "", "--update and --update-all cannot be combined", "",
                                    "--update-all already frees every package"});
+  std::optional<ProjectLock> turn;  // --check only reads
+  if (!args.check) turn.emplace(args.manifest);
   auto manifest = load_manifest(args.manifest);
   if (!manifest) return report_error(ctx, manifest.error());
   for (const auto& w : manifest->warnings) warn(w);

@@ -7,7 +7,9 @@
 //
 // The lock tests use a channel of repodata only (nothing is installed with --no-install); the
 // install tests the fixture channel of real packages (scripts/make-fixture-channel).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -412,6 +414,29 @@ TEST_F(EditCli, TwoAddsAtOnceTakeTurns) {
               text == "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n  - zlib >=0.4.1,<0.5\n  - tool >=1.0,<2\n")
       << text << slurp(root_ / "proj/a.out") << slurp(root_ / "proj/b.out");
   EXPECT_EQ(envlock("lock -f envlock.yaml --check").exit_code, 0);
+}
+
+// `envlock lock` takes the same turn as add and rm (attack 21, F10: a lock beside an add left a
+// lockfile for the old manifest): while another command holds the project, lock waits, saying so,
+// and goes on when it is free; `lock --check` only reads and does not wait.
+TEST_F(EditCli, LockWaitsForTheProjectsTurn) {
+  publish();
+  spit(manifest(), "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n");
+  const int held = ::open((root_ / "proj").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);  // an add under way
+  const std::string cmd = "cd " + q(root_ / "proj") + " && " + envlock_cmd();
+  auto check = run_command(cmd + " lock -f envlock.yaml --check", env_);
+  EXPECT_EQ(check.err.find("waiting"), std::string::npos) << check.err;
+  auto r = run_command("{ " + cmd + " lock -f envlock.yaml >" + q(root_ / "lock.out") + " 2>&1 & } ; sleep 1; test ! -e " + q(lockfile()) + " && echo waited",
+                       env_);
+  EXPECT_EQ(r.out, "waited\n") << r.err;
+  ::close(held);
+  for (int i = 0; i < 100 && !fs::exists(lockfile()); ++i) ::usleep(100 * 1000);
+  EXPECT_TRUE(fs::exists(lockfile()));
+  for (int i = 0; i < 50 && slurp(root_ / "lock.out").find("locked") == std::string::npos; ++i) ::usleep(100 * 1000);
+  EXPECT_EQ(filtered(slurp(root_ / "lock.out")).rfind("waiting for another envlock command writing the lockfile in <ROOT>/proj\n", 0), 0u)
+      << slurp(root_ / "lock.out");
 }
 
 // --pypi edits the environment's `- pip:` list (made when missing); the lockfile records it.
