@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/files.hpp"
 #include "support/run_command.hpp"
 
 namespace envlock {
@@ -20,13 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 using envlock::testing::envlock_cmd;
 using envlock::testing::run_command;
-
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
-
-void spit(const fs::path& p, const std::string& data) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << data;
-}
+using envlock::testing::q;
+using envlock::testing::spit;
 
 bool have(const char* program) {
   return run_command(std::string("command -v ") + program + " >/dev/null").exit_code == 0;

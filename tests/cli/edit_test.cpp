@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "envlock/lockfile.hpp"
+#include "support/files.hpp"
 #include "support/run_command.hpp"
 
 namespace envlock {
@@ -26,20 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 using envlock::testing::envlock_cmd;
 using envlock::testing::run_command;
-
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
-
-void spit(const fs::path& p, const std::string& data) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << data;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using envlock::testing::q;
+using envlock::testing::spit;
+using envlock::testing::slurp;
 
 /// A repodata record of a noarch package (fake hashes: these tests lock, never install).
 nlohmann::json record(const std::string& name, const std::string& version, std::vector<std::string> depends = {}) {

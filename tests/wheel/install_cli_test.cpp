@@ -15,6 +15,7 @@
 #include "envlock/encoding.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/lockfile.hpp"
+#include "support/files.hpp"
 #include "support/run_command.hpp"
 #include "wheel/zip_writer.hpp"
 
@@ -22,16 +23,9 @@ namespace envlock {
 namespace {
 
 namespace fs = std::filesystem;
+using envlock::testing::q;
+using envlock::testing::slurp;
 using testing::run_command;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
 
 std::string record_hash(const std::string& data) {
   return "sha256=" + base64_encode(*hex_decode(hash_bytes(data, HashAlgorithm::Sha256)), Base64Alphabet::UrlSafe, Base64Padding::No);

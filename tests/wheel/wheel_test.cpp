@@ -17,6 +17,7 @@
 #include "envlock/hash.hpp"
 #include "envlock/pip.hpp"
 #include "envlock/wheel.hpp"
+#include "support/files.hpp"
 #include "support/run_command.hpp"
 #include "wheel/zip_writer.hpp"
 
@@ -24,19 +25,13 @@ namespace envlock {
 namespace {
 
 namespace fs = std::filesystem;
+using envlock::testing::slurp;
 using testing::ZipEntry;
 
 const fs::path kDebianWheels = "/usr/share/python-wheels";
 // The path the test prefixes have at run time: shebangs name its python (both installers write
 // into other folders, as a prefix built in one place and moved).
 const std::string kTarget = "/opt/envlock-wheel-test/env";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<fs::path> debian_wheels() {
   std::vector<fs::path> out;
