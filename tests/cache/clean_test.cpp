@@ -16,27 +16,17 @@
 #include <sstream>
 #include <string>
 
+#include "support/files.hpp"
 #include "support/run_command.hpp"
 
 namespace fs = std::filesystem;
 using envlock::testing::envlock_cmd;
+using envlock::testing::q;
+using envlock::testing::slurp;
+using envlock::testing::spit;
 using envlock::testing::run_command;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void spit(const fs::path& p, const std::string& data) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << data;
-}
-
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
 
 /// A child process that holds an exclusive flock on `path` (as a running install holds an entry's
 /// lock) until it is killed.

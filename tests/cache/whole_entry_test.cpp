@@ -26,6 +26,7 @@
 #include "envlock/install.hpp"
 #include "envlock/package_cache.hpp"
 #include "extract/archive_builder.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 namespace t = envlock::testing;
@@ -37,12 +38,8 @@ using envlock::RepoDataRecord;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-void spit(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary | std::ios::trunc) << s; }
+using t::slurp;
+using t::spit;
 
 /// info/paths.json (paths_version 1) for `files` (path -> content) and `links` (path -> target).
 std::string paths_json(const std::map<std::string, std::string>& files, const std::map<std::string, std::string>& links) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "support/files.hpp"
+
 namespace envlock::testing {
 
 /// ../shared/corpus/repodata, or empty when the shared corpus is absent.
@@ -27,19 +29,6 @@ inline std::filesystem::path corpus_repodata_dir() {
                       "ENVLOCK_SHARED_DIR); this test " \
                       "locks real repodata from it";                                           \
   } while (0)
-
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-inline void spit(const std::filesystem::path& p, const std::string& text) {
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-}
 
 /// A fresh, empty temporary folder removed when the object dies.
 class TempDir {

@@ -11,12 +11,14 @@
 
 #include "block_yaml.hpp"
 #include "envlock/readers.hpp"
+#include "support/files.hpp"
 #include "support/lockfile_fixtures.hpp"
 #include "support/pip_prefix.hpp"
 
 namespace fs = std::filesystem;
 using namespace envlock;
 using envlock::testing::PipPrefix;
+using envlock::testing::slurp;
 
 namespace {
 
@@ -27,13 +29,6 @@ fs::path lockfiles() { return corpus() / "lockfiles"; }
   if (!fs::is_directory(lockfiles()))                                                         \
   GTEST_SKIP() << "the shared corpus (" << lockfiles().string()                               \
                << ") is absent; the real-lockfile tests need ../shared/corpus/lockfiles"
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Lockfile read_ok(const std::string& rel) {
   auto r = read_lockfile_path(lockfiles() / rel);
