@@ -167,6 +167,8 @@ enum class RunScripts : bool { No, Yes };
 enum class ForeignPrefix : bool { Refuse, Allow };
 /// Whether a command only reports what it would do (`--dry-run` gives Yes).
 enum class DryRun : bool { No, Yes };
+/// Whether an install keeps the tree it replaces as a generation (envlock/generations.hpp).
+enum class KeepGenerations : bool { No, Yes };
 
 /// A package ready to link: its record and where the package cache holds it.
 struct PackageToLink {
@@ -193,6 +195,9 @@ struct PrefixOrigin {
   /// package, and a re-packed bundle uses it as the placeholder, so relocation always replaces the
   /// prefix that is really in the files. Empty in prefixes made before it was recorded.
   std::string prefix;
+  /// Which generation the tree is (envlock/generations.hpp): written as `"generation"` when not
+  /// 0. install_packages() sets it when it keeps generations; 0 in trees made without them.
+  std::uint64_t generation = 0;
 };
 
 /// Progress: called once per package as it is linked (index from 0), from the calling thread.
@@ -214,6 +219,13 @@ struct InstallOptions {
   /// old tree after its first scan is carried into the new one after the swap (docs/install.md,
   /// "Files written while an update runs").
   std::function<void()> before_swap;
+  /// Whether the tree an update replaces is kept as a generation (envlock/generations.hpp,
+  /// docs/environments.md "Generations") instead of deleted: `envlock install`/`create` keep
+  /// them; the library default keeps none.
+  KeepGenerations keep_generations = KeepGenerations::No;
+  /// The lockfile's bytes, kept beside the generations (`lockfiles/<hex>.lock`) when
+  /// keep_generations is Yes and origin.lockfile_hash names them; empty: no copy is kept.
+  std::string lockfile_text;
 };
 
 /// What an install did, by conda dist name ("name-version-build"), sorted.

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -143,6 +144,17 @@ struct CacheCleanReport {
 /// with CleanMode::Remove (a missing lock file means nobody uses the entry).
 CacheCleanReport clean_caches(const std::filesystem::path& repodata_dir,
                               const std::vector<std::filesystem::path>& pkgs_dirs, CleanMode mode);
+
+/// `envlock gc` (after it removed old generations: envlock/generations.hpp): removes whole package
+/// entries (extracted folder, archive, `.partial`, a killed extraction's staging folder) of the
+/// writable folders of `pkgs_dirs` that no environment uses — no file of the extracted folder has
+/// another hard link (clean_caches()'s rule: an environment or a kept generation links it) — and
+/// whose dist name ("name-version-build") is not in `keep` (the packages of the generations left
+/// and of the lockfiles kept with them or named). Each entry under its lock, as clean_caches(),
+/// never waited for. The repodata cache is left alone. `linked` counts the entries kept because
+/// they are linked.
+CacheCleanReport gc_package_cache(const std::vector<std::filesystem::path>& pkgs_dirs,
+                                  const std::set<std::string>& keep, CleanMode mode);
 
 class PackageCache {
  public:

@@ -851,4 +851,43 @@ CacheCleanReport clean_caches(const fs::path& repodata_dir, const std::vector<fs
   return report;
 }
 
+CacheCleanReport gc_package_cache(const std::vector<fs::path>& pkgs_dirs, const std::set<std::string>& keep,
+                                  CleanMode mode) {
+  CacheCleanReport report;
+  for (const auto& dir : pkgs_dirs) {
+    CacheKindUsage archives{"archives", dir, 0, 0}, packages{"packages", dir, 0, 0};
+    std::error_code ec;
+    if (fs::is_directory(dir, ec) && package_cache_folder_writable(dir)) {
+      std::map<std::string, std::vector<std::pair<fs::path, bool>>> entries;  // sorted: the lock order
+      for (const auto& e : fs::directory_iterator(dir, ec))
+        if (auto which = entry_of(e)) entries[which->first].emplace_back(e.path(), which->second);
+      for (auto& [dist, paths] : entries) {
+        if (keep.count(dist)) continue;  // a kept generation or a lockfile names it
+        const auto lock = EntryLock::exclusive_if_free(dir / (dist + ".lock"), mode == CleanMode::Remove);
+        if (!lock) {
+          report.in_use.push_back(dir / dist);
+          continue;
+        }
+        // An entry an environment links (a file of its folder has another hard link) stays whole.
+        if (std::any_of(paths.begin(), paths.end(), [](const auto& p) {
+              return !p.second && p.first.filename().string().front() != '.' && has_linked_file(p.first);
+            })) {
+          ++report.linked;
+          continue;
+        }
+        std::sort(paths.begin(), paths.end());
+        for (const auto& [path, is_archive] : paths) {
+          CacheKindUsage& u = is_archive ? archives : packages;
+          ++u.items;
+          u.bytes += tree_bytes(path);
+          if (mode == CleanMode::Remove) remove_path(path, report);
+        }
+      }
+    }
+    report.kinds.push_back(std::move(archives));
+    report.kinds.push_back(std::move(packages));
+  }
+  return report;
+}
+
 }  // namespace envlock

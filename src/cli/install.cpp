@@ -368,6 +368,11 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
       std::fflush(stderr);
     };
   }
+  // Every install through the CLI keeps the tree it replaces as a generation, with the lockfile
+  // (envlock/generations.hpp; `envlock history`, `rollback`, `gc`).
+  options.keep_generations = KeepGenerations::Yes;
+  if (std::ifstream in(request.lockfile_path, std::ios::binary); in)
+    options.lockfile_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   auto report = install_packages(request.prefix, packages, options);
   if (progress) std::fprintf(stderr, "\r\033[K");
   if (!report) {

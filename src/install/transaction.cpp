@@ -29,6 +29,7 @@
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "fs_util.hpp"
+#include "generation_hooks.hpp"
 #include "link.hpp"
 
 extern char** environ;
@@ -832,13 +833,15 @@ std::string utc_now() {
 }
 
 nlohmann::json origin_json(const PrefixOrigin& o) {
-  return nlohmann::json{{"environment", o.environment},
+  nlohmann::json j{{"environment", o.environment},
                         {"envlock_version", ENVLOCK_INSTALL_VERSION},
                         {"lockfile", o.lockfile},
                         {"lockfile_hash", o.lockfile_hash},
                         {"manifest_hash", o.manifest_hash},
                         {"platform", o.platform},
                         {"prefix", o.prefix}};
+  if (o.generation != 0) j["generation"] = o.generation;  // envlock/generations.hpp
+  return j;
 }
 
 /// How many threads link the planned packages: 1 (one after the other) unless every plan was
@@ -1931,6 +1934,14 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
     }
     has_old = !empty;
   }
+  // Generations (src/install/generations.cpp): the number of the tree made, and whether the one
+  // it replaces is kept.
+  detail::GenerationPlan generation;
+  if (options.keep_generations == KeepGenerations::Yes) {
+    auto planned = detail::plan_generation(prefix, has_old, old_records, packages);
+    if (!planned) return planned.error();
+    generation = *planned;
+  }
 
   std::random_device rd;
   const fs::path stage = sibling(prefix, "stage-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
@@ -1942,6 +1953,7 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
   // recorded one differs was moved: its files hold the old path, so every package is relinked
   // (relocated to the prefix really there) instead of carried over.
   InstallOptions opts = options;
+  opts.origin.generation = generation.number;
   opts.origin.prefix = prefix.string();
   bool moved = false;
   if (has_old) {
@@ -2020,6 +2032,11 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
     if (err == EBUSY || err == EXDEV) return mount_point_refusal(prefix);
     return io_error(prefix, "cannot move the new environment into place", err);
   }
+  // Without post-link scripts the swap commits: the previous tree goes to its generation now.
+  bool kept_generation = false;
+  if (generation.keep_previous && post_link.empty() && !previous_tree.empty())
+    if (auto kept = detail::keep_generation(prefix, previous_tree, generation, report->warnings); !kept.empty())
+      previous_tree = kept, kept_generation = true;
   if (detail::fsync_written_files())
     if (auto st = fsync_dir(prefix.parent_path()); !st) return st.error();
   // What running jobs wrote into the old tree since its scan goes into the new one (hard links:
@@ -2070,7 +2087,11 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
     if (auto st = fsync_dir(meta); !st) return st.error();
   }
   blocked.reset();  // committed: a signal that waited is delivered now, as usual
-  if (!previous_tree.empty())
+  if (generation.keep_previous && !kept_generation && !previous_tree.empty())
+    kept_generation = !detail::keep_generation(prefix, previous_tree, generation, report->warnings).empty();
+  if (options.keep_generations == KeepGenerations::Yes)
+    detail::keep_lockfile(prefix, opts.origin.lockfile_hash, options.lockfile_text, report->warnings);
+  if (!previous_tree.empty() && !kept_generation)
     if (auto st = detail::remove_tree(previous_tree); !st)
       report->warnings.push_back(leftover_warning("the previous environment's tree", st.error()));
   return report;
@@ -2095,6 +2116,7 @@ Result<std::optional<PrefixOrigin>> read_prefix_origin(const fs::path& prefix) {
   o.environment = j.value("environment", "");
   o.platform = j.value("platform", "");
   o.prefix = j.value("prefix", "");
+  if (const auto g = j.find("generation"); g != j.end() && g->is_number_unsigned()) o.generation = g->get<std::uint64_t>();
   return std::optional<PrefixOrigin>(std::move(o));
 }
 
@@ -2186,7 +2208,22 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
   // file that is then unlinked): it then holds a lock on a deleted file, finds no environment
   // and refuses, so nothing is ever changed under two locks at once.
   fs::remove(sibling(prefix, "lock"), ec);
+  detail::remove_generations(prefix, report.warnings);  // its earlier states go with it
   return report;
+}
+
+Status detail::with_prefix_locked(const fs::path& prefix_in, std::vector<std::string>& warnings,
+                                  const std::function<Status(const fs::path& prefix)>& body) {
+  auto checked = checked_prefix(prefix_in);
+  if (!checked) return checked.error();
+  const fs::path prefix = *checked;
+  if (auto st = detail::make_dirs(prefix.parent_path()); !st) return st;
+  auto lock = PrefixLock::acquire(prefix);
+  if (!lock) return lock.error();
+  auto nested = lock_nested_environments(prefix);
+  if (!nested) return nested.error();
+  if (auto st = recover(prefix, warnings); !st) return st;
+  return body(prefix);
 }
 
 }  // namespace envlock

@@ -1,0 +1,112 @@
+#pragma once
+// envlock/generations.hpp — the earlier states of an environment, kept whole, and the one-step
+// rollback to one of them (issue 21 point 4; docs/environments.md "Generations").
+//
+// Every install through the CLI that changes the packages of a prefix keeps the tree it replaces
+// as a *generation* instead of deleting it (InstallOptions::keep_generations). As in nix's
+// profiles (generations numbered 1, 2, 3, ..., one current), and unlike micromamba's revisions
+// or conda's `--revision` (which re-solve and download, and fail once a package left its
+// channel), a generation is the file tree itself: rolling back is one rename, no network, no
+// solve. Where they live, beside the prefix (so on its filesystem):
+//
+//   <parent>/.<name>.envlock-generations/
+//     <N>/                  the tree of generation N (not the current one): files hard-linked
+//                           into the package cache (or to the trees before it), so keeping it
+//                           costs its folders, its relocated copies and its conda-meta/
+//     <N>.pinned            an empty file: generation N is pinned (gc never removes it)
+//     lockfiles/<hex>.lock  the lockfile each generation was installed from, by its sha256
+//
+// Each tree says which generation it is: `"generation": N` in its conda-meta/envlock; its
+// time and command are the last block of its conda-meta/history (what conda writes there). The
+// current generation is the tree at the prefix. A folder `<N>/` whose tree says another number
+// (a rollback killed between its two steps) is renamed to its own number by the next command
+// that takes the prefix lock.
+//
+// rollback_generation() swaps the chosen tree and the prefix's with renameat2(RENAME_EXCHANGE):
+// one step, so a kill at any moment leaves one whole generation at the prefix; the prefix path
+// stays (the paths written into files stay valid); a process that has a file of the tree it
+// leaves open (or its working folder in it) keeps it, as the tree only moves. A filesystem
+// without RENAME_EXCHANGE is refused rather than swapped in two steps.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envlock/install.hpp"
+#include "envlock/result.hpp"
+
+namespace envlock {
+
+/// `<parent>/.<name>.envlock-generations` of `prefix` (absolute, normalised); nothing is read.
+std::filesystem::path generations_folder(const std::filesystem::path& prefix);
+
+/// One generation of a prefix.
+struct Generation {
+  std::uint64_t number = 0;
+  bool current = false;      ///< its tree is the prefix
+  bool pinned = false;       ///< `<N>.pinned` exists: gc never removes it
+  std::string time;          ///< "YYYY-MM-DD HH:MM:SS" (UTC) of the install that made the tree
+  std::string command;       ///< "envlock install -l envlock.lock -e default", from conda-meta/history
+  std::size_t packages = 0;  ///< conda-meta/*.json records
+  std::string lockfile;      ///< conda-meta/envlock: the lockfile's file name
+  std::string lockfile_hash; ///< "sha256:<hex>"
+  std::string manifest_hash;
+  std::string environment;
+  std::string platform;
+  std::filesystem::path tree;           ///< where its tree is (the prefix, for the current one)
+  std::filesystem::path lockfile_copy;  ///< the kept copy of its lockfile; empty when there is none
+};
+
+/// Every generation of `prefix`, by number; read only (no lock is taken). The current tree is
+/// listed even when it has no number yet (made before generations, or by a library install that
+/// keeps none): number 0. A folder in the generations folder that is not a tree envlock keeps
+/// (not a folder named by digits, no conda-meta/envlock, another owner) is left out.
+/// Errors: an empty prefix (ErrorKind::Usage), a prefix that is no environment and has no
+/// generations (ErrorKind::Io).
+Result<std::vector<Generation>> list_generations(const std::filesystem::path& prefix);
+
+/// Pins (`pinned` true) or unpins generation `number` of `prefix`, under the prefix lock. A
+/// pinned generation is never removed by gc_generations(). Errors: no such generation
+/// (ErrorKind::Io, naming the ones there are).
+Status set_generation_pinned(const std::filesystem::path& prefix, std::uint64_t number, bool pinned);
+
+/// What rollback_generation() did.
+struct RollbackReport {
+  std::uint64_t from = 0;  ///< the generation that was current (kept as a generation)
+  std::uint64_t to = 0;    ///< the one now current (== from: it was current already; nothing moved)
+  std::size_t packages = 0;
+  std::vector<std::string> warnings;  ///< an interrupted install rolled back first, leftovers
+};
+
+/// Makes generation `to` (default: the newest one older than the current) current, in one
+/// atomic step, under the prefix lock (after the rollback of an interrupted install, as every
+/// install does first). No network, no solve, no script runs. The tree that was current becomes
+/// generation `from` in the generations folder (a tree made before generations gets the next
+/// number first). Refused (ErrorKind::Io, nothing changed): no such generation; a tree recorded
+/// for another prefix path (the folder was moved: its files name the old path); a tree not owned
+/// by this user; a filesystem without RENAME_EXCHANGE; a prefix whose envs/ holds environments
+/// (they would go back with the base).
+Result<RollbackReport> rollback_generation(const std::filesystem::path& prefix, std::optional<std::uint64_t> to);
+
+/// What gc_generations() did (or, with DryRun::Yes, would do).
+struct GenerationGcReport {
+  std::vector<std::uint64_t> removed;  ///< generations deleted, by number
+  std::vector<Generation> kept;        ///< the generations left, current included, by number
+  std::size_t lockfiles_removed = 0;   ///< kept lockfile copies no generation left names
+  std::vector<std::string> warnings;   ///< a tree that could not all be deleted
+};
+
+/// Removes the old generations of `prefix`: keeps the current one, every pinned one and the
+/// `keep` newest of the others; deletes the rest (each renamed out of the listing first, so a
+/// kill leaves it either listed whole or gone) and the lockfile copies no kept generation names.
+/// Under the prefix lock. The package cache is not touched (the CLI's `envlock gc` does that
+/// after, see gc_package_cache() in envlock/package_cache.hpp).
+Result<GenerationGcReport> gc_generations(const std::filesystem::path& prefix, std::size_t keep,
+                                          DryRun dry_run = DryRun::No);
+
+/// The dist names ("name-version-build") of the packages of `tree` (its conda-meta/*.json file
+/// names), sorted; empty when it has none.
+std::vector<std::string> generation_dists(const std::filesystem::path& tree);
+
+}  // namespace envlock

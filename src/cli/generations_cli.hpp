@@ -1,0 +1,51 @@
+#pragma once
+// The environment `envlock history`, `rollback` and `gc` work on (-p PREFIX, or -e ENV of the
+// project beside -f MANIFEST: its `.envlock/envs/ENV`), and the lines they print about
+// generations (envlock/generations.hpp; docs/environments.md "Generations").
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "create_run.hpp"
+#include "envlock/generations.hpp"
+#include "registry.hpp"
+
+namespace envlock::cli {
+
+struct GenerationTarget {
+  std::string prefix;       ///< -p
+  std::string environment;  ///< -e (default: `default`)
+  std::string manifest;     ///< -f (default: ./envlock.yaml): only its folder is used
+};
+
+inline void add_generation_target(CLI::App& sub, GenerationTarget& t) {
+  sub.add_option("-p,--prefix", t.prefix, "the environment (default: the project's .envlock/envs/ENV)");
+  sub.add_option("-e,--environment", t.environment, "the project's environment (default: default)");
+  sub.add_option("-f,--file", t.manifest, "the manifest whose project holds the environment (default: envlock.yaml)");
+}
+
+/// -p as given; else `.envlock/envs/<-e or default>` beside the manifest (refused, as create
+/// refuses it, when the project's .envlock is a link). Errors: -p with -e or -f (ErrorKind::Usage).
+inline Result<std::filesystem::path> generation_prefix(const GenerationTarget& t) {
+  namespace fs = std::filesystem;
+  if (!t.prefix.empty()) {
+    if (!t.environment.empty() || !t.manifest.empty())
+      return Error{ErrorKind::Usage, "-p", "names the environment itself; -e and -f are not read with it", "",
+                   "pass either -p PREFIX or -e ENV [-f MANIFEST]"};
+    return fs::absolute(t.prefix).lexically_normal();
+  }
+  const std::string& env = t.environment;
+  const auto name_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  };
+  if (!env.empty() && (!std::all_of(env.begin(), env.end(), name_char) || !name_char(env[0]) || env[0] == '.' ||
+                       env[0] == '_' || env[0] == '-'))
+    return Error{ErrorKind::Usage, "-e " + env, "is not an environment name ([A-Za-z0-9][A-Za-z0-9._-]*)", "",
+                 "pass the environment's name as the manifest spells it"};
+  const fs::path manifest = fs::absolute(t.manifest.empty() ? "envlock.yaml" : t.manifest).lexically_normal();
+  const fs::path project = manifest.parent_path();
+  if (auto st = check_project_envs_folder(project); !st) return st.error();
+  return project / ".envlock" / "envs" / (t.environment.empty() ? "default" : t.environment);
+}
+
+}  // namespace envlock::cli

@@ -1,0 +1,58 @@
+#pragma once
+// The seam between the install transaction (transaction.cpp) and the generations
+// (generations.cpp, envlock/generations.hpp): private to src/install.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "envlock/install.hpp"
+#include "envlock/result.hpp"
+
+namespace envlock::detail {
+
+// ---- provided by transaction.cpp ----------------------------------------------------------
+
+/// Runs `body` with the prefix checked (not empty, not `/`, not a link; absolute and normalised:
+/// the path `body` gets) and its lock held, with the locks of the environments nested in its
+/// envs/, after the leftovers of a killed install are dealt with (an interrupted install rolled
+/// back, staging trees deleted), as every install does first; warnings of that go to `warnings`.
+Status with_prefix_locked(const std::filesystem::path& prefix, std::vector<std::string>& warnings,
+                          const std::function<Status(const std::filesystem::path& prefix)>& body);
+
+// ---- provided by generations.cpp ----------------------------------------------------------
+
+/// What an install does about generations, decided before it builds its tree.
+struct GenerationPlan {
+  std::uint64_t number = 0;    ///< the generation the new tree is (written into its conda-meta/envlock)
+  std::uint64_t previous = 0;  ///< the number of the tree it replaces
+  bool keep_previous = false;  ///< the packages change: the tree replaced is kept as `previous`
+};
+
+/// The plan for an install into `prefix` (its lock held) that makes `packages` of a prefix
+/// holding `old_records` (`has_old`: the prefix held an environment). Packages unchanged (same
+/// dist names and archive hashes): the same number, nothing kept. Otherwise the next number
+/// (above every tree there is), and the current tree is kept; one made before generations is
+/// given a number first (written into its conda-meta/envlock). Folders a killed rollback left
+/// misnamed are put right first.
+Result<GenerationPlan> plan_generation(const std::filesystem::path& prefix, bool has_old,
+                                       const std::vector<PrefixRecord>& old_records,
+                                       const std::vector<PackageToLink>& packages);
+
+/// Moves `previous_tree` (the tree an update replaced, committed) into the generations folder as
+/// generation `plan.previous`; returns where it is now, or an empty path when it could not be
+/// kept (a warning says why; the caller deletes it as before).
+std::filesystem::path keep_generation(const std::filesystem::path& prefix, const std::filesystem::path& previous_tree,
+                                      const GenerationPlan& plan, std::vector<std::string>& warnings);
+
+/// Keeps `text` (the lockfile whose hash is `lockfile_hash`, "sha256:<hex>") as
+/// `lockfiles/<hex>.lock` in the generations folder, when it is not there yet and the hash is
+/// the text's; a failure is a warning.
+void keep_lockfile(const std::filesystem::path& prefix, const std::string& lockfile_hash, const std::string& text,
+                   std::vector<std::string>& warnings);
+
+/// Deletes the generations folder of a removed environment; a failure is a warning.
+void remove_generations(const std::filesystem::path& prefix, std::vector<std::string>& warnings);
+
+}  // namespace envlock::detail

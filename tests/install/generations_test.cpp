@@ -1,0 +1,394 @@
+// Generations (issue 21 point 4; envlock/generations.hpp, docs/environments.md "Generations"):
+// every CLI install that changes a prefix keeps the tree it replaces; `envlock history` lists
+// them, `envlock rollback` makes one current in one rename (nix profiles' generations, not
+// micromamba's revisions, which re-solve), `envlock gc --keep K` removes old ones and the cache
+// entries nothing uses. End to end through the envlock executable over the fixture channel;
+// SIGKILL at seeded random moments of rollback and of installs that keep a generation.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <set>
+
+#include "envlock/generations.hpp"
+#include "envlock/install.hpp"
+#include "envlock/lockfile.hpp"
+#include "support/files.hpp"
+#include "support/run_command.hpp"
+
+namespace fs = std::filesystem;
+using namespace envlock;
+using envlock::testing::envlock_cmd;
+using envlock::testing::q;
+using envlock::testing::run_command;
+using envlock::testing::slurp;
+
+namespace {
+
+class Generations : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("envlock-generations-" + std::to_string(::getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    env_ = {{"ENVLOCK_PKGS_DIR", (root_ / "pkgs").string()}, {"NO_COLOR", "1"}};
+    prefix_ = root_ / "env";
+    gens_ = root_ / ".env.envlock-generations";
+    const fs::path channel = root_ / "channel";
+    auto r = run_command("'" + std::string(ENVLOCK_SOURCE_DIR) + "/scripts/make-fixture-channel' " + q(channel));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* subdir : {"linux-64", "noarch"}) {
+      auto j = nlohmann::json::parse(slurp(channel / subdir / "repodata.json"));
+      for (const char* key : {"packages", "packages.conda"})
+        for (auto it = j[key].begin(); j.contains(key) && it != j[key].end(); ++it) {
+          auto rec = PackageRecord::from_json(it.value());
+          ASSERT_TRUE(rec.ok()) << it.key();
+          LockedPackage p;
+          static_cast<PackageRecord&>(p) = *rec;
+          p.file_name = it.key();
+          p.channel = "file://" + channel.string();
+          p.url = p.channel + "/" + subdir + "/" + it.key();
+          p.layer = "default";
+          packages_[p.name] = p;
+        }
+    }
+    // A: hello alone; B: all four (envlock-greet has a post-link script, so the install keeps the
+    // previous tree after its commit); C: hello and python (no script: kept right at the swap).
+    a_ = write_lock({"envlock-hello"}, "a.lock");
+    b_ = write_lock({"envlock-hello", "python", "envlock-greet", "envlock-demo"}, "b.lock");
+    c_ = write_lock({"envlock-hello", "python"}, "c.lock");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  fs::path write_lock(const std::vector<std::string>& names, const std::string& file) {
+    Lockfile lf;
+    lf.manifest_hash = "sha256:" + std::string(64, '0');
+    LockedEnvironment env;
+    env.name = "default";
+    LockedPlatform lp;
+    lp.platform = "linux-64";
+    for (const auto& n : names) lp.packages.push_back(packages_.at(n));
+    std::sort(lp.packages.begin(), lp.packages.end(), [](const auto& x, const auto& y) { return x.name < y.name; });
+    lp.channels = {lp.packages.front().channel};
+    env.platforms["linux-64"] = std::move(lp);
+    lf.environments["default"] = std::move(env);
+    const fs::path p = root_ / file;
+    EXPECT_TRUE(lf.write(p).ok());
+    return p;
+  }
+
+  envlock::testing::CommandResult envlock(const std::string& args) { return run_command(envlock_cmd() + " " + args, env_); }
+
+  void install(const fs::path& lock) {
+    auto r = envlock("install -l " + q(lock) + " -p " + q(prefix_));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  static std::set<std::string> dists(const fs::path& tree) {
+    auto v = generation_dists(tree);
+    return {v.begin(), v.end()};
+  }
+  std::set<std::string> dists_of(const fs::path& lock) {
+    auto lf = Lockfile::read(lock);
+    std::set<std::string> out;
+    for (const auto& p : lf->environments.at("default").platforms.at("linux-64").packages) out.insert(p.dist_name());
+    return out;
+  }
+  /// `history` output with the install times (the clock's) written TIME.
+  static std::string untimed(const std::string& text) {
+    return std::regex_replace(text, std::regex("\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d"), "TIME");
+  }
+  void expect_clean_and_locked_as(const fs::path& lock) {
+    auto v = envlock("verify -p " + q(prefix_));
+    EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+    auto d = envlock("diff " + q(lock) + " " + q(prefix_) + " --fail-on any");
+    EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
+    EXPECT_EQ(dists(prefix_), dists_of(lock));
+  }
+
+  fs::path root_, prefix_, gens_, a_, b_, c_;
+  std::map<std::string, LockedPackage> packages_;
+  std::map<std::string, std::string> env_;
+};
+
+// An update keeps the tree it replaced as generation 1; rollback makes it current again exactly
+// (verify clean, diff against the older lockfile empty), and forward again.
+TEST_F(Generations, AnUpdateKeepsThePreviousTreeAndRollbackRestoresItExactly) {
+  install(a_);
+  const std::string a_history = slurp(prefix_ / "conda-meta/history");
+  install(b_);
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(h.err, "");
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 2 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "*    2  TIME  4 packages  envlock install -l b.lock -e default\n");
+  EXPECT_EQ(dists(gens_ / "1"), dists_of(a_));
+
+  // A process that has a file of the current tree open keeps it through the rollback.
+  const int fd = ::open((prefix_ / "conda-meta/history").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  const std::string b_history = slurp(prefix_ / "conda-meta/history");
+  auto r = envlock("rollback -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "rolled back " + prefix_.string() +
+                       " from generation 2 to generation 1 (1 packages); generation 2 is kept: envlock rollback --to 2 "
+                       "returns to it\n");
+  std::string seen(b_history.size() + 16, '\0');
+  seen.resize(static_cast<std::size_t>(::pread(fd, seen.data(), seen.size(), 0)));
+  ::close(fd);
+  EXPECT_EQ(seen, b_history) << "the open file is the one it was";
+  EXPECT_EQ(slurp(prefix_ / "conda-meta/history"), a_history) << "the tree is generation 1's, as it was";
+  expect_clean_and_locked_as(a_);
+  EXPECT_EQ(run_command(q(prefix_ / "bin/envlock-hello")).exit_code, 0) << "relocated for this very prefix";
+
+  h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 2 generations (* current)\n"
+                            "*    1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "     2  TIME  4 packages  envlock install -l b.lock -e default\n");
+  // No older generation than 1: refused, nothing changed.
+  r = envlock("rollback -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + prefix_.string() + ": has no generation older than the current one (1)\n"
+                   "generations: 1 (current), 2\n"
+                   "hint: an install that changes the environment keeps the one it replaces; `envlock history` lists "
+                   "them\n");
+  r = envlock("rollback -p " + q(prefix_) + " --to 9");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: " + prefix_.string() + ": has no generation 9\ngenerations: 1 (current), 2\n"
+                   "hint: list them with `envlock history -p " + prefix_.string() + "`\n");
+  r = envlock("rollback -p " + q(prefix_) + " --to 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, prefix_.string() + ": generation 1 is the current one already; nothing was changed\n");
+
+  r = envlock("rollback -p " + q(prefix_) + " --to 2 --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out),
+            nlohmann::json({{"prefix", prefix_.string()}, {"from", 1}, {"to", 2}, {"changed", true}, {"packages", 4},
+                            {"warnings", nlohmann::json::array()}}));
+  expect_clean_and_locked_as(b_);
+  EXPECT_EQ(slurp(prefix_ / "conda-meta/history"), b_history);
+
+  // The JSON listing names each generation's kept lockfile: the very bytes it was installed from.
+  h = envlock("history -p " + q(prefix_) + " --json");
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  const auto j = nlohmann::json::parse(h.out);
+  EXPECT_EQ(j["current"], 2);
+  ASSERT_EQ(j["generations"].size(), 2u);
+  EXPECT_EQ(slurp(j["generations"][0]["lockfile_copy"].get<std::string>()), slurp(a_));
+  EXPECT_EQ(slurp(j["generations"][1]["lockfile_copy"].get<std::string>()), slurp(b_));
+  EXPECT_EQ(j["generations"][0]["tree"], (gens_ / "1").string());
+  EXPECT_EQ(j["generations"][1]["tree"], prefix_.string());
+  EXPECT_EQ(j["generations"][1]["command"], "envlock install -l b.lock -e default");
+  EXPECT_EQ(j["generations"][1]["packages"], 4);
+
+  // An install that changes no package keeps the generation's number and keeps no tree.
+  install(b_);
+  EXPECT_EQ(list_generations(prefix_)->size(), 2u);
+  EXPECT_EQ(read_prefix_origin(prefix_).value()->generation, 2u);
+}
+
+// gc --keep K keeps the current generation, the pinned ones and the K newest others, and removes
+// the package cache entries that only the removed generations used.
+TEST_F(Generations, GcKeepsCurrentPinnedAndNewestAndFreesWhatNothingUses) {
+  install(a_);
+  install(b_);
+  install(c_);
+  auto p = envlock("history -p " + q(prefix_) + " --pin 1");
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(p.out, "pinned generation 1 of " + prefix_.string() + " (envlock gc keeps it)\n");
+  p = envlock("history -p " + q(prefix_) + " --pin 7");
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_EQ(p.err, "error: " + prefix_.string() + ": has no generation 7\ngenerations: 1, 2, 3 (current)\n"
+                   "hint: list them with `envlock history -p " + prefix_.string() + "`\n");
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 3 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default  (pinned)\n"
+                            "     2  TIME  4 packages  envlock install -l b.lock -e default\n"
+                            "*    3  TIME  2 packages  envlock install -l c.lock -e default\n");
+  const fs::path pkgs = root_ / "pkgs";
+  const std::string greet = packages_.at("envlock-greet").dist_name(), demo = packages_.at("envlock-demo").dist_name();
+  ASSERT_TRUE(fs::is_directory(pkgs / greet));
+
+  auto dry = envlock("gc --keep 0 -p " + q(prefix_) + " --dry-run");
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(dry.out, prefix_.string() + ": would remove generation 2; kept 1, 3\n"
+                     "package cache: would remove 0 packages and 0 archives (0 B) that no environment links and no "
+                     "kept generation or lockfile names\n"
+                     "dry run: nothing was removed\n")
+      << "generation 2 still links its packages during a dry run";
+  EXPECT_TRUE(fs::is_directory(gens_ / "2"));
+
+  auto gc = envlock("gc --keep 0 -p " + q(prefix_));
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(gc.err, "");
+  const std::string first = gc.out.substr(0, gc.out.find('\n') + 1);
+  EXPECT_EQ(first, prefix_.string() + ": removed generation 2; kept 1, 3\n");
+  EXPECT_NE(gc.out.find("package cache: removed 2 packages and 2 archives ("), std::string::npos) << gc.out;
+  EXPECT_FALSE(fs::exists(gens_ / "2"));
+  EXPECT_FALSE(fs::exists(pkgs / greet)) << "only generation 2 used it";
+  EXPECT_FALSE(fs::exists(pkgs / demo));
+  EXPECT_FALSE(fs::exists(pkgs / packages_.at("envlock-greet").file_name));
+  EXPECT_TRUE(fs::is_directory(pkgs / packages_.at("envlock-hello").dist_name()));
+  EXPECT_TRUE(fs::is_directory(pkgs / packages_.at("python").dist_name()));
+  // The pinned generation is still whole and can be made current.
+  auto r = envlock("rollback -p " + q(prefix_) + " --to 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_clean_and_locked_as(a_);
+  // Unpinned and not current any more: gc --keep 0 removes generation 3 and 1 stays as current.
+  EXPECT_EQ(envlock("history -p " + q(prefix_) + " --unpin 1").exit_code, 0);
+  gc = envlock("gc --keep 0 -p " + q(prefix_) + " --json");
+  ASSERT_EQ(gc.exit_code, 0) << gc.err;
+  const auto j = nlohmann::json::parse(gc.out);
+  EXPECT_EQ(j["removed"], nlohmann::json::array({3}));
+  EXPECT_EQ(j["kept"], nlohmann::json::array({1}));
+  EXPECT_EQ(j["lockfiles_removed"], 1);  // c.lock's copy (b.lock's went with generation 2)
+  EXPECT_FALSE(fs::is_directory(pkgs / packages_.at("python").dist_name()));
+  expect_clean_and_locked_as(a_);
+  // remove takes the generations with the environment.
+  EXPECT_EQ(envlock("remove -p " + q(prefix_)).exit_code, 0);
+  EXPECT_FALSE(fs::exists(gens_));
+}
+
+// A rollback killed between its swap and the rename of the folder it left (the tree of the
+// generation it made current's predecessor under the chosen number) is whole: history lists it by
+// the tree's own number, and the next command that takes the lock renames the folder.
+TEST_F(Generations, AFolderLeftMisnamedByAKilledRollbackIsPutRight) {
+  install(a_);
+  install(b_);
+  ASSERT_EQ(::renameat2(AT_FDCWD, (gens_ / "1").c_str(), AT_FDCWD, prefix_.c_str(), RENAME_EXCHANGE), 0);
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 2 generations (* current)\n"
+                            "*    1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "     2  TIME  4 packages  envlock install -l b.lock -e default\n");
+  expect_clean_and_locked_as(a_);
+  auto r = envlock("rollback -p " + q(prefix_) + " --to 2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_clean_and_locked_as(b_);
+  EXPECT_EQ(dists(gens_ / "1"), dists_of(a_));
+  EXPECT_FALSE(fs::exists(gens_ / "2"));
+}
+
+/// Forks `envlock ARGS...` with output to /dev/null.
+pid_t spawn(const std::vector<std::string>& args) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    std::vector<char*> argv{const_cast<char*>(ENVLOCK_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(ENVLOCK_BINARY, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// SIGKILL at 40 seeded random moments of `envlock rollback`: one whole generation is current each
+// time (verify clean, its packages those of one lockfile), both are listed, and the next
+// rollback works.
+TEST_F(Generations, SigkillAtRandomMomentsOfRollbackLeavesOneWholeGenerationCurrent) {
+  install(a_);
+  install(b_);
+  for (const auto& [k, v] : env_) ::setenv(k.c_str(), v.c_str(), 1);
+  const auto a = dists_of(a_), b = dists_of(b_);
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  pid_t pid = spawn({"rollback", "-p", prefix_.string(), "--to", "1"});
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const auto full_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+  std::mt19937 rng(20261203);
+  std::uniform_int_distribution<long> delay(0, static_cast<long>(full_us * 1.2));
+  int moved = 0, stayed = 0;
+  for (int run = 0; run < 40; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const auto before = dists(prefix_);
+    const std::string to = before == a ? "2" : "1";
+    pid = spawn({"rollback", "-p", prefix_.string(), "--to", to});
+    ::usleep(static_cast<useconds_t>(delay(rng)));
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    const auto now = dists(prefix_);
+    ASSERT_TRUE(now == a || now == b) << "not one whole generation";
+    (now == before ? stayed : moved)++;
+    auto v = verify_prefix(prefix_);
+    ASSERT_TRUE(v.ok()) << v.error().to_string();
+    ASSERT_TRUE(v->clean()) << v->drift.front().path << ": " << v->drift.front().reason;
+    auto gens = list_generations(prefix_);
+    ASSERT_TRUE(gens.ok());
+    ASSERT_EQ(gens->size(), 2u);
+    EXPECT_EQ((*gens)[0].number, 1u);
+    EXPECT_EQ((*gens)[1].number, 2u);
+    EXPECT_EQ((*gens)[0].current, now == a);
+    EXPECT_EQ(dists((*gens)[0].tree), a);
+    EXPECT_EQ(dists((*gens)[1].tree), b);
+  }
+  for (const auto& [k, v] : env_) ::unsetenv(k.c_str());
+  EXPECT_GT(moved, 0);
+  EXPECT_GT(stayed, 0);
+  auto r = envlock("rollback -p " + q(prefix_) + " --to " + (dists(prefix_) == a ? "2" : "1"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& e : fs::directory_iterator(gens_))
+    EXPECT_TRUE(e.path().filename() == "1" || e.path().filename() == "2" || e.path().filename() == "lockfiles")
+        << e.path();
+}
+
+// SIGKILL at 30 seeded random moments of installs that keep a generation (A <-> C, no scripts, so
+// the previous tree is moved at the swap): the prefix is one lockfile's environment, every listed
+// generation is a whole tree of one of them, and numbers are never reused for another tree.
+TEST_F(Generations, SigkillDuringInstallsThatKeepGenerationsLeavesWholeTrees) {
+  install(a_);
+  install(c_);
+  for (const auto& [k, v] : env_) ::setenv(k.c_str(), v.c_str(), 1);
+  const auto a = dists_of(a_), c = dists_of(c_);
+  const auto t0 = std::chrono::steady_clock::now();
+  int status = 0;
+  pid_t pid = spawn({"install", "-l", a_.string(), "-p", prefix_.string()});
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const auto full_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+  std::mt19937 rng(20261204);
+  std::uniform_int_distribution<long> delay(0, static_cast<long>(full_us * 1.2));
+  std::map<std::uint64_t, std::set<std::string>> seen;  // number -> the packages of its tree
+  for (int run = 0; run < 30; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    const fs::path target = dists(prefix_) == a ? c_ : a_;
+    pid = spawn({"install", "-l", target.string(), "-p", prefix_.string()});
+    ::usleep(static_cast<useconds_t>(delay(rng)));
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    const auto now = dists(prefix_);
+    ASSERT_TRUE(now == a || now == c) << "a mix";
+    auto gens = list_generations(prefix_);
+    ASSERT_TRUE(gens.ok()) << gens.error().to_string();
+    int current = 0;
+    for (const auto& g : *gens) {
+      const auto d = dists(g.tree);
+      ASSERT_TRUE(d == a || d == c) << g.tree;
+      auto v = verify_prefix(g.tree);
+      ASSERT_TRUE(v.ok()) << v.error().to_string();
+      EXPECT_TRUE(v->clean()) << g.tree << ": " << (v->clean() ? "" : v->drift.front().path);
+      current += g.current;
+      if (g.number == 0) continue;
+      auto [it, fresh] = seen.emplace(g.number, d);
+      EXPECT_EQ(it->second, d) << "generation " << g.number << " changed its packages";
+    }
+    EXPECT_EQ(current, 1);
+  }
+  for (const auto& [k, v] : env_) ::unsetenv(k.c_str());
+}
+
+}  // namespace
