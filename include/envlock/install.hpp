@@ -200,6 +200,11 @@ struct PrefixOrigin {
   std::uint64_t generation = 0;
 };
 
+/// Called once, naming the prefix (or a nested environment's, `envs/<name>`), when another
+/// process holds its lock and the call waits for it (the CLI says so on stderr, as conda says
+/// that it waits for a lock).
+using LockWait = std::function<void(const std::filesystem::path& prefix)>;
+
 /// Progress: called once per package as it is linked (index from 0), from the calling thread.
 using LinkProgress = std::function<void(std::size_t index, std::size_t total, const RepoDataRecord&)>;
 
@@ -219,6 +224,8 @@ struct InstallOptions {
   /// old tree after its first scan is carried into the new one after the swap (docs/install.md,
   /// "Files written while an update runs").
   std::function<void()> before_swap;
+  /// Optional; see LockWait.
+  LockWait on_lock_wait;
   /// Whether the tree an update replaces is kept as a generation (envlock/generations.hpp,
   /// docs/environments.md "Generations") instead of deleted: `envlock install`/`create` keep
   /// them; the library default keeps none.
@@ -339,8 +346,10 @@ struct RemoveReport {
 /// do not stop the removal (a warning each; their pre-unlink scripts do not run).
 /// With DryRun::Yes every refusal is made and the report filled, but no script runs and nothing
 /// is written or deleted.
+/// `on_lock_wait`, when set, is called if another process holds the prefix's lock (see LockWait).
 Result<RemoveReport> remove_environment(const std::filesystem::path& prefix,
-                                        RunScripts scripts = RunScripts::Yes, DryRun dry_run = DryRun::No);
+                                        RunScripts scripts = RunScripts::Yes, DryRun dry_run = DryRun::No,
+                                        const LockWait& on_lock_wait = {});
 
 // ---------------------------------------------------------------------------------------------
 // Verifying

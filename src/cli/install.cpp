@@ -362,6 +362,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   options.origin.command = request.command;
   options.origin.manifest = request.manifest;
   options.foreign = request.foreign;
+  options.on_lock_wait = say_lock_wait;
   if (progress) {
     options.progress = [](std::size_t i, std::size_t n, const RepoDataRecord& r) {
       std::fprintf(stderr, "\r\033[Klink %zu/%zu %s", i + 1, n, r.dist_name().c_str());

@@ -2,6 +2,7 @@
 // The install step shared by `envlock install` and `envlock create`: choose the environment and
 // the host's platform in a lockfile, check the host, fill the package cache, link the prefix.
 #include <filesystem>
+#include <iostream>
 #include <string>
 
 #include "envlock/install.hpp"
@@ -46,6 +47,12 @@ Status check_records(const std::vector<RepoDataRecord>& records, const std::file
 
 /// The flags `install` and `create` share: --allow-unverified, --force, --dry-run.
 void add_install_safety_flags(CLI::App& sub, bool& allow_unverified, bool& force, bool& dry_run);
+
+/// What `install`, `create` and `remove` say on stderr when another envlock command holds the
+/// prefix's lock (attack 20, L10: the second command waited without a word): one line naming it.
+inline void say_lock_wait(const std::filesystem::path& prefix) {
+  std::cerr << terminal_text("waiting for another envlock command that installs or removes " + prefix.string()) << "\n";
+}
 
 /// Runs the install and prints the outcome (text or JSON). Returns the exit code.
 int run_install(const Context& ctx, const Lockfile& lockfile, const InstallRequest& request);

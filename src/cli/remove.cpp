@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/install.hpp"
+#include "install_run.hpp"
 #include "registry.hpp"
 
 namespace envlock::cli {
@@ -22,9 +23,10 @@ void setup(CLI::App& sub, Context& ctx) {
   sub.add_flag("--dry-run", args->dry_run, "print the packages that would be removed; change nothing");
   sub.callback([&ctx, args] {
     auto report = remove_environment(args->prefix, args->no_scripts ? RunScripts::No : RunScripts::Yes,
-                                     args->dry_run ? DryRun::Yes : DryRun::No);
+                                     args->dry_run ? DryRun::Yes : DryRun::No, say_lock_wait);
     if (!report) {
       ctx.exit_code = report_error(ctx, report.error());
+      if (const int sig = install_interrupted_by(); sig != 0) ctx.exit_code = 128 + sig;  // a script stopped by it
       return;
     }
     for (const auto& w : report->warnings) warn(w);

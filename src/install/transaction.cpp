@@ -65,8 +65,10 @@ Status fsync_dir(const fs::path& dir) {
 /// starts again on a new file otherwise.
 class PrefixLock {
  public:
-  static Result<PrefixLock> acquire(const fs::path& prefix) {
+  /// `on_wait`, when set, is called once (naming `prefix`) if another process holds the lock.
+  static Result<PrefixLock> acquire(const fs::path& prefix, const LockWait& on_wait = {}) {
     const fs::path path = sibling(prefix, "lock");
+    bool told = false;
     for (;;) {
       // Never through a link planted beside the prefix (root would create or lock a file
       // anywhere: a new-user attack, session 10), and only a regular file.
@@ -79,6 +81,10 @@ class PrefixLock {
         ::close(fd);
         return Error{ErrorKind::Io, path.string(), "is not a regular file, not the lock file envlock makes", "",
                      "remove it, then run the command again"};
+      }
+      if (::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK && on_wait && !told) {
+        told = true;
+        on_wait(prefix);
       }
       while (::flock(fd, LOCK_EX) != 0) {
         if (errno == EINTR) continue;
@@ -226,7 +232,37 @@ Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
                  "which must fit in a file name (255 bytes)",
                  "choose a shorter name for the environment folder"};
   }
+  // The names envlock gives the folders it keeps beside a prefix (`.<name>.envlock-stage-…`,
+  // `-old-`, `-lock`, ...) are its own: an environment made under one is deleted as a leftover by
+  // the next install beside it (attack 20, L5).
+  if (const std::string name = prefix.filename().string();
+      name.starts_with(".") && name.find(".envlock-", 1) != std::string::npos) {
+    return Error{ErrorKind::Usage, prefix.string(),
+                 "has a name of the form .<name>.envlock-…, which envlock gives the folders it keeps beside an "
+                 "environment",
+                 "an install beside it would take it for a tree an earlier run left, and delete it",
+                 "choose another name for the environment folder"};
+  }
+  // A prefix through /proc (`/proc/self/cwd/env`, `/proc/<pid>/root/...`), /dev/fd or /sys names
+  // another folder for every process, or none (attack 20, L9: it was written into the files and
+  // conda-meta/envlock as given). Refused, naming the folder it is now, as conda-meta must name
+  // one folder for good.
   std::error_code ec;
+  for (fs::path at = prefix; !at.empty(); at = at.parent_path()) {
+    fs::path seen = at;
+    if (fs::is_symlink(fs::symlink_status(at, ec))) seen = fs::read_symlink(at, ec);
+    const std::string seen_text = seen.lexically_normal().generic_string();
+    for (const std::string magic : {"/proc", "/sys", "/dev/fd"})
+      if (seen_text == magic || seen_text.starts_with(magic + "/")) {
+        const fs::path real = fs::weakly_canonical(prefix, ec);
+        return Error{ErrorKind::Usage, prefix.string(),
+                     "leads through " + magic + ", where a path names another folder for every process (or none)",
+                     "the environment's files and conda-meta/envlock record the prefix, which must name one folder",
+                     ec || real.empty() ? std::string("pass the real folder with -p")
+                                        : "pass the real folder with -p (here " + real.string() + ")"};
+      }
+    if (at == at.root_path()) break;
+  }
   const auto status = fs::symlink_status(prefix, ec);
   if (fs::exists(status)) {
     if (!fs::is_directory(status)) {
@@ -336,9 +372,10 @@ constexpr const char* kPendingFile = "envlock-pending";
 
 /// When `prefix` holds a tree marked pending, puts the previous tree back (or, when there was none,
 /// moves the pending tree aside): the state before that install. `this_run`: the tree is the one
-/// this process just made (a post-link script failed); otherwise an earlier run's, and a first
-/// install's tree holding files no package owns is refused rather than deleted. The pending tree ends up under a
-/// `stage-` sibling name, for recover() or the caller to delete.
+/// this process just made (a post-link script failed); otherwise an earlier run's. A first
+/// install's tree holding files no package owns is undone in place (undo_first_install_in_place),
+/// keeping them. The pending tree ends up under a `stage-` sibling name, for recover() or the
+/// caller to delete.
 Status carry_path(const fs::path& old_root, detail::Tree& stage, const std::string& rel);
 
 /// The refusal of an update over a file or folder with the immutable or append-only flag: a copy
@@ -353,23 +390,31 @@ Error immutable_refusal(const fs::path& path) {
 
 nlohmann::json origin_json(const PrefixOrigin& o);
 
-/// The rollback of a first install (no previous tree) whose tree a job wrote files into while its
-/// post-link scripts ran: the files its packages own (`owned`, '/'-separated, conda-meta records
-/// included) are deleted with the folders above them that are left empty, conda-meta's history
-/// goes, conda-meta/envlock names no lockfile any more (the prefix holds no packages: nothing
-/// takes it for up to date), and the marker goes last; `unowned` stays where it is, named in
-/// `warnings`. A kill part way leaves the marker, and the next run refuses, deleting nothing.
+/// The rollback of a first install (no previous tree) whose tree a job wrote files into (while its
+/// post-link scripts ran, or after it was killed): the files its packages own (`owned`,
+/// '/'-separated, conda-meta records included) are deleted with the folders above them that are
+/// left empty, conda-meta's history goes, conda-meta/envlock names no lockfile any more (the
+/// prefix holds no packages: nothing takes it for up to date), and the marker goes last;
+/// `unowned` stays where it is, named in `warnings`. The records go after every file they list,
+/// so a kill part way leaves the marker and records naming every package file still there: the
+/// next run (`this_run` false) finishes the undo, from the records left, and installs.
 Status undo_first_install_in_place(const fs::path& prefix, const std::set<std::string>& owned,
-                                   const std::vector<std::string>& unowned, std::vector<std::string>* warnings) {
+                                   const std::vector<std::string>& unowned, bool this_run,
+                                   std::vector<std::string>* warnings) {
   auto tree = detail::Tree::open(prefix);
   if (!tree) return tree.error();
   const std::string meta = std::string(detail::kGuardedFolder) + "/";
   std::set<std::string, std::greater<>> folders;  // deepest first
+  std::vector<std::string> records;               // conda-meta/*.json: deleted last
   for (const auto& rel : owned) {
     struct stat st {};
     auto there = tree->lstat(rel, st);
     if (!there) return there.error();
     if (!*there || S_ISDIR(st.st_mode)) continue;
+    if (rel.starts_with(meta)) {
+      records.push_back(rel);
+      continue;
+    }
     if (auto st2 = tree->unlink(rel); !st2) return st2;
     for (auto at = rel.rfind('/'); at != std::string::npos && at > 0; at = rel.rfind('/', at - 1)) {
       const std::string up = rel.substr(0, at);
@@ -387,6 +432,9 @@ Status undo_first_install_in_place(const fs::path& prefix, const std::set<std::s
       return io_error(prefix / dir, "cannot remove the folder", errno);
     tree->forget();
   }
+  if (auto st = fsync_dir(prefix); !st) return st;  // the files are gone before their records
+  for (const auto& rel : records)
+    if (auto st = tree->unlink(rel); !st) return st;
   for (const char* name : {"history"}) {
     struct stat st {};
     if (auto there = tree->lstat(meta + name, st); there && *there)
@@ -401,13 +449,17 @@ Status undo_first_install_in_place(const fs::path& prefix, const std::set<std::s
   if (auto st = tree->unlink(meta + kPendingFile); !st) return st;
   if (auto st = fsync_dir(prefix / detail::kGuardedFolder); !st) return st;
   if (warnings != nullptr)
-    warnings->push_back("rolled back a first install that did not finish; kept " + std::to_string(unowned.size()) +
+    warnings->push_back(std::string(this_run ? "rolled back a first install that did not finish"
+                                             : "rolled back a first install that an earlier run left unfinished "
+                                               "(conda-meta/envlock-pending)") +
+                        "; kept " + std::to_string(unowned.size()) +
                         " file(s) written into it since, which no package owns: " + listed(unowned, 5) +
-                        "; the environment stays, with no packages");
+                        (this_run ? "; the environment stays, with no packages" : ""));
   return ok_status();
 }
 
-Status roll_back_pending(const fs::path& prefix, bool this_run, std::vector<std::string>* warnings = nullptr) {
+Status roll_back_pending(const fs::path& prefix, bool this_run, std::vector<std::string>* warnings = nullptr,
+                         fs::path* discarded_tree = nullptr) {
   std::vector<std::string> carried_back;  // written into an unfinished update since: kept
   const fs::path marker = prefix / "conda-meta" / kPendingFile;
   std::error_code ec;
@@ -473,20 +525,22 @@ Status roll_back_pending(const fs::path& prefix, bool this_run, std::vector<std:
       carried_back = std::move(unowned);
       unowned.clear();
     }
-    // A first install of this run (no previous tree to restore them into) that a job wrote into
-    // meanwhile: only what this install linked is undone, in place, as conda's rollback does
-    // (link.py, UnlinkLinkTransaction: each action's reverse()); the prefix stays with them.
-    if (this_run && previous.empty() && !unowned.empty())
-      return undo_first_install_in_place(prefix, owned, unowned, warnings);
-    if (this_run) unowned.clear();  // nothing was written meanwhile: the whole tree goes
-    if (!unowned.empty() || (!this_run && previous.empty() && !damaged.empty())) {
+    // A first install (no previous tree to restore them into) that a job wrote into, while its
+    // post-link scripts ran or after it was killed, or whose undo was killed part way: only what
+    // the install linked is undone, in place, as conda's rollback does (link.py,
+    // UnlinkLinkTransaction: each action's reverse()); the prefix stays with them. A damaged
+    // record of an earlier run hides which files its package owns: refused, nothing deleted.
+    if (previous.empty() && !damaged.empty() && !this_run) {
       return Error{ErrorKind::Io, prefix.string(),
-                   "was left by a first install that did not finish (conda-meta/envlock-pending), and holds files no "
-                   "package owns (" + (unowned.empty() ? "damaged records" : listed(unowned, 3)) + ")",
-                   "rolling it back would delete them: envlock leaves the environment as it is",
-                   "move your files out of the environment, then run the command again (or delete "
+                   "was left by a first install that did not finish (conda-meta/envlock-pending), and has damaged "
+                   "records, so the files its packages own are not known",
+                   "rolling it back could delete files no package owns: envlock leaves the environment as it is",
+                   "move your files out of the environment and delete it, then run the command again (or delete "
                    "conda-meta/envlock-pending to keep the environment as it is)"};
     }
+    if (previous.empty() && !unowned.empty())
+      return undo_first_install_in_place(prefix, owned, unowned, this_run, warnings);
+    if (this_run) unowned.clear();  // nothing was written meanwhile: the whole tree goes
   }
   const fs::path aside = sibling(prefix, "stage-rollback-" + std::to_string(::getpid()));
   fs::path discarded = aside;
@@ -501,6 +555,7 @@ Status roll_back_pending(const fs::path& prefix, bool this_run, std::vector<std:
     if (!previous.empty() && ::rename(previous.c_str(), prefix.c_str()) != 0)
       return io_error(prefix, "cannot restore the previous environment from " + previous.string(), errno);
   }
+  if (discarded_tree != nullptr) *discarded_tree = discarded;
   // What the user wrote into the discarded tree goes into the restored one (hard links, written
   // only beneath it); a path the restored tree has already stays as it is there, named.
   if (!carried_back.empty()) {
@@ -553,22 +608,51 @@ std::string leftover_warning(const std::string& what, const Error& e) {
   return text + "; " + (e.hint.empty() ? "delete it by hand" : e.hint);
 }
 
+/// Whether a command names the leftovers recover() deletes (Yes: an earlier run's, found when a
+/// command starts; No: this run's own discarded tree, after a rollback).
+enum class NameLeftovers : bool { No, Yes };
+
 /// Removes the leftovers of an earlier, killed run: staging trees, and an old tree moved aside by
 /// the two-rename fallback (restored when the prefix itself is missing). A leftover that cannot
 /// all be deleted (an immutable file in it) is a warning in `warnings`: it is beside the prefix,
-/// and keeping it must not stop every later install.
-Status recover(const fs::path& prefix, std::vector<std::string>& warnings) {
+/// and keeping it must not stop every later install. With NameLeftovers::Yes one warning names
+/// what was deleted (attack 20, L5 and I5: a tree left beside the prefix went without a word).
+/// The mount-point rule of install and remove holds here too: recovery renames the prefix and the
+/// trees beside it and deletes them, which is never done to a mount point (the rename fails with
+/// EBUSY half-way, and a deletion would empty the mounted filesystem): when the prefix or one of
+/// those trees is a mount point, nothing is changed and the command is refused, naming it.
+Status recover(const fs::path& prefix, std::vector<std::string>& warnings, NameLeftovers name = NameLeftovers::Yes) {
   std::error_code ec;
-  if (auto st = roll_back_pending(prefix, false, &warnings); !st) return st;
+  if (is_mount_point(prefix)) return mount_point_refusal(prefix);
   const std::string stage_prefix = "." + prefix.filename().string() + ".envlock-stage-";
   const std::string old_prefix = "." + prefix.filename().string() + ".envlock-old-";
-  std::vector<fs::path> stages, olds;
-  for (const auto& entry : fs::directory_iterator(prefix.parent_path(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with(stage_prefix)) stages.push_back(entry.path());
-    if (name.starts_with(old_prefix)) olds.push_back(entry.path());
+  auto list = [&](std::vector<fs::path>& stages, std::vector<fs::path>& olds) -> Status {
+    for (const auto& entry : fs::directory_iterator(prefix.parent_path(), ec)) {
+      const std::string entry_name = entry.path().filename().string();
+      if (entry_name.starts_with(stage_prefix)) stages.push_back(entry.path());
+      if (entry_name.starts_with(old_prefix)) olds.push_back(entry.path());
+    }
+    if (ec) return io_error(prefix.parent_path(), "cannot list", ec.value());
+    std::sort(stages.begin(), stages.end());
+    std::sort(olds.begin(), olds.end());
+    for (const auto* trees : {&stages, &olds})
+      for (const auto& p : *trees)
+        if (is_mount_point(p))
+          return Error{ErrorKind::Io, p.string(),
+                       "is a mount point named like a tree an earlier envlock run left beside " + prefix.string(),
+                       "recovering the environment renames and deletes such trees, which envlock never does to a mount "
+                       "point; nothing was changed",
+                       "unmount it (or rename it), then run the command again"};
+    return ok_status();
+  };
+  {
+    std::vector<fs::path> stages, olds;
+    if (auto st = list(stages, olds); !st) return st;
   }
-  if (ec) return io_error(prefix.parent_path(), "cannot list", ec.value());
+  fs::path discarded;
+  if (auto st = roll_back_pending(prefix, false, &warnings, &discarded); !st) return st;
+  std::vector<fs::path> stages, olds;
+  if (auto st = list(stages, olds); !st) return st;
   const bool prefix_exists = fs::exists(fs::symlink_status(prefix));
   if (!prefix_exists && !olds.empty() && left_by_two_renames(olds.front(), prefix)) {
     if (::rename(olds.front().c_str(), prefix.c_str()) != 0)
@@ -577,9 +661,16 @@ Status recover(const fs::path& prefix, std::vector<std::string>& warnings) {
                        ", which an install killed between its two renames left");
     olds.erase(olds.begin());
   }
+  std::vector<std::string> deleted;
   for (const auto* trees : {&stages, &olds})
-    for (const auto& p : *trees)
+    for (const auto& p : *trees) {
       if (auto st = detail::remove_tree(p); !st) warnings.push_back(leftover_warning("a tree an earlier run left", st.error()));
+      else if (p != discarded) deleted.push_back(p.filename().string());
+    }
+  if (name == NameLeftovers::Yes && !deleted.empty())
+    warnings.push_back("deleted " + std::to_string(deleted.size()) + " tree(s) that an earlier envlock run left beside " +
+                       prefix.string() + " (killed, or a previous environment that could not all be deleted): " +
+                       listed(deleted, 5));
   return ok_status();
 }
 
@@ -1848,7 +1939,7 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
 /// `envs/<name>` with `conda-meta/`, or one whose lock file `envs/.<name>.envlock-lock` exists (a
 /// first install under way). Taken in name order; an install of a nested environment never takes
 /// the base's lock, so the two cannot wait on each other.
-Result<std::vector<PrefixLock>> lock_nested_environments(const fs::path& prefix) {
+Result<std::vector<PrefixLock>> lock_nested_environments(const fs::path& prefix, const LockWait& on_wait) {
   std::set<std::string> names;
   std::error_code ec;
   const fs::path envs = prefix / "envs";
@@ -1865,7 +1956,7 @@ Result<std::vector<PrefixLock>> lock_nested_environments(const fs::path& prefix)
   }
   std::vector<PrefixLock> locks;
   for (const auto& name : names) {
-    auto lock = PrefixLock::acquire(envs / name);
+    auto lock = PrefixLock::acquire(envs / name, on_wait);
     if (!lock) return lock.error();
     locks.push_back(std::move(*lock));
   }
@@ -1887,9 +1978,9 @@ Result<InstallReport> install_packages(const fs::path& prefix_in, const std::vec
        up = up.parent_path())
     made_parents.push_back(up);
   if (auto st = detail::make_dirs(prefix.parent_path()); !st) return st.error();
-  auto lock = PrefixLock::acquire(prefix);
+  auto lock = PrefixLock::acquire(prefix, options.on_lock_wait);
   if (!lock) return lock.error();
-  auto nested = lock_nested_environments(prefix);
+  auto nested = lock_nested_environments(prefix, options.on_lock_wait);
   if (!nested) return nested.error();
   auto result = install_locked(prefix, packages, options);
   // A new environment that was not made leaves nothing behind: neither its lock file (unlinked
@@ -2067,7 +2158,7 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
         return e;
       }
       std::vector<std::string> left;
-      (void)recover(prefix, left);  // deletes the discarded tree
+      (void)recover(prefix, left, NameLeftovers::No);  // deletes the discarded tree
       for (const auto& w : left) e.detail += "\n" + w;
       // A first install that files were written into meanwhile stays, holding only them.
       const std::string none = fs::exists(fs::symlink_status(prefix, ec))
@@ -2144,7 +2235,8 @@ Status no_nested_environments(const fs::path& prefix) {
 }
 }  // namespace
 
-Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts scripts, DryRun dry_run) {
+Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts scripts, DryRun dry_run,
+                                        const LockWait& on_lock_wait) {
   // Everything is checked before the lock file is created: a refusal writes nothing.
   auto checked = checked_prefix(prefix_in);
   if (!checked) return checked.error();
@@ -2170,7 +2262,7 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
     std::sort(report.removed.begin(), report.removed.end());
     return report;
   }
-  auto lock = PrefixLock::acquire(prefix);
+  auto lock = PrefixLock::acquire(prefix, on_lock_wait);
   if (!lock) return lock.error();
   RemoveReport report;
   if (auto st = recover(prefix, report.warnings); !st) return st.error();
@@ -2220,7 +2312,7 @@ Status detail::with_prefix_locked(const fs::path& prefix_in, std::vector<std::st
   if (auto st = detail::make_dirs(prefix.parent_path()); !st) return st;
   auto lock = PrefixLock::acquire(prefix);
   if (!lock) return lock.error();
-  auto nested = lock_nested_environments(prefix);
+  auto nested = lock_nested_environments(prefix, {});
   if (!nested) return nested.error();
   if (auto st = recover(prefix, warnings); !st) return st;
   return body(prefix);

@@ -196,6 +196,15 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
   }
   auto records = read_conda_meta(prefix);
   if (!records) return records.error();
+  // A conda-meta/ with nothing in it (`mkdir -p X/conda-meta`) is not an environment: conda marks
+  // one by conda-meta/history (`conda list -p X` says "Not a conda environment"), envlock by
+  // conda-meta/envlock too. "0 packages: no drift" would prove an environment that is not there.
+  if (records->empty() && !fs::exists(fs::symlink_status(prefix / "conda-meta" / "history", ec)) &&
+      !fs::exists(fs::symlink_status(prefix / "conda-meta" / "envlock", ec))) {
+    return Error{ErrorKind::Io, prefix.string(),
+                 "is not an environment: its conda-meta/ holds no package record, no history and no conda-meta/envlock",
+                 "", "check the path given with -p (an environment folder made by envlock, conda, mamba or pixi)"};
+  }
 
   VerifyReport report;
   IntactInodes intact;

@@ -738,19 +738,27 @@ TEST_F(BadInput, AnUpdateOfTheBaseWaitsForAnInstallInANestedEnvironment) {
   const std::string lock = (root_ / "good.lock").string();
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
+  const fs::path err = root_ / "base.err";
   if (pid == 0) {
     const int devnull = ::open("/dev/null", O_WRONLY);
+    const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(devnull, 1);
-    ::dup2(devnull, 2);
+    ::dup2(errfd, 2);
     ::execl(ENVLOCK_BINARY, ENVLOCK_BINARY, "install", "-l", lock.c_str(), "-p", prefix_.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::usleep(1500 * 1000);
   int status = 0;
   EXPECT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "the base's install did not wait for the nested one";
+  // It says why it waits (attack 20, L10: a waiting install said nothing), naming the environment.
+  const std::string waited = "packages: 2 (0 downloaded, 2 from the package cache)\n"
+                             "waiting for another envlock command that installs or removes " +
+                             (prefix_ / "envs/inner").string() + "\n";
+  EXPECT_EQ(slurp(err), waited);
   ::close(held);  // the nested install is done
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(slurp(err), waited);
   for (const fs::path& env : {prefix_, prefix_ / "envs/inner"}) {
     auto v = verify_prefix(env);
     ASSERT_TRUE(v.ok()) << env;
@@ -1331,6 +1339,85 @@ TEST_F(BadInput, APrefixThatIsAMountPointIsRefusedBeforeAnyWorkLeavingNoLock) {
   expect_intact();
 }
 
+// Attack 20, L5: an environment made at `real/.e5.envlock-stage-999999-7` was deleted without a
+// word by the next install of `real/e5`, as a leftover. Names of the form .<name>.envlock-… are
+// envlock's own and refused as a prefix (exit 2, before anything is written); a leftover that is
+// deleted is named. L9: a prefix through /proc/self/cwd was written into the files as given,
+// naming another folder for every process; refused, naming the real folder.
+TEST_F(BadInput, PrefixesNamedLikeLeftoversOrThroughProcAreRefusedAndLeftoversNamed) {
+  const std::string good = q(root_ / "good.lock");
+  const fs::path inner = root_ / "real" / ".e5.envlock-stage-999999-7";
+  auto named = envlock("install -l " + good + " -p " + q(inner));
+  EXPECT_EQ(named.exit_code, 2);
+  EXPECT_EQ(named.out, "");
+  EXPECT_EQ(named.err, "error: " + inner.string() +
+                           ": has a name of the form .<name>.envlock-…, which envlock gives the folders it keeps beside "
+                           "an environment\nan install beside it would take it for a tree an earlier run left, and "
+                           "delete it\nhint: choose another name for the environment folder\n");
+  EXPECT_FALSE(fs::exists(root_ / "real"));
+  // One left there anyway (by an older envlock, or by hand) is deleted by the next install of
+  // real/e5, with a line naming it.
+  fs::create_directories(inner / "conda-meta");
+  auto beside = envlock("install -l " + good + " -p " + q(root_ / "real/e5"));
+  EXPECT_EQ(beside.exit_code, 0) << beside.err;
+  EXPECT_EQ(beside.err, "packages: 2 (0 downloaded, 2 from the package cache)\n"
+                        "warning: deleted 1 tree(s) that an earlier envlock run left beside " +
+                            (root_ / "real/e5").string() +
+                            " (killed, or a previous environment that could not all be deleted): "
+                            ".e5.envlock-stage-999999-7\n");
+  EXPECT_FALSE(fs::exists(inner));
+
+  const fs::path cwd = fs::current_path();
+  const fs::path through = fs::path("/proc/self/cwd") / root_.lexically_relative("/") / "e4";
+  const fs::path via_link = root_ / "here";
+  fs::create_symlink("/proc/self/cwd", via_link);
+  for (const fs::path& p : {through, via_link / "e4"}) {
+    auto r = envlock("install -l " + good + " -p " + q(p));
+    EXPECT_EQ(r.exit_code, 2) << p;
+    EXPECT_EQ(r.out, "") << p;
+    EXPECT_EQ(r.err, "error: " + p.string() +
+                         ": leads through /proc, where a path names another folder for every process (or none)\n"
+                         "the environment's files and conda-meta/envlock record the prefix, which must name one "
+                         "folder\nhint: pass the real folder with -p (here " +
+                         fs::weakly_canonical(p).string() + ")\n")
+        << p;
+  }
+  EXPECT_FALSE(fs::exists(root_ / "e4"));
+  EXPECT_FALSE(fs::exists(cwd / "e4"));
+  expect_intact();
+}
+
+// Recovery applies install's mount-point rule (issue 23): a tree beside the prefix named like an
+// earlier run's leftover but mounted (a tmpfs, a bind-mounted dataset) was emptied by the next
+// install's clean-up — its files deleted on the mounted filesystem. Refused, nothing changed.
+TEST_F(BadInput, ALeftoverBesideThePrefixThatIsAMountPointIsRefusedNeverEmptied) {
+  const fs::path mnt = prefix_.parent_path() / ".env.envlock-stage-1-1";
+  fs::create_directories(mnt);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    fs::remove_all(mnt);
+    GTEST_SKIP() << "cannot mount here (needs CAP_SYS_ADMIN)";
+  }
+  spit(mnt / "dataset/part-0", "data\n");
+  auto r = envlock("install -l " + q(root_ / "good.lock") + " -p " + q(prefix_));
+  auto rm = envlock("remove -p " + q(prefix_));
+  const bool kept = fs::exists(mnt / "dataset/part-0");
+  ::umount2(mnt.c_str(), MNT_DETACH);
+  fs::remove_all(mnt);
+  const std::string refusal = "error: " + mnt.string() + ": is a mount point named like a tree an earlier envlock run "
+                              "left beside " + prefix_.string() +
+                              "\nrecovering the environment renames and deletes such trees, which envlock never does "
+                              "to a mount point; nothing was changed\nhint: unmount it (or rename it), then run the "
+                              "command again\n";
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "packages: 2 (0 downloaded, 2 from the package cache)\n" + refusal);
+  EXPECT_EQ(rm.exit_code, 1);
+  EXPECT_EQ(rm.out, "");
+  EXPECT_EQ(rm.err, refusal);
+  EXPECT_TRUE(kept) << "the mounted filesystem's files were deleted";
+  expect_intact();
+}
+
 TEST_F(BadInput, ADamagedRecordDoesNotStopInstallOrRemove) {
   const fs::path record = prefix_ / "conda-meta/envlock-hello-1.0.0-0.json";
   ASSERT_TRUE(fs::exists(record));
@@ -1753,6 +1840,31 @@ TEST(VerifyCli, VerifyOfAMissingPrefixSaysItDoesNotExist) {
   EXPECT_EQ(v.exit_code, 1) << v.err;
   EXPECT_NE(v.err.find("error: " + missing + ": does not exist"), std::string::npos) << v.err;
   EXPECT_EQ(v.err.find("conda-meta"), std::string::npos) << v.err;
+}
+
+// attack 20 (I0's aside): `mkdir -p X/conda-meta; envlock verify -p X` said "0 packages, 0 files
+// checked: no drift", exit 0. conda's mark of an environment is conda-meta/history (`conda list
+// -p X` answers "Not a conda environment"); envlock's is conda-meta/envlock too. A conda-meta/
+// with neither and no record is not an environment.
+TEST(VerifyCli, VerifyOfAnEmptyCondaMetaSaysItIsNotAnEnvironment) {
+  const fs::path p = fs::temp_directory_path() / ("envlock-verify-empty-meta-" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p / "conda-meta");
+  const auto v = run_command(envlock_cmd() + " verify -p " + p.string(), {{"NO_COLOR", "1"}});
+  EXPECT_EQ(v.exit_code, 1);
+  EXPECT_EQ(v.out, "");
+  EXPECT_EQ(v.err, "error: " + p.string() +
+                       ": is not an environment: its conda-meta/ holds no package record, no history and no "
+                       "conda-meta/envlock\n"
+                       "hint: check the path given with -p (an environment folder made by envlock, conda, mamba or "
+                       "pixi)\n");
+  // conda's mark alone makes it an (empty) environment, as for conda.
+  std::ofstream(p / "conda-meta" / "history") << "";
+  const auto h = run_command(envlock_cmd() + " verify -p " + p.string(), {{"NO_COLOR", "1"}});
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(h.out, p.string() + ": 0 packages, 0 files checked: no drift\n");
+  EXPECT_EQ(h.err, "");
+  fs::remove_all(p);
 }
 
 std::string sha256_hex(const std::string& bytes) {

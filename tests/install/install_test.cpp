@@ -440,28 +440,54 @@ TEST_F(Installer, AReinstallKeepsFifosSocketsEmptyFoldersAndFolderModes) {
   EXPECT_FALSE(fs::exists(prefix_ / "opt/c"));
 }
 
-TEST_F(Installer, AnInterruptedFirstInstallHoldingUserFilesIsNotRolledBackOverThem) {
+TEST_F(Installer, AnInterruptedFirstInstallHoldingUserFilesIsUndoneInPlaceKeepingThem) {
   // A new-user attack (session 9): a first install killed during post-link, then worked in, was
-  // deleted with the user's files by the next install, which said "ready".
-  auto a = make_package("a", "1", {{"share/a", "a\n"}});
-  ASSERT_TRUE(install_packages(prefix_, {a}, options()).ok());
+  // deleted with the user's files by the next install, which said "ready". Session 10 refused it
+  // instead, and also refused when the undo in place (a first install rolled back by this run)
+  // was killed part way (issue 23): the next run now finishes what the undo does — only the files
+  // the packages own go, as conda's rollback undoes only what it linked (link.py,
+  // UnlinkLinkTransaction) — and installs, so the prefix ends up whole, with the user's files.
+  auto a = make_package("a", "1", {{"share/a", "a\n"}, {"share/deep/a2", "a2\n"}, {"bin/a", "#!/bin/sh\n"}});
+  for (const bool undo_killed : {false, true}) {
+    SCOPED_TRACE(undo_killed ? "the undo in place was killed part way" : "killed during post-link");
+    fs::remove_all(root_ / "envs");
+    ASSERT_TRUE(install_packages(prefix_, {a}, options()).ok());
+    spit(prefix_ / "conda-meta/envlock-pending", "{\"previous\": []}\n");
+    spit(prefix_ / "results.csv", "a week of work\n");
+    spit(prefix_ / "conda-meta/pinned", "a 1\n");  // conda-meta's own files count (session 10)
+    if (undo_killed) {  // what undo_first_install_in_place() had deleted when it was killed
+      fs::remove(prefix_ / "bin/a");
+      fs::remove(prefix_ / "share/deep/a2");
+      fs::remove(prefix_ / "share/deep");
+    }
+    auto r = install_packages(prefix_, {a}, options());
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(r->warnings, std::vector<std::string>{
+                               "rolled back a first install that an earlier run left unfinished "
+                               "(conda-meta/envlock-pending); kept 2 file(s) written into it since, which no package "
+                               "owns: conda-meta/pinned, results.csv"});
+    EXPECT_EQ(r->installed, std::vector<std::string>{"a-1-0"});
+    EXPECT_EQ(r->kept, std::vector<std::string>{});
+    EXPECT_EQ(r->removed, std::vector<std::string>{});
+    EXPECT_EQ(slurp(prefix_ / "results.csv"), "a week of work\n");
+    EXPECT_EQ(slurp(prefix_ / "conda-meta/pinned"), "a 1\n");
+    EXPECT_EQ(slurp(prefix_ / "share/deep/a2"), "a2\n");
+    EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
+    auto v = verify_prefix(prefix_);
+    ASSERT_TRUE(v.ok());
+    ASSERT_EQ(v->drift.size(), 1u);
+    EXPECT_EQ(v->drift.front().path, "results.csv");
+    EXPECT_TRUE(siblings().empty());
+  }
+  // Without files of its own, the unfinished first install is rolled back whole, as before.
   spit(prefix_ / "conda-meta/envlock-pending", "{\"previous\": []}\n");
-  spit(prefix_ / "results.csv", "a week of work\n");
-  spit(prefix_ / "conda-meta/pinned", "a 1\n");  // conda-meta's own files count (session 10)
-  auto r = install_packages(prefix_, {a}, options());
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message,
-            "was left by a first install that did not finish (conda-meta/envlock-pending), and holds files no package "
-            "owns (conda-meta/pinned, results.csv)");
-  EXPECT_EQ(slurp(prefix_ / "results.csv"), "a week of work\n");
-  EXPECT_TRUE(fs::exists(prefix_ / "share/a"));
-  // Without files of its own, the unfinished first install is rolled back as before.
   fs::remove(prefix_ / "results.csv");
   fs::remove(prefix_ / "conda-meta/pinned");
   auto again = install_packages(prefix_, {a}, options());
   ASSERT_TRUE(again.ok()) << again.error().to_string();
   EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
   EXPECT_EQ(again->installed, std::vector<std::string>{"a-1-0"});
+  EXPECT_EQ(again->warnings, std::vector<std::string>{});
 }
 
 TEST_F(Installer, ARefusedNewEnvironmentLeavesNoFolderOrLockFileBehind) {
@@ -965,7 +991,11 @@ TEST_F(Installer, LeftoversOfAKilledRunAreCleanedAndAPlantedOldTreeIsNeverAdopte
   auto q = make_package("y", "1", {{"share/y", "y\n"}});
   auto r = install_packages(prefix_, {q}, options());
   ASSERT_TRUE(r.ok()) << r.error().to_string();
-  EXPECT_TRUE(r->warnings.empty());
+  // Deleted, but named (attack 20, L5: a tree beside the prefix went without a word).
+  EXPECT_EQ(r->warnings, std::vector<std::string>{"deleted 2 tree(s) that an earlier envlock run left beside " +
+                                                  fs::absolute(prefix_).lexically_normal().string() +
+                                                  " (killed, or a previous environment that could not all be "
+                                                  "deleted): .demo.envlock-stage-123-9, .demo.envlock-old-123"});
   EXPECT_FALSE(fs::exists(prefix_ / "share/x"));
   EXPECT_FALSE(fs::exists(prefix_ / "etc/conda/activate.d/x.sh"));
   EXPECT_TRUE(fs::exists(prefix_ / "share/y"));
