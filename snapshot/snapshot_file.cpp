@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <yaml-cpp/yaml.h>
 
+#include "envlock/atomic_file.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/snapshot.hpp"

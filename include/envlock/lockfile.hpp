@@ -149,17 +149,6 @@ struct Lockfile {
                                            std::string_view platform) const;
 };
 
-/// Writes `content` to `path` atomically: an unnamed temporary file (O_TMPFILE) in the same
-/// directory, fsync, a name given just for the rename over `path`, fsync of the directory — so a
-/// writer killed before the rename leaves no file behind. A crash leaves the old file or the new one, never a
-/// mix; an existing file is never truncated. New files get mode 0644. A symbolic link at `path`
-/// is followed and the file it names replaced (output_file_target, envlock/paths.hpp). Errors:
-/// ErrorKind::Io naming the path and the system error, or what is there when `path` is a folder,
-/// device, FIFO or socket. Where the filesystem has no O_TMPFILE (or /proc is not mounted) the
-/// temporary file is named (`.<name>.tmp-XXXXXX`) and flock(2)ed while it is written; one a
-/// killed writer left (lock free, over a minute old) is removed by the next write.
-Status write_file_atomic(const std::filesystem::path& path, std::string_view content);
-
 /// The packages of one locked platform in install order: every package after the packages its
 /// `depends` name (dependencies first), ties broken by name, so the order is deterministic.
 /// Dependencies outside the set (virtual packages, unlocked names) are ignored; a dependency

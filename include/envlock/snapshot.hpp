@@ -310,7 +310,7 @@ struct Snapshot {
   /// format version is refused naming both versions.
   static Result<Snapshot> parse(const std::string& text, const std::string& source);
   static Result<Snapshot> read(const std::filesystem::path& path);
-  /// Writes atomically as write_file_atomic() (envlock/lockfile.hpp): temporary file beside
+  /// Writes atomically as write_file_atomic() (envlock/atomic_file.hpp): temporary file beside
   /// `path`, fsync, rename; a link is followed, a folder or device refused (ErrorKind::Io).
   [[nodiscard]] Status write(const std::filesystem::path& path) const;
 

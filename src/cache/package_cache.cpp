@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "envlock/atomic_file.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
@@ -286,18 +287,10 @@ std::optional<FileDigests> verified_archive(const Plan& p, const RepoDataRecord&
   return *d;
 }
 
-Status write_file_atomic(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) return Error{ErrorKind::Io, tmp.string(), "cannot write file"};
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Error{ErrorKind::Io, path.string(), "cannot write file: " + ec.message()};
-  return ok_status();
+/// A metadata file of a cache entry being staged: atomic, unsynced (an entry a crash damages is
+/// rebuilt, docs/cache.md), never written through a link.
+Status write_entry_file(const fs::path& path, std::string_view text) {
+  return write_file_atomic(path, text, {.mode = 0644, .follow_symlink = false, .sync = false});
 }
 
 /// Removes staging folders (`.<dist>.extracting-*`) a killed process left for any of `dists`, in
@@ -355,7 +348,7 @@ Result<CacheEntry> extract_entry(const Plan& p, const fs::path& source, const Re
     rec["sha256"] = d.sha256;
     rec["md5"] = d.md5;
     rec["size"] = d.size;
-    if (auto s = write_file_atomic(staging / kRepodataRecord, rec.dump(1) + "\n"); !s.ok()) return s;
+    if (auto s = write_entry_file(staging / kRepodataRecord, rec.dump(1) + "\n"); !s.ok()) return s;
     json marker = make_marker(staging, p, d);
     // The package as extracted against its own info/paths.json (sizes): an archive that says one
     // thing and holds another (a tar member given twice, a truncated member) is refused here, not
@@ -367,7 +360,7 @@ Result<CacheEntry> extract_entry(const Plan& p, const fs::path& source, const Re
                      "the package is broken at its source: rebuild it, or ask the channel's maintainers for a fixed "
                      "build"};
       }
-    return write_file_atomic(staging / kMarker, marker.dump(1) + "\n");
+    return write_entry_file(staging / kMarker, marker.dump(1) + "\n");
   });
   if (!stats.ok()) {
     // A verified archive that does not extract is bad at the source: keep nothing of it (a

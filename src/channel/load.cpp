@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "envlock/fetch.hpp"
+#include "envlock/atomic_file.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/repodata.hpp"
@@ -35,28 +36,10 @@ Result<std::string> read_file(const fs::path& path) {
   return ss.str();
 }
 
-/// Writes `content` to `path` through a temporary file in the same folder and a rename.
+/// Writes `content` to `path` through a temporary file in the same folder and a rename, unsynced:
+/// a repodata cache a crash loses is fetched again (envlock/atomic_file.hpp).
 Status write_atomic(const fs::path& path, std::string_view content) {
-  fs::path tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return Error{ErrorKind::Io, path.string(), "cannot write the repodata cache", "",
-                   "check free space and permissions of the cache directory (ENVLOCK_CACHE_DIR)"};
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Error{ErrorKind::Io, path.string(), "cannot replace the cached repodata: " + ec.message(), "", ""};
-  }
-  return ok_status();
+  return write_file_atomic(path, content, {.mode = 0644, .follow_symlink = false, .sync = false});
 }
 
 /// Where lazily loaded subdirs keep their index cache; empty: none.

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <unordered_map>
 
+#include "envlock/atomic_file.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
@@ -631,19 +632,8 @@ void RepodataIndex::Impl::write_cache(const fs::path& path, const Identity& id) 
 
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  fs::path tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return;  // an unwritable cache only costs the next run a rebuild
-  std::size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::write(fd, out.data() + done, out.size() - done);
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  bool ok = ::close(fd) == 0 && done == out.size();
-  if (ok) fs::rename(tmp, path, ec);
-  if (!ok || ec) fs::remove(tmp, ec);
+  // An unwritable cache only costs the next run a rebuild; a crash loses it the same way.
+  (void)write_file_atomic(path, out, {.mode = 0644, .follow_symlink = false, .sync = false});
 }
 
 /// Parses the records of one name (called with `mu` held).

@@ -18,6 +18,7 @@
 #include "create_run.hpp"
 #include "project_lock.hpp"
 #include "envlock/lock.hpp"
+#include "envlock/atomic_file.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "envlock/manifest_edit.hpp"

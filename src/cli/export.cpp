@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "envlock/atomic_file.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/platform.hpp"
 #include "envlock/reference.hpp"

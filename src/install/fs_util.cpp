@@ -20,7 +20,6 @@
 #include <thread>
 #include <vector>
 #include <cstring>
-#include <random>
 #include <system_error>
 
 #include "envlock/hash.hpp"
@@ -195,21 +194,6 @@ Status write_new_file(const std::filesystem::path& path, std::string_view data, 
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return io_error(path, "cannot create", errno);
   return fill_new(fd, path, data, mode);
-}
-
-Status write_file_atomic(const std::filesystem::path& path, std::string_view data, mode_t mode) {
-  std::random_device rd;
-  const std::filesystem::path tmp =
-      path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(rd()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return io_error(tmp, "cannot create", errno);
-  Status st = write_all(fd, tmp, data);
-  if (st.ok() && ::fchmod(fd, mode & 07777) != 0) st = io_error(tmp, "cannot chmod", errno);
-  if (st.ok() && ::fsync(fd) != 0) st = io_error(tmp, "cannot fsync", errno);
-  if (::close(fd) != 0 && st.ok()) st = io_error(tmp, "cannot close", errno);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = io_error(path, "cannot rename into place", errno);
-  if (!st.ok()) ::unlink(tmp.c_str());
-  return st;
 }
 
 Status copy_regular_file(const std::filesystem::path& from, const std::filesystem::path& to,

@@ -62,10 +62,6 @@ class WrittenFiles {
 /// Creates `path` (must not exist) with `data` and permission bits `mode` (collected, see above).
 Status write_new_file(const std::filesystem::path& path, std::string_view data, mode_t mode);
 
-/// Writes `data` to `path` through a temporary sibling and rename(2): readers see the old or the
-/// new content, never a part.
-Status write_file_atomic(const std::filesystem::path& path, std::string_view data, mode_t mode);
-
 /// Copies the bytes of regular file `from` into new file `to` with permission bits `mode`
 /// (copy_file_range, falling back to read/write); collected for fsync (see WrittenFiles).
 Status copy_regular_file(const std::filesystem::path& from, const std::filesystem::path& to,

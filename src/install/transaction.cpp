@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "envlock/atomic_file.hpp"
 #include "envlock/install.hpp"
 #include "envlock/process.hpp"
 #include "envlock/text.hpp"
@@ -442,8 +443,8 @@ Status undo_first_install_in_place(const fs::path& prefix, const std::set<std::s
   }
   PrefixOrigin none;
   none.prefix = prefix.string();
-  if (auto st = detail::write_file_atomic(prefix / detail::kGuardedFolder / kOriginFile,
-                                          origin_json(none).dump(2) + "\n", 0644);
+  if (auto st = write_file_atomic(prefix / detail::kGuardedFolder / kOriginFile, origin_json(none).dump(2) + "\n",
+                                  {.mode = 0644, .follow_symlink = false});
       !st)
     return st;
   if (auto st = tree->unlink(meta + kPendingFile); !st) return st;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "envlock/atomic_file.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/url.hpp"

@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "envlock/atomic_file.hpp"
 #include "envlock/lockfile.hpp"
 
 namespace envlock {

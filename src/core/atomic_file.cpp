@@ -1,6 +1,6 @@
-// write_file_atomic: an unnamed temporary file (O_TMPFILE) in the target's directory, fsync, a
-// name given only for the rename, fsync the directory; where the filesystem has no O_TMPFILE (or
-// /proc is not mounted), a named temporary file as before.
+// write_file_atomic (envlock/atomic_file.hpp): an unnamed temporary file (O_TMPFILE) in the
+// target's directory, fsync, a name given only for the rename, fsync the directory; where the
+// filesystem has no O_TMPFILE (or /proc is not mounted), a named temporary file.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "envlock/lockfile.hpp"
+#include "envlock/atomic_file.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/work_folder.hpp"
 
@@ -81,7 +81,7 @@ void sync_folder(const std::filesystem::path& dir) {
 /// Returns nullopt when this filesystem or sandbox cannot (no O_TMPFILE, no /proc), with nothing
 /// written, so the caller falls back to a named temporary file.
 std::optional<Status> write_through_unnamed_file(const std::filesystem::path& dir, const std::filesystem::path& path,
-                                                 std::string_view content, mode_t mode) {
+                                                 std::string_view content, mode_t mode, bool sync) {
   const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
   if (fd < 0) return std::nullopt;  // EOPNOTSUPP, EISDIR (kernel without it), ...
   auto fail = [&](const std::string& what) -> Status {
@@ -91,7 +91,7 @@ std::optional<Status> write_through_unnamed_file(const std::filesystem::path& di
   };
   if (::fchmod(fd, mode) != 0) return fail("cannot set the mode of the temporary file");  // past the umask
   if (!write_all(fd, content)) return fail("cannot write");
-  if (::fsync(fd) != 0) return fail("cannot flush to disk");
+  if (sync && ::fsync(fd) != 0) return fail("cannot flush to disk");
   // A name beside the target, for the rename only: linkat fails with EEXIST rather than replace.
   const std::string proc = "/proc/self/fd/" + std::to_string(fd);
   std::string name;
@@ -111,23 +111,30 @@ std::optional<Status> write_through_unnamed_file(const std::filesystem::path& di
     ::unlink(name.c_str());
     return io_error(path, "cannot rename the temporary file into place", err);
   }
-  sync_folder(dir);
+  if (sync) sync_folder(dir);
   return ok_status();
 }
 
 }  // namespace
 
-Status write_file_atomic(const std::filesystem::path& output, std::string_view content) {
-  const auto target = output_file_target(output);
-  if (!target) return target.error();
-  const std::filesystem::path& path = *target;
+Status write_file_atomic(const std::filesystem::path& output, std::string_view content,
+                         const AtomicWriteOptions& options) {
+  std::filesystem::path path = output;
+  if (options.follow_symlink) {
+    auto target = output_file_target(output);
+    if (!target) return target.error();
+    path = std::move(*target);
+  }
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   remove_abandoned_temporaries(dir, path.filename().string());
-  // Keep the mode of the file being replaced; new files get 0644.
+  // The mode asked for; else that of the file being replaced; new files get 0644.
   struct stat st {};
-  const mode_t mode = (::stat(path.c_str(), &st) == 0) ? (st.st_mode & 07777) : 0644;
-  if (auto done = write_through_unnamed_file(dir, path, content, mode)) return *done;
+  const mode_t mode = options.mode ? (*options.mode & 07777)
+                      : (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ? (st.st_mode & 07777)
+                                                                                  : 0644;
+  if (auto done = write_through_unnamed_file(dir, path, content, mode, options.sync)) return *done;
+  const bool sync = options.sync;
   std::string tmpl = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
   int fd = ::mkstemp(tmpl.data());
   if (fd < 0) return io_error(path, "cannot create a temporary file beside it", errno);
@@ -140,7 +147,7 @@ Status write_file_atomic(const std::filesystem::path& output, std::string_view c
   };
   if (::fchmod(fd, mode) != 0) return fail("cannot set the mode of the temporary file");  // mkstemp makes 0600
   if (!write_all(fd, content)) return fail("cannot write");
-  if (::fsync(fd) != 0) return fail("cannot flush to disk");
+  if (sync && ::fsync(fd) != 0) return fail("cannot flush to disk");
   if (::close(fd) != 0) {
     int err = errno;
     ::unlink(tmpl.c_str());
@@ -151,7 +158,7 @@ Status write_file_atomic(const std::filesystem::path& output, std::string_view c
     ::unlink(tmpl.c_str());
     return io_error(path, "cannot rename the temporary file into place", err);
   }
-  sync_folder(dir);
+  if (sync) sync_folder(dir);
   return ok_status();
 }
 
