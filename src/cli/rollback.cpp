@@ -38,7 +38,7 @@ int run_rollback(const Context& ctx, const RollbackArgs& args) {
   else
     std::cout << terminal_text("rolled back " + prefix->string() + " from generation " + std::to_string(report->from) +
                                " to generation " + std::to_string(report->to) + " (" +
-                               std::to_string(report->packages) + " packages); generation " +
+                               std::to_string(report->packages) + (report->packages == 1 ? " package); generation " : " packages); generation ") +
                                std::to_string(report->from) + " is kept: envlock rollback --to " +
                                std::to_string(report->from) + " returns to it")
               << "\n";

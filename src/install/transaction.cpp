@@ -2310,7 +2310,10 @@ Status detail::with_prefix_locked(const fs::path& prefix_in, std::vector<std::st
   auto checked = checked_prefix(prefix_in);
   if (!checked) return checked.error();
   const fs::path prefix = *checked;
-  if (auto st = detail::make_dirs(prefix.parent_path()); !st) return st;
+  std::error_code ec;
+  if (!fs::is_directory(prefix.parent_path(), ec))
+    return Error{ErrorKind::Io, prefix.string(), "is not an environment (its folder " + prefix.parent_path().string() +
+                 " does not exist)", "", "check the path given with -p"};
   auto lock = PrefixLock::acquire(prefix);
   if (!lock) return lock.error();
   auto nested = lock_nested_environments(prefix, {});

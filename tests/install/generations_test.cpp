@@ -142,7 +142,7 @@ TEST_F(Generations, AnUpdateKeepsThePreviousTreeAndRollbackRestoresItExactly) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(r.out, "rolled back " + prefix_.string() +
-                       " from generation 2 to generation 1 (1 packages); generation 2 is kept: envlock rollback --to 2 "
+                       " from generation 2 to generation 1 (1 package); generation 2 is kept: envlock rollback --to 2 "
                        "returns to it\n");
   std::string seen(b_history.size() + 16, '\0');
   seen.resize(static_cast<std::size_t>(::pread(fd, seen.data(), seen.size(), 0)));
