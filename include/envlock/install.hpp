@@ -308,6 +308,12 @@ TransactionPlan plan_transaction(const std::filesystem::path& prefix, const std:
 struct InstallPreview {
   std::vector<std::string> warnings;   ///< as install_packages() puts them in InstallReport::warnings
   std::vector<std::string> unchecked;  ///< dist names of packages to link that have no extracted_dir, sorted
+  /// Dist names, sorted, that plan_transaction() calls unchanged but the install links again from
+  /// the package cache (relink_clobber_losers' rule and kept_record's): a package that lost a
+  /// path to a clobber whose winner goes now (its copy is put back; known only when the package
+  /// is in the cache), one whose files are not all in the prefix, every package of a prefix that
+  /// was moved. A dry run lists them as `relinked`, not `unchanged`.
+  std::vector<std::string> relinked;
 };
 Result<InstallPreview> preview_install(const std::filesystem::path& prefix, const std::vector<PackageToLink>& packages);
 

@@ -82,8 +82,14 @@ std::vector<PackageToLink> cached_packages(const LockedEnvironment& env, const s
 }
 
 /// The text and JSON of a --dry-run: what would change, nothing changed.
-int print_dry_run(const Context& ctx, const TransactionPlan& plan, const std::string& prefix, const std::string& env,
-                  const std::string& platform, const std::vector<std::string>& warnings) {
+int print_dry_run(const Context& ctx, TransactionPlan plan, const std::vector<std::string>& relinked,
+                  const std::string& prefix, const std::string& env, const std::string& platform,
+                  const std::vector<std::string>& warnings) {
+  // What the install links again is not unchanged (attack 20, I1: the clobber's loser was listed
+  // unchanged, and the install relinked it).
+  std::erase_if(plan.unchanged, [&](const std::string& d) {
+    return std::find(relinked.begin(), relinked.end(), d) != relinked.end();
+  });
   for (const auto& w : warnings) warn(w);
   if (ctx.json) {
     nlohmann::json changed = nlohmann::json::array();
@@ -96,6 +102,7 @@ int print_dry_run(const Context& ctx, const TransactionPlan& plan, const std::st
                             {"removed", plan.removed},
                             {"changed", changed},
                             {"unchanged", plan.unchanged},
+                            {"relinked", relinked},
                             {"warnings", warnings}})
               << "\n";
     return 0;
@@ -105,9 +112,12 @@ int print_dry_run(const Context& ctx, const TransactionPlan& plan, const std::st
   for (const auto& d : plan.added) out += "  added      " + d + "\n";
   for (const auto& d : plan.removed) out += "  removed    " + d + "\n";
   for (const auto& [from, to] : plan.changed) out += "  changed    " + from + " -> " + to + "\n";
+  for (const auto& d : relinked) out += "  relinked   " + d + "\n";
   for (const auto& d : plan.unchanged) out += "  unchanged  " + d + "\n";
   out += "  " + std::to_string(plan.added.size()) + " added, " + std::to_string(plan.removed.size()) + " removed, " +
-         std::to_string(plan.changed.size()) + " changed, " + std::to_string(plan.unchanged.size()) + " unchanged\n";
+         std::to_string(plan.changed.size()) + " changed, " +
+         (relinked.empty() ? std::string() : std::to_string(relinked.size()) + " relinked, ") +
+         std::to_string(plan.unchanged.size()) + " unchanged\n";
   std::cout << terminal_text(out);
   return 0;
 }
@@ -266,8 +276,9 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
                                "were not compared with the paths of the new packages (the install downloads them "
                                "first): " + names);
     }
-    return print_dry_run(ctx, plan, std::filesystem::absolute(request.prefix).lexically_normal().string(), *env_name,
-                         platform, early_warnings);
+    return print_dry_run(ctx, plan, preview->relinked,
+                         std::filesystem::absolute(request.prefix).lexically_normal().string(), *env_name, platform,
+                         early_warnings);
   }
   for (const auto& w : early_warnings) warn(w);
 

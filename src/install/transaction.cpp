@@ -1755,11 +1755,33 @@ Result<InstallPreview> preview_install(const fs::path& prefix_in, const std::vec
     moved = true;
     out.warnings.push_back(moved_warning((*o)->prefix, prefix));
   }
-  detail::LinkContext ctx;
+  // Which packages stay as they are and which are linked, as plan_stage() decides it: the same
+  // StageBuild steps, over the packages' plans instead of a stage.
+  const InstallOptions no_options;
+  StageBuild b{prefix, old_records, damaged, true, moved, packages, no_options};
+  detail::LinkContext& ctx = b.ctx;
   ctx.target_prefix = prefix.string();
   if (auto st = set_python(ctx, packages); !st) return st.error();
   std::map<std::string, const PrefixRecord*> old_by_name;
   for (const auto& r : old_records) old_by_name[r.name] = &r;
+  b.kept_of.assign(packages.size(), nullptr);
+  b.plans.resize(packages.size());
+  for (std::size_t i = 0; i < packages.size(); ++i) {
+    if ((b.kept_of[i] = kept_record(prefix, old_by_name, packages[i], moved)) != nullptr) continue;
+    if (packages[i].extracted_dir.empty()) continue;
+    b.plans[i] = detail::plan_package(ctx, packages[i]);
+    if (!b.plans[i]->ok()) return b.plans[i]->error();
+  }
+  relink_clobber_losers(b);
+  // What plan_transaction() calls unchanged (the same dist name and archive hash) and the install
+  // links again: a clobber's loser whose winner goes, one whose files are not all there, every
+  // package of a moved prefix.
+  for (std::size_t i = 0; i < packages.size(); ++i) {
+    const auto it = old_by_name.find(packages[i].record.name);
+    if (b.kept_of[i] == nullptr && it != old_by_name.end() && same_package(*it->second, packages[i].record))
+      out.relinked.push_back(packages[i].record.dist_name());
+  }
+  std::sort(out.relinked.begin(), out.relinked.end());
   // The new tree as linking would make it, package after package (kept ones from the prefix).
   PlannedTree tree;
   std::vector<std::string> names;
@@ -1773,7 +1795,7 @@ Result<InstallPreview> preview_install(const fs::path& prefix_in, const std::vec
   for (std::size_t i = 0; i < packages.size(); ++i) {
     const PackageToLink& p = packages[i];
     names.push_back(p.record.dist_name());
-    if (const PrefixRecord* k = kept_record(prefix, old_by_name, p, moved)) {
+    if (const PrefixRecord* k = b.kept_of[i]) {
       kept[i] = true;
       for (const auto& f : k->files) {
         struct stat st {};
@@ -1783,12 +1805,11 @@ Result<InstallPreview> preview_install(const fs::path& prefix_in, const std::vec
       }
       continue;
     }
-    if (p.extracted_dir.empty()) {
+    if (!b.plans[i]) {
       out.unchecked.push_back(names.back());
       continue;
     }
-    auto plan = detail::plan_package(ctx, p);
-    if (!plan) return plan.error();
+    const auto& plan = *b.plans[i];
     for (std::size_t k = 0; k < plan->targets.size(); ++k) {
       const auto& [target, file] = plan->targets[k];
       paths[i].push_back(target);

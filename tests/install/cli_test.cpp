@@ -607,6 +607,43 @@ TEST_F(Cli, InstallsTheRealCorpusChannelsThroughFileUrls) {
   }
 }
 
+// A dry run shows what the install does (issue 23 point 7, attack 20 I1): conda's own test
+// recipes clobber-a and clobber-b both ship bin/clobber-test-file; b wins it. Dropping b, the
+// install links a again to put its copy back (rattler's clobber registry), and --dry-run listed a
+// as unchanged. It now lists it as relinked, with the real run's counts.
+TEST_F(Cli, ADryRunListsTheClobberLoserTheInstallRelinks) {
+  if (!have_corpus()) GTEST_SKIP() << "the shared corpus is absent (looked in " << kCorpus.string() << "; set ENVLOCK_SHARED_DIR)";
+  const fs::path dir = root_ / "channels/test-recipes";
+  corpus_channel("conda__conda/tests__data__test-recipes__", dir, {"noarch"});
+  std::vector<LockedPackage> both;
+  for (const auto& r : channel_records(dir, "noarch", "file://" + dir.string()))
+    if (r.name == "clobber-a" || r.name == "clobber-b") both.push_back(r);
+  ASSERT_EQ(both.size(), 2u);
+  const fs::path prefix = root_ / "env";
+  ASSERT_EQ(envlock("install -l " + q(write_lock(make_lockfile(both), "both.lock")) + " -p " + q(prefix)).exit_code, 0);
+  ASSERT_EQ(slurp(prefix / "bin/clobber-test-file"), slurp(root_ / "pkgs/clobber-b-1.0-0/bin/clobber-test-file"));
+  both.erase(both.begin() + 1);
+  const std::string only_a = q(write_lock(make_lockfile(both), "a.lock"));
+  auto dry = envlock("install --dry-run -l " + only_a + " -p " + q(prefix));
+  EXPECT_EQ(dry.exit_code, 0);
+  EXPECT_EQ(dry.out, "dry run: environment 'default' (linux-64) in " + prefix.string() +
+                         " would change as follows; nothing was changed\n"
+                         "  removed    clobber-b-1.0-0\n"
+                         "  relinked   clobber-a-1.0-0\n"
+                         "  0 added, 1 removed, 0 changed, 1 relinked, 0 unchanged\n");
+  EXPECT_EQ(dry.err, "");
+  auto json = envlock("install --dry-run --json -l " + only_a + " -p " + q(prefix));
+  ASSERT_EQ(json.exit_code, 0);
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["relinked"], nlohmann::json::array({"clobber-a-1.0-0"}));
+  EXPECT_EQ(j["unchanged"], nlohmann::json::array());
+  auto real = envlock("install -l " + only_a + " -p " + q(prefix));
+  EXPECT_EQ(real.exit_code, 0) << real.err;
+  EXPECT_EQ(real.out, "environment 'default' (linux-64) is ready in " + prefix.string() +
+                          "\n  1 installed, 0 unchanged, 1 removed; files: 1 linked, 0 copied, 0 relocated\n");
+  EXPECT_EQ(slurp(prefix / "bin/clobber-test-file"), slurp(root_ / "pkgs/clobber-a-1.0-0/bin/clobber-test-file"));
+}
+
 TEST_F(Cli, CondaMetaRecordsHaveTheShapeCondaWrites) {
   if (!have_corpus()) GTEST_SKIP() << "the shared corpus is absent (looked in " << kCorpus.string() << "; set ENVLOCK_SHARED_DIR): the conda-meta comparison needs it";
   const fs::path dir = root_ / "zlib";
