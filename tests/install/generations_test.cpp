@@ -248,12 +248,20 @@ TEST_F(Generations, GcKeepsCurrentPinnedAndNewestAndFreesWhatNothingUses) {
   expect_clean_and_locked_as(a_);
   // Unpinned and not current any more: gc --keep 0 removes generation 3 and 1 stays as current.
   EXPECT_EQ(envlock("history -p " + q(prefix_) + " --unpin 1").exit_code, 0);
-  gc = envlock("gc --keep 0 -p " + q(prefix_) + " --json");
+  // A lockfile named with -l keeps its packages in the cache though nothing links them.
+  gc = envlock("gc --keep 0 -p " + q(prefix_) + " -l " + q(c_) + " --json");
   ASSERT_EQ(gc.exit_code, 0) << gc.err;
   const auto j = nlohmann::json::parse(gc.out);
   EXPECT_EQ(j["removed"], nlohmann::json::array({3}));
   EXPECT_EQ(j["kept"], nlohmann::json::array({1}));
   EXPECT_EQ(j["lockfiles_removed"], 1);  // c.lock's copy (b.lock's went with generation 2)
+  EXPECT_EQ(j["cache"]["packages"], 0);
+  EXPECT_TRUE(fs::is_directory(pkgs / packages_.at("python").dist_name()));
+  gc = envlock("gc --keep 0 -p " + q(prefix_));
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(gc.out, prefix_.string() + ": no generation to remove; kept 1\n"
+                    "package cache: removed 1 package and 1 archive (" + gc.out.substr(gc.out.find('(') + 1, gc.out.find(')') - gc.out.find('(') - 1) +
+                    ") that no environment links and no kept generation or lockfile names\n");
   EXPECT_FALSE(fs::is_directory(pkgs / packages_.at("python").dist_name()));
   expect_clean_and_locked_as(a_);
   // remove takes the generations with the environment.
@@ -389,6 +397,46 @@ TEST_F(Generations, SigkillDuringInstallsThatKeepGenerationsLeavesWholeTrees) {
     EXPECT_EQ(current, 1);
   }
   for (const auto& [k, v] : env_) ::unsetenv(k.c_str());
+}
+
+}  // namespace
+
+namespace {
+
+// Without -p the commands work on the project's .envlock/envs/<-e, default: default> beside -f
+// (only the manifest's folder is used); wrong combinations are usage errors, a prefix that is
+// nothing a failure.
+TEST_F(Generations, TheProjectsEnvironmentIsTheDefaultAndBadTargetsAreRefused) {
+  const fs::path project = root_ / "project", env = project / ".envlock/envs/default";
+  auto r = envlock("install -l " + q(a_) + " -p " + q(env));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = envlock("history -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(untimed(r.out), env.string() + ": 1 generation (* current)\n"
+                            "*    1  TIME  1 package   envlock install -l a.lock -e default\n");
+  r = envlock("history -p " + q(env) + " -e default");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: -p: names the environment itself; -e and -f are not read with it\n"
+                   "hint: pass either -p PREFIX or -e ENV [-f MANIFEST]\n");
+  r = envlock("rollback -e ../x -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: -e ../x: is not an environment name ([A-Za-z0-9][A-Za-z0-9._-]*)\n"
+                   "hint: pass the environment's name as the manifest spells it\n");
+  r = envlock("history -p " + q(root_ / "nothing"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: " + (root_ / "nothing").string() + ": is not an environment and has no generations\n"
+                   "hint: check the path given with -p\n");
+  r = envlock("rollback -p " + q(root_ / "no/such/env"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: " + (root_ / "no/such/env").string() + ": is not an environment (its folder " +
+                       (root_ / "no/such").string() + " does not exist)\nhint: check the path given with -p\n");
+  EXPECT_FALSE(fs::exists(root_ / "no"));
+  r = envlock("rollback -p " + q(env));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: " + env.string() + ": has no generation older than the current one (1)\n"
+                   "generations: 1 (current)\n"
+                   "hint: an install that changes the environment keeps the one it replaces; `envlock history` lists "
+                   "them\n");
 }
 
 }  // namespace
