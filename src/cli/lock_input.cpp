@@ -67,6 +67,51 @@ std::filesystem::path revision_file_folder(const std::string& path) {
   return (base / std::filesystem::path(path).parent_path()).lexically_normal();
 }
 
+// A path argument that is, or passes through, a symbolic link leading out of the git working
+// tree the path lies in (a pull request commits `envlock.lock -> /etc/shadow` or
+// `-> ../../.aws/credentials`, and CI runs `envlock diff origin/main:envlock.lock envlock.lock`) is
+// refused: git itself never follows such a link — it stores the link's target name as the blob,
+// `git diff` shows that text, and textconv is not run on links (diff.c, diff_filespec_load_driver
+// takes the default driver for anything but a regular file). The working tree is the nearest
+// folder above the path, as written, that holds `.git` (a folder, or a file for a worktree or
+// submodule); a path in no working tree is read wherever it leads, as the user named it, and so
+// is an environment prefix (a folder).
+Status check_link_stays_in_repository(const std::string& arg) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path written = fs::absolute(arg, ec).lexically_normal();
+  if (ec) return ok_status();
+  const fs::path real = fs::canonical(written, ec);
+  if (ec) return ok_status();  // missing: the reader names it
+  // A prefix is a folder of the machine, never a committed file: pixi keeps `.pixi/envs` outside
+  // the project with `detached-environments`, through a link.
+  if (fs::is_directory(real, ec)) return ok_status();
+  for (fs::path dir = written.parent_path();; dir = dir.parent_path()) {
+    if (fs::exists(dir / ".git", ec)) {
+      const fs::path top = fs::canonical(dir, ec);
+      if (ec) return ok_status();
+      const auto rel = real.lexically_relative(top);
+      if (!rel.empty() && *rel.begin() != "..") return ok_status();
+      return Error{ErrorKind::Io, arg, "is a symbolic link that leads outside its git repository; it is not read", "",
+                   "git stores a link as the name of its target and never follows it (`git diff` shows that name); "
+                   "pass the lockfile itself, or REV:PATH to read what a commit holds"};
+    }
+    if (dir == dir.root_path() || dir.empty()) return ok_status();
+  }
+}
+
+// REV:PATH that git holds as a symbolic link (mode 120000): `git show` prints the link's target
+// name, as git reads every link, never the file it names. That name is no lockfile: refused with
+// what it is, instead of "is not a YAML map". PATH is relative to the top level unless it starts
+// with ./ or ../ (gitrevisions(7)), as ls-tree reads it with --full-tree or without.
+bool revision_path_is_link(const std::string& rev, const std::string& path) {
+  std::vector<std::string> argv = {"git", "ls-tree", "-z"};
+  if (!(path.starts_with("./") || path.starts_with("../"))) argv.push_back("--full-tree");
+  argv.insert(argv.end(), {"--end-of-options", rev, "--", path});
+  auto out = run_capture(argv, rev + ":" + path);
+  return out && out->status == 0 && out->out.starts_with("120000 ");
+}
+
 }  // namespace
 
 Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels) {
@@ -133,6 +178,11 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
                "check both with `git show REV:PATH`";
       return e;
     }
+    if (revision_path_is_link(rev, path)) {
+      return Error{ErrorKind::Io, arg, "is a symbolic link at revision '" + rev + "', not a lockfile; it is not read", "",
+                   "git stores a link as the name of its target, which `git show` prints; name the file it links to "
+                   "as REV:PATH"};
+    }
     input.directory = as_written ? std::filesystem::path() : revision_file_folder(path);
     auto r = read_lockfile_text(out->out, arg, input.directory);
     if (!r) return r.error();
@@ -140,6 +190,7 @@ Result<LockInput> read_lock_input(const std::string& arg, LocalChannels channels
     if (out->out.starts_with(kSnapshotHeader)) input.snapshot_text = std::move(out->out);
     return input;
   }
+  if (auto st = check_link_stays_in_repository(arg); !st) return st.error();
   auto r = [&]() -> Result<ReadResult> {
     if (!as_written || !std::filesystem::is_regular_file(arg, ec)) return read_lockfile_path(arg);
     std::ifstream in(arg, std::ios::binary);

@@ -21,6 +21,7 @@
 #include "envlock/platform.hpp"
 #include "envlock/pypi_name.hpp"
 #include "envlock/text.hpp"
+#include "envlock/record_url.hpp"
 #include "envlock/url.hpp"
 #include "yaml_source.hpp"
 
@@ -269,6 +270,29 @@ Status Reader::package(const Node& n, const std::string& where, LockedPackage& p
   } else {
     p.file_name = p.url.substr(p.url.find_last_of('/') + 1);
     if (auto hash = p.file_name.find('#'); hash != std::string::npos) p.file_name.resize(hash);
+  }
+  // The archive the URL names is the one installed: an entry that says another name, version or
+  // build (or a `file_name` that does), or a URL segment that a decoding server resolves to another
+  // file (`%2F..%2F`), would be shown by `show` and `diff` as one package and installed as another
+  // (envlock/record_url.hpp; the conda-lock and pixi.lock readers refuse the same).
+  if (auto segment = encoded_path_segment(p.url))
+    return at(f[kUrl],
+              "package '" + name + "': URL '" + printable(p.url) + "' has a path segment that decodes to a '/', '\\', '.' or '..' ('" +
+                  printable(*segment) + "')",
+              "servers that decode the path first serve another file than the one the URL names; a lockfile URL never "
+              "encodes one: re-create the lockfile with `envlock lock`");
+  for (const bool from_url : {true, false}) {
+    if (!from_url && !f[kFileName]) break;
+    const std::string file = from_url ? url_file_name(p.url) : p.file_name;
+    const auto mismatch = record_file_mismatch(p, file);
+    if (!mismatch) continue;
+    const std::size_t key = mismatch->key == "name" ? kName : mismatch->key == "version" ? kVersion : kBuild;
+    return at(f[key],
+              "package '" + name + "': `" + mismatch->key + "` '" + printable(mismatch->recorded) + "' disagrees with " +
+                  (from_url ? "the file its URL names, " : "its `file_name`, ") + printable(file) + " (" + mismatch->key +
+                  " '" + printable(mismatch->in_file) + "')",
+              "an installer downloads the URL, so the entry would be shown as one package and installed as another; "
+              "re-create the lockfile with `envlock lock`, or fix the entry or its URL");
   }
   if (f[kSha256])
     if (auto st = hex(f[kSha256], What("sha256 of ", name), 64, p.sha256); !st) return st;
@@ -713,6 +737,46 @@ Result<Lockfile> Lockfile::read(const std::filesystem::path& path) {
   if (!starts_like_yaml_map(file.text)) return input_not_yaml_map(path.string(), "an envlock.lock");
   std::error_code ec;
   return parse(file.text, path.string(), std::filesystem::absolute(path, ec).parent_path());
+}
+
+// Whether a record's URL names the archive the record says it is (envlock/record_url.hpp): here,
+// beside the envlock.lock reader, its first user; the other readers link this module.
+
+std::optional<std::string> encoded_path_segment(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  std::size_t path_start = 0;
+  if (scheme_end != std::string_view::npos) {
+    path_start = url.find('/', scheme_end + 3);
+    if (path_start == std::string_view::npos) return std::nullopt;
+  }
+  const std::size_t path_end = std::min(url.find_first_of("?#", path_start), url.size());
+  for (std::size_t pos = path_start; pos < path_end;) {
+    const std::size_t end = std::min(url.find('/', pos), path_end);
+    const std::string_view segment = url.substr(pos, end - pos);
+    pos = end + 1;
+    if (segment.find('%') == std::string_view::npos) continue;
+    const std::string decoded = percent_decode(segment);
+    if (decoded.find_first_of("/\\") != std::string::npos || decoded == "." || decoded == "..")
+      return std::string(segment);
+  }
+  return std::nullopt;
+}
+
+std::string url_file_name(std::string_view url) {
+  std::string_view path = url.substr(0, url.find_first_of("?#"));
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  const auto slash = path.rfind('/');
+  return percent_decode(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+std::optional<RecordFileMismatch> record_file_mismatch(const PackageRecord& record, std::string_view file_name) {
+  const auto archive = parse_archive_name(file_name);
+  if (!archive) return std::nullopt;
+  if (ascii_lower(archive->name) != ascii_lower(record.name)) return RecordFileMismatch{"name", record.name, archive->name};
+  if (auto v = Version::parse(archive->version); !v || !(*v == record.version))
+    return RecordFileMismatch{"version", record.version.to_string(), archive->version};
+  if (archive->build != record.build) return RecordFileMismatch{"build", record.build, archive->build};
+  return std::nullopt;
 }
 
 }  // namespace envlock

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "envlock/pypi_name.hpp"
+#include "envlock/record_url.hpp"
 #include "envlock/url.hpp"
 #include "yaml_source.hpp"
 
@@ -296,58 +297,37 @@ Status check_url(const std::string& name, const std::string& url, const std::str
 }
 
 // A path segment of a package URL that percent-decodes to something holding '/' or '\\', or to
-// '.' or '..' (`zlib-1.2.11-h0_1.tar.bz2%2F..%2Fzlib-1.2.8-h0_0.tar.bz2`): servers that decode
-// the path before resolving it (python -m http.server, nginx's static handler) serve another
-// file than the one the URL seems to name, so the entry is shown as one package and installed as
-// another. No tool writes such a URL (conda, conda-lock, pixi and envlock encode no '/').
+// '.' or '..' (encoded_path_segment, envlock/record_url.hpp): refused, as Lockfile::parse refuses
+// it in an envlock.lock.
 Status check_encoded_segments(const std::string& name, const std::string& url, const std::string& place) {
-  const auto scheme_end = url.find("://");
-  std::size_t path_start = 0;
-  if (scheme_end != std::string::npos) {
-    path_start = url.find('/', scheme_end + 3);
-    if (path_start == std::string::npos) return ok_status();
-  }
-  const std::size_t path_end = std::min(url.find_first_of("?#", path_start), url.size());
-  for (std::size_t pos = path_start; pos < path_end;) {
-    std::size_t end = std::min(url.find('/', pos), path_end);
-    const std::string_view segment(url.data() + pos, end - pos);
-    pos = end + 1;
-    if (segment.find('%') == std::string_view::npos) continue;
-    const std::string decoded = percent_decode(segment);
-    if (decoded.find_first_of("/\\") == std::string::npos && decoded != "." && decoded != "..") continue;
-    Error e;
-    e.kind = ErrorKind::Parse;
-    e.where = place;
-    e.message = "package '" + printable(name) + "': URL '" + printable(redact_url(url)) +
-                "' has a path segment that decodes to a '/', '\\', '.' or '..' ('" + printable(std::string(segment)) + "')";
-    e.hint = "servers that decode the path first serve another file than the one the URL names; a lockfile URL never "
-             "encodes one: regenerate the lockfile";
-    return e;
-  }
-  return ok_status();
+  const auto segment = encoded_path_segment(url);
+  if (!segment) return ok_status();
+  Error e;
+  e.kind = ErrorKind::Parse;
+  e.where = place;
+  e.message = "package '" + printable(name) + "': URL '" + printable(redact_url(url)) +
+              "' has a path segment that decodes to a '/', '\\', '.' or '..' ('" + printable(*segment) + "')";
+  e.hint = "servers that decode the path first serve another file than the one the URL names; a lockfile URL never "
+           "encodes one: regenerate the lockfile";
+  return e;
 }
 }  // namespace
 
 Status check_record_matches_url(const std::string& source, const YamlNode& entry, const LockedPackage& pkg) {
   // An encoded '/', '\\' or '..' is add_package's refusal (check_encoded_segments), named as such.
   if (!check_encoded_segments(pkg.name, pkg.url, "")) return ok_status();
-  const auto archive = parse_archive_name(pkg.file_name);
   // A name no installer writes is add_package's refusal (check_name), named as such.
-  if (!archive || !is_valid_package_name(pkg.name, false)) return ok_status();
-  auto mismatch = [&](const char* key, const std::string& recorded, const std::string& in_url) {
-    const YamlNode node = entry[key];
-    return error_at(source, node ? node : entry,
-                    "package '" + printable(pkg.name) + "': `" + key + "` '" + printable(recorded) +
-                        "' disagrees with the file its URL names, " + printable(pkg.file_name) + " (" + key +
-                        " '" + printable(in_url) + "')",
-                    "an installer downloads the URL, so the entry would be shown as one package and "
-                    "installed as another; regenerate the lockfile, or fix the entry or its URL");
-  };
-  if (ascii_lower(archive->name) != pkg.name) return mismatch("name", pkg.name, archive->name);
-  if (auto v = Version::parse(archive->version); !v || !(*v == pkg.version))
-    return mismatch("version", pkg.version.to_string(), archive->version);
-  if (archive->build != pkg.build) return mismatch("build", pkg.build, archive->build);
-  return ok_status();
+  if (!is_valid_package_name(pkg.name, false)) return ok_status();
+  const auto mismatch = record_file_mismatch(pkg, pkg.file_name);
+  if (!mismatch) return ok_status();
+  const char* key = mismatch->key.c_str();
+  const YamlNode node = entry[key];
+  return error_at(source, node ? node : entry,
+                  "package '" + printable(pkg.name) + "': `" + mismatch->key + "` '" + printable(mismatch->recorded) +
+                      "' disagrees with the file its URL names, " + printable(pkg.file_name) + " (" + mismatch->key +
+                      " '" + printable(mismatch->in_file) + "')",
+                  "an installer downloads the URL, so the entry would be shown as one package and "
+                  "installed as another; regenerate the lockfile, or fix the entry or its URL");
 }
 
 Status add_package(Lockfile& lock, DuplicateIndex& index, const std::string& env,

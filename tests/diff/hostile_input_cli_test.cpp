@@ -910,3 +910,123 @@ TEST(HostileInput, AnEnvlockLockWithAnOddEnvironmentOrPlatformNameIsRefused) {
                    "linux-armv6l, linux-armv7l, linux-ppc64, linux-ppc64le, linux-riscv64, linux-s390x, osx-64, osx-arm64, "
                    "win-32, win-64, win-arm64, zos-z\n");
 }
+
+// Issue 17, M4 and D2 for envlock.lock: its reader (Lockfile::parse, which `install`, `show` and
+// `diff` share) took a record whose version, build or name disagrees with the archive its URL
+// names, and a URL segment that decodes to '/' or '..', which the conda-lock and pixi.lock readers
+// already refused. Both are refused now at the key, with envlock.lock's caret, exit 2. The peers
+// check neither (conda-lock's models.py keeps `version` beside `url` as plain strings; rattler_lock
+// lets a written version win over the file name; conda, mamba and pixi download the URL as written).
+TEST(HostileInput, AnEnvlockLockRecordThatDisagreesWithItsUrlIsRefused) {
+  TempDir dir;
+  const std::string url = "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda";
+  const std::string lock = kEnvlockLockHead +
+                           "        packages:\n"
+                           "          - name: zlib\n"
+                           "            version: \"1.3.1\"\n"
+                           "            build: hb9d3cd8_2\n"
+                           "            build_number: 2\n"
+                           "            subdir: linux-64\n"
+                           "            channel: https://conda.anaconda.org/conda-forge\n"
+                           "            url: " + url + "\n"
+                           "            sha256: " + kZlibSha + "\n"
+                           "            layer: default\n";
+  const std::string hint = "hint: an installer downloads the URL, so the entry would be shown as one package and installed as "
+                           "another; re-create the lockfile with `envlock lock`, or fix the entry or its URL\n";
+  const auto good = dir.write("good/envlock.lock", lock);
+  auto r = run_command(envlock_cmd() + " show " + q(good));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "default/linux-64  channel https://conda.anaconda.org/conda-forge\n"
+                   "default/linux-64 zlib 1.3.1 hb9d3cd8_2 https://conda.anaconda.org/conda-forge sha256:" + kZlibSha + "\n"
+                   "default/linux-64 zlib  build_number 2\n");
+  EXPECT_EQ(r.err, "");
+
+  const auto version = dir.write("version/envlock.lock", replace_all(lock, "zlib-1.3.1-hb9d3cd8_2", "zlib-1.2.13-hd590300_5"));
+  r = run_command(envlock_cmd() + " diff " + q(good) + " " + q(version) + " --fail-on downgraded");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + version.string() + ":9:22: package 'zlib': `version` '1.3.1' disagrees with the file its URL names, "
+                   "zlib-1.2.13-hd590300_5.conda (version '1.2.13')\n"
+                   "              version: \"1.3.1\"\n"
+                   "                       ^\n" + hint);
+
+  const auto build = dir.write("build/envlock.lock", replace_all(lock, "zlib-1.3.1-hb9d3cd8_2.conda", "zlib-1.3.1-hb9d3cd8_1.conda"));
+  r = run_command(envlock_cmd() + " show " + q(build));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + build.string() + ":10:20: package 'zlib': `build` 'hb9d3cd8_2' disagrees with the file its URL names, "
+                   "zlib-1.3.1-hb9d3cd8_1.conda (build 'hb9d3cd8_1')\n"
+                   "              build: hb9d3cd8_2\n"
+                   "                     ^\n" + hint);
+
+  // pixi's spelling of the file (`%2B` for '+', percent-decoded) names the same archive.
+  const auto encoded = dir.write("encoded/envlock.lock", replace_all(replace_all(lock, "hb9d3cd8_2", "hb9d3cd8+2"),
+                                                                     "zlib-1.3.1-hb9d3cd8+2.conda", "zlib-1.3.1-hb9d3cd8%2B2.conda"));
+  r = run_command(envlock_cmd() + " show " + q(encoded));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  const std::string dotdot = "https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda%2F..%2Fzlib-1.2.13-hd590300_5.conda";
+  const auto slash = dir.write("slash/envlock.lock", replace_all(lock, "url: " + url, "url: " + dotdot));
+  r = run_command(envlock_cmd() + " diff " + q(good) + " " + q(slash));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + slash.string() + ":14:18: package 'zlib': URL '" + dotdot +
+                       "' has a path segment that decodes to a '/', '\\', '.' or '..' ('zlib-1.3.1-hb9d3cd8_2.conda%2F..%2Fzlib-1.2.13-hd590300_5.conda')\n"
+                       "              url: " + dotdot + "\n"
+                       "                   ^\n"
+                       "hint: servers that decode the path first serve another file than the one the URL names; a lockfile URL "
+                       "never encodes one: re-create the lockfile with `envlock lock`\n");
+}
+
+// A committed link that leads out of the repository (a pull request's `envlock.lock ->
+// ../secret.yml`, or to /etc/shadow) was followed by `diff`/`show` of the working-tree path, and
+// CI's `envlock diff origin/main:envlock.lock envlock.lock` read a file outside the checkout. git
+// itself never follows a link: it stores the target's name as the blob, `git diff` shows that
+// name, and textconv is never run on a link (diff.c: diff_filespec_load_driver takes the default
+// driver for anything but a regular file). envlock now refuses a path whose link leaves its
+// repository, and reads REV:PATH as git does: a link at REV is named as one, never its target
+// read. A link inside the repository, and a link in no repository at all, read as before.
+TEST(HostileInput, ALinkOutOfTheRepositoryIsNotFollowed) {
+  TempDir dir;
+  const fs::path repo = dir.path() / "repo";
+  fs::create_directories(repo / "sub");
+  const auto secret = dir.write("secret.yml", kCondaLock);  // a file outside the repository
+  fs::copy_file(secret, repo / "sub" / "conda-lock.yml");
+  fs::create_symlink("../secret.yml", repo / "envlock.lock");
+  fs::create_symlink("sub/conda-lock.yml", repo / "inside.yml");
+  ASSERT_EQ(run_command("cd " + q(repo) + " && git init -q . && git add -A && git -c user.name=t -c user.email=t@t commit -qm x")
+                .exit_code,
+            0);
+  const std::string hint = "hint: git stores a link as the name of its target and never follows it (`git diff` shows that "
+                           "name); pass the lockfile itself, or REV:PATH to read what a commit holds\n";
+  auto r = run_command("cd " + q(repo) + " && " + envlock_cmd() + " show envlock.lock");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: envlock.lock: is a symbolic link that leads outside its git repository; it is not read\n" + hint);
+  r = run_command(envlock_cmd() + " diff " + q(repo / "inside.yml") + " " + q(repo / "envlock.lock"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + (repo / "envlock.lock").string() +
+                       ": is a symbolic link that leads outside its git repository; it is not read\n" + hint);
+  // A folder of the repository that is a link out of it is the same way out.
+  fs::create_symlink("..", repo / "up");
+  r = run_command("cd " + q(repo) + " && " + envlock_cmd() + " show up/secret.yml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: up/secret.yml: is a symbolic link that leads outside its git repository; it is not read\n" + hint);
+  // REV:PATH of the committed link: git holds the link's target name, never the file.
+  r = run_command("cd " + q(repo) + " && " + envlock_cmd() + " diff HEAD:envlock.lock inside.yml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: HEAD:envlock.lock: is a symbolic link at revision 'HEAD', not a lockfile; it is not read\n"
+                   "hint: git stores a link as the name of its target, which `git show` prints; name the file it links to "
+                   "as REV:PATH\n");
+  // A link inside the repository, and a link in no repository, are read as the file they name.
+  r = run_command("cd " + q(repo) + " && " + envlock_cmd() + " diff HEAD:sub/conda-lock.yml inside.yml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "no changes\nold: HEAD:sub/conda-lock.yml (conda-lock v1)\nnew: inside.yml (conda-lock v1)\n\n"
+                   "default / linux-64: no changes (2 packages)\n");
+  EXPECT_EQ(r.err, "");
+  fs::create_symlink("secret.yml", dir.path() / "outside-link.yml");
+  r = run_command(envlock_cmd() + " diff " + q(secret) + " " + q(dir.path() / "outside-link.yml"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}

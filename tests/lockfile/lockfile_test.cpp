@@ -167,6 +167,9 @@ TEST(LockfileFormat, QuotesWhatYamlWouldMisread) {
   Lockfile lf = small();
   auto& p = lf.environments["default"].platforms["linux-64"].packages[0];
   p.build = "0";                 // a number
+  // The URL names the same build, as the reader checks (envlock/record_url.hpp).
+  p.url = p.url.substr(0, p.url.rfind('-') + 1) + "0.conda";
+  p.file_name = p.url.substr(p.url.rfind('/') + 1);
   p.license = "yes";             // a YAML 1.1 boolean
   p.depends = {"foo: bar", "x #y", "[weird]", "tab\there", "quote\"s"};
   p.track_features = {"null"};
@@ -276,8 +279,27 @@ TEST(LockfileFormat, ErrorsNameFileLineColumn) {
       {"sha256: aaaa", "sha256: zzzz", "envlock.lock:23:21", "sha256 of libzlib must be 64 lower-case hex digits"},
       {"build_number: 7", "build_number: -7", "envlock.lock:35:27", "build_number of numpy must be a non-negative integer"},
       {"version: \"1.26.4\"", "version: \"1..2\"", "envlock.lock:33:22", "invalid version '1..2' of numpy"},
-      {"          - name: numpy", "          - name: libzlib", "envlock.lock:32:13",
+      {"          - name: numpy\n            version: \"1.26.4\"\n            build: py312h3_0\n            build_number: 7\n"
+       "            subdir: linux-64\n            channel: https://conda.anaconda.org/conda-forge\n"
+       "            url: https://conda.anaconda.org/conda-forge/linux-64/numpy-1.26.4-py312h3_0.conda",
+       "          - name: libzlib\n            version: \"1.3.1\"\n            build: h2_1\n            build_number: 7\n"
+       "            subdir: linux-64\n            channel: https://conda.anaconda.org/conda-forge\n"
+       "            url: https://conda.anaconda.org/conda-forge/linux-64/libzlib-1.3.1-h2_1.conda",
+       "envlock.lock:32:13",
        "package 'libzlib' is locked twice for platform linux-64"},
+      // A record that disagrees with the archive its URL (or its `file_name`) names, or a URL
+      // segment that decodes to '/' or '..', is refused as the other readers refuse it (issue 17,
+      // M4 and D2; envlock/record_url.hpp).
+      {"numpy-1.26.4-py312h3_0.conda", "numpy-1.26.3-py312h3_0.conda", "envlock.lock:33:22",
+       "package 'numpy': `version` '1.26.4' disagrees with the file its URL names, numpy-1.26.3-py312h3_0.conda (version '1.26.3')"},
+      {"numpy-1.26.4-py312h3_0.conda", "numpy-1.26.4-py312h3_1.conda", "envlock.lock:34:20",
+       "package 'numpy': `build` 'py312h3_0' disagrees with the file its URL names, numpy-1.26.4-py312h3_1.conda (build 'py312h3_1')"},
+      {"numpy-1.26.4-py312h3_0.conda", "numpy-1.26.4-py312h3_0.conda\n            file_name: numpy-1.26.4-py312h3_1.conda",
+       "envlock.lock:34:20",
+       "package 'numpy': `build` 'py312h3_0' disagrees with its `file_name`, numpy-1.26.4-py312h3_1.conda (build 'py312h3_1')"},
+      {"linux-64/numpy-1.26.4-py312h3_0.conda", "linux-64/%2e%2e/linux-64/numpy-1.26.4-py312h3_0.conda", "envlock.lock:38:18",
+       "package 'numpy': URL 'https://conda.anaconda.org/conda-forge/linux-64/%2e%2e/linux-64/numpy-1.26.4-py312h3_0.conda' "
+       "has a path segment that decodes to a '/', '\\', '.' or '..' ('%2e%2e')"},
       {"            layer: default\n          - name: python", "            lyer: default\n          - name: python",
        "envlock.lock:50:13", "unknown key 'lyer' in a package of platform linux-64"},
       {"version: 1\n", "", "envlock.lock:2:1", "not an envlock lockfile: no `version`"},
