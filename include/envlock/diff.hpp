@@ -241,16 +241,29 @@ inline constexpr std::size_t kMarkdownBudget = 65536;
 nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels);
 
 /// The fields diff_lockfiles() compares beyond what a package line of `envlock show` spells
-/// (name, version, build, channel, sha256 or md5), in the order show prints them: one list, read
-/// by render_show() and kept beside the comparison in diff.cpp, so a field diff compares is a
-/// field show prints (issue 17, M5: size, license, virtual packages and channels were compared
-/// but not shown, so `git diff` through show's textconv hid them). `values` are the field's texts
-/// as show prints them, none when the record does not hold the field or the package line or its
-/// URL already spells it; list fields are sorted (diff compares them as sets).
+/// (name, version, build, channel, sha256 or md5), in the order show prints them: one list that
+/// drives both. render_show() prints each field's `values`; diff_lockfiles() compares each field
+/// through its `change` (issue 17, M5: size, license, virtual packages and channels were compared
+/// but not shown, so `git diff` through show's textconv hid them; and a field added to the
+/// comparison alone was a field show left out). `values` are the field's texts as show prints them,
+/// none when the record does not hold the field or the package line or its URL already spells it;
+/// list fields are sorted (diff compares them as sets).
 struct ShownRecordField {
   std::string_view name;
   std::vector<std::string> (*values)(const LockedPackage&);
   bool categories_only = false;  ///< printed only with_categories (conda-lock's category)
+  /// How diff_lockfiles() compares the field of two records of one package: the note its change
+  /// gets (`depends -numpy >=1 +numpy >=1,<2`, `size 100 -> 101`), empty when the two agree.
+  /// nullptr only for what names the archive itself (md5, url), which the archive rules compare
+  /// with the package line's version, build, channel and sha256 (re-uploaded, hash-changed,
+  /// channel-changed).
+  std::string (*change)(const LockedPackage& old_record, const LockedPackage& new_record) = nullptr;
+  ChangeKind kind = ChangeKind::MetadataChanged;  ///< the kind a `change` note gives the package
+  /// Compared only when both sides' formats hold the field (RecordedFields); nullptr: always.
+  bool RecordedFields::*held = nullptr;
+  /// Compared between any two records of the name (license); otherwise only between records of
+  /// one version and build, as another version or build brings its own metadata.
+  bool any_build = false;
 };
 const std::vector<ShownRecordField>& shown_record_fields();
 

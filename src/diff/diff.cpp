@@ -330,40 +330,6 @@ std::string_view noarch_name(NoArchKind k) {
   return "(none)";
 }
 
-// The metadata fields of two records of one package that both formats hold and that differ,
-// one note each (repodata patches change depends and constrains of the same archive).
-std::vector<std::string> record_metadata_changes(const LockedPackage& o, const LockedPackage& n, const RecordedFields& both) {
-  std::vector<std::string> notes;
-  if (both.depends)
-    if (auto d = list_change("depends", o.depends, n.depends); !d.empty()) notes.push_back(std::move(d));
-  if (both.constrains)
-    if (auto d = list_change("constrains", o.constrains, n.constrains); !d.empty()) notes.push_back(std::move(d));
-  if (both.track_features)
-    if (auto d = list_change("track_features", o.track_features, n.track_features); !d.empty()) notes.push_back(std::move(d));
-  if (both.noarch && o.noarch != n.noarch)
-    notes.push_back("noarch " + std::string(noarch_name(o.noarch)) + " -> " + std::string(noarch_name(n.noarch)));
-  if (both.build_number && o.build_number != n.build_number)
-    notes.push_back("build_number " + std::to_string(o.build_number) + " -> " + std::to_string(n.build_number));
-  if (both.categories && o.layer != n.layer) {
-    auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
-    notes.push_back("category " + shown(o.layer) + " -> " + shown(n.layer));
-  }
-  if (both.python_site_packages_path && o.python_site_packages_path != n.python_site_packages_path) {
-    auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
-    notes.push_back("python_site_packages_path " + shown(o.python_site_packages_path) + " -> " +
-                    shown(n.python_site_packages_path));
-  }
-  // What the installer checks and names the archive by (docs/review.md, "Compared fields").
-  if (o.size && n.size && *o.size != *n.size)
-    notes.push_back("size " + std::to_string(*o.size) + " -> " + std::to_string(*n.size));
-  auto stem = [](const std::string& f) { return f.substr(0, f.size() - extension_of(f).size()); };
-  if (!o.file_name.empty() && !n.file_name.empty() && stem(o.file_name) != stem(n.file_name))  // not a repackaging
-    notes.push_back("file name " + o.file_name + " -> " + n.file_name);
-  if (!o.subdir.empty() && !n.subdir.empty() && o.subdir != n.subdir)
-    notes.push_back("subdir " + o.subdir + " -> " + n.subdir);
-  return notes;
-}
-
 // How the pip sources of one package differ, as a note; empty when they do not. An index wheel
 // and its URL are one source (a lockfile names the wheel an index served; PEP 610 writes no
 // direct_url.json for an index install, so a prefix names none); two URLs of one version are
@@ -907,16 +873,17 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
         c.notes.push_back("variant " + (ov.empty() ? std::string("(none)") : join(ov, "+")) + " -> " +
                           (nv.empty() ? std::string("(none)") : join(nv, "+")));
       }
-      // What installs differently from the same archive (a repodata patch of depends, ...); a new
-      // version or build brings its own metadata, which is no news of its own.
-      if (auto meta = vc == 0 && o->build == n->build ? record_metadata_changes(*o, *n, both) : std::vector<std::string>{};
-          !meta.empty()) {
-        kinds.insert(ChangeKind::MetadataChanged);
-        for (auto& m : meta) c.notes.push_back(std::move(m));
-      }
-      if (!o->license.empty() && !n->license.empty() && o->license != n->license) {
-        kinds.insert(ChangeKind::LicenseChanged);
-        c.notes.push_back("license " + o->license + " -> " + n->license);
+      // Every other field that changes what gets installed, from the one list show prints
+      // (shown_record_fields): what installs differently from the same archive (a repodata patch
+      // of depends, ...) is metadata-changed; a new version or build brings its own metadata,
+      // which is no news of its own. The license is compared across builds too.
+      const bool same_build = vc == 0 && o->build == n->build;
+      for (const auto& f : shown_record_fields()) {
+        if (f.change == nullptr || (f.held != nullptr && !(both.*f.held)) || !(same_build || f.any_build)) continue;
+        if (std::string note = f.change(*o, *n); !note.empty()) {
+          kinds.insert(f.kind);
+          c.notes.push_back(std::move(note));
+        }
       }
       if (o->size && n->size) {
         c.size_delta = static_cast<std::int64_t>(*n->size) - static_cast<std::int64_t>(*o->size);
@@ -1243,32 +1210,86 @@ std::vector<std::string> sorted_texts(std::vector<std::string> v, bool redact) {
 
 }  // namespace
 
-// Keep beside diff_platform() and record_metadata_changes(): a field compared there is a line here.
+// The one list of a record's fields beyond the package line: show prints each (values), diff
+// compares each (change), so a field cannot be shown and not compared, or compared and not shown.
 const std::vector<ShownRecordField>& shown_record_fields() {
+  using P = const LockedPackage&;
+  static const auto none_shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
   static const std::vector<ShownRecordField> fields = {
-      {"md5", [](const LockedPackage& p) { return one_if(!p.sha256.empty() && !p.md5.empty(), p.md5); }},
+      // md5 and url name the archive: the archive rules of diff_platform compare them with the
+      // version, build, channel and sha256 (re-uploaded, hash-changed, channel-changed).
+      {"md5", [](P p) { return one_if(!p.sha256.empty() && !p.md5.empty(), p.md5); }},
       // The URL when it is not what the package line spells (channel/subdir/name-version-build.conda):
       // another folder, host or file, or a .tar.bz2 archive.
       {"url",
-       [](const LockedPackage& p) {
+       [](P p) {
          const std::string url = redact_url(p.url);
          return one_if(!url.empty() && url != p.channel + "/" + p.subdir + "/" + p.name + "-" + p.version.to_string() +
                                                    "-" + p.build + ".conda",
                        url);
        }},
-      {"file_name",
-       [](const LockedPackage& p) { return one_if(!p.file_name.empty() && p.file_name != url_file_and_folder(p.url).first, p.file_name); }},
-      {"subdir", [](const LockedPackage& p) { return one_if(!p.subdir.empty() && p.subdir != url_file_and_folder(p.url).second, p.subdir); }},
-      {"build_number", [](const LockedPackage& p) { return one_if(p.build_number != 0, std::to_string(p.build_number)); }},
-      {"noarch", [](const LockedPackage& p) { return one_if(p.noarch != NoArchKind::None, std::string(noarch_name(p.noarch))); }},
-      {"python_site_packages_path",
-       [](const LockedPackage& p) { return one_if(!p.python_site_packages_path.empty(), p.python_site_packages_path); }},
-      {"size", [](const LockedPackage& p) { return one_if(p.size.has_value(), p.size ? std::to_string(*p.size) : ""); }},
-      {"license", [](const LockedPackage& p) { return one_if(!p.license.empty(), p.license); }},
-      {"track_features", [](const LockedPackage& p) { return sorted_texts(p.track_features, false); }},
-      {"depends", [](const LockedPackage& p) { return sorted_texts(p.depends, true); }},
-      {"constrains", [](const LockedPackage& p) { return sorted_texts(p.constrains, true); }},
-      {"category", [](const LockedPackage& p) { return one_if(!p.layer.empty() && p.layer != "main", p.layer); }, true},
+      // What the installer checks and names the archive by (docs/review.md, "Compared fields"); a
+      // new extension alone is a repackaging (rebuilt, "repackaged"), compared with the archive.
+      {"file_name", [](P p) { return one_if(!p.file_name.empty() && p.file_name != url_file_and_folder(p.url).first, p.file_name); },
+       false,
+       [](P o, P n) {
+         auto stem = [](const std::string& f) { return f.substr(0, f.size() - extension_of(f).size()); };
+         return !o.file_name.empty() && !n.file_name.empty() && stem(o.file_name) != stem(n.file_name)
+                    ? "file name " + o.file_name + " -> " + n.file_name
+                    : std::string();
+       }},
+      {"subdir", [](P p) { return one_if(!p.subdir.empty() && p.subdir != url_file_and_folder(p.url).second, p.subdir); }, false,
+       [](P o, P n) {
+         return !o.subdir.empty() && !n.subdir.empty() && o.subdir != n.subdir ? "subdir " + o.subdir + " -> " + n.subdir
+                                                                                : std::string();
+       }},
+      {"build_number", [](P p) { return one_if(p.build_number != 0, std::to_string(p.build_number)); }, false,
+       [](P o, P n) {
+         return o.build_number != n.build_number
+                    ? "build_number " + std::to_string(o.build_number) + " -> " + std::to_string(n.build_number)
+                    : std::string();
+       },
+       ChangeKind::MetadataChanged, &RecordedFields::build_number},
+      {"noarch", [](P p) { return one_if(p.noarch != NoArchKind::None, std::string(noarch_name(p.noarch))); }, false,
+       [](P o, P n) {
+         return o.noarch != n.noarch ? "noarch " + std::string(noarch_name(o.noarch)) + " -> " + std::string(noarch_name(n.noarch))
+                                     : std::string();
+       },
+       ChangeKind::MetadataChanged, &RecordedFields::noarch},
+      // Of another build, a changed site-packages path is also hash-changed (diff_platform).
+      {"python_site_packages_path", [](P p) { return one_if(!p.python_site_packages_path.empty(), p.python_site_packages_path); },
+       false,
+       [](P o, P n) {
+         return o.python_site_packages_path != n.python_site_packages_path
+                    ? "python_site_packages_path " + none_shown(o.python_site_packages_path) + " -> " +
+                          none_shown(n.python_site_packages_path)
+                    : std::string();
+       },
+       ChangeKind::MetadataChanged, &RecordedFields::python_site_packages_path},
+      {"size", [](P p) { return one_if(p.size.has_value(), p.size ? std::to_string(*p.size) : ""); }, false,
+       [](P o, P n) {
+         return o.size && n.size && *o.size != *n.size ? "size " + std::to_string(*o.size) + " -> " + std::to_string(*n.size)
+                                                       : std::string();
+       }},
+      {"license", [](P p) { return one_if(!p.license.empty(), p.license); }, false,
+       [](P o, P n) {
+         return !o.license.empty() && !n.license.empty() && o.license != n.license ? "license " + o.license + " -> " + n.license
+                                                                                   : std::string();
+       },
+       ChangeKind::LicenseChanged, nullptr, true},
+      {"track_features", [](P p) { return sorted_texts(p.track_features, false); }, false,
+       [](P o, P n) { return list_change("track_features", o.track_features, n.track_features); },
+       ChangeKind::MetadataChanged, &RecordedFields::track_features},
+      {"depends", [](P p) { return sorted_texts(p.depends, true); }, false,
+       [](P o, P n) { return list_change("depends", o.depends, n.depends); }, ChangeKind::MetadataChanged,
+       &RecordedFields::depends},
+      {"constrains", [](P p) { return sorted_texts(p.constrains, true); }, false,
+       [](P o, P n) { return list_change("constrains", o.constrains, n.constrains); }, ChangeKind::MetadataChanged,
+       &RecordedFields::constrains},
+      // conda-lock's category decides what `conda-lock install --no-dev` installs.
+      {"category", [](P p) { return one_if(!p.layer.empty() && p.layer != "main", p.layer); }, true,
+       [](P o, P n) { return o.layer != n.layer ? "category " + none_shown(o.layer) + " -> " + none_shown(n.layer) : std::string(); },
+       ChangeKind::MetadataChanged, &RecordedFields::categories},
   };
   return fields;
 }

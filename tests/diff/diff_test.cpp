@@ -237,9 +237,11 @@ TEST(Diff, RepodataPatchesAndOtherInstallingFieldsAreChanges) {
   // envlock.lock on both sides holds every field (the CLI says so from the format).
   auto m = diff_lockfiles(lo, ln, RecordedFields{}, RecordedFields{});
   ASSERT_EQ(m.total, 1u);
+  // One note per field, in the order `show` prints the fields (shown_record_fields drives both).
   EXPECT_EQ(m.groups[0].changes[0].notes,
-            (std::vector<std::string>{"constrains +libblas * *mkl", "noarch (none) -> python", "build_number 0 -> 1",
-                                      "python_site_packages_path (none) -> lib/python3.11/site-packages"}));
+            (std::vector<std::string>{"build_number 0 -> 1", "noarch (none) -> python",
+                                      "python_site_packages_path (none) -> lib/python3.11/site-packages",
+                                      "constrains +libblas * *mkl"}));
   // A field one side's format does not hold is not compared: conda-lock.yml has no constrains,
   // noarch or build number, an @EXPLICIT file not even depends.
   RecordedFields conda_lock;
@@ -910,6 +912,11 @@ TEST(Diff, ShowPrintsEveryFieldDiffCompares) {
   std::set<std::string> covered;
   for (const auto& [name, _] : edits) covered.insert(name);
   EXPECT_EQ(listed, covered);
+  // Only what names the archive itself is compared by the archive rules rather than by the list.
+  std::set<std::string> by_archive_rules;
+  for (const auto& f : shown_record_fields())
+    if (f.change == nullptr) by_archive_rules.insert(std::string(f.name));
+  EXPECT_EQ(by_archive_rules, (std::set<std::string>{"md5", "url"}));
   RecordedFields all;  // every field held, conda-lock categories too
   all.categories = true;
   const std::string before = render_show(base, true);
@@ -919,7 +926,20 @@ TEST(Diff, ShowPrintsEveryFieldDiffCompares) {
     Lockfile changed = base;
     auto& cp = changed.environments["default"].platforms["linux-64"];
     edit(cp, cp.packages[0]);
-    EXPECT_FALSE(diff_lockfiles(base, changed, all, all).empty()) << name << ": diff sees no change";
+    const LockDiff d = diff_lockfiles(base, changed, all, all);
+    EXPECT_FALSE(d.empty()) << name << ": diff sees no change";
+    // A field the list compares itself (its `change`) gives the package the field's kind and the
+    // note `change` writes: diff's comparison is the list's, not a second copy of it.
+    for (const auto& f : shown_record_fields()) {
+      if (f.name != name || f.change == nullptr) continue;
+      ASSERT_EQ(d.total, 1u) << name;
+      const PackageChange& c = d.groups[0].changes[0];
+      EXPECT_TRUE(c.has(f.kind)) << name;
+      EXPECT_NE(std::find(c.notes.begin(), c.notes.end(), f.change(base.environments["default"].platforms["linux-64"].packages[0],
+                                                                  cp.packages[0])),
+                c.notes.end())
+          << name;
+    }
     const std::string after = render_show(changed, true);
     EXPECT_NE(after, before) << name << ": show prints no change";
     const std::string line = name == "channel" || name == "virtual_package" || name == "pypi_index"
