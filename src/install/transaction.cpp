@@ -1321,6 +1321,93 @@ void carry_late_paths(const fs::path& old_tree, const fs::path& prefix, const st
                        "environment: " + listed(left, 10));
 }
 
+/// The processes whose working folder is in `tree` (readlink of /proc/<pid>/cwd: the kernel
+/// names a folder by where it is now, so the previous tree's path after the swap), as
+/// (folder relative to `tree`, '/'-separated, "" for its root; pid), sorted. Processes this user
+/// may not look at are not seen.
+std::vector<std::pair<std::string, long>> working_folders_in(const fs::path& tree) {
+  std::vector<std::pair<std::string, long>> out;
+  const std::string root = tree.string();
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string pid = it->path().filename().string();
+    if (pid.empty() || !std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    char buf[4096];
+    const ssize_t n = ::readlink((it->path() / "cwd").c_str(), buf, sizeof buf - 1);
+    if (n <= 0) continue;
+    const std::string cwd(buf, static_cast<std::size_t>(n));
+    if (cwd == root) out.emplace_back("", std::stol(pid));
+    else if (cwd.starts_with(root + "/") && !cwd.ends_with(" (deleted)"))
+      out.emplace_back(cwd.substr(root.size() + 1), std::stol(pid));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// A job working in a folder of the environment (`cd $PREFIX/runs/c && python train.py`) keeps
+/// that folder as its working folder through the swap: it is the previous tree's, so what it
+/// writes there by relative path went to the previous tree and was deleted with it (attack 20,
+/// I5: 61 of 369 files were left). conda, mamba and pixi update in place, where the folder stays
+/// the environment's. Here, once the update is committed, each such folder that holds no path of
+/// any package, old or new, is exchanged (renameat2 RENAME_EXCHANGE) with its copy in the new
+/// tree — the job's folder is the environment's again, holding everything it wrote — and what
+/// was written into the copy meanwhile is carried back into it. A working folder that cannot be
+/// exchanged (the prefix root, or a folder holding package paths) is named in a warning, and the
+/// previous tree is kept for what the job writes there (`keep_previous` set true).
+void adopt_working_folders(const fs::path& previous_tree, const fs::path& prefix,
+                           const std::vector<PrefixRecord>& old_records, std::vector<std::string>& warnings,
+                           bool& keep_previous) {
+  const auto working = working_folders_in(previous_tree);
+  if (working.empty()) return;
+  std::vector<std::string> owned;  // every package path, old and new
+  for (const auto& r : old_records) owned.insert(owned.end(), r.files.begin(), r.files.end());
+  std::vector<std::string> record_warnings;
+  std::set<std::string> damaged;
+  for (const auto& r : read_records_tolerant(prefix, record_warnings, damaged))
+    owned.insert(owned.end(), r.files.begin(), r.files.end());
+  auto holds_package_path = [&](const std::string& rel) {
+    return std::any_of(owned.begin(), owned.end(),
+                       [&](const std::string& f) { return f == rel || f.starts_with(rel + "/"); });
+  };
+  auto folder = [](const fs::path& p) {
+    struct stat st {};
+    return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  };
+  std::vector<std::string> adopted;
+  for (const auto& [rel, pid] : working) {
+    const bool below_adopted = std::any_of(adopted.begin(), adopted.end(), [&](const std::string& a) {
+      return rel == a || rel.starts_with(a + "/");
+    });
+    if (below_adopted) continue;
+    const bool exchangeable = !rel.empty() && rel != detail::kGuardedFolder &&
+                              !rel.starts_with(std::string(detail::kGuardedFolder) + "/") &&
+                              !holds_package_path(rel) && folder(previous_tree / rel) && folder(prefix / rel);
+    if (exchangeable && ::renameat2(AT_FDCWD, (previous_tree / rel).c_str(), AT_FDCWD, (prefix / rel).c_str(),
+                                    RENAME_EXCHANGE) == 0) {
+      adopted.push_back(rel);
+      // Written by path into the new tree's copy between the swap and now: carried back.
+      auto tree = detail::Tree::open(prefix);
+      if (!tree) continue;
+      std::error_code ec;
+      for (fs::recursive_directory_iterator it(previous_tree / rel, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string sub = it->path().lexically_relative(previous_tree).generic_string();
+        struct stat st {};
+        auto there = tree->lstat(sub, st);
+        if (!there || *there) continue;
+        (void)carry_path(previous_tree, *tree, sub);
+        it.disable_recursion_pending();  // a folder carried brings what it holds
+      }
+      continue;
+    }
+    keep_previous = true;
+    warnings.push_back("process " + std::to_string(pid) + " works in " + (rel.empty() ? prefix : prefix / rel).string() +
+                       ", which the update replaced" +
+                       (rel.empty() ? std::string() : " (a folder holding package files cannot be handed over)") +
+                       ": what it writes there by relative path from now on goes to the previous environment's tree, "
+                       "kept at " + previous_tree.string());
+  }
+}
+
 /// The python facts every noarch: python package is placed by (`ctx.python_xy`,
 /// `ctx.site_packages`), from the python record among `packages`. CEP-17's
 /// python_site_packages_path steers where every noarch: python file goes: a relative, normalised
@@ -2201,10 +2288,14 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
   }
   blocked.reset();  // committed: a signal that waited is delivered now, as usual
   if (generation.keep_previous && !kept_generation && !previous_tree.empty())
-    kept_generation = !detail::keep_generation(prefix, previous_tree, generation, report->warnings).empty();
+    if (auto kept = detail::keep_generation(prefix, previous_tree, generation, report->warnings); !kept.empty())
+      previous_tree = kept, kept_generation = true;
   if (options.keep_generations == KeepGenerations::Yes)
     detail::keep_lockfile(prefix, opts.origin.lockfile_hash, options.lockfile_text, report->warnings);
-  if (!previous_tree.empty() && !kept_generation)
+  bool keep_previous = false;  // a job still works in it
+  if (!previous_tree.empty())
+    adopt_working_folders(previous_tree, prefix, old_records, report->warnings, keep_previous);
+  if (!previous_tree.empty() && !kept_generation && !keep_previous)
     if (auto st = detail::remove_tree(previous_tree); !st)
       report->warnings.push_back(leftover_warning("the previous environment's tree", st.error()));
   return report;

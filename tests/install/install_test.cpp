@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -1531,6 +1532,100 @@ TEST_F(Installer, FilesWrittenWhileAnUpdateIsBuiltAreCarriedIntoTheNewTree) {
   ASSERT_TRUE(again.ok()) << again.error().to_string();
   EXPECT_EQ(again->warnings, std::vector<std::string>{});
   EXPECT_EQ(slurp(prefix_ / "runs/new/out.csv"), "1,2\n");
+}
+
+/// A job started in `dir` (its working folder) that, each time it reads a byte on the returned
+/// pipe, writes the file named by the line it reads, by relative path; it exits at end of input.
+struct Job {
+  pid_t pid = -1;
+  int to = -1;
+  void write_file(const std::string& name) const {
+    const std::string line = name + "\n";
+    ASSERT_EQ(::write(to, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    ::usleep(100 * 1000);
+  }
+  void finish() {
+    ::close(to);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+};
+Job job_in(const fs::path& dir) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  Job job;
+  job.pid = ::fork();
+  if (job.pid == 0) {
+    ::close(fds[1]);
+    if (::chdir(dir.c_str()) != 0) ::_exit(1);
+    std::string name;
+    char c;
+    while (::read(fds[0], &c, 1) == 1) {
+      if (c != '\n') {
+        name += c;
+        continue;
+      }
+      const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) (void)!::write(fd, "out\n", 4), ::close(fd);
+      name.clear();
+    }
+    ::_exit(0);
+  }
+  ::close(fds[0]);
+  job.to = fds[1];
+  return job;
+}
+
+// Attack 20, I5: a job whose working folder is in the environment (`cd $ENV/runs/c && python
+// train.py`) wrote into the previous tree after the swap, and lost what it wrote with it (61 of
+// 369 files left; the next install deleted the rest). conda, mamba and pixi update in place, so
+// the folder stays the environment's. Now the job's folder, holding no package path, is handed
+// into the updated environment (exchanged with its copy): what the job writes there after the
+// update is in the environment. A working folder that cannot be handed over (the prefix root, a
+// folder of package files) is named, and the previous tree kept for it.
+TEST_F(Installer, AJobWorkingInAFolderOfTheEnvironmentKeepsWritingIntoItAfterAnUpdate) {
+  auto v1 = make_package("p", "1", {{"share/p/f", "1\n"}});
+  auto v2 = make_package("p", "2", {{"share/p/f", "2\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {v1}, options()).ok());
+  fs::create_directories(prefix_ / "runs/c/sub");
+  spit(prefix_ / "runs/c/before", "1\n");
+  Job job = job_in(prefix_ / "runs/c");
+  job.write_file("early");
+  auto o = options();
+  o.before_swap = [&] { job.write_file("during"); };
+  auto r = install_packages(prefix_, {v2}, o);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  job.write_file("after");
+  job.write_file("sub/deeper");
+  job.finish();
+  EXPECT_EQ(r->warnings, std::vector<std::string>{
+                             "1 path(s) were written into the environment while the update was built, and were carried "
+                             "into the updated environment: runs/c/during"});
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(prefix_ / "runs/c"))
+    files.push_back(e.path().lexically_relative(prefix_ / "runs/c").generic_string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"after", "before", "during", "early", "sub", "sub/deeper"}));
+  EXPECT_EQ(slurp(prefix_ / "share/p/f"), "2\n");
+  EXPECT_TRUE(siblings().empty());
+  EXPECT_TRUE(verify_prefix(prefix_).ok());
+
+  // At the prefix root (or among package files) the folder cannot be handed over: named, and the
+  // previous tree kept for what the job writes.
+  Job root_job = job_in(prefix_);
+  auto back = install_packages(prefix_, {v1}, options());
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  root_job.write_file("at-root");
+  root_job.finish();
+  const auto left = siblings();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(back->warnings, std::vector<std::string>{
+                                "process " + std::to_string(root_job.pid) + " works in " +
+                                fs::absolute(prefix_).lexically_normal().string() +
+                                ", which the update replaced: what it writes there by relative path from now on goes "
+                                "to the previous environment's tree, kept at " + left.front().string()});
+  EXPECT_EQ(slurp(left.front() / "at-root"), "out\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "at-root"));
 }
 
 // A file with the immutable or append-only flag (chattr +i / +a) can be neither hard-linked nor
