@@ -468,14 +468,14 @@ Result<GenerationPlan> plan_generation(const fs::path& prefix, bool has_old, con
     plan.number = highest + 1;
     return plan;
   }
-  if (current != 0 && !packages_change(old_records, packages)) {
-    plan.number = current;
-    return plan;
-  }
-  if (current == 0) {
+  if (current == 0) {  // made before generations (or by an install that keeps none): numbered now
     auto n = number_current(prefix, highest);
     if (!n) return n.error();
     current = highest = *n;
+  }
+  if (!packages_change(old_records, packages)) {  // the same generation, made again
+    plan.number = current;
+    return plan;
   }
   plan.previous = current;
   plan.keep_previous = true;

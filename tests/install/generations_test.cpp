@@ -440,3 +440,29 @@ TEST_F(Generations, TheProjectsEnvironmentIsTheDefaultAndBadTargetsAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// A prefix made before generations (no number in its conda-meta/envlock, no generations folder)
+// is listed as `-`; its first update numbers it 1 and keeps it.
+TEST_F(Generations, AnEnvironmentMadeBeforeGenerationsBecomesGenerationOneAtItsFirstUpdate) {
+  install(a_);
+  auto origin = nlohmann::json::parse(slurp(prefix_ / "conda-meta/envlock"));
+  origin.erase("generation");
+  envlock::testing::spit(prefix_ / "conda-meta/envlock", origin.dump(2) + "\n");
+  fs::remove_all(gens_);
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 1 generation (* current)\n"
+                            "*    -  TIME  1 package   envlock install -l a.lock -e default\n");
+  install(b_);
+  h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 2 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "*    2  TIME  4 packages  envlock install -l b.lock -e default\n");
+  auto r = envlock("rollback -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_clean_and_locked_as(a_);
+}
+
+}  // namespace
