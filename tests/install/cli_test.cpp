@@ -1474,12 +1474,14 @@ TEST_F(BadInput, ARecordEditedToAnotherVersionIsRefused) {
   auto records = good_;
   for (auto& r : records)
     if (r.name == "envlock-hello") r.version = *Version::parse("9.9.9");
-  auto r = envlock("install -l " + q(write_lock(make_lockfile(records), "edited.lock")) + " -p " + q(prefix_));
+  const fs::path edited = write_lock(make_lockfile(records), "edited.lock");
+  auto r = envlock("install -l " + q(edited) + " -p " + q(prefix_));
   EXPECT_EQ(r.exit_code, 1);
-  // The record's identity no longer matches its file name: refused before anything is fetched
-  // (the archive's own info/index.json would refuse it too, after the download).
-  EXPECT_NE(r.err.find("error: envlock-hello-1.0.0-0.conda: the file name is not the record's envlock-hello-9.9.9-0.conda "
-                       "or .tar.bz2"),
+  // The record's identity no longer matches the archive its URL names: refused by the lockfile
+  // reader, at the record's `version`, before anything is fetched (issue 17, M4; the archive's own
+  // info/index.json would refuse it too, after the download).
+  EXPECT_NE(r.err.find("error: " + edited.string() + ":14:22: package 'envlock-hello': `version` '9.9.9' disagrees with the "
+                       "file its URL names, envlock-hello-1.0.0-0.conda (version '1.0.0')\n"),
             std::string::npos)
       << r.err;
   expect_intact();
@@ -1556,6 +1558,7 @@ TEST_F(BadInput, AVirtualPackageAsARecordIsNeverInstalled) {
   auto records = good_;
   LockedPackage v = records[0];
   v.name = "__cuda";
+  v.version = *Version::parse("12.0");  // as its file name says (the lockfile reader checks it)
   v.file_name = "__cuda-12.0-0.conda";
   v.url = "file://" + channel_.string() + "/linux-64/__cuda-12.0-0.conda";
   records.push_back(v);
@@ -1771,6 +1774,7 @@ bool has_raw_control(const std::string& s) {
 TEST_F(BadInput, ControlBytesFromALockfileNeverReachTheTerminalRaw) {
   auto records = good_;
   records[0].build = "0\x1b]0;pwned\x07";
+  records[0].file_name = "envlock-hello-1.0.0-0\x1b]0;pwned\x07.conda";  // the build it names (the reader checks it)
   records[0].url += "\x1b[2J";
   records[0].sha256.clear();
   records[0].md5.clear();
