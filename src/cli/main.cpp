@@ -217,6 +217,7 @@ void refuse_empty_paths(CLI::App* app) {
 
 namespace {
 void on_file_size_limit(int) {}  // the write then fails with EFBIG, reported like any other error
+void on_broken_pipe(int) {}      // the write then fails with EPIPE: `cannot write output`, exit 1
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -230,6 +231,16 @@ int main(int argc, char** argv) {
   sigemptyset(&xfsz.sa_mask);
   xfsz.sa_flags = SA_RESTART;
   ::sigaction(SIGXFSZ, &xfsz, nullptr);
+  // `envlock create | head`: a reader that goes killed envlock by SIGPIPE at its next write, exit
+  // 141 with no message (attack 20, L4), where docs/cli.md promises exit 1 and `cannot write
+  // output`. Caught the same way (not ignored, so children get the default back at exec, as
+  // Python's subprocess restores SIGPIPE for them): the write fails with EPIPE, check_stdout()
+  // reports it. The command itself is not cut short: an install still commits or rolls back.
+  struct sigaction pipe_action {};
+  pipe_action.sa_handler = on_broken_pipe;
+  sigemptyset(&pipe_action.sa_mask);
+  pipe_action.sa_flags = SA_RESTART;
+  ::sigaction(SIGPIPE, &pipe_action, nullptr);
   Context ctx;
   // no-color.org: only a NO_COLOR that is present AND not empty turns colour off.
   const char* no_color = std::getenv("NO_COLOR");

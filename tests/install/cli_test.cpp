@@ -1455,6 +1455,40 @@ TEST_F(BadInput, ALeftoverBesideThePrefixThatIsAMountPointIsRefusedNeverEmptied)
   expect_intact();
 }
 
+// Attack 20, L4: `envlock create … | head` died of SIGPIPE (exit 141, no message) where
+// docs/cli.md promises exit 1 and `cannot write output`. stdout here is a pipe whose reader is
+// gone before envlock writes: the install commits (an unchanged environment), then the report
+// cannot be written, said so, exit 1.
+TEST_F(BadInput, AClosedPipeOnStdoutIsAnErrorWithAMessageNotASignal) {
+  for (const auto& [k, v] : env_) ::setenv(k.c_str(), v.c_str(), 1);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);  // the reader is gone
+  const fs::path err = root_ / "install.err";
+  const std::string lock = (root_ / "good.lock").string();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int errfd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fds[1], 1);
+    ::dup2(errfd, 2);
+    ::execl(ENVLOCK_BINARY, ENVLOCK_BINARY, "install", "-l", lock.c_str(), "-p", prefix_.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1);
+  EXPECT_EQ(slurp(err), "packages: 2 (0 downloaded, 2 from the package cache)\n"
+                        "error: cannot write output: Broken pipe\n"
+                        "hint: check that the disk or pipe stdout goes to has room and is still open\n");
+  auto v = verify_prefix(prefix_);
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->clean());
+  EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
+}
+
 TEST_F(BadInput, ADamagedRecordDoesNotStopInstallOrRemove) {
   const fs::path record = prefix_ / "conda-meta/envlock-hello-1.0.0-0.json";
   ASSERT_TRUE(fs::exists(record));
