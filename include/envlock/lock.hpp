@@ -71,6 +71,9 @@ struct LockOptions {
   std::function<std::optional<std::string>()> cuda_driver_version;
   /// Receives hints, warnings and the structured conflict; may be null.
   LockDiagnostics* diagnostics = nullptr;
+  /// The lockfile this lock is for (`envlock lock -o`), where a chain of bases that leads back to
+  /// it is a loop (walk_base_chain); empty: envlock.lock beside the manifest.
+  std::filesystem::path lockfile;
 };
 
 /// Why a lockfile no longer satisfies its manifest (`envlock lock --check`).
@@ -191,17 +194,33 @@ struct BaseLockfile {
 Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const ManifestEnvironment& env,
                                         const RepodataOptions& options = {});
 
-/// A chained base (issue 18, attack finding 5): when the environment `base` builds on was itself
-/// locked on a base lockfile (its `base-lockfile`), and that one on another, each link is read in
-/// turn (a relative path against the folder of the lockfile naming it; a URL fetched as
-/// load_base_lockfile fetches, the cached copy with options.offline) and its sha256 compared with
-/// the one the link above recorded. Returns, for the first link that changed, one line: "the base
+/// The most base lockfiles a chain may hold below a project (its base, that base's base, ...):
+/// walk_base_chain refuses a longer chain rather than leave its end unchecked.
+inline constexpr int kMaxBaseChain = 8;
+
+/// A chained base (issue 18, attack finding 5). The model: a lockfile locked on a base lockfile
+/// records which one (LockedEnvironment::base_lockfile: the file or URL as its manifest wrote it,
+/// the environment, the sha256 of the bytes it was locked on), so the chain below a project is
+/// the one its base recorded, followed link by link: a relative path against the folder of the
+/// lockfile naming it, a URL fetched as load_base_lockfile fetches (the cached copy with
+/// options.offline). No manifest of another project is read. Each link's sha256 is compared with
+/// the one the link above recorded; the first that changed gives one line: "the base
 /// ../vision/envlock.lock (environment default) is built on ../platform/envlock.lock (environment
 /// runtime), which changed since ../vision/envlock.lock was locked (sha256 A then, B now)";
 /// nullopt when every link is unchanged. A link that cannot be read (not checked out here, a
-/// relative path in an https:// base) ends the walk unchecked; so do 8 links. Never fails: the
-/// project's own check does not depend on files it does not name.
-std::optional<std::string> changed_base_chain(const BaseLockfile& base, const RepodataOptions& options = {});
+/// relative path in an https:// base) ends the walk unchecked: the project's own check does not
+/// depend on files it does not name.
+/// Errors (ErrorKind::Usage at the project's `base:` map, naming the whole chain, each link by
+/// its file or URL as written and its environment): a loop, i.e. a link that is a lockfile the
+/// walk has already passed or `own_lockfile` itself (a file by where it resolves through links
+/// and `..`, a file:// URL as its path, any other URL as written; the project's base naming
+/// itself, A on B on A, A on B on C on B): each lock in a loop changes the file the next was
+/// locked on, so none could stay up to date; a chain of more than kMaxBaseChain base lockfiles.
+/// `environment` is the project's environment on `base`; `own_lockfile` the lockfile being
+/// locked or checked (empty: envlock.lock beside the manifest).
+Result<std::optional<std::string>> walk_base_chain(const Manifest& manifest, const std::string& environment,
+                                                   const BaseLockfile& base, const std::filesystem::path& own_lockfile,
+                                                   const RepodataOptions& options = {});
 
 /// The platforms an environment on a base lockfile is locked for: the base environment's, or the
 /// subset the manifest names (the environment's `platforms`, else the manifest's when written).
@@ -223,9 +242,11 @@ Status check_base_is_not_the_lockfile(const Manifest& manifest, const std::files
 /// `reasons` a BaseLockfileChanged reason when its sha256 differs from the one `lockfile`
 /// records, naming the base and each base pin added, removed or changed per platform; a BaseChanged
 /// reason when the recorded lockfile or environment is not the manifest's; MissingPlatform /
-/// ExtraPlatform against base_platforms_for(). Errors: those of load_base_lockfile.
+/// ExtraPlatform against base_platforms_for(); BaseChainChanged from walk_base_chain() with
+/// `lockfile_path` (empty: envlock.lock beside the manifest). Errors: those of
+/// load_base_lockfile and walk_base_chain (a loop of bases, a chain too long).
 Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, const RepodataOptions& options,
-                            std::vector<StaleReason>& reasons);
+                            std::vector<StaleReason>& reasons, const std::filesystem::path& lockfile_path = {});
 
 /// Locks every environment of `manifest` for each of its platforms. The result's
 /// relative_channels are relative_channel_urls(manifest) and each base's
@@ -236,7 +257,7 @@ Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, 
 /// URL and hash; layer `base:<its layer in the base>`), and LockedEnvironment::base_lockfile set.
 /// A conflict with such a pin names the base lockfile, its environment, the pinned record and the
 /// project spec, and suggests changing the spec or asking for a new base.
-/// Errors: those of load_base_lockfile, load_repodata (channels), ErrorKind::Unsatisfiable naming the environment and
+/// Errors: those of load_base_lockfile, walk_base_chain, load_repodata (channels), ErrorKind::Unsatisfiable naming the environment and
 /// platform with the explanation tree as `detail` (also in diagnostics->conflict),
 /// ErrorKind::Usage for an `update` name that is neither locked nor requested, or a base layer
 /// not locked for a platform its project needs.

@@ -45,7 +45,8 @@ int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock
     return report_error(ctx, vps.error());
   RepodataOptions base_options;  // a path base is read, an https:// one fetched (cached copy with --offline)
   base_options.offline = offline;
-  if (auto st = check_base_lockfiles(manifest, *lock, base_options, reasons); !st) return report_error(ctx, st.error());
+  if (auto st = check_base_lockfiles(manifest, *lock, base_options, reasons, lock_path); !st)
+    return report_error(ctx, st.error());
   if (ctx.json) {
     nlohmann::json j;
     j["lockfile"] = lock_path.string();
@@ -128,6 +129,7 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   options.repodata.offline = args.offline;
   options.repodata.fetch.on_progress = repodata_progress_lines(ctx);
   options.diagnostics = &diag;
+  options.lockfile = lock_path;
   auto lock = lock_manifest(*manifest, options);
   for (const auto& w : diag.warnings) warn(w);
   for (const auto& h : diag.hints) std::cerr << "hint: " << terminal_text(h) << "\n";

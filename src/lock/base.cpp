@@ -55,6 +55,26 @@ std::optional<fs::path> local_base_file(const Manifest& m, const ExternalBase& b
   return m.directory / b.lockfile;
 }
 
+/// Where a path resolves to, through links and `..`; a missing file by its absolute path.
+fs::path resolved_path(const fs::path& p) {
+  std::error_code ec;
+  auto c = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  return ec ? fs::absolute(p, ec).lexically_normal() : c;
+}
+
+/// Which lockfile a base names, for telling a loop: the file a path (against `directory`) or a
+/// file:// URL resolves to, or any other URL as written (credential-free); empty when a relative
+/// path has no folder to resolve it in (inside an https:// base).
+std::string chain_identity(const fs::path& directory, const std::string& lockfile) {
+  if (lockfile.starts_with("file://")) {
+    if (auto p = path_from_file_url(lockfile)) return "file " + resolved_path(*p).string();
+    return "url " + redact_url(lockfile);
+  }
+  if (is_url(lockfile)) return "url " + redact_url(lockfile);
+  if (directory.empty()) return "";
+  return "file " + resolved_path(directory / lockfile).string();
+}
+
 /// The bytes of the base lockfile, and the directory its relative channels resolve against
 /// (empty for an https:// base: a relative channel in it has no folder).
 Result<std::pair<std::string, fs::path>> read_bytes(const Manifest& m, const ExternalBase& b,
@@ -282,13 +302,7 @@ std::vector<std::string> BaseLockfile::relative_channels() const {
 }
 
 Status check_base_is_not_the_lockfile(const Manifest& manifest, const fs::path& lockfile_path) {
-  // Where a path resolves to, through links and `..`; a missing file by its absolute path.
-  auto resolved = [](const fs::path& p) {
-    std::error_code ec;
-    auto c = fs::weakly_canonical(fs::absolute(p, ec), ec);
-    return ec ? fs::absolute(p, ec).lexically_normal() : c;
-  };
-  const fs::path own = resolved(lockfile_path);
+  const fs::path own = resolved_path(lockfile_path);
   for (const auto& [name, env] : manifest.environments) {
     if (!env.base_lockfile) continue;
     const ExternalBase& b = *env.base_lockfile;
@@ -296,7 +310,7 @@ Status check_base_is_not_the_lockfile(const Manifest& manifest, const fs::path& 
     if (!local) continue;
     const fs::path& file = *local;
     std::error_code ec;
-    if (resolved(file) != own && !fs::equivalent(file, lockfile_path, ec)) continue;
+    if (resolved_path(file) != own && !fs::equivalent(file, lockfile_path, ec)) continue;
     return Error{ErrorKind::Usage, where_of(manifest, b),
                  "the base of environment '" + name + "' is this project's own lockfile " + lockfile_path.string(),
                  "", "a base is another project's lockfile (the platform team's): name that file, or write "
@@ -357,39 +371,81 @@ Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const Manifest
   return out;
 }
 
-std::optional<std::string> changed_base_chain(const BaseLockfile& base, const RepodataOptions& options) {
-  constexpr int kLinks = 8;
-  std::string above = redact_url(base.base.lockfile);  // the lockfile that recorded the link
-  std::string above_env = base.base.environment;
+Result<std::optional<std::string>> walk_base_chain(const Manifest& manifest, const std::string& environment,
+                                                   const BaseLockfile& base, const fs::path& own_lockfile,
+                                                   const RepodataOptions& options) {
+  // One entry per lockfile of the chain: how it is named (as the lockfile above wrote it; the
+  // project's own as the command spelled it), the environment, and which file it is.
+  struct Link {
+    std::string named, environment, identity;
+  };
+  const fs::path own = own_lockfile.empty() ? manifest.path.parent_path() / "envlock.lock" : own_lockfile;
+  std::vector<Link> chain{{own.string(), environment, "file " + resolved_path(own).string()},
+                          {redact_url(base.base.lockfile), base.base.environment,
+                           chain_identity(manifest.directory, base.base.lockfile)}};
+  auto spelled = [&chain](std::size_t upto) {
+    std::string out = chain[0].named + " (environment " + chain[0].environment + ")";
+    for (std::size_t i = 1; i <= upto; ++i)
+      out += (i == 1 ? " is built on " : ", which is built on ") + chain[i].named + " (environment " +
+             chain[i].environment + ")";
+    return out;
+  };
+  const std::string where = where_of(manifest, base.base);
+  std::optional<std::string> changed;
+  std::string above = chain[1].named;  // the lockfile that recorded the link
+  std::string above_env = chain[1].environment;
   fs::path directory = base.directory;
   const Lockfile* lockfile = &base.lockfile;
   Lockfile next;
-  for (int i = 0; i < kLinks; ++i) {
+  for (;;) {
     auto env = lockfile->environments.find(above_env);
-    if (env == lockfile->environments.end() || !env->second.base_lockfile) return std::nullopt;
+    if (env == lockfile->environments.end() || !env->second.base_lockfile) break;
     const LockedBase link = *env->second.base_lockfile;  // a copy: `next` is replaced below
-    if (!is_url(link.lockfile) && directory.empty()) return std::nullopt;  // no folder to resolve it in
+    const std::string identity = chain_identity(directory, link.lockfile);
+    if (identity.empty()) break;  // a relative path in an https:// base: no folder to resolve it in
+    const std::string named = redact_url(link.lockfile);
+    chain.push_back({named, link.environment, identity});
+    const std::size_t last = chain.size() - 1;
+    for (std::size_t i = 0; i < last; ++i) {
+      if (chain[i].identity != identity) continue;
+      // Each lock in a loop changes the file the next one was locked on: none could stay fresh.
+      return Error{ErrorKind::Usage, where,
+                   "the bases of environment '" + environment + "' form a loop: " + spelled(last) + ", which is " +
+                       chain[i].named + (i == 0 ? ", this project's lockfile," : "") + " again",
+                   "",
+                   "a chain of bases must end in a lockfile built on no base lockfile (in a loop, each lock changes "
+                   "the file the next was locked on, so none stays up to date): ask the owners of " + above +
+                       " to lock environment " + above_env + " on a base outside the loop, or build '" + environment +
+                       "' on another base"};
+    }
+    if (static_cast<int>(last) > kMaxBaseChain)
+      return Error{ErrorKind::Usage, where,
+                   "the base of environment '" + environment + "' is a chain of more than " +
+                       std::to_string(kMaxBaseChain) + " base lockfiles: " + spelled(last),
+                   "",
+                   "envlock follows at most " + std::to_string(kMaxBaseChain) +
+                       " base lockfiles below a project; build on a base nearer the end of the chain"};
     Manifest m;  // the lockfile naming the link stands where a manifest would
     m.directory = directory;
     m.path = above;
     ExternalBase b{link.lockfile, link.environment, "", {}};
     auto bytes = read_bytes(m, b, options);
-    if (!bytes) return std::nullopt;
+    if (!bytes) break;
     const std::string sha = hash_bytes(bytes->first, HashAlgorithm::Sha256);
-    const std::string named = redact_url(link.lockfile);
-    if (sha != link.sha256)
-      return "the base " + above + " (environment " + above_env + ") is built on " + named + " (environment " +
-             link.environment + "), which changed since " + above + " was locked (sha256 " + link.sha256 +
-             " then, " + sha + " now)";
+    if (sha != link.sha256 && !changed)
+      changed = "the base " + above + " (environment " + above_env + ") is built on " + named + " (environment " +
+                link.environment + "), which changed since " + above + " was locked (sha256 " + link.sha256 +
+                " then, " + sha + " now)";
+    // Walked on past a change: the chain as it stands now may still close a loop.
     auto parsed = Lockfile::parse(bytes->first, named, bytes->second);
-    if (!parsed) return std::nullopt;
+    if (!parsed) break;
     next = std::move(*parsed);
     lockfile = &next;
     above = named;
     above_env = link.environment;
     directory = bytes->second;
   }
-  return std::nullopt;
+  return changed;
 }
 
 Result<std::vector<std::string>> base_platforms_for(const Manifest& manifest, const ManifestEnvironment& env,
@@ -407,12 +463,17 @@ Result<std::vector<std::string>> base_platforms_for(const Manifest& manifest, co
 }
 
 Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, const RepodataOptions& options,
-                            std::vector<StaleReason>& reasons) {
+                            std::vector<StaleReason>& reasons, const fs::path& lockfile_path) {
   using K = StaleReason::Kind;
   for (const auto& [name, env] : manifest.environments) {
     if (!env.base_lockfile) continue;
     auto le = lockfile.environments.find(name);
-    if (le == lockfile.environments.end() || !le->second.base_lockfile) continue;  // check_lockfile names it
+    if (le == lockfile.environments.end() || !le->second.base_lockfile) {
+      // Stale (check_lockfile names it), but a loop of bases is refused as `lock` refuses it.
+      if (auto base = load_base_lockfile(manifest, env, options))
+        if (auto chain = walk_base_chain(manifest, name, *base, lockfile_path, options); !chain) return chain.error();
+      continue;
+    }
     const LockedBase& recorded = *le->second.base_lockfile;
     const ExternalBase& wanted = *env.base_lockfile;
     if (recorded.lockfile != wanted.lockfile || recorded.environment != wanted.environment) {
@@ -453,8 +514,10 @@ Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, 
                          "environment '" + name + "': " + base->describe() + " changed since the lock (sha256 " +
                              recorded.sha256 + " then, " + base->sha256 + " now): " + what});
     }
-    if (auto chain = changed_base_chain(*base, options))
-      reasons.push_back({K::BaseChainChanged, name, "", "", "environment '" + name + "': " + *chain +
+    auto chain = walk_base_chain(manifest, name, *base, lockfile_path, options);
+    if (!chain) return chain.error();
+    if (*chain)
+      reasons.push_back({K::BaseChainChanged, name, "", "", "environment '" + name + "': " + **chain +
                                                                   ": the pins it passes on are stale until its owners "
                                                                   "lock it again"});
     if (base->sha256 == recorded.sha256) {

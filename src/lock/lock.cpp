@@ -369,8 +369,10 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
       auto b = load_base_lockfile(manifest, env, options.repodata);
       if (!b) return b.error();
       external = std::move(*b);
-      if (auto chain = changed_base_chain(*external, options.repodata))  // its owners', not ours, to fix
-        diag.warnings.push_back(*chain + ": this lock keeps the pins it passes on as they are; ask its owners to lock it again");
+      auto chain = walk_base_chain(manifest, env.name, *external, options.lockfile, options.repodata);
+      if (!chain) return chain.error();
+      if (*chain)  // its owners', not ours, to fix
+        diag.warnings.push_back(**chain + ": this lock keeps the pins it passes on as they are; ask its owners to lock it again");
       auto p = base_platforms_for(manifest, env, *external);
       if (!p) return p.error();
       platforms = std::move(*p);

@@ -886,3 +886,154 @@ TEST(BaseLockfile, ABaseThatIsNoProjectFileIsRefusedUnquoted) {
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+/// `text` (an envlock.lock as `envlock lock` writes it) with environment `env` recorded as built on
+/// `lockfile` / `environment`: the `base-lockfile` map docs/lockfile.md describes, inserted by hand.
+std::string with_recorded_base(std::string text, const std::string& env, const std::string& lockfile,
+                               const std::string& environment) {
+  const std::string key = "\n  " + env + ":\n";
+  const auto at = text.find(key);
+  EXPECT_NE(at, std::string::npos) << text;
+  if (at == std::string::npos) return text;
+  text.insert(at + key.size(), "    base-lockfile:\n      lockfile: \"" + lockfile + "\"\n      environment: " +
+                                   environment + "\n      sha256: \"" + std::string(64, '0') + "\"\n");
+  return text;
+}
+
+// A loop of bases (issue 18): A's base is B's lockfile, and B's lockfile records that it was
+// built on A's. The model is the one lock_manifest() writes: a lockfile on a base records which
+// base it was built on (`base-lockfile`: file or URL, environment, sha256), and the chain below a
+// project is that record followed link by link, no manifest of another project read
+// (walk_base_chain, envlock/lock.hpp). A link that is a lockfile the walk already passed, or the
+// project's own lockfile, closes a loop: each lock in it changes the file the next was locked on,
+// so none could ever stay up to date (before, A's `lock --check` said base-chain-changed for ever).
+// Refused, exit 2, by `lock`, `lock --check` and `create`, naming the whole chain (each file as
+// written where it is named, and its environment) and whom to ask. Neither pixi nor conda-lock has
+// a base across projects to compare with (prefix-dev/pixi#6606); pip is the nearest peer: since
+// 24.3 (pypa/pip#12877) a requirements file that `-r`-includes itself, directly or through others,
+// is refused naming both files ("X recursively references itself in Y"), files compared by their
+// absolute path, as links here are by where they resolve. A chain of bases is one line, so the
+// same file reached twice is always a loop (pip's own first check also flagged a file included on
+// two branches, pypa/pip#13046, which a chain cannot have).
+TEST(BaseLockfile, ALoopOfBasesIsRefusedNamingTheChain) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  t.write_app(kBase, "tool");
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  const std::string platform_lock = slurp(t.dir() / "platform" / "envlock.lock");
+  // The platform team now builds on the app's lockfile, which was built on theirs.
+  spit(t.dir() / "platform" / "envlock.yaml",
+       "channels: [../channel]\nplatforms: [linux-64]\nenvironments:\n  runtime:\n"
+       "    base: {lockfile: ../app/envlock.lock, environment: default}\n    dependencies: [libbase]\n");
+  const std::string loop =
+      "error: platform/envlock.yaml:5:11: the bases of environment 'runtime' form a loop: platform/envlock.lock "
+      "(environment runtime) is built on ../app/envlock.lock (environment default), which is built on "
+      "../platform/envlock.lock (environment runtime), which is platform/envlock.lock, this project's lockfile, again\n"
+      "hint: a chain of bases must end in a lockfile built on no base lockfile (in a loop, each lock changes the file "
+      "the next was locked on, so none stays up to date): ask the owners of ../app/envlock.lock to lock environment "
+      "default on a base outside the loop, or build 'runtime' on another base\n";
+  for (const char* cmd : {"lock -f platform/envlock.yaml", "lock --check -f platform/envlock.yaml",
+                          "create -f platform/envlock.yaml -e runtime -p env --dry-run"}) {
+    auto r = t.envlock(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_EQ(r.err, loop) << cmd;
+  }
+  EXPECT_EQ(slurp(t.dir() / "platform" / "envlock.lock"), platform_lock);  // nothing written
+  EXPECT_FALSE(fs::exists(t.dir() / "env"));
+  // A loop is of files, not of manifests: written elsewhere with -o, the lock is on a chain that
+  // never comes back to the file it writes (platform/envlock.lock records no base).
+  auto r = t.envlock("lock -f platform/envlock.yaml -o platform/other.lock");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked platform/other.lock\n  runtime / linux-64: 2 packages\n");
+  EXPECT_EQ(r.err, "");
+}
+
+// A base lockfile that records itself as its base, and a loop below the project that does not
+// pass through it (app -> mid -> platform -> mid), both hand-written (`envlock lock` refuses to
+// write either): the project's lock and check stop at the lockfile seen twice.
+TEST(BaseLockfile, ABaseBuiltOnItselfOrOnALoopBelowIsRefused) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  const fs::path platform = t.dir() / "platform" / "envlock.lock";
+  const std::string good = slurp(platform);
+  spit(platform, with_recorded_base(good, "runtime", "envlock.lock", "runtime"));
+  t.write_app(kBase, "tool");
+  const std::string hint_tail = " on a base outside the loop, or build 'default' on another base\n";
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "error: app/envlock.yaml:4:11: the bases of environment 'default' form a loop: app/envlock.lock "
+            "(environment default) is built on ../platform/envlock.lock (environment runtime), which is built on "
+            "envlock.lock (environment runtime), which is ../platform/envlock.lock again\n"
+            "hint: a chain of bases must end in a lockfile built on no base lockfile (in a loop, each lock changes the "
+            "file the next was locked on, so none stays up to date): ask the owners of ../platform/envlock.lock to lock "
+            "environment runtime" + hint_tail);
+  EXPECT_FALSE(fs::exists(t.dir() / "app" / "envlock.lock"));
+
+  spit(platform, good);
+  fs::create_directories(t.dir() / "mid");
+  spit(t.dir() / "mid" / "envlock.yaml", "channels: [../channel]\nenvironments:\n  default:\n    base: " +
+                                             std::string(kBase) + "\n    dependencies: [tool]\n");
+  ASSERT_EQ(t.envlock("lock -f mid/envlock.yaml").exit_code, 0);
+  t.write_app("{lockfile: ../mid/envlock.lock, environment: default}", "extra");
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  spit(platform, with_recorded_base(good, "runtime", "../mid/envlock.lock", "default"));
+  const std::string below =
+      "error: app/envlock.yaml:4:11: the bases of environment 'default' form a loop: app/envlock.lock (environment "
+      "default) is built on ../mid/envlock.lock (environment default), which is built on ../platform/envlock.lock "
+      "(environment runtime), which is built on ../mid/envlock.lock (environment default), which is "
+      "../mid/envlock.lock again\n"
+      "hint: a chain of bases must end in a lockfile built on no base lockfile (in a loop, each lock changes the file "
+      "the next was locked on, so none stays up to date): ask the owners of ../platform/envlock.lock to lock "
+      "environment runtime" + hint_tail;
+  for (const char* cmd : {"lock -f app/envlock.yaml", "lock --check -f app/envlock.yaml"}) {
+    r = t.envlock(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_EQ(r.err, below) << cmd;
+  }
+}
+
+// The chain is capped: kMaxBaseChain (8) base lockfiles below a project are followed and
+// checked; a ninth is refused, naming the chain, rather than leaving its end unchecked.
+TEST(BaseLockfile, AChainDeeperThanEightBasesIsRefused) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  std::string below = "../platform/envlock.lock (environment runtime)";
+  std::string base = kBase;
+  std::string chain;
+  for (int i = 1; i <= 9; ++i) {
+    const std::string name = "p" + std::to_string(i);
+    fs::create_directories(t.dir() / name);
+    spit(t.dir() / name / "envlock.yaml",
+         "channels: [../channel]\nenvironments:\n  default:\n    base: " + base + "\n    dependencies: [extra]\n");
+    auto r = t.envlock("lock -f " + name + "/envlock.yaml");
+    if (i <= 8) {
+      ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+      EXPECT_EQ(r.err, "") << name;
+      EXPECT_EQ(t.envlock("lock --check -f " + name + "/envlock.yaml").exit_code, 0) << name;
+    } else {
+      // p9's base p8 stands on p7 ... p1 and platform: nine base lockfiles.
+      std::string spelled = "p9/envlock.lock (environment default) is built on ../p8/envlock.lock (environment default)";
+      for (int j = 7; j >= 1; --j)
+        spelled += ", which is built on ../p" + std::to_string(j) + "/envlock.lock (environment default)";
+      spelled += ", which is built on ../platform/envlock.lock (environment runtime)";
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_EQ(r.out, "");
+      EXPECT_EQ(r.err, "error: p9/envlock.yaml:4:11: the base of environment 'default' is a chain of more than 8 base "
+                       "lockfiles: " + spelled + "\n"
+                       "hint: envlock follows at most 8 base lockfiles below a project; build on a base nearer the end "
+                       "of the chain\n");
+      EXPECT_FALSE(fs::exists(t.dir() / name / "envlock.lock"));
+    }
+    base = "{lockfile: ../" + name + "/envlock.lock, environment: default}";
+  }
+}
+
+}  // namespace
+}  // namespace envlock
