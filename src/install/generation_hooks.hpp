@@ -46,6 +46,19 @@ Result<GenerationPlan> plan_generation(const std::filesystem::path& prefix, bool
 std::filesystem::path keep_generation(const std::filesystem::path& prefix, const std::filesystem::path& previous_tree,
                                       const GenerationPlan& plan, std::vector<std::string>& warnings);
 
+/// Notes, durably and before the swap, where the tree an update replaces will wait once swapped
+/// (`trees`: the stage's name, or the two-rename fallback's), so that a kill between the swap (or
+/// the commit) and keep_generation() does not lose it: `<gens>/keeping`, removed by
+/// keep_generation(). A failure is a warning (only that generation is at stake).
+void note_keeping(const std::filesystem::path& prefix, const std::vector<std::filesystem::path>& trees,
+                  const GenerationPlan& plan, std::vector<std::string>& warnings);
+
+/// Before recover() deletes the trees a killed run left: when `<gens>/keeping` names a tree that
+/// an install swapped out and committed (the prefix holds the new generation, with no pending
+/// marker), it is moved into the generations folder as keep_generation() would have; the note
+/// goes either way.
+void adopt_kept_tree(const std::filesystem::path& prefix);
+
 /// Keeps `text` (the lockfile whose hash is `lockfile_hash`, "sha256:<hex>") as
 /// `lockfiles/<hex>.lock` in the generations folder, when it is not there yet and the hash is
 /// the text's; a failure is a warning.

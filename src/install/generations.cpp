@@ -197,6 +197,35 @@ Generation describe(const fs::path& tree, const fs::path& gens, std::uint64_t nu
   return g;
 }
 
+/// The tree `<gens>/keeping` (detail::note_keeping()) names when an install swapped it out and
+/// committed (the prefix is the note's new number, not pending) and was killed before moving it
+/// into the generations folder; its number goes to `previous`. Empty when there is none.
+fs::path waiting_tree(const fs::path& prefix, std::uint64_t& previous) {
+  const fs::path gens = generations_folder(prefix);
+  if (!own_folder(gens)) return {};
+  auto text = detail::read_file(gens / "keeping");
+  if (!text) return {};
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("trees") || !j["trees"].is_array() || !j.contains("previous") ||
+      !j["previous"].is_number_unsigned() || !j.contains("number") || !j["number"].is_number_unsigned())
+    return {};
+  previous = j["previous"].get<std::uint64_t>();
+  std::error_code ec;
+  if (tree_number(prefix) != j["number"].get<std::uint64_t>() || fs::exists(fs::symlink_status(prefix / kPending, ec)) ||
+      fs::exists(fs::symlink_status(gens / std::to_string(previous), ec)))
+    return {};
+  const std::string mine = "." + prefix.filename().string() + ".envlock-";
+  for (const auto& name : j["trees"]) {
+    if (!name.is_string()) continue;
+    const std::string n = name.get<std::string>();
+    if (n.find('/') != std::string::npos || !n.starts_with(mine)) continue;
+    const fs::path tree = prefix.parent_path() / n;
+    if (own_folder(tree) && tree_number(tree) == previous && !fs::exists(fs::symlink_status(tree / kPending, ec)))
+      return tree;
+  }
+  return {};
+}
+
 std::vector<Generation> all_generations(const fs::path& prefix) {
   const fs::path gens = generations_folder(prefix);
   std::vector<Generation> out;
@@ -210,6 +239,9 @@ std::vector<Generation> all_generations(const fs::path& prefix) {
     std::set<std::uint64_t> seen{current};
     for (const auto& s : stored_trees(gens))
       if (seen.insert(s.number).second) out.push_back(describe(s.tree, gens, s.number, false));
+    std::uint64_t waiting = 0;  // killed before it was moved in: still a generation
+    if (const fs::path tree = waiting_tree(prefix, waiting); !tree.empty() && seen.insert(waiting).second)
+      out.push_back(describe(tree, gens, waiting, false));
   }
   std::sort(out.begin(), out.end(), [](const Generation& a, const Generation& b) { return a.number < b.number; });
   return out;
@@ -504,7 +536,33 @@ fs::path keep_generation(const fs::path& prefix, const fs::path& previous_tree, 
   }
   (void)fsync_folder(*gens);
   (void)fsync_folder(prefix.parent_path());
+  ::unlink((*gens / "keeping").c_str());  // kept: the note of note_keeping() is done
   return target;
+}
+
+void note_keeping(const fs::path& prefix, const std::vector<fs::path>& trees, const GenerationPlan& plan,
+                  std::vector<std::string>& warnings) {
+  if (!plan.keep_previous) return;
+  auto gens = made_folder(prefix);
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& t : trees) names.push_back(t.filename().string());
+  Status st = gens ? put_file(*gens / "keeping", nlohmann::json{{"trees", names}, {"previous", plan.previous},
+                                                                  {"number", plan.number}}.dump() + "\n")
+                   : Status(gens.error());
+  if (!st) warnings.push_back("a kill during this install could lose generation " + std::to_string(plan.previous) + ": " +
+                              st.error().to_string());
+}
+
+void adopt_kept_tree(const fs::path& prefix) {
+  const fs::path gens = generations_folder(prefix);
+  std::uint64_t previous = 0;
+  const fs::path tree = waiting_tree(prefix, previous);
+  ::unlink((gens / "keeping").c_str());
+  if (tree.empty()) return;
+  if (::rename(tree.c_str(), (gens / std::to_string(previous)).c_str()) == 0) {
+    (void)fsync_folder(gens);
+    (void)fsync_folder(prefix.parent_path());
+  }
 }
 
 void keep_lockfile(const fs::path& prefix, const std::string& lockfile_hash, const std::string& text,

@@ -2111,6 +2111,7 @@ namespace {
 Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<PackageToLink>& packages,
                                      const InstallOptions& options) {
   std::vector<std::string> damaged_warnings;  // warnings about the environment as found, shown first
+  detail::adopt_kept_tree(prefix);  // a previous tree a kill left before it was kept (generations.cpp)
   if (auto st = recover(prefix, damaged_warnings); !st) return st.error();
 
   std::error_code ec;
@@ -2194,6 +2195,7 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
   }
 
   if (options.before_swap) options.before_swap();
+  if (generation.keep_previous) detail::note_keeping(prefix, {stage, old}, generation, report->warnings);
 
   // From the swap until the commit or the rollback, SIGINT/SIGTERM/SIGHUP wait (post-link
   // children get the default dispositions back); one that arrived makes the install roll back.
@@ -2430,6 +2432,7 @@ Status detail::with_prefix_locked(const fs::path& prefix_in, std::vector<std::st
   if (!lock) return lock.error();
   auto nested = lock_nested_environments(prefix, {});
   if (!nested) return nested.error();
+  detail::adopt_kept_tree(prefix);
   if (auto st = recover(prefix, warnings); !st) return st;
   return body(prefix);
 }

@@ -356,7 +356,7 @@ TEST_F(Generations, SigkillAtRandomMomentsOfRollbackLeavesOneWholeGenerationCurr
 
 // SIGKILL at 30 seeded random moments of installs that keep a generation (A <-> C, no scripts, so
 // the previous tree is moved at the swap): the prefix is one lockfile's environment, every listed
-// generation is a whole tree of one of them, and numbers are never reused for another tree.
+// generation is a whole tree of one of them, none is lost, and a number never changes its tree.
 TEST_F(Generations, SigkillDuringInstallsThatKeepGenerationsLeavesWholeTrees) {
   install(a_);
   install(c_);
@@ -395,6 +395,9 @@ TEST_F(Generations, SigkillDuringInstallsThatKeepGenerationsLeavesWholeTrees) {
       EXPECT_EQ(it->second, d) << "generation " << g.number << " changed its packages";
     }
     EXPECT_EQ(current, 1);
+    // None lost: a number that was current once is listed (kept at the swap, or by the next run
+    // from the note written before it), so the numbers run 1..N without a gap.
+    for (std::size_t i = 0; i < gens->size(); ++i) EXPECT_EQ((*gens)[i].number, i + 1) << "a generation was lost";
   }
   for (const auto& [k, v] : env_) ::unsetenv(k.c_str());
 }
@@ -463,6 +466,43 @@ TEST_F(Generations, AnEnvironmentMadeBeforeGenerationsBecomesGenerationOneAtItsF
   auto r = envlock("rollback -p " + q(prefix_));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   expect_clean_and_locked_as(a_);
+}
+
+}  // namespace
+
+namespace {
+
+// Killed after the swap (or the commit) and before the tree it replaced was moved into the
+// generations folder: the note written before the swap names where it waits, and the next
+// command that takes the lock keeps it instead of deleting it as a leftover.
+TEST_F(Generations, APreviousTreeAKillLeftBesideThePrefixIsKeptNotDeleted) {
+  install(a_);
+  install(c_);
+  const fs::path waiting = root_ / ".env.envlock-stage-999-1";
+  fs::rename(gens_ / "1", waiting);
+  envlock::testing::spit(gens_ / "keeping", R"({"number": 2, "previous": 1, "trees": [".env.envlock-stage-999-1", ".env.envlock-old-999"]})" "\n");
+  auto h = envlock("history -p " + q(prefix_));  // read only: listed where it waits
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 2 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "*    2  TIME  2 packages  envlock install -l c.lock -e default\n");
+  EXPECT_TRUE(fs::exists(waiting));
+  auto r = envlock("rollback -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  expect_clean_and_locked_as(a_);
+  EXPECT_FALSE(fs::exists(waiting));
+  EXPECT_FALSE(fs::exists(gens_ / "keeping"));
+  EXPECT_EQ(dists(gens_ / "2"), dists_of(c_));
+  // A note about a swap that did not happen (the prefix is not the new number) keeps nothing:
+  // the tree beside is a leftover, deleted by the next install.
+  const fs::path stage = root_ / ".env.envlock-stage-998-1";
+  fs::create_directories(stage / "conda-meta");
+  envlock::testing::spit(stage / "conda-meta/envlock", R"({"generation": 3})" "\n");
+  envlock::testing::spit(gens_ / "keeping", R"({"number": 4, "previous": 3, "trees": [".env.envlock-stage-998-1"]})" "\n");
+  install(c_);
+  EXPECT_FALSE(fs::exists(stage));
+  EXPECT_FALSE(fs::exists(gens_ / "3"));
+  EXPECT_FALSE(fs::exists(gens_ / "keeping"));
 }
 
 }  // namespace
