@@ -488,9 +488,32 @@ Status Parser::environments(const YAML::Node& n) {
     if (!std::regex_match(env_name, name_re))
       return src_.error_at(kv.first, "environment name '" + env_name + "' is not a plain name",
                            "use letters, digits, '.', '_' and '-' (it appears in lockfiles and on the command line)");
+    // The default prefix is .envlock/envs/<name>, with its .<name>.envlock-… folders beside it:
+    // a name must leave room for those in a file name (255 bytes), refused here at its line, not
+    // by `create` as a usage error (attack 20, L2: `lock` took a 300-byte name).
+    constexpr std::size_t kMaxEnvironmentName = 200;
+    if (env_name.size() > kMaxEnvironmentName)
+      return src_.error_at(kv.first,
+                           "environment name '" + env_name.substr(0, 16) + "…' is " + std::to_string(env_name.size()) +
+                               " bytes; at most " + std::to_string(kMaxEnvironmentName),
+                           "its folder .envlock/envs/<name> and the ones envlock keeps beside it must fit in a file "
+                           "name (255 bytes): choose a shorter name");
     if (m_.environments.count(env_name))
       return src_.error_at(kv.first, "environment '" + env_name + "' is defined twice",
                            env_name == "default" ? "top-level `dependencies` already define the environment `default`" : "");
+    // `Train` and `train` are one folder on a case-insensitive filesystem (macOS, a CIFS or exFAT
+    // share): their .envlock/envs/<name> prefixes would be one environment (attack 20, L2; pixi
+    // allows lower-case names only).
+    auto lower = [](std::string t) {
+      for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return t;
+    };
+    for (const auto& [other, unused] : m_.environments)
+      if (lower(other) == lower(env_name))
+        return src_.error_at(kv.first, "environment '" + env_name + "' differs from '" + other + "' only in case",
+                             "on a case-insensitive filesystem (macOS, a CIFS or exFAT share) their folders "
+                             ".envlock/envs/" + other + " and .envlock/envs/" + env_name +
+                                 " are one; rename one of them (pixi allows lower-case names only)");
     ManifestEnvironment env;
     env.name = env_name;
     env.location = loc(kv.first);

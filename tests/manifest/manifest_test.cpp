@@ -267,6 +267,31 @@ TEST(ManifestErrors, EachRuleNamesThePlace) {
   EXPECT_EQ(empty.message, "the manifest is empty");
 }
 
+// Attack 20, L2: `lock` accepted a 300-byte environment name that `create` then refused as a
+// usage error (exit 2); names that differ only in case (Train, train) were allowed, one folder
+// on a case-insensitive filesystem. Both are refused at the name's line.
+TEST(ManifestErrors, EnvironmentNamesTooLongOrDifferingOnlyInCaseAreRefusedAtTheirLine) {
+  const std::string long_name(300, 'a');
+  Error too_long = parse_error_of("channels: [conda-forge]\nenvironments:\n  " + long_name + ": {dependencies: [x]}\n");
+  EXPECT_EQ(too_long.kind, ErrorKind::Parse);
+  EXPECT_EQ(too_long.where, "envlock.yaml:3:3");
+  EXPECT_EQ(too_long.message, "environment name 'aaaaaaaaaaaaaaaa…' is 300 bytes; at most 200");
+  EXPECT_EQ(too_long.hint, "its folder .envlock/envs/<name> and the ones envlock keeps beside it must fit in a file "
+                           "name (255 bytes): choose a shorter name");
+  Error cased = parse_error_of(
+      "channels: [conda-forge]\nenvironments:\n  Train: {dependencies: [x]}\n  train: {dependencies: [y]}\n");
+  EXPECT_EQ(cased.kind, ErrorKind::Parse);
+  EXPECT_EQ(cased.where, "envlock.yaml:4:3");
+  EXPECT_EQ(cased.message, "environment 'train' differs from 'Train' only in case");
+  EXPECT_EQ(cased.hint, "on a case-insensitive filesystem (macOS, a CIFS or exFAT share) their folders "
+                        ".envlock/envs/Train and .envlock/envs/train are one; rename one of them (pixi allows "
+                        "lower-case names only)");
+  EXPECT_TRUE(parse_manifest("channels: [conda-forge]\nenvironments:\n  " + std::string(200, 'a') +
+                                 ": {dependencies: [x]}\n",
+                             "envlock.yaml", "/proj")
+                  .ok());
+}
+
 TEST(ManifestErrors, MissingFileIsAnIoError) {
   auto m = load_manifest("/nonexistent/envlock.yaml");
   ASSERT_FALSE(m.ok());
