@@ -410,4 +410,10 @@ bool prefix_foreign_folder(std::string_view rel, bool has_conda_meta);
 /// differs is Kind::Cache, `path` package-relative.
 Result<VerifyReport> verify_prefix(const std::filesystem::path& prefix);
 
+/// Refuses (ErrorKind::Io, naming the prefix) a `prefix` whose conda-meta/ holds no `*.json`
+/// record, no `history` and no `envlock`: not an environment (`mkdir -p X/conda-meta`). conda
+/// marks an environment by conda-meta/history (`conda list -p X`: "Not a conda environment").
+/// verify_prefix() and `envlock list -p` make this check.
+Status check_not_an_empty_conda_meta(const std::filesystem::path& prefix);
+
 }  // namespace envlock

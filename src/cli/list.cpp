@@ -111,6 +111,7 @@ int run_list(const Context& ctx, const ListArgs& args) {
     std::vector<std::string> warnings;
     auto prefix = read_prefix(args.prefix, &warnings);
     if (!prefix) return report_error(ctx, prefix.error());
+    if (auto st = check_not_an_empty_conda_meta(args.prefix); !st) return report_error(ctx, st.error());
     for (const auto& w : warnings) warn(w);
     for (const auto& [name, env] : prefix->environments)
       for (const auto& [platform, locked] : env.platforms) add_rows(rows, locked);

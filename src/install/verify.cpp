@@ -181,6 +181,21 @@ bool prefix_foreign_folder(std::string_view rel, bool has_conda_meta) {
   return has_conda_meta || rel == "conda-meta" || rel == "envs" || rel == "pkgs";
 }
 
+Status check_not_an_empty_conda_meta(const fs::path& prefix) {
+  // A conda-meta/ with nothing in it (`mkdir -p X/conda-meta`) is not an environment: conda marks
+  // one by conda-meta/history (`conda list -p X` says "Not a conda environment"), envlock by
+  // conda-meta/envlock too. "0 packages: no drift" would prove an environment that is not there.
+  std::error_code ec;
+  const fs::path meta = prefix / "conda-meta";
+  for (const char* mark : {"history", "envlock"})
+    if (fs::exists(fs::symlink_status(meta / mark, ec))) return ok_status();
+  for (fs::directory_iterator it(meta, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".json") return ok_status();
+  return Error{ErrorKind::Io, prefix.string(),
+               "is not an environment: its conda-meta/ holds no package record, no history and no conda-meta/envlock",
+               "", "check the path given with -p (an environment folder made by envlock, conda, mamba or pixi)"};
+}
+
 Result<VerifyReport> verify_prefix(const fs::path& prefix) {
   std::error_code ec;
   if (!fs::exists(prefix, ec)) {
@@ -196,15 +211,8 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
   }
   auto records = read_conda_meta(prefix);
   if (!records) return records.error();
-  // A conda-meta/ with nothing in it (`mkdir -p X/conda-meta`) is not an environment: conda marks
-  // one by conda-meta/history (`conda list -p X` says "Not a conda environment"), envlock by
-  // conda-meta/envlock too. "0 packages: no drift" would prove an environment that is not there.
-  if (records->empty() && !fs::exists(fs::symlink_status(prefix / "conda-meta" / "history", ec)) &&
-      !fs::exists(fs::symlink_status(prefix / "conda-meta" / "envlock", ec))) {
-    return Error{ErrorKind::Io, prefix.string(),
-                 "is not an environment: its conda-meta/ holds no package record, no history and no conda-meta/envlock",
-                 "", "check the path given with -p (an environment folder made by envlock, conda, mamba or pixi)"};
-  }
+  if (records->empty())
+    if (auto st = check_not_an_empty_conda_meta(prefix); !st) return st.error();
 
   VerifyReport report;
   IntactInodes intact;

@@ -1933,6 +1933,10 @@ TEST(VerifyCli, VerifyOfAnEmptyCondaMetaSaysItIsNotAnEnvironment) {
                        "conda-meta/envlock\n"
                        "hint: check the path given with -p (an environment folder made by envlock, conda, mamba or "
                        "pixi)\n");
+  const auto l = run_command(envlock_cmd() + " list -p " + p.string(), {{"NO_COLOR", "1"}});
+  EXPECT_EQ(l.exit_code, 1);
+  EXPECT_EQ(l.out, "");
+  EXPECT_EQ(l.err, v.err);
   // conda's mark alone makes it an (empty) environment, as for conda.
   std::ofstream(p / "conda-meta" / "history") << "";
   const auto h = run_command(envlock_cmd() + " verify -p " + p.string(), {{"NO_COLOR", "1"}});
