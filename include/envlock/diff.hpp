@@ -267,6 +267,23 @@ struct ShownRecordField {
 };
 const std::vector<ShownRecordField>& shown_record_fields();
 
+/// The same for a pip entry, beyond its package line (name, version, URL, sha256), in show's
+/// order: `source` (vcs with its commit, path, editable; index and URL are one source and get no
+/// line), `editable` (printed alone: its value is empty), `requirement`, `requires_python`,
+/// `requires_dist` (one line each, sorted). `change` is nullptr for `editable` (compared as part
+/// of the source) and `requirement` (compared against the other side's version when one side is
+/// unresolved: the requirement rules of the file comment); `any_version`: compared whatever the
+/// versions (the source), else for the same version only (core metadata).
+struct ShownPipField {
+  std::string_view name;
+  std::vector<std::string> (*values)(const PipPackage&);
+  std::string (*change)(const PipPackage& old_entry, const PipPackage& new_entry) = nullptr;
+  ChangeKind kind = ChangeKind::MetadataChanged;
+  bool RecordedFields::*held = nullptr;
+  bool any_version = false;
+};
+const std::vector<ShownPipField>& shown_pip_fields();
+
 /// The same for a platform's solve inputs (inputs-changed): each channel in priority order (with
 /// the name the manifest gives it), each virtual package assumed (`name=version=build`), each
 /// PyPI index.

@@ -961,23 +961,17 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
                           (nv.empty() ? std::string("(none)") : nv));
       }
     }
+    // Every other field of two resolved entries, from the one list show prints
+    // (shown_pip_fields): the source, whatever the versions; core metadata of the same version
+    // (another version brings its own).
     if (o && n && !unresolved(*o) && !unresolved(*n)) {
-      if (auto src = pip_source_change(*o, *n); !src.empty()) {
-        kinds.insert(ChangeKind::SourceChanged);
-        c.notes.push_back(std::move(src));
-      }
-    }
-    // Core metadata of the same version (another version brings its own).
-    if (o && n && !unresolved(*o) && !unresolved(*n) && compare_pip_versions(o->version, n->version) == 0) {
-      if (both.requires_dist)
-        if (auto d = list_change("requires_dist", o->requires_dist, n->requires_dist, comparable_requirement); !d.empty()) {
-          kinds.insert(ChangeKind::MetadataChanged);
-          c.notes.push_back(std::move(d));
+      const bool same_version = compare_pip_versions(o->version, n->version) == 0;
+      for (const auto& f : shown_pip_fields()) {
+        if (f.change == nullptr || (f.held != nullptr && !(both.*f.held)) || !(same_version || f.any_version)) continue;
+        if (std::string note = f.change(*o, *n); !note.empty()) {
+          kinds.insert(f.kind);
+          c.notes.push_back(std::move(note));
         }
-      if (both.requires_python && comparable_requirement(o->requires_python) != comparable_requirement(n->requires_python)) {
-        kinds.insert(ChangeKind::MetadataChanged);
-        auto shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
-        c.notes.push_back("requires_python " + shown(o->requires_python) + " -> " + shown(n->requires_python));
       }
     }
     if (kinds.empty()) continue;
@@ -1290,6 +1284,38 @@ const std::vector<ShownRecordField>& shown_record_fields() {
       {"category", [](P p) { return one_if(!p.layer.empty() && p.layer != "main", p.layer); }, true,
        [](P o, P n) { return o.layer != n.layer ? "category " + none_shown(o.layer) + " -> " + none_shown(n.layer) : std::string(); },
        ChangeKind::MetadataChanged, &RecordedFields::categories},
+  };
+  return fields;
+}
+
+// The same one list for a pip entry's fields beyond its package line (name, version, URL, sha256).
+const std::vector<ShownPipField>& shown_pip_fields() {
+  using P = const PipPackage&;
+  static const auto none_shown = [](const std::string& v) { return v.empty() ? std::string("(none)") : v; };
+  static const std::vector<ShownPipField> fields = {
+      // The source as diff compares it: a VCS commit (pixi's `#<commit>`), an editable tree, a
+      // path; index and URL are one source (pip_source_change), so neither gets a line.
+      {"source",
+       [](P p) {
+         const PipSourceInfo src = pip_source_info(p);
+         return one_if(src.kind != PipSourceInfo::Kind::Index && src.kind != PipSourceInfo::Kind::Url, src.to_string());
+       },
+       pip_source_change, ChangeKind::SourceChanged, nullptr, true},
+      // Part of the source (PipSourceInfo's editable kind), compared with it.
+      {"editable", [](P p) { return one_if(p.editable, ""); }},
+      // What an unresolved entry asks for; compared against the other side's version by the
+      // requirement rules (unmet_requirement); of a resolved pin the version, URL and sha256 install.
+      {"requirement", [](P p) { return one_if(!p.requirement.empty(), redact_text(p.requirement)); }},
+      {"requires_python", [](P p) { return one_if(!p.requires_python.empty(), p.requires_python); },
+       [](P o, P n) {
+         return comparable_requirement(o.requires_python) != comparable_requirement(n.requires_python)
+                    ? "requires_python " + none_shown(o.requires_python) + " -> " + none_shown(n.requires_python)
+                    : std::string();
+       },
+       ChangeKind::MetadataChanged, &RecordedFields::requires_python},
+      {"requires_dist", [](P p) { return sorted_texts(p.requires_dist, false); },
+       [](P o, P n) { return list_change("requires_dist", o.requires_dist, n.requires_dist, comparable_requirement); },
+       ChangeKind::MetadataChanged, &RecordedFields::requires_dist},
   };
   return fields;
 }

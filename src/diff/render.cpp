@@ -451,13 +451,6 @@ nlohmann::json diff_to_json(const LockDiff& diff, const DiffLabels& labels) {
   return j;
 }
 
-namespace {
-std::vector<std::string> sorted(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-}  // namespace
-
 std::string render_show(const Lockfile& lock, bool with_categories) {
   std::ostringstream out;
   for (const auto& [env_name, env] : lock.environments) {
@@ -488,15 +481,11 @@ std::string render_show(const Lockfile& lock, bool with_categories) {
         out << prefix << "pypi:" << clean(p.name) << " " << (p.version.empty() ? "-" : clean(p.version)) << " "
             << (url.empty() ? "-" : clean(url.substr(0, url.find('#')))) << " "
             << (p.sha256.empty() ? "-" : "sha256:" + p.sha256) << "\n";
+        // Every other field diff compares (shown_pip_fields(), envlock/diff.hpp); a field whose
+        // value is empty (`editable`) is its name alone.
         const std::string field = prefix + "pypi:" + clean(p.name) + "  ";
-        // The source as diff compares it: a VCS commit (pixi's `#<commit>`), an editable tree, a path.
-        const PipSourceInfo src = pip_source_info(p);
-        if (src.kind != PipSourceInfo::Kind::Index && src.kind != PipSourceInfo::Kind::Url)
-          out << field << "source " << clean(src.to_string()) << "\n";
-        if (p.editable) out << field << "editable\n";
-        if (!p.requirement.empty()) out << field << "requirement " << clean(redact_text(p.requirement)) << "\n";
-        if (!p.requires_python.empty()) out << field << "requires_python " << clean(p.requires_python) << "\n";
-        for (const auto& d : sorted(p.requires_dist)) out << field << "requires_dist " << clean(d) << "\n";
+        for (const auto& f : shown_pip_fields())
+          for (const auto& v : f.values(p)) out << field << f.name << (v.empty() ? "" : " " + clean(v)) << "\n";
       }
     }
   }

@@ -302,8 +302,9 @@ TEST(Diff, PipSourceAndMetadataAreCompared) {
   auto m = diff_lockfiles(lock({rd_old}), lock({rd_new}), RecordedFields{}, RecordedFields{});  // two prefixes
   ASSERT_EQ(m.total, 1u);
   EXPECT_EQ(m.groups[0].changes[0].kind, ChangeKind::MetadataChanged);
+  // In show's field order (shown_pip_fields drives both).
   EXPECT_EQ(m.groups[0].changes[0].notes,
-            (std::vector<std::string>{"requires_dist +typing-extensions; python_version < '3.8'", "requires_python (none) -> >=3.8"}));
+            (std::vector<std::string>{"requires_python (none) -> >=3.8", "requires_dist +typing-extensions; python_version < '3.8'"}));
   RecordedFields envlock_lock;  // keeps no pip metadata
   envlock_lock.requires_dist = envlock_lock.requires_python = false;
   EXPECT_TRUE(diff_lockfiles(lock({rd_old}), lock({rd_new}), envlock_lock, {}).empty());
@@ -948,3 +949,74 @@ TEST(Diff, ShowPrintsEveryFieldDiffCompares) {
     EXPECT_TRUE(after.starts_with(line) || after.find("\n" + line) != std::string::npos) << name << "\n" << after;
   }
 }
+
+namespace envlock {
+namespace {
+
+// The pip half of the one list (shown_pip_fields): each field diff compares through the list,
+// changed alone, gives the entry the field's kind and the note its `change` writes, and is its own
+// line in show; `editable` is compared as part of the source (PEP 610's dir_info.editable, as pip
+// freeze prints `-e`), and the requirement text of a resolved pin installs nothing else (the
+// version, URL and sha256 do), so it is a show line but no change. pixi compares a locked PyPI
+// entry by its pinned source too (crates/pixi_record/src/pinned_source.rs).
+TEST(Diff, ShowPrintsEveryPipFieldDiffCompares) {
+  Lockfile base = make({{"python", "3.12.1", "h1_0"}});
+  auto& plat = base.environments["default"].platforms["linux-64"];
+  PipPackage lib;
+  lib.name = "mylib";
+  lib.version = "0.3";
+  lib.url = "git+https://github.com/acme/mylib.git@0123456789abcdef0123456789abcdef01234567";
+  lib.requirement = "mylib @ git+https://github.com/acme/mylib.git@0123456789abcdef0123456789abcdef01234567";
+  lib.requires_dist = {"numpy>=1.26"};
+  lib.requires_python = ">=3.10";
+  plat.pip = {lib};
+  using Edit = void (*)(PipPackage&);
+  const std::map<std::string, Edit> edits = {
+      {"source",
+       [](PipPackage& p) {
+         p.url = "git+https://github.com/acme/mylib.git@fedcba9876543210fedcba9876543210fedcba98";
+         p.requirement = "mylib @ " + p.url;
+       }},
+      {"editable", [](PipPackage& p) { p.editable = true; }},
+      {"requirement", [](PipPackage& p) { p.requirement = "mylib"; }},
+      {"requires_python", [](PipPackage& p) { p.requires_python = ">=3.11"; }},
+      {"requires_dist", [](PipPackage& p) { p.requires_dist.push_back("evil"); }},
+  };
+  std::set<std::string> listed, not_by_list;
+  for (const auto& f : shown_pip_fields()) {
+    listed.insert(std::string(f.name));
+    if (f.change == nullptr) not_by_list.insert(std::string(f.name));
+  }
+  std::set<std::string> covered;
+  for (const auto& [name, _] : edits) covered.insert(name);
+  EXPECT_EQ(listed, covered);
+  EXPECT_EQ(not_by_list, (std::set<std::string>{"editable", "requirement"}));
+  RecordedFields all;
+  const std::string before = render_show(base);
+  EXPECT_TRUE(diff_lockfiles(base, base, all, all).empty());
+  for (const auto& [name, edit] : edits) {
+    Lockfile changed = base;
+    auto& cp = changed.environments["default"].platforms["linux-64"];
+    edit(cp.pip[0]);
+    const std::string after = render_show(changed);
+    EXPECT_NE(after, before) << name << ": show prints no change";
+    EXPECT_NE(after.find("default/linux-64 pypi:mylib  " + name), std::string::npos) << name << "\n" << after;
+    const LockDiff d = diff_lockfiles(base, changed, all, all);
+    if (name == "requirement") {
+      EXPECT_TRUE(d.empty()) << name;
+      continue;
+    }
+    ASSERT_EQ(d.total, 1u) << name;
+    const PackageChange& c = d.groups[0].changes[0];
+    EXPECT_TRUE(c.pypi) << name;
+    const std::string field = name == "editable" ? "source" : name;
+    for (const auto& f : shown_pip_fields()) {
+      if (f.name != field) continue;
+      EXPECT_EQ(c.kind, f.kind) << name;
+      EXPECT_EQ(c.notes, std::vector<std::string>{f.change(plat.pip[0], cp.pip[0])}) << name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace envlock
