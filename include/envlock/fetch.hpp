@@ -68,6 +68,9 @@ struct FetchRequest {
   std::string if_none_match;              ///< ETag from an earlier response; sent as If-None-Match
   std::string if_modified_since;          ///< Last-Modified from an earlier response, verbatim
   AcceptEncoding accept_encoding = AcceptEncoding::Identity;
+  /// Sent as the Accept header when set (a PyPI simple index's PEP 691 content negotiation:
+  /// `application/vnd.pypi.simple.v1+json, text/html;q=0.1`); empty: libcurl's `*/*`.
+  std::string accept;
   std::string label;                      ///< shown in progress and errors (e.g. the package's
                                           ///< file name); defaults to the URL's last segment
 };
@@ -123,19 +126,27 @@ std::shared_ptr<FetchSession> make_fetch_session();
 
 /// Knobs for a batch; the defaults suit a package install. The environment overrides them for
 /// every batch (so CI can tune any command): ENVLOCK_CONNECT_TIMEOUT (seconds, connect_timeout,
-/// default 30), ENVLOCK_READ_TIMEOUT (seconds a transfer may stall below 1 byte/s before it is
-/// aborted and retried: low_speed_time, default 60), ENVLOCK_RETRIES (max_retries, default 4;
-/// repodata 3), ENVLOCK_CA_BUNDLE (ca_bundle when not set). Values that are not whole numbers
-/// are ignored (network_environment_problems() names them). NetworkSettings win over both.
+/// default 30), ENVLOCK_READ_TIMEOUT (seconds a transfer may stay below the low-speed limit
+/// before it is aborted and retried: low_speed_time, default 60), ENVLOCK_LOW_SPEED_LIMIT
+/// (bytes/s, low_speed_limit, default 30), ENVLOCK_MAX_TIME (seconds, max_time, default none),
+/// ENVLOCK_RETRIES (max_retries, default 4; repodata 3), ENVLOCK_CA_BUNDLE (ca_bundle when not
+/// set). Values that are not whole numbers are ignored (network_environment_problems() names
+/// them). NetworkSettings win over both.
 struct FetchOptions {
   std::size_t parallel = 8;                          ///< concurrent transfers (>= 1)
   unsigned max_retries = 4;                          ///< retries after the first attempt
   std::chrono::milliseconds retry_base_delay{250};   ///< backoff: base * 2^(attempt-1), capped
   std::chrono::milliseconds retry_max_delay{8000};   ///< cap of one backoff wait
   std::chrono::seconds connect_timeout{30};          ///< per connection attempt
-  /// A transfer slower than low_speed_limit bytes/s for low_speed_time is aborted (then retried).
-  std::uint64_t low_speed_limit = 1;
+  /// A transfer slower than low_speed_limit bytes/s for low_speed_time is aborted (then retried):
+  /// libcurl's CURLOPT_LOW_SPEED_LIMIT/TIME with libmamba's values (30 bytes/s for 60 s), so a
+  /// server that drips a byte a second fails instead of holding the command forever.
+  std::uint64_t low_speed_limit = 30;
   std::chrono::seconds low_speed_time{60};
+  /// The most one file may take, every attempt and backoff wait together (CURLOPT_TIMEOUT_MS of
+  /// what is left, as curl's --max-time bounds one transfer); past it the file fails, not
+  /// retried, naming the limit. 0: none (libmamba sets no overall timeout either).
+  std::chrono::seconds max_time{0};
   bool use_netrc = true;                             ///< read credentials from netrc (optional)
   std::filesystem::path netrc_file;                  ///< empty: $NETRC, else ~/.netrc
   /// Apply the credentials file (envlock/credentials.hpp). A file that cannot be read or parsed
@@ -159,15 +170,18 @@ struct FetchOptions {
   std::shared_ptr<FetchSession> session;
 };
 
-/// Network settings given on the command line (`--connect-timeout`, `--read-timeout`, `--retries`,
-/// `--ca-bundle`; src/cli/network_options.cpp). Once set, they win over the environment variables
-/// above and over every FetchOptions' own connect_timeout, low_speed_time, max_retries and
-/// ca_bundle, for each batch the process runs afterwards (as uv's and pip's options win over
-/// their environment variables). An unset field leaves the environment and FetchOptions in charge.
+/// Network settings given on the command line (`--connect-timeout`, `--read-timeout`,
+/// `--low-speed-limit`, `--max-time`, `--retries`, `--ca-bundle`; src/cli/network_options.cpp).
+/// Once set, they win over the environment variables above and over every FetchOptions' own
+/// connect_timeout, low_speed_time, low_speed_limit, max_time, max_retries and ca_bundle, for
+/// each batch the process runs afterwards (as uv's and pip's options win over their environment
+/// variables). An unset field leaves the environment and FetchOptions in charge.
 struct NetworkSettings {
   std::optional<std::chrono::seconds> connect_timeout;  ///< >= 1 s
   std::optional<std::chrono::seconds> read_timeout;     ///< low_speed_time; >= 1 s
   std::optional<unsigned> retries;                      ///< max_retries
+  std::optional<std::uint64_t> low_speed_limit;         ///< bytes/s; >= 1
+  std::optional<std::chrono::seconds> max_time;         ///< >= 1 s
   std::filesystem::path ca_bundle;                      ///< empty: not set
 };
 

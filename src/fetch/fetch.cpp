@@ -1,6 +1,7 @@
 // fetch.cpp — fetch_all over libcurl multi: parallel transfers into `.partial` files, hashed while
 // streaming, resumed with Range, retried with backoff, renamed only after verification.
 // See envlock/fetch.hpp for the contract. libcurl is used here and nowhere else in envlock.
+#include "envlock/atomic_file.hpp"
 #include "envlock/fetch.hpp"
 
 #include <curl/curl.h>
@@ -231,6 +232,7 @@ struct Transfer {
   bool restart_from_zero = false;  // drop any .partial before the next attempt
   bool fresh_retry_used = false;   // a digest mismatch after resume already retried from zero
   Clock::time_point not_before{};
+  Clock::time_point deadline{};  // FetchOptions::max_time after the first attempt began; {}: none
   std::uint64_t max_resumed_from = 0;
 };
 
@@ -288,8 +290,8 @@ void write_validators(const Transfer& t) {
     return;
   }
   if (t.header_length) text += "length: " + std::to_string(*t.header_length) + "\n";
-  std::ofstream out(t.validators, std::ios::binary | std::ios::trunc);
-  out << text;
+  // Never through a link planted in a shared cache (attack 22, A2): the entry itself is replaced.
+  (void)write_file_atomic(t.validators, text, {.mode = 0644, .follow_symlink = false, .sync = false});
 }
 
 /// The host of an absolute URL, lower-case, without user info and port ("[::1]" keeps brackets).
@@ -499,7 +501,7 @@ size_t on_body(char* data, size_t size, size_t nmemb, void* userp) {
 
 /// Reads an existing partial file into the hashers; false on read failure.
 bool hash_existing(Transfer& t, std::uint64_t bytes) {
-  Fd in(::open(t.partial.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd in(::open(t.partial.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in.valid()) return false;
   std::vector<char> buf(1 << 16);
   std::uint64_t left = bytes;
@@ -532,12 +534,16 @@ FetchOptions with_environment(FetchOptions o) {
   if (auto s = env_number("ENVLOCK_CONNECT_TIMEOUT"); s && *s > 0) o.connect_timeout = std::chrono::seconds(*s);
   if (auto s = env_number("ENVLOCK_READ_TIMEOUT"); s && *s > 0) o.low_speed_time = std::chrono::seconds(*s);
   if (auto n = env_number("ENVLOCK_RETRIES")) o.max_retries = static_cast<unsigned>(*n);
+  if (auto n = env_number("ENVLOCK_LOW_SPEED_LIMIT"); n && *n > 0) o.low_speed_limit = static_cast<std::uint64_t>(*n);
+  if (auto s = env_number("ENVLOCK_MAX_TIME"); s && *s > 0) o.max_time = std::chrono::seconds(*s);
   if (const char* ca = std::getenv("ENVLOCK_CA_BUNDLE"); ca != nullptr && *ca != '\0' && o.ca_bundle.empty())
     o.ca_bundle = ca;
   std::lock_guard lock(g_settings_mu);
   if (g_settings.connect_timeout) o.connect_timeout = *g_settings.connect_timeout;
   if (g_settings.read_timeout) o.low_speed_time = *g_settings.read_timeout;
   if (g_settings.retries) o.max_retries = *g_settings.retries;
+  if (g_settings.low_speed_limit) o.low_speed_limit = *g_settings.low_speed_limit;
+  if (g_settings.max_time) o.max_time = *g_settings.max_time;
   if (!g_settings.ca_bundle.empty()) o.ca_bundle = g_settings.ca_bundle;
   return o;
 }
@@ -711,7 +717,7 @@ void Batch::succeed(Transfer& t, FetchResult result) {
 }
 
 void Batch::retry_or_fail(Transfer& t, Error error, std::chrono::milliseconds delay) {
-  if (t.attempts > options_.max_retries) {
+  if (t.attempts > options_.max_retries || (t.deadline != Clock::time_point{} && Clock::now() + delay >= t.deadline)) {
     fail(t, std::move(error));
     return;
   }
@@ -746,7 +752,12 @@ Batch::StartOutcome Batch::start(Transfer& t) {
 
   std::uint64_t existing = 0;
   struct stat st {};
-  if (may_resume && ::stat(t.partial.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+  // lstat, and O_NOFOLLOW below: a .partial that is not a plain file (a link someone with write
+  // access to a shared package cache planted, attack 22 A2) is removed, never written through,
+  // as pip, uv and rattler write a download only into a file they just created.
+  const bool is_there = ::lstat(t.partial.c_str(), &st) == 0;
+  if (is_there && !S_ISREG(st.st_mode)) drop_partial(t);
+  if (may_resume && is_there && S_ISREG(st.st_mode)) {
     existing = static_cast<std::uint64_t>(st.st_size);
     if (req.size && existing > *req.size) existing = 0;
   }
@@ -763,7 +774,7 @@ Batch::StartOutcome Batch::start(Transfer& t) {
     existing = 0;
     reset_hashers(t);
   }
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (existing > 0 ? 0 : O_TRUNC);
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (existing > 0 ? 0 : O_TRUNC);
   t.fd = Fd(::open(t.partial.c_str(), flags, 0644));
   if (!t.fd.valid()) {
     const int err = errno;
@@ -812,6 +823,12 @@ Batch::StartOutcome Batch::start(Transfer& t) {
   lc().easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count() * 1000));
   lc().easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(options_.low_speed_limit));
   lc().easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
+  if (options_.max_time.count() > 0) {
+    // One deadline for the file, all attempts and waits together (not libcurl's per attempt).
+    if (t.deadline == Clock::time_point{}) t.deadline = Clock::now() + options_.max_time;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t.deadline - Clock::now()).count();
+    lc().easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<long long>(left, 1)));
+  }
   const std::string agent =
       options_.user_agent.empty() ? std::string("envlock/") + ENVLOCK_VERSION_STRING : options_.user_agent;
   lc().easy_setopt(e, CURLOPT_USERAGENT, agent.c_str());  // libcurl copies option strings
@@ -847,6 +864,7 @@ Batch::StartOutcome Batch::start(Transfer& t) {
     const std::string& validator = strong_etag(t.kept_etag) ? t.kept_etag : t.kept_last_modified;
     if (!validator.empty()) list = lc().slist_append(list, ("If-Range: " + validator).c_str());
   }
+  if (!req.accept.empty()) list = lc().slist_append(list, ("Accept: " + req.accept).c_str());
   if (!req.if_none_match.empty()) list = lc().slist_append(list, ("If-None-Match: " + req.if_none_match).c_str());
   if (!req.if_modified_since.empty()) {
     list = lc().slist_append(list, ("If-Modified-Since: " + req.if_modified_since).c_str());
@@ -1038,7 +1056,25 @@ void Batch::finish(Transfer& t, CURLcode code) {
       why.replace(pos, raw->size(), t.redacted);
   }
   why = redact_text(why);
+  if (code == CURLE_OPERATION_TIMEDOUT) {
+    // libcurl's one code for three limits: tell them apart, and name the option of each.
+    curl_off_t pretransfer = 0;
+    lc().easy_getinfo(t.easy.get(), CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
+    // (libcurl's clock may fire CURLOPT_TIMEOUT_MS a little before ours reaches the deadline)
+    if (t.deadline != Clock::time_point{} && Clock::now() + std::chrono::milliseconds(200) >= t.deadline) {
+      why = "it took more than " + std::to_string(options_.max_time.count()) +
+            " s, the most a download may take (--max-time, ENVLOCK_MAX_TIME)";
+    } else if (pretransfer > 0) {
+      why = "it stalled: less than " + std::to_string(options_.low_speed_limit) + " bytes/s for " +
+            std::to_string(options_.low_speed_time.count()) +
+            " s (the low-speed limit: --low-speed-limit, ENVLOCK_LOW_SPEED_LIMIT; --read-timeout, ENVLOCK_READ_TIMEOUT)";
+    }
+  }
   Error err{ErrorKind::Network, t.redacted, "download of " + t.label + redirected + " failed: " + why};
+  if (code == CURLE_OPERATION_TIMEDOUT && why.starts_with("it stalled"))
+    err.hint = "the server sends too slowly; on a slow link raise --read-timeout or lower --low-speed-limit";
+  if (code == CURLE_OPERATION_TIMEDOUT && why.starts_with("it took more"))
+    err.hint = "raise --max-time (or unset ENVLOCK_MAX_TIME) for a large file on a slow link";
   if (code == CURLE_FILE_COULDNT_READ_FILE && t.scheme == Scheme::File) err.http_status = 404;  // as a server's 404
   if (code == CURLE_PARTIAL_FILE || code == CURLE_RECV_ERROR || code == CURLE_GOT_NOTHING) {
     err.hint = "the connection was dropped; run the command again to resume the download";
@@ -1234,16 +1270,23 @@ std::vector<std::string> network_environment_problems() {
   auto quoted = [](std::string_view v) {
     return "'" + std::string(v.substr(0, 40)) + (v.size() > 40 ? "...'" : "'");
   };
-  for (const char* name : {"ENVLOCK_CONNECT_TIMEOUT", "ENVLOCK_READ_TIMEOUT", "ENVLOCK_RETRIES"}) {
+  const struct {
+    const char* name;
+    const char* unit;  // of the number: " of seconds", ""
+    const char* one;   // its least value, spelled: "1 second"; nullptr: 0 is allowed
+  } numbers[] = {{"ENVLOCK_CONNECT_TIMEOUT", " of seconds", "1 second"},
+                 {"ENVLOCK_READ_TIMEOUT", " of seconds", "1 second"},
+                 {"ENVLOCK_RETRIES", "", nullptr},
+                 {"ENVLOCK_LOW_SPEED_LIMIT", " of bytes per second", "1 byte per second"},
+                 {"ENVLOCK_MAX_TIME", " of seconds", "1 second"}};
+  for (const auto& [name, unit, one] : numbers) {
     const char* v = std::getenv(name);
     if (v == nullptr || *v == '\0') continue;
-    const bool seconds = std::string_view(name) != "ENVLOCK_RETRIES";
     const auto n = env_number(name);
     if (!n) {
-      out.push_back(std::string(name) + "=" + quoted(v) + " is not a whole number" + (seconds ? " of seconds" : "") +
-                    " (at most 6 digits); ignored");
-    } else if (seconds && *n == 0) {
-      out.push_back(std::string(name) + "=" + quoted(v) + " is not at least 1 second; ignored");
+      out.push_back(std::string(name) + "=" + quoted(v) + " is not a whole number" + unit + " (at most 6 digits); ignored");
+    } else if (one != nullptr && *n == 0) {
+      out.push_back(std::string(name) + "=" + quoted(v) + " is not at least " + one + "; ignored");
     }
   }
   if (const char* ca = std::getenv("ENVLOCK_CA_BUNDLE"); ca != nullptr && *ca != '\0') {
