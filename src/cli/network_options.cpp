@@ -1,4 +1,5 @@
-// --connect-timeout, --read-timeout, --retries, --ca-bundle; see network_options.hpp.
+// --connect-timeout, --read-timeout, --low-speed-limit, --max-time, --retries, --ca-bundle; see
+// network_options.hpp.
 #include "network_options.hpp"
 
 #include <sys/stat.h>
@@ -57,7 +58,23 @@ void add_network_options(CLI::App& sub) {
            settings->read_timeout = std::chrono::seconds(std::stoul(v));
            apply();
          },
-         "seconds a transfer may stall before it is retried (default 60; ENVLOCK_READ_TIMEOUT)")
+         "seconds a transfer may stay below --low-speed-limit before it is retried (default 60; ENVLOCK_READ_TIMEOUT)")
+      ->type_name("SECONDS")
+      ->check(whole_number(true, 1));
+  sub.add_option_function<std::string>(
+         "--low-speed-limit", [settings, apply](const std::string& v) {
+           settings->low_speed_limit = std::stoull(v);
+           apply();
+         },
+         "bytes per second below which a transfer counts as stalled (default 30, as mamba; ENVLOCK_LOW_SPEED_LIMIT)")
+      ->type_name("BYTES")
+      ->check(whole_number(false, 1));
+  sub.add_option_function<std::string>(
+         "--max-time", [settings, apply](const std::string& v) {
+           settings->max_time = std::chrono::seconds(std::stoul(v));
+           apply();
+         },
+         "seconds one download may take, retries included (default: no limit; ENVLOCK_MAX_TIME)")
       ->type_name("SECONDS")
       ->check(whole_number(true, 1));
   sub.add_option_function<std::string>(

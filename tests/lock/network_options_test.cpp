@@ -1,7 +1,10 @@
-// Network settings as options (--connect-timeout, --read-timeout, --retries, --ca-bundle) on every
-// command that transfers: checked as they are parsed (exit 2 naming the option), and winning over
-// the ENVLOCK_* environment variables; a variable that cannot be used is named in a warning.
+// Network settings as options (--connect-timeout, --read-timeout, --low-speed-limit, --max-time,
+// --retries, --ca-bundle) on every command that transfers: checked as they are parsed (exit 2
+// naming the option), and winning over the ENVLOCK_* environment variables; a variable that cannot
+// be used is named in a warning.
 #include <gtest/gtest.h>
+
+#include <chrono>
 
 #include "channel/corpus_channel.hpp"
 #include "support/http_server.hpp"
@@ -44,6 +47,12 @@ TEST(NetworkOptions, BadValuesAreUsageErrorsNamingTheOption) {
     r = run_command(envlock_cmd() + " " + c.args + " --read-timeout 0");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.err, head + "--read-timeout: must be at least 1 second\n" + hint);
+    r = run_command(envlock_cmd() + " " + c.args + " --low-speed-limit 0");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, head + "--low-speed-limit: must be at least 1\n" + hint);
+    r = run_command(envlock_cmd() + " " + c.args + " --max-time 0");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, head + "--max-time: must be at least 1 second\n" + hint);
     r = run_command(envlock_cmd() + " " + c.args + " --retries -1");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.err, head + "--retries: '-1' is not a whole number (at most 6 digits)\n" + hint);
@@ -93,14 +102,73 @@ TEST(NetworkOptions, AnUnusableVariableIsNamedInAWarningAndIgnored) {
                         {"ENVLOCK_READ_TIMEOUT", "soon"},
                         {"ENVLOCK_CONNECT_TIMEOUT", "0"},
                         {"ENVLOCK_RETRIES", "1234567"},
+                        {"ENVLOCK_LOW_SPEED_LIMIT", "fast"},
+                        {"ENVLOCK_MAX_TIME", "0"},
                         {"ENVLOCK_CA_BUNDLE", (tmp.path() / "none.pem").string()}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "locked " + (tmp.path() / "envlock.lock").string() + "\n  default / linux-64: 1 packages\n");
   EXPECT_EQ(r.err, "warning: ENVLOCK_CONNECT_TIMEOUT='0' is not at least 1 second; ignored\n"
                    "warning: ENVLOCK_READ_TIMEOUT='soon' is not a whole number of seconds (at most 6 digits); ignored\n"
                    "warning: ENVLOCK_RETRIES='1234567' is not a whole number (at most 6 digits); ignored\n"
+                   "warning: ENVLOCK_LOW_SPEED_LIMIT='fast' is not a whole number of bytes per second (at most 6 "
+                   "digits); ignored\n"
+                   "warning: ENVLOCK_MAX_TIME='0' is not at least 1 second; ignored\n"
                    "warning: ENVLOCK_CA_BUNDLE='" + (tmp.path() / "none.pem").string() +
                        "' is not a readable file; https transfers will fail to verify certificates\n");
+}
+
+// A server that sends a byte every half second (2 bytes/s) never stalls libcurl's read, so with
+// the old limit (1 byte/s) it held `envlock lock` as long as it kept dripping. The low-speed limit
+// is libmamba's (CURLOPT_LOW_SPEED_LIMIT 30 bytes/s over CURLOPT_LOW_SPEED_TIME 60 s,
+// libmamba/src/download/curl.cpp; conda's remote_read_timeout_secs only bounds the wait for each
+// read, which a drip satisfies), with the time as --read-timeout; past it the transfer is retried
+// as a stall, and the error names the limit and its options. An overall deadline per file,
+// retries included, is opt-in (--max-time, curl's name; libmamba sets none): past it the file
+// fails without another try.
+TEST(NetworkOptions, ADrippingServerIsGivenUpAtTheLowSpeedLimitOrTheDeadline) {
+  TempDir tmp("netopt");
+  make_channel(tmp.path() / "www");
+  testing::HttpServer server(tmp.path() / "www", {"--drip", "/ch/noarch/repodata.json=0.5"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  spit(tmp.path() / "envlock.yaml", "channels: [" + server.url("/ch") + "]\nplatforms: [linux-64]\ndependencies: [foo]\n");
+  const std::string lock = envlock_cmd() + " lock -f '" + (tmp.path() / "envlock.yaml").string() + "' -o '" +
+                           (tmp.path() / "envlock.lock").string() + "'";
+  const std::string url = server.url("/ch/noarch/repodata.json");
+  const std::map<std::string, std::string> env{{"ENVLOCK_CACHE_DIR", (tmp.path() / "cache").string()}};
+  auto started = std::chrono::steady_clock::now();
+  auto r = run_command(lock + " --read-timeout 2 --retries 1", env);
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + url + ": download of noarch/repodata.json failed: it stalled: less than 30 bytes/s for "
+                   "2 s (the low-speed limit: --low-speed-limit, ENVLOCK_LOW_SPEED_LIMIT; --read-timeout, "
+                   "ENVLOCK_READ_TIMEOUT)\n"
+                   "gave up after 2 attempts\n"
+                   "hint: the server sends too slowly; on a slow link raise --read-timeout or lower --low-speed-limit\n");
+  EXPECT_EQ(server.request_count("/ch/noarch/repodata.json"), 2);  // a stall is retried
+  EXPECT_LT(took, std::chrono::seconds(20));
+  EXPECT_FALSE(fs::exists(tmp.path() / "envlock.lock"));
+
+  // Under a limit of 1 byte/s the drip passes; ENVLOCK_MAX_TIME=3 ends it, retries left or not.
+  auto with_deadline = env;
+  with_deadline["ENVLOCK_MAX_TIME"] = "3";
+  started = std::chrono::steady_clock::now();
+  r = run_command(lock + " --low-speed-limit 1 --retries 3", with_deadline);
+  took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + url + ": download of noarch/repodata.json failed: it took more than 3 s, the most a "
+                   "download may take (--max-time, ENVLOCK_MAX_TIME)\n"
+                   "hint: raise --max-time (or unset ENVLOCK_MAX_TIME) for a large file on a slow link\n");
+  EXPECT_EQ(server.request_count("/ch/noarch/repodata.json"), 3);
+  EXPECT_GE(took, std::chrono::seconds(3));
+  EXPECT_LT(took, std::chrono::seconds(20));
+  // The option wins over the variable.
+  r = run_command(lock + " --low-speed-limit 1 --retries 0 --max-time 1", with_deadline);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: " + url + ": download of noarch/repodata.json failed: it took more than 1 s, the most a "
+                   "download may take (--max-time, ENVLOCK_MAX_TIME)\n"
+                   "hint: raise --max-time (or unset ENVLOCK_MAX_TIME) for a large file on a slow link\n");
 }
 
 TEST(LockProgress, ALogShowsWhichRepodataALockWaitsOn) {

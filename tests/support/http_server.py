@@ -16,6 +16,8 @@ killed. Fault switches make the failure cases of a download reproducible:
                           prefix is stripped before the file is looked up; 401 otherwise)
   --redirect PATH=URL     answer 302 with `Location: URL` for PATH (checked before auth)
   --delay PATH=SECONDS    wait SECONDS before answering each request for PATH (a stalled server)
+  --drip PATH=SECONDS[:N] send the body of PATH one byte every SECONDS (a server that drips; the
+                          first N requests, default every one); `GET /__bytes` counts each byte
   --no-range              ignore Range headers (always answer 200 with the whole file)
   --ignore-if-range       answer a Range with 206 even when If-Range names another version
                           (a server that does not implement RFC 9110 §13.1.5)
@@ -73,6 +75,11 @@ class State:
         self.path_token = args.path_token
         self.redirect = dict(r.split("=", 1) for r in (args.redirect or []))
         self.delay = {p: float(d) for p, d in (r.rsplit("=", 1) for r in (args.delay or []))}
+        self.drip = {}
+        for rule in args.drip or []:
+            path, value = rule.rsplit("=", 1)
+            seconds, _, count = value.partition(":")
+            self.drip[path] = [float(seconds), int(count) if count else None]
         self.bytes_sent = 0
         self.connections = 0
         self.no_range = args.no_range
@@ -170,6 +177,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if drop is not None and drop[1] > 0:
                 drop_bytes = drop[0]
                 drop[1] -= 1
+            drip = st.drip.get(path)
+            drip_seconds = None
+            if drip is not None and (drip[1] is None or drip[1] > 0):
+                drip_seconds = drip[0]
+                if drip[1] is not None:
+                    drip[1] -= 1
 
         if path in st.delay:
             time.sleep(st.delay[path])
@@ -237,6 +250,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(2)
             return
+        if drip_seconds is not None:
+            for i in range(len(body)):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                with st.lock:
+                    st.bytes_sent += 1
+                time.sleep(drip_seconds)
+            return
         self.wfile.write(body)
         with st.lock:
             st.bytes_sent += len(body)
@@ -260,6 +281,7 @@ def main():
     ap.add_argument("--path-token")
     ap.add_argument("--redirect", action="append")
     ap.add_argument("--delay", action="append")
+    ap.add_argument("--drip", action="append")
     ap.add_argument("--no-range", action="store_true")
     ap.add_argument("--ignore-if-range", action="store_true")
     ap.add_argument("--no-validators", action="store_true")
