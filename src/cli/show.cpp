@@ -54,13 +54,15 @@ int run_show(const Context& ctx, const std::string& arg) {
           pj_out["license"] = p.license;
         }
         for (const auto& p : plat.pip) {
-          // A pip line that names no project (`-e .`) is named by its text, as in the text view.
+          // A pip line that names no project (`-e .`) is named by its text, as in the text view; the
+          // other fields diff compares (shown_pip_fields) are keys of their own.
           j["packages"].push_back({{"environment", env_name}, {"platform", key}, {"source", "pypi"},
                                    {"name", p.name.empty() ? redact_text(p.requirement) : p.name},
                                    {"version", p.version}, {"build", ""}, {"channel", ""},
                                    {"url", redact_url(p.url)}, {"sha256", p.sha256}, {"md5", ""},
                                    {"pip_source", pip_source_info(p).to_string()}, {"editable", p.editable},
-                                   {"requirement", redact_text(p.requirement)}});
+                                   {"requirement", redact_text(p.requirement)},
+                                   {"requires_python", p.requires_python}, {"requires_dist", p.requires_dist}});
         }
       }
     }

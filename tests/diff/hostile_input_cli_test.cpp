@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "envlock/diff.hpp"
 #include "support/run_command.hpp"
 
 namespace fs = std::filesystem;
@@ -1029,4 +1030,81 @@ TEST(HostileInput, ALinkOutOfTheRepositoryIsNotFollowed) {
   fs::create_symlink("secret.yml", dir.path() / "outside-link.yml");
   r = run_command(envlock_cmd() + " diff " + q(secret) + " " + q(dir.path() / "outside-link.yml"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// `show --json` holds every field `diff` compares, as the text view does (the lists of
+// envlock/diff.hpp: shown_record_fields, shown_pip_fields, shown_platform_fields), each as a key of
+// its own (a pip entry's `source` is `pip_source`: `source` says conda or pypi); before, a pip
+// entry's requires_dist and requires_python were compared but missing. Whole output.
+TEST(HostileInput, ShowJsonHoldsEveryFieldDiffCompares) {
+  TempDir dir;
+  const auto pixi = dir.write("pixi.lock", kPixiLock + "  requires_dist:\n  - numpy>=1.26\n  requires_python: '>=3.10'\n");
+  auto r = run_command(envlock_cmd() + " show --json " + q(pixi));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+                   "{\n"
+                   "  \"format\": \"pixi.lock v6\",\n"
+                   "  \"packages\": [\n"
+                   "    {\n"
+                   "      \"build\": \"hb9d3cd8_2\",\n"
+                   "      \"build_number\": 0,\n"
+                   "      \"category\": null,\n"
+                   "      \"channel\": \"https://conda.anaconda.org/conda-forge\",\n"
+                   "      \"constrains\": [],\n"
+                   "      \"depends\": [],\n"
+                   "      \"environment\": \"default\",\n"
+                   "      \"file_name\": \"zlib-1.3.1-hb9d3cd8_2.conda\",\n"
+                   "      \"license\": \"\",\n"
+                   "      \"md5\": \"c9f075ab2f33b3bbee9e62d4ad0a6cd8\",\n"
+                   "      \"name\": \"zlib\",\n"
+                   "      \"noarch\": \"\",\n"
+                   "      \"platform\": \"linux-64\",\n"
+                   "      \"python_site_packages_path\": \"\",\n"
+                   "      \"sha256\": \"5d7c0e5f0005f74112a34a7425179f4eb6e73c92f5d109e6af4ddeca407c92ab\",\n"
+                   "      \"size\": 92286,\n"
+                   "      \"source\": \"conda\",\n"
+                   "      \"subdir\": \"linux-64\",\n"
+                   "      \"track_features\": [],\n"
+                   "      \"url\": \"https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\",\n"
+                   "      \"version\": \"1.3.1\"\n"
+                   "    },\n"
+                   "    {\n"
+                   "      \"build\": \"\",\n"
+                   "      \"channel\": \"\",\n"
+                   "      \"editable\": false,\n"
+                   "      \"environment\": \"default\",\n"
+                   "      \"md5\": \"\",\n"
+                   "      \"name\": \"mylib\",\n"
+                   "      \"pip_source\": \"vcs git+https://github.com/acme/mylib.git@0123456789abcdef0123456789abcdef01234567\",\n"
+                   "      \"platform\": \"linux-64\",\n"
+                   "      \"requirement\": \"\",\n"
+                   "      \"requires_dist\": [\n"
+                   "        \"numpy>=1.26\"\n"
+                   "      ],\n"
+                   "      \"requires_python\": \">=3.10\",\n"
+                   "      \"sha256\": \"\",\n"
+                   "      \"source\": \"pypi\",\n"
+                   "      \"url\": \"git+https://github.com/acme/mylib.git?rev=main#0123456789abcdef0123456789abcdef01234567\",\n"
+                   "      \"version\": \"0.1.0\"\n"
+                   "    }\n"
+                   "  ],\n"
+                   "  \"platforms\": [\n"
+                   "    {\n"
+                   "      \"channel\": [\n"
+                   "        \"https://conda.anaconda.org/conda-forge/\"\n"
+                   "      ],\n"
+                   "      \"environment\": \"default\",\n"
+                   "      \"platform\": \"linux-64\",\n"
+                   "      \"pypi_index\": [],\n"
+                   "      \"virtual_package\": []\n"
+                   "    }\n"
+                   "  ]\n"
+                   "}\n");
+  for (const auto& f : envlock::shown_record_fields())
+    EXPECT_NE(r.out.find("\"" + std::string(f.name) + "\": "), std::string::npos) << f.name;
+  for (const auto& f : envlock::shown_pip_fields())
+    EXPECT_NE(r.out.find("\"" + std::string(f.name == "source" ? "pip_source" : f.name) + "\": "), std::string::npos) << f.name;
+  for (const auto& f : envlock::shown_platform_fields())
+    EXPECT_NE(r.out.find("\"" + std::string(f.name) + "\": "), std::string::npos) << f.name;
 }
