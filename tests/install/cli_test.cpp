@@ -1074,7 +1074,7 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
   const auto full_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
 
   std::mt19937 rng(20261130);
-  int saw_old = 0, saw_new = 0, saw_pending = 0;
+  int saw_old = 0, saw_new = 0, saw_pending = 0, damaged = 0, saw_fresh_nothing = 0;
   for (int run = 0; run < 100; ++run) {
     const bool forward = run % 2 == 0;  // alternate old->new and new->old
     const fs::path target = forward ? new_lock : old_lock;
@@ -1083,15 +1083,43 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
     if (dists(prefix) != from) {
       ASSERT_EQ(envlock("install --copy -l " + q(forward ? old_lock : new_lock) + " -p " + q(prefix)).exit_code, 0);
     }
+    // The install repairs a damaged package cache entry as well (issue 23, "How it is proven"):
+    // before each install of the new set, a file of each noarch package's extracted folder is
+    // replaced by a shorter one (a new inode: the prefix's hard links keep theirs), so the install
+    // extracts it again from its archive — and may be killed doing it.
+    if (forward)
+      for (const auto& p : noarch) {
+        std::string dist = p.file_name;
+        for (const char* ext : {".conda", ".tar.bz2"})
+          if (dist.ends_with(ext)) dist.resize(dist.size() - std::string_view(ext).size());
+        const fs::path entry = root_ / "pkgs" / dist;
+        if (!fs::is_directory(entry)) continue;
+        for (const auto& e : fs::recursive_directory_iterator(entry)) {
+          const std::string rel = e.path().lexically_relative(entry).generic_string();
+          if (!e.is_regular_file() || rel.starts_with("info/") || rel.find('/') == std::string::npos) continue;
+          fs::remove(e.path());
+          spit(e.path(), "damaged\n");
+          ++damaged;
+          break;
+        }
+      }
+    // Every tenth run is a first install into a fresh prefix: killed, it leaves nothing or the
+    // whole new tree (maybe pending), and the next run recovers it.
+    const bool fresh = run % 10 == 4;
+    if (fresh) fs::remove_all(prefix);
     std::uniform_int_distribution<long> delay(0, static_cast<long>(full_us * 1.2));
     pid = spawn(target);
     ::usleep(static_cast<useconds_t>(delay(rng)));
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);
-    SCOPED_TRACE("run " + std::to_string(run));
+    SCOPED_TRACE("run " + std::to_string(run) + (fresh ? " (first install)" : ""));
+    if (fresh && !fs::exists(fs::symlink_status(prefix))) {
+      ++saw_fresh_nothing;
+      continue;
+    }
     ASSERT_TRUE(fs::is_directory(prefix)) << "the prefix vanished";
     const auto now = dists(prefix);
-    ASSERT_TRUE(now == from || now == to) << "a mix of old and new";
+    ASSERT_TRUE(now == to || (!fresh && now == from)) << "a mix of old and new";
     // A child the killed envlock started (a post-link script, the driver check's child) may
     // still hold the prefix lock for a moment: "running right now" is then the truth. Wait for
     // it, as a user rerunning the command would, before judging the tree.
@@ -1122,8 +1150,13 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
   EXPECT_GT(saw_old, 0);
   EXPECT_GT(saw_new, 0);
   EXPECT_GT(saw_pending, 0) << "no kill landed in a post-link script";
-  // The next run cleans whatever a killed run left beside the prefix.
+  EXPECT_GT(damaged, 0) << "no cache entry was damaged";
+  // The next run cleans whatever a killed run left beside the prefix, and the cache entries it
+  // links from are whole (verify checks them against their info/paths.json: Kind::Cache).
   ASSERT_EQ(envlock("install -l " + q(new_lock) + " -p " + q(prefix)).exit_code, 0);
+  auto final_check = verify_prefix(prefix);
+  ASSERT_TRUE(final_check.ok());
+  EXPECT_TRUE(final_check->clean()) << final_check->drift.front().path << ": " << final_check->drift.front().reason;
   for (const auto& e : fs::directory_iterator(prefix.parent_path()))
     EXPECT_EQ(e.path().filename().string().find("envlock-stage"), std::string::npos) << e.path();
 }
