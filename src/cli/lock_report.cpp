@@ -15,14 +15,17 @@ namespace {
 /// One package in two locks: "name old -> new" when its version or build moved; else, for the
 /// same build, what of the record moved ("name 1.0 0 (url A -> B)", "(sha256, depends)");
 /// nullopt when nothing did. URLs are compared as read (a relative channel resolved against the
-/// lockfile's folder), so a package the two files spell alike is never reported.
+/// lockfile's folder) and then as written, so a package the two files spell alike is never
+/// reported.
 std::optional<std::string> changed(const LockedPackage& was, const LockedPackage& now, const Spelling& spell_was,
                                    const Spelling& spell_now) {
   const std::string old_pin = was.version.to_string() + " " + was.build;
   const std::string new_pin = now.version.to_string() + " " + now.build;
   if (old_pin != new_pin || was.build_number != now.build_number) return now.name + " " + old_pin + " -> " + new_pin;
   std::vector<std::string> what;
-  if (was.url != now.url || was.file_name != now.file_name)
+  // (a pin of an https:// base keeps a relative spelling as written while the file read back
+  // resolves it: compared as the two files write them, they are the same)
+  if ((was.url != now.url && spell_was(was.url) != spell_now(now.url)) || was.file_name != now.file_name)
     what.push_back("url " + spell_was(was.url) + " -> " + spell_now(now.url));
   if (was.sha256 != now.sha256 || was.md5 != now.md5) what.emplace_back("sha256");
   if (was.depends != now.depends) what.emplace_back("depends");

@@ -8,9 +8,14 @@
 // depends, subdir, sha256, size).
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -1033,6 +1038,155 @@ TEST(BaseLockfile, AChainDeeperThanEightBasesIsRefused) {
     }
     base = "{lockfile: ../" + name + "/envlock.lock, environment: default}";
   }
+}
+
+}  // namespace
+}  // namespace envlock
+
+namespace envlock {
+namespace {
+
+/// `envlock ARGS` started in `dir` in the background (its own process: sh execs it), with `env`
+/// set, its output thrown away; killed with SIGKILL as soon as a `*.partial` file under `watch`
+/// holds at least `bytes` bytes (the download is mid-body). Returns how it ended: "killed
+/// mid-body", or what happened instead.
+std::string kill_mid_body(const fs::path& dir, const std::string& args, const std::map<std::string, std::string>& env,
+                          const fs::path& watch, std::uintmax_t bytes) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    const std::string line = "cd '" + dir.string() + "' && exec " + envlock_cmd() + " " + args + " >/dev/null 2>&1";
+    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string ended = "no .partial of " + std::to_string(bytes) + " bytes within 30 s";
+  while (std::chrono::steady_clock::now() < until) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return "exited before the kill";
+    std::error_code ec;
+    bool mid_body = false;
+    for (auto it = fs::recursive_directory_iterator(watch, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->path().extension() == ".partial" && fs::file_size(it->path(), ec) >= bytes) mid_body = true;
+    if (mid_body) {
+      ended = "killed mid-body";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return ended;
+}
+
+/// The `*.partial` files under `dir`, by name.
+std::vector<std::string> partials(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->path().extension() == ".partial") out.push_back(it->path().filename().string());
+  return out;
+}
+
+// `envlock lock` killed (SIGKILL) while a 127.0.0.1 server is mid-body of a base lockfile: the
+// project's lockfile is the one before the lock, byte for byte (it is written only after the
+// base is whole, and atomically), the cache holds no base-lockfiles/<sha>.lock, only the
+// `.partial` beside its validators; the next lock resumes it (If-Range with the first answer's
+// ETag, docs/cache.md) and writes the same lockfile a lock that was never killed writes. conda
+// and mamba download into a `.partial` renamed when whole (conda's package cache, libmamba's
+// DownloadTarget); pixi writes pixi.lock by renaming a temporary file.
+TEST(BaseLockfile, LockKilledMidBodyOfAUrlBaseLeavesTheOldLockfileAndResumes) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  // The same base at two URLs: /a served at once, /b a byte every 20 ms (50 bytes/s: above the
+  // low-speed limit, so only the kill ends it), the first time only.
+  for (const char* copy : {"a", "b"}) {
+    fs::create_directories(t.dir() / "srv" / copy);
+    fs::copy_file(t.dir() / "platform" / "envlock.lock", t.dir() / "srv" / copy / "envlock.lock");
+  }
+  const fs::path log = t.dir() / "requests.log";
+  testing::HttpServer server(t.dir() / "srv", {"--drip", "/b/envlock.lock=0.02:1", "--log", log.string()});
+  ASSERT_TRUE(server.ok()) << server.error();
+  t.write_app("{lockfile: '" + server.url("/a/envlock.lock") + "', environment: runtime}", "tool");
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  const std::string before = slurp(t.dir() / "app" / "envlock.lock");
+  fs::remove(log);
+  const std::string url = server.url("/b/envlock.lock");
+  t.write_app("{lockfile: '" + url + "', environment: runtime}", "tool");
+  const std::map<std::string, std::string> env{{"ENVLOCK_CACHE_DIR", (t.dir() / "cache").string()}};
+  const fs::path copies = t.dir() / "cache" / "repodata" / "base-lockfiles";
+  ASSERT_EQ(kill_mid_body(t.dir(), "lock -f app/envlock.yaml", env, t.dir() / "cache", 20), "killed mid-body");
+  EXPECT_EQ(slurp(t.dir() / "app" / "envlock.lock"), before);
+  const std::string copy = hash_bytes(url, HashAlgorithm::Sha256) + ".lock";
+  EXPECT_FALSE(fs::exists(copies / copy));
+  EXPECT_EQ(partials(copies), std::vector<std::string>{copy + ".partial"});
+  EXPECT_TRUE(fs::exists(copies / (copy + ".partial.validators")));
+
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked app/envlock.lock\n  default / linux-64: 2 packages (0 added, 0 removed, 0 changed)\n");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(slurp(copies / copy), slurp(t.dir() / "platform" / "envlock.lock"));  // whole, not a splice
+  EXPECT_TRUE(partials(t.dir() / "cache").empty());
+  EXPECT_FALSE(fs::exists(copies / (copy + ".partial.validators")));
+  const std::string after = slurp(t.dir() / "app" / "envlock.lock");
+  const std::string sha = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
+  EXPECT_NE(after.find("      lockfile: " + url + "\n      environment: runtime\n      sha256: " + sha + "\n"),
+            std::string::npos)
+      << after;
+  const std::string requests = slurp(log);
+  EXPECT_EQ(std::count(requests.begin(), requests.end(), '\n'), 2) << requests;
+  EXPECT_NE(requests.find("\"status\": 206"), std::string::npos) << requests;  // the second one resumed
+  // A lock that was never killed writes the same bytes.
+  fs::remove_all(t.dir() / "cache");
+  fs::remove(t.dir() / "app" / "envlock.lock");
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  EXPECT_EQ(slurp(t.dir() / "app" / "envlock.lock"), after);
+}
+
+// `envlock install` killed (SIGKILL) while a 127.0.0.1 server is mid-body of a package (the
+// fixture channel, served): no environment at the prefix (it is built in a staging folder and
+// moved in whole), the package cache holds the `.partial` and no entry; the next install resumes
+// the download, checks its sha256 and installs the whole environment. conda, mamba and rattler
+// keep a package's download in a `.partial` until its hash is checked.
+TEST(BaseLockfile, InstallKilledMidBodyOfAPackageLeavesNoEnvironmentAndResumes) {
+  TempDir tmp{"base-kill"};
+  const fs::path dir = tmp.path();
+  auto made = run_command("'" + std::string(ENVLOCK_SOURCE_DIR) + "/scripts/make-fixture-channel' '" +
+                          (dir / "www" / "channel").string() + "'");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string package = "/channel/linux-64/envlock-hello-1.0.0-0.conda";
+  testing::HttpServer server(dir / "www", {"--drip", package + "=0.02:1"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  spit(dir / "envlock.yaml", "channels: [" + server.url("/channel") + "]\nplatforms: [linux-64]\n"
+                             "dependencies: [envlock-hello]\n");
+  const std::map<std::string, std::string> env{{"ENVLOCK_CACHE_DIR", (dir / "cache").string()},
+                                               {"ENVLOCK_PKGS_DIRS", (dir / "pkgs").string()}};
+  auto in = [&](const std::string& args) {
+    return run_command("cd '" + dir.string() + "' && " + envlock_cmd() + " " + args, env);
+  };
+  ASSERT_EQ(in("lock -f envlock.yaml").exit_code, 0);
+  ASSERT_EQ(kill_mid_body(dir, "install -l envlock.lock -p prefix", env, dir / "pkgs", 20), "killed mid-body");
+  EXPECT_FALSE(fs::exists(dir / "prefix" / "conda-meta"));
+  EXPECT_EQ(partials(dir / "pkgs"), std::vector<std::string>{"envlock-hello-1.0.0-0.conda.partial"});
+  EXPECT_FALSE(fs::exists(dir / "pkgs" / "envlock-hello-1.0.0-0"));
+
+  auto r = in("install -l envlock.lock -p prefix");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "environment 'default' (linux-64) is ready in " + (dir / "prefix").string() +
+                       "\n  1 installed, 0 unchanged, 0 removed; files: 1 linked, 1 copied, 1 relocated\n");
+  EXPECT_EQ(r.err, "packages: 1 (1 downloaded, 0 from the package cache)\n");
+  EXPECT_TRUE(fs::exists(dir / "prefix" / "conda-meta" / "envlock-hello-1.0.0-0.json"));
+  EXPECT_TRUE(partials(dir / "pkgs").empty());
+  EXPECT_EQ(server.request_count(package), 2);
+  // The cache entry is whole: a second environment is made from it with no download.
+  r = in("install -l envlock.lock -p second");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(server.request_count(package), 2);
+  r = in("verify -p prefix");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 }  // namespace
