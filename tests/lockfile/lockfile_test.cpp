@@ -482,6 +482,43 @@ TEST(LockfileRead, MissingFileIsAnIoError) {
   EXPECT_EQ(r.error().where, "/nonexistent/envlock.lock");
 }
 
+// Lockfile::read goes through read_input_file (envlock/input_file.hpp; tests/core InputFile.*)
+// and names what it refused: the cap (kMaxLockfileBytes, 64 MiB, the same for install, lock, diff
+// and show), a FIFO, a device, a folder, a /proc file. The cap is inclusive: a sparse file of
+// exactly 64 MiB is read (and refused as no YAML map, unquoted), one byte more is refused by its
+// size before a byte is read.
+TEST(LockfileRead, WhatIsNoLockfileIsRefusedNamingWhy) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-read-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto refused = [](const fs::path& p) {
+    auto r = Lockfile::read(p);
+    return r.ok() ? std::string("read") : r.error().to_string();
+  };
+  const fs::path big = dir / "big.lock";
+  { std::ofstream touch(big); }
+  fs::resize_file(big, kMaxLockfileBytes + 1);
+  EXPECT_EQ(refused(big), big.string() + ": is larger than 64 MiB, more than any lockfile; it is not read\n"
+                          "hint: check that this is the lockfile meant (a lockfile is a few MB); envlock reads at most 64 MiB "
+                          "of one lockfile");
+  fs::resize_file(big, kMaxLockfileBytes);
+  EXPECT_EQ(refused(big), big.string() + ": is not an envlock.lock: its first line is not YAML `key: value`; its text is not "
+                          "shown\nhint: check the path: envlock quotes no line of a file that is not a YAML map (it could hold "
+                          "secrets)");
+  const fs::path fifo = dir / "fifo.lock";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(refused(fifo), fifo.string() + ": is a FIFO, not a regular file\nhint: pass the project's envlock.lock, a regular file");
+  fs::create_symlink("/dev/zero", dir / "zero.lock");
+  EXPECT_EQ(refused(dir / "zero.lock"), (dir / "zero.lock").string() +
+                                            ": is in /dev, not a file of a project; it is not read\n"
+                                            "hint: pass the project's envlock.lock, a regular file");
+  fs::create_symlink("/proc/self/environ", dir / "environ.lock");
+  EXPECT_EQ(refused(dir / "environ.lock"), (dir / "environ.lock").string() +
+                                               ": is in /proc, not a file of a project; it is not read\n"
+                                               "hint: pass the project's envlock.lock, a regular file");
+  fs::remove_all(dir);
+}
+
 // ---- install order and @EXPLICIT -------------------------------------------------------------
 
 // A snapshot file: the lockfile part that capture wrote, then its `snapshot:` block. Snapshots
