@@ -1,7 +1,6 @@
 // fetch.cpp — fetch_all over libcurl multi: parallel transfers into `.partial` files, hashed while
 // streaming, resumed with Range, retried with backoff, renamed only after verification.
 // See envlock/fetch.hpp for the contract. libcurl is used here and nowhere else in envlock.
-#include "envlock/atomic_file.hpp"
 #include "envlock/fetch.hpp"
 
 #include <curl/curl.h>
@@ -22,6 +21,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "envlock/atomic_file.hpp"
 #include "envlock/build_info.hpp"
 #include "envlock/credentials.hpp"
 #include "envlock/hash.hpp"
@@ -376,9 +376,12 @@ bool on_headers_done(Transfer& t) {
         }
       }
     }
+    // A 206 to an If-Range request carries the validator it matched (RFC 9110 §15.3.7): one that
+    // drops it is not known to be the version the .partial began, and restarts (attack 22, A6:
+    // a 206 with no ETag spliced two versions of a base lockfile).
     const bool other_version = !ok || start != t.resumed_from ||
-                               (!t.kept_etag.empty() && !t.etag.empty() && t.etag != t.kept_etag) ||
-                               (t.kept_etag.empty() && !t.kept_last_modified.empty() && !t.last_modified.empty() &&
+                               (!t.kept_etag.empty() && t.etag != t.kept_etag) ||
+                               (t.kept_etag.empty() && !t.kept_last_modified.empty() &&
                                 t.last_modified != t.kept_last_modified) ||
                                (t.kept_length && total_known && total != *t.kept_length);
     if (other_version) {
@@ -755,9 +758,12 @@ Batch::StartOutcome Batch::start(Transfer& t) {
   // lstat, and O_NOFOLLOW below: a .partial that is not a plain file (a link someone with write
   // access to a shared package cache planted, attack 22 A2) is removed, never written through,
   // as pip, uv and rattler write a download only into a file they just created.
+  // A hard link (st_nlink > 1) or a file of another user is someone else's inode: removed as well
+  // (attack 22, A15), and a restart is written into a file created here (O_EXCL).
   const bool is_there = ::lstat(t.partial.c_str(), &st) == 0;
-  if (is_there && !S_ISREG(st.st_mode)) drop_partial(t);
-  if (may_resume && is_there && S_ISREG(st.st_mode)) {
+  const bool own_plain_file = is_there && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == ::geteuid();
+  if (is_there && !own_plain_file) drop_partial(t);
+  if (may_resume && own_plain_file) {
     existing = static_cast<std::uint64_t>(st.st_size);
     if (req.size && existing > *req.size) existing = 0;
   }
@@ -774,8 +780,20 @@ Batch::StartOutcome Batch::start(Transfer& t) {
     existing = 0;
     reset_hashers(t);
   }
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (existing > 0 ? 0 : O_TRUNC);
+  if (existing == 0) ::unlink(t.partial.c_str());  // whatever is there now (ENOENT: nothing)
+  const int flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW | (existing > 0 ? 0 : O_CREAT | O_EXCL);
   t.fd = Fd(::open(t.partial.c_str(), flags, 0644));
+  if (t.fd.valid() && existing > 0) {
+    // The file opened must still be the one checked (not a link swapped in since).
+    struct stat now {};
+    if (::fstat(t.fd.get(), &now) != 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev || now.st_nlink != 1) {
+      t.fd = Fd(-1);
+      drop_partial(t);
+      existing = 0;
+      reset_hashers(t);
+      t.fd = Fd(::open(t.partial.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_CREAT | O_EXCL, 0644));
+    }
+  }
   if (!t.fd.valid()) {
     const int err = errno;
     fail(t, Error{ErrorKind::Io, t.partial.string(),

@@ -456,6 +456,24 @@ TEST_F(FetchResume, A206OfAnotherVersionRestartsFromZero) {
   EXPECT_EQ(read_file(dir_ / "log"), line(200, "") + line(206, "bytes=1000-", etag(v1_)) + line(200, ""));
 }
 
+// A 206 that drops the ETag its If-Range named (RFC 9110 §15.3.7 asks for it) is not known to be
+// the version the .partial began: restart, never splice (attack 22, A6: a server answering 206
+// with another version's bytes and no ETag gave a base lockfile half v1, half v2, locked on).
+TEST_F(FetchResume, A206WithoutTheValidatorRestartsFromZero) {
+  write_file(dir_ / "srv/base.lock", v1_);
+  HttpServer server(dir_ / "srv", {"--drop", "/base.lock=1000:1", "--ignore-if-range", "--bare-206", "--log",
+                                   (dir_ / "log").string()});
+  ASSERT_TRUE(server.ok()) << server.error();
+  cut_first_try(server);
+  write_file(dir_ / "srv/base.lock", std::string(5000, 'b'));  // same length, another version
+  auto got = envlock::fetch_to_file(unchecked(server), fast_retries());
+  ASSERT_TRUE(got.ok()) << got.error().to_string();
+  EXPECT_EQ(got->http_status, 200);
+  EXPECT_EQ(got->resumed_from, 0u);
+  EXPECT_EQ(read_file(dir_ / "out/base.lock"), std::string(5000, 'b'));
+  EXPECT_EQ(read_file(dir_ / "log"), line(200, "") + line(206, "bytes=1000-", etag(v1_)) + line(200, ""));
+}
+
 TEST_F(FetchResume, NoValidatorNoResume) {
   write_file(dir_ / "srv/base.lock", v1_);
   HttpServer server(dir_ / "srv",
@@ -512,6 +530,60 @@ TEST_F(Fetch, CompletePartialIsVerifiedWithoutNetwork) {
   auto res = envlock::fetch_to_file(r, fast_retries());
   ASSERT_TRUE(res.ok()) << res.error().to_string();
   EXPECT_EQ(server.request_count("/payload.bin"), 0);
+  EXPECT_EQ(read_file(r.destination), payload_);
+}
+
+// A .partial (or its validators file) that is a link — planted by anyone who can write into a
+// shared package cache — is removed and the download written into a file envlock creates, never
+// through the link (attack 22, A2: run as root, the link made envlock overwrite /etc/passwd).
+// pip, uv and rattler write downloads only into temporary files they just created.
+TEST_F(Fetch, APartialThatIsALinkIsReplacedNeverWrittenThrough) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  const fs::path victim = dir_ / "outside/victim.txt";
+  fs::create_directories(victim.parent_path());
+  write_file(victim, "precious\n");
+  FetchRequest r = payload_request(server);
+  fs::create_directories(r.destination.parent_path());
+  fs::create_symlink(victim, envlock::partial_path(r.destination));
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(res.ok()) << res.error().to_string();
+  EXPECT_EQ(res->resumed_from, 0u);
+  EXPECT_EQ(read_file(victim), "precious\n");
+  EXPECT_FALSE(fs::is_symlink(r.destination));
+  EXPECT_EQ(read_file(r.destination), payload_);
+
+  // The same for the validators of a download no digest checks.
+  const fs::path victim2 = dir_ / "outside/victim2.txt";
+  write_file(victim2, "also precious\n");
+  write_file(dir_ / "srv/base.lock", std::string(3000, 'v'));
+  FetchRequest u;
+  u.url = server.url("/base.lock");
+  u.destination = dir_ / "out/base.lock";
+  fs::create_symlink(victim2, envlock::partial_path(u.destination).string() + ".validators");
+  fs::create_symlink(victim, envlock::partial_path(u.destination));
+  auto unchecked = envlock::fetch_to_file(u, fast_retries());
+  ASSERT_TRUE(unchecked.ok()) << unchecked.error().to_string();
+  EXPECT_EQ(read_file(victim), "precious\n");
+  EXPECT_EQ(read_file(victim2), "also precious\n");
+  EXPECT_EQ(read_file(u.destination), std::string(3000, 'v'));
+}
+
+// A .partial that is a hard link (another inode's name: st_nlink > 1) is not resumed from nor
+// written into: it is removed and the download goes into a file created here (attack 22, A15).
+TEST_F(Fetch, APartialThatIsAHardLinkIsNeitherResumedNorWritten) {
+  HttpServer server(dir_ / "srv");
+  ASSERT_TRUE(server.ok()) << server.error();
+  FetchRequest r = payload_request(server);
+  const fs::path victim = r.destination.parent_path() / "elsewhere/victim.txt";
+  fs::create_directories(victim.parent_path());
+  write_file(victim, payload_.substr(0, 1000));  // even a true prefix of the file is not taken
+  fs::create_hard_link(victim, envlock::partial_path(r.destination));
+  auto res = envlock::fetch_to_file(r, fast_retries());
+  ASSERT_TRUE(res.ok()) << res.error().to_string();
+  EXPECT_EQ(res->resumed_from, 0u);
+  EXPECT_EQ(read_file(victim), payload_.substr(0, 1000));
+  EXPECT_EQ(fs::hard_link_count(victim), 1u);
   EXPECT_EQ(read_file(r.destination), payload_);
 }
 

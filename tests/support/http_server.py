@@ -22,6 +22,8 @@ killed. Fault switches make the failure cases of a download reproducible:
   --ignore-if-range       answer a Range with 206 even when If-Range names another version
                           (a server that does not implement RFC 9110 §13.1.5)
   --no-validators         send neither ETag nor Last-Modified
+  --bare-206              send neither ETag nor Last-Modified with a 206 (the validator RFC 9110
+                          §15.3.7 asks for is dropped; a 200 still has both)
   --tls CERT:KEY          serve https with this PEM certificate and key (the stats paths too)
   --log FILE              append one JSON line per request: {"path", "status", "range", "if_range"
                           (only when sent), "auth"}
@@ -85,6 +87,7 @@ class State:
         self.no_range = args.no_range
         self.ignore_if_range = args.ignore_if_range
         self.no_validators = args.no_validators
+        self.bare_206 = args.bare_206
         self.log = args.log
         self.counts = {}
         self.lock = threading.Lock()
@@ -234,7 +237,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = data[start:end]
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
-        if not st.no_validators:
+        if not st.no_validators and not (st.bare_206 and status == 206):
             self.send_header("ETag", etag)
             self.send_header("Last-Modified", last_modified)
         self.send_header("Accept-Ranges", "none" if st.no_range else "bytes")
@@ -285,6 +288,7 @@ def main():
     ap.add_argument("--no-range", action="store_true")
     ap.add_argument("--ignore-if-range", action="store_true")
     ap.add_argument("--no-validators", action="store_true")
+    ap.add_argument("--bare-206", action="store_true")
     ap.add_argument("--log")
     ap.add_argument("--tls")
     args = ap.parse_args()
