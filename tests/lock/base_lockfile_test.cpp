@@ -1191,3 +1191,75 @@ TEST(BaseLockfile, InstallKilledMidBodyOfAPackageLeavesNoEnvironmentAndResumes) 
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// The example of manifests/shared-base (issue 18, "How it is proven"): the platform team's base
+// and two projects in separate folders, over the fixture channel at the path the manifests name
+// (build/fixture-channel beside manifests/), locked in the order its comment gives, then both
+// projects installed on one machine (point 4): the second install takes the base's two packages
+// from the package cache, and a file of the base's envlock-hello is one inode in the cache entry
+// and in both environments (hard links, as conda links a package cache entry into every prefix).
+TEST(BaseLockfile, TheSharedBaseExampleLocksAndBothProjectsShareTheBasesCacheEntries) {
+  TempDir tmp{"shared-base"};
+  const fs::path dir = tmp.path();
+  auto made = run_command("'" + std::string(ENVLOCK_SOURCE_DIR) + "/scripts/make-fixture-channel' '" +
+                          (dir / "build" / "fixture-channel").string() + "'");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  for (const char* project : {"platform", "vision", "nlp"}) {
+    fs::create_directories(dir / "manifests" / "shared-base" / project);
+    fs::copy_file(fs::path(ENVLOCK_SOURCE_DIR) / "manifests" / "shared-base" / project / "envlock.yaml",
+                  dir / "manifests" / "shared-base" / project / "envlock.yaml");
+  }
+  const std::map<std::string, std::string> env{{"ENVLOCK_CACHE_DIR", (dir / "cache").string()},
+                                               {"ENVLOCK_PKGS_DIRS", (dir / "pkgs").string()}};
+  auto in = [&](const std::string& args) {
+    return run_command("cd '" + dir.string() + "' && " + envlock_cmd() + " " + args, env);
+  };
+  const std::string m = "manifests/shared-base/";
+  for (const auto& [project, line] : std::vector<std::pair<std::string, std::string>>{
+           {"platform", "runtime / linux-64: 2 packages"},
+           {"vision", "default / linux-64: 3 packages"},
+           {"nlp", "default / linux-64: 3 packages"}}) {
+    auto r = in("lock -f " + m + project + "/envlock.yaml");
+    EXPECT_EQ(r.exit_code, 0) << project << ": " << r.err;
+    EXPECT_EQ(r.out, "locked " + m + project + "/envlock.lock\n  " + line + "\n") << project;
+    EXPECT_EQ(r.err, "") << project;
+  }
+  for (const char* project : {"vision", "nlp"}) {
+    auto r = in("lock --check -f " + m + project + "/envlock.yaml");
+    EXPECT_EQ(r.exit_code, 0) << project << ": " << r.err;
+    EXPECT_EQ(r.out, m + project + "/envlock.lock is up to date with " + m + project + "/envlock.yaml\n");
+  }
+  const std::string outside = "warning: 3 package(s) come from file://" + (dir / "build" / "fixture-channel").string() +
+                              ", a local folder outside the lockfile's folder " + (dir / m).string();
+  auto r = in("install -l " + m + "vision/envlock.lock -p vision-env");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "environment 'default' (linux-64) is ready in " + (dir / "vision-env").string() +
+                       "\n  3 installed, 0 unchanged, 0 removed; files: 2 linked, 3 copied, 2 relocated\n");
+  EXPECT_EQ(r.err, outside + "vision (check that it is the one meant): envlock-demo-1.0.0-pyh_0, envlock-hello-1.0.0-0, "
+                             "python-3.11.7-0_host_shim\npackages: 3 (3 downloaded, 0 from the package cache)\n");
+  r = in("install -l " + m + "nlp/envlock.lock -p nlp-env");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "envlock-greet 1.0.0: post-link ran\nenvironment 'default' (linux-64) is ready in " +
+                       (dir / "nlp-env").string() +
+                       "\n  3 installed, 0 unchanged, 0 removed; files: 2 linked, 3 copied, 3 relocated\n");
+  EXPECT_EQ(r.err, outside + "nlp (check that it is the one meant): envlock-greet-1.0.0-0, envlock-hello-1.0.0-0, "
+                             "python-3.11.7-0_host_shim\npackages: 3 (1 downloaded, 2 from the package cache)\n");
+  const fs::path greeting = "share/envlock-hello/greeting.txt";
+  struct stat cache {}, vision {}, nlp {};
+  ASSERT_EQ(::stat((dir / "pkgs" / "envlock-hello-1.0.0-0" / greeting).c_str(), &cache), 0);
+  ASSERT_EQ(::stat((dir / "vision-env" / greeting).c_str(), &vision), 0);
+  ASSERT_EQ(::stat((dir / "nlp-env" / greeting).c_str(), &nlp), 0);
+  EXPECT_EQ(vision.st_ino, cache.st_ino);
+  EXPECT_EQ(nlp.st_ino, cache.st_ino);
+  // The base alone, from a project's lockfile.
+  r = in("install -l " + m + "nlp/envlock.lock -p base-env --base-only");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "base-env" / "conda-meta" / "envlock-hello-1.0.0-0.json"));
+  EXPECT_FALSE(fs::exists(dir / "base-env" / "conda-meta" / "envlock-greet-1.0.0-0.json"));
+}
+
+}  // namespace
+}  // namespace envlock
