@@ -1263,3 +1263,70 @@ TEST(BaseLockfile, TheSharedBaseExampleLocksAndBothProjectsShareTheBasesCacheEnt
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// Point 1's other two forms, each locked, checked, and caught drifting: a `file://` URL (read
+// from where it names, copied into the cache as a URL base is) and an `https://` URL, served by
+// a 127.0.0.1 TLS server whose certificate `--ca-bundle` trusts (as pip's --cert and conda's
+// ssl_verify name a CA file).
+TEST(BaseLockfile, FileAndHttpsUrlBasesLockCheckAndDrift) {
+  if (std::system("command -v openssl >/dev/null") != 0) GTEST_SKIP() << "openssl not installed (the TLS test server)";
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  const fs::path base = t.dir() / "platform" / "envlock.lock";
+  const std::string v1 = slurp(base);
+  t.write_base("libbase 2.0");
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  const std::string v2 = slurp(base);
+  const fs::path cert = t.dir() / "cert.pem", key = t.dir() / "key.pem";
+  const std::string make = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext "
+                           "subjectAltName=IP:127.0.0.1,DNS:localhost -keyout '" + key.string() + "' -out '" +
+                           cert.string() + "' >/dev/null 2>&1";
+  ASSERT_EQ(std::system(make.c_str()), 0);
+  testing::HttpServer tls(t.dir() / "platform", {"--tls", cert.string() + ":" + key.string()});
+  ASSERT_TRUE(tls.ok()) << tls.error();
+  const std::string https = "https://127.0.0.1:" + std::to_string(tls.port()) + "/envlock.lock";
+  const std::string file = "file://" + base.string();
+  const std::string ca = " --ca-bundle '" + cert.string() + "'";
+  const std::string sha1 = hash_bytes(v1, HashAlgorithm::Sha256), sha2 = hash_bytes(v2, HashAlgorithm::Sha256);
+  for (const std::string& url : {file, https}) {
+    spit(base, v1);
+    t.write_app("{lockfile: '" + url + "', environment: runtime}", "tool");
+    auto r = t.envlock("lock -f app/envlock.yaml" + ca);
+    EXPECT_EQ(r.exit_code, 0) << url << ": " << r.err;
+    EXPECT_EQ(r.out, "locked app/envlock.lock\n  default / linux-64: 2 packages\n") << url;
+    EXPECT_EQ(r.err, "") << url;
+    EXPECT_EQ(versions(t.app_lock()), "libbase=1.0[base:runtime] tool=1.0[default] ") << url;
+    r = t.envlock("lock --check -f app/envlock.yaml" + ca);
+    EXPECT_EQ(r.exit_code, 0) << url << ": " << r.err;
+    EXPECT_EQ(r.out, "app/envlock.lock is up to date with app/envlock.yaml\n") << url;
+    spit(base, v2);  // the platform team moves libbase to 2.0
+    r = t.envlock("lock --check -f app/envlock.yaml" + ca);
+    EXPECT_EQ(r.exit_code, 1) << url;
+    EXPECT_EQ(r.out, "") << url;
+    EXPECT_EQ(r.err, "error: app/envlock.lock no longer satisfies app/envlock.yaml (1 reason):\n"
+                     "  - [default] environment 'default': the base " + url + " (environment runtime) changed since "
+                     "the lock (sha256 " + sha1 + " then, " + sha2 + " now): linux-64: libbase 1.0 0 -> 2.0 0\n"
+                     "hint: run `envlock lock -f app/envlock.yaml` to update the lockfile\n")
+        << url;
+    r = t.envlock("lock -f app/envlock.yaml" + ca);
+    EXPECT_EQ(r.exit_code, 0) << url << ": " << r.err;
+    EXPECT_EQ(versions(t.app_lock()), "libbase=2.0[base:runtime] tool=1.0[default] ") << url;
+    fs::remove(t.dir() / "app" / "envlock.lock");
+  }
+  // Without the CA the https:// base is not fetched: the certificate is not trusted.
+  t.write_app("{lockfile: '" + https + "', environment: runtime}", "tool");
+  auto r = t.envlock("lock -f app/envlock.yaml --retries 0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  // (OpenSSL 3 writes "self-signed", 1.1 "self signed")
+  const std::string refused = "error: app/envlock.yaml:4:11: cannot fetch the base lockfile " + https + ": download of " +
+                              https + " failed: SSL certificate problem: self";
+  EXPECT_TRUE(r.err == refused + "-signed certificate\n" || r.err == refused + " signed certificate\n") << r.err;
+  EXPECT_FALSE(fs::exists(t.dir() / "app" / "envlock.lock"));
+}
+
+}  // namespace
+}  // namespace envlock
