@@ -326,11 +326,14 @@ Result<InstallPreview> preview_install(const std::filesystem::path& prefix, cons
 /// running right now in another process (its lock is held; ErrorKind::Io).
 Result<std::optional<std::filesystem::path>> interrupted_install(const std::filesystem::path& prefix);
 
-/// The signal (SIGINT, SIGTERM or SIGHUP) that made the latest install_packages() call of this
-/// process roll back, or 0. install_packages() blocks those signals from the swap until the
-/// transaction is committed or rolled back (post-link scripts get the default dispositions); one
-/// that arrives meanwhile restores the previous environment and the call returns an error; the
-/// command line then exits with 128 + the signal number (130, 143, 129).
+/// The signal (SIGINT, SIGTERM or SIGHUP) that made the latest install_packages() or
+/// remove_environment() call of this process stop, or 0. install_packages() blocks those signals
+/// from the swap until the transaction is committed or rolled back; one that arrives meanwhile
+/// restores the previous environment and the call returns an error. While a link script
+/// (pre-link, post-link, pre-unlink) runs, in a process group of its own with the default
+/// dispositions, a SIGINT or SIGTERM is passed on to that group and waited for, and the install
+/// (or removal) then stops the same way, changing nothing. The command line then exits with
+/// 128 + the signal number (130, 143, 129), as conda and mamba do.
 int install_interrupted_by();
 
 /// Reads `conda-meta/envlock`; nullopt when the prefix has none (not made by envlock).

@@ -16,9 +16,16 @@
 //   * stops reading once the child has exited and its pipes have been quiet for 100 ms (a
 //     background child still holding them can never hang envlock), and with Strays::Kill kills
 //     what is left of its group;
+//   * passes SIGINT and SIGTERM that envlock receives while it waits on to the child (its whole
+//     group with ProcessGroup::Own), waits for it to end, and then, unless a caller's own
+//     InterruptScope takes the signal, lets it end envlock as it would have: a signal never
+//     leaves a child running without its parent (conda and mamba likewise pass a Ctrl-C or a
+//     SIGTERM to the script they run and wait for it before they exit);
 //   * always reaps the child (waitpid(2), EINTR retried).
 // No call here throws for a failure of the child or of the system calls: a child that could
 // not be started is ChildResult::start_error, everything else is a field of the result.
+
+#include <signal.h>
 
 #include <chrono>
 #include <cstddef>
@@ -83,6 +90,13 @@ enum class OnStop : bool {
   Terminate,  ///< SIGTERM to the child once, and go on waiting for it to end
 };
 
+/// What a SIGINT or SIGTERM that envlock receives while it waits does (when WaitOptions::stop is
+/// not set; a caller with its own stop request decides itself).
+enum class Interrupts : bool {
+  Forward,  ///< passed on to the child (its group with ProcessGroup::Own) once; the wait goes on
+  Leave,    ///< envlock's own disposition of the signal applies, as if no child ran
+};
+
 /// Whether what is left of the child's own process group is killed once the child has exited
 /// (background processes it started). Only with ProcessGroup::Own.
 enum class Strays : bool { Leave, Kill };
@@ -104,6 +118,7 @@ struct WaitOptions {
   std::function<bool()> stop;
   OnStop on_stop = OnStop::Kill;
   Strays strays = Strays::Leave;
+  Interrupts interrupts = Interrupts::Forward;
 
   /// A wait for a command that answers: killed at `timeout`, or once a captured stream holds
   /// more than `capture_limit` bytes (OverLimit::Stop).
@@ -135,6 +150,7 @@ struct ChildResult {
   bool stopped = false;     ///< killed on a stop request (OnStop::Kill)
   bool overflowed = false;  ///< killed because its output passed the limit (OverLimit::Stop)
   bool finished = false;    ///< killed after WaitOptions::finished said the answer is complete
+  int forwarded = 0;        ///< the signal envlock received and passed on to it (Interrupts::Forward); 0 if none
 
   /// True when it ran, exited by itself and with status 0.
   [[nodiscard]] bool succeeded() const { return !start_error && exit_status == 0; }
@@ -142,6 +158,39 @@ struct ChildResult {
   /// out", "was stopped", "wrote too much output", "finished", or "could not be started: ...".
   [[nodiscard]] std::string ending() const;
 };
+
+/// While one is alive, SIGINT and SIGTERM do not end envlock at once: the signal is noted
+/// (received()), a child the runner waits for gets it passed on (Interrupts::Forward), and the
+/// owner of the scope cleans up and exits 128 + the signal (130, 143), as a shell reports a
+/// command stopped by it. A signal envlock ignores (a background job's SIGINT, nohup) stays
+/// ignored, as conda leaves it. The calling thread has both unblocked while the scope lives, so
+/// one that waited blocked (an install's swap) is noted at once. Scopes nest, also across
+/// threads: the first installs the handlers, the last restores the previous ones; received()
+/// is reset only when a scope starts where none is alive, and keeps its value after the scopes
+/// end, for the caller to read.
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+  /// Ends the scope before its destructor (which then does nothing); true when it was the last
+  /// one alive, so that the previous handlers are back and a signal noted was nobody else's.
+  bool leave();
+  /// The signal received while a scope was alive (SIGINT, SIGTERM), 0 if none.
+  static int received();
+  /// True when the latest signal came from the terminal (Ctrl-C: the kernel sent it to the whole
+  /// foreground process group, so a child in envlock's group has it already).
+  static bool received_from_terminal();
+
+ private:
+  bool alive_ = true;
+  bool restore_mask_ = false;
+  sigset_t old_mask_{};  ///< the calling thread's signal mask before the scope
+};
+
+/// SIGINT -> "SIGINT", SIGTERM -> "SIGTERM", others "SIG<abbrev>" or "signal N".
+std::string signal_name(int sig);
 
 /// Starts `spawn` and waits for it as `wait` says. Never throws for the child's sake; a program
 /// that cannot be started (no such file, not executable, a working folder that cannot be

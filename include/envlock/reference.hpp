@@ -33,6 +33,7 @@
 
 #include "envlock/lockfile.hpp"
 #include "envlock/probe.hpp"
+#include "envlock/process.hpp"  // InterruptScope
 #include "envlock/result.hpp"
 
 namespace envlock {
@@ -55,21 +56,6 @@ enum class ReferenceStatus {
 /// "pass", "fail", "measured", "no-recorded-value", "no-reference", "command-missing",
 /// "command-failed", "crashed", "timed-out", "no-metric", "bad-metric", "interrupted".
 const char* to_string(ReferenceStatus status);
-
-/// While one is alive, SIGINT and SIGTERM do not end envlock at once: the signal is noted, a
-/// running reference command's process group is killed (it runs in its own group, so a terminal's
-/// Ctrl-C does not reach it), an `envlock install` child is sent SIGTERM, and the caller removes
-/// its throwaway environment and exits 128 + the signal (130, 143). The previous handlers are
-/// restored when it is destroyed. Not nestable.
-class InterruptScope {
- public:
-  InterruptScope();
-  ~InterruptScope();
-  InterruptScope(const InterruptScope&) = delete;
-  InterruptScope& operator=(const InterruptScope&) = delete;
-  /// The signal received while a scope was alive (SIGINT, SIGTERM), 0 if none.
-  static int received();
-};
 
 struct ReferenceRunOptions {
   std::filesystem::path prefix;             ///< the environment the command runs in

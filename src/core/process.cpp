@@ -10,9 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 extern char** environ;
 
@@ -26,6 +29,19 @@ using std::chrono::milliseconds;
 // How long a pipe may stay quiet after the child exited before reading stops, and the longest
 // poll while a stop request or a deadline without a pidfd must be looked at.
 constexpr milliseconds kQuiet{100};
+
+// InterruptScope's state: the signal noted (and whether the terminal sent it), the scopes alive
+// and the handlers they replaced.
+volatile std::sig_atomic_t g_interrupt = 0;
+volatile std::sig_atomic_t g_from_terminal = 0;
+std::mutex g_scopes_mutex;
+int g_scopes = 0;
+struct sigaction g_old_int {}, g_old_term {};
+
+void note_interrupt(int sig, siginfo_t* info, void*) {
+  g_interrupt = sig;
+  g_from_terminal = info != nullptr && info->si_code == SI_KERNEL ? 1 : 0;
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -48,6 +64,19 @@ int open_pidfd(pid_t pid) {
 // closed here.
 ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, const WaitOptions& w) {
   ChildResult r;
+  // A SIGINT/SIGTERM meanwhile is noted and passed on (below), not fatal, until the child is reaped.
+  const bool forwarding = !w.stop && w.interrupts == Interrupts::Forward;
+  std::optional<InterruptScope> interrupts;
+  if (forwarding) interrupts.emplace();
+  auto forward = [&](bool exited) {
+    const int sig = InterruptScope::received();
+    if (!forwarding || sig == 0 || r.forwarded != 0 || exited) return;
+    r.forwarded = sig;
+    // A child in envlock's group had the terminal's Ctrl-C already; a second one may cut short
+    // the cleanup of a child that handles the first.
+    if (group == ProcessGroup::Own) ::kill(-pid, sig);
+    else if (!InterruptScope::received_from_terminal()) ::kill(pid, sig);
+  };
   int pidfd = open_pidfd(pid);
   const bool has_deadline = w.timeout.count() > 0;
   const auto deadline = Clock::now() + w.timeout;
@@ -75,6 +104,7 @@ ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, co
       if (!terminated && !exited) ::kill(pid, SIGTERM);
       terminated = true;
     }
+    forward(exited);
     const auto now = Clock::now();
     if (has_deadline && now >= deadline) {
       r.timed_out = !exited;  // past the deadline a background child's output is not waited for either
@@ -82,7 +112,7 @@ ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, co
     }
     const bool reading = out_fd >= 0 || err_fd >= 0;
     if (!reading && exited) break;
-    if (!reading && !has_deadline) {
+    if (!reading && !has_deadline && !forwarding) {
       // Nothing to read and no deadline: block in waitpid; a signal (EINTR) looks at `stop`.
       if (::waitpid(pid, &status, 0) == pid) {
         exited = true;
@@ -94,7 +124,7 @@ ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, co
     }
     // Unbounded only when end of file or the pidfd is sure to wake the poll and nothing else
     // needs a look meanwhile.
-    milliseconds slice = exited || w.stop || pidfd < 0 ? kQuiet : milliseconds(-1);
+    milliseconds slice = exited || w.stop || forwarding || pidfd < 0 ? kQuiet : milliseconds(-1);
     if (has_deadline) {
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - now) + milliseconds(1);
       slice = slice.count() < 0 ? left : std::min(slice, left);
@@ -140,6 +170,8 @@ ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, co
     if (WIFEXITED(status)) r.exit_status = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   }
+  // No caller's scope takes the signal: it ends envlock now, as it would have without the child.
+  if (interrupts && interrupts->leave() && InterruptScope::received() != 0) ::raise(InterruptScope::received());
   return r;
 }
 
@@ -154,6 +186,53 @@ ChildResult start_failed(const char* step, int err) {
 bool open_pipe(int fds[2]) { return ::pipe2(fds, O_CLOEXEC) == 0; }
 
 }  // namespace
+
+InterruptScope::InterruptScope() {
+  sigset_t both;
+  sigemptyset(&both);
+  sigaddset(&both, SIGINT);
+  sigaddset(&both, SIGTERM);
+  {
+    const std::lock_guard<std::mutex> lock(g_scopes_mutex);
+    if (g_scopes++ == 0) {
+      g_interrupt = 0;
+      g_from_terminal = 0;
+      struct sigaction sa {};
+      sa.sa_sigaction = note_interrupt;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: a blocking waitpid or poll returns EINTR and looks
+      ::sigaction(SIGINT, &sa, &g_old_int);
+      ::sigaction(SIGTERM, &sa, &g_old_term);
+      // A signal the caller ignores (a background job's SIGINT, nohup) stays ignored.
+      if (g_old_int.sa_handler == SIG_IGN) ::sigaction(SIGINT, &g_old_int, nullptr);
+      if (g_old_term.sa_handler == SIG_IGN) ::sigaction(SIGTERM, &g_old_term, nullptr);
+    }
+  }
+  restore_mask_ = ::pthread_sigmask(SIG_UNBLOCK, &both, &old_mask_) == 0;
+}
+
+InterruptScope::~InterruptScope() { (void)leave(); }
+
+bool InterruptScope::leave() {
+  if (!alive_) return false;
+  alive_ = false;
+  // The mask first: a signal that comes now waits, blocked, for whoever blocked it.
+  if (restore_mask_) ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  const std::lock_guard<std::mutex> lock(g_scopes_mutex);
+  if (--g_scopes != 0) return false;
+  ::sigaction(SIGINT, &g_old_int, nullptr);
+  ::sigaction(SIGTERM, &g_old_term, nullptr);
+  return true;
+}
+
+int InterruptScope::received() { return static_cast<int>(g_interrupt); }
+
+bool InterruptScope::received_from_terminal() { return g_from_terminal != 0; }
+
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
 
 std::string StartError::message() const { return step + ": " + std::strerror(error_number); }
 
@@ -254,6 +333,11 @@ ChildResult run_function(const std::function<void(int fd)>& body, ProcessGroup g
     ::close(fds[0]);
     // A new process group, so that a library's helper processes die with the child on a kill.
     if (group == ProcessGroup::Own) ::setpgid(0, 0);
+    // A signal passed on ends the child, whatever handler a scope in the parent had set.
+    for (const int sig : {SIGINT, SIGTERM}) {
+      struct sigaction now {};
+      if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler != SIG_IGN) ::signal(sig, SIG_DFL);
+    }
     body(fds[1]);
     ::close(fds[1]);
     ::_exit(0);

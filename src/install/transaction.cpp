@@ -763,6 +763,10 @@ constexpr const char* kPostLinkWrapper =
     "unset _envlock_hook\n"
     ". \"$1\"\n";
 
+/// The signal that stopped the latest install_packages() or remove_environment() (from the swap
+/// until the commit, or passed on to a link script; install_interrupted_by()).
+int g_interrupted_by = 0;
+
 /// Runs `bin/.<name>-<action>.sh` of `record` as conda does (conda's core/link.py run_script):
 /// `bash -x SCRIPT` (sh where bash is absent) in the script's folder, with PREFIX / ROOT_PREFIX =
 /// `prefix`, PKG_NAME, PKG_VERSION, PKG_BUILDNUM set and PATH starting with the script's folder
@@ -771,7 +775,8 @@ constexpr const char* kPostLinkWrapper =
 /// package's own (`source_dir/bin/`, the extracted package; SOURCE_DIR set to it, as conda does).
 /// `$PREFIX/.messages.txt` is collected into `messages` and removed. A missing script is fine.
 /// A script that fails gives an ErrorKind::Io error naming the package, with its output in
-/// `detail`.
+/// `detail`. A SIGINT or SIGTERM to envlock while it runs is passed on to the script's process
+/// group; once it has ended, the error says so and g_interrupted_by holds the signal.
 Status run_script(const fs::path& prefix, const RepoDataRecord& record, const std::string& action,
                   std::vector<std::string>& messages, const fs::path& source_dir = {}) {
   const std::string rel = "bin/." + record.name + "-" + action + ".sh";
@@ -831,6 +836,19 @@ Status run_script(const fs::path& prefix, const RepoDataRecord& record, const st
   // The child gets an empty signal mask and the default dispositions of SIGINT/SIGTERM/SIGHUP,
   // whatever envlock blocks meanwhile (Ctrl-C stops a hanging script as it would stop conda's).
   spawn.signals = ChildSignals::Reset;
+  // In a process group of its own: a SIGINT or SIGTERM that envlock receives meanwhile (the
+  // terminal's Ctrl-C, which then reaches envlock alone, included) is passed on to the script and
+  // all it started, and envlock waits for them, rolls back and exits 128 + the signal, as conda
+  // and mamba wait for the script they run (attack 20 I2: a SIGTERM ended envlock at once and
+  // left the script running; a Ctrl-C during pre-link exited 1).
+  spawn.group = ProcessGroup::Own;
+  const InterruptScope interrupts;  // the signal is the install's to act on, not the runner's
+  auto interrupted = [&](const std::string& how) -> Status {
+    g_interrupted_by = InterruptScope::received();
+    return Error{ErrorKind::Io, record.dist_name(),
+                 action + " script interrupted by " + signal_name(g_interrupted_by), "script: " + rel + "\n" + how, ""};
+  };
+  if (InterruptScope::received() != 0) return interrupted("it was not started");  // one that waited, blocked
   WaitOptions wait;
   wait.capture_limit = 1u << 20;
   ChildResult run = run_process(spawn, wait);
@@ -844,6 +862,9 @@ Status run_script(const fs::path& prefix, const RepoDataRecord& record, const st
     if (auto text = detail::read_file(msg); text && !text->empty()) messages.push_back(*text);
     fs::remove(msg, ec);
   }
+  while (InterruptScope::received() != 0 && !output.empty() && output.back() == '\n') output.pop_back();
+  if (InterruptScope::received() != 0)
+    return interrupted("the signal was passed on to it; it " + run.ending() + "\noutput:\n" + output);
   if (!run.succeeded()) {
     while (!output.empty() && output.back() == '\n') output.pop_back();
     return Error{ErrorKind::Io, record.dist_name(), action + " script " + run.ending(),
@@ -1558,7 +1579,8 @@ Status plan_stage(StageBuild& b, const fs::path& stage) {
                                 " ran a pre-link script (it can change the package cache; conda warns about these too)");
     if (auto st = run_script(b.prefix, packages[i].record, "pre-link", b.report.messages, packages[i].extracted_dir); !st) {
       Error e = st.error();
-      e.hint = "nothing was installed; the prefix was not touched; fix the package or pass --no-scripts";
+      e.hint = g_interrupted_by != 0 ? "nothing was installed; the prefix was not touched"
+                                     : "nothing was installed; the prefix was not touched; fix the package or pass --no-scripts";
       return e;
     }
   }
@@ -1635,8 +1657,8 @@ Status link_stage(StageBuild& b) {
 /// The old records that go (removed, or replaced by another build of the same name) into
 /// report.removed; then their pre-unlink scripts, in the live prefix before their files go, as
 /// conda runs them (conda only warns when one fails). They run before the unowned files are
-/// carried over, so what they delete stays deleted.
-void unlink_removed(StageBuild& b) {
+/// carried over, so what they delete stays deleted. A signal passed on to one stops the install.
+Status unlink_removed(StageBuild& b) {
   std::set<std::string> new_names;
   for (const auto& p : b.packages) new_names.insert(p.record.name);
   for (const auto& r : b.old_records)
@@ -1648,13 +1670,20 @@ void unlink_removed(StageBuild& b) {
         !(b.moved && std::any_of(b.packages.begin(), b.packages.end(),
                                  [&](const PackageToLink& p) { return same_package(r, p.record); })))
       b.report.removed.push_back(r.dist_name());
-  if (!b.has_old || b.options.scripts != RunScripts::Yes) return;
+  if (!b.has_old || b.options.scripts != RunScripts::Yes) return ok_status();
   for (const auto& r : b.old_records) {
     if (std::find(b.report.removed.begin(), b.report.removed.end(), r.dist_name()) == b.report.removed.end()) continue;
-    if (auto st = run_script(b.prefix, r, "pre-unlink", b.report.messages); !st)
+    auto st = run_script(b.prefix, r, "pre-unlink", b.report.messages);
+    if (!st && g_interrupted_by != 0) {
+      Error e = st.error();
+      e.hint = "the environment was not updated (only what the script did itself is done)";
+      return e;
+    }
+    if (!st)
       b.report.warnings.push_back(st.error().where + ": " + st.error().message + " (ignored, as conda does)\n" +
                                   st.error().detail);
   }
+  return ok_status();
 }
 
 /// Carry over: files in the old prefix that no record owns (pip installs, user files) stay; so
@@ -1786,7 +1815,7 @@ Result<InstallReport> build_stage(const fs::path& prefix, const fs::path& stage,
   StageBuild b{prefix, old_records, damaged_records, has_old, moved, packages, options};
   if (auto st = plan_stage(b, stage); !st) return st.error();
   if (auto st = link_stage(b); !st) return st.error();
-  unlink_removed(b);
+  if (auto st = unlink_removed(b); !st) return st.error();
   if (auto st = carry_unowned(b, scanned); !st) return st.error();
   if (auto st = write_records(b, post_link, scanned); !st) return st.error();
   return std::move(b.report);
@@ -1977,9 +2006,6 @@ Result<std::optional<fs::path>> interrupted_install(const fs::path& prefix_in) {
 }
 
 namespace {
-/// The signal that made the latest install_packages() roll back (install_interrupted_by()).
-int g_interrupted_by = 0;
-
 /// Blocks SIGINT, SIGTERM and SIGHUP for its lifetime (from the swap until the transaction is
 /// committed or rolled back), so that Ctrl-C cannot leave the new, unfinished tree in place;
 /// pending() says whether one arrived meanwhile (and takes it, so that it is not delivered).
@@ -2004,8 +2030,6 @@ class BlockedSignals {
  private:
   sigset_t set_{}, old_{};
 };
-
-const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"; }
 
 /// The package's own name/version/build (info/index.json) against its lockfile record: a record
 /// edited by hand (version 9.9.9 over an archive of 1.0.0) must not install under a false name.
@@ -2252,13 +2276,14 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
   if (!post_link.empty()) {
     for (const auto* p : post_link) {
       auto st = run_script(prefix, p->record, "post-link", report->messages);
-      const int sig = blocked->pending();
+      const bool passed_on = g_interrupted_by != 0;  // to the script, which then stopped
+      int sig = passed_on ? g_interrupted_by : blocked->pending();
       if (st && sig == 0) continue;
-      Error e = st ? Error{ErrorKind::Io, prefix.string(), "install interrupted by " + std::string(signal_name(sig)), "", ""}
-                   : st.error();
+      Error e = st || passed_on ? Error{ErrorKind::Io, prefix.string(), "install interrupted by " + signal_name(sig), "", ""}
+                                : st.error();
       if (sig != 0) {
         g_interrupted_by = sig;
-        if (!st) e.detail += std::string(e.detail.empty() ? "" : "\n") + "interrupted by " + signal_name(sig);
+        if (!st && !passed_on) e.detail += std::string(e.detail.empty() ? "" : "\n") + "interrupted by " + signal_name(sig);
       }
       std::vector<std::string> kept;  // files written into the prefix meanwhile, carried back
       auto back = roll_back_pending(prefix, true, &kept);
@@ -2352,6 +2377,7 @@ Status no_nested_environments(const fs::path& prefix) {
 
 Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts scripts, DryRun dry_run,
                                         const LockWait& on_lock_wait) {
+  g_interrupted_by = 0;
   // Everything is checked before the lock file is created: a refusal writes nothing.
   auto checked = checked_prefix(prefix_in);
   if (!checked) return checked.error();
@@ -2397,7 +2423,13 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
     // Pre-unlink scripts run before the files go, as conda runs them; conda only warns on failure.
     if (scripts == RunScripts::Yes) {
       for (const auto& r : records) {
-        if (auto st = run_script(prefix, r, "pre-unlink", report.messages); !st)
+        auto st = run_script(prefix, r, "pre-unlink", report.messages);
+        if (!st && g_interrupted_by != 0) {
+          Error e = st.error();
+          e.hint = "the environment was not removed (only what the script did itself is done)";
+          return e;
+        }
+        if (!st)
           report.warnings.push_back(st.error().where + ": " + st.error().message + " (ignored, as conda does)\n" +
                                     st.error().detail);
       }

@@ -102,37 +102,7 @@ class MetricScanner {
   std::optional<Result<double>> last_value_;  ///< json: the last line holding the key
 };
 
-volatile std::sig_atomic_t g_interrupt = 0;
-struct sigaction g_old_int {}, g_old_term {};
-
-void note_interrupt(int sig) { g_interrupt = sig; }
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
-
 }  // namespace
-
-InterruptScope::InterruptScope() {
-  g_interrupt = 0;
-  struct sigaction sa {};
-  sa.sa_handler = note_interrupt;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a blocking waitpid returns EINTR and looks at the flag
-  sigaction(SIGINT, &sa, &g_old_int);
-  sigaction(SIGTERM, &sa, &g_old_term);
-  // A signal the caller ignores (a background job's SIGINT, nohup) stays ignored.
-  if (g_old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &g_old_int, nullptr);
-  if (g_old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &g_old_term, nullptr);
-}
-
-InterruptScope::~InterruptScope() {
-  sigaction(SIGINT, &g_old_int, nullptr);
-  sigaction(SIGTERM, &g_old_term, nullptr);
-}
-
-int InterruptScope::received() { return static_cast<int>(g_interrupt); }
 
 const char* to_string(ReferenceStatus status) {
   switch (status) {
@@ -308,9 +278,9 @@ ReferenceOutcome run_reference(const ReferenceRun& reference, const ReferenceRun
       "done\n"
       "unset envlock_f\n" +
       reference.command + "\n";
-  if (g_interrupt != 0) {
+  if (InterruptScope::received() != 0) {
     o.status = ReferenceStatus::Interrupted;
-    o.message = "interrupted by " + signal_name(static_cast<int>(g_interrupt)) + " before the command ran";
+    o.message = "interrupted by " + signal_name(InterruptScope::received()) + " before the command ran";
     return o;
   }
   MetricScanner out(reference.metric), err(reference.metric);
@@ -326,7 +296,7 @@ ReferenceOutcome run_reference(const ReferenceRun& reference, const ReferenceRun
   wait.timeout = std::chrono::seconds(std::max(1, options.timeout_s));
   wait.on_out = [&out](std::string_view chunk) { out.feed(chunk); };
   wait.on_err = [&err](std::string_view chunk) { err.feed(chunk); };
-  wait.stop = [] { return g_interrupt != 0; };
+  wait.stop = [] { return InterruptScope::received() != 0; };
   wait.strays = Strays::Kill;
   ChildResult c = run_process(spawn, wait);
   std::error_code cwd_ec;
@@ -341,7 +311,7 @@ ReferenceOutcome run_reference(const ReferenceRun& reference, const ReferenceRun
   o.signal = c.signal;
   if (c.stopped) {
     o.status = ReferenceStatus::Interrupted;
-    o.message = "interrupted by " + signal_name(static_cast<int>(g_interrupt)) + ": the command was stopped";
+    o.message = "interrupted by " + signal_name(InterruptScope::received()) + ": the command was stopped";
     return o;
   }
   const std::string out_tail = out.tail(), err_tail = err.tail();

@@ -1,11 +1,14 @@
 // The one child-process runner (envlock/process.hpp): capture, merge, environment, working
-// folder, timeout with the kill of the whole group, stop requests, limits, forked functions.
+// folder, timeout with the kill of the whole group, stop requests, limits, forked functions,
+// signals to envlock passed on to the child.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "envlock/process.hpp"
 
@@ -158,6 +161,72 @@ TEST(Process, ForkedFunctionAndFinishedAnswer) {
   EXPECT_EQ(r.out, "done=1\n");
   r = run_function([](int) { ::raise(SIGABRT); }, ProcessGroup::Own, w);
   EXPECT_EQ(r.signal, SIGABRT);
+}
+
+/// Sends `sig` to this process once `marker` exists (the child is running), from a thread, as a
+/// supervisor's `kill PID` would.
+std::thread signal_when(const fs::path& marker, int sig) {
+  return std::thread([marker, sig] {
+    for (int i = 0; i < 500 && !fs::exists(marker); ++i) ::usleep(10000);
+    ::kill(::getpid(), sig);
+  });
+}
+
+// A SIGTERM to envlock while a child runs is passed on to the child's whole group and waited
+// for (conda and mamba wait for the script they run): the child's own handler runs, its
+// background process goes too, and the caller's InterruptScope holds the signal.
+TEST(Process, ASignalToEnvlockIsPassedOnToTheChildsGroupAndWaitedFor) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-forward-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const InterruptScope scope;
+  SpawnOptions s = sh("trap 'echo got TERM; exit 7' TERM; sleep 30 & echo $! > '" + (dir / "bg").string() +
+                      "'; touch '" + (dir / "ready").string() + "'; wait");
+  s.group = ProcessGroup::Own;
+  s.signals = ChildSignals::Reset;
+  std::thread sender = signal_when(dir / "ready", SIGTERM);
+  const auto start = std::chrono::steady_clock::now();
+  const ChildResult r = run_process(s);
+  sender.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(r.forwarded, SIGTERM);
+  EXPECT_EQ(r.exit_status, 7);
+  EXPECT_EQ(r.out, "got TERM\n");
+  EXPECT_EQ(InterruptScope::received(), SIGTERM);
+  std::ifstream bg(dir / "bg");
+  pid_t pid = 0;
+  bg >> pid;
+  ASSERT_GT(pid, 0);
+  int gone = 0;
+  for (int i = 0; i < 200 && (gone = ::kill(pid, 0)) == 0; ++i) ::usleep(10000);
+  EXPECT_NE(gone, 0) << "the child's background process outlived the signal";
+  fs::remove_all(dir);
+}
+
+// With no scope of the caller's, the signal then ends envlock as it would have without the
+// child, but only once the child has had it and ended: nothing is left running.
+TEST(ProcessDeathTest, ASignalNobodyTakesEndsEnvlockAfterTheChild) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // The threadsafe style runs this body again in a new process: one name for both (no pid).
+  const fs::path dir = fs::temp_directory_path() / "envlock-forward-death-test";
+  if (!fs::exists(dir / "ready")) fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path ready = dir / "ready", got = dir / "got";
+  EXPECT_EXIT(
+      {
+        ::signal(SIGTERM, SIG_DFL);
+        SpawnOptions s = sh("trap \"touch '" + got.string() + "'; exit 0\" TERM; touch '" + ready.string() +
+                            "'; sleep 30 & wait");
+        s.group = ProcessGroup::Own;
+        s.signals = ChildSignals::Reset;
+        std::thread sender = signal_when(ready, SIGTERM);
+        sender.detach();
+        (void)run_process(s);
+        ::_exit(0);  // not reached: the signal ends the process
+      },
+      ::testing::KilledBySignal(SIGTERM), "");
+  EXPECT_TRUE(fs::exists(got)) << "the child never had the signal";
+  fs::remove_all(dir);
 }
 
 }  // namespace

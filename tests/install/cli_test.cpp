@@ -18,11 +18,13 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "envlock/hash.hpp"
 #include "envlock/encoding.hpp"
 #include "envlock/install.hpp"
 #include "envlock/lockfile.hpp"
+#include "envlock/process.hpp"
 #include "support/http_server.hpp"
 #include "support/run_command.hpp"
 
@@ -1027,7 +1029,8 @@ std::set<std::string> dists(const fs::path& prefix) {
   return out;
 }
 
-LockedPackage make_post_link_package(const fs::path& dir, const std::string& name, const std::string& post_link);
+LockedPackage make_post_link_package(const fs::path& dir, const std::string& name, const std::string& post_link,
+                                     const std::string& action = "post-link");
 
 // The new environment runs post-link scripts (envlock-greet's, and one that takes a while, so
 // kills land inside scripts too): a kill during them leaves the new tree marked pending, with the
@@ -1165,15 +1168,16 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
 // What a newcomer found (issue 4): interrupted installs, symlinked and odd prefixes, lock files,
 // damaged records, records edited by hand.
 
-/// Builds a noarch .tar.bz2 package NAME-1.0-0 under `dir/noarch` whose post-link script is
-/// `post_link` (run with /bin/sh), and returns its locked record.
-LockedPackage make_post_link_package(const fs::path& dir, const std::string& name, const std::string& post_link) {
+/// Builds a noarch .tar.bz2 package NAME-1.0-0 under `dir/noarch` whose post-link script (or
+/// `action` script: pre-link, pre-unlink) is `post_link`, and returns its locked record.
+LockedPackage make_post_link_package(const fs::path& dir, const std::string& name, const std::string& post_link,
+                                     const std::string& action) {
   fs::create_directories(dir / "noarch");
   const fs::path script = dir / "make.py";
   spit(script, R"PY(
 import io, json, sys, tarfile, hashlib
 dest, name, post = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().encode()
-rel = "bin/." + name + "-post-link.sh"
+rel = "bin/." + name + "-" + sys.argv[4] + ".sh"
 index = {"name": name, "version": "1.0", "build": "0", "build_number": 0, "depends": [],
          "subdir": "noarch", "noarch": "generic", "license": "MIT"}
 paths = {"paths_version": 1, "paths": [{"_path": rel, "path_type": "hardlink",
@@ -1188,7 +1192,7 @@ with tarfile.open(dest, "w:bz2") as tar:
 )PY");
   spit(dir / "post.sh", post_link);
   const std::string file = name + "-1.0-0.tar.bz2";
-  auto r = run_command("python3 " + q(script) + " " + q(dir / "noarch" / file) + " " + name + " " + q(dir / "post.sh"));
+  auto r = run_command("python3 " + q(script) + " " + q(dir / "noarch" / file) + " " + name + " " + q(dir / "post.sh") + " " + action);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j{{"name", name}, {"version", "1.0"}, {"build", "0"}, {"build_number", 0},
                    {"depends", nlohmann::json::array()}, {"subdir", "noarch"}, {"noarch", "generic"},
@@ -1255,6 +1259,85 @@ TEST_F(BadInput, CtrlCDuringPostLinkRestoresTheOldEnvironmentAndExits130) {
   auto r = envlock("install -l " + q(lock) + " -p " + q(prefix_));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(fs::exists(prefix_ / "conda-meta/envlock-slowpost-1.0-0.json"));
+}
+
+// A SIGTERM to envlock alone (a CI runner's cancel, a supervisor) or a Ctrl-C to its process group
+// while a pre-link script runs: the signal is passed on to the script's process group, envlock
+// waits for it, changes nothing and exits 143 or 130, as conda and mamba stop (attack 20 I2:
+// envlock exited 143 at once and left the script running, or 1 for the Ctrl-C). envlock is
+// started from here with the default dispositions: a background job of a non-interactive shell
+// would ignore SIGINT (and envlock keeps an ignored signal ignored, as conda does).
+TEST_F(BadInput, SigtermOrCtrlCDuringPreLinkStopsTheScriptAndChangesNothing) {
+  const fs::path started = root_ / "pre-link-started";
+  auto records = good_;
+  records.push_back(make_post_link_package(root_ / "slowpre", "envlock-slowpre",
+                                           "set +x\necho \"$$\" > '" + started.string() + ".tmp'\nmv '" +
+                                               started.string() + ".tmp' '" + started.string() + "'\nsleep 30\n",
+                                           "pre-link"));
+  const fs::path lock = write_lock(make_lockfile(records), "slowpre.lock");
+  struct Case {
+    bool group;
+    int sig;
+    int code;
+    fs::path prefix;
+  };
+  const fs::path fresh = root_ / "fresh";
+  for (const Case& c : {Case{false, SIGTERM, 143, fresh}, Case{true, SIGINT, 130, fresh},
+                        Case{false, SIGTERM, 143, prefix_}, Case{true, SIGINT, 130, prefix_}}) {
+    SCOPED_TRACE(std::string(c.group ? "group " : "process ") + std::to_string(c.sig) + " " + c.prefix.string());
+    fs::remove(started);
+    SpawnOptions spawn;
+    spawn.argv = {ENVLOCK_BINARY, "install", "-l", lock.string(), "-p", c.prefix.string()};
+    std::vector<std::string> environment;  // env_ first: getenv(3) takes the first of a name
+    for (const auto& [k, v] : env_) environment.push_back(k + "=" + v);
+    for (char** e = environ; *e != nullptr; ++e) environment.emplace_back(*e);
+    spawn.environment = environment;
+    spawn.group = ProcessGroup::Own;  // envlock leads its group, as a shell's job does
+    spawn.signals = ChildSignals::Reset;
+    pid_t script = 0, envlock_pid = 0;
+    std::thread sender([&] {
+      for (int i = 0; i < 3000 && !fs::exists(started); ++i) ::usleep(10000);
+      std::ifstream in(started);
+      in >> script;
+      // The script's parent is envlock, whose group is its own process id.
+      std::ifstream stat("/proc/" + std::to_string(script) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      std::istringstream fields(line.substr(line.rfind(')') + 2));
+      std::string state;
+      fields >> state >> envlock_pid;
+      if (envlock_pid > 0) ::kill(c.group ? -envlock_pid : envlock_pid, c.sig);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    const ChildResult r = run_process(spawn);
+    sender.join();
+    ASSERT_GT(script, 0) << "the pre-link script never started\n" << r.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20)) << "envlock waited for the script's sleep";
+    EXPECT_EQ(r.exit_status, c.code) << r.ending() << "\n" << r.err;
+    const std::string name = c.sig == SIGINT ? "SIGINT" : "SIGTERM";
+    const std::string ending = c.sig == SIGINT ? "was killed by signal 2" : "was killed by signal 15";
+    EXPECT_EQ(r.out, "");
+    const std::size_t downloaded = c.group || c.prefix != fresh ? 0 : 1;  // the first case fetches slowpre
+    EXPECT_EQ(r.err, "packages: " + std::to_string(records.size()) + " (" + std::to_string(downloaded) +
+                         " downloaded, " + std::to_string(records.size() - downloaded) + " from the package cache)\n"
+                         "error: envlock-slowpre-1.0-0: pre-link script interrupted by " + name + "\n"
+                         "script: bin/.envlock-slowpre-pre-link.sh\n"
+                         "the signal was passed on to it; it " + ending + "\n"
+                         "output:\n"
+                         "+ set +x\n"
+                         "hint: nothing was installed; the prefix was not touched\n")
+        << r.err;
+    int alive = 0;
+    for (int i = 0; i < 200 && (alive = ::kill(script, 0)) == 0; ++i) ::usleep(10000);
+    EXPECT_NE(alive, 0) << "the pre-link script outlived envlock";
+    if (c.prefix == prefix_) {
+      expect_intact();
+    } else {
+      EXPECT_FALSE(fs::exists(fresh)) << "nothing may be installed";
+      for (const auto& e : fs::directory_iterator(root_))
+        EXPECT_EQ(e.path().filename().string().find(".fresh.envlock"), std::string::npos) << e.path();
+    }
+  }
 }
 
 TEST_F(BadInput, AnInterruptedInstallIsReportedByVerifyAndListAndRolledBackByInstallAndRemove) {
