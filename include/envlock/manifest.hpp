@@ -69,6 +69,28 @@ struct ExternalBase {
   SourceLocation location;  ///< where the `base:` map is written
 };
 
+/// A PyPI requirement to resolve (issue 20 point 1): an entry of `pypi-dependencies:`, or a PEP
+/// 508 line of a `pip:` list once an index is known for the environment. The text is checked as
+/// PEP 508 when the lock parses it (envlock/pypi_version.hpp), which names `location`.
+struct PypiRequested {
+  std::string text;          ///< as written, trimmed (credential-free: redact_text)
+  SourceLocation location;
+  bool from_pip_list = false;  ///< written in a `pip:` list (environment.yml, `- pip:`)
+};
+
+/// A PyPI index (`pypi-indexes:`, `--index-url`, `--extra-index-url`) or find-links location
+/// (`find-links:`, `--find-links`): `url` is what is fetched (credentials kept, a relative folder
+/// made absolute against the manifest's folder), `written` what the lockfile and messages show
+/// (credential-free, a folder as written).
+struct PypiLocation {
+  std::string url;
+  std::string written;
+  friend bool operator==(const PypiLocation&, const PypiLocation&) = default;
+};
+
+/// pip's default index, used when an environment has `pypi-dependencies:` and names no index.
+inline constexpr std::string_view kDefaultPypiIndex = "https://pypi.org/simple";
+
 /// One environment (layer) of the manifest.
 struct ManifestEnvironment {
   std::string name;
@@ -77,6 +99,12 @@ struct ManifestEnvironment {
   std::optional<std::vector<Channel>> channels;      ///< overrides Manifest::channels when set
   std::optional<std::vector<std::string>> platforms; ///< overrides Manifest::platforms when set
   std::vector<PipPackage> pip;  ///< unresolved pip requirements (`requirement` holds the text)
+  /// PyPI requirements `envlock lock` resolves (docs/pypi.md, "Locking PyPI packages").
+  std::vector<PypiRequested> pypi_dependencies;
+  /// The environment's own `pypi-indexes:` (primary first) and `find-links:`, with the
+  /// `--index-url` / `--extra-index-url` / `--find-links` lines of its `pip:` lists.
+  std::optional<std::vector<PypiLocation>> pypi_indexes;
+  std::optional<std::vector<PypiLocation>> find_links;
   SourceLocation location;      ///< where the environment is declared
   /// The environment's own `variables:` (name -> value, in the manifest's order); see
   /// Manifest::variables_for() for what activation sets.
@@ -113,6 +141,15 @@ struct Manifest {
   /// Variables are not a solve input: they are not in the manifest hash, so editing them never
   /// makes a lockfile stale.
   std::vector<std::pair<std::string, std::string>> variables;
+
+  /// Top-level `pypi-indexes:` and `find-links:` (every environment's unless it names its own).
+  std::vector<PypiLocation> pypi_indexes;
+  std::vector<PypiLocation> find_links;
+
+  /// The indexes an environment's PyPI requirements resolve against: its own, else the
+  /// manifest's, else (when it has pypi_dependencies and no find-links) kDefaultPypiIndex.
+  [[nodiscard]] std::vector<PypiLocation> pypi_indexes_for(const ManifestEnvironment& env) const;
+  [[nodiscard]] std::vector<PypiLocation> find_links_for(const ManifestEnvironment& env) const;
 
   /// The environment called `name`, or nullptr.
   [[nodiscard]] const ManifestEnvironment* environment(std::string_view name) const;

@@ -14,6 +14,7 @@
 #include "envlock/input_file.hpp"
 #include "envlock/manifest_edit.hpp"
 #include "envlock/platform.hpp"
+#include "envlock/paths.hpp"
 #include "envlock/pypi_name.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
@@ -34,6 +35,19 @@ const std::vector<Channel>& Manifest::channels_for(const ManifestEnvironment& en
 
 const std::vector<std::string>& Manifest::platforms_for(const ManifestEnvironment& env) const {
   return env.platforms ? *env.platforms : platforms;
+}
+
+std::vector<PypiLocation> Manifest::pypi_indexes_for(const ManifestEnvironment& env) const {
+  if (env.pypi_indexes && !env.pypi_indexes->empty()) return *env.pypi_indexes;
+  if (!pypi_indexes.empty()) return pypi_indexes;
+  if (!env.pypi_dependencies.empty() && find_links_for(env).empty())
+    return {PypiLocation{std::string(kDefaultPypiIndex), std::string(kDefaultPypiIndex)}};
+  return {};
+}
+
+std::vector<PypiLocation> Manifest::find_links_for(const ManifestEnvironment& env) const {
+  if (env.find_links && !env.find_links->empty()) return *env.find_links;
+  return find_links;
 }
 
 const std::vector<VirtualPackage>& Manifest::virtual_packages_for(std::string_view platform) const {
@@ -117,12 +131,14 @@ constexpr std::string_view kDefaultsR = "https://repo.anaconda.com/pkgs/r";
 
 const std::vector<std::string_view> kEnvlockKeys = {
     "name", "channel-alias", "channels", "platforms", "channel-priority", "dependencies",
-    "environments", "virtual-packages", "reference", "variables"};
+    "environments", "virtual-packages", "reference", "variables", "pypi-dependencies", "pypi-indexes", "find-links"};
 const std::vector<std::string_view> kEnvlockOnlyKeys = {
-    "channel-alias", "channel-priority", "environments", "virtual-packages", "reference"};
+    "channel-alias", "channel-priority", "environments", "virtual-packages", "reference", "pypi-dependencies",
+    "pypi-indexes", "find-links"};
 // `variables:` is conda's too (conda/conda#10169: environment.yml `variables:`, set by `conda env create`).
 const std::vector<std::string_view> kCondaKeys = {"name", "channels", "dependencies", "platforms", "variables"};
-const std::vector<std::string_view> kEnvironmentKeys = {"dependencies", "base", "channels", "platforms", "variables"};
+const std::vector<std::string_view> kEnvironmentKeys = {"dependencies", "base", "channels", "platforms", "variables",
+                                                        "pypi-dependencies", "pypi-indexes", "find-links"};
 
 std::string join(const std::vector<std::string_view>& v, std::string_view sep) {
   std::string out;
@@ -275,6 +291,10 @@ class Parser {
     return rs;
   }
   Result<std::vector<Channel>> channels(const YAML::Node& n);
+  Status pypi_dependencies(const YAML::Node& n, ManifestEnvironment& env);
+  Result<std::vector<PypiLocation>> pypi_locations(const YAML::Node& n, const std::string& what, bool index);
+  Result<PypiLocation> pypi_location(const YAML::Node& at, const std::string& text, bool index);
+  void settle_pip_lists();
   Result<std::vector<std::string>> platforms(const YAML::Node& n, const std::string& what);
   Status dependencies(const YAML::Node& n, ManifestEnvironment& env);
   Status environments(const YAML::Node& n);
@@ -289,6 +309,9 @@ class Parser {
   Manifest m_;
   std::map<std::string, YAML::Mark> base_marks_;  ///< env -> where its `base:` is written
   std::map<std::string, YAML::Mark> env_marks_;
+  /// Per environment: the `pip:` list lines read, with their places, for settle_pip_lists().
+  std::map<std::string, std::vector<SourceLocation>> pip_lines_;
+  std::map<std::string, SourceLocation> pip_list_at_;
 };
 
 Result<std::vector<Channel>> Parser::channels(const YAML::Node& n) {
@@ -439,17 +462,28 @@ Status Parser::dependencies(const YAML::Node& n, ManifestEnvironment& env) {
       if (pip.IsNull()) continue;
       if (!pip.IsSequence())
         return src_.error_at(pip, "`pip:` must be a list of requirements, found " + kind_name(pip));
-      std::size_t count = 0;
       for (const auto& req : pip) {
         auto text = scalar(req, "a pip requirement");
         if (!text) return text.error();
-        env.pip.push_back(pip_requirement(trim(*text)));
-        ++count;
+        const std::string line = trim(*text);
+        // pip's index options (pip install -r reads them in a requirements file): the same model
+        // as `pypi-indexes:` / `find-links:` (issue 20 point 1).
+        static const std::regex option(R"(^(--index-url|-i|--extra-index-url|--find-links|-f)(?:\s*=\s*|\s+)(\S+)$)");
+        std::smatch om;
+        if (line.starts_with("-") && line.size() < 4096 && std::regex_match(line, om, option)) {
+          const std::string flag = om[1].str();
+          const bool index = flag != "--find-links" && flag != "-f";
+          auto l = pypi_location(req, om[2].str(), index);
+          if (!l) return l.error();
+          auto& list = index ? env.pypi_indexes : env.find_links;
+          if (!list) list.emplace();
+          if (flag == "--index-url" || flag == "-i") list->insert(list->begin(), *l);
+          else list->push_back(*l);
+        }
+        env.pip.push_back(pip_requirement(line));
+        pip_lines_[env.name].push_back(loc(req));
       }
-      if (count > 0)
-        m_.warnings.push_back(loc(item).to_string() + ": " + std::to_string(count) +
-                              " pip requirement" + (count == 1 ? "" : "s") + " of environment '" +
-                              env.name + "' carried unresolved into the lockfile (envlock does not resolve PyPI packages)");
+      if (!pip_list_at_.count(env.name)) pip_list_at_[env.name] = loc(item);
       continue;
     }
     auto text = scalar(item, "a dependency");
@@ -555,6 +589,16 @@ Status Parser::environments(const YAML::Node& n) {
       auto v = variables(body["variables"], "variables of environment '" + env_name + "'");
       if (!v) return v.error();
       env.variables = std::move(*v);
+    }
+    if (body["pypi-dependencies"])
+      if (auto st = pypi_dependencies(body["pypi-dependencies"], env); !st) return st.error();
+    for (const char* key : {"pypi-indexes", "find-links"}) {
+      if (!body[key]) continue;
+      auto l = pypi_locations(body[key], std::string(key) + " of environment '" + env_name + "'", key[0] == 'p');
+      if (!l) return l.error();
+      auto& list = key[0] == 'p' ? env.pypi_indexes : env.find_links;
+      if (!list) list.emplace();
+      list->insert(list->begin(), l->begin(), l->end());
     }
     m_.environments.emplace(env_name, std::move(env));
   }
@@ -722,6 +766,115 @@ Status Parser::base_lockfile(const YAML::Node& n, ManifestEnvironment& env) {
   return ok_status();
 }
 
+Status Parser::pypi_dependencies(const YAML::Node& n, ManifestEnvironment& env) {
+  if (n.IsNull()) return ok_status();
+  if (!n.IsSequence())
+    return src_.error_at(n, "pypi-dependencies must be a list of PEP 508 requirements, found " + kind_name(n),
+                         "write e.g. `pypi-dependencies: [\"requests>=2.31\", \"rich[jupyter]; python_version >= '3.9'\"]`");
+  // A PEP 508 name first (the rest is checked when the lock parses it, envlock/pypi_version.hpp).
+  static const std::regex named(R"(^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\s*[\[(<>=!~;@ ].*)?$)");
+  for (const auto& item : n) {
+    auto text = scalar(item, "a PyPI requirement");
+    if (!text) return text.error();
+    const std::string t = trim(*text);
+    if (!std::regex_match(t, named))
+      return src_.error_at(item, "'" + redact_text(t) + "' is not a PEP 508 requirement",
+                           "write a project name, optional [extras], a version specifier and a marker, e.g. "
+                           "`torch==2.4.1` or `pytest; extra == 'test'`; paths and URLs go in a `pip:` list");
+    env.pypi_dependencies.push_back({redact_text(t), loc(item), false});
+  }
+  return ok_status();
+}
+
+Result<PypiLocation> Parser::pypi_location(const YAML::Node& at, const std::string& text, bool index) {
+  const std::string t = trim(text);
+  const std::string what = index ? "a PyPI index" : "a find-links location";
+  if (t.starts_with("https://") || t.starts_with("file://") ||
+      (t.starts_with("http://") && (t.starts_with("http://127.0.0.1") || t.starts_with("http://localhost")) &&
+       !url_has_credentials(t))) {
+    // http:// only on this machine (the loopback rule of channels and base lockfiles).
+    if (t.starts_with("http://")) {
+      const std::string host = t.substr(7, t.find_first_of("/:?#", 7) - 7);
+      if (host != "127.0.0.1" && host != "localhost")
+        return src_.error_at(at, what + " over plain http:// must be on this machine (127.0.0.1 or localhost)", "use https://");
+    }
+    return PypiLocation{t, redact_url(t)};
+  }
+  if (t.find("://") != std::string::npos)
+    return src_.error_at(at, what + " must be an https:// or file:// URL" + std::string(index ? "" : " or a folder"),
+                         "plain http:// is allowed for 127.0.0.1 and localhost only");
+  if (index) return src_.error_at(at, "'" + t + "' is not an index URL", "write the simple-API URL, e.g. https://pypi.org/simple");
+  std::filesystem::path p = t;
+  if (t.starts_with("~/")) p = home_folder() / t.substr(2);
+  else if (p.is_relative()) p = dir_ / p;
+  return PypiLocation{std::filesystem::absolute(p).lexically_normal().string(), t};
+}
+
+Result<std::vector<PypiLocation>> Parser::pypi_locations(const YAML::Node& n, const std::string& what, bool index) {
+  std::vector<YAML::Node> items;
+  if (n.IsScalar()) items.push_back(n);
+  else if (n.IsSequence())
+    for (const auto& i : n) items.push_back(i);
+  else
+    return src_.error_at(n, what + " must be a list of " + (index ? "URLs" : "folders or URLs") + ", found " + kind_name(n),
+                         index ? "write e.g. `pypi-indexes: [https://pypi.org/simple]`" : "write e.g. `find-links: [./wheels]`");
+  std::vector<PypiLocation> out;
+  for (const auto& item : items) {
+    auto text = scalar(item, index ? "an index URL" : "a find-links location");
+    if (!text) return text.error();
+    auto l = pypi_location(item, *text, index);
+    if (!l) return l.error();
+    out.push_back(std::move(*l));
+  }
+  return out;
+}
+
+// The `pip:` lines of an environment that has an index or find-links (its own, the manifest's,
+// or `pypi-dependencies:`) are resolved: their PEP 508 lines move to pypi_dependencies and their
+// index options are consumed; paths, URLs and `-e` lines stay carried as written. Without any,
+// every line stays carried unresolved, as before (no network at lock time for a manifest that
+// never asked for an index), with a warning that says how to resolve them.
+void Parser::settle_pip_lists() {
+  auto is_index_option = [](const std::string& line) {
+    for (std::string_view flag : {"--index-url", "-i", "--extra-index-url", "--find-links", "-f"})
+      if (line.size() > flag.size() && line.starts_with(flag) &&
+          (line[flag.size()] == ' ' || line[flag.size()] == '\t' || line[flag.size()] == '='))
+        return true;
+    return false;
+  };
+  for (auto& [name, env] : m_.environments) {
+    auto lines = pip_lines_.find(name);
+    if (lines == pip_lines_.end()) continue;
+    const bool resolvable = !env.pypi_dependencies.empty() || (env.pypi_indexes && !env.pypi_indexes->empty()) ||
+                            (env.find_links && !env.find_links->empty()) || !m_.pypi_indexes.empty() || !m_.find_links.empty();
+    std::vector<PipPackage> kept;
+    std::size_t unresolved = 0;
+    for (std::size_t i = 0; i < env.pip.size(); ++i) {
+      const PipPackage& p = env.pip[i];
+      const bool is_option = is_index_option(p.requirement);
+      const std::string head = p.requirement.substr(0, p.requirement.find(';'));
+      const bool pep508 = !p.name.empty() && p.url.empty() && !is_option && !head.empty() &&
+                          std::isalnum(static_cast<unsigned char>(head[0])) && head.find('/') == std::string::npos &&
+                          !head.ends_with(".whl") && !head.ends_with(".zip") && !head.ends_with(".tar.gz");
+      if (resolvable && pep508) {
+        env.pypi_dependencies.push_back({p.requirement, i < lines->second.size() ? lines->second[i] : SourceLocation{}, true});
+        continue;
+      }
+      if (resolvable && is_option) continue;
+      if (!is_option) ++unresolved;
+      kept.push_back(p);
+    }
+    env.pip = std::move(kept);
+    if (unresolved > 0 || (!resolvable && !env.pip.empty()))
+      m_.warnings.push_back(pip_list_at_[name].to_string() + ": " + std::to_string(env.pip.size()) + " pip requirement" +
+                            (env.pip.size() == 1 ? "" : "s") + " of environment '" + name +
+                            "' carried unresolved into the lockfile (" +
+                            (resolvable ? std::string("paths, URLs and editable lines are not resolved")
+                                        : std::string("envlock resolves pip lines when the manifest names `pypi-indexes:` or `find-links:`")) +
+                            ")");
+  }
+}
+
 Status Parser::check_layers() {
   for (const auto& [env_name, env] : m_.environments) {
     if (env.base.empty()) continue;
@@ -851,9 +1004,27 @@ Result<Manifest> Parser::parse(std::optional<Manifest::Format> format) {
     if (auto st = dependencies(root["dependencies"], env); !st) return st.error();
     m_.environments.emplace("default", std::move(env));
   }
+  if (root["pypi-dependencies"]) {
+    auto it = m_.environments.find("default");
+    if (it == m_.environments.end()) {
+      ManifestEnvironment env;
+      env.name = "default";
+      env.location = loc(root["pypi-dependencies"]);
+      env_marks_["default"] = root["pypi-dependencies"].Mark();
+      it = m_.environments.emplace("default", std::move(env)).first;
+    }
+    if (auto st = pypi_dependencies(root["pypi-dependencies"], it->second); !st) return st.error();
+  }
+  for (const char* key : {"pypi-indexes", "find-links"}) {
+    if (!root[key]) continue;
+    auto l = pypi_locations(root[key], key, key[0] == 'p');
+    if (!l) return l.error();
+    (key[0] == 'p' ? m_.pypi_indexes : m_.find_links) = std::move(*l);
+  }
   if (root["environments"]) {
     if (auto st = environments(root["environments"]); !st) return st.error();
   }
+  settle_pip_lists();
   if (root["virtual-packages"]) {
     if (auto st = virtual_packages(root["virtual-packages"]); !st) return st.error();
   }

@@ -85,6 +85,20 @@ std::string manifest_hash(const Manifest& m) {
     for (const auto& p : env.pip) pip.push_back(p.requirement);
     std::sort(pip.begin(), pip.end());
     e["pip"] = pip;
+    // PyPI inputs (issue 20) only when there are some: the hashes of other manifests are unchanged.
+    std::vector<std::string> pypi;
+    for (const auto& r : env.pypi_dependencies) pypi.push_back(r.text);
+    std::sort(pypi.begin(), pypi.end());
+    if (!pypi.empty()) e["pypi-dependencies"] = pypi;
+    auto written = [](const std::vector<PypiLocation>& v) {
+      std::vector<std::string> out;
+      for (const auto& l : v) out.push_back(l.written);
+      return out;
+    };
+    if (!pypi.empty() || !env.pip.empty()) {
+      if (auto ix = written(m.pypi_indexes_for(env)); !ix.empty()) e["pypi-indexes"] = ix;
+      if (auto fl = written(m.find_links_for(env)); !fl.empty()) e["find-links"] = fl;
+    }
     envs[name] = e;
   }
   j["environments"] = envs;

@@ -97,11 +97,12 @@ TEST(CorpusEnvYml, PipLinesGetARealProjectNameOrNone) {
   EXPECT_EQ(pip[13].name, "clip");
   EXPECT_EQ(pip[14].name, "");
   EXPECT_EQ(pip[14].requirement, "-e .");
-  // Clay's index option is no package.
+  // Clay's index option is no package: it is the environment's PyPI index (issue 20 point 1), and
+  // its PEP 508 lines are resolved against it.
   auto clay = load_manifest(corpus() / "Clay-foundation__model" / "environment.yml");
   ASSERT_TRUE(clay.ok()) << clay.error().to_string();
-  EXPECT_EQ(clay->environment("default")->pip[0].name, "");
-  EXPECT_EQ(clay->environment("default")->pip[0].requirement, "--extra-index-url https://download.pytorch.org/whl/cu121");
+  EXPECT_EQ(clay->pypi_indexes_for(*clay->environment("default")).at(0).written, "https://download.pytorch.org/whl/cu121");
+  EXPECT_FALSE(clay->environment("default")->pypi_dependencies.empty());
 }
 
 TEST(CorpusEnvYml, RealFilesReadAsExpected) {
@@ -116,10 +117,10 @@ TEST(CorpusEnvYml, RealFilesReadAsExpected) {
   ASSERT_NE(env, nullptr);
   ASSERT_EQ(env->dependencies.size(), 2u);
   EXPECT_EQ(env->dependencies[0].text, "python=3.11");
-  EXPECT_EQ(env->pip.size(), 14u);
-  EXPECT_EQ(env->pip[1].name, "torch");
-  EXPECT_EQ(env->pip[1].version, "2.4.0+cu121");
-  ASSERT_FALSE(clay->warnings.empty());
+  // Its `--extra-index-url` line makes the 13 requirements PyPI requirements to resolve (issue 20).
+  EXPECT_EQ(env->pip.size(), 0u);
+  ASSERT_EQ(env->pypi_dependencies.size(), 13u);
+  EXPECT_EQ(env->pypi_dependencies[0].text, "torch==2.4.0+cu121");
 
   // An older revision carries conda-lock selectors and platforms.
   auto old = load_manifest(corpus() / "Clay-foundation__model" / "environment.yml@c661ea44");

@@ -328,17 +328,21 @@ TEST(EnvironmentYml, PipSelectorsDefaultsAndIgnoredKeys) {
   EXPECT_EQ(env->dependencies[1].selector, "linux");
   EXPECT_TRUE(env->dependencies[1].applies_to("linux-aarch64"));
   EXPECT_FALSE(env->dependencies[1].applies_to("win-64"));
-  ASSERT_EQ(env->pip.size(), 4u);
-  EXPECT_EQ(env->pip[0].name, "");
-  EXPECT_EQ(env->pip[0].requirement, "--extra-index-url https://download.pytorch.org/whl/cu121");
-  EXPECT_EQ(env->pip[1].name, "torch");
-  EXPECT_EQ(env->pip[1].version, "2.4.0+cu121");
-  EXPECT_EQ(env->pip[2].name, "jsonargparse");
-  EXPECT_EQ(env->pip[2].version, "");
-  EXPECT_EQ(env->pip[3].name, "clip");
+  // issue 20 point 1: the index option and the PEP 508 lines are the PyPI model (the index makes
+  // the list resolvable); the editable VCS line stays carried as written.
+  ASSERT_EQ(env->pip.size(), 1u);
+  EXPECT_EQ(env->pip[0].name, "clip");
+  ASSERT_EQ(env->pypi_dependencies.size(), 2u);
+  EXPECT_EQ(env->pypi_dependencies[0].text, "torch==2.4.0+cu121");
+  EXPECT_EQ(env->pypi_dependencies[0].location.to_string(), "environment.yml:10:7");
+  EXPECT_TRUE(env->pypi_dependencies[0].from_pip_list);
+  EXPECT_EQ(env->pypi_dependencies[1].text, "jsonargparse[signatures]>=4.27.7");
+  ASSERT_TRUE(env->pypi_indexes.has_value());
+  EXPECT_EQ(m->pypi_indexes_for(*env), (std::vector<PypiLocation>{{"https://download.pytorch.org/whl/cu121", "https://download.pytorch.org/whl/cu121"}}));
   ASSERT_EQ(m->warnings.size(), 2u);
   EXPECT_NE(m->warnings[0].find("key 'prefix' of environment.yml is ignored"), std::string::npos) << m->warnings[0];
-  EXPECT_NE(m->warnings[1].find("environment.yml:8:5: 4 pip requirements of environment 'default' carried unresolved"),
+  EXPECT_NE(m->warnings[1].find("environment.yml:8:5: 1 pip requirement of environment 'default' carried unresolved "
+                                "into the lockfile (paths, URLs and editable lines are not resolved)"),
             std::string::npos)
       << m->warnings[1];
 }
@@ -365,13 +369,17 @@ TEST(EnvironmentYml, PipLinesAreReadAsPipReadsThemWithoutCredentials) {
       "environment.yml", "/proj");
   ASSERT_TRUE(m.ok()) << m.error().to_string();
   const auto& pip = m->environment("default")->pip;
-  ASSERT_EQ(pip.size(), 12u);
+  // The index option makes the list resolvable (issue 20 point 1): it and the PEP 508 line
+  // Requests==2.31.0 leave the carried lines for the PyPI model.
+  ASSERT_EQ(pip.size(), 10u);
+  EXPECT_EQ(m->environment("default")->pypi_dependencies.size(), 1u);
+  EXPECT_EQ(m->pypi_indexes_for(*m->environment("default")).at(0).written, "https://pypi.corp.example.com/simple");
+  EXPECT_EQ(m->pypi_indexes_for(*m->environment("default")).at(0).url, "https://bob:PW_SECRET_888@pypi.corp.example.com/simple");
   struct Want {
     std::string name, version, url, requirement;
   };
   const std::vector<Want> want = {
       {"", "", "", "-e ."},
-      {"", "", "", "--extra-index-url https://pypi.corp.example.com/simple"},
       {"", "", "", "-r requirements-dev.txt"},
       {"foo-bar", "", "https://files.example.com/dl/Foo.Bar-1.0.tar.gz", "https://files.example.com/dl/Foo.Bar-1.0.tar.gz"},
       {"torch", "", "https://files.example.com/whl/torch-2.4.0+cu121-cp311-cp311-linux_x86_64.whl#sha256=ab",
@@ -382,7 +390,6 @@ TEST(EnvironmentYml, PipLinesAreReadAsPipReadsThemWithoutCredentials) {
       {"", "", "", "../src/mylib"},
       {"", "", "https://github.com/o/r/archive/refs/heads/main.zip", "https://github.com/o/r/archive/refs/heads/main.zip"},
       {"mypkg", "", "git+https://github.com/acme/mypkg.git@main", "mypkg @ git+https://github.com/acme/mypkg.git@main"},
-      {"requests", "2.31.0", "", "Requests==2.31.0"},
   };
   for (std::size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(pip[i].name, want[i].name) << i << ": " << pip[i].requirement;
@@ -544,5 +551,46 @@ TEST(Manifest, FlowListSpecsAreLocatedAtTheirFirstCharacter) {
   EXPECT_EQ(deps[1].location.to_string(), "envlock.yaml:3:32");
 }
 
+}  // namespace
+}  // namespace envlock
+
+namespace envlock {
+namespace {
+// issue 20 point 1: `pypi-dependencies:` beside `dependencies:`, `pypi-indexes:` (first primary)
+// and `find-links:` at the top level or per environment; index credentials are kept for fetching
+// only (the written spelling is credential-free), a relative find-links folder is resolved
+// against the manifest's folder and written as written; the manifest hash covers them.
+TEST(PypiManifest, DependenciesIndexesAndFindLinks) {
+  const std::string text =
+      "channels: [conda-forge]\n"
+      "pypi-indexes: [https://u:TOKEN@pypi.corp.example.com/simple, https://pypi.org/simple]\n"
+      "dependencies: [python 3.11.*]\n"
+      "pypi-dependencies: [\"requests>=2.31\", \"rich[jupyter]; python_version >= '3.9'\"]\n"
+      "environments:\n"
+      "  train:\n"
+      "    dependencies: [python 3.11.*]\n"
+      "    pypi-dependencies: [torch==2.4.1]\n"
+      "    find-links: [./wheels]\n";
+  auto m = parse_manifest(text, "envlock.yaml", "/proj");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const auto* def = m->environment("default");
+  ASSERT_EQ(def->pypi_dependencies.size(), 2u);
+  EXPECT_EQ(def->pypi_dependencies[1].text, "rich[jupyter]; python_version >= '3.9'");
+  EXPECT_EQ(def->pypi_dependencies[0].location.to_string(), "envlock.yaml:4:21");
+  const auto ix = m->pypi_indexes_for(*def);
+  ASSERT_EQ(ix.size(), 2u);
+  EXPECT_EQ(ix[0].url, "https://u:TOKEN@pypi.corp.example.com/simple");
+  EXPECT_EQ(ix[0].written, "https://pypi.corp.example.com/simple");
+  const auto* train = m->environment("train");
+  EXPECT_EQ(m->find_links_for(*train), (std::vector<PypiLocation>{{"/proj/wheels", "./wheels"}}));
+  EXPECT_EQ(m->pypi_indexes_for(*train).size(), 2u);  // the top level's
+  auto rotated = parse_manifest(text.substr(0, text.find("TOKEN")) + "OTHER" + text.substr(text.find("TOKEN") + 5), "envlock.yaml", "/proj");
+  EXPECT_EQ(manifest_hash(*m), manifest_hash(*rotated));
+  auto bad = parse_manifest("channels: [c]\ndependencies: [python]\npypi-dependencies: [./local]\n", "envlock.yaml", "/proj");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().where, "envlock.yaml:3:21");
+  auto http = parse_manifest("channels: [c]\ndependencies: [python]\npypi-indexes: [http://pypi.example.com/simple]\n", "envlock.yaml", "/proj");
+  ASSERT_FALSE(http.ok());
+}
 }  // namespace
 }  // namespace envlock
