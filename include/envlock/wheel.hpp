@@ -68,6 +68,29 @@ struct WheelFileName {
 /// name otherwise.
 Result<WheelFileName> parse_wheel_file_name(std::string_view file_name);
 
+/// The environment a wheel is to run in, for its compatibility tags.
+struct WheelTarget {
+  std::string platform;   ///< conda subdir: "linux-64", "linux-aarch64", "osx-arm64", "win-64"
+  std::string python_xy;  ///< CPython "3.11" (the locked python); empty: python and ABI tags not checked
+  std::string glibc;      ///< the host's glibc "2.36" (__glibc); empty: no glibc, manylinux refused
+};
+
+/// "linux-64 / CPython 3.11 / glibc 2.36", as errors name a target.
+std::string describe_wheel_target(const WheelTarget& target);
+
+/// Whether CPython `python_xy` on `platform` can run the wheel: one triple of its (compressed,
+/// `.`-separated) tag sets is among those packaging.tags.sys_tags() gives there (the packaging
+/// "Platform compatibility tags" specification, PEP 425, PEP 600, PEP 656), which pip and uv
+/// install and nothing else:
+///   python/ABI  cpXY-cpXY, cpXY-abi3, cpXY-none for the target's XY; cpXW-abi3 for 3.2 <= XW < XY;
+///               pyXY, pyX, pyXW (W < Y) with ABI none;
+///   platform    any; on linux-<arch> `linux_<arch>`, manylinux1 (2.5), manylinux2010 (2.12),
+///               manylinux2014 (2.17) and manylinux_X_Y for X.Y up to the host glibc (none without
+///               glibc); musllinux_X_Y is refused (envlock targets glibc hosts); on osx-64
+///               macosx_*_{x86_64,intel,universal,universal2}, on osx-arm64 macosx_*_{arm64,universal2}
+///               (the macOS version is not compared); win-64 win_amd64, win-32 win32, win-arm64 win_arm64.
+bool wheel_tags_supported(const WheelFileName& name, const WheelTarget& target);
+
 /// Where each of the five wheel schemes goes, as prefix-relative '/'-separated folders ("" is the
 /// prefix itself).
 struct WheelScheme {

@@ -357,7 +357,15 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
 
   // The locked wheels come into the wheel cache before the prefix is touched (docs/pypi.md).
   const PipPlan pip_plan = plan_pip(locked->pip);
-  auto wheels = fetch_locked_wheels(pip_plan.wheels, request.lockfile_path);
+  WheelTarget wheel_target{platform, "", ""};
+  for (const auto& r : records)
+    if (r.name == "python") {
+      const std::string& v = r.version.to_string();
+      wheel_target.python_xy = v.substr(0, v.find('.', v.find('.') + 1));
+    }
+  for (const auto& v : *host)
+    if (v.name == "__glibc") wheel_target.glibc = v.version;
+  auto wheels = fetch_locked_wheels(pip_plan.wheels, request.lockfile_path, wheel_target);
   if (!wheels) return report_error(ctx, wheels.error());
 
   auto digest = hash_file(request.lockfile_path, HashAlgorithm::Sha256);

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "envlock/fetch.hpp"
+#include "envlock/text.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/pip.hpp"
@@ -45,15 +46,12 @@ PipPlan plan_pip(const std::vector<PipPackage>& pip) {
   return plan;
 }
 
-Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPackage>& wheels, const fs::path& lockfile_path) {
+Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPackage>& wheels, const fs::path& lockfile_path,
+                                                      const WheelTarget& target) {
   std::vector<FetchedWheel> out;
   const fs::path folder = fs::absolute(lockfile_path).lexically_normal().parent_path();
   for (const PipPackage& p : wheels) {
-    const std::string sha = [&] {
-      std::string s = p.sha256;
-      for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      return s;
-    }();
+    const std::string sha = ascii_lower(p.sha256);
     const std::string file = url_file_name(p.url);
     const fs::path dest = cache_root() / "wheels" / sha / file;
     const std::string shown = redact_url(p.url);
@@ -72,6 +70,12 @@ Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPacka
       return fail(Error{ErrorKind::Parse, lockfile_path.string(),
                         "pip package " + pin(p) + ": its url names the wheel of " + wheel_name->distribution + " " + wheel_name->version, "",
                         "the entry's name, version and url disagree: lock again"});
+    }
+    if (!wheel_tags_supported(*wheel_name, target)) {
+      return fail(Error{ErrorKind::Incompatible, lockfile_path.string(),
+                        "pip package " + pin(p) + ": " + file + " is not compatible with " + describe_wheel_target(target) + " (tags " +
+                            wheel_name->python_tag + "-" + wheel_name->abi_tag + "-" + wheel_name->platform_tag + ")",
+                        "", "lock a wheel built for this environment (PEP 425 tags); pip and uv refuse it too"});
     }
     std::error_code ec;
     if (fs::is_regular_file(dest, ec)) {

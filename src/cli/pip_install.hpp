@@ -8,6 +8,7 @@
 
 #include "envlock/pip_package.hpp"
 #include "envlock/result.hpp"
+#include "envlock/wheel.hpp"
 
 namespace envlock::cli {
 
@@ -31,8 +32,10 @@ PipPlan plan_pip(const std::vector<PipPackage>& pip);
 /// absolute path, or a path relative to the lockfile's folder) is downloaded, checked against
 /// the locked sha256 while streaming and renamed into place. Errors name the package, the URL
 /// (credentials stripped) and the digests, and say that the prefix was not touched.
+/// A wheel whose tags `target` does not support (wheel_tags_supported(), envlock/wheel.hpp) is
+/// refused first, naming its tags and the target (pip: "is not a supported wheel on this platform").
 Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPackage>& wheels,
-                                                      const std::filesystem::path& lockfile_path);
+                                                      const std::filesystem::path& lockfile_path, const WheelTarget& target);
 
 /// What install_fetched_wheels() did.
 struct PipInstallReport {

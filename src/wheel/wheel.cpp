@@ -17,6 +17,7 @@
 #include <functional>
 #include <sstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -242,9 +243,7 @@ std::string csv_field(const std::string& field) {
   return out + "\"";
 }
 
-std::string record_hash(const std::string& hex) {
-  return "sha256=" + base64_encode(*hex_decode(hex), Base64Alphabet::UrlSafe, Base64Padding::No);
-}
+std::string record_hash(const std::string& hex) { return record_sha256_field(hex); }
 
 /// Writes `path` (new, O_EXCL) in the staging tree; the parent folders are made as needed.
 class StagedFile {
@@ -592,7 +591,7 @@ Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFile
     const std::size_t slash = m.name.find('/');
     if (slash != std::string::npos && top.ends_with(".dist-info")) {
       const std::string rest = m.name.substr(slash + 1);
-      if (rest == "WHEEL" || rest == "RECORD" || rest == "entry_points.txt") {
+      if (rest == "WHEEL" || rest == "RECORD" || rest == "entry_points.txt" || rest == "METADATA") {
         auto text = read_member(data, wheel, m.name);
         if (!text) return text.error();
         metadata[m.name] = std::move(*text);
@@ -639,6 +638,24 @@ Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFile
   std::map<std::string, RecordEntry>& record = c.record;
   for (auto& row : *rows) record[row.path] = row;  // the last row of a path counts (installer's dict)
 
+  // METADATA names the distribution every reader (list, diff, snapshot, the next install) trusts:
+  // it must be the one the file name names (pip: "has inconsistent name" / "inconsistent
+  // version"; uv refuses it too). Name compared PEP 503 normalised, Version as written.
+  {
+    auto meta_it = metadata.find(dist_info + "/METADATA");
+    if (meta_it == metadata.end()) return bad_wheel(wheel, "has no " + dist_info + "/METADATA", "a wheel's dist-info holds METADATA (PEP 427)");
+    const auto meta = read_headers(meta_it->second);
+    const auto name_it = meta.find("Name");
+    const auto ver_it = meta.find("Version");
+    const std::string meta_name = name_it == meta.end() ? "" : name_it->second;
+    const std::string meta_version = ver_it == meta.end() ? "" : ver_it->second;
+    if (pep503_normalize(meta_name) != pep503_normalize(file_name.distribution) || meta_version != file_name.version) {
+      return bad_wheel(wheel,
+                       "its METADATA names '" + printable(meta_name) + "' version '" + printable(meta_version) + "', not " +
+                           file_name.distribution + " " + file_name.version + " as its file name",
+                       "the wheel is not the distribution it claims to be; pip and uv refuse it (inconsistent name or version)");
+    }
+  }
   if (auto it = metadata.find(dist_info + "/entry_points.txt"); it != metadata.end()) {
     auto parsed = parse_entry_points(it->second, where_dist_info + "/entry_points.txt");
     if (!parsed) return parsed.error();
@@ -672,6 +689,94 @@ Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFile
 }
 
 }  // namespace
+
+std::string describe_wheel_target(const WheelTarget& target) {
+  std::string out = target.platform;
+  if (!target.python_xy.empty()) out += " / CPython " + target.python_xy;
+  if (target.platform.starts_with("linux-")) out += target.glibc.empty() ? " / no glibc" : " / glibc " + target.glibc;
+  return out;
+}
+
+namespace {
+
+/// "3.11" -> {3, 11}; nullopt when not two numbers.
+std::optional<std::pair<int, int>> two_numbers(std::string_view text, char sep) {
+  const std::size_t at = text.find(sep);
+  if (at == std::string_view::npos || at == 0 || at + 1 >= text.size()) return std::nullopt;
+  int a = 0, b = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i == at) continue;
+    if (!std::isdigit(static_cast<unsigned char>(text[i])) || i - (i > at ? at + 1 : 0) > 4) return std::nullopt;
+    int& n = i < at ? a : b;
+    n = n * 10 + (text[i] - '0');
+  }
+  return std::make_pair(a, b);
+}
+
+bool python_abi_supported(std::string_view py, std::string_view abi, int major, int minor) {
+  const std::string xy = std::to_string(major) + std::to_string(minor);
+  if (py.starts_with("cp")) {
+    const std::string_view v = py.substr(2);
+    if (v == xy) return abi == "cp" + xy || abi == "abi3" || abi == "none";
+    // cp3W-abi3 for 3.2 <= 3.W < 3.Y (a digit string: "3" then the minor).
+    if (abi != "abi3" || v.size() < 2 || v[0] != static_cast<char>('0' + major)) return false;
+    const auto w = two_numbers(std::string(v.substr(0, 1)) + "." + std::string(v.substr(1)), '.');
+    return w && w->second >= 2 && w->second < minor;
+  }
+  if (py.starts_with("py") && abi == "none") {
+    const std::string_view v = py.substr(2);
+    if (v == std::to_string(major)) return true;
+    if (v.size() < 2 || v[0] != static_cast<char>('0' + major)) return false;
+    const auto w = two_numbers(std::string(v.substr(0, 1)) + "." + std::string(v.substr(1)), '.');
+    return w && w->second <= minor;
+  }
+  return false;
+}
+
+bool platform_supported(std::string_view tag, const WheelTarget& target) {
+  if (tag == "any") return true;
+  const std::string& p = target.platform;
+  if (p.starts_with("linux-")) {
+    static const std::map<std::string, std::string> arch = {{"linux-64", "x86_64"},      {"linux-32", "i686"},
+                                                            {"linux-aarch64", "aarch64"}, {"linux-ppc64le", "ppc64le"},
+                                                            {"linux-s390x", "s390x"},     {"linux-armv7l", "armv7l"}};
+    const auto a = arch.find(p);
+    if (a == arch.end() || !tag.ends_with("_" + a->second)) return false;
+    const std::string_view head = tag.substr(0, tag.size() - a->second.size() - 1);
+    if (head == "linux") return true;
+    std::optional<std::pair<int, int>> needs;
+    if (head == "manylinux1") needs = std::make_pair(2, 5);
+    else if (head == "manylinux2010") needs = std::make_pair(2, 12);
+    else if (head == "manylinux2014") needs = std::make_pair(2, 17);
+    else if (head.starts_with("manylinux_")) needs = two_numbers(head.substr(10), '_');
+    const auto have = two_numbers(target.glibc, '.');
+    return needs && have && *needs <= *have;
+  }
+  if (p == "osx-64" || p == "osx-arm64") {
+    if (!tag.starts_with("macosx_")) return false;
+    const std::size_t last = tag.rfind('_');
+    const std::string_view arch = tag.substr(last + 1);
+    if (!two_numbers(tag.substr(7, last - 7), '_')) return false;
+    return p == "osx-64" ? arch == "x86_64" || arch == "intel" || arch == "universal" || arch == "universal2"
+                         : arch == "arm64" || arch == "universal2";
+  }
+  return (p == "win-64" && tag == "win_amd64") || (p == "win-32" && tag == "win32") || (p == "win-arm64" && tag == "win_arm64");
+}
+
+}  // namespace
+
+bool wheel_tags_supported(const WheelFileName& name, const WheelTarget& target) {
+  const auto xy = two_numbers(target.python_xy, '.');
+  bool platform_ok = false;
+  for (std::string_view plat : split(name.platform_tag, '.')) platform_ok = platform_ok || platform_supported(plat, target);
+  if (!platform_ok) return false;
+  if (target.python_xy.empty()) return true;
+  if (!xy) return false;
+  for (std::string_view py : split(name.python_tag, '.'))
+    for (std::string_view abi : split(name.abi_tag, '.'))
+      if (python_abi_supported(py, abi, xy->first, xy->second)) return true;
+  return false;
+}
 
 Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& prefix, const WheelInstallOptions& options) {
   auto file_name = parse_wheel_file_name(wheel.filename().string());

@@ -233,5 +233,73 @@ TEST_F(PipInstallCli, AnEntryWhoseUrlNamesAnotherWheelIsRefused) {
   EXPECT_FALSE(fs::exists(root_ / "env"));
 }
 
+// Attack 22 A18: a locked wheel whose PEP 425 tags the environment cannot run (another OS, another
+// CPython, a manylinux newer than the host's glibc) is refused before anything is fetched or the
+// prefix is touched, naming the wheel, its tags and the environment (pip: "is not a supported
+// wheel on this platform"; uv refuses it too). The glibc is CONDA_OVERRIDE_GLIBC's, as for conda's
+// __glibc.
+TEST_F(PipInstallCli, AWheelWhoseTagsTheEnvironmentCannotRunIsRefused) {
+  env_["CONDA_OVERRIDE_GLIBC"] = "2.17";
+  const fs::path built = write_demo_wheel(root_ / "built");
+  auto lock = write_lock({});
+  std::string python_xy;
+  const auto read = Lockfile::read(lock);
+  ASSERT_TRUE(read.ok());
+  for (const auto& [name, platform] : read->environments.at("default").platforms)
+    for (const auto& p : platform.packages) python_xy = p.version.to_string().substr(0, p.version.to_string().rfind('.'));
+  ASSERT_EQ(python_xy.size(), 4u) << "the host python is 3.1x: " << python_xy;
+  const std::string other_cp = "cp3" + std::to_string(std::stoi(python_xy.substr(2)) + 1);
+  bool first = true;
+  for (const std::string& tags : std::vector<std::string>{"cp311-cp311-win_amd64", "py3-none-macosx_11_0_arm64", other_cp + "-" + other_cp + "-manylinux_2_17_x86_64",
+                                 "py3-none-manylinux_2_28_x86_64"}) {
+    const fs::path wheel = root_ / "wheels" / ("demo_pkg-1.0-" + tags + ".whl");
+    fs::create_directories(wheel.parent_path());
+    fs::copy_file(built, wheel, fs::copy_options::overwrite_existing);
+    lock = write_lock({{"demo-pkg", "1.0", "file://" + wheel.string(), hash_file(wheel, HashAlgorithm::Sha256).value(), "", {}, "", false}});
+    const fs::path prefix = root_ / "env";
+    auto r = envlock("install -l " + q(lock) + " -p " + q(prefix));
+    EXPECT_EQ(r.exit_code, 1) << tags << r.out << r.err;
+    EXPECT_EQ(r.out, "") << tags;
+    const std::string packages = first ? "packages: 1 (1 downloaded, 0 from the package cache)\n" : "packages: 1 (0 downloaded, 1 from the package cache)\n";
+    first = false;
+    EXPECT_EQ(r.err, packages + "error: " + lock.string() +
+                         ": pip package demo-pkg==1.0: demo_pkg-1.0-" + tags + ".whl is not compatible with linux-64 / CPython " + python_xy +
+                         " / glibc 2.17 (tags " + tags + ")\npip package: demo-pkg==1.0 from file://" + wheel.string() +
+                         "\nnothing was installed; the prefix was not touched\n"
+                         "hint: lock a wheel built for this environment (PEP 425 tags); pip and uv refuse it too\n")
+        << tags;
+    EXPECT_FALSE(fs::exists(prefix)) << tags;
+    EXPECT_FALSE(fs::exists(root_ / "cache/envlock/wheels")) << tags << ": nothing fetched";
+  }
+}
+
+// Attack 22 A12: a locked wheel whose METADATA names another project is refused, the conda
+// packages stay, no file of the wheel is in the prefix (pip and uv: inconsistent name).
+TEST_F(PipInstallCli, AWheelWhoseMetadataNamesAnotherProjectIsRefused) {
+  const std::string di = "demo_pkg-1.0.dist-info";
+  std::vector<testing::ZipEntry> files = {{"demo_pkg/__init__.py", "X = 1\n"},
+                                          {di + "/METADATA", "Metadata-Version: 2.1\nName: requests\nVersion: 9.9\n"},
+                                          {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n"}};
+  std::string record;
+  for (const auto& f : files) record += f.name + "," + record_hash(f.data) + "," + std::to_string(f.data.size()) + "\n";
+  files.push_back({di + "/RECORD", record + di + "/RECORD,,\n"});
+  fs::create_directories(root_ / "wheels");
+  const fs::path wheel = root_ / "wheels/demo_pkg-1.0-py3-none-any.whl";
+  testing::write_zip(wheel, files);
+  const fs::path lock = write_lock({{"demo-pkg", "1.0", "file://" + wheel.string(), hash_file(wheel, HashAlgorithm::Sha256).value(), "", {}, "", false}});
+  const fs::path prefix = root_ / "env";
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const std::string cached = (fs::exists(root_ / "cache/envlock/wheels") ? root_ / "cache/envlock/wheels" : root_ / "cache/wheels").string() + "/" +
+                             hash_file(wheel, HashAlgorithm::Sha256).value() + "/" + wheel.filename().string();
+  EXPECT_NE(r.err.find("error: " + cached + ": its METADATA names 'requests' version '9.9', not demo_pkg 1.0 as its file name\n"
+                       "pip package: demo_pkg==1.0\n"),
+            std::string::npos) << r.err;
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  EXPECT_FALSE(fs::exists(site / "demo_pkg"));
+  EXPECT_FALSE(fs::exists(site / di));
+}
+
 }  // namespace
 }  // namespace envlock

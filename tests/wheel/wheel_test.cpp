@@ -75,11 +75,12 @@ struct GenWheel {
   std::vector<ZipEntry> files;
   std::vector<std::string> unlisted;  // members RECORD leaves out
   std::map<std::string, std::string> record_override;  // member -> its RECORD row
+  std::string metadata;  // METADATA's text; empty: Name and Version of the file name
 
   fs::path write(const fs::path& dir) const {
     const std::string di = name + "-" + version + ".dist-info";
     std::vector<ZipEntry> all = files;
-    all.push_back({di + "/METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"});
+    all.push_back({di + "/METADATA", metadata.empty() ? "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n" : metadata});
     all.push_back({di + "/WHEEL", wheel_meta});
     std::string record;
     for (const ZipEntry& e : all) {
@@ -512,6 +513,85 @@ TEST(InstallWheel, RefusesWheelVersion2) {
   EXPECT_TRUE(r.prefix_unchanged);
   EXPECT_EQ(r.error.kind, ErrorKind::Incompatible);
   EXPECT_EQ(r.error.message, "Wheel-Version 2.0 is not 1.x");
+}
+
+// Attack 22 A12: METADATA is what list, diff, snapshot and the next install read; a wheel whose
+// METADATA names another distribution or version than its file name is refused before anything
+// is written (pip: "has inconsistent name: expected 'demo', but metadata has 'requests'"; uv:
+// InconsistentName). Names compare PEP 503 normalised.
+TEST(InstallWheel, RefusesAWheelWhoseMetadataIsAnotherDistribution) {
+  TempDir dir;
+  GenWheel w;
+  w.metadata = "Metadata-Version: 2.1\nName: requests\nVersion: 9.9\n";
+  const fs::path wheel = w.write(dir.path());
+  auto r = install_refused(wheel, dir.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.kind, ErrorKind::Integrity);
+  EXPECT_EQ(r.error.to_string(), wheel.string() + ": its METADATA names 'requests' version '9.9', not demo 1.0 as its file name\n"
+                                                  "hint: the wheel is not the distribution it claims to be; pip and uv refuse it "
+                                                  "(inconsistent name or version)");
+  TempDir dir2;
+  w.metadata = "Metadata-Version: 2.1\nName: Demo\nVersion: 1.0.1\n";
+  r = install_refused(w.write(dir2.path()), dir2.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.message, "its METADATA names 'Demo' version '1.0.1', not demo 1.0 as its file name");
+  TempDir dir3;
+  w.metadata = "Metadata-Version: 2.1\nName: DEMO\nVersion: 1.0\n";  // the same name, PEP 503
+  const fs::path same = w.write(dir3.path());
+  EXPECT_TRUE(install_wheel(same, make_prefix(dir3.path() / "env"), options_for_target()).ok());
+  TempDir dir4;
+  const fs::path no_metadata = dir4.path() / "demo-1.0-py3-none-any.whl";
+  const std::string wheel_text = "Wheel-Version: 1.0\n";
+  testing::write_zip(no_metadata, {{"demo-1.0.dist-info/WHEEL", wheel_text},
+                                   {"demo-1.0.dist-info/RECORD", "demo-1.0.dist-info/WHEEL," + record_hash(wheel_text) + ",19\n"
+                                                                 "demo-1.0.dist-info/RECORD,,\n"}});
+  r = install_refused(no_metadata, dir4.path());
+  EXPECT_TRUE(r.prefix_unchanged);
+  EXPECT_EQ(r.error.message, "has no demo-1.0.dist-info/METADATA");
+}
+
+// Attack 22 A18: which tags CPython 3.11 on linux-64 with glibc 2.17 runs, as
+// packaging.tags.sys_tags() lists them (pip and uv install only those).
+TEST(WheelTags, FollowThePlatformCompatibilityTagsSpecification) {
+  const WheelTarget linux{"linux-64", "3.11", "2.17"};
+  const std::map<std::string, bool> cases = {
+      {"foo-1.0-py3-none-any.whl", true},
+      {"foo-1.0-py2.py3-none-any.whl", true},
+      {"foo-1.0-py311-none-any.whl", true},
+      {"foo-1.0-py38-none-any.whl", true},
+      {"foo-1.0-py312-none-any.whl", false},
+      {"foo-1.0-py2-none-any.whl", false},
+      {"foo-1.0-cp311-none-any.whl", true},
+      {"foo-1.0-cp311-cp311-linux_x86_64.whl", true},
+      {"foo-1.0-cp311-cp311-manylinux1_x86_64.whl", true},
+      {"foo-1.0-cp311-cp311-manylinux2014_x86_64.whl", true},
+      {"foo-1.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", true},
+      {"foo-1.0-cp311-cp311-manylinux_2_28_x86_64.whl", false},
+      {"foo-1.0-cp311-cp311-manylinux_2_28_x86_64.manylinux_2_5_x86_64.whl", true},
+      {"foo-1.0-cp311-cp311-manylinux_2_17_aarch64.whl", false},
+      {"foo-1.0-cp311-cp311-musllinux_1_1_x86_64.whl", false},
+      {"foo-1.0-cp312-cp312-manylinux_2_17_x86_64.whl", false},
+      {"foo-1.0-cp310-cp310-manylinux_2_17_x86_64.whl", false},
+      {"foo-1.0-cp38-abi3-manylinux_2_17_x86_64.whl", true},
+      {"foo-1.0-cp312-abi3-manylinux_2_17_x86_64.whl", false},
+      {"foo-1.0-cp311-cp311-win_amd64.whl", false},
+      {"foo-1.0-py3-none-macosx_11_0_arm64.whl", false},
+      {"foo-1.0-pp39-pypy39_pp73-manylinux_2_17_x86_64.whl", false},
+      {"foo-1.0-py3-cp311-any.whl", false},
+  };
+  for (const auto& [file, supported] : cases) {
+    auto name = parse_wheel_file_name(file);
+    ASSERT_TRUE(name.ok()) << file;
+    EXPECT_EQ(wheel_tags_supported(*name, linux), supported) << file;
+  }
+  EXPECT_FALSE(wheel_tags_supported(*parse_wheel_file_name("foo-1.0-py3-none-manylinux1_x86_64.whl"), {"linux-64", "3.11", ""}))
+      << "no glibc: no manylinux";
+  EXPECT_TRUE(wheel_tags_supported(*parse_wheel_file_name("foo-1.0-py3-none-macosx_11_0_arm64.whl"), {"osx-arm64", "3.11", ""}));
+  EXPECT_TRUE(wheel_tags_supported(*parse_wheel_file_name("foo-1.0-py3-none-macosx_10_9_universal2.whl"), {"osx-64", "3.11", ""}));
+  EXPECT_FALSE(wheel_tags_supported(*parse_wheel_file_name("foo-1.0-py3-none-macosx_11_0_arm64.whl"), {"osx-64", "3.11", ""}));
+  EXPECT_TRUE(wheel_tags_supported(*parse_wheel_file_name("foo-1.0-cp311-cp311-win_amd64.whl"), {"win-64", "3.11", ""}));
+  EXPECT_EQ(describe_wheel_target(linux), "linux-64 / CPython 3.11 / glibc 2.17");
+  EXPECT_EQ(describe_wheel_target({"osx-arm64", "3.12", ""}), "osx-arm64 / CPython 3.12");
 }
 
 TEST(InstallWheel, RefusesAWheelWithoutRecordOrWithTwoDistInfos) {
