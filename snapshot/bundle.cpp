@@ -164,9 +164,7 @@ Status repack(const PrefixRecord& record, const fs::path& local_prefix, const st
 }
 
 /// A lower-case hex digest as RECORD writes it: urlsafe base64 without padding (PEP 376/427).
-std::string record_hash(const std::string& hex) {
-  return "sha256=" + base64_encode(hex_decode(hex).value_or(""), Base64Alphabet::UrlSafe, Base64Padding::No);
-}
+std::string record_hash(const std::string& hex) { return record_sha256_field(hex); }
 
 /// A pip distribution's direct_url.json whose URL carries credentials (a VCS install from
 /// https://user:token@host/...) is bundled with them removed (redact_url), and its RECORD row

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "envlock/probe.hpp"
+#include "envlock/text.hpp"
 #include "envlock/snapshot.hpp"
 
 namespace envlock {
@@ -23,10 +24,7 @@ std::string text_of(xmlNode* n) {
   xmlChar* c = xmlNodeGetContent(n);
   std::string s = c != nullptr ? reinterpret_cast<const char*>(c) : "";
   xmlFree(c);
-  std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  s = s.substr(b, e - b);
+  s = trim(s);
   return s == "N/A" ? "" : s;
 }
 

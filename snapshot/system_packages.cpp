@@ -93,8 +93,7 @@ Result<std::vector<SystemPackage>> parse_dpkg_status(std::string_view text, cons
                   "dpkg status lines are `Field: value` or continuation lines starting with a space"};
       continue;
     }
-    std::string key = line.substr(0, colon);
-    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string key = ascii_lower(line.substr(0, colon));
     fields[key] = std::string(trim_view(std::string_view(line).substr(colon + 1), kFieldSpace));
     have_field = true;
   }

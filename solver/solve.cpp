@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "envlock/solver.hpp"
+#include "envlock/text.hpp"
 #include "solve_context.hpp"
 
 namespace envlock {
@@ -64,9 +65,7 @@ std::string dep_name(std::string_view dep) {
   while (end < dep.size() && dep[end] != ' ' && dep[end] != '=' && dep[end] != '<' && dep[end] != '>' &&
          dep[end] != '!' && dep[end] != '~' && dep[end] != '[')
     ++end;
-  std::string name(dep.substr(start, end - start));
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
+  return ascii_lower(std::string(dep.substr(start, end - start)));
 }
 
 /// `spec` as libsolv's conda parser reads it: a bracket spec that only sets version and build

@@ -34,5 +34,8 @@ std::optional<std::string> base64_decode(std::string_view text);
 /// A PEP 376 RECORD hash field `sha256=<URL-safe base64, no padding>` as lower-case hex; empty
 /// when it is not `sha256=` followed by the base64 of exactly 32 bytes.
 std::string record_sha256_hex(std::string_view field);
+/// The other way: a lower-case hex sha256 digest as a RECORD hash field (`sha256=` and the
+/// URL-safe base64 of its bytes, no padding); `sha256=` alone when `hex` is not hex.
+std::string record_sha256_field(std::string_view hex);
 
 }  // namespace envlock

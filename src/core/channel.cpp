@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "envlock/channel.hpp"
+#include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
@@ -61,8 +62,7 @@ Result<Channel> resolve_channel(std::string_view spelling, const std::filesystem
   ch.spelling = text;
   std::size_t scheme = text.find("://");
   if (scheme != std::string::npos) {
-    std::string s = text.substr(0, scheme);
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string s = ascii_lower(text.substr(0, scheme));
     if (s == "http" || s == "https") {
       ch.kind = Channel::Kind::Url;
       ch.url = strip_trailing_slashes(text);

@@ -81,4 +81,8 @@ std::string record_sha256_hex(std::string_view field) {
   return raw && raw->size() == 32 ? hex_encode(*raw) : "";
 }
 
+std::string record_sha256_field(std::string_view hex) {
+  return "sha256=" + base64_encode(hex_decode(hex).value_or(""), Base64Alphabet::UrlSafe, Base64Padding::No);
+}
+
 }  // namespace envlock

@@ -1,4 +1,5 @@
 #include "envlock/url.hpp"
+#include "envlock/text.hpp"
 
 #include <idn2.h>
 
@@ -28,9 +29,7 @@ constexpr std::array<std::string_view, 5> kSecretEndings = {"token", "signature"
 /// Whether a query key names a secret: compared percent-decoded (a server reads
 /// `X%2DAmz%2DSignature` as `X-Amz-Signature`: a new-user attack, session 10) and case-blind.
 bool is_secret_key(std::string_view key) {
-  std::string lower = percent_decode(key);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = ascii_lower(percent_decode(key));
   if (std::find(kSecretKeys.begin(), kSecretKeys.end(), lower) != kSecretKeys.end()) return true;
   return std::any_of(kSecretEndings.begin(), kSecretEndings.end(),
                      [&](std::string_view end) { return lower.ends_with(end); });
@@ -338,8 +337,7 @@ Result<std::string> path_from_file_url(std::string_view url) {
   std::string_view rest = url.substr(kScheme.size());
   const std::size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  std::string host(authority.substr(authority.rfind('@') + 1));  // userinfo, if any, is never shown
-  for (auto& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string host = ascii_lower(std::string(authority.substr(authority.rfind('@') + 1)));  // userinfo, if any, is never shown
   if (!authority.empty() && host != "localhost")
     return fail("file URL names the host '" + host + "'; envlock reads local paths only",
                 "write file:///absolute/path (three slashes), or the path itself");

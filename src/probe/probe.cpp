@@ -112,8 +112,7 @@ PackageCudaFacts analyze_packages(const std::vector<RepoDataRecord>& records,
                                   const std::vector<VirtualPackage>& solved_with) {
   PackageCudaFacts f;
   for (const auto& spec : requested) {
-    std::string lower = spec;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::string lower = ascii_lower(spec);
     if (lower.find("cuda") != std::string::npos || lower.find("-gpu") != std::string::npos) {
       f.gpu_reasons.push_back("the manifest asks for it: " + spec);
     }

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "envlock/process.hpp"
+#include "envlock/text.hpp"
 #include "envlock/reference.hpp"
 
 namespace envlock {
@@ -38,10 +39,7 @@ std::string format_number(double v) {
 
 // Parses a whole string as a finite double ("0.41", "1e-3"); nullopt otherwise.
 std::optional<double> to_double(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  std::size_t start = 0;
-  while (start < s.size() && std::isspace(static_cast<unsigned char>(s[start]))) ++start;
-  s = s.substr(start);
+  s = trim(s);
   if (s.empty()) return std::nullopt;
   char* end = nullptr;
   errno = 0;
