@@ -27,6 +27,7 @@
 #include "envlock/pip.hpp"      // parse_record
 #include "envlock/pypi_name.hpp"
 #include "envlock/text.hpp"
+#include "../install/fs_util.hpp"  // detail::Tree: the install module's guard against links out of the prefix
 
 namespace envlock {
 
@@ -429,13 +430,30 @@ class SetAside {
       }
       paths.push_back(rel);
     }
-    std::error_code ec;
-    if (!fs::create_directory(dir_, ec)) return io_error(prefix.string(), "cannot create " + dir_.filename().string(), ec ? ec.value() : EEXIST);
+    // Each row is resolved beneath the prefix, as the conda linker writes (detail::Tree): a
+    // folder on the way that is a link out of the prefix (site-packages/foo -> /elsewhere) is
+    // refused before anything moves, never followed to delete there (attack 22 A3).
+    auto tree = detail::Tree::open(prefix);
+    if (!tree) return tree.error();
+    std::vector<std::pair<std::string, struct stat>> found;
     for (const std::string& rel : paths) {
       struct stat st {};
-      if (::lstat((prefix / rel).c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;  // gone already
+      auto there = tree->lstat(rel, st);
+      if (!there) {
+        return Error{ErrorKind::Integrity, prefix.string(), record_file + " lists '" + rel + "', which leads outside the prefix through a link: nothing was changed",
+                     "", "a folder of the installed distribution is a link out of the prefix; remove it by hand"};
+      }
+      if (*there && !S_ISDIR(st.st_mode)) found.emplace_back(rel, st);
+    }
+    std::error_code ec;
+    if (!fs::create_directory(dir_, ec)) return io_error(prefix.string(), "cannot create " + dir_.filename().string(), ec ? ec.value() : EEXIST);
+    for (const auto& [rel, st] : found) {
       const fs::path aside = dir_ / std::to_string(moved_.size());
-      if (::rename((prefix / rel).c_str(), aside.c_str()) != 0) return io_error(rel, "cannot move aside", errno);
+      const std::size_t slash = rel.rfind('/');
+      auto dfd = tree->dir(slash == std::string::npos ? "" : rel.substr(0, slash), false);
+      if (!dfd) return dfd.error();
+      const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+      if (::renameat(*dfd, name.c_str(), AT_FDCWD, aside.c_str()) != 0) return io_error(rel, "cannot move aside", errno);
       moved_.emplace_back(prefix / rel, aside);
     }
     return ok_status();
@@ -948,6 +966,28 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
     if (auto s = old.take(prefix, options.replaces, fs::path(staging.dir.string() + ".old")); !s) return s.error();
   }
 
+  // No staged folder merges into a prefix folder that is a link out of the prefix (attack 22 A3):
+  // each one the prefix has is resolved beneath it (detail::Tree, as the conda linker).
+  {
+    auto tree = detail::Tree::open(prefix);
+    if (!tree) return tree.error();
+    std::vector<std::string> dirs{""};
+    for (std::size_t i = 0; i < dirs.size(); ++i) {
+      std::error_code ec;
+      for (const auto& entry : fs::directory_iterator(staging.dir / dirs[i], ec)) {
+        if (!entry.is_directory(ec) || entry.is_symlink(ec)) continue;
+        const std::string rel = dirs[i].empty() ? entry.path().filename().string() : dirs[i] + "/" + entry.path().filename().string();
+        struct stat st {};
+        if (::lstat((prefix / rel).c_str(), &st) != 0) continue;  // not there: moved in whole
+        if (auto fd = tree->dir(rel, false); !fd && fd.error().kind == ErrorKind::Integrity) {
+          return Error{ErrorKind::Integrity, prefix.string(),
+                       "the wheel " + wheel.filename().string() + " would write into " + rel + ", which leads outside the prefix through a link",
+                       "", "nothing of this wheel was installed; remove the link by hand"};
+        }
+        dirs.push_back(rel);
+      }
+    }
+  }
   // Into place, never over a file: check first, move, and undo the moves on a late conflict.
   std::vector<std::string> conflicts;
   find_conflicts(staging.dir, prefix, "", conflicts);

@@ -233,6 +233,39 @@ TEST_F(PipInstallCli, AnEntryWhoseUrlNamesAnotherWheelIsRefused) {
   EXPECT_FALSE(fs::exists(root_ / "env"));
 }
 
+// Attack 22 A3: replacing an installed version whose package folder in site-packages is a link
+// out of the prefix never follows it: nothing outside is deleted or written, exit 1 (the conda
+// linker resolves every path beneath the prefix the same way; pip and uv follow such links).
+TEST_F(PipInstallCli, ReplacingAVersionNeverFollowsALinkOutOfThePrefix) {
+  const fs::path v1 = write_demo_wheel(root_ / "wheels", "1.0");
+  const fs::path v2 = write_demo_wheel(root_ / "wheels", "2.0");
+  const fs::path prefix = root_ / "env";
+  auto lock1 = write_lock({{"demo-pkg", "1.0", "file://" + v1.string(), hash_file(v1, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v1.lock");
+  ASSERT_EQ(envlock("install -l " + q(lock1) + " -p " + q(prefix)).exit_code, 0);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  const fs::path outside = root_ / "outside/demo_pkg";
+  fs::create_directories(outside.parent_path());
+  fs::rename(site / "demo_pkg", outside);
+  fs::create_directory_symlink(outside, site / "demo_pkg");
+  const std::string before = slurp(outside / "__init__.py");
+  auto lock2 = write_lock({{"demo-pkg", "2.0", "file://" + v2.string(), hash_file(v2, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v2.lock");
+  auto r = envlock("install -l " + q(lock2) + " -p " + q(prefix));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const std::string site_rel = fs::relative(site, prefix).string();
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "packages: 1 (0 downloaded, 1 from the package cache)\n"
+                   "error: " + prefix.string() + ": " + site_rel + "/demo_pkg-1.0.dist-info/RECORD lists '" + site_rel +
+                       "/demo_pkg/__init__.py', which leads outside the prefix through a link: nothing was changed\n"
+                       "pip package: demo_pkg==2.0\n"
+                       "the conda packages are installed, and the other pip packages were installed beside it\n"
+                       "hint: a folder of the installed distribution is a link out of the prefix; remove it by hand\n");
+  EXPECT_EQ(slurp(outside / "__init__.py"), before) << "the file outside is neither deleted nor replaced";
+  EXPECT_TRUE(fs::exists(outside / "old/old.py"));
+  EXPECT_TRUE(fs::exists(site / "demo_pkg-1.0.dist-info/RECORD"));
+  EXPECT_FALSE(fs::exists(site / "demo_pkg-2.0.dist-info"));
+}
+
 // Attack 22 A18: a locked wheel whose PEP 425 tags the environment cannot run (another OS, another
 // CPython, a manylinux newer than the host's glibc) is refused before anything is fetched or the
 // prefix is touched, naming the wheel, its tags and the environment (pip: "is not a supported
