@@ -210,6 +210,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send_status(path, fail_status)
             return
         full = os.path.realpath(os.path.join(st.root, path.lstrip("/")))
+        if path.endswith("/") and os.path.isfile(os.path.join(full, "index.html")):
+            full = os.path.join(full, "index.html")  # a folder's index.html (a PEP 503 project page)
         if not (full == st.root or full.startswith(st.root + os.sep)) or not os.path.isfile(full):
             self._send_status(path, 404)
             return
@@ -237,6 +239,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = data[start:end]
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
+        if full.endswith(".html"):
+            self.send_header("Content-Type", "text/html")  # PEP 503 pages (pip reads no other type)
         if not st.no_validators and not (st.bare_206 and status == 206):
             self.send_header("ETag", etag)
             self.send_header("Last-Modified", last_modified)
