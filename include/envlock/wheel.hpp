@@ -175,6 +175,11 @@ struct InstalledWheel {
   std::vector<InstalledWheelFile> files;  ///< in RECORD's order, RECORD last
 };
 
+/// Removes the staging folders (`.envlock-wheel-<pid>-<n>`, and `<that>.old` of a replaced version's
+/// files) that install_wheel() runs killed mid-way left in `prefix`, those whose pid is not a live
+/// process (kill(pid, 0) fails with ESRCH); never follows a link. Returns their names, sorted.
+std::vector<std::string> remove_stale_wheel_staging(const std::filesystem::path& prefix);
+
 /// Installs the wheel at local path `wheel` into the existing prefix folder `prefix`:
 ///   1. reads WHEEL (Wheel-Version 1.x), RECORD and entry_points.txt from the one top-level
 ///      `.dist-info` folder, whose name must be the file name's distribution (PEP 503 normalised);

@@ -108,6 +108,9 @@ Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPacka
 
 Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const std::vector<FetchedWheel>& wheels) {
   PipInstallReport report;
+  // What a wheel install killed mid-way left (its staging folder) goes first (attack 22 A10).
+  std::error_code exists_ec;
+  if (fs::is_directory(prefix, exists_ec)) remove_stale_wheel_staging(prefix);
   if (wheels.empty()) return report;
   auto xy = prefix_python_xy(prefix);
   if (!xy) {

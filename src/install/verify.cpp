@@ -292,6 +292,8 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
     if (!is_link && it->is_directory(ec)) {
       std::error_code meta_ec;
       if (prefix_foreign_folder(rel, fs::is_directory(it->path() / "conda-meta", meta_ec))) it.disable_recursion_pending();
+      // A wheel install's staging folder (envlock/wheel.hpp): removed by the next install, not drift.
+      if (rel.starts_with(".envlock-wheel-") && rel.find('/') == std::string::npos) it.disable_recursion_pending();
       continue;
     }
     if (owned.count(rel) || ignored_extra(rel)) continue;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -794,6 +795,29 @@ bool wheel_tags_supported(const WheelFileName& name, const WheelTarget& target) 
     for (std::string_view abi : split(name.abi_tag, '.'))
       if (python_abi_supported(py, abi, xy->first, xy->second)) return true;
   return false;
+}
+
+std::vector<std::string> remove_stale_wheel_staging(const fs::path& prefix) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(prefix, ec)) {
+    const std::string name = entry.path().filename().string();
+    constexpr std::string_view head = ".envlock-wheel-";
+    if (!name.starts_with(head)) continue;
+    std::string_view rest = std::string_view(name).substr(head.size());
+    if (rest.ends_with(".old")) rest.remove_suffix(4);
+    const std::size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string_view::npos || dash + 1 == rest.size() ||
+        rest.find_first_not_of("0123456789-") != std::string_view::npos || rest.find('-', dash + 1) != std::string_view::npos || dash > 9)
+      continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(std::string(rest.substr(0, dash))));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    fs::remove_all(entry.path(), rm);  // removes a link itself, never what it names
+    if (!rm) removed.push_back(name);
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
 }
 
 Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& prefix, const WheelInstallOptions& options) {

@@ -266,6 +266,45 @@ TEST_F(PipInstallCli, ReplacingAVersionNeverFollowsALinkOutOfThePrefix) {
   EXPECT_FALSE(fs::exists(site / "demo_pkg-2.0.dist-info"));
 }
 
+// Attack 22 A10: an install killed (SIGKILL) while a big wheel unpacks leaves its staging folder
+// `.envlock-wheel-<pid>-<n>`; verify does not count it, and the next install removes it (its pid is
+// dead) and installs the wheel, as the conda side removes a stale stage.
+TEST_F(PipInstallCli, AStagingFolderOfAKilledInstallIsRemovedByTheNextInstall) {
+  const std::string di = "big-1.0.dist-info";
+  std::vector<testing::ZipEntry> files;
+  for (int i = 0; i < 6000; ++i) files.push_back({"big/m/f" + std::to_string(i) + ".py", std::string(2000, 'x') + std::to_string(i) + "\n"});
+  files.push_back({di + "/METADATA", "Metadata-Version: 2.1\nName: big\nVersion: 1.0\n"});
+  files.push_back({di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n"});
+  std::string record;
+  for (const auto& f : files) record += f.name + "," + record_hash(f.data) + "," + std::to_string(f.data.size()) + "\n";
+  files.push_back({di + "/RECORD", record + di + "/RECORD,,\n"});
+  fs::create_directories(root_ / "wheels");
+  const fs::path wheel = root_ / "wheels/big-1.0-py3-none-any.whl";
+  testing::write_zip(wheel, files);
+  const fs::path lock = write_lock({{"big", "1.0", "file://" + wheel.string(), hash_file(wheel, HashAlgorithm::Sha256).value(), "", {}, "", false}});
+  const fs::path prefix = root_ / "env";
+  ASSERT_EQ(envlock("install -l " + q(write_lock({}, "conda.lock")) + " -p " + q(prefix)).exit_code, 0);
+  // Started in the background, killed once its staging folder holds files.
+  auto killed = run_command(testing::envlock_cmd() + " install -l " + q(lock) + " -p " + q(prefix) + " >/dev/null 2>&1 & pid=$!; "
+                            "for i in $(seq 4000); do n=$(find " + q(prefix) + "/.envlock-wheel-* -type f 2>/dev/null | head -50 | wc -l); "
+                            "[ \"$n\" -ge 50 ] && break; sleep 0.005; done; kill -9 $pid; wait $pid; echo \"rc=$?\"",
+                            env_);
+  EXPECT_EQ(killed.out, "rc=137\n") << killed.err;
+  std::string staging;
+  for (const auto& e : fs::directory_iterator(prefix))
+    if (e.path().filename().string().starts_with(".envlock-wheel-")) staging = e.path().filename().string();
+  ASSERT_FALSE(staging.empty()) << "the kill came while the wheel was staged";
+  auto verify = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  auto again = envlock("install -l " + q(lock) + " -p " + q(prefix));
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("\n  pip: 1 installed, 0 unchanged\n"), std::string::npos) << again.out;
+  EXPECT_FALSE(fs::exists(prefix / staging));
+  for (const auto& e : fs::directory_iterator(prefix)) EXPECT_FALSE(e.path().filename().string().starts_with(".envlock-wheel-")) << e.path();
+  verify = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
 // Attack 22 A18: a locked wheel whose PEP 425 tags the environment cannot run (another OS, another
 // CPython, a manylinux newer than the host's glibc) is refused before anything is fetched or the
 // prefix is touched, naming the wheel, its tags and the environment (pip: "is not a supported
