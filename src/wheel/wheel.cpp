@@ -880,6 +880,20 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   };
   const std::string shebang = python_shebang(interpreter);
 
+  // No member lands in the environment's records (conda-meta/, envlock's marker there) or in a
+  // name envlock gives its own files in the prefix (.envlock-*): a wheel's `.data/data/` is the
+  // prefix itself (attack 22 A13). Checked over RECORD, which lists every member.
+  for (const auto& [member, row] : record) {
+    auto where_to = place(member);
+    if (!where_to) return where_to.error();
+    const std::string rel = join(where_to->dir, where_to->path);
+    const std::string top = rel.substr(0, rel.find('/'));
+    if (top == detail::kGuardedFolder || top.starts_with(".envlock-") || top.starts_with(".envlock.")) {
+      return bad_wheel(wheel, "refused member '" + member + "': it would install " + rel + ", which conda and envlock own",
+                       "a wheel never writes the environment's records (conda-meta/) or envlock's files");
+    }
+  }
+
   static std::atomic<unsigned> counter{0};
   Staging staging;
   staging.dir = prefix / (".envlock-wheel-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));

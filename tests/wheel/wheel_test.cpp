@@ -550,6 +550,25 @@ TEST(InstallWheel, RefusesAWheelWhoseMetadataIsAnotherDistribution) {
   EXPECT_EQ(r.error.message, "has no demo-1.0.dist-info/METADATA");
 }
 
+// Attack 22 A13: a wheel's `.data/data/` is the prefix itself; a member landing in conda-meta/ (the
+// environment's records, envlock's marker) or on a name envlock owns is refused, nothing written.
+TEST(InstallWheel, RefusesAMemberLandingInCondaMeta) {
+  for (const std::string& member : std::vector<std::string>{"demo-1.0.data/data/conda-meta/evil-1.0-0.json", "demo-1.0.data/data/conda-meta/envlock",
+                                   "demo-1.0.data/data/.envlock-wheel-1-0/x"}) {
+    TempDir dir;
+    GenWheel w;
+    w.files = {{"demo/__init__.py", "X = 1\n"}, {member, "{}\n"}};
+    const fs::path wheel = w.write(dir.path());
+    auto r = install_refused(wheel, dir.path());
+    EXPECT_TRUE(r.prefix_unchanged) << member;
+    EXPECT_EQ(r.error.to_string(), wheel.string() + ": refused member '" + member + "': it would install " +
+                                       member.substr(std::string("demo-1.0.data/data/").size()) +
+                                       ", which conda and envlock own\n"
+                                       "hint: a wheel never writes the environment's records (conda-meta/) or envlock's files")
+        << member;
+  }
+}
+
 // Attack 22 A18: which tags CPython 3.11 on linux-64 with glibc 2.17 runs, as
 // packaging.tags.sys_tags() lists them (pip and uv install only those).
 TEST(WheelTags, FollowThePlatformCompatibilityTagsSpecification) {
