@@ -64,7 +64,10 @@ struct PipRecordRow {
 /// RECORD no conda record lists (`conda_owned`), path -> row. A file listed in such a RECORD
 /// belongs to pip even when a conda record lists it too (pip replaced the conda package's file:
 /// that record is shadowed), as `envlock snapshot capture` attributes it.
-std::map<std::string, PipRecordRow> pip_record_rows(const fs::path& prefix, const std::set<std::string>& conda_owned) {
+/// A row that leads outside the prefix is drift of its RECORD (`outside`), as install refuses such
+/// a RECORD as altered (attack 22 A4).
+std::map<std::string, PipRecordRow> pip_record_rows(const fs::path& prefix, const std::set<std::string>& conda_owned,
+                                                    std::vector<FileDrift>& outside) {
   std::map<std::string, PipRecordRow> rows;
   const std::string host_prefix = fs::absolute(prefix).lexically_normal().string();  // absolute RECORD rows name it
   std::error_code ec;
@@ -89,10 +92,15 @@ std::map<std::string, PipRecordRow> pip_record_rows(const fs::path& prefix, cons
       std::string line;
       std::string path;
       std::string hash;
-      while (std::getline(in, line)) {
+      for (int n = 1; std::getline(in, line); ++n) {
         if (!record_row(line, path, hash)) continue;
         const auto rel = record_path_in_prefix(site, path, host_prefix);
-        if (!rel || rel->empty()) continue;  // outside the prefix: not this prefix's file
+        if (!rel) {
+          outside.push_back({FileDrift::Kind::Modified, site + "/" + di + "/RECORD", owner,
+                             "row " + std::to_string(n) + " leads outside the prefix (the RECORD was altered)"});
+          continue;
+        }
+        if (rel->empty()) continue;
         rows.emplace(*rel, PipRecordRow{owner, record_sha256_hex(hash)});  // the first RECORD listing it wins
       }
     }
@@ -112,6 +120,18 @@ Status verify_pip_files(const fs::path& prefix, const std::map<std::string, PipR
     if (::lstat((prefix / rel).c_str(), &st) != 0) {
       if (!ignored_extra(rel)) report.drift.push_back({FileDrift::Kind::Missing, rel, row.owner, "not found (listed in RECORD)"});
       continue;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      // installer and pip write regular files only; a link out of the prefix moves the code
+      // python imports outside it (attack 22 A14), reported as the conda side reports a link.
+      std::error_code link_ec;
+      const fs::path to = fs::weakly_canonical(prefix / rel, link_ec);
+      const fs::path root = fs::weakly_canonical(prefix, link_ec);
+      const std::string inside = to.lexically_relative(root).generic_string();
+      if (inside.empty() || inside == ".." || inside.starts_with("../")) {
+        report.drift.push_back({FileDrift::Kind::Modified, rel, row.owner, "not a regular file (a link to outside the prefix)"});
+        continue;
+      }
     }
     if (row.expected.empty() || !S_ISREG(st.st_mode)) continue;  // RECORD itself and .pyc rows carry no hash
     auto h = detail::sha256_file(prefix / rel);
@@ -223,7 +243,9 @@ Result<VerifyReport> verify_prefix(const fs::path& prefix) {
     for (const auto& f : r.files) owned.insert(f);
   }
   // A file a pip RECORD lists is checked against RECORD, not the (shadowed) conda record.
-  const auto pip_rows = pip_record_rows(prefix, owned);
+  std::vector<FileDrift> outside_rows;
+  const auto pip_rows = pip_record_rows(prefix, owned, outside_rows);
+  report.drift.insert(report.drift.end(), outside_rows.begin(), outside_rows.end());
   for (const auto& r : *records) {
     const std::string dist = r.dist_name();
     std::vector<PathEntry> entries = r.paths;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -303,6 +304,32 @@ TEST_F(PipInstallCli, AStagingFolderOfAKilledInstallIsRemovedByTheNextInstall) {
   for (const auto& e : fs::directory_iterator(prefix)) EXPECT_FALSE(e.path().filename().string().starts_with(".envlock-wheel-")) << e.path();
   verify = envlock("verify -p " + q(prefix));
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+}
+
+// Attack 22 A4, A14: verify reports a RECORD row leading outside the prefix (install refuses such
+// a RECORD as altered) and a pip file replaced by a link to a same-content file outside the prefix
+// (the conda side reports a link as "not a regular file"; installer and pip write regular files).
+TEST_F(PipInstallCli, VerifyReportsARecordRowOutsideThePrefixAndAPipFileLinkedOutside) {
+  const fs::path wheel = write_demo_wheel(root_ / "wheels");
+  const fs::path prefix = root_ / "env";
+  auto lock = write_lock({{"demo-pkg", "1.0", "file://" + wheel.string(), hash_file(wheel, HashAlgorithm::Sha256).value(), "", {}, "", false}});
+  ASSERT_EQ(envlock("install -l " + q(lock) + " -p " + q(prefix)).exit_code, 0);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  const std::string site_rel = fs::relative(site, prefix).string();
+  const std::string record = slurp(site / "demo_pkg-1.0.dist-info/RECORD");
+  const int rows = static_cast<int>(std::count(record.begin(), record.end(), '\n'));
+  std::ofstream(site / "demo_pkg-1.0.dist-info/RECORD", std::ios::app) << "../../../../../../../../../../etc/hostname,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0\n";
+  fs::copy_file(site / "demo_pkg/__init__.py", root_ / "same.py");
+  fs::remove(site / "demo_pkg/__init__.py");
+  fs::create_symlink(root_ / "same.py", site / "demo_pkg/__init__.py");
+  auto r = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "modified  " + site_rel + "/demo_pkg-1.0.dist-info/RECORD  (pip:demo_pkg-1.0: row " + std::to_string(rows + 1) +
+                       " leads outside the prefix (the RECORD was altered))\n"
+                       "modified  " + site_rel + "/demo_pkg/__init__.py  (pip:demo_pkg-1.0: not a regular file (a link to outside the prefix))\n" +
+                       prefix.string() + ": 1 packages, 12 files checked (9 of them pip-installed): 2 drifted\n");
 }
 
 // Attack 22 A18: a locked wheel whose PEP 425 tags the environment cannot run (another OS, another
