@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "envlock/paths.hpp"
+#include "pypi_step.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
@@ -567,6 +568,14 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
                 [](const LockedPackage& a, const LockedPackage& b) { return a.name < b.name; });
       lp.pip = env.pip;
       std::sort(lp.pip.begin(), lp.pip.end(), [](const PipPackage& a, const PipPackage& b) { return a.name < b.name; });
+      {  // PyPI requirements, for this solution's python (issue 20; src/lock/pypi.cpp)
+        std::vector<const RepoDataRecord*> solved;
+        for (const auto& sp : outcome->solution.packages) solved.push_back(sp.record);
+        if (auto st = lock_pypi(manifest, env, platform, *vps, solved, previous ? find_locked(*previous, env.name, platform) : nullptr,
+                                update, options.repodata, lp);
+            !st)
+          return st.error();
+      }
       le.platforms.emplace(platform, std::move(lp));
     }
     lock.environments.emplace(env.name, std::move(le));
