@@ -27,6 +27,12 @@ struct InputFile {
   std::string text;
 };
 
+/// read_input_file()'s rule on where a file may be, for readers that open it themselves (a local
+/// wheel or package URL of a lockfile): the refusal ("is in /proc, not a file of a project; it is
+/// not read") when the real path of `path` (links followed) is in /proc, /sys or /dev or on a proc
+/// or sysfs file system; empty otherwise (also when it does not exist).
+std::string system_file_refusal(const std::filesystem::path& path);
+
 /// Reads `path` whole, at most `max_bytes` (counted while reading: the size fstat gives is not
 /// trusted). The real path (links followed) must not be in /proc, /sys or /dev, nor on a proc or
 /// sysfs file system: `/proc/self/environ` is a regular file whose text is every secret of the

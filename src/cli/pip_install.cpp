@@ -12,6 +12,7 @@
 #include "envlock/fetch.hpp"
 #include "envlock/text.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/input_file.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/pip.hpp"
 #include "envlock/pypi_name.hpp"
@@ -93,6 +94,15 @@ Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPacka
       fs::path local = url;
       if (local.is_relative()) local = folder / local;
       url = file_url_from_path(local.lexically_normal().string());
+    }
+    // A local wheel is read only where read_input_file() reads (attack 22 A9): never /proc/self/environ
+    // through a link, whose hash and size the mismatch error would print.
+    if (url.starts_with("file:")) {
+      if (auto local = path_from_file_url(url); local) {
+        if (const std::string why = system_file_refusal(*local); !why.empty()) {
+          return fail(Error{ErrorKind::Io, shown, why, "", "a locked wheel's url names a wheel file of the project or a download"});
+        }
+      }
     }
     FetchRequest request;
     request.url = url;
@@ -194,6 +204,9 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
   for (Job& job : jobs) {
     if (job.error) {
       Error e = *job.error;
+      // The wheel is named as the cache holds it, its home folder spelled `~` (attack 22 A9).
+      if (const std::string cached = job.wheel->path.string(); e.where.starts_with(cached))
+        e.where = tilde_path(job.wheel->path, home_folder()) + e.where.substr(cached.size());
       e.detail += std::string(e.detail.empty() ? "" : "\n") + "pip package: " + job.pin +
                   "\nthe conda packages are installed, and the other pip packages were installed beside it";
       return e;

@@ -31,6 +31,17 @@ const char* kind_of(mode_t mode) {
 
 }  // namespace
 
+std::string system_file_refusal(const std::filesystem::path& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return {};
+  const std::string r = real;
+  std::free(real);
+  if (in_system_folder(r)) return "is in " + r.substr(0, r.find('/', 1)) + ", not a file of a project; it is not read";
+  if (struct statfs fs {}; ::statfs(r.c_str(), &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC))
+    return "is on a proc or sysfs file system, not a file of a project; it is not read";
+  return {};
+}
+
 InputFile read_input_file(const std::filesystem::path& path, std::uintmax_t max_bytes) {
   InputFile out;
   auto refuse = [&](std::string message) {
@@ -42,7 +53,7 @@ InputFile read_input_file(const std::filesystem::path& path, std::uintmax_t max_
     const std::string r = real;
     std::free(real);
     if (in_system_folder(r)) return refuse("is in " + r.substr(0, r.find('/', 1)) + ", not a file of a project; it is not read");
-  }
+  }  // (system_file_refusal() is this rule for readers that open the file themselves)
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     out.problem = InputFile::Problem::Open;

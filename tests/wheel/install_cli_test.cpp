@@ -332,6 +332,25 @@ TEST_F(PipInstallCli, VerifyReportsARecordRowOutsideThePrefixAndAPipFileLinkedOu
                        prefix.string() + ": 1 packages, 12 files checked (9 of them pip-installed): 2 drifted\n");
 }
 
+// Attack 22 A9: a locked wheel's local url that is a link to /proc/self/environ is refused by
+// read_input_file()'s rule (as a base lockfile is), never read: no digest or size of the
+// environment is printed.
+TEST_F(PipInstallCli, AWheelUrlLinkedIntoProcIsNotRead) {
+  fs::create_directories(root_ / "wheels");
+  const fs::path wheel = root_ / "wheels/demo_pkg-1.0-py3-none-any.whl";
+  fs::create_symlink("/proc/self/environ", wheel);
+  const fs::path lock = write_lock({{"demo-pkg", "1.0", "file://" + wheel.string(), std::string(64, '0'), "", {}, "", false}});
+  auto r = envlock("install -l " + q(lock) + " -p " + q(root_ / "env"));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "packages: 1 (1 downloaded, 0 from the package cache)\n"
+                   "error: file://" + wheel.string() + ": is in /proc, not a file of a project; it is not read\n"
+                   "pip package: demo-pkg==1.0 from file://" + wheel.string() + "\n"
+                   "nothing was installed; the prefix was not touched\n"
+                   "hint: a locked wheel's url names a wheel file of the project or a download\n");
+  EXPECT_FALSE(fs::exists(root_ / "env"));
+}
+
 // Attack 22 A18: a locked wheel whose PEP 425 tags the environment cannot run (another OS, another
 // CPython, a manylinux newer than the host's glibc) is refused before anything is fetched or the
 // prefix is touched, naming the wheel, its tags and the environment (pip: "is not a supported
@@ -375,6 +394,7 @@ TEST_F(PipInstallCli, AWheelWhoseTagsTheEnvironmentCannotRunIsRefused) {
 // Attack 22 A12: a locked wheel whose METADATA names another project is refused, the conda
 // packages stay, no file of the wheel is in the prefix (pip and uv: inconsistent name).
 TEST_F(PipInstallCli, AWheelWhoseMetadataNamesAnotherProjectIsRefused) {
+  env_["HOME"] = root_.string();
   const std::string di = "demo_pkg-1.0.dist-info";
   std::vector<testing::ZipEntry> files = {{"demo_pkg/__init__.py", "X = 1\n"},
                                           {di + "/METADATA", "Metadata-Version: 2.1\nName: requests\nVersion: 9.9\n"},
@@ -389,7 +409,8 @@ TEST_F(PipInstallCli, AWheelWhoseMetadataNamesAnotherProjectIsRefused) {
   const fs::path prefix = root_ / "env";
   auto r = envlock("install -l " + q(lock) + " -p " + q(prefix));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  const std::string cached = (fs::exists(root_ / "cache/envlock/wheels") ? root_ / "cache/envlock/wheels" : root_ / "cache/wheels").string() + "/" +
+  // The cached wheel is named with the home folder spelled `~` (attack 22 A9: no home paths).
+  const std::string cached = std::string(fs::exists(root_ / "cache/envlock/wheels") ? "~/cache/envlock/wheels" : "~/cache/wheels") + "/" +
                              hash_file(wheel, HashAlgorithm::Sha256).value() + "/" + wheel.filename().string();
   EXPECT_NE(r.err.find("error: " + cached + ": its METADATA names 'requests' version '9.9', not demo_pkg 1.0 as its file name\n"
                        "pip package: demo_pkg==1.0\n"),
