@@ -1395,7 +1395,9 @@ void adopt_working_folders(const fs::path& previous_tree, const fs::path& prefix
     return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   };
   std::vector<std::string> adopted;
-  for (const auto& [rel, pid] : working) {
+  for (const auto& entry : working) {
+    // A named reference, not a structured binding: clang 14 (the fuzz tree) cannot capture a binding.
+    const std::string& rel = entry.first;
     const bool below_adopted = std::any_of(adopted.begin(), adopted.end(), [&](const std::string& a) {
       return rel == a || rel.starts_with(a + "/");
     });
@@ -1421,7 +1423,7 @@ void adopt_working_folders(const fs::path& previous_tree, const fs::path& prefix
       continue;
     }
     keep_previous = true;
-    warnings.push_back("process " + std::to_string(pid) + " works in " + (rel.empty() ? prefix : prefix / rel).string() +
+    warnings.push_back("process " + std::to_string(entry.second) + " works in " + (rel.empty() ? prefix : prefix / rel).string() +
                        ", which the update replaced" +
                        (rel.empty() ? std::string() : " (a folder holding package files cannot be handed over)") +
                        ": what it writes there by relative path from now on goes to the previous environment's tree, "
