@@ -16,6 +16,7 @@
 #include "envlock/hash.hpp"
 #include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/snapshot_deploy.hpp"
 #include "envlock/work_folder.hpp"
 #include "envlock/url.hpp"
 
@@ -37,7 +38,7 @@ bool archive_matches(const fs::path& path, const RepoDataRecord& record) {
 
 /// The archive of `record`: the first of `dirs/<fn>`, `<prefix>/pkgs/<fn>`, `<root>/pkgs/<fn>` (a
 /// prefix in `<root>/envs/`) that exists and matches the record's hash.
-std::optional<fs::path> find_archive(const HostSeam& seam, const std::vector<fs::path>& dirs, const fs::path& prefix,
+std::optional<fs::path> find_archive(const Host& seam, const std::vector<fs::path>& dirs, const fs::path& prefix,
                                      const RepoDataRecord& record) {
   if (record.file_name.empty() || record.file_name.find('/') != std::string::npos) return std::nullopt;
   std::vector<fs::path> candidates;
@@ -212,7 +213,7 @@ Result<std::map<std::string, std::string>> redacted_pip_files(PipDistribution& d
 
 }  // namespace
 
-Result<BundleReport> write_bundle(const HostSeam& seam, const Snapshot& snapshot, const fs::path& bundle, const BundleOptions& options) {
+Result<BundleReport> write_bundle(const Host& seam, const Snapshot& snapshot, const fs::path& bundle, const BundleOptions& options) {
   Snapshot snap = snapshot;
   BundleReport report;
   std::vector<ArchiveEntry> entries;

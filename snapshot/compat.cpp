@@ -8,6 +8,7 @@
 #include "text_util.hpp"
 #include "envlock/install.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/snapshot_deploy.hpp"
 #include "envlock/version.hpp"
 #include "envlock/virtual_packages.hpp"
 
@@ -123,8 +124,8 @@ namespace {
 // The virtual packages `envlock install` would detect on `target` (detect_virtual_packages:
 // CONDA_OVERRIDE_* applied to the target's kernel, glibc, CPU level and CUDA version).
 Result<std::vector<VirtualPackage>> install_virtuals(const HostFacts& target) {
-  HostProbe probe;
-  probe.getenv = HostProbe::system().getenv;
+  Host probe;
+  probe.getenv = Host::system().getenv;
   if (!target.kernel.empty()) probe.kernel_release = [&] { return target.kernel; };
   probe.glibc_version = [&] { return target.glibc; };
   probe.microarchitecture = [&] { return target.cpu_level; };

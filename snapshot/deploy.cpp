@@ -14,6 +14,7 @@
 #include "envlock/package_cache.hpp"
 #include "envlock/record_path.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/snapshot_deploy.hpp"
 #include "envlock/url.hpp"
 #include "envlock/work_folder.hpp"
 

@@ -1,4 +1,4 @@
-// Host facts read through a HostSeam: os-release, kernel, glibc and libstdc++ versions (ELF
+// Host facts read through a Host: os-release, kernel, glibc and libstdc++ versions (ELF
 // version definitions), CPU architecture and x86-64 level, page size, NVIDIA driver, system packages.
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -12,7 +12,6 @@
 #include "text_util.hpp"
 #include "envlock/snapshot.hpp"
 #include "envlock/text.hpp"
-#include "envlock/virtual_packages.hpp"
 
 namespace envlock {
 
@@ -23,7 +22,7 @@ namespace {
 // Reads a host file through the seam (read_regular_file: regular files only, at most
 // kMaxReadFile bytes); nullopt when missing or refused. A refused file is a fact that could not
 // be read: it is added to `problems` as "<host path>: <why>: <what is lost>".
-std::optional<std::string> host_file(const HostSeam& seam, const fs::path& host_path, std::vector<CaptureProblem>& problems,
+std::optional<std::string> host_file(const Host& seam, const fs::path& host_path, std::vector<CaptureProblem>& problems,
                                      std::string_view lost, fs::path* local_out = nullptr) {
   auto local = seam.resolve(host_path);
   if (!local) return std::nullopt;
@@ -36,7 +35,7 @@ std::optional<std::string> host_file(const HostSeam& seam, const fs::path& host_
 
 // True when `host_path` is there as a symbolic link that leads nowhere (or, in a host tree, out
 // of it): a fact that could not be read, unlike a file that is simply absent.
-bool dangling_link(const HostSeam& seam, const fs::path& host_path) {
+bool dangling_link(const Host& seam, const fs::path& host_path) {
   if (seam.resolve(host_path)) return false;
   const auto dir = seam.resolve(host_path.parent_path());
   std::error_code ec;
@@ -44,7 +43,7 @@ bool dangling_link(const HostSeam& seam, const fs::path& host_path) {
 }
 
 // Finds a shared library by soname in the usual library folders (multiarch first).
-std::optional<std::pair<fs::path, fs::path>> find_library(const HostSeam& seam, const std::string& soname) {
+std::optional<std::pair<fs::path, fs::path>> find_library(const Host& seam, const std::string& soname) {
   std::vector<fs::path> dirs;
   for (const char* base : {"/lib", "/usr/lib"}) {
     auto local = seam.resolve(base);
@@ -99,7 +98,7 @@ std::string platform_for(const std::string& arch) {
   return "";
 }
 
-std::optional<std::string> command_output(const HostSeam& seam, const CaptureOptions& options, const std::string& tool,
+std::optional<std::string> command_output(const Host& seam, const CaptureOptions& options, const std::string& tool,
                                           const std::vector<std::string>& argv, std::vector<CaptureProblem>& problems,
                                           bool missing_is_problem) {
   if (auto it = options.command_outputs.find(tool); it != options.command_outputs.end()) {
@@ -121,42 +120,7 @@ std::optional<std::string> command_output(const HostSeam& seam, const CaptureOpt
 
 }  // namespace
 
-Result<OsRelease> parse_os_release(std::string_view text, const std::string& source) {
-  OsRelease os;
-  std::istringstream in{std::string(text)};
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    const std::string t = trim(line);
-    if (t.empty() || t[0] == '#') continue;
-    const auto eq = t.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Error{ErrorKind::Parse, source + ":" + std::to_string(lineno), "expected KEY=value", "  " + t,
-                   "os-release(5) lines are KEY=value; fix or remove this line"};
-    }
-    const std::string key = t.substr(0, eq);
-    std::string raw = t.substr(eq + 1), value;
-    char quote = 0;
-    if (!raw.empty() && (raw[0] == '"' || raw[0] == '\'')) quote = raw[0];
-    for (std::size_t i = quote ? 1 : 0; i < raw.size(); ++i) {
-      const char c = raw[i];
-      if (quote && c == quote) break;
-      if (c == '\\' && quote != '\'' && i + 1 < raw.size()) {
-        value += raw[++i];
-        continue;
-      }
-      value += c;
-    }
-    if (key == "ID") os.id = value;
-    else if (key == "VERSION_ID") os.version_id = value;
-    else if (key == "VERSION_CODENAME") os.version_codename = value;
-    else if (key == "PRETTY_NAME") os.pretty_name = value;
-  }
-  return os;
-}
-
-HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options, std::vector<CaptureProblem>& problems) {
+HostFacts capture_host_facts(const Host& seam, const CaptureOptions& options, std::vector<CaptureProblem>& problems) {
   HostFacts h;
 
   // os-release: /etc/os-release, else /usr/lib/os-release (os-release(5)).
@@ -180,8 +144,7 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
   // Kernel release.
   bool kernel_refused = false;  // listed by host_file already
   if (seam.live) {
-    struct utsname u {};
-    if (uname(&u) == 0) h.kernel = u.release;
+    if (seam.kernel_release) h.kernel = seam.kernel_release();
   } else {
     const std::size_t before = problems.size();
     if (auto k = host_file(seam, "/proc/sys/kernel/osrelease", problems, "the kernel release is not recorded")) h.kernel = trim(*k);
@@ -229,7 +192,7 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
 
   // CPU level.
   if (seam.live) {
-    h.cpu_level = detect_microarchitecture();
+    if (seam.microarchitecture) h.cpu_level = seam.microarchitecture();
   } else if (h.cpu_arch == "x86_64") {
     const std::size_t before = problems.size();
     if (auto info = host_file(seam, "/proc/cpuinfo", problems, "the x86-64 level is not recorded")) {
@@ -276,11 +239,14 @@ HostFacts capture_host_facts(const HostSeam& seam, const CaptureOptions& options
   // Problems name a saved output (--nvidia-smi-xml FILE) by its path, the command otherwise.
   const auto saved_smi = options.command_outputs.find("nvidia-smi");
   const std::string smi_name = saved_smi != options.command_outputs.end() ? saved_smi->second.string() : "nvidia-smi -q -x";
-  // Live, the CUDA version is also what `envlock install`'s __cuda reads (the
-  // HostProbe::system(): detect_driver's chain, ENVLOCK_LIBCUDA honoured): WSL2 and a restricted
-  // /proc have no /proc/driver/nvidia/version, and nvidia-smi may be absent, while libcuda works.
+  // Live, the CUDA version is also what `envlock install`'s __cuda reads (the seam's
+  // cuda_driver_version; Host::system(): detect_driver's chain, ENVLOCK_LIBCUDA honoured): WSL2
+  // and a restricted /proc have no /proc/driver/nvidia/version, and nvidia-smi may be absent,
+  // while libcuda works.
   std::optional<std::string> live_cuda;
-  auto install_cuda = [] { return HostProbe::system().cuda_driver_version(); };
+  auto install_cuda = [&seam]() -> std::optional<std::string> {
+    return seam.cuda_driver_version ? seam.cuda_driver_version() : std::nullopt;
+  };
   if (!proc_version && !smi && seam.live) live_cuda = install_cuda();
   if (proc_version || smi || live_cuda) {
     NvidiaFacts nv;

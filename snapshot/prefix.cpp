@@ -325,7 +325,7 @@ std::string dist_info_project(std::string_view folder) {
   return pep503_normalize(folder.substr(0, dash == std::string_view::npos ? folder.size() - 10 : dash));
 }
 
-std::string environment_name(const HostSeam& seam, const fs::path& prefix) {
+std::string environment_name(const Host& seam, const fs::path& prefix) {
   const fs::path p = prefix.lexically_normal();
   const std::string leaf = p.has_filename() ? p.filename().string() : p.parent_path().filename().string();
   const std::string parent = (p.has_filename() ? p : p.parent_path()).parent_path().filename().string();
@@ -345,7 +345,7 @@ fs::path one_spelling(const fs::path& host) {
   return p;
 }
 
-std::vector<fs::path> discover_prefixes(const HostSeam& seam, std::vector<CaptureProblem>* problems) {
+std::vector<fs::path> discover_prefixes(const Host& seam, std::vector<CaptureProblem>* problems) {
   std::set<fs::path> found;
   auto consider = [&](const fs::path& host) {
     if (auto local = seam.resolve(host / "conda-meta"); local && fs::is_directory(*local)) found.insert(one_spelling(host));
@@ -380,7 +380,7 @@ std::vector<fs::path> discover_prefixes(const HostSeam& seam, std::vector<Captur
   return {found.begin(), found.end()};
 }
 
-Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path& prefix, const std::string& host_platform,
+Result<CapturedEnvironment> capture_prefix(const Host& seam, const fs::path& prefix, const std::string& host_platform,
                                            const CaptureOptions& options, std::vector<CaptureProblem>& problems) {
   const auto local_opt = seam.resolve(prefix);
   const auto meta_opt = seam.resolve(prefix / "conda-meta");  // a link is followed inside a host tree
@@ -653,7 +653,7 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   };
   std::vector<FileCheck> checks;
   // Under a host tree (--root) a link's target, absolute or relative, is a host path: a path that
-  // goes through one is resolved inside the tree (HostSeam::resolve), never on this machine.
+  // goes through one is resolved inside the tree (Host::resolve), never on this machine.
   // `follow_last`: resolve the path's own last link too. Empty: not in the tree.
   auto in_tree = [&](const std::string& rel, bool follow_last) -> std::string {
     const fs::path host = prefix / rel;
@@ -819,7 +819,7 @@ Result<CapturedEnvironment> capture_prefix(const HostSeam& seam, const fs::path&
   return env;
 }
 
-Snapshot capture(const HostSeam& seam, const CaptureOptions& options) {
+Snapshot capture(const Host& seam, const CaptureOptions& options) {
   Snapshot s;
   s.timestamp = options.timestamp;
   s.host = capture_host_facts(seam, options, s.problems);

@@ -25,7 +25,7 @@ struct FileRead {
 /// How read_regular_file() treats the path's last component.
 enum class ReadAs {
   HostFile,      ///< a file of the host (live) or named by the user: links followed
-  ResolvedFile,  ///< a path HostSeam::resolve() returned for a tree: a link at the end refused (O_NOFOLLOW)
+  ResolvedFile,  ///< a path Host::resolve() returned for a tree: a link at the end refused (O_NOFOLLOW)
 };
 
 /// The one reader of host files in snapshot/: opens with O_NONBLOCK (a FIFO never blocks the

@@ -100,7 +100,7 @@ std::optional<std::string> needs_cuda(const std::vector<RepoDataRecord>& records
 
 /// The warning `install` prints, instead of refusing, for a CUDA lockfile on a host whose driver is
 /// present (so `__cuda` fits) but hides every device from this process: `hidden` is
-/// HostProbe::cuda_visibility's answer. nullopt when either part is missing.
+/// Host::cuda_visibility's answer. nullopt when either part is missing.
 std::optional<std::string> cuda_visibility_warning(const std::vector<RepoDataRecord>& records,
                                                    const std::vector<VirtualPackage>& locked_virtuals,
                                                    const std::optional<std::string>& hidden);

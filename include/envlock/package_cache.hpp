@@ -10,7 +10,8 @@
 //                                            sha256 (and md5 when known), marker format version
 //   <root>/<dist>.lock                       flock(2) lock file, one per entry
 //
-// Location: $ENVLOCK_PKGS_DIR, else $XDG_CACHE_HOME/envlock/pkgs, else $HOME/.cache/envlock/pkgs.
+// Location: package_cache_dir() of envlock/paths.hpp ($ENVLOCK_PKGS_DIR, else <cache root>/pkgs,
+// the cache root being $ENVLOCK_CACHE_DIR, $XDG_CACHE_HOME/envlock or $HOME/.cache/envlock).
 // Several folders (conda's pkgs_dirs): $ENVLOCK_PKGS_DIRS, comma-separated as CONDA_PKGS_DIRS.
 // They are searched in order for a valid entry or a matching archive; the first writable one
 // (created when missing) gets every new entry; the others are read-only sources, never changed
@@ -85,13 +86,8 @@ struct CacheOptions {
   std::size_t extract_threads = 0;                    ///< parallel extractions; 0 = CPU count
 };
 
-/// The cache folder from the environment: $ENVLOCK_PKGS_DIR, $XDG_CACHE_HOME/envlock/pkgs or
-/// $HOME/.cache/envlock/pkgs (relative values are ignored, as the XDG spec says).
-/// ErrorKind::Usage when none of them is set.
-Result<std::filesystem::path> default_package_cache_dir();
-
 /// The cache folders, in search order: $ENVLOCK_PKGS_DIRS (absolute folders separated by commas,
-/// as conda's CONDA_PKGS_DIRS; empty items ignored), else {default_package_cache_dir()}.
+/// as conda's CONDA_PKGS_DIRS; empty items ignored), else {package_cache_dir()} (envlock/paths.hpp).
 /// ErrorKind::Usage for a relative item or a list that names no folder (`where` names the variable).
 Result<std::vector<std::filesystem::path>> default_package_cache_dirs();
 
@@ -166,7 +162,7 @@ class PackageCache {
   /// created; a list without a writable folder opens, and then only serves entries it holds.
   static Result<PackageCache> open(const std::vector<std::filesystem::path>& dirs);
   /// open(default_package_cache_dirs()) when $ENVLOCK_PKGS_DIRS is set, else
-  /// open(default_package_cache_dir()).
+  /// open(package_cache_dir()) (envlock/paths.hpp).
   static Result<PackageCache> open_default();
 
   /// The folder new entries go to; empty when no folder of the list is writable.

@@ -1,8 +1,10 @@
 #pragma once
 // envlock/paths.hpp — where envlock keeps its state on this machine.
 //
-//   cache root     $ENVLOCK_CACHE_DIR, else $XDG_CACHE_HOME/envlock, else $HOME/.cache/envlock
-//   package cache  $ENVLOCK_PKGS_DIR, else <cache root>/pkgs     (conda's pkgs/ layout)
+//   cache root     $ENVLOCK_CACHE_DIR, else $XDG_CACHE_HOME/envlock (absolute only), else
+//                  $HOME/.cache/envlock, else <temp>/envlock-cache
+//   package cache  $ENVLOCK_PKGS_DIR, else <cache root>/pkgs     (conda's pkgs/ layout), never
+//                  under <temp>; $ENVLOCK_PKGS_DIRS lists several (envlock/package_cache.hpp)
 //   repodata cache <cache root>/repodata
 //
 // And where a file envlock writes (`-o FILE`: lockfile, snapshot, bundle) really goes, and how a
@@ -17,7 +19,11 @@
 namespace envlock {
 
 std::filesystem::path cache_root();
-std::filesystem::path package_cache_dir();
+/// The one package cache folder every command uses (install, create, snapshot deploy, info, gc,
+/// clean: through default_package_cache_dirs() of envlock/package_cache.hpp): $ENVLOCK_PKGS_DIR,
+/// else cache_root()/pkgs. ErrorKind::Usage when none of ENVLOCK_PKGS_DIR, ENVLOCK_CACHE_DIR,
+/// an absolute XDG_CACHE_HOME or HOME is set (never a shared temporary folder).
+Result<std::filesystem::path> package_cache_dir();
 std::filesystem::path repodata_cache_dir();
 
 /// The path an output file named `path` is written to by an atomic replace (temporary file

@@ -183,7 +183,7 @@ std::vector<StaleDistInfo> keep_newest_dist_infos(std::vector<PipDistribution>& 
 /// file. Sorted by file name; an unreadable link is left out.
 /// The link names its tree as a path of the host it was made on; `resolve_tree` maps that path to
 /// the local one to read (snapshot capture with `--root DIR` resolves it under DIR, never on the
-/// live host: HostSeam::resolve), nullopt when it is not there. Without one, the path is read as
+/// live host: Host::resolve), nullopt when it is not there. Without one, the path is read as
 /// it is (a live prefix).
 using HostPathResolver = std::function<std::optional<std::filesystem::path>(const std::filesystem::path&)>;
 std::vector<PipDistribution> read_egg_links(const std::filesystem::path& site_packages, const std::string& prefix_relative_site,

@@ -35,6 +35,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "envlock/host.hpp"
 #include "envlock/package_record.hpp"
 #include "envlock/virtual_package.hpp"
 
@@ -195,25 +196,6 @@ std::string cuda_error_name(int code);
 // ---------------------------------------------------------------------------------------------
 // Host facts
 
-/// Where the probe reads the outside world. Tests give a fake root and environment.
-struct ProbeHost {
-  /// Files are read under it: proc/driver/nvidia/version, dev/, etc/nv_tegra_release, and the
-  /// library folders of every layout (driver_library_candidates).
-  std::filesystem::path root = "/";
-  /// Environment lookup (CUDA_VISIBLE_DEVICES, NVIDIA_*, LD_LIBRARY_PATH); nullopt when unset.
-  std::function<std::optional<std::string>(const std::string&)> getenv;
-  std::string libcuda;     ///< a file to load instead of searching the layouts (empty: search)
-  std::string libnvml;     ///< the same for NVML
-  std::string nvidia_smi;  ///< a program to run instead of searching PATH and the layouts
-  int timeout_ms = 10000;  ///< per vendor query
-
-  /// This host: root "/", the process environment, ENVLOCK_LIBCUDA, ENVLOCK_LIBNVML and
-  /// ENVLOCK_NVIDIA_SMI when set (fake drivers in tests), else every layout is searched. With
-  /// ENVLOCK_LIBCUDA set and no ENVLOCK_NVIDIA_SMI, nvidia-smi is not run: a fake driver stays
-  /// the only driver.
-  static ProbeHost system();
-};
-
 /// The method behind a driver fact, or why a method could not say (the fallback chain of
 /// docs/probe.md: NVML, libcuda, /proc/driver/nvidia/version, nvidia-smi -q -x).
 struct MethodAttempt {
@@ -309,7 +291,7 @@ NvrmVersion parse_nvrm_version(std::string_view text);
 /// loads, from NVML, else nvidia-smi. A libcuda that is there but cannot initialise — cuInit
 /// fails, or it crashes, hangs or lacks a symbol in any call — gives no CUDA version, whatever
 /// the other methods say (DriverFacts::cuda_blocked says why). Never throws.
-DriverFacts detect_driver(const ProbeHost& host);
+DriverFacts detect_driver(const Host& host);
 
 /// A `/dev/nvidia*` node and whether this user may open it for reading and writing.
 struct DeviceNode {
@@ -327,7 +309,7 @@ struct GpuHostFacts : DriverFacts {
 };
 
 /// Gathers the host facts (files under `host.root`, both vendor queries).
-GpuHostFacts gather_host_facts(const ProbeHost& host);
+GpuHostFacts gather_host_facts(const Host& host);
 
 /// Whether physical device `index` (with `uuid`, possibly empty) is visible under a
 /// CUDA_VISIBLE_DEVICES value (comma-separated indices, `GPU-`/`MIG-` UUID prefixes; as the CUDA

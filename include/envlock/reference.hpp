@@ -132,7 +132,7 @@ struct VerifyRequest {
   bool run_probe = true;
   bool run_reference = true;
   CreateEnvironment create;                 ///< required when `clean`
-  ProbeHost probe_host;                     ///< where the probe looks
+  Host probe_host;                     ///< where the probe looks
   ReferenceRunOptions reference_options;    ///< prefix and working directory are filled in
 };
 
@@ -176,7 +176,7 @@ Result<ReferenceVerifyReport> verify_environment(const VerifyRequest& request);
 /// host's probe facts in the lockfile (written atomically). Returns the outcome; the lockfile is
 /// left untouched unless the outcome is Measured.
 Result<ReferenceOutcome> record_reference(const std::filesystem::path& lockfile, const std::string& environment,
-                                          const std::filesystem::path& prefix, const ProbeHost& probe_host,
+                                          const std::filesystem::path& prefix, const Host& probe_host,
                                           ReferenceRunOptions options);
 
 }  // namespace envlock

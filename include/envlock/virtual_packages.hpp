@@ -25,38 +25,17 @@
 #include <string>
 #include <vector>
 
+#include "envlock/host.hpp"
 #include "envlock/result.hpp"
 #include "envlock/virtual_package.hpp"
 
 namespace envlock {
 
-/// Where detection reads the outside world; tests replace each part.
-struct HostProbe {
-  /// Returns the value of an environment variable, or nullopt when unset.
-  std::function<std::optional<std::string>(const std::string&)> getenv;
-  /// Kernel release string (uname -r), e.g. "6.1.0-18-amd64".
-  std::function<std::string()> kernel_release;
-  /// glibc version, e.g. "2.36"; empty when not glibc.
-  std::function<std::string()> glibc_version;
-  /// The __archspec build: x86_64_v1..v4 from CPUID, or the machine name.
-  std::function<std::string()> microarchitecture;
-  /// Max CUDA version the driver supports ("12.4"), or nullopt without a usable driver.
-  std::function<std::optional<std::string>()> cuda_driver_version;
-  /// Why no GPU is usable by this process although the driver is there (e.g. "driver present, no
-  /// device visible to this process: CUDA_VISIBLE_DEVICES is empty"); nullopt otherwise. Asked
-  /// after cuda_driver_version (the system probe answers both from one detection).
-  std::function<std::optional<std::string>()> cuda_visibility;
-
-  /// The real host: process environment, uname, gnu_get_libc_version, CPUID, libcuda.so.1
-  /// (path overridable with ENVLOCK_LIBCUDA for tests with a fake driver library).
-  static HostProbe system();
-};
-
 /// Detects this host's virtual packages with overrides applied, sorted by name.
 /// Errors: ErrorKind::Parse for an unparsable CONDA_OVERRIDE_* value, naming the variable; a
 /// version override (CUDA, GLIBC, LINUX) must also start with a digit ("CONDA_OVERRIDE_GLIBC=banana
 /// is not a version").
-Result<std::vector<VirtualPackage>> detect_virtual_packages(const HostProbe& probe);
+Result<std::vector<VirtualPackage>> detect_virtual_packages(const Host& probe);
 
 /// x86-64 psABI level of this CPU from CPUID ("x86_64_v1".."x86_64_v4"); on other machines the
 /// uname machine name.

@@ -21,6 +21,7 @@
 
 #include "envlock/atomic_file.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/paths.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
@@ -386,20 +387,10 @@ std::string env_or_empty(const char* name) {
 
 }  // namespace
 
-Result<fs::path> default_package_cache_dir() {
-  if (auto v = env_or_empty("ENVLOCK_PKGS_DIR"); !v.empty()) return fs::path(v);
-  if (auto v = env_or_empty("XDG_CACHE_HOME"); !v.empty() && v.front() == '/') {
-    return fs::path(v) / "envlock" / "pkgs";
-  }
-  if (auto v = env_or_empty("HOME"); !v.empty()) return fs::path(v) / ".cache" / "envlock" / "pkgs";
-  return Error{ErrorKind::Usage, "", "cannot place the package cache: HOME is not set", "",
-               "set ENVLOCK_PKGS_DIR to a writable folder"};
-}
-
 Result<std::vector<fs::path>> default_package_cache_dirs() {
   const std::string list = env_or_empty("ENVLOCK_PKGS_DIRS");
   if (list.empty()) {
-    auto one = default_package_cache_dir();
+    auto one = package_cache_dir();  // envlock/paths.hpp: the one place the folder is decided
     if (!one.ok()) return one.error();
     return std::vector<fs::path>{*one};
   }
@@ -473,7 +464,7 @@ Result<PackageCache> PackageCache::open_default() {
     if (!dirs.ok()) return dirs.error();
     return open(*dirs);
   }
-  auto dir = default_package_cache_dir();
+  auto dir = package_cache_dir();
   if (!dir.ok()) return dir.error();
   return open(*dir);
 }

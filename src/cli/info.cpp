@@ -20,14 +20,23 @@ namespace fs = std::filesystem;
 
 
 int run_info(const Context& ctx) {
-  auto vps = detect_virtual_packages(HostProbe::system());
+  auto vps = detect_virtual_packages(Host::system());
   if (!vps) return report_error(ctx, vps.error());
-  // ENVLOCK_PKGS_DIRS (docs/cache.md): every folder in search order, shown only when it is set.
+  // The package cache folders every install uses (docs/cache.md): ENVLOCK_PKGS_DIRS's folders in
+  // search order when it is set, else the one folder of package_cache_dir() (ENVLOCK_PKGS_DIR,
+  // ENVLOCK_CACHE_DIR/pkgs, ...). Where none can be placed, info says so and still succeeds.
+  const bool listed = [] {
+    const char* list = std::getenv("ENVLOCK_PKGS_DIRS");
+    return list != nullptr && *list != '\0';
+  }();
   std::vector<std::string> pkgs_dirs;
-  if (const char* list = std::getenv("ENVLOCK_PKGS_DIRS"); list != nullptr && *list != '\0') {
-    auto dirs = default_package_cache_dirs();
-    if (!dirs) return report_error(ctx, dirs.error());
+  std::string no_cache;
+  if (auto dirs = default_package_cache_dirs(); dirs) {
     for (const auto& d : *dirs) pkgs_dirs.push_back(d.string());
+  } else if (listed) {
+    return report_error(ctx, dirs.error());
+  } else {
+    no_cache = dirs.error().message;
   }
   const std::string platform = Platform::host().to_string();
   if (ctx.json) {
@@ -36,8 +45,8 @@ int run_info(const Context& ctx) {
     j["libsolv_version"] = libsolv_version();
     j["platform"] = platform;
     j["cache_dir"] = cache_root().string();
-    j["pkgs_dir"] = pkgs_dirs.empty() ? package_cache_dir().string() : pkgs_dirs.front();
-    if (!pkgs_dirs.empty()) j["pkgs_dirs"] = pkgs_dirs;
+    j["pkgs_dir"] = pkgs_dirs.empty() ? nlohmann::json(nullptr) : nlohmann::json(pkgs_dirs.front());
+    if (listed) j["pkgs_dirs"] = pkgs_dirs;
     j["virtual_packages"] = nlohmann::json::array();
     for (const auto& vp : *vps) {
       j["virtual_packages"].push_back({{"name", vp.name}, {"version", vp.version}, {"build", vp.build}});
@@ -49,17 +58,13 @@ int run_info(const Context& ctx) {
             << "libsolv version   : " << libsolv_version() << " (conda)\n"
             << "platform          : " << platform << "\n"
             << "cache directory   : " << printable(cache_root().string()) << "\n";
-  // The package cache in use: ENVLOCK_PKGS_DIRS's folders in search order when it is set (as
-  // `conda info` lists its pkgs_dirs), else the one folder.
-  if (pkgs_dirs.empty()) {
-    std::cout << "package cache     : " << printable(package_cache_dir().string()) << "\n";
-  } else {
-    for (std::size_t i = 0; i < pkgs_dirs.size(); ++i) {
-      std::error_code ec;
-      const bool read_only = fs::exists(pkgs_dirs[i], ec) && !package_cache_folder_writable(pkgs_dirs[i]);
-      std::cout << (i == 0 ? "package cache     : " : "                    ") << printable(pkgs_dirs[i])
-                << (read_only ? " (read-only)" : "") << (i == 0 ? " (ENVLOCK_PKGS_DIRS)" : "") << "\n";
-    }
+  // ENVLOCK_PKGS_DIRS's folders are listed as `conda info` lists its pkgs_dirs.
+  if (pkgs_dirs.empty()) std::cout << "package cache     : (none: " << printable(no_cache) << ")\n";
+  for (std::size_t i = 0; i < pkgs_dirs.size(); ++i) {
+    std::error_code ec;
+    const bool read_only = fs::exists(pkgs_dirs[i], ec) && !package_cache_folder_writable(pkgs_dirs[i]);
+    std::cout << (i == 0 ? "package cache     : " : "                    ") << printable(pkgs_dirs[i])
+              << (read_only ? " (read-only)" : "") << (i == 0 && listed ? " (ENVLOCK_PKGS_DIRS)" : "") << "\n";
   }
   std::cout << "virtual packages  :";
   if (vps->empty()) std::cout << " (none)";

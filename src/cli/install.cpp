@@ -248,7 +248,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   std::vector<std::string> early_warnings;
   if (auto st = check_records(records, request.lockfile_path, request.allow_unverified, early_warnings); !st)
     return report_error(ctx, st.error());
-  const HostProbe probe = HostProbe::system();
+  const Host probe = Host::system();
   auto host = detect_virtual_packages(probe);
   if (!host) return report_error(ctx, host.error());
   const auto mismatches = check_host(records, locked->virtual_packages, *host);

@@ -75,7 +75,7 @@ int run_probe(const ProbeOptions& o, const Context& ctx) {
     packages = std::move(facts->first);
     source = std::move(facts->second);
   }
-  ProbeHost host = ProbeHost::system();
+  Host host = Host::system();
   host.root = o.root;
   host.timeout_ms = o.timeout_s * 1000;
   const ProbeReport report = evaluate_probe(gather_host_facts(host), std::move(packages), source);

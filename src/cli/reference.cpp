@@ -108,7 +108,7 @@ int run_record(const RecordOptions& o, const Context& ctx) {
   ReferenceRunOptions options;
   options.timeout_s = o.timeout_s;
   options.keep_env = o.keep_env;
-  const ProbeHost host = ProbeHost::system();
+  const Host host = Host::system();
 
   fs::path prefix = o.prefix;
   fs::path scratch;
@@ -189,7 +189,7 @@ int run_verify_reference(const VerifyReferenceFlags& flags, const std::string& l
   request.clean = flags.clean;
   request.keep = flags.keep;
   request.create = installer(request.lockfile.string(), environment);
-  request.probe_host = ProbeHost::system();
+  request.probe_host = Host::system();
   request.reference_options.timeout_s = flags.timeout_s;
   request.reference_options.keep_env = flags.keep_env;
   const InterruptScope interrupts;

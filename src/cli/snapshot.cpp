@@ -14,6 +14,7 @@
 #include "envlock/paths.hpp"
 #include "envlock/pip.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/snapshot_deploy.hpp"
 #include "envlock/url.hpp"
 #include "envlock/work_folder.hpp"
 #include "heap.hpp"
@@ -114,7 +115,7 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
     if (out->empty()) continue;
     if (auto target = output_file_target(*out); !target) return report_error(ctx, target.error());
   }
-  HostSeam seam = fs::path(a.root) == fs::path("/") ? HostSeam::system() : HostSeam::tree(a.root);
+  Host seam = fs::path(a.root) == fs::path("/") ? Host::system() : Host::tree(a.root);
   if (!fs::is_directory(seam.root)) {
     // What is (not) at the named path: exit 1, as for a -p that does not exist (docs/cli.md).
     return report_error(ctx, Error{ErrorKind::Io, a.root, fs::exists(a.root) ? "--root is not a folder" : "--root does not exist", "",
@@ -256,7 +257,7 @@ int run_capture(const Context& ctx, const CaptureArgs& a) {
 int run_check(const Context& ctx, const std::string& file, const std::string& env_name) {
   auto snap = read_snapshot(file);
   if (!snap) return report_error(ctx, snap.error());
-  HostSeam seam = HostSeam::system();
+  Host seam = Host::system();
   std::vector<CaptureProblem> problems;
   const HostFacts target = capture_host_facts(seam, {}, problems);
   nlohmann::json j = nlohmann::json::array();
@@ -320,7 +321,7 @@ int run_deploy(const Context& ctx, const DeployArgs& a) {
   }
   if (!snap) return report_error(ctx, snap.error());
   if (!snap->complete()) warn("the snapshot is partial: what was not captured is not deployed");
-  HostSeam seam = HostSeam::system();
+  Host seam = Host::system();
   std::vector<CaptureProblem> problems;
   const HostFacts target = capture_host_facts(seam, {}, problems);
   DeployOptions opt;

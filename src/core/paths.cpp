@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace envlock {
@@ -13,16 +14,30 @@ const char* env(const char* name) {
 }
 }  // namespace
 
-std::filesystem::path cache_root() {
-  if (const char* v = env("ENVLOCK_CACHE_DIR")) return v;
-  if (const char* v = env("XDG_CACHE_HOME")) return std::filesystem::path(v) / "envlock";
+namespace {
+/// The cache root the environment names, when it names one: $ENVLOCK_CACHE_DIR, else
+/// $XDG_CACHE_HOME/envlock (an absolute value only: the XDG Base Directory spec says a relative
+/// one is ignored), else $HOME/.cache/envlock.
+std::optional<std::filesystem::path> cache_root_from_env() {
+  if (const char* v = env("ENVLOCK_CACHE_DIR")) return std::filesystem::path(v);
+  if (const char* v = env("XDG_CACHE_HOME"); v != nullptr && *v == '/') return std::filesystem::path(v) / "envlock";
   if (const char* v = env("HOME")) return std::filesystem::path(v) / ".cache" / "envlock";
+  return std::nullopt;
+}
+}  // namespace
+
+std::filesystem::path cache_root() {
+  if (auto root = cache_root_from_env()) return *root;
   return std::filesystem::temp_directory_path() / "envlock-cache";
 }
 
-std::filesystem::path package_cache_dir() {
-  if (const char* v = env("ENVLOCK_PKGS_DIR")) return v;
-  return cache_root() / "pkgs";
+Result<std::filesystem::path> package_cache_dir() {
+  if (const char* v = env("ENVLOCK_PKGS_DIR")) return std::filesystem::path(v);
+  // Never a folder under /tmp that another user could have made first: packages from it are
+  // linked into environments.
+  if (auto root = cache_root_from_env()) return *root / "pkgs";
+  return Error{ErrorKind::Usage, "", "cannot place the package cache: none of ENVLOCK_PKGS_DIR, ENVLOCK_CACHE_DIR, "
+               "XDG_CACHE_HOME or HOME is set", "", "set ENVLOCK_PKGS_DIR (or ENVLOCK_CACHE_DIR) to a writable folder"};
 }
 
 std::filesystem::path repodata_cache_dir() { return cache_root() / "repodata"; }

@@ -264,25 +264,10 @@ std::vector<LibraryCandidate> driver_library_candidates(const fs::path& root, co
   return out;
 }
 
-ProbeHost ProbeHost::system() {
-  ProbeHost host;
-  host.getenv = [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
-  if (const char* lib = std::getenv("ENVLOCK_LIBCUDA"); lib != nullptr && *lib != '\0') host.libcuda = lib;
-  if (const char* lib = std::getenv("ENVLOCK_LIBNVML"); lib != nullptr && *lib != '\0') host.libnvml = lib;
-  if (const char* smi = std::getenv("ENVLOCK_NVIDIA_SMI"); smi != nullptr && *smi != '\0') host.nvidia_smi = smi;
-  return host;
-}
-
-DriverFacts detect_driver(const ProbeHost& host) {
+DriverFacts detect_driver(const Host& host) {
   DriverFacts f;
   const fs::path& root = host.root;
-  auto env = [&](const std::string& name) -> std::optional<std::string> {
-    return host.getenv ? host.getenv(name) : std::nullopt;
-  };
+  auto env = [&](const std::string& name) { return host.env(name); };
   const std::string proc_path = "/proc/driver/nvidia/version";
   if (auto text = read_host_file(under(root, proc_path))) {
     f.kernel_module = true;

@@ -1,55 +1,13 @@
 #include "envlock/virtual_packages.hpp"
 
-#include <gnu/libc-version.h>
-#include <sys/utsname.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <memory>
-
-#include "envlock/probe.hpp"
 
 #include "envlock/text.hpp"
 #include "envlock/version.hpp"
 
 namespace envlock {
-
-HostProbe HostProbe::system() {
-  HostProbe p;
-  p.getenv = [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
-  p.kernel_release = [] {
-    struct utsname u {};
-    return uname(&u) == 0 ? std::string(u.release) : std::string();
-  };
-  p.glibc_version = [] { return std::string(gnu_get_libc_version()); };
-  p.microarchitecture = [] { return detect_microarchitecture(); };
-  // One detection (every layout, the fallback chain) answers both questions, when first asked.
-  auto facts = std::make_shared<std::optional<DriverFacts>>();
-  auto detect = [facts]() -> const DriverFacts& {
-    if (!*facts) {
-      ProbeHost host = ProbeHost::system();
-      host.timeout_ms = 5000;
-      *facts = detect_driver(host);
-    }
-    return **facts;
-  };
-  p.cuda_driver_version = [detect]() -> std::optional<std::string> {
-    const DriverFacts& f = detect();
-    if (f.cuda_version.empty()) return std::nullopt;
-    return f.cuda_version;
-  };
-  p.cuda_visibility = [detect, getenv = p.getenv]() -> std::optional<std::string> {
-    const auto hidden = hidden_devices(detect(), getenv("CUDA_VISIBLE_DEVICES"), getenv("NVIDIA_VISIBLE_DEVICES"));
-    if (!hidden) return std::nullopt;
-    return hidden->to_string();
-  };
-  return p;
-}
 
 namespace {
 
@@ -63,9 +21,9 @@ std::string numeric_release(const std::string& release) {
 }
 
 // Applies CONDA_OVERRIDE_<var>: unset -> keep `detected`; empty -> remove; else validated value.
-Result<std::optional<std::string>> apply_override(const HostProbe& probe, const std::string& var,
+Result<std::optional<std::string>> apply_override(const Host& probe, const std::string& var,
                                                   std::optional<std::string> detected, bool is_version) {
-  const auto value = probe.getenv ? probe.getenv(var) : std::nullopt;
+  const auto value = probe.env(var);
   if (!value) return detected;
   if (value->empty()) return std::optional<std::string>{};
   if (is_version) {
@@ -92,7 +50,7 @@ Result<std::optional<std::string>> apply_override(const HostProbe& probe, const 
 
 }  // namespace
 
-Result<std::vector<VirtualPackage>> detect_virtual_packages(const HostProbe& probe) {
+Result<std::vector<VirtualPackage>> detect_virtual_packages(const Host& probe) {
   std::vector<VirtualPackage> out;
   out.push_back({"__unix", "0", "0"});
 
@@ -120,7 +78,7 @@ Result<std::vector<VirtualPackage>> detect_virtual_packages(const HostProbe& pro
   if (*arch_v) out.push_back({"__archspec", "1", **arch_v});
 
   // Only ask the driver when no override decides the answer: loading libcuda is slow.
-  const auto cuda_override = probe.getenv ? probe.getenv("CONDA_OVERRIDE_CUDA") : std::nullopt;
+  const auto cuda_override = probe.env("CONDA_OVERRIDE_CUDA");
   std::optional<std::string> cuda;
   if (!cuda_override && probe.cuda_driver_version) cuda = probe.cuda_driver_version();
   auto cuda_v = apply_override(probe, "CONDA_OVERRIDE_CUDA", cuda, true);

@@ -13,13 +13,11 @@ namespace envlock {
 
 namespace fs = std::filesystem;
 
-GpuHostFacts gather_host_facts(const ProbeHost& host) {
+GpuHostFacts gather_host_facts(const Host& host) {
   GpuHostFacts facts;
   static_cast<DriverFacts&>(facts) = detect_driver(host);
   const fs::path& root = host.root;
-  auto env = [&](const std::string& name) -> std::optional<std::string> {
-    return host.getenv ? host.getenv(name) : std::nullopt;
-  };
+  auto env = [&](const std::string& name) { return host.env(name); };
 
   std::error_code ec;
   for (fs::directory_iterator it(root / "dev", ec), end; !ec && it != end; it.increment(ec)) {

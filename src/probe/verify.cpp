@@ -194,7 +194,7 @@ Result<ReferenceVerifyReport> verify_environment(const VerifyRequest& request) {
 
   if (report.create_error.empty()) {
     const std::string name = request.lockfile.filename().string();
-    const ProbeHost& ph = request.probe_host;
+    const Host& ph = request.probe_host;
     GpuHostFacts facts = gather_host_facts(ph);
     report.current_host = recorded_host_facts(facts);
     if (request.run_probe) {
@@ -241,7 +241,7 @@ Result<ReferenceVerifyReport> verify_environment(const VerifyRequest& request) {
 }
 
 Result<ReferenceOutcome> record_reference(const fs::path& lockfile_path, const std::string& environment, const fs::path& prefix,
-                                          const ProbeHost& probe_host, ReferenceRunOptions options) {
+                                          const Host& probe_host, ReferenceRunOptions options) {
   auto lockfile = Lockfile::read(lockfile_path);
   if (!lockfile) return lockfile.error();
   auto env_name = pick_environment(*lockfile, environment, lockfile_path.string());

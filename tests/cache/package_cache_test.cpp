@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "envlock/hash.hpp"
 #include "envlock/package_cache.hpp"
+#include "envlock/paths.hpp"
 #include "support/http_server.hpp"
 
 namespace fs = std::filesystem;
@@ -404,25 +406,40 @@ TEST_F(Cache, TwoProcessesShareOneCache) {
   EXPECT_EQ(cache_listing(dir_ / "pkgs").size(), 2 * records.size());
 }
 
+// One place decides the package cache folder (envlock/paths.hpp's package_cache_dir), and
+// ENVLOCK_CACHE_DIR moves it with the rest of the cache (attack 22 A1: it was ignored by the
+// package cache, which had a second copy of the rule).
 TEST_F(Cache, DefaultLocation) {
-  const char* saved[3] = {std::getenv("ENVLOCK_PKGS_DIR"), std::getenv("XDG_CACHE_HOME"), std::getenv("HOME")};
-  const std::string keep[3] = {saved[0] ? saved[0] : "", saved[1] ? saved[1] : "", saved[2] ? saved[2] : ""};
+  const char* names[4] = {"ENVLOCK_PKGS_DIR", "ENVLOCK_CACHE_DIR", "XDG_CACHE_HOME", "HOME"};
+  std::optional<std::string> keep[4];
+  for (int i = 0; i < 4; ++i)
+    if (const char* v = std::getenv(names[i])) keep[i] = v;
   ::setenv("ENVLOCK_PKGS_DIR", "/data/pkgs", 1);
+  ::setenv("ENVLOCK_CACHE_DIR", "/scratch/envlock", 1);
   ::setenv("XDG_CACHE_HOME", "/xdg", 1);
   ::setenv("HOME", "/home/u", 1);
-  EXPECT_EQ(envlock::default_package_cache_dir().value(), fs::path("/data/pkgs"));
+  EXPECT_EQ(envlock::package_cache_dir().value(), fs::path("/data/pkgs"));
+  EXPECT_EQ(envlock::default_package_cache_dirs().value(), std::vector<fs::path>{"/data/pkgs"});
   ::unsetenv("ENVLOCK_PKGS_DIR");
-  EXPECT_EQ(envlock::default_package_cache_dir().value(), fs::path("/xdg/envlock/pkgs"));
+  EXPECT_EQ(envlock::package_cache_dir().value(), fs::path("/scratch/envlock/pkgs"));
+  EXPECT_EQ(envlock::default_package_cache_dirs().value(), std::vector<fs::path>{"/scratch/envlock/pkgs"});
+  EXPECT_EQ(envlock::cache_root(), fs::path("/scratch/envlock"));
+  ::unsetenv("ENVLOCK_CACHE_DIR");
+  EXPECT_EQ(envlock::package_cache_dir().value(), fs::path("/xdg/envlock/pkgs"));
+  EXPECT_EQ(envlock::cache_root(), fs::path("/xdg/envlock"));
   ::setenv("XDG_CACHE_HOME", "relative", 1);  // ignored, as the XDG spec says
-  EXPECT_EQ(envlock::default_package_cache_dir().value(), fs::path("/home/u/.cache/envlock/pkgs"));
+  EXPECT_EQ(envlock::package_cache_dir().value(), fs::path("/home/u/.cache/envlock/pkgs"));
+  EXPECT_EQ(envlock::cache_root(), fs::path("/home/u/.cache/envlock"));
   ::unsetenv("XDG_CACHE_HOME");
   ::unsetenv("HOME");
-  auto none = envlock::default_package_cache_dir();
+  auto none = envlock::package_cache_dir();  // never a folder in /tmp that another user made
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.error().hint.find("ENVLOCK_PKGS_DIR"), std::string::npos);
-  const char* names[3] = {"ENVLOCK_PKGS_DIR", "XDG_CACHE_HOME", "HOME"};
-  for (int i = 0; i < 3; ++i) {
-    if (saved[i] != nullptr) ::setenv(names[i], keep[i].c_str(), 1);
+  EXPECT_EQ(none.error().to_string(), "cannot place the package cache: none of ENVLOCK_PKGS_DIR, ENVLOCK_CACHE_DIR, "
+                                      "XDG_CACHE_HOME or HOME is set\nhint: set ENVLOCK_PKGS_DIR (or ENVLOCK_CACHE_DIR) "
+                                      "to a writable folder");
+  for (int i = 0; i < 4; ++i) {
+    if (keep[i]) ::setenv(names[i], keep[i]->c_str(), 1);
+    else ::unsetenv(names[i]);
   }
 }
 

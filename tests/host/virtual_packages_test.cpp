@@ -9,8 +9,8 @@ namespace envlock {
 namespace {
 
 // A host with fixed answers; `env` plays the process environment.
-HostProbe fake_host(std::map<std::string, std::string> env, std::optional<std::string> cuda = "12.4") {
-  HostProbe p;
+Host fake_host(std::map<std::string, std::string> env, std::optional<std::string> cuda = "12.4") {
+  Host p;
   p.getenv = [env](const std::string& k) -> std::optional<std::string> {
     auto it = env.find(k);
     if (it == env.end()) return std::nullopt;
@@ -51,7 +51,7 @@ TEST(VirtualPackages, NoDriverMeansNoCudaPackageNotZero) {
 }
 
 TEST(VirtualPackages, OverrideCudaReplacesAndSkipsTheDriver) {
-  HostProbe p = fake_host({{"CONDA_OVERRIDE_CUDA", "11.8"}});
+  Host p = fake_host({{"CONDA_OVERRIDE_CUDA", "11.8"}});
   bool asked = false;
   p.cuda_driver_version = [&asked]() -> std::optional<std::string> { asked = true; return "12.4"; };
   auto r = detect_virtual_packages(p);
@@ -107,7 +107,7 @@ TEST(VirtualPackages, UnparsableOverrideIsAnErrorNamingTheVariable) {
 }
 
 TEST(VirtualPackages, KernelReleaseKeepsTheNumericPart) {
-  HostProbe p = fake_host({});
+  Host p = fake_host({});
   p.kernel_release = [] { return std::string("5.15.0.1-microsoft-standard-WSL2"); };
   auto r = detect_virtual_packages(p);
   ASSERT_TRUE(r.ok());

@@ -351,6 +351,95 @@ TEST_F(Cli, InfoShowsThePackageCacheFoldersInUse) {
   fs::permissions(root_ / "ro", fs::perms::owner_all);
 }
 
+// ENVLOCK_CACHE_DIR moves the package cache with the rest of the cache (attack 22 A1): the package
+// cache had a second copy of the folder rule that ignored it, so `create` filled ~/.cache while
+// `info` named ENVLOCK_CACHE_DIR/pkgs. One rule now (package_cache_dir, envlock/paths.hpp) for
+// create, install, info and clean.
+TEST_F(Cli, EnvlockCacheDirHoldsThePackageCacheThatInfoNames) {
+  const fs::path channel = make_fixture_channel();
+  const fs::path project = root_ / "project";
+  const fs::path cache = root_ / "cache";
+  const fs::path home = root_ / "home";
+  spit(project / "envlock.yaml", "name: example\nchannels: [" + channel.string() +
+                                     "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-demo >=1.0\n");
+  const std::map<std::string, std::string> env{{"ENVLOCK_PKGS_DIR", "\x01unset"}, {"ENVLOCK_PKGS_DIRS", "\x01unset"},
+                                               {"ENVLOCK_CACHE_DIR", cache.string()}, {"HOME", home.string()},
+                                               {"XDG_CACHE_HOME", "\x01unset"}};
+  auto r = envlock("create -f " + q(project / "envlock.yaml"), env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path prefix = project / ".envlock/envs/default";
+  EXPECT_EQ(r.out, "environment 'default' (linux-64) is ready in " + prefix.string() +
+                       "\n  3 installed, 0 unchanged, 0 removed; files: 2 linked, 3 copied, 2 relocated\n");
+  const std::string outside = "warning: 3 package(s) come from file://" + channel.string() +
+                              ", a local folder outside the lockfile's folder " + project.string() +
+                              " (check that it is the one meant): envlock-demo-1.0.0-pyh_0, envlock-hello-1.0.0-0, "
+                              "python-3.11.7-0_host_shim\n";
+  EXPECT_EQ(r.err, "locked " + (project / "envlock.yaml").string() + " -> " + (project / "envlock.lock").string() +
+                       "\n" + outside + "packages: 3 (3 downloaded, 0 from the package cache)\n");
+  std::set<std::string> entries;
+  for (const auto& e : fs::directory_iterator(cache / "pkgs")) entries.insert(e.path().filename().string());
+  EXPECT_EQ(entries, (std::set<std::string>{"envlock-demo-1.0.0-pyh_0", "envlock-demo-1.0.0-pyh_0.conda",
+                                            "envlock-demo-1.0.0-pyh_0.lock", "envlock-hello-1.0.0-0",
+                                            "envlock-hello-1.0.0-0.conda", "envlock-hello-1.0.0-0.lock",
+                                            "python-3.11.7-0_host_shim", "python-3.11.7-0_host_shim.lock",
+                                            "python-3.11.7-0_host_shim.tar.bz2"}));
+  EXPECT_FALSE(fs::exists(home)) << "nothing written under HOME";
+  EXPECT_FALSE(fs::exists(root_ / "pkgs"));
+
+  // install into a second prefix takes every package from that cache.
+  r = envlock("install -l " + q(project / "envlock.lock") + " -p " + q(root_ / "other"), env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("\npackages: 3 (0 downloaded, 3 from the package cache)\n"), std::string::npos) << r.err;
+
+  // info names the folder, whole up to the host's virtual packages (versions filtered).
+  r = envlock("info", env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  std::string head = r.out.substr(0, r.out.find("virtual packages  :"));
+  for (const char* field : {"envlock version   : ", "libsolv version   : "}) {
+    const auto at = head.find(field);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const auto value = at + std::string_view(field).size();
+    head.replace(value, head.find(field[0] == 'e' ? '\n' : ' ', value) - value, "V");
+  }
+  EXPECT_EQ(head, "envlock version   : V\nlibsolv version   : V (conda)\nplatform          : linux-64\n"
+                  "cache directory   : " + cache.string() + "\npackage cache     : " + (cache / "pkgs").string() + "\n");
+  auto j = envlock("info --json", env);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto info = nlohmann::json::parse(j.out);
+  EXPECT_EQ(info["cache_dir"], cache.string());
+  EXPECT_EQ(info["pkgs_dir"], (cache / "pkgs").string());
+  EXPECT_FALSE(info.contains("pkgs_dirs"));
+
+  // clean looks at the same folders.
+  r = envlock("clean --dry-run", env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> folders;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (const auto at = line.rfind("  /"); at != std::string::npos) folders.push_back(line.substr(0, 20) + line.substr(at + 2));
+  EXPECT_EQ(folders, (std::vector<std::string>{"repodata cache      " + (cache / "repodata").string(),
+                                               "package archives    " + (cache / "pkgs").string(),
+                                               "extracted packages  " + (cache / "pkgs").string()}))
+      << r.out;
+
+  // With no folder to name, info says so and install refuses (never a folder under /tmp).
+  const std::map<std::string, std::string> none{{"ENVLOCK_PKGS_DIR", "\x01unset"}, {"ENVLOCK_PKGS_DIRS", "\x01unset"},
+                                                {"ENVLOCK_CACHE_DIR", "\x01unset"}, {"HOME", "\x01unset"},
+                                                {"XDG_CACHE_HOME", "\x01unset"}};
+  r = envlock("info", none);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\npackage cache     : (none: cannot place the package cache: none of ENVLOCK_PKGS_DIR, "
+                       "ENVLOCK_CACHE_DIR, XDG_CACHE_HOME or HOME is set)\nvirtual packages  :"),
+            std::string::npos)
+      << r.out;
+  r = envlock("install -l " + q(project / "envlock.lock") + " -p " + q(root_ / "third"), none);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, outside + "error: cannot place the package cache: none of ENVLOCK_PKGS_DIR, ENVLOCK_CACHE_DIR, XDG_CACHE_HOME or "
+                   "HOME is set\nhint: set ENVLOCK_PKGS_DIR (or ENVLOCK_CACHE_DIR) to a writable folder\n");
+  EXPECT_FALSE(fs::exists(root_ / "third"));
+}
+
 // A channel folder, a project and prefixes whose paths hold a space (and '#', '%', non-ASCII):
 // lock, create, install, and a bundle deployed with a cold package cache. Channel URLs are
 // percent-encoded (envlock/url.hpp); before, libcurl refused the raw space ("URL using

@@ -73,8 +73,8 @@ class FakeHost : public ::testing::Test {
     program(conf);
   }
 
-  ProbeHost host(const std::string& libcuda = FAKE_LIBCUDA, const std::string& libnvml = FAKE_LIBNVML) {
-    ProbeHost h = ProbeHost::system();
+  Host host(const std::string& libcuda = FAKE_LIBCUDA, const std::string& libnvml = FAKE_LIBNVML) {
+    Host h = Host::system();
     h.root = dir_ / "root";
     h.libcuda = libcuda;
     h.libnvml = libnvml;
@@ -82,7 +82,7 @@ class FakeHost : public ::testing::Test {
     return h;
   }
 
-  ProbeReport probe(std::optional<PackageCudaFacts> packages = std::nullopt, ProbeHost h = {}) {
+  ProbeReport probe(std::optional<PackageCudaFacts> packages = std::nullopt, Host h = {}) {
     if (h.libcuda.empty()) h = host();
     return evaluate_probe(gather_host_facts(h), std::move(packages), "test.lock environment default (linux-64)");
   }
@@ -252,7 +252,7 @@ TEST_F(FakeHost, CrashInsideTheDriverLibraryIsAVerdictNotACrash) {
 TEST_F(FakeHost, HangingDriverIsKilledAfterTheTimeout) {
   healthy(1);
   program("gpu.count=1\ncuda.hang=cuInit\n");
-  ProbeHost h = host();
+  Host h = host();
   h.timeout_ms = 300;
   const ProbeReport r = probe(std::nullopt, h);
   EXPECT_EQ(r.host.cuda.outcome, VendorOutcome::TimedOut);
@@ -264,7 +264,7 @@ TEST_F(FakeHost, HangingDriverIsKilledAfterTheTimeout) {
 TEST_F(FakeHost, HelperProcessOfTheLibraryDoesNotHoldTheQueryOpen) {
   healthy(1);
   program("gpu.count=1\ncuda.helper=1\n");
-  ProbeHost h = host();
+  Host h = host();
   h.timeout_ms = 5000;
   const ProbeReport r = probe(std::nullopt, h);
   EXPECT_EQ(r.host.cuda.outcome, VendorOutcome::Ok) << dump(r);

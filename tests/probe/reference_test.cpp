@@ -273,7 +273,7 @@ TEST(SideBySide, MarksDifferences) {
 
 TEST_F(ReferenceRunTest, RecordWritesValueAndHostFactsIntoTheLockfile) {
   const fs::path lock = write_lockfile(std::nullopt);
-  ProbeHost host = ProbeHost::system();
+  Host host = Host::system();
   host.libcuda = "/nonexistent/libcuda.so.1";
   host.libnvml = "/nonexistent/libnvidia-ml.so.1";
   host.root = dir_ / "emptyroot";
@@ -292,7 +292,7 @@ TEST_F(ReferenceRunTest, RecordLeavesTheLockfileAloneWhenTheRunFails) {
   const fs::path lock = write_lockfile(std::nullopt, "exit 1");
   std::ifstream before_in(lock);
   const std::string before((std::istreambuf_iterator<char>(before_in)), {});
-  auto o = record_reference(lock, "train", dir_ / "env", ProbeHost::system(), options());
+  auto o = record_reference(lock, "train", dir_ / "env", Host::system(), options());
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->status, ReferenceStatus::CommandFailed);
   std::ifstream after_in(lock);
@@ -304,11 +304,11 @@ TEST_F(ReferenceRunTest, RecordWithoutAReferenceIsAContentError) {
   lf.manifest_hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
   lf.environments["train"].name = "train";
   ASSERT_TRUE(lf.write(dir_ / "plain.lock").ok());
-  auto o = record_reference(dir_ / "plain.lock", "", dir_ / "env", ProbeHost::system(), options());
+  auto o = record_reference(dir_ / "plain.lock", "", dir_ / "env", Host::system(), options());
   ASSERT_FALSE(o.ok());
   EXPECT_EQ(o.error().kind, ErrorKind::Incompatible);  // the lockfile's content: exit 1, not 2
   EXPECT_EQ(o.error().message, "environment 'train' has no reference command");
-  auto unknown = record_reference(dir_ / "plain.lock", "serve", dir_ / "env", ProbeHost::system(), options());
+  auto unknown = record_reference(dir_ / "plain.lock", "serve", dir_ / "env", Host::system(), options());
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().kind, ErrorKind::Incompatible);  // what the lockfile holds: exit 1, as every -e
   EXPECT_EQ(unknown.error().where, (dir_ / "plain.lock").string());
@@ -330,7 +330,7 @@ VerifyRequest clean_request(const fs::path& lock, const fs::path& dir, bool* cre
     fs::permissions(prefix / "bin/train", fs::perms::owner_all);
     return ok_status();
   };
-  req.probe_host = ProbeHost::system();
+  req.probe_host = Host::system();
   req.probe_host.libcuda = "/nonexistent/libcuda.so.1";
   req.probe_host.libnvml = "/nonexistent/libnvidia-ml.so.1";
   req.probe_host.root = dir / "emptyroot";
@@ -399,7 +399,7 @@ TEST_F(ReferenceRunTest, VerifyAnExistingPrefix) {
   VerifyRequest req;
   req.lockfile = lock;
   req.prefix = dir_ / "env";
-  req.probe_host = ProbeHost::system();
+  req.probe_host = Host::system();
   req.probe_host.libcuda = "/nonexistent/libcuda.so.1";
   req.probe_host.libnvml = "/nonexistent/libnvidia-ml.so.1";
   req.probe_host.root = dir_ / "emptyroot";

@@ -22,6 +22,7 @@
 #include "envlock/install.hpp"
 #include "envlock/readers.hpp"
 #include "envlock/snapshot.hpp"
+#include "envlock/snapshot_deploy.hpp"
 #include "envlock/url.hpp"
 #include "envlock/work_folder.hpp"
 #include "snapshot/fake_host.hpp"
@@ -63,7 +64,7 @@ struct RoundTrip {
       env.packages.push_back(p);
     }
     seed.environments.push_back(env);
-    HostSeam seam = HostSeam::system();
+    Host seam = Host::system();
     seam.run = nullptr;
     std::vector<CaptureProblem> problems;
     here = capture_host_facts(seam, {}, problems);
@@ -73,7 +74,7 @@ struct RoundTrip {
   ~RoundTrip() { fs::remove_all(dir); }
   /// Captures `prefix` of this machine (no commands run).
   [[nodiscard]] Snapshot capture_of(const fs::path& prefix) const {
-    HostSeam seam = HostSeam::system();
+    Host seam = Host::system();
     seam.run = nullptr;
     CaptureOptions copt;
     copt.prefixes = {prefix};
@@ -81,7 +82,7 @@ struct RoundTrip {
   }
   /// Writes `snap` as `bundle`, archives from this round trip's package cache.
   void bundle_of(const Snapshot& snap, const fs::path& bundle) const {
-    HostSeam seam = HostSeam::system();
+    Host seam = Host::system();
     seam.run = nullptr;
     BundleOptions bo;
     bo.package_dirs = {options.package_cache};
@@ -185,7 +186,7 @@ TEST(Deploy, RoundTripCreateDriftCaptureDeployVerify) {
   EXPECT_EQ(verify_lines(a), expected_findings);
 
   // Capture, through the file.
-  HostSeam seam = HostSeam::system();
+  Host seam = Host::system();
   seam.run = nullptr;
   CaptureOptions copt;
   copt.prefixes = {a};
@@ -350,7 +351,7 @@ TEST(Deploy, AChangedPipFileOrACorruptArchiveLeavesNothingBehind) {
 // Deploys the round trip's seed into `prefix` and captures it from this machine (no commands run).
 Snapshot deploy_and_capture(const RoundTrip& t, const fs::path& prefix) {
   EXPECT_TRUE(deploy_snapshot(t.seed, prefix, t.here, t.options).ok());
-  HostSeam seam = HostSeam::system();
+  Host seam = Host::system();
   seam.run = nullptr;
   CaptureOptions copt;
   copt.prefixes = {prefix};
@@ -361,7 +362,7 @@ TEST(Deploy, SnapshotToLockfileToEnvlockInstallGivesTheSameEnvironment) {
   SKIP_WITHOUT_CORPUS();
   RoundTrip t;
   const Snapshot captured = deploy_and_capture(t, t.dir / "a/geo");
-  HostSeam seam = HostSeam::system();
+  Host seam = Host::system();
   seam.run = nullptr;
   CaptureOptions copt;
   const fs::path snap = t.dir / "a.yaml", lock = t.dir / "envlock.lock", c = t.dir / "c/geo";
@@ -425,7 +426,7 @@ TEST(Deploy, SnapshotLockKeepsTheCondaPackagePipShadowed) {
   const fs::path a = t.dir / "a/geo";
   ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
   const PipOverConda pip(a);
-  HostSeam seam = HostSeam::system();
+  Host seam = Host::system();
   seam.run = nullptr;
   CaptureOptions copt;
   copt.prefixes = {a};
@@ -608,7 +609,7 @@ TEST(Bundle, OfflineRoundTripWithAReRepackedPackageAndPipFiles) {
   const std::string viewshed = "libviewshed-5.0.0-h29872b0_0";
   ASSERT_TRUE(fs::remove(t.options.package_cache / (viewshed + ".conda")));
 
-  HostSeam seam = HostSeam::system();
+  Host seam = Host::system();
   seam.run = nullptr;
   CaptureOptions copt;
   copt.prefixes = {a};
@@ -678,7 +679,7 @@ TEST(Bundle, PipOverCondaDeploysTheShadowedPackageAndPipsFilesOverIt) {
   ASSERT_EQ(captured.environments[0].packages.at(0).shadowed_by, "pip:libsimplerasters");
   const std::string removed_line = "missing " + std::string(PipOverConda::kRemoved) + " (libsimplerasters-0.9.0-h29872b0_0)";
   ASSERT_EQ(verify_lines(a), std::vector<std::string>{removed_line});
-  HostSeam seam = HostSeam::system();
+  Host seam = Host::system();
   seam.run = nullptr;
   BundleOptions bo;
   bo.package_dirs = {t.options.package_cache};

@@ -194,7 +194,7 @@ TEST(HostFactsCapture, AFaultyDpkgStanzaIsAProblemAndTheOtherPackagesAreCaptured
       slurp(corpus_dir() / "hostinfo/aquasecurity__trivy/pkg__fanal__analyzer__pkg__dpkg__testdata__dpkg-third-party");
   host.write("/var/lib/dpkg/status", "Package: odd\n continued\nbroken line\n\n" + real);
   std::vector<CaptureProblem> problems;
-  const HostFacts h = capture_host_facts(HostSeam::tree(host.root()), {}, problems);
+  const HostFacts h = capture_host_facts(Host::tree(host.root()), {}, problems);
   EXPECT_EQ(h.system_package_manager, "dpkg");
   ASSERT_EQ(h.system_packages.size(), 2u);
   EXPECT_EQ(h.system_packages[0].name, "apt");
@@ -355,10 +355,10 @@ TEST(Nvidia, MalformedXmlAndWrongRootAreClearErrors) {
 
 // ----- the seam and a whole fake host ------------------------------------------------------------
 
-TEST(HostSeam, LinksResolveInsideTheTree) {
+TEST(Host, LinksResolveInsideTheTree) {
   FakeHost host;
   host.base_system();
-  const HostSeam seam = HostSeam::tree(host.root());
+  const Host seam = Host::tree(host.root());
   const auto cxx = seam.resolve("/lib/x86_64-linux-gnu/libstdc++.so.6");
   ASSERT_TRUE(cxx.has_value());
   EXPECT_EQ(cxx->string().rfind(host.root().string(), 0), 0u) << *cxx;
@@ -377,7 +377,7 @@ TEST(HostFactsCapture, EveryFactFromAFakeDebianHostWithAGpu) {
   CaptureOptions opt;
   opt.command_outputs["nvidia-smi"] = host.complete_gpu_host(FakeHost::Gpu::A100Driver535);
   std::vector<CaptureProblem> problems;
-  const HostFacts h = capture_host_facts(HostSeam::tree(host.root()), opt, problems);
+  const HostFacts h = capture_host_facts(Host::tree(host.root()), opt, problems);
   EXPECT_TRUE(problems.empty()) << problems.front().where << ": " << problems.front().message;
   EXPECT_EQ(h.platform, "linux-64");
   EXPECT_EQ(h.os.id, "debian");
@@ -401,7 +401,7 @@ TEST(HostFactsCapture, EveryFactFromAFakeDebianHostWithAGpu) {
 TEST(HostFactsCapture, AnEmptyTreeIsAPartialCaptureNamingEachMissingFact) {
   FakeHost host;
   std::vector<CaptureProblem> problems;
-  const HostFacts h = capture_host_facts(HostSeam::tree(host.root()), {}, problems);
+  const HostFacts h = capture_host_facts(Host::tree(host.root()), {}, problems);
   std::set<std::string> where;
   for (const auto& p : problems) where.insert(p.where);
   EXPECT_TRUE(where.count("/etc/os-release"));
@@ -414,7 +414,7 @@ TEST(HostFactsCapture, AnEmptyTreeIsAPartialCaptureNamingEachMissingFact) {
 TEST(HostFactsCapture, LiveHostAgreesWithTheVirtualPackageProbes) {
   std::vector<CaptureProblem> problems;
   CaptureOptions opt;
-  HostSeam seam = HostSeam::system();
+  Host seam = Host::system();
   seam.run = nullptr;  // no nvidia-smi / rpm in a unit test
   const HostFacts h = capture_host_facts(seam, opt, problems);
   EXPECT_EQ(h.glibc, gnu_get_libc_version());
@@ -426,7 +426,7 @@ TEST(HostFactsCapture, LiveHostAgreesWithTheVirtualPackageProbes) {
   tree.base_system();
   tree.write("/proc/cpuinfo", slurp("/proc/cpuinfo"));  // /proc files report size 0: read, not copy
   std::vector<CaptureProblem> p2;
-  EXPECT_EQ(capture_host_facts(HostSeam::tree(tree.root()), opt, p2).cpu_level, detect_microarchitecture());
+  EXPECT_EQ(capture_host_facts(Host::tree(tree.root()), opt, p2).cpu_level, detect_microarchitecture());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "envlock/snapshot.hpp"
+#include "envlock/snapshot_deploy.hpp"
 #include "snapshot/fake_host.hpp"
 #include "support/run_command.hpp"
 
@@ -32,7 +33,7 @@ void full_host(const FakeHost& host) {
 
 std::vector<CaptureProblem> capture_problems(const FakeHost& host, HostFacts* facts = nullptr) {
   std::vector<CaptureProblem> problems;
-  HostFacts h = capture_host_facts(HostSeam::tree(host.root()), {}, problems);
+  HostFacts h = capture_host_facts(Host::tree(host.root()), {}, problems);
   if (facts != nullptr) *facts = std::move(h);
   return problems;
 }

@@ -128,7 +128,7 @@ TEST(PrefixCapture, RealPython313PrefixFromTheCorpus) {
   host.corpus_prefix("/home/ana/miniforge3/envs/for_pip");
   std::vector<CaptureProblem> problems;
   CaptureOptions opt;
-  const auto env = capture_prefix(HostSeam::tree(host.root()), "/home/ana/miniforge3/envs/for_pip", "linux-64", opt, problems);
+  const auto env = capture_prefix(Host::tree(host.root()), "/home/ana/miniforge3/envs/for_pip", "linux-64", opt, problems);
   ASSERT_TRUE(env.ok()) << env.error().to_string();
   EXPECT_TRUE(problems.empty()) << problems.front().where << ": " << problems.front().message;
   EXPECT_EQ(env->name, "for_pip");
@@ -182,7 +182,7 @@ TEST(PrefixCapture, PipOverACondaPackageShadowsIt) {
   std::ofstream(site / "pip-25.1.dist-info/RECORD")
       << "pip-25.1.dist-info/INSTALLER,sha256=zuuue4knoyJ-UwPPXg8fezS7VCrXJQrAP7zeNuwvFQg,4\npip-25.1.dist-info/RECORD,,\n";
   std::vector<CaptureProblem> problems;
-  const auto env = capture_prefix(HostSeam::tree(host.root()), "/opt/conda/envs/x", "linux-64", {}, problems);
+  const auto env = capture_prefix(Host::tree(host.root()), "/opt/conda/envs/x", "linux-64", {}, problems);
   ASSERT_TRUE(env.ok()) << env.error().to_string();
   const auto* pip = find_pkg(*env, "pip");
   ASSERT_NE(pip, nullptr);
@@ -218,7 +218,7 @@ TEST(PrefixCapture, CorruptCondaMetaIsReportedAndTheRestCaptured) {
   host.write("/opt/env/conda-meta/broken-1.0-0.json", "{\"name\": \"broken\", \"version\": ");
   host.write("/opt/env/conda-meta/noversion-1.0-0.json", R"({"name": "noversion", "build": "0"})");
   std::vector<CaptureProblem> problems;
-  const auto env = capture_prefix(HostSeam::tree(host.root()), "/opt/env", "linux-64", {}, problems);
+  const auto env = capture_prefix(Host::tree(host.root()), "/opt/env", "linux-64", {}, problems);
   ASSERT_TRUE(env.ok()) << env.error().to_string();
   EXPECT_EQ(env->packages.size(), 16u);
   ASSERT_EQ(problems.size(), 2u);
@@ -245,7 +245,7 @@ TEST(PrefixCapture, TwoRecordsOfOneNameKeepTheNewestAndSaySo) {
     host.write(d + "RECORD", std::string("toolbox-") + v + ".dist-info/METADATA,,\n");
   }
   std::vector<CaptureProblem> problems;
-  const auto env = capture_prefix(HostSeam::tree(host.root()), "/opt/env", "linux-64", {}, problems);
+  const auto env = capture_prefix(Host::tree(host.root()), "/opt/env", "linux-64", {}, problems);
   ASSERT_TRUE(env.ok()) << env.error().to_string();
   const auto tks = std::count_if(env->packages.begin(), env->packages.end(), [](const CapturedPackage& p) { return p.record.name == "tk"; });
   EXPECT_EQ(tks, 1);
@@ -271,7 +271,7 @@ TEST(PrefixCapture, NotAPrefixIsAUsageError) {
   FakeHost host;
   host.write("/srv/data/file.txt", "x");
   std::vector<CaptureProblem> problems;
-  const auto env = capture_prefix(HostSeam::tree(host.root()), "/srv/data", "linux-64", {}, problems);
+  const auto env = capture_prefix(Host::tree(host.root()), "/srv/data", "linux-64", {}, problems);
   ASSERT_FALSE(env.ok());
   EXPECT_EQ(env.error().where, "/srv/data");
   EXPECT_NE(env.error().message.find("conda-meta"), std::string::npos);
@@ -316,7 +316,7 @@ TEST(Drift, AbsoluteRecordRowsInsideThePrefixArePipsFiles) {
                "/opt/envs/app/bin/abstool,,\n/etc/abstool.conf,,\nabstool-1.0.dist-info/METADATA,,\n"
                "abstool-1.0.dist-info/INSTALLER,,\nabstool-1.0.dist-info/RECORD,,\n");
   std::vector<CaptureProblem> problems;
-  const auto env = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems);
+  const auto env = capture_prefix(Host::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems);
   ASSERT_TRUE(env.ok()) << env.error().to_string();
   EXPECT_TRUE(env->drift.unowned.empty()) << env->drift.unowned.front();
   EXPECT_TRUE(env->drift.missing.empty());
@@ -333,7 +333,7 @@ TEST(Drift, ModifiedMissingAndUnownedFiles) {
   fs::create_directories(p.local / "lib/python3.11/__pycache__");
   std::ofstream(p.local / "lib/python3.11/__pycache__/x.cpython-311.pyc") << "runtime";
   std::vector<CaptureProblem> problems;
-  const auto env = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems);
+  const auto env = capture_prefix(Host::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems);
   ASSERT_TRUE(env.ok()) << env.error().to_string();
   EXPECT_TRUE(problems.empty());
   ASSERT_EQ(env->drift.modified.size(), 2u);
@@ -356,7 +356,7 @@ TEST(Drift, WithoutHashingOnlySizesAreCompared) {
   CaptureOptions opt;
   opt.hash_files = false;
   std::vector<CaptureProblem> problems;
-  const auto env = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", opt, problems);
+  const auto env = capture_prefix(Host::tree(p.host.root()), "/opt/envs/app", "linux-64", opt, problems);
   ASSERT_TRUE(env.ok());
   EXPECT_TRUE(env->drift.modified.empty()) << "same size, not hashed";
   EXPECT_FALSE(env->drift.hashed);
@@ -393,7 +393,7 @@ TEST(Drift, LinksNestedEnvironmentsAndSpecialFiles) {
   std::ofstream(p.local / "pkgs/foo-1.0-0/a.txt") << "x";
 
   std::vector<CaptureProblem> problems;
-  const auto env = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems);
+  const auto env = capture_prefix(Host::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems);
   ASSERT_TRUE(env.ok()) << env.error().to_string();
   EXPECT_TRUE(problems.empty()) << problems[0].where << ": " << problems[0].message;
   EXPECT_EQ(env->drift.unowned, (std::vector<std::string>{"lib64", "opt/loose.txt"}))
@@ -412,8 +412,8 @@ TEST(Drift, LinksNestedEnvironmentsAndSpecialFiles) {
   no_hash.hash_files = false;
   std::ofstream(p.local / "bin/foo", std::ios::app) << "echo more\n";
   std::vector<CaptureProblem> problems2, problems3;
-  const auto hashed = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems2);
-  const auto sized = capture_prefix(HostSeam::tree(p.host.root()), "/opt/envs/app", "linux-64", no_hash, problems3);
+  const auto hashed = capture_prefix(Host::tree(p.host.root()), "/opt/envs/app", "linux-64", {}, problems2);
+  const auto sized = capture_prefix(Host::tree(p.host.root()), "/opt/envs/app", "linux-64", no_hash, problems3);
   ASSERT_TRUE(hashed.ok() && sized.ok());
   std::vector<ModifiedFile> by_size;
   for (const auto& m : hashed->drift.modified) {
@@ -438,7 +438,7 @@ TEST(Discovery, EnvironmentsTxtAndEnvsFolders) {
   // One prefix spelt three ways is one environment.
   host.write("/home/ana/.conda/environments.txt", "/home/ana/miniforge3\n/home/ana/gone\n/home/ana/miniforge3/\n/home/ana/./miniforge3\n");
   host.write("/home/ana/miniforge3/envs/not-an-env/readme", "x");
-  const HostSeam seam = HostSeam::tree(host.root());
+  const Host seam = Host::tree(host.root());
   const auto found = discover_prefixes(seam);
   ASSERT_EQ(found.size(), 3u);
   EXPECT_EQ(found[0], "/home/ana/.conda/envs/scratch");
@@ -479,7 +479,7 @@ TEST(PrefixCapture, NamesVersionsAndFilesNoInstallerWritesAreProblems) {
   host.write(site + "fifo-1.0.dist-info/RECORD", "fifo-1.0.dist-info/METADATA,,\n");
   ASSERT_EQ(::mkfifo(host.local(site + "fifo-1.0.dist-info/METADATA").c_str(), 0644), 0);
   std::vector<CaptureProblem> problems;
-  const auto env = capture_prefix(HostSeam::tree(host.root()), "/opt/env", "linux-64", {}, problems);
+  const auto env = capture_prefix(Host::tree(host.root()), "/opt/env", "linux-64", {}, problems);
   ASSERT_TRUE(env.ok()) << env.error().to_string();
   ASSERT_EQ(env->packages.size(), 1u);
   EXPECT_EQ(env->packages[0].record.name, "ok");

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/snapshot.hpp"
+#include "envlock/snapshot_deploy.hpp"
 #include "snapshot/fake_host.hpp"
 #include "support/run_command.hpp"
 

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "envlock/snapshot.hpp"
+#include "envlock/snapshot_deploy.hpp"
 #include "snapshot/fake_host.hpp"
 #include "support/run_command.hpp"
 
@@ -35,7 +36,7 @@ struct CorpusHost {
                R"({"url": "file:///srv/src/mylib", "dir_info": {"editable": true}})");
     host.write(site + "mylib-0.3.dev0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp313-cp313t-manylinux_2_28_x86_64\n");
   }
-  [[nodiscard]] Snapshot capture_it() const { return capture(HostSeam::tree(host.root()), options); }
+  [[nodiscard]] Snapshot capture_it() const { return capture(Host::tree(host.root()), options); }
 };
 
 TEST(SnapshotFile, RoundTripIsExactAndOutputIsDeterministic) {

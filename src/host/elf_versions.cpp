@@ -16,7 +16,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "envlock/snapshot.hpp"
+#include "envlock/host_facts.hpp"
 
 namespace envlock {
 

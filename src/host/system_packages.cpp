@@ -4,7 +4,7 @@
 #include <optional>
 #include <sstream>
 
-#include "envlock/snapshot.hpp"
+#include "envlock/host_facts.hpp"
 #include "envlock/text.hpp"
 
 namespace envlock {

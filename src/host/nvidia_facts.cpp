@@ -9,7 +9,7 @@
 
 #include "envlock/probe.hpp"
 #include "envlock/text.hpp"
-#include "envlock/snapshot.hpp"
+#include "envlock/host_facts.hpp"
 
 namespace envlock {
 
