@@ -42,8 +42,10 @@ std::string printable(std::string_view s);
 /// `json` (serialised JSON text) with every invisible character that printable() shows as
 /// `\u{...}` written as a JSON escape instead, `\u00ad` (a UTF-16 surrogate pair above U+FFFF,
 /// `\udb40\udc41`; RFC 8259 section 7): the same document, in which no string carries one raw.
-/// Invisible characters occur in JSON text only inside strings, where any character may be
-/// escaped; everything else is unchanged.
+/// So is every control character a JSON serialiser may leave raw: DEL `\u007f` and the C1
+/// controls U+0080-U+009F (`\u009b`, a terminal's CSI; nlohmann's dump() escapes only
+/// U+0000-U+001F, all that RFC 8259 section 7 requires). Such characters occur in JSON text only
+/// inside strings, where any character may be escaped; everything else is unchanged.
 std::string json_escape_invisible(std::string_view json);
 
 /// `s` with every byte that is not part of valid UTF-8 (RFC 3629: no overlong forms, no

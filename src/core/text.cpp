@@ -108,14 +108,28 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+namespace {
+// What json_escape_invisible() writes as an escape at byte i of JSON text: an invisible character
+// (invisible_at), or a control character a serialiser leaves raw, DEL (0x7f) and the C1 controls
+// U+0080-U+009F (nlohmann's dump() escapes only U+0000-U+001F, as RFC 8259 section 7 requires;
+// U+009B is a terminal's CSI, attack on issue 17, A5). {0, 0} for anything else.
+Invisible json_escaped_at(std::string_view json, std::size_t i) {
+  const auto c = static_cast<unsigned char>(json[i]);
+  if (c == 0x7f) return {0x7f, 1};
+  if (c < 0x80) return {};
+  if (is_control_at(json, i)) return {static_cast<unsigned char>(json[i + 1]), 2};  // 0xc2 0x80-0x9f
+  return invisible_at(json, i);
+}
+}  // namespace
+
 std::string json_escape_invisible(std::string_view json) {
   std::size_t i = 0;
-  while (i < json.size() && (static_cast<unsigned char>(json[i]) < 0x80 || invisible_at(json, i).len == 0)) ++i;
+  while (i < json.size() && json_escaped_at(json, i).len == 0) ++i;
   if (i == json.size()) return std::string(json);
   std::string out(json.substr(0, i));
   char buf[16];
   for (; i < json.size(); ++i) {
-    const Invisible inv = static_cast<unsigned char>(json[i]) < 0x80 ? Invisible{} : invisible_at(json, i);
+    const Invisible inv = json_escaped_at(json, i);
     if (inv.len == 0) {
       out += json[i];
       continue;

@@ -47,6 +47,16 @@ TEST(Text, JsonEscapeInvisibleWritesJsonEscapes) {
   EXPECT_EQ(json_escape_invisible("{\"a\": \"\u00e9 \U0001F40D\"}"), "{\"a\": \"\u00e9 \U0001F40D\"}");
 }
 
+// A C1 control (U+009B is a terminal's CSI), DEL and the line and paragraph separators, which
+// nlohmann's dump() leaves raw, are \uXXXX escapes too (attack on issue 17, A5); U+00A0 and
+// U+00FF beside them are text.
+TEST(Text, JsonEscapeInvisibleWritesControlCharactersAsEscapes) {
+  EXPECT_EQ(json_escape_invisible("{\"a\": \"x\u0080\u009b[31m\u009f\x7f\u2028\u2029\u00a0\u00ff\"}"),
+            "{\"a\": \"x\\u0080\\u009b[31m\\u009f\\u007f\\u2028\\u2029\u00a0\u00ff\"}");
+  EXPECT_EQ(json_escape_invisible("\x7f"), "\\u007f");
+  EXPECT_EQ(json_escape_invisible("\xc2"), "\xc2");  // a lead byte without its continuation stays
+}
+
 TEST(Text, EscapeInvalidUtf8KeepsValidTextAndNamesEachBadByte) {
   EXPECT_EQ(escape_invalid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x8d"), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x8d");
   EXPECT_EQ(escape_invalid_utf8("bin/z\xff"), "bin/z\\xff");

@@ -11,7 +11,10 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "envlock/diff.hpp"
+#include "envlock/text.hpp"
 #include "support/run_command.hpp"
 
 namespace fs = std::filesystem;
@@ -1107,4 +1110,178 @@ TEST(HostileInput, ShowJsonHoldsEveryFieldDiffCompares) {
     EXPECT_NE(r.out.find("\"" + std::string(f.name == "source" ? "pip_source" : f.name) + "\": "), std::string::npos) << f.name;
   for (const auto& f : envlock::shown_platform_fields())
     EXPECT_NE(r.out.find("\"" + std::string(f.name) + "\": "), std::string::npos) << f.name;
+}
+
+// A C1 control character (U+0080-U+009F: U+009B is a terminal's CSI, U+0085 a next line), DEL and
+// the line separator U+2028 in a hostile lockfile's dependency or channel reach --json output as
+// \\uXXXX escapes, never raw: nlohmann's dump() escapes only U+0000-U+001F, and every --json
+// output goes through json_text (json_escape_invisible, envlock/text.hpp). The document is valid
+// JSON that reads back as the same strings (attack on issue 17, A5). Whole outputs.
+TEST(HostileInput, ControlCharactersReachJsonOutputEscaped) {
+  TempDir dir;
+  const std::string conda_only = kCondaLock.substr(0, kCondaLock.find("- name: certifi"));
+  const auto a = dir.write("a.yml", conda_only);
+  const std::string dep = "libgcc\u009b[31m\x7f";
+  const std::string spec = ">=13\u2028\u0085";
+  const auto b = dir.write("b.yml", replace_all(replace_all(conda_only, "    libgcc: '>=13'\n",
+                                                                  "    \"libgcc\\u009b[31m\\x7f\": \">=13\\u2028\\u0085\"\n"),
+                                                  "  - url: conda-forge\n", "  - url: \"conda-forge\\u009b\"\n"));
+  auto raw = [](const std::string& out) {
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (out[i] != '\n' && envlock::is_control_at(out, i)) return true;
+    return out.find("\u2028") != std::string::npos || out.find("\u2029") != std::string::npos;
+  };
+  auto r = run_command(envlock_cmd() + " diff --json " + q(a) + " " + q(b));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+                     "{\n"
+                     "  \"groups\": [\n"
+                     "    {\n"
+                     "      \"changes\": [\n"
+                     "        {\n"
+                     "          \"flags\": [],\n"
+                     "          \"kind\": \"metadata-changed\",\n"
+                     "          \"name\": \"zlib\",\n"
+                     "          \"new\": {\n"
+                     "            \"build\": \"hb9d3cd8_2\",\n"
+                     "            \"channel\": \"https://conda.anaconda.org/conda-forge\",\n"
+                     "            \"license\": \"\",\n"
+                     "            \"md5\": \"c9f075ab2f33b3bbee9e62d4ad0a6cd8\",\n"
+                     "            \"sha256\": \"5d7c0e5f0005f74112a34a7425179f4eb6e73c92f5d109e6af4ddeca407c92ab\",\n"
+                     "            \"size\": null,\n"
+                     "            \"url\": \"https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\",\n"
+                     "            \"variants\": [],\n"
+                     "            \"version\": \"1.3.1\"\n"
+                     "          },\n"
+                     "          \"notes\": [\n"
+                     "            \"depends -libgcc >=13 +libgcc\\u009b[31m\\u007f >=13\\u2028\\u0085\"\n"
+                     "          ],\n"
+                     "          \"old\": {\n"
+                     "            \"build\": \"hb9d3cd8_2\",\n"
+                     "            \"channel\": \"https://conda.anaconda.org/conda-forge\",\n"
+                     "            \"license\": \"\",\n"
+                     "            \"md5\": \"c9f075ab2f33b3bbee9e62d4ad0a6cd8\",\n"
+                     "            \"sha256\": \"5d7c0e5f0005f74112a34a7425179f4eb6e73c92f5d109e6af4ddeca407c92ab\",\n"
+                     "            \"size\": null,\n"
+                     "            \"url\": \"https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\",\n"
+                     "            \"variants\": [],\n"
+                     "            \"version\": \"1.3.1\"\n"
+                     "          },\n"
+                     "          \"pulled_by\": [\n"
+                     "            \"zlib\"\n"
+                     "          ],\n"
+                     "          \"red_flag\": false,\n"
+                     "          \"size_delta\": null,\n"
+                     "          \"source\": \"conda\"\n"
+                     "        },\n"
+                     "        {\n"
+                     "          \"flags\": [],\n"
+                     "          \"kind\": \"inputs-changed\",\n"
+                     "          \"name\": \"channels\",\n"
+                     "          \"new\": null,\n"
+                     "          \"notes\": [\n"
+                     "            \"channels conda-forge -> conda-forge\\u009b\"\n"
+                     "          ],\n"
+                     "          \"old\": null,\n"
+                     "          \"pulled_by\": [],\n"
+                     "          \"red_flag\": false,\n"
+                     "          \"size_delta\": null,\n"
+                     "          \"source\": \"input\"\n"
+                     "        }\n"
+                     "      ],\n"
+                     "      \"environment\": \"default\",\n"
+                     "      \"host_floors\": [],\n"
+                     "      \"new_packages\": 1,\n"
+                     "      \"old_packages\": 1,\n"
+                     "      \"platform\": \"linux-64\",\n"
+                     "      \"presence\": \"both\",\n"
+                     "      \"size_delta\": null\n"
+                     "    }\n"
+                     "  ],\n"
+                     "  \"new\": {\n"
+                     "    \"format\": \"conda-lock v1\",\n"
+                     "    \"source\": \"" + b.string() + "\"\n"
+                     "  },\n"
+                     "  \"old\": {\n"
+                     "    \"format\": \"conda-lock v1\",\n"
+                     "    \"source\": \"" + a.string() + "\"\n"
+                     "  },\n"
+                     "  \"schema\": \"envlock-diff/1\",\n"
+                     "  \"summary\": {\n"
+                     "    \"by_kind\": {\n"
+                     "      \"added\": 0,\n"
+                     "      \"channel-changed\": 0,\n"
+                     "      \"downgraded\": 0,\n"
+                     "      \"hash-changed\": 0,\n"
+                     "      \"host-floor-raised\": 0,\n"
+                     "      \"inputs-changed\": 1,\n"
+                     "      \"license-changed\": 0,\n"
+                     "      \"metadata-changed\": 1,\n"
+                     "      \"re-uploaded\": 0,\n"
+                     "      \"rebuilt\": 0,\n"
+                     "      \"removed\": 0,\n"
+                     "      \"source-changed\": 0,\n"
+                     "      \"upgraded\": 0,\n"
+                     "      \"variant-switch\": 0\n"
+                     "    },\n"
+                     "    \"changes\": 2,\n"
+                     "    \"identical\": false,\n"
+                     "    \"red_flags\": 0,\n"
+                     "    \"size_delta\": null\n"
+                     "  }\n"
+                     "}\n");
+  EXPECT_FALSE(raw(r.out));
+  EXPECT_EQ(nlohmann::json::parse(r.out)["groups"][0]["changes"][0]["notes"][0],
+            "depends -libgcc >=13 +" + dep + " " + spec);
+
+  r = run_command(envlock_cmd() + " show --json " + q(b));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+                     "{\n"
+                     "  \"format\": \"conda-lock v1\",\n"
+                     "  \"packages\": [\n"
+                     "    {\n"
+                     "      \"build\": \"hb9d3cd8_2\",\n"
+                     "      \"build_number\": 0,\n"
+                     "      \"category\": \"main\",\n"
+                     "      \"channel\": \"https://conda.anaconda.org/conda-forge\",\n"
+                     "      \"constrains\": [],\n"
+                     "      \"depends\": [\n"
+                     "        \"libgcc\\u009b[31m\\u007f >=13\\u2028\\u0085\"\n"
+                     "      ],\n"
+                     "      \"environment\": \"default\",\n"
+                     "      \"file_name\": \"zlib-1.3.1-hb9d3cd8_2.conda\",\n"
+                     "      \"license\": \"\",\n"
+                     "      \"md5\": \"c9f075ab2f33b3bbee9e62d4ad0a6cd8\",\n"
+                     "      \"name\": \"zlib\",\n"
+                     "      \"noarch\": \"\",\n"
+                     "      \"platform\": \"linux-64\",\n"
+                     "      \"python_site_packages_path\": \"\",\n"
+                     "      \"sha256\": \"5d7c0e5f0005f74112a34a7425179f4eb6e73c92f5d109e6af4ddeca407c92ab\",\n"
+                     "      \"size\": null,\n"
+                     "      \"source\": \"conda\",\n"
+                     "      \"subdir\": \"linux-64\",\n"
+                     "      \"track_features\": [],\n"
+                     "      \"url\": \"https://conda.anaconda.org/conda-forge/linux-64/zlib-1.3.1-hb9d3cd8_2.conda\",\n"
+                     "      \"version\": \"1.3.1\"\n"
+                     "    }\n"
+                     "  ],\n"
+                     "  \"platforms\": [\n"
+                     "    {\n"
+                     "      \"channel\": [\n"
+                     "        \"conda-forge\\u009b\"\n"
+                     "      ],\n"
+                     "      \"environment\": \"default\",\n"
+                     "      \"platform\": \"linux-64\",\n"
+                     "      \"pypi_index\": [],\n"
+                     "      \"virtual_package\": []\n"
+                     "    }\n"
+                     "  ]\n"
+                     "}\n");
+  EXPECT_FALSE(raw(r.out));
+  const auto shown = nlohmann::json::parse(r.out);
+  EXPECT_EQ(shown["packages"][0]["depends"][0], dep + " " + spec);
+  EXPECT_EQ(shown["platforms"][0]["channel"][0], "conda-forge\u009b");
 }
