@@ -209,6 +209,15 @@ Status copy_regular_file(const std::filesystem::path& from, const std::filesyste
   return copy_into(in, out, from, to, mode);
 }
 
+Status fsync_dir(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return io_error(dir, "cannot open to fsync", errno);
+  Status st = ok_status();
+  if (::fsync(fd) != 0 && errno != EINVAL) st = io_error(dir, "cannot fsync", errno);
+  ::close(fd);
+  return st;
+}
+
 Status make_dirs(const std::filesystem::path& path) {
   // mkdir(2) first: the parent usually exists, so one call does it (std::filesystem's
   // create_directories stats every level first). ENOENT: make the parent, then this one.

@@ -67,6 +67,10 @@ Status write_new_file(const std::filesystem::path& path, std::string_view data, 
 Status copy_regular_file(const std::filesystem::path& from, const std::filesystem::path& to,
                          mode_t mode);
 
+/// fsync(2) of a directory (makes renames and new entries in it durable); EINVAL (a filesystem
+/// that cannot sync a directory) is not an error.
+Status fsync_dir(const std::filesystem::path& dir);
+
 /// mkdir -p that reports errors as values.
 Status make_dirs(const std::filesystem::path& path);
 

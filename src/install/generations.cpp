@@ -20,6 +20,7 @@
 namespace envlock {
 
 namespace fs = std::filesystem;
+using detail::fsync_dir;
 using detail::io_error;
 
 namespace {
@@ -87,15 +88,6 @@ Status put_file(const fs::path& path, const std::string& data) {
   return ok_status();
 }
 
-Status fsync_folder(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return io_error(dir, "cannot open to fsync", errno);
-  Status st = ok_status();
-  if (::fsync(fd) != 0 && errno != EINVAL) st = io_error(dir, "cannot fsync", errno);
-  ::close(fd);
-  return st;
-}
-
 /// Whether `path` is a folder (not a link) this user owns: what envlock itself keeps there. A
 /// folder planted by someone else (another user who can write the parent, a checkout) is never
 /// listed, rolled back to or deleted.
@@ -151,7 +143,7 @@ void repair(const fs::path& prefix, std::vector<std::string>& warnings) {
     if (s.number == s.named) continue;
     const fs::path right = gens / std::to_string(s.number);
     if (fs::exists(fs::symlink_status(right, ec))) continue;
-    if (::rename(s.tree.c_str(), right.c_str()) == 0) (void)fsync_folder(gens);
+    if (::rename(s.tree.c_str(), right.c_str()) == 0) (void)fsync_dir(gens);
   }
 }
 
@@ -336,7 +328,7 @@ Status set_generation_pinned(const fs::path& prefix_in, std::uint64_t number, bo
     } else if (::unlink(pin.c_str()) != 0 && errno != ENOENT) {
       return io_error(pin, "cannot remove", errno);
     }
-    return fsync_folder(*folder);
+    return fsync_dir(*folder);
   });
 }
 
@@ -424,11 +416,11 @@ Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optio
                      "install the generation's lockfile instead (envlock history --json names its copy)"};
       return io_error(prefix, "cannot swap generation " + std::to_string(target) + " into place", err);
     }
-    if (auto st = fsync_folder(prefix.parent_path()); !st) report.warnings.push_back(st.error().to_string());
+    if (auto st = fsync_dir(prefix.parent_path()); !st) report.warnings.push_back(st.error().to_string());
     if (::rename(tree.c_str(), keep.c_str()) != 0)
       report.warnings.push_back(io_error(keep, "cannot rename the previous generation's folder (the next command does)",
                                          errno).to_string());
-    if (auto st = fsync_folder(gens); !st) report.warnings.push_back(st.error().to_string());
+    if (auto st = fsync_dir(gens); !st) report.warnings.push_back(st.error().to_string());
     report.from = current;
     report.to = target;
     report.packages = generation_dists(prefix).size();
@@ -534,8 +526,8 @@ fs::path keep_generation(const fs::path& prefix, const fs::path& previous_tree, 
                        ": " + io_error(target, "cannot move it there", errno).to_string());
     return {};
   }
-  (void)fsync_folder(*gens);
-  (void)fsync_folder(prefix.parent_path());
+  (void)fsync_dir(*gens);
+  (void)fsync_dir(prefix.parent_path());
   ::unlink((*gens / "keeping").c_str());  // kept: the note of note_keeping() is done
   return target;
 }
@@ -560,8 +552,8 @@ void adopt_kept_tree(const fs::path& prefix) {
   ::unlink((gens / "keeping").c_str());
   if (tree.empty()) return;
   if (::rename(tree.c_str(), (gens / std::to_string(previous)).c_str()) == 0) {
-    (void)fsync_folder(gens);
-    (void)fsync_folder(prefix.parent_path());
+    (void)fsync_dir(gens);
+    (void)fsync_dir(prefix.parent_path());
   }
 }
 

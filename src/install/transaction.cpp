@@ -38,6 +38,7 @@ extern char** environ;
 namespace envlock {
 
 namespace fs = std::filesystem;
+using detail::fsync_dir;
 using detail::io_error;
 
 namespace {
@@ -47,16 +48,6 @@ constexpr const char* kOriginFile = "envlock";
 /// Sibling names of a prefix: `<parent>/.<name>.envlock-<what>`.
 fs::path sibling(const fs::path& prefix, const std::string& what) {
   return prefix.parent_path() / ("." + prefix.filename().string() + ".envlock-" + what);
-}
-
-/// fsync(2) of a directory (makes renames and new entries in it durable).
-Status fsync_dir(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return io_error(dir, "cannot open to fsync", errno);
-  Status st = ok_status();
-  if (::fsync(fd) != 0 && errno != EINVAL) st = io_error(dir, "cannot fsync", errno);
-  ::close(fd);
-  return st;
 }
 
 /// Holds flock(2) on the prefix's lock file `<parent>/.<name>.envlock-lock` for the lifetime
