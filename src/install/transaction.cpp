@@ -17,7 +17,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <random>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -48,6 +47,20 @@ constexpr const char* kOriginFile = "envlock";
 /// Sibling names of a prefix: `<parent>/.<name>.envlock-<what>`.
 fs::path sibling(const fs::path& prefix, const std::string& what) {
   return prefix.parent_path() / ("." + prefix.filename().string() + ".envlock-" + what);
+}
+
+/// Creates this install's staging folder beside `prefix`, `.<name>.envlock-stage-<pid>-<n>`, with a
+/// counter of this process for n: unique among envlock's own processes without an entropy source
+/// (std::random_device throws where none is readable). mkdir(2) never reuses what is there (as
+/// O_EXCL), so a name already taken (a folder or link planted beside the prefix after recover()
+/// ran) takes the next n instead of failing the install.
+Result<fs::path> make_stage_folder(const fs::path& prefix) {
+  static std::atomic<unsigned> counter{0};
+  for (int attempt = 0;; ++attempt) {
+    const fs::path stage = sibling(prefix, "stage-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    if (::mkdir(stage.c_str(), 0755) == 0) return stage;
+    if (errno != EEXIST || attempt == 99) return io_error(stage, "cannot create the staging folder", errno);
+  }
 }
 
 /// Holds flock(2) on the prefix's lock file `<parent>/.<name>.envlock-lock` for the lifetime
@@ -2161,9 +2174,9 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
     generation = *planned;
   }
 
-  std::random_device rd;
-  const fs::path stage = sibling(prefix, "stage-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-  if (::mkdir(stage.c_str(), 0755) != 0) return io_error(stage, "cannot create the staging folder", errno);
+  auto made = make_stage_folder(prefix);
+  if (!made) return made.error();
+  const fs::path stage = std::move(*made);
 
   std::vector<const PackageToLink*> post_link;
   detail::WrittenFiles written;
