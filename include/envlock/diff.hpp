@@ -270,7 +270,8 @@ const std::vector<ShownRecordField>& shown_record_fields();
 /// The same for a pip entry, beyond its package line (name, version, URL, sha256), in show's
 /// order: `source` (vcs with its commit, path, editable; index and URL are one source and get no
 /// line), `editable` (printed alone: its value is empty), `requirement`, `requires_python`,
-/// `requires_dist` (one line each, sorted). `change` is nullptr for `editable` (compared as part
+/// `requires_dist` (one line each, sorted), a pinned wheel's `size`, `index` (compared whatever the
+/// versions, channel-changed) and `required_by` (shown only). `change` is nullptr for `editable` (compared as part
 /// of the source) and `requirement` (compared against the other side's version when one side is
 /// unresolved: the requirement rules of the file comment); `any_version`: compared whatever the
 /// versions (the source), else for the same version only (core metadata).
@@ -309,7 +310,8 @@ const std::vector<ShownPlatformField>& shown_platform_fields();
 /// one line per `track_features`, `depends` and `constrains` entry,
 /// and with `with_categories` (conda-lock) `category` (the record's categories, `;optional` when
 /// marked optional; not written for plain `main`); pip `source` (vcs with its commit, path, editable), `editable`,
-/// `requirement`, `requires_python` and one line per `requires_dist` entry.
+/// `requirement`, `requires_python`, one line per `requires_dist` entry, `size`, `index`, one line
+/// per `required_by` entry.
 /// URLs and requirement texts are written credential-free (presigned URLs' signatures too).
 std::string render_show(const Lockfile& lock, bool with_categories = false);
 

@@ -108,7 +108,7 @@ RecordedFields recorded_fields(const FormatInfo& f) {
   RecordedFields r;  // envlock.lock and prefixes: every conda field
   switch (f.format) {
     case LockFormat::Envlock:
-      r.requires_dist = r.requires_python = false;  // envlock.lock keeps no pip metadata
+      r.requires_dist = r.requires_python = false;  // unless its pins say so (compared_fields)
       r.pypi_indexes = false;
       break;
     case LockFormat::CondaMeta:
@@ -144,6 +144,15 @@ RecordedFields recorded_fields(const FormatInfo& f) {
 std::pair<RecordedFields, RecordedFields> compared_fields(const LockInput& a, const LockInput& b) {
   RecordedFields fa = recorded_fields(a.read.format), fb = recorded_fields(b.read.format);
   const bool one_format = a.read.format.format == b.read.format.format && a.read.format.by_pixi == b.read.format.by_pixi;
+  // An envlock.lock whose pins carry `file_name` (written by `envlock lock` since issue 20) records
+  // their requires_dist and requires_python; an older one, or a snapshot, does not.
+  for (auto [in, f] : {std::pair{&a, &fa}, std::pair{&b, &fb}}) {
+    if (in->read.format.format != LockFormat::Envlock) continue;
+    for (const auto& [env_name, env] : in->read.lockfile.environments)
+      for (const auto& [plat, lp] : env.platforms)
+        for (const auto& p : lp.pip)
+          if (!p.file_name.empty()) f->requires_dist = f->requires_python = true;
+  }
   for (auto [in, f] : {std::pair{&a, &fa}, std::pair{&b, &fb}}) {
     if (one_format && in->snapshot_text.empty()) continue;
     f->channels = f->virtual_packages = f->pypi_indexes = false;

@@ -63,6 +63,11 @@ int run_show(const Context& ctx, const std::string& arg) {
                                    {"pip_source", pip_source_info(p).to_string()}, {"editable", p.editable},
                                    {"requirement", redact_text(p.requirement)},
                                    {"requires_python", p.requires_python}, {"requires_dist", p.requires_dist}});
+          auto& pip_out = j["packages"].back();  // a pinned wheel's record (issue 20)
+          pip_out["file_name"] = p.file_name;
+          pip_out["size"] = p.size ? nlohmann::json(*p.size) : nlohmann::json(nullptr);
+          pip_out["index"] = redact_url(p.index);
+          pip_out["required_by"] = p.required_by;
         }
       }
     }

@@ -452,18 +452,16 @@ void pip_file_change(const PipPackage& o, const PipPackage& n, bool pip_hashes, 
     notes.push_back("sha256 " + short_hash(o.sha256) + "… removed: the archive would be installed unverified");
   }
   const std::string hashes = "sha256 " + short_hash(o.sha256) + "… -> " + short_hash(n.sha256) + "…";
-  if (!archive(o) || !archive(n)) {  // a VCS, path or editable source: source-changed tells the rest
-    if (hashes_differ && same_url) {
-      kinds.insert(ChangeKind::ReUploaded);
-      notes.push_back("re-uploaded: same URL, " + hashes);
-    }
-    return;
-  }
+  // Another host is an archive's business: of a VCS, path or editable source, source-changed tells it.
   const std::string oh = pip_url_host(o.url), nh = pip_url_host(n.url);
-  if (!same_url && oh != nh && !oh.empty() && !nh.empty()) {  // both name a host: an index install names none
+  if (archive(o) && archive(n) && !same_url && oh != nh && !oh.empty() && !nh.empty()) {  // an index install names none
     kinds.insert(ChangeKind::ChannelChanged);
     notes.push_back("index host " + oh + " -> " + nh);
   }
+  // The sha256 is what install verifies, whatever spelling the source has: a locked wheel's
+  // relative path (find-links), a file: URL, or a pin whose `requirement` names another URL than
+  // its `url` (install fetches `url`) — a swapped archive is a red flag on every one of them
+  // (attack 23 F1, F4).
   if (!hashes_differ) return;
   if (same_url) {
     kinds.insert(ChangeKind::ReUploaded);
@@ -975,6 +973,10 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
       }
     }
     if (kinds.empty()) continue;
+    // A pinned wheel's size (envlock.lock's `size`) counts as a conda archive's does.
+    if (o && !n && o->size) c.size_delta = -static_cast<std::int64_t>(*o->size);
+    if (n && !o && n->size) c.size_delta = static_cast<std::int64_t>(*n->size);
+    if (o && n && o->size && n->size) c.size_delta = static_cast<std::int64_t>(*n->size) - static_cast<std::int64_t>(*o->size);
     finish_change(c, std::move(kinds));
     out.changes.push_back(std::move(c));
   }
@@ -1316,6 +1318,23 @@ const std::vector<ShownPipField>& shown_pip_fields() {
       {"requires_dist", [](P p) { return sorted_texts(p.requires_dist, false); },
        [](P o, P n) { return list_change("requires_dist", o.requires_dist, n.requires_dist, comparable_requirement); },
        ChangeKind::MetadataChanged, &RecordedFields::requires_dist},
+      // A pinned wheel's record (envlock.lock, issue 20), compared when both sides have it: its
+      // size as a conda archive's; the index it came from whatever the versions (a pin that moves
+      // from a team's index to another is how dependency confusion reads); what required it is
+      // shown, not compared (it changes with the dependents, which are lines of their own).
+      {"size", [](P p) { return one_if(p.size.has_value(), p.size ? std::to_string(*p.size) : ""); },
+       [](P o, P n) {
+         return o.size && n.size && *o.size != *n.size ? "size " + std::to_string(*o.size) + " -> " + std::to_string(*n.size)
+                                                       : std::string();
+       }},
+      {"index", [](P p) { return one_if(!p.index.empty(), redact_url(p.index)); },
+       [](P o, P n) {
+         return !o.index.empty() && !n.index.empty() && redact_url(o.index) != redact_url(n.index)
+                    ? "index " + redact_url(o.index) + " -> " + redact_url(n.index)
+                    : std::string();
+       },
+       ChangeKind::ChannelChanged, nullptr, true},
+      {"required_by", [](P p) { return p.required_by; }},
   };
   return fields;
 }

@@ -353,6 +353,7 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
   // Local channels that travel with the checkout: the manifest's and its bases' (issue 18).
   std::set<std::string> relative_channels;
   for (auto& c : relative_channel_urls(manifest)) relative_channels.insert(std::move(c));
+  for (auto& c : relative_find_links_urls(manifest)) relative_channels.insert(std::move(c));  // wheels (issue 20)
 
   for (const auto& env_name : manifest.layer_order()) {
     const ManifestEnvironment& env = *manifest.environment(env_name);

@@ -4,6 +4,7 @@
 #include "pypi_step.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "envlock/pypi_index.hpp"
 #include "envlock/pypi_name.hpp"
@@ -53,18 +54,48 @@ Status lock_pypi(const Manifest& manifest, const ManifestEnvironment& env, const
     e.message = env.name + "/" + platform + ": " + e.message;
     return e;
   }
+  // What uv.lock (`wheels`: url, hash, size; `source.registry`) and pixi.lock (url, sha256,
+  // requires_dist, requires_python) record of a PyPI package, and what required it.
   for (const auto& pin : res->pins) {
     PipPackage p;
     p.name = pin.name;
     p.version = pin.version;
     p.url = redact_url(pin.file.url);
+    p.file_name = pin.file.filename;
     p.sha256 = pin.file.sha256;
+    p.size = pin.file.size;
+    p.index = redact_url(find_links_location_url(pin.file.index));
     p.requires_dist = pin.metadata.requires_dist;
     p.requires_python = pin.metadata.requires_python;
+    p.required_by = pin.required_by;
     out.pip.push_back(std::move(p));
   }
   std::sort(out.pip.begin(), out.pip.end(), [](const PipPackage& a, const PipPackage& b) { return a.name < b.name; });
   return ok_status();
+}
+
+std::string find_links_location_url(const std::string& location) {
+  if (location.empty() || location.find("://") != std::string::npos) return location;
+  std::string path = std::filesystem::absolute(location).lexically_normal().string();
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return file_url_from_path(path);
+}
+
+std::vector<std::string> relative_find_links_urls(const Manifest& manifest) {
+  std::vector<std::string> out;
+  auto add = [&](const std::vector<PypiLocation>& locations) {
+    for (const auto& l : locations) {
+      const std::string& w = l.written;
+      if (w.empty() || w.find("://") != std::string::npos || w.starts_with('/') || w.starts_with('~')) continue;
+      out.push_back(find_links_location_url(l.url));
+    }
+  };
+  add(manifest.find_links);
+  for (const auto& [name, env] : manifest.environments)
+    if (env.find_links) add(*env.find_links);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace envlock

@@ -19,4 +19,15 @@ Status lock_pypi(const Manifest& manifest, const ManifestEnvironment& env, const
                  const LockedPlatform* previous, const std::set<std::string>& update, const RepodataOptions& repodata,
                  LockedPlatform& out);
 
+/// The `file://` URL a find-links folder is recorded by (a pin's `index`, the folder of its
+/// wheel's URL): file_url_from_path() of the absolute folder, without a trailing '/'; any other
+/// location (an http(s) or file URL) as it is.
+std::string find_links_location_url(const std::string& location);
+
+/// The find-links folders of `manifest` written as relative paths (`./wheels`, `wheels`), as
+/// find_links_location_url() gives them: they travel with the checkout as local channels do,
+/// so lock_manifest lists them in Lockfile::relative_channels and the lockfile writes them and
+/// their wheels' URLs relative to its own folder (docs/lockfile.md, "Local channels").
+std::vector<std::string> relative_find_links_urls(const Manifest& manifest);
+
 }  // namespace envlock

@@ -60,6 +60,15 @@ class LocalChannels {
         return rel + u.substr(url.size());
     return under_home(u);
   }
+  /// As url(), for a URL whose rest is percent-encoded (a pip wheel's file_url_from_path URL):
+  /// the relative spelling is a path, so the rest is decoded (`./wheels/torch-2.4.1+cpu-….whl`,
+  /// never `%2B`), as the reader makes it a URL again with file_url_from_path.
+  [[nodiscard]] std::string path_url(const std::string& u) const {
+    for (const auto& [url, rel] : map_)
+      if (u.size() > url.size() && u.starts_with(url) && u[url.size()] == '/')
+        return rel + percent_decode(u.substr(url.size()));
+    return under_home(u);
+  }
 
  private:
   /// A `file://` URL under the home folder as `~/decoded path`, as a relative channel is
@@ -134,8 +143,22 @@ void emit_pip(BlockWriter& w, const PipPackage& p, const LocalChannels& local) {
   w.kv_nonempty("version", p.version);
   // An editable or path source under the home folder is written `~/…`, in its URL and in its
   // requirement (`mylib @ ~/src/mylib`), and read back against the reader's home folder.
-  if (!p.url.empty()) w.kv("url", local.url(redact_url(p.url)));
+  // A wheel of a find-links folder that travels with the project is written relative to the
+  // lockfile, as a local channel's package is (docs/lockfile.md, "Local channels").
+  if (!p.url.empty()) w.kv("url", local.path_url(redact_url(p.url)));
+  // A pinned wheel's record (docs/lockfile.md, "Keys of a pip entry"), what uv.lock and pixi.lock
+  // record of a PyPI package: file name, size, index, core metadata; and what required it.
+  w.kv_nonempty("file_name", p.file_name);
   w.kv_nonempty("sha256", p.sha256);
+  if (p.size) w.kv_raw("size", std::to_string(*p.size));
+  if (!p.index.empty()) w.kv("index", local.channel(redact_url(p.index)));
+  w.kv_nonempty("requires_python", p.requires_python);
+  if (!p.requires_dist.empty()) {  // a `name @ URL` of METADATA, credential-free
+    std::vector<std::string> dist;
+    for (const auto& r : p.requires_dist) dist.push_back(redact_text(r));
+    w.list("requires_dist", dist);
+  }
+  if (!p.required_by.empty()) w.list("required_by", p.required_by);
   if (!p.requirement.empty()) w.kv("requirement", respelled(redact_text(p.requirement), local));
   if (p.editable) w.kv_bool("editable", true);
   w.end_item_map();

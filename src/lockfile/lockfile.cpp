@@ -327,31 +327,54 @@ Status Reader::package(const Node& n, const std::string& where, LockedPackage& p
 
 Result<PipPackage> Reader::pip(const Node& n) {
   // `name` is absent for a pip line that names no project (`-e .`, `--extra-index-url URL`).
-  static constexpr std::string_view kKeys[] = {"name", "version", "url", "sha256", "requirement", "editable"};
+  static constexpr std::string_view kKeys[] = {"name",          "version",       "url",         "file_name",
+                                               "sha256",        "size",          "index",       "requires_python",
+                                               "requires_dist", "required_by",   "requirement", "editable"};
+  enum Key : std::size_t { kName, kVersion, kUrl, kFile, kSha, kSize, kIndex, kPython, kDist, kBy, kReq, kEditable };
   Node f[std::size(kKeys)];
   if (auto st = keys(n, "a pip entry", kKeys, {}, f); !st) return st.error();
   PipPackage p;
-  for (auto [key, field] : {std::pair{0, &p.name}, std::pair{1, &p.version}}) {
+  for (auto [key, field] : {std::pair{kName, &p.name}, std::pair{kVersion, &p.version}, std::pair{kFile, &p.file_name},
+                            std::pair{kPython, &p.requires_python}}) {
     if (!f[key]) continue;
     if (auto st = str(f[key], What("pip ", kKeys[key]), *field); !st) return st.error();
   }
-  if (f[0] && !p.name.empty() && !is_valid_package_name(p.name, true))  // "" : a pip line naming no project
-    return at(f[0], "PyPI package name '" + printable(p.name) + "' is not valid",
+  if (f[kName] && !p.name.empty() && !is_valid_package_name(p.name, true))  // "" : a pip line naming no project
+    return at(f[kName], "PyPI package name '" + printable(p.name) + "' is not valid",
               "a PyPI name holds only letters, digits, '.', '_' and '-' (PEP 508)");
-  if (f[2])
-    if (auto st = url(f[2], "pip url", p.url); !st) return st.error();
-  if (f[3])
-    if (auto st = hex(f[3], "pip sha256", 64, p.sha256); !st) return st.error();
+  if (f[kUrl])
+    if (auto st = url(f[kUrl], "pip url", p.url); !st) return st.error();
+  if (f[kIndex])
+    if (auto st = url(f[kIndex], "pip index", p.index); !st) return st.error();
+  if (f[kSha])
+    if (auto st = hex(f[kSha], "pip sha256", 64, p.sha256); !st) return st.error();
+  if (f[kSize]) {
+    auto s = uint(f[kSize], "pip size");
+    if (!s) return s.error();
+    p.size = *s;
+  }
+  for (auto [key, field] : {std::pair{kDist, &p.requires_dist}, std::pair{kBy, &p.required_by}}) {
+    if (!f[key]) continue;
+    if (auto st = strings(f[key], What("pip ", kKeys[key]), *field); !st) return st.error();
+  }
+  // The file the URL names is the one installed: a `file_name` that says another would be shown
+  // by `show` and `diff` as one wheel and installed as another (as a conda entry's, above).
+  if (f[kFile] && !p.url.empty() && url_file_name(p.url) != p.file_name)
+    return at(f[kFile],
+              "pip package '" + printable(p.name) + "': `file_name` '" + printable(p.file_name) +
+                  "' is not the file its URL names, " + printable(url_file_name(p.url)),
+              "an installer downloads the URL, so the entry would be shown as one wheel and installed as another; "
+              "re-create the lockfile with `envlock lock`, or fix the entry or its URL");
   // Read credential-free: an older envlock wrote a manifest's pip line verbatim, token
   // included; `envlock lock` keeps the pins and rewrites such a file clean.
-  if (f[4]) {
-    if (auto st = str(f[4], "pip requirement", p.requirement); !st) return st.error();
+  if (f[kReq]) {
+    if (auto st = str(f[kReq], "pip requirement", p.requirement); !st) return st.error();
     if (p.requirement.find("://") != std::string::npos) p.requirement = redact_text(p.requirement);
   }
-  if (f[5]) {  // an editable install (PEP 610 dir_info.editable): a working tree, never a pin
+  if (f[kEditable]) {  // an editable install (PEP 610 dir_info.editable): a working tree, never a pin
     std::string e;
-    if (auto st = str(f[5], "pip editable", e); !st) return st.error();
-    if (e != "true" && e != "false") return at(f[5], "pip editable must be true or false, found '" + e + "'");
+    if (auto st = str(f[kEditable], "pip editable", e); !st) return st.error();
+    if (e != "true" && e != "false") return at(f[kEditable], "pip editable must be true or false, found '" + e + "'");
     p.editable = e == "true";
   }
   if (p.name.empty() && p.requirement.empty())
@@ -452,7 +475,9 @@ Result<LockedEnvironment> Reader::environment(const std::string& name, const Nod
     Node bf[std::size(kBaseKeys)];
     if (auto st = keys(b, What("base-lockfile of ", where), kBaseKeys, kBaseKeys, bf); !st) return st.error();
     LockedBase lb;
-    if (auto st = str(bf[0], What("base-lockfile lockfile of ", where), lb.lockfile); !st) return st.error();
+    // (credential-free as every URL of a lockfile: an envlock before the fix of attack 18 A11 wrote
+    // the manifest's user:token@ here; refused as such a channel is)
+    if (auto st = url(bf[0], What("base-lockfile lockfile of ", where), lb.lockfile); !st) return st.error();
     if (auto st = str(bf[1], What("base-lockfile environment of ", where), lb.environment); !st) return st.error();
     if (auto st = str(bf[2], What("base-lockfile sha256 of ", where), lb.sha256); !st) return st.error();
     env.base_lockfile = std::move(lb);
@@ -622,6 +647,15 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
       // file:// URL against this reader's home folder, as to_yaml spelled it.
       for (auto& pip : lp.pip) {
         if (is_home_reference(pip.url) && resolvable(pip.url)) pip.url = resolve_path(pip.url);
+        // A wheel of a find-links folder that travels with the project (`index: ./wheels`,
+        // `url: ./wheels/x.whl`): resolved against the lockfile's folder, as a local channel and
+        // its packages are, the folder listed so that it is written relative again.
+        resolve_channel(pip.index);
+        if (is_relative_reference(pip.url) && resolvable(pip.url)) {
+          pip.url = resolve_path(pip.url);
+          if (const auto path = path_from_file_url(pip.url))
+            channels.insert(file_url_from_path(std::filesystem::path(*path).parent_path().string()));
+        }
         for (std::size_t at = pip.requirement.find('~'); at != std::string::npos; at = pip.requirement.find('~', at + 1)) {
           if (at > 0 && pip.requirement[at - 1] != ' ' && pip.requirement[at - 1] != '@') continue;
           std::size_t end = pip.requirement.find_first_of(" ;", at);

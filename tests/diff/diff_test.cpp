@@ -969,6 +969,9 @@ TEST(Diff, ShowPrintsEveryPipFieldDiffCompares) {
   lib.requirement = "mylib @ git+https://github.com/acme/mylib.git@0123456789abcdef0123456789abcdef01234567";
   lib.requires_dist = {"numpy>=1.26"};
   lib.requires_python = ">=3.10";
+  lib.size = 4096;  // a pinned wheel's record (issue 20)
+  lib.index = "https://pypi.org/simple";
+  lib.required_by = {"(manifest)"};
   plat.pip = {lib};
   using Edit = void (*)(PipPackage&);
   const std::map<std::string, Edit> edits = {
@@ -981,6 +984,9 @@ TEST(Diff, ShowPrintsEveryPipFieldDiffCompares) {
       {"requirement", [](PipPackage& p) { p.requirement = "mylib"; }},
       {"requires_python", [](PipPackage& p) { p.requires_python = ">=3.11"; }},
       {"requires_dist", [](PipPackage& p) { p.requires_dist.push_back("evil"); }},
+      {"size", [](PipPackage& p) { p.size = 8192; }},
+      {"index", [](PipPackage& p) { p.index = "https://pypi.evil.example/simple"; }},
+      {"required_by", [](PipPackage& p) { p.required_by.push_back("other"); }},
   };
   std::set<std::string> listed, not_by_list;
   for (const auto& f : shown_pip_fields()) {
@@ -990,7 +996,7 @@ TEST(Diff, ShowPrintsEveryPipFieldDiffCompares) {
   std::set<std::string> covered;
   for (const auto& [name, _] : edits) covered.insert(name);
   EXPECT_EQ(listed, covered);
-  EXPECT_EQ(not_by_list, (std::set<std::string>{"editable", "requirement"}));
+  EXPECT_EQ(not_by_list, (std::set<std::string>{"editable", "requirement", "required_by"}));
   RecordedFields all;
   const std::string before = render_show(base);
   EXPECT_TRUE(diff_lockfiles(base, base, all, all).empty());
@@ -1002,7 +1008,7 @@ TEST(Diff, ShowPrintsEveryPipFieldDiffCompares) {
     EXPECT_NE(after, before) << name << ": show prints no change";
     EXPECT_NE(after.find("default/linux-64 pypi:mylib  " + name), std::string::npos) << name << "\n" << after;
     const LockDiff d = diff_lockfiles(base, changed, all, all);
-    if (name == "requirement") {
+    if (name == "requirement" || name == "required_by") {
       EXPECT_TRUE(d.empty()) << name;
       continue;
     }

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "envlock/hash.hpp"
@@ -28,48 +30,160 @@ void make_wheel(const fs::path& path, const std::string& dist, const std::string
                             {di + "/RECORD", ""}});
 }
 
-TEST(PypiLockCli, PinsWheelsForTheSolvedPythonAndLeavesCondaProvidedOnes) {
-  const fs::path dir = fs::temp_directory_path() / ("envlock-pypi-lock-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  auto rec = [](const std::string& name, const std::string& version, std::vector<std::string> depends) {
-    return nlohmann::json{{"name", name}, {"version", version}, {"build", "h0_cpython"}, {"build_number", 0},
-                          {"depends", depends}, {"subdir", "linux-64"}};
-  };
-  nlohmann::json j = {{"info", {{"subdir", "linux-64"}}}, {"packages", nlohmann::json::object()},
-                      {"packages.conda", {{"python-3.11.2-h0_cpython.conda", rec("python", "3.11.2", {})},
-                                          {"six-1.16.0-h0_cpython.conda", rec("six", "1.16.0", {"python >=3.8"})}}}};
-  spit(dir / "chan/linux-64/repodata.json", j.dump());
-  spit(dir / "chan/noarch/repodata.json", R"({"info": {"subdir": "noarch"}, "packages": {}})");
-  fs::create_directories(dir / "wheels");
-  make_wheel(dir / "wheels/demo_app-1.2-py3-none-any.whl", "demo_app", "1.2",
-             "Requires-Dist: six>=1.10\nRequires-Dist: helper>=1; python_version >= '3.9'\nRequires-Dist: legacy; python_version < '3'\n");
-  make_wheel(dir / "wheels/helper-1.0-py3-none-any.whl", "helper", "1.0", "");
-  make_wheel(dir / "wheels/helper-2.0-py3-none-any.whl", "helper", "2.0", "");
-  spit(dir / "wheels/srconly-1.0.tar.gz", "x");
-  spit(dir / "envlock.yaml", "channels: [./chan]\nplatforms: [linux-64]\nfind-links: [./wheels]\ndependencies: [python 3.11.*, six]\n"
-                             "pypi-dependencies: [demo-app]\n");
-  const std::map<std::string, std::string> env{{"XDG_CACHE_HOME", (dir / "cache").string()}};
-  auto r = run_command(testing::envlock_cmd() + " lock -f " + q(dir / "envlock.yaml"), env);
+/// `text` with the value of its `manifest_hash:` line (and any `sha256:<hex>` of a manifest) as `HASH`.
+std::string without_manifest_hashes(std::string text) {
+  for (std::size_t at = text.find("sha256:"); at != std::string::npos; at = text.find("sha256:", at + 1)) {
+    std::size_t end = at + 7;
+    while (end < text.size() && std::isxdigit(static_cast<unsigned char>(text[end]))) ++end;
+    if (end - at - 7 == 64) text.replace(at, end - at, "HASH");
+  }
+  return text;
+}
+
+class PypiLockCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("envlock-pypi-lock-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    auto rec = [](const std::string& name, const std::string& version, std::vector<std::string> depends) {
+      return nlohmann::json{{"name", name}, {"version", version}, {"build", "h0_cpython"}, {"build_number", 0},
+                            {"depends", depends}, {"subdir", "linux-64"}};
+    };
+    nlohmann::json j = {{"info", {{"subdir", "linux-64"}}}, {"packages", nlohmann::json::object()},
+                        {"packages.conda", {{"python-3.11.2-h0_cpython.conda", rec("python", "3.11.2", {})},
+                                            {"six-1.16.0-h0_cpython.conda", rec("six", "1.16.0", {"python >=3.8"})}}}};
+    spit(dir_ / "chan/linux-64/repodata.json", j.dump());
+    spit(dir_ / "chan/noarch/repodata.json", R"({"info": {"subdir": "noarch"}, "packages": {}})");
+    fs::create_directories(dir_ / "wheels");
+    make_wheel(dir_ / "wheels/demo_app-1.2-py3-none-any.whl", "demo_app", "1.2",
+               "Requires-Python: >=3.8\nRequires-Dist: six>=1.10\nRequires-Dist: helper>=1; python_version >= '3.9'\n"
+               "Requires-Dist: legacy; python_version < '3'\n");
+    make_wheel(dir_ / "wheels/helper-1.0-py3-none-any.whl", "helper", "1.0", "");
+    make_wheel(dir_ / "wheels/helper-2.0-py3-none-any.whl", "helper", "2.0", "");
+    spit(dir_ / "wheels/srconly-1.0.tar.gz", "x");
+    cache_ = dir_.string() + "-cache";  // outside the checkout, which a test moves
+    env_ = {{"XDG_CACHE_HOME", cache_.string()}, {"NO_COLOR", "1"}};
+  }
+  void TearDown() override {
+    fs::remove_all(dir_);
+    fs::remove_all(moved_);
+    fs::remove_all(cache_);
+  }
+  testing::CommandResult envlock_in(const fs::path& where, const std::string& args) {
+    return run_command("cd " + q(where) + " && " + testing::envlock_cmd() + " " + args, env_);
+  }
+  std::string sha(const std::string& file) { return hash_file(dir_ / "wheels" / file, HashAlgorithm::Sha256).value(); }
+  std::string size(const std::string& file) { return std::to_string(fs::file_size(dir_ / "wheels" / file)); }
+
+  /// A sha256 as the lockfile writes it: quoted when it starts with a digit (YAML would read a number).
+  std::string sha_written(const std::string& file) {
+    const std::string h = sha(file);
+    return std::isdigit(static_cast<unsigned char>(h[0])) ? "\"" + h + "\"" : h;
+  }
+
+  fs::path dir_, moved_, cache_;
+  std::map<std::string, std::string> env_;
+};
+
+const char* const kManifest =
+    "channels: [./chan]\nplatforms: [linux-64]\nfind-links: [./wheels]\ndependencies: [python 3.11.*, six]\n"
+    "pypi-dependencies: [demo-app]\n";
+
+// The whole lockfile: each pin records what uv.lock and pixi.lock record (url, file name, sha256,
+// size, index, requires_python, requires_dist) and what required it, the find-links folder's
+// wheels relative to the lockfile; six is the conda package's, legacy's marker is false.
+TEST_F(PypiLockCli, PinsWheelsForTheSolvedPythonAndLeavesCondaProvidedOnes) {
+  spit(dir_ / "envlock.yaml", kManifest);
+  auto r = envlock_in(dir_, "lock -f envlock.yaml");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const std::string lock = slurp(dir / "envlock.lock");
-  const std::string sha = hash_file(dir / "wheels/helper-2.0-py3-none-any.whl", HashAlgorithm::Sha256).value();
-  // The find-links folder's wheels are pinned by their file: URL (absolute for now, docs/pypi.md).
-  auto url = [&](const std::string& f) { return "file://" + (dir / "wheels" / f).string(); };
-  const std::string demo_sha = hash_file(dir / "wheels/demo_app-1.2-py3-none-any.whl", HashAlgorithm::Sha256).value();
-  ASSERT_NE(lock.find("        pip:\n"), std::string::npos) << lock;
-  EXPECT_EQ(lock.substr(lock.find("        pip:\n")),
+  const std::string lock = slurp(dir_ / "envlock.lock");
+  EXPECT_EQ(without_manifest_hashes(lock),
+            "# envlock.lock — written by `envlock lock`; do not edit by hand. Format: docs/lockfile.md\n"
+            "version: 1\n"
+            "manifest_hash: HASH\n"
+            "environments:\n"
+            "  default:\n"
+            "    requested:\n"
+            "      - python 3.11.*\n"
+            "      - six\n"
+            "    platforms:\n"
+            "      linux-64:\n"
+            "        channels:\n"
+            "          - \"./chan\"\n"
+            "        virtual_packages:\n"
+            "          - __archspec=1=x86_64\n"
+            "          - __glibc=2.28=0\n"
+            "          - __linux=4.18=0\n"
+            "          - __unix=0=0\n"
+            "        packages:\n"
+            "          - name: python\n"
+            "            version: \"3.11.2\"\n"
+            "            build: h0_cpython\n"
+            "            build_number: 0\n"
+            "            subdir: linux-64\n"
+            "            channel: \"./chan\"\n"
+            "            url: \"./chan/linux-64/python-3.11.2-h0_cpython.conda\"\n"
+            "            depends: []\n"
+            "            constrains: []\n"
+            "            track_features: []\n"
+            "            layer: default\n"
+            "          - name: six\n"
+            "            version: \"1.16.0\"\n"
+            "            build: h0_cpython\n"
+            "            build_number: 0\n"
+            "            subdir: linux-64\n"
+            "            channel: \"./chan\"\n"
+            "            url: \"./chan/linux-64/six-1.16.0-h0_cpython.conda\"\n"
+            "            depends:\n"
+            "              - python >=3.8\n"
+            "            constrains: []\n"
+            "            track_features: []\n"
+            "            layer: default\n"
             "        pip:\n"
-            "          - name: demo-app\n            version: \"1.2\"\n            url: " + url("demo_app-1.2-py3-none-any.whl") +
-            "\n            sha256: \"" + demo_sha + "\"\n"
-            "          - name: helper\n            version: \"2.0\"\n            url: " + url("helper-2.0-py3-none-any.whl") +
-            "\n            sha256: \"" + sha + "\"\n");  // six: the conda package's; legacy: its marker is false
+            "          - name: demo-app\n"
+            "            version: \"1.2\"\n"
+            "            url: \"./wheels/demo_app-1.2-py3-none-any.whl\"\n"
+            "            file_name: demo_app-1.2-py3-none-any.whl\n"
+            "            sha256: " + sha_written("demo_app-1.2-py3-none-any.whl") + "\n"
+            "            size: " + size("demo_app-1.2-py3-none-any.whl") + "\n"
+            "            index: \"./wheels\"\n"
+            "            requires_python: \">=3.8\"\n"
+            "            requires_dist:\n"
+            "              - six>=1.10\n"
+            "              - \"helper>=1; python_version >= '3.9'\"\n"
+            "              - \"legacy; python_version < '3'\"\n"
+            "            required_by:\n"
+            "              - \"(manifest)\"\n"
+            "          - name: helper\n"
+            "            version: \"2.0\"\n"
+            "            url: \"./wheels/helper-2.0-py3-none-any.whl\"\n"
+            "            file_name: helper-2.0-py3-none-any.whl\n"
+            "            sha256: " + sha_written("helper-2.0-py3-none-any.whl") + "\n"
+            "            size: " + size("helper-2.0-py3-none-any.whl") + "\n"
+            "            index: \"./wheels\"\n"
+            "            required_by:\n"
+            "              - demo-app\n");
+
+  // The checkout moved (CI's clone): the lockfile is still fresh, names the wheels there, and a
+  // lock there writes the same bytes.
+  moved_ = dir_.string() + "-moved";
+  fs::remove_all(moved_);
+  fs::rename(dir_, moved_);
+  r = envlock_in(moved_, "lock --check -f envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "envlock.lock is up to date with envlock.yaml\n");
+  r = envlock_in(moved_, "lock -f envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(slurp(moved_ / "envlock.lock"), lock);
+  fs::rename(moved_, dir_);
+
   // Only an sdist: named, exit 1.
-  spit(dir / "envlock.yaml", "channels: [./chan]\nplatforms: [linux-64]\nfind-links: [./wheels]\ndependencies: [python 3.11.*]\n"
-                             "pypi-dependencies: [srconly]\n");
-  r = run_command(testing::envlock_cmd() + " lock -f " + q(dir / "envlock.yaml"), env);
+  spit(dir_ / "envlock.yaml", "channels: [./chan]\nplatforms: [linux-64]\nfind-links: [./wheels]\ndependencies: [python 3.11.*]\n"
+                              "pypi-dependencies: [srconly]\n");
+  r = envlock_in(dir_, "lock -f envlock.yaml");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("srconly has only sdists (srconly-1.0.tar.gz): envlock installs wheels only"), std::string::npos) << r.err;
-  fs::remove_all(dir);
 }
 
 }  // namespace
