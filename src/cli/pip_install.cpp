@@ -16,6 +16,7 @@
 #include "envlock/paths.hpp"
 #include "envlock/pip.hpp"
 #include "envlock/pypi_name.hpp"
+#include "envlock/pypi_version.hpp"
 #include "envlock/url.hpp"
 #include "envlock/wheel.hpp"
 
@@ -35,6 +36,16 @@ std::string url_file_name(std::string_view url) {
 std::string url_without_fragment(const std::string& url) { return url.substr(0, url.find('#')); }
 
 std::string pin(const PipPackage& p) { return p.name + (p.version.empty() ? "" : "==" + p.version); }
+
+/// Two versions of one distribution compared as PEP 440 does (envlock/pypi_version.hpp), as pip
+/// and uv compare an installed METADATA `Version` with what is asked for: `1.0` and `1.0.0`, or
+/// `2.0-rc1` and `2.0rc1`, are one version. A text that is no PEP 440 version is compared as written.
+bool same_pep440_version(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  auto va = Pep440Version::parse(a);
+  auto vb = Pep440Version::parse(b);
+  return va && vb && *va == *vb;
+}
 
 }  // namespace
 
@@ -67,7 +78,7 @@ Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPacka
                         "a locked wheel's url ends in {distribution}-{version}-{tags}.whl (PEP 427)"});
     }
     if ((!p.name.empty() && pep503_normalize(p.name) != pep503_normalize(wheel_name->distribution)) ||
-        (!p.version.empty() && p.version != wheel_name->version)) {
+        (!p.version.empty() && !same_pep440_version(p.version, wheel_name->version))) {
       return fail(Error{ErrorKind::Parse, lockfile_path.string(),
                         "pip package " + pin(p) + ": its url names the wheel of " + wheel_name->distribution + " " + wheel_name->version, "",
                         "the entry's name, version and url disagree: lock again"});
@@ -157,7 +168,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     const auto [from, to] = present.equal_range(pep503_normalize(name->distribution));
     for (auto it = from; it != to; ++it) {
       const PipDistribution* dist = &it->second;
-      if (dist->version == name->version) {
+      if (same_pep440_version(dist->version, name->version)) {
         kept = true;
         break;
       }

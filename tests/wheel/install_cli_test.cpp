@@ -421,5 +421,31 @@ TEST_F(PipInstallCli, AWheelWhoseMetadataNamesAnotherProjectIsRefused) {
   EXPECT_FALSE(fs::exists(site / di));
 }
 
+// The installed METADATA version and the locked one are compared as PEP 440 versions, as pip
+// compares them ("Requirement already satisfied"): 1.0 installed is the locked 1.0.0, kept.
+TEST_F(PipInstallCli, AnInstalledVersionEqualUnderPep440IsKept) {
+  const fs::path v1 = write_demo_wheel(root_ / "wheels", "1.0");
+  const fs::path prefix = root_ / "env";
+  ASSERT_EQ(envlock("install -l " + q(write_lock({{"demo-pkg", "1.0", "file://" + v1.string(), hash_file(v1, HashAlgorithm::Sha256).value(),
+                                                    "", {}, "", false}}, "v1.lock")) + " -p " + q(prefix)).exit_code, 0);
+  const fs::path v100 = write_demo_wheel(root_ / "other", "1.0.0");
+  auto r = envlock("--json install -l " + q(write_lock({{"demo-pkg", "1.0.0", "file://" + v100.string(),
+                                                           hash_file(v100, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v100.lock")) +
+                   " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["pip"],
+            nlohmann::json::parse(R"({"installed": [], "kept": ["demo_pkg==1.0.0"], "replaced": []})"));
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  EXPECT_TRUE(fs::exists(site / "demo_pkg-1.0.dist-info")) << "the installed distribution stays as it is";
+  // A locked version that is no PEP 440 version's equal is another version: replaced.
+  const fs::path v101 = write_demo_wheel(root_ / "third", "1.0.1");
+  auto other = envlock("install -l " + q(write_lock({{"demo-pkg", "1.0.1", "file://" + v101.string(),
+                                                        hash_file(v101, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v101.lock")) +
+                       " -p " + q(prefix));
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.out.find("\n  pip: 1 installed, 0 unchanged, 1 replaced\n"), std::string::npos) << other.out;
+}
+
 }  // namespace
 }  // namespace envlock
