@@ -8,6 +8,7 @@
 #include <set>
 
 #include "text_util.hpp"
+#include "envlock/generations.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
 #include "envlock/match_spec.hpp"
@@ -287,9 +288,18 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
     return Error{ErrorKind::Io, prefix.string(), "the target prefix is a file, not a folder", "",
                  "deploy into a new folder: pass a path that does not exist yet with -p"};
   }
+  // An environment envlock made is replaced as `envlock install` replaces it, the tree it held
+  // kept as a generation (`envlock rollback` undoes the deploy); anything else that is there is
+  // not the deploy's to replace.
   if (fs::exists(prefix, ec) && !fs::is_empty(prefix, ec)) {
-    return Error{ErrorKind::Io, prefix.string(), "the target prefix exists and is not empty", "",
-                 "deploy into a new prefix; remove the old one first with `envlock remove -p`"};
+    if (!fs::is_directory(fs::symlink_status(prefix / "conda-meta", ec)))
+      return Error{ErrorKind::Io, prefix.string(), "the target prefix exists and is not empty", "",
+                   "deploy into a new prefix, or into an environment envlock made (it is kept as a generation)"};
+    if (!fs::exists(fs::symlink_status(prefix / "conda-meta" / "envlock", ec)))
+      return Error{ErrorKind::Io, prefix.string(),
+                   "holds a conda environment that envlock did not make (conda-meta/ without conda-meta/envlock)",
+                   "a deploy would replace its packages with the snapshot's, and envlock keeps no generation of it",
+                   "deploy into a new prefix, or remove that environment first"};
   }
   // The install's prefix checks (not a link, not inside another environment, ...), before anything
   // is checked, fetched or written.
@@ -470,29 +480,60 @@ Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const fs::path& p
     }
     to_link.push_back({records[i], entries[i]->extracted_dir, entries[i]->archive, ""});
   }
+  // The installer of `envlock install`, keeping generations as it does for install and create:
+  // history records the deploy, and the tree it replaces (if any) is kept for rollback.
   InstallOptions io;
-  io.origin.lockfile = "snapshot";
+  io.origin.lockfile = options.snapshot_name.empty() ? std::string("snapshot") : options.snapshot_name;
   io.origin.environment = env->name;
   io.origin.platform = env->platform;
-  io.origin.command = "install";
+  io.origin.command = "snapshot deploy";
+  if (!options.snapshot_text.empty()) {
+    io.origin.lockfile_hash = "sha256:" + hash_bytes(options.snapshot_text, HashAlgorithm::Sha256);
+    io.lockfile_text = options.snapshot_text;
+  }
+  io.keep_generations = KeepGenerations::Yes;
+  // 4. pip's install over the conda packages, in the installer's staging folder before its swap:
+  // the files its uninstall of a shadowed package had removed go, then the staged pip files move
+  // in (over the conda files pip had overwritten). A failure deletes the stage; the prefix stays.
+  const bool pip_step = !options.without_pip;
+  // Files no record lists make the tree differ from one with the same packages: a new
+  // generation, the replaced tree kept (envlock does not compare pip's files).
+  io.stage_differs = pip_step && (!report.pip_restored.empty() ||
+                                  std::any_of(env->packages.begin(), env->packages.end(),
+                                              [](const CapturedPackage& p) { return !p.shadowed_by.empty(); }));
+  io.finish_stage = [&](const fs::path& tree) -> Status {
+    Status st = ok_status();
+    if (pip_step)
+      if (auto removed = remove_uninstalled_by_pip(*env, tree); !removed) st = removed.error();
+    if (st && !report.pip_restored.empty()) st = move_tree(stage, tree);
+    if (st) return st;
+    Error e = st.error();  // named as the path it was to have in the environment
+    for (std::string* text : {&e.where, &e.message})
+      for (std::size_t at; (at = text->find(tree.string())) != std::string::npos;)
+        text->replace(at, tree.string().size(), fs::absolute(prefix).lexically_normal().string());
+    return e;
+  };
+  const std::uint64_t before = [&] {
+    auto o = read_prefix_origin(prefix);
+    return o && *o ? (*o)->generation : 0;
+  }();
+  const bool had_tree = fs::is_directory(fs::symlink_status(prefix / "conda-meta", ec));
   auto installed = install_packages(prefix, to_link, io);
   if (!installed) return installed.error();
+  // What the prefix holds: linked now, or kept from the environment it replaced.
   report.installed = installed->installed;
-
-  // 4. pip's install over the conda packages: the files its uninstall of a shadowed package had
-  // removed go, then the staged pip files move in (over the conda files pip had overwritten).
-  // Undo the install when either fails.
-  if (!options.without_pip) {
-    if (auto removed = remove_uninstalled_by_pip(*env, prefix); !removed) {
-      (void)remove_environment(prefix);
-      return removed.error();
-    }
-  }
-  if (!report.pip_restored.empty()) {
-    if (auto st = move_tree(stage, prefix); !st) {
-      (void)remove_environment(prefix);
-      return st.error();
-    }
+  report.installed.insert(report.installed.end(), installed->kept.begin(), installed->kept.end());
+  std::sort(report.installed.begin(), report.installed.end());
+  report.warnings = installed->warnings;
+  if (auto o = read_prefix_origin(prefix); o && *o) report.generation = (*o)->generation;
+  // The generation kept: the number the replaced tree had, or was given as it was kept (one made
+  // before generations: the number below the new one's). The same packages keep their number.
+  const bool changed = !installed->installed.empty() || !installed->removed.empty() || io.stage_differs;
+  if (had_tree && report.generation != before && (before != 0 || changed)) {
+    const std::uint64_t kept = before != 0 ? before : report.generation - 1;
+    if (auto gens = list_generations(prefix); gens)
+      for (const auto& g : *gens)
+        if (!g.current && g.number == kept) report.previous = kept;
   }
   return report;
 }

@@ -224,6 +224,16 @@ struct InstallOptions {
   /// old tree after its first scan is carried into the new one after the swap (docs/install.md,
   /// "Files written while an update runs").
   std::function<void()> before_swap;
+  /// Optional; called once the new tree is built in its staging folder `stage` (beside the
+  /// prefix, on its filesystem), before it is synced and swapped into place, under the prefix
+  /// lock: the caller adds what no package holds (`envlock snapshot deploy`: the files pip had
+  /// installed over the conda packages), so the whole tree comes in with the one swap. An error
+  /// deletes the stage and fails the install; the prefix stays as it was.
+  std::function<Status(const std::filesystem::path& stage)> finish_stage;
+  /// With keep_generations: the tree made differs from the one it replaces even when its
+  /// packages are the same (finish_stage adds files no package record lists: pip's), so the
+  /// replaced tree is kept as a generation and the new one gets the next number.
+  bool stage_differs = false;
   /// Optional; see LockWait.
   LockWait on_lock_wait;
   /// Whether the tree an update replaces is kept as a generation (envlock/generations.hpp,

@@ -119,6 +119,14 @@ struct DeployOptions {
   /// `<prefix>/conda-meta/`) even when its packages depend on packages it does not hold: they
   /// are named in the checklist instead of refused (ErrorKind::Incompatible).
   bool allow_partial = false;
+  /// The snapshot (or bundle) file as the user named it, without its folders: the deployed tree's
+  /// conda-meta/history records `envlock snapshot deploy <snapshot_name> -e <env>` and its
+  /// conda-meta/envlock names it as the lockfile. Empty: "snapshot".
+  std::string snapshot_name;
+  /// The snapshot file's bytes (a bundle's snapshot.yaml): their sha256 is the deployed tree's
+  /// lockfile hash, and they are kept with its generation as its lockfile (a snapshot reads as
+  /// a lockfile: `envlock install -l` and `envlock gc` take it). Empty: no copy is kept.
+  std::string snapshot_text;
 };
 
 /// The dependencies of `env`'s conda packages that no package of `env` satisfies: one line
@@ -130,11 +138,16 @@ std::vector<std::string> unmet_dependencies(const CapturedEnvironment& env);
 /// What a deploy did, and what a person still has to do.
 struct DeployReport {
   std::string environment;
-  std::vector<std::string> installed;     ///< conda dist names linked, sorted
+  std::vector<std::string> installed;     ///< conda dist names the prefix holds (linked, or kept from the one replaced), sorted
   std::vector<std::string> pip_restored;  ///< "name version", sorted
   /// Never done by envlock: system packages and drivers that differ from the capture host,
   /// drift not reproduced, pip installs left out. One human-readable line each.
   std::vector<std::string> checklist;
+  /// The generation the deployed tree is (envlock/generations.hpp); `previous`: the one it
+  /// replaced, kept (0 when the prefix held no environment, or the same packages).
+  std::uint64_t generation = 0;
+  std::uint64_t previous = 0;
+  std::vector<std::string> warnings;  ///< the installer's (a generation that could not be kept, ...)
 };
 
 /// The differences between the capture host and `target` (taken through as_install_sees()) a
@@ -159,10 +172,14 @@ std::vector<std::string> host_checklist(const HostFacts& captured, const HostFac
 ///     pip files are moved into the new prefix, over the conda files pip had overwritten.
 /// DeployReport::checklist counts the modified, unowned and missing files (those of records pip
 /// did not shadow) that are not reproduced.
-/// `prefix` must not exist or be an empty folder, and pass check_install_prefix() (not a link, not
-/// inside another environment at any depth, ...), checked first (ErrorKind::Io otherwise, naming
-/// it; an environment the snapshot does not hold is ErrorKind::Usage). On any failure the
-/// prefix is left as it was: not created, or removed again when step 4 fails.
+/// Steps 3 and 4 build one tree: the pip files go into the installer's staging folder
+/// (InstallOptions::finish_stage), so the deployed environment comes in with its one swap.
+/// `prefix` must not exist, be an empty folder or hold an environment envlock made (replaced as
+/// `envlock install` replaces it: the tree it held is kept as a generation, which `envlock
+/// rollback` makes current again), and pass check_install_prefix() (not a link, not inside
+/// another environment at any depth, ...), checked first (ErrorKind::Io otherwise, naming it; an
+/// environment the snapshot does not hold is ErrorKind::Usage). On any failure the prefix is left
+/// as it was.
 Result<DeployReport> deploy_snapshot(const Snapshot& snapshot, const std::filesystem::path& prefix, const HostFacts& target,
                                      const DeployOptions& options);
 

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <ctime>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -335,19 +337,32 @@ int run_deploy(const Context& ctx, const DeployArgs& a) {
     opt.bundle_dir = unpacked;
     opt.bundle_name = a.file;
   }
+  // History names the file as given; its bytes are the generation's lockfile (a snapshot reads
+  // as one).
+  opt.snapshot_name = fs::path(a.file).filename().string();
+  if (std::ifstream in(bundle ? unpacked / "snapshot.yaml" : fs::path(a.file), std::ios::binary); in)
+    opt.snapshot_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   auto report = deploy_snapshot(*snap, prefix, target, opt);
   if (!report) return report_error(ctx, report.error());
+  for (const auto& w : report->warnings) warn(w);
   if (ctx.json) {
     std::cout << json_text({{"environment", report->environment},
                             {"prefix", fs::absolute(a.prefix).string()},
                             {"installed", report->installed},
                             {"pip_restored", report->pip_restored},
-                            {"checklist", report->checklist}})
+                            {"checklist", report->checklist},
+                            {"generation", report->generation},
+                            {"previous", report->previous == 0 ? nlohmann::json(nullptr) : nlohmann::json(report->previous)},
+                            {"warnings", report->warnings}})
               << "\n";
     return 0;
   }
   std::cout << "deployed " << report->environment << " into " << fs::absolute(a.prefix).string() << ": " << report->installed.size()
             << " conda packages, " << report->pip_restored.size() << " pip distributions\n";
+  if (report->previous != 0)
+    std::cout << terminal_text("the environment it replaced is kept as generation " + std::to_string(report->previous) +
+                               ": envlock rollback -p " + fs::absolute(a.prefix).string() + " returns to it")
+              << "\n";
   if (!report->checklist.empty()) {
     std::cout << "to do by hand (envlock never installs system packages or drivers):\n";
     for (const auto& line : report->checklist) std::cout << "  [ ] " << line << "\n";
@@ -430,11 +445,11 @@ void setup(CLI::App& sub, Context& ctx) {
   chk->add_option("-e,--env", check_env, "only this environment");
   chk->callback([&ctx] { ctx.exit_code = run_check(ctx, check_file, check_env); });
 
-  auto* dep = sub.add_subcommand("deploy", "bring a captured environment up in a new prefix, without solving");
+  auto* dep = sub.add_subcommand("deploy", "bring a captured environment up in a prefix, without solving");
   dep->fallthrough();
   static DeployArgs da;
   dep->add_option("SNAPSHOT", da.file, "the snapshot file, or a bundle (.tar.zst: deployed without network)")->required();
-  dep->add_option("-p,--prefix", da.prefix, "the new prefix (must not exist, or be empty)")->required();
+  dep->add_option("-p,--prefix", da.prefix, "the prefix: new, empty, or an environment envlock made (kept as a generation)")->required();
   dep->add_option("-e,--env", da.env, "the environment to deploy (needed when the snapshot holds several)");
   dep->add_option("--pip-source", da.pip_source, "where the captured prefix's pip files are (default: its recorded path)");
   dep->add_option("--pkgs-dir", da.pkgs_dir, "package cache folder (default: $ENVLOCK_PKGS_DIR or the user cache)");

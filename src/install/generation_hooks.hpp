@@ -34,11 +34,12 @@ struct GenerationPlan {
 /// holding `old_records` (`has_old`: the prefix held an environment). Packages unchanged (same
 /// dist names and archive hashes): the same number, nothing kept. Otherwise the next number
 /// (above every tree there is), and the current tree is kept; one made before generations is
-/// given a number first (written into its conda-meta/envlock). Folders a killed rollback left
-/// misnamed are put right first.
+/// given a number first (written into its conda-meta/envlock). `stage_differs` (the caller adds
+/// files no record lists, InstallOptions::stage_differs) counts as a change of packages. Folders
+/// a killed rollback left misnamed are put right first.
 Result<GenerationPlan> plan_generation(const std::filesystem::path& prefix, bool has_old,
                                        const std::vector<PrefixRecord>& old_records,
-                                       const std::vector<PackageToLink>& packages);
+                                       const std::vector<PackageToLink>& packages, bool stage_differs = false);
 
 /// Moves `previous_tree` (the tree an update replaced, committed) into the generations folder as
 /// generation `plan.previous`; returns where it is now, or an empty path when it could not be

@@ -478,7 +478,7 @@ Result<GenerationGcReport> gc_generations(const fs::path& prefix_in, std::size_t
 namespace detail {
 
 Result<GenerationPlan> plan_generation(const fs::path& prefix, bool has_old, const std::vector<PrefixRecord>& old_records,
-                                       const std::vector<PackageToLink>& packages) {
+                                       const std::vector<PackageToLink>& packages, bool stage_differs) {
   std::vector<std::string> ignored;
   repair(prefix, ignored);
   GenerationPlan plan;
@@ -497,7 +497,7 @@ Result<GenerationPlan> plan_generation(const fs::path& prefix, bool has_old, con
     if (!n) return n.error();
     current = highest = *n;
   }
-  if (!packages_change(old_records, packages)) {  // the same generation, made again
+  if (!stage_differs && !packages_change(old_records, packages)) {  // the same generation, made again
     plan.number = current;
     return plan;
   }

@@ -1784,7 +1784,8 @@ Status write_records(StageBuild& b, std::vector<const PackageToLink*>& post_link
   history += "==> " + utc_now() + " <==\n";
   history += "# cmd: envlock " + options.origin.command;
   if (!options.origin.manifest.empty()) history += " -f " + options.origin.manifest;
-  else if (!options.origin.lockfile.empty()) history += " -l " + options.origin.lockfile;
+  else if (!options.origin.lockfile.empty())  // `snapshot deploy` names its file as an argument
+    history += (options.origin.command.starts_with("snapshot ") ? " " : " -l ") + options.origin.lockfile;
   if (!options.origin.environment.empty()) history += " -e " + options.origin.environment;
   history += "\n# envlock version: " + std::string(ENVLOCK_INSTALL_VERSION) + "\n";
   std::vector<std::string> lines;
@@ -2169,7 +2170,7 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
   // it replaces is kept.
   detail::GenerationPlan generation;
   if (options.keep_generations == KeepGenerations::Yes) {
-    auto planned = detail::plan_generation(prefix, has_old, old_records, packages);
+    auto planned = detail::plan_generation(prefix, has_old, old_records, packages, options.stage_differs);
     if (!planned) return planned.error();
     generation = *planned;
   }
@@ -2206,6 +2207,11 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
     return e;
   }
   report->warnings.insert(report->warnings.begin(), damaged_warnings.begin(), damaged_warnings.end());
+  if (options.finish_stage)
+    if (auto st = options.finish_stage(stage); !st) {
+      (void)detail::remove_tree(stage);
+      return st.error();
+    }
   const bool existed = fs::exists(status);
   const fs::path old = sibling(prefix, "old-" + std::to_string(::getpid()));
   if (!post_link.empty()) {

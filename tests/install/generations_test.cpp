@@ -506,3 +506,82 @@ TEST_F(Generations, APreviousTreeAKillLeftBesideThePrefixIsKeptNotDeleted) {
 }
 
 }  // namespace
+
+namespace {
+
+// `envlock snapshot deploy` over an environment envlock made keeps the tree it replaces as a
+// generation, as install and create do: history lists the deploy with its command, rollback
+// undoes it (verify clean, the earlier lockfile's packages), and the snapshot's bytes are the
+// deployed generation's kept lockfile. A prefix holding a conda environment envlock did not make
+// is refused, nothing changed.
+TEST_F(Generations, SnapshotDeployKeepsAGenerationThatRollbackUndoes) {
+  const fs::path source = root_ / "train";
+  auto r = envlock("install -l " + q(b_) + " -p " + q(source));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path snap = root_ / "train.yaml";
+  r = envlock("snapshot capture -p " + q(source) + " -o " + q(snap));
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+  install(a_);
+
+  r = envlock("snapshot deploy " + q(snap) + " -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "deployed train into " + prefix_.string() + ": 4 conda packages, 0 pip distributions\n"
+                   "the environment it replaced is kept as generation 1: envlock rollback -p " + prefix_.string() +
+                       " returns to it\n");
+  EXPECT_EQ(dists(prefix_), dists_of(b_));
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 2 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "*    2  TIME  4 packages  envlock snapshot deploy train.yaml -e train\n");
+  h = envlock("history -p " + q(prefix_) + " --json");
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  const auto j = nlohmann::json::parse(h.out);
+  ASSERT_EQ(j["generations"].size(), 2u);
+  EXPECT_EQ(j["generations"][1]["lockfile"], "train.yaml");
+  EXPECT_EQ(slurp(j["generations"][1]["lockfile_copy"].get<std::string>()), slurp(snap)) << "the snapshot, as deployed";
+
+  r = envlock("rollback -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "rolled back " + prefix_.string() +
+                       " from generation 2 to generation 1 (1 package); generation 2 is kept: envlock rollback --to 2 "
+                       "returns to it\n");
+  expect_clean_and_locked_as(a_);
+  r = envlock("rollback -p " + q(prefix_) + " --to 2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(dists(prefix_), dists_of(b_));
+  auto v = envlock("verify -p " + q(prefix_));
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+
+  // The same snapshot again changes no package: the same generation, nothing kept; --json says so.
+  r = envlock("snapshot deploy " + q(snap) + " -p " + q(prefix_) + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto d = nlohmann::json::parse(r.out);
+  EXPECT_EQ(d["generation"], 2);
+  EXPECT_EQ(d["previous"], nullptr);
+  EXPECT_EQ(d["warnings"], nlohmann::json::array());
+  EXPECT_EQ(list_generations(prefix_)->size(), 2u);
+
+  // gc reads the kept snapshot as the lockfile it is: no warning, its packages stay.
+  auto gc = envlock("gc --keep 5 -p " + q(prefix_) + " --dry-run");
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(gc.err, "");
+
+  // A conda environment envlock did not make is not the deploy's to replace.
+  const fs::path foreign = root_ / "foreign";
+  fs::create_directories(foreign / "conda-meta");
+  envlock::testing::spit(foreign / "conda-meta/history", "");
+  r = envlock("snapshot deploy " + q(snap) + " -p " + q(foreign));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + foreign.string() +
+                       ": holds a conda environment that envlock did not make (conda-meta/ without conda-meta/envlock)\n"
+                       "a deploy would replace its packages with the snapshot's, and envlock keeps no generation of it\n"
+                       "hint: deploy into a new prefix, or remove that environment first\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(foreign / "conda-meta"), fs::directory_iterator()), 1);
+  EXPECT_FALSE(fs::exists(root_ / ".foreign.envlock-generations"));
+}
+
+}  // namespace

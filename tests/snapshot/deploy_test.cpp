@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/diff.hpp"
+#include "envlock/generations.hpp"
 #include "envlock/extract.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
@@ -521,7 +522,8 @@ TEST(Deploy, WorkFoldersAKilledDeployLeftAreRemovedByTheNext) {
   ::close(fd);
   std::set<std::string> left;
   for (const auto& e : fs::directory_iterator(parent)) left.insert(e.path().filename().string());
-  EXPECT_EQ(left, (std::set<std::string>{"geo", ".geo.envlock-lock", ".geo.envlock-pip-" + std::to_string(::getppid()),
+  // (.geo.envlock-generations: the deploy keeps generations as install does, the snapshot as its lockfile.)
+  EXPECT_EQ(left, (std::set<std::string>{"geo", ".geo.envlock-generations", ".geo.envlock-lock", ".geo.envlock-pip-" + std::to_string(::getppid()),
                                          ".geo.envlock-pip-" + dead2, ".geo.envlock-pip-12ab", ".geo2.envlock-pip-" + dead}));
   pip.expect_reproduced(a, parent / "geo");
 
@@ -1255,6 +1257,72 @@ TEST(Bundle, ADamagedBundleNamesTheBundleAndTheMember) {
   EXPECT_EQ(r.err.find("truncated"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "out.lock"));
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace envlock
+
+namespace envlock {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A deploy over an environment envlock made replaces it as `envlock install` does: the conda
+// packages and pip's files over them come in with the installer's one swap, and the tree it
+// replaced is kept as a generation that rollback makes current again. A pip file that fails its
+// check leaves the environment there as it was (it used to be deleted: the deploy removed the
+// prefix it had just made).
+TEST(Deploy, OverAnEnvironmentEnvlockMadeTheReplacedTreeIsKeptAsAGeneration) {
+  SKIP_WITHOUT_CORPUS();
+  RoundTrip t;
+  const fs::path a = t.dir / "a/geo";
+  ASSERT_TRUE(deploy_snapshot(t.seed, a, t.here, t.options).ok());
+  const PipOverConda pip(a);
+  const Snapshot captured = t.capture_of(a);
+  const fs::path c = t.dir / "c/geo";
+  DeployOptions conda_only = t.options;
+  conda_only.without_pip = true;
+  auto first = deploy_snapshot(captured, c, t.here, conda_only);
+  ASSERT_TRUE(first.ok()) << first.error().to_string();
+  EXPECT_EQ(first->generation, 1u);
+  EXPECT_EQ(first->previous, 0u);
+  ASSERT_TRUE(fs::is_regular_file(c / PipOverConda::kRemoved));
+
+  auto over = deploy_snapshot(captured, c, t.here, t.options);
+  ASSERT_TRUE(over.ok()) << over.error().to_string();
+  EXPECT_EQ(over->installed, (std::vector<std::string>{"libsimplerasters-0.9.0-h29872b0_0", "libviewshed-5.0.0-h29872b0_0"}));
+  EXPECT_EQ(over->pip_restored, std::vector<std::string>{"libsimplerasters 0.9.1"});
+  EXPECT_EQ(over->generation, 2u);
+  EXPECT_EQ(over->previous, 1u);
+  EXPECT_EQ(over->warnings, std::vector<std::string>{});
+  pip.expect_reproduced(a, c);
+
+  auto back = rollback_generation(c, std::nullopt);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->to, 1u);
+  EXPECT_TRUE(fs::is_regular_file(c / PipOverConda::kRemoved)) << "generation 1: the conda package whole";
+  EXPECT_FALSE(fs::exists(c / PipOverConda::kSite / "libsimplerasters-0.9.1.dist-info"));
+  auto forth = rollback_generation(c, 2);
+  ASSERT_TRUE(forth.ok()) << forth.error().to_string();
+  pip.expect_reproduced(a, c);
+
+  // A pip file changed since the capture: refused before anything moves, generation 2 stays.
+  back = rollback_generation(c, 1);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  {
+    const fs::path module = a / PipOverConda::kSite / "simplerasters.py";
+    fs::remove(module);
+    std::ofstream(module) << "import cmath\n";
+  }
+  auto bad = deploy_snapshot(captured, c, t.here, t.options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::Integrity) << bad.error().to_string();
+  EXPECT_TRUE(fs::is_regular_file(c / PipOverConda::kRemoved));
+  EXPECT_FALSE(fs::exists(c / PipOverConda::kSite / "libsimplerasters-0.9.1.dist-info"));
+  auto gens = list_generations(c);
+  ASSERT_TRUE(gens.ok()) << gens.error().to_string();
+  ASSERT_EQ(gens->size(), 2u);
+  EXPECT_TRUE((*gens)[0].current);
 }
 
 }  // namespace
