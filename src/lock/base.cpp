@@ -89,7 +89,9 @@ Result<std::pair<std::string, fs::path>> read_bytes(const Manifest& m, const Ext
     cache /= "base-lockfiles";
     std::error_code ec;
     fs::create_directories(cache, ec);
-    file = cache / (hash_bytes(b.lockfile, HashAlgorithm::Sha256) + ".lock");
+    // Named by the URL without its credentials (not even their digest in a file name), so a
+    // rotated token finds the same copy, as the lockfile records the URL (lock_manifest).
+    file = cache / (hash_bytes(redact_url(b.lockfile), HashAlgorithm::Sha256) + ".lock");
     const bool remote = !b.lockfile.starts_with("file://");
     // A file:// base is a file of this machine: the same rules as a path before it is copied
     // into the cache (file:///proc/self/environ was copied there whole).
@@ -102,7 +104,7 @@ Result<std::pair<std::string, fs::path>> read_bytes(const Manifest& m, const Ext
       FetchRequest req;
       req.url = b.lockfile;
       req.destination = file;
-      req.label = b.lockfile;
+      req.label = redact_url(b.lockfile);
       FetchOptions fo = options.fetch;
       fo.max_retries = options.max_retries;
       if (!options.netrc_file.empty()) fo.netrc_file = options.netrc_file;
@@ -476,7 +478,9 @@ Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, 
     }
     const LockedBase& recorded = *le->second.base_lockfile;
     const ExternalBase& wanted = *env.base_lockfile;
-    if (recorded.lockfile != wanted.lockfile || recorded.environment != wanted.environment) {
+    // The lockfile records the base credential-free (lock_manifest): compared so, a token in the
+    // manifest's URL (or a new one) is no change of base.
+    if (recorded.lockfile != redact_url(wanted.lockfile) || recorded.environment != wanted.environment) {
       reasons.push_back({K::BaseChanged, name, "", "",
                          "environment '" + name + "' is built on the base " + redact_url(wanted.lockfile) +
                              " (environment " + wanted.environment + ") in the manifest but on " +

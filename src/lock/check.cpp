@@ -105,7 +105,7 @@ class Checker {
     const bool base_renamed = std::any_of(m_.environments.begin(), m_.environments.end(), [&](const auto& e) {
       const auto it = l_.environments.find(e.first);
       if (it == l_.environments.end() || !e.second.base_lockfile || !it->second.base_lockfile) return false;
-      return e.second.base_lockfile->lockfile != it->second.base_lockfile->lockfile ||
+      return redact_url(e.second.base_lockfile->lockfile) != it->second.base_lockfile->lockfile ||
              e.second.base_lockfile->environment != it->second.base_lockfile->environment;
     });
     if (out_.size() == 1 && out_[0].kind == K::ManifestHash && out_[0].environment.empty() && !base_renamed)
@@ -155,8 +155,8 @@ class Checker {
     }
     if (env.base_lockfile.has_value() != locked.base_lockfile.has_value()) {
       auto named = [](const std::optional<ExternalBase>& m, const std::optional<LockedBase>& l) {
-        if (m) return "the base lockfile " + m->lockfile + " (environment " + m->environment + ")";
-        if (l) return "the base lockfile " + l->lockfile + " (environment " + l->environment + ")";
+        if (m) return "the base lockfile " + redact_url(m->lockfile) + " (environment " + m->environment + ")";
+        if (l) return "the base lockfile " + redact_url(l->lockfile) + " (environment " + l->environment + ")";
         return std::string("no base lockfile");
       };
       add(K::BaseChanged, env.name, "", "",

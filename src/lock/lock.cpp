@@ -378,7 +378,9 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
       auto p = base_platforms_for(manifest, env, *external);
       if (!p) return p.error();
       platforms = std::move(*p);
-      le.base_lockfile = LockedBase{env.base_lockfile->lockfile, env.base_lockfile->environment, external->sha256};
+      // Credential-free, as every URL of a lockfile (conda-lock and pixi strip a URL's user:token@
+      // too): the manifest's spelling keeps them for fetching only (attack on issue 18, A11).
+      le.base_lockfile = LockedBase{redact_url(env.base_lockfile->lockfile), env.base_lockfile->environment, external->sha256};
       for (auto& c : external->relative_channels()) relative_channels.insert(std::move(c));
     }
 

@@ -9,6 +9,7 @@
 
 #include "envlock/encoding.hpp"
 #include "envlock/manifest.hpp"
+#include "envlock/url.hpp"
 
 namespace envlock {
 namespace {
@@ -72,7 +73,8 @@ std::string manifest_hash(const Manifest& m) {
     e["dependencies"] = specs;
     e["base"] = env.base;
     if (env.base_lockfile)  // only then: the hashes of manifests without one are unchanged
-      e["base-lockfile"] = {{"lockfile", env.base_lockfile->lockfile},
+      // credential-free, as the lockfile records it: a rotated token is no change of input
+      e["base-lockfile"] = {{"lockfile", redact_url(env.base_lockfile->lockfile)},
                             {"environment", env.base_lockfile->environment},
                             {"sha256", env.base_lockfile->sha256}};
     if (env.channels) e["channels"] = channel_list(*env.channels);

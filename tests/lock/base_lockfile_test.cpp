@@ -1271,6 +1271,75 @@ namespace {
 // from where it names, copied into the cache as a URL base is) and an `https://` URL, served by
 // a 127.0.0.1 TLS server whose certificate `--ca-bundle` trusts (as pip's --cert and conda's
 // ssl_verify name a CA file).
+// Attack on issue 18, A11: a base named by a URL with credentials (`https://user:token@host/...`,
+// basic auth as conda and pip take it from a URL) is fetched with them, and the project's lockfile
+// records the URL without them, as it does every channel and package URL, so a commit of
+// envlock.lock publishes no token. The peers treat a credential in a lockfile as a leak: uv's
+// astral-sh/uv#8296 ("uv index feature will leak credentials to uv.lock", a bug: its package
+// URLs were written without them), pex-tool/pex#2964 (redaction of VCS URL credentials in
+// locks), conda-lock's --strip-auth (opt-in there; always here). The manifest hash and `lock
+// --check` compare the base credential-free too, so the check agrees after the lock and a rotated
+// token is no change; the cached copy is named by the URL without them. A lockfile that holds
+// them (as an envlock before this wrote it) is refused, as one whose channel carries them.
+TEST(Credentials, ABaseLockfileUrlIsRecordedWithoutItsCredentials) {
+  if (std::system("command -v openssl >/dev/null") != 0) GTEST_SKIP() << "openssl not installed (the TLS test server)";
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  const std::string sha = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
+  const fs::path cert = t.dir() / "cert.pem", key = t.dir() / "key.pem";
+  ASSERT_EQ(std::system(("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost -addext "
+                         "subjectAltName=IP:127.0.0.1 -keyout '" + key.string() + "' -out '" + cert.string() +
+                         "' >/dev/null 2>&1")
+                            .c_str()),
+            0);
+  // The server answers 401 without alice's password: the lock below proves it was sent.
+  testing::HttpServer tls(t.dir() / "platform", {"--tls", cert.string() + ":" + key.string(), "--auth", "alice:s3cret-TOKEN"});
+  ASSERT_TRUE(tls.ok()) << tls.error();
+  const std::string host = "127.0.0.1:" + std::to_string(tls.port());
+  const std::string plain = "https://" + host + "/envlock.lock";
+  const std::string ca = " --ca-bundle '" + cert.string() + "'";
+  t.write_app("{lockfile: 'https://alice:s3cret-TOKEN@" + host + "/envlock.lock', environment: runtime}", "tool");
+  auto r = t.envlock("lock -f app/envlock.yaml" + ca);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "locked app/envlock.lock\n  default / linux-64: 2 packages\n");
+  EXPECT_EQ(r.err, "");
+  const std::string text = slurp(t.dir() / "app" / "envlock.lock");
+  EXPECT_NE(text.find("    base-lockfile:\n      lockfile: " + plain + "\n      environment: runtime\n      sha256: " + sha + "\n"),
+            std::string::npos)
+      << text;
+  for (const std::string secret : {"alice", "s3cret"}) {
+    EXPECT_EQ(text.find(secret), std::string::npos) << text;
+    for (const auto& e : fs::recursive_directory_iterator(t.dir() / "cache"))
+      EXPECT_EQ(e.path().string().find(secret), std::string::npos) << e.path();
+  }
+  r = t.envlock("lock --check -f app/envlock.yaml" + ca);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "app/envlock.lock is up to date with app/envlock.yaml\n");
+  EXPECT_EQ(r.err, "");
+  r = t.envlock("lock -f app/envlock.yaml" + ca);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "unchanged app/envlock.lock\n  default / linux-64: 2 packages (0 added, 0 removed, 0 changed)\n");
+  EXPECT_EQ(slurp(t.dir() / "app" / "envlock.lock"), text);
+  // A new token in the manifest is no change of base (the cached copy, offline: the server
+  // would refuse the new one).
+  t.write_app("{lockfile: 'https://alice:n3w-TOKEN@" + host + "/envlock.lock', environment: runtime}", "tool");
+  r = t.envlock("lock --check --offline -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "app/envlock.lock is up to date with app/envlock.yaml\n");
+  EXPECT_EQ(r.err, "");
+  // A lockfile that records the base with its credentials is refused, the secret not shown.
+  std::string leaked = text;
+  leaked.replace(leaked.find(plain), plain.size(), "https://alice:s3cret-TOKEN@" + host + "/envlock.lock");
+  spit(t.dir() / "app" / "envlock.lock", leaked);
+  r = t.envlock("lock --check --offline -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: app/envlock.lock:7:17: base-lockfile lockfile of environment default carries credentials\n"
+                   "        lockfile: https://<***>@" + host + "/envlock.lock\n"
+                   "                  ^\n"
+                   "hint: lockfiles must be credential-free; re-create it with `envlock lock`\n");
+}
+
 TEST(BaseLockfile, FileAndHttpsUrlBasesLockCheckAndDrift) {
   if (std::system("command -v openssl >/dev/null") != 0) GTEST_SKIP() << "openssl not installed (the TLS test server)";
   Team t;
