@@ -4,12 +4,12 @@
 // verifies the lockfile against the manifest without network or solving.
 // Exit codes: 0 locked (or --check: fresh), 1 failure (unsatisfiable, network, stale), 2 usage.
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "envlock/input_file.hpp"
 #include "envlock/lock.hpp"
 #include "envlock/url.hpp"
 #include "envlock/lockfile.hpp"
@@ -33,9 +33,25 @@ struct LockArgs {
   bool offline = false;
 };
 
+/// The file at the lockfile's path, read as every input is (read_input_file, envlock/input_file.hpp):
+/// a FIFO, a device, a socket or a folder there is refused, naming it, whatever the options. Before,
+/// `lock --update-all` passed over what it could not read, then blocked opening a FIFO with no
+/// writer (to tell whether the lockfile changed) or failed writing over a folder with an internal
+/// error (attack on issue 18, A7). Problem::Open with ENOENT: there is no lockfile yet.
+Result<InputFile> existing_lockfile(const fs::path& lock_path) {
+  InputFile file = read_input_file(lock_path, kMaxLockfileBytes);
+  if (file.problem == InputFile::Problem::Refused)
+    return Error{ErrorKind::Io, lock_path.string(), file.message, "",
+                 "a lockfile is a regular file: move this away, or write the lockfile elsewhere with -o"};
+  return file;
+}
+
+bool missing(const InputFile& file) { return file.problem == InputFile::Problem::Open && file.error_number == ENOENT; }
+
 int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock_path, bool offline) {
-  std::error_code ec;
-  if (!fs::exists(lock_path, ec))
+  auto existing = existing_lockfile(lock_path);
+  if (!existing) return report_error(ctx, existing.error());
+  if (missing(*existing))
     return report_error(ctx, Error{ErrorKind::Stale, lock_path.string(), "lockfile does not exist", "",
                                    "run `envlock lock -f " + manifest.path.string() + "` and commit the lockfile"});
   auto lock = Lockfile::read(lock_path);
@@ -104,8 +120,9 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   if (args.check) return run_check(ctx, *manifest, lock_path, args.offline);
 
   std::optional<Lockfile> previous;
-  std::error_code ec;
-  if (fs::exists(lock_path, ec)) {
+  auto existing = existing_lockfile(lock_path);
+  if (!existing) return report_error(ctx, existing.error());
+  if (!missing(*existing)) {
     auto read = Lockfile::read(lock_path);
     if (!read) {
       if (!args.update_all) {
@@ -147,12 +164,8 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   }
   std::error_code abs_ec;
   std::string text = lock->to_yaml(fs::absolute(lock_path, abs_ec).parent_path());
-  bool unchanged = false;
-  if (fs::exists(lock_path, ec)) {
-    std::ifstream in(lock_path, std::ios::binary);
-    std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    unchanged = old == text;
-  }
+  // (the bytes read before the lock: opening the path again could block on what replaced it)
+  const bool unchanged = existing->problem == InputFile::Problem::None && existing->text == text;
   if (!unchanged)
     if (auto st = lock->write(lock_path); !st) return report_error(ctx, st.error());
 

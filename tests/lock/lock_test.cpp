@@ -2,6 +2,7 @@
 // the shared corpus (conda-forge subset for two platforms, the pytorch channel), through a local
 // channel directory and through an HTTP server on 127.0.0.1.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 #include <random>
@@ -337,6 +338,51 @@ TEST(LockCli, MissingChannelIsAClearError) {
   EXPECT_NE(r.err.find("error: " + (tmp.path() / "no where").string() + ": channel directory does not exist"), std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(tmp.path() / "envlock.lock"));
+}
+
+// What stands where the lockfile goes is read as every input is (read_input_file): a FIFO or a
+// folder there is refused, naming it, by `lock`, `lock --update-all` and `lock --check` alike, with
+// the exit code of other unreadable input (1) and nothing written. Before, --update-all passed
+// over what it could not read and then blocked opening the FIFO, or failed writing over the folder
+// with an internal error (attack on issue 18, A7). The commands run under timeout(1): a hang
+// is exit 124, not a stuck test.
+TEST(LockCli, ALockfileThatIsAFifoOrAFolderIsRefusedNamingIt) {
+  TempDir tmp("lock");
+  const fs::path manifest = tmp.path() / "envlock.yaml";
+  const fs::path lock = tmp.path() / "envlock.lock";
+  spit(manifest, "channels: [./cf]\nplatforms: [linux-64]\ndependencies: [python]\n");
+  ASSERT_EQ(::mkfifo(lock.c_str(), 0644), 0);
+  for (const std::string args : {"lock", "lock --update-all", "lock --check", "--json lock --update-all"}) {
+    auto r = run_command("timeout 20 " + envlock_cmd() + " " + args + " -f " + q(manifest));
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_EQ(r.err, "error: " + lock.string() + ": is a FIFO, not a regular file\n"
+                     "hint: a lockfile is a regular file: move this away, or write the lockfile elsewhere with -o\n")
+        << args;
+    EXPECT_EQ(r.out, args.starts_with("--json")
+                         ? "{\n  \"error\": {\n    \"detail\": \"\",\n    \"hint\": \"a lockfile is a regular file: move this "
+                           "away, or write the lockfile elsewhere with -o\",\n    \"kind\": \"io\",\n    \"message\": \"is a "
+                           "FIFO, not a regular file\",\n    \"where\": \"" + lock.string() + "\"\n  }\n}\n"
+                         : "")
+        << args;
+    EXPECT_TRUE(fs::is_fifo(lock)) << args;
+  }
+  fs::remove(lock);
+  fs::create_directory(lock);
+  for (const std::string args : {"lock", "lock --update-all", "lock --check"}) {
+    auto r = run_command("timeout 20 " + envlock_cmd() + " " + args + " -f " + q(manifest));
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_EQ(r.out, "") << args;
+    EXPECT_EQ(r.err, "error: " + lock.string() + ": is a directory, not a regular file\n"
+                     "hint: a lockfile is a regular file: move this away, or write the lockfile elsewhere with -o\n")
+        << args;
+    EXPECT_TRUE(fs::is_directory(lock) && fs::is_empty(lock)) << args;
+  }
+  // -o names the lockfile: a device there is refused as well.
+  auto r = run_command("timeout 20 " + envlock_cmd() + " lock --update-all -f " + q(manifest) + " -o /dev/null");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: /dev/null: is in /dev, not a file of a project; it is not read\n"
+                   "hint: a lockfile is a regular file: move this away, or write the lockfile elsewhere with -o\n");
 }
 
 TEST(SearchCli, NewestFirstWithJsonAndNoMatch) {
