@@ -25,10 +25,21 @@
 // rollback_generation() swaps the chosen tree and the prefix's with renameat2(RENAME_EXCHANGE):
 // one step, so a kill at any moment leaves one whole generation at the prefix; the prefix path
 // stays (the paths written into files stay valid); a process that has a file of the tree it
-// leaves open (or its working folder in it) keeps it, as the tree only moves. A filesystem
-// without RENAME_EXCHANGE is refused rather than swapped in two steps.
+// leaves open (or its working folder in it) keeps it, as the tree only moves.
+//
+// A filesystem without RENAME_EXCHANGE (renameat2 fails with EINVAL, ENOSYS or ENOTSUP: some
+// overlay, FUSE and network filesystems) is rolled back in two renames: the current tree into
+// its generation folder, then the chosen tree to the prefix, after a note `<gens>/rolling-back`
+// (`{"from", "to", "tree"}`) written and flushed first. A kill between the two renames leaves no
+// tree at the prefix, both generations whole in the generations folder, and the note: the next
+// command that takes the prefix lock (rollback, gc, history --pin, install, create, run with a
+// manifest) finishes the rollback first, moving the chosen tree in, and says so. conda and mamba
+// never swap: `conda install --revision N` unlinks and links packages in the prefix itself, so
+// an interruption there leaves a mix of two states; here only the moment between two renames is
+// exposed, and it is repaired.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>

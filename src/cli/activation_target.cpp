@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "envlock/generations.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"
 #include "network_options.hpp"
@@ -54,7 +55,15 @@ int resolve_activation(const Context& ctx, const CreateArgs& given, ActivationRe
       return report_error(ctx, Error{ErrorKind::Usage, "", "-e, --locked and --frozen need a manifest", "",
                                      "pass the manifest with -f, or drop them to use the environment in " + given.prefix});
     }
-    if (auto st = check_environment_prefix(given.prefix); !st) return report_error(ctx, st.error());
+    if (auto st = check_environment_prefix(given.prefix); !st) {
+      Error e = st.error();
+      // No tree there because a rollback in two renames was stopped between them: say how to end it.
+      if (const auto to = interrupted_rollback(given.prefix))
+        e.hint = "a rollback to generation " + std::to_string(*to) +
+                 " was stopped between its two renames; `envlock rollback -p " + given.prefix + " --to " +
+                 std::to_string(*to) + "` finishes it";
+      return report_error(ctx, e);
+    }
     out.prefix = given.prefix;
     return 0;
   }

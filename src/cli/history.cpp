@@ -64,6 +64,11 @@ int run_history(const Context& ctx, const HistoryArgs& args) {
   }
   auto gens = list_generations(*prefix);
   if (!gens) return report_error(ctx, gens.error());
+  if (const auto to = interrupted_rollback(*prefix))
+    warn(prefix->string() + " holds no environment: a rollback to generation " + std::to_string(*to) +
+         " was stopped between its two renames (its filesystem cannot swap two folders in one step); the next envlock "
+         "command that takes its lock finishes it: envlock rollback -p " + prefix->string() + " --to " +
+         std::to_string(*to));
   std::uint64_t current = 0;
   for (const auto& g : *gens)
     if (g.current) current = g.number;

@@ -54,11 +54,13 @@ std::filesystem::path keep_generation(const std::filesystem::path& prefix, const
 void note_keeping(const std::filesystem::path& prefix, const std::vector<std::filesystem::path>& trees,
                   const GenerationPlan& plan, std::vector<std::string>& warnings);
 
-/// Before recover() deletes the trees a killed run left: when `<gens>/keeping` names a tree that
-/// an install swapped out and committed (the prefix holds the new generation, with no pending
-/// marker), it is moved into the generations folder as keep_generation() would have; the note
-/// goes either way.
-void adopt_kept_tree(const std::filesystem::path& prefix);
+/// Before recover() deletes the trees a killed run left (the prefix lock held): a rollback in two
+/// renames killed between them (`<gens>/rolling-back`, no tree at the prefix) is finished, the
+/// chosen generation moved to the prefix (a warning in `warnings`, when given, says so); then,
+/// when `<gens>/keeping` names a tree that an install swapped out and committed (the prefix holds
+/// the new generation, with no pending marker), it is moved into the generations folder as
+/// keep_generation() would have; each note goes either way.
+void adopt_kept_tree(const std::filesystem::path& prefix, std::vector<std::string>* warnings = nullptr);
 
 /// Keeps `text` (the lockfile whose hash is `lockfile_hash`, "sha256:<hex>") as
 /// `lockfiles/<hex>.lock` in the generations folder, when it is not there yet and the hash is

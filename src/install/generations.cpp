@@ -27,6 +27,12 @@ namespace {
 
 constexpr const char* kOrigin = "conda-meta/envlock";
 constexpr const char* kPending = "conda-meta/envlock-pending";
+constexpr const char* kRollingBack = "rolling-back";  // in the generations folder
+
+RollbackSeam& rollback_seam() {
+  static RollbackSeam seam;
+  return seam;
+}
 
 fs::path normalized(const fs::path& prefix) {
   fs::path p = fs::absolute(prefix).lexically_normal();
@@ -282,7 +288,102 @@ bool packages_change(const std::vector<PrefixRecord>& old, const std::vector<Pac
   return false;
 }
 
+/// The note a rollback in two renames writes before its first: the generation it leaves
+/// (`from`), the one it makes current (`to`) and that one's folder in the generations folder.
+struct RollingBack {
+  std::uint64_t from = 0, to = 0;
+  std::string tree;
+};
+
+std::optional<RollingBack> read_rolling_back(const fs::path& gens) {
+  auto text = detail::read_file(gens / kRollingBack);
+  if (!text) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("from") || !j["from"].is_number_unsigned() || !j.contains("to") ||
+      !j["to"].is_number_unsigned() || !j.contains("tree") || !j["tree"].is_string())
+    return RollingBack{};  // unreadable: nothing it names is moved
+  RollingBack r{j["from"].get<std::uint64_t>(), j["to"].get<std::uint64_t>(), j["tree"].get<std::string>()};
+  if (r.tree.empty() || r.tree.find('/') != std::string::npos || r.tree == "." || r.tree == "..") r.tree.clear();
+  return r;
+}
+
+/// The rollback of a filesystem without RENAME_EXCHANGE (or of the test seam): the current tree
+/// (generation `from`) moves to `keep`, its own folder in the generations folder, then `tree`
+/// (generation `to`) to the prefix, each rename flushed. The note written first lets the next
+/// command that takes the lock finish a rollback killed between the two (finish_rollback()).
+Status rollback_in_two_renames(const fs::path& prefix, const fs::path& gens, const fs::path& tree, const fs::path& keep,
+                               std::uint64_t from, std::uint64_t to) {
+  const fs::path note = gens / kRollingBack;
+  if (auto st = put_file(note, nlohmann::json{{"from", from}, {"to", to}, {"tree", tree.filename().string()}}.dump() + "\n");
+      !st)
+    return st;
+  (void)fsync_dir(gens);
+  if (::rename(prefix.c_str(), keep.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(note.c_str());
+    return io_error(prefix, "cannot move generation " + std::to_string(from) + " into " + keep.string(), err);
+  }
+  (void)fsync_dir(gens);
+  (void)fsync_dir(prefix.parent_path());
+  if (rollback_seam().between_renames) rollback_seam().between_renames();
+  if (::rename(tree.c_str(), prefix.c_str()) != 0) {
+    const int err = errno;
+    if (::rename(keep.c_str(), prefix.c_str()) == 0) ::unlink(note.c_str());  // else the next command finishes it
+    return io_error(prefix, "cannot move generation " + std::to_string(to) + " into place", err);
+  }
+  (void)fsync_dir(prefix.parent_path());
+  ::unlink(note.c_str());
+  (void)fsync_dir(gens);
+  return ok_status();
+}
+
+/// Finishes a rollback in two renames that a kill stopped between them (the lock held): with no
+/// tree at the prefix, the generation it was making current moves in (or, when that tree is not
+/// whole any more, the one it left); the note goes either way. Anything else (the prefix is
+/// there: the kill came before the first rename or after the second) only drops the note.
+void finish_rollback(const fs::path& prefix, std::vector<std::string>* warnings) {
+  const fs::path gens = generations_folder(prefix);
+  if (!own_folder(gens)) return;
+  const auto note = read_rolling_back(gens);
+  if (!note) return;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(prefix, ec))) {
+    auto whole = [&](const fs::path& t, std::uint64_t number) {
+      return own_folder(t) && tree_number(t) == number && !fs::exists(fs::symlink_status(t / kPending, ec));
+    };
+    const fs::path to = note->tree.empty() ? fs::path() : gens / note->tree, from = gens / std::to_string(note->from);
+    const bool forward = note->to != 0 && !to.empty() && whole(to, note->to);
+    const bool back = !forward && note->from != 0 && whole(from, note->from);
+    if ((forward || back) && ::rename((forward ? to : from).c_str(), prefix.c_str()) == 0) {
+      (void)fsync_dir(prefix.parent_path());
+      (void)fsync_dir(gens);
+      if (warnings != nullptr)
+        warnings->push_back(std::string(forward ? "finished the rollback of " : "undid the rollback of ") +
+                            prefix.string() + " to generation " + std::to_string(note->to) +
+                            ", which was stopped between its two renames (its filesystem cannot swap two folders "
+                            "in one step); generation " + std::to_string(forward ? note->to : note->from) +
+                            " is current");
+    } else {
+      return;  // nothing whole to put there: the note stays, naming what is missing
+    }
+  }
+  ::unlink((gens / kRollingBack).c_str());
+  (void)fsync_dir(gens);
+}
+
 }  // namespace
+
+void set_rollback_seam_for_tests(RollbackSeam seam) { rollback_seam() = std::move(seam); }
+
+std::optional<std::uint64_t> interrupted_rollback(const fs::path& prefix_in) {
+  const fs::path prefix = normalized(prefix_in);
+  const fs::path gens = generations_folder(prefix);
+  std::error_code ec;
+  if (!own_folder(gens) || fs::exists(fs::symlink_status(prefix, ec))) return std::nullopt;
+  const auto note = read_rolling_back(gens);
+  if (!note || note->to == 0) return std::nullopt;
+  return note->to;
+}
 
 fs::path generations_folder(const fs::path& prefix) {
   const fs::path p = normalized(prefix);
@@ -406,21 +507,21 @@ Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optio
     // The one step: the two trees change places. A kill before it leaves the current tree, after
     // it the chosen one; the folder it leaves under the chosen number is renamed to its own
     // number next (or by the next command, repair()).
-    if (::renameat2(AT_FDCWD, tree.c_str(), AT_FDCWD, prefix.c_str(), RENAME_EXCHANGE) != 0) {
-      const int err = errno;
-      if (err == EINVAL || err == ENOSYS || err == ENOTSUP)
-        return Error{ErrorKind::Io, prefix.string(),
-                     "is on a filesystem that cannot swap two folders in one step (no RENAME_EXCHANGE)",
-                     "a rollback in two renames could leave no environment at the prefix when killed between them; "
-                     "nothing was changed",
-                     "install the generation's lockfile instead (envlock history --json names its copy)"};
-      return io_error(prefix, "cannot swap generation " + std::to_string(target) + " into place", err);
+    const bool exchanged = !rollback_seam().no_exchange &&
+                           ::renameat2(AT_FDCWD, tree.c_str(), AT_FDCWD, prefix.c_str(), RENAME_EXCHANGE) == 0;
+    if (!exchanged) {
+      const int err = rollback_seam().no_exchange ? EINVAL : errno;
+      if (err != EINVAL && err != ENOSYS && err != ENOTSUP)
+        return io_error(prefix, "cannot swap generation " + std::to_string(target) + " into place", err);
+      // No RENAME_EXCHANGE here: two renames, the note first (file comment, finish_rollback()).
+      if (auto st = rollback_in_two_renames(prefix, gens, tree, keep, current, target); !st) return st;
+    } else {
+      if (auto st = fsync_dir(prefix.parent_path()); !st) report.warnings.push_back(st.error().to_string());
+      if (::rename(tree.c_str(), keep.c_str()) != 0)
+        report.warnings.push_back(
+            io_error(keep, "cannot rename the previous generation's folder (the next command does)", errno).to_string());
+      if (auto st = fsync_dir(gens); !st) report.warnings.push_back(st.error().to_string());
     }
-    if (auto st = fsync_dir(prefix.parent_path()); !st) report.warnings.push_back(st.error().to_string());
-    if (::rename(tree.c_str(), keep.c_str()) != 0)
-      report.warnings.push_back(io_error(keep, "cannot rename the previous generation's folder (the next command does)",
-                                         errno).to_string());
-    if (auto st = fsync_dir(gens); !st) report.warnings.push_back(st.error().to_string());
     report.from = current;
     report.to = target;
     report.packages = generation_dists(prefix).size();
@@ -545,7 +646,8 @@ void note_keeping(const fs::path& prefix, const std::vector<fs::path>& trees, co
                               st.error().to_string());
 }
 
-void adopt_kept_tree(const fs::path& prefix) {
+void adopt_kept_tree(const fs::path& prefix, std::vector<std::string>* warnings) {
+  finish_rollback(prefix, warnings);
   const fs::path gens = generations_folder(prefix);
   std::uint64_t previous = 0;
   const fs::path tree = waiting_tree(prefix, previous);

@@ -2142,7 +2142,7 @@ namespace {
 Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<PackageToLink>& packages,
                                      const InstallOptions& options) {
   std::vector<std::string> damaged_warnings;  // warnings about the environment as found, shown first
-  detail::adopt_kept_tree(prefix);  // a previous tree a kill left before it was kept (generations.cpp)
+  detail::adopt_kept_tree(prefix, &damaged_warnings);  // what a killed run left of generations (generations.cpp)
   if (auto st = recover(prefix, damaged_warnings); !st) return st.error();
 
   std::error_code ec;
@@ -2476,7 +2476,7 @@ Status detail::with_prefix_locked(const fs::path& prefix_in, std::vector<std::st
   if (!lock) return lock.error();
   auto nested = lock_nested_environments(prefix, {});
   if (!nested) return nested.error();
-  detail::adopt_kept_tree(prefix);
+  detail::adopt_kept_tree(prefix, &warnings);
   if (auto st = recover(prefix, warnings); !st) return st;
   return body(prefix);
 }

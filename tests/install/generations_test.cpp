@@ -585,3 +585,80 @@ TEST_F(Generations, SnapshotDeployKeepsAGenerationThatRollbackUndoes) {
 }
 
 }  // namespace
+
+namespace {
+
+// On a filesystem without renameat2(RENAME_EXCHANGE) (forced here through the test seam) a
+// rollback takes two renames, after a note: the result is the same as a swap's. Killed between
+// the two (SIGKILL from the seam), no tree is at the prefix and both generations are whole;
+// history says so, and the next command that takes the lock finishes the rollback first.
+TEST_F(Generations, WithoutRenameExchangeRollbackTakesTwoRenamesAndAKillBetweenThemIsFinished) {
+  install(a_);
+  install(b_);
+  set_rollback_seam_for_tests({.no_exchange = true, .between_renames = {}});
+  auto r = rollback_generation(prefix_, 1);
+  set_rollback_seam_for_tests({});
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->from, 2u);
+  EXPECT_EQ(r->to, 1u);
+  EXPECT_EQ(r->packages, 1u);
+  EXPECT_EQ(r->warnings, std::vector<std::string>{});
+  expect_clean_and_locked_as(a_);
+  EXPECT_EQ(dists(gens_ / "2"), dists_of(b_));
+  EXPECT_FALSE(fs::exists(gens_ / "1"));
+  EXPECT_FALSE(fs::exists(gens_ / "rolling-back"));
+
+  // Killed between the two renames.
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    set_rollback_seam_for_tests({.no_exchange = true, .between_renames = [] { ::raise(SIGKILL); }});
+    (void)rollback_generation(prefix_, 2);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_FALSE(fs::exists(fs::symlink_status(prefix_)));
+  EXPECT_EQ(dists(gens_ / "1"), dists_of(a_)) << "the generation it left, whole in its folder";
+  EXPECT_EQ(dists(gens_ / "2"), dists_of(b_)) << "the generation it was making current, whole";
+  ASSERT_TRUE(fs::exists(gens_ / "rolling-back"));
+
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 2 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "     2  TIME  4 packages  envlock install -l b.lock -e default\n");
+  EXPECT_EQ(h.err, "warning: " + prefix_.string() +
+                       " holds no environment: a rollback to generation 2 was stopped between its two renames (its "
+                       "filesystem cannot swap two folders in one step); the next envlock command that takes its lock "
+                       "finishes it: envlock rollback -p " + prefix_.string() + " --to 2\n");
+  auto run = envlock("run -p " + q(prefix_) + " -- true");  // read only: it says how to end it
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, "error: " + prefix_.string() + ": no such environment (the folder does not exist)\n"
+                     "hint: a rollback to generation 2 was stopped between its two renames; `envlock rollback -p " +
+                         prefix_.string() + " --to 2` finishes it\n");
+  auto again = envlock("rollback -p " + q(prefix_) + " --to 2");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.err, "warning: finished the rollback of " + prefix_.string() +
+                           " to generation 2, which was stopped between its two renames (its filesystem cannot swap "
+                           "two folders in one step); generation 2 is current\n");
+  EXPECT_EQ(again.out, prefix_.string() + ": generation 2 is the current one already; nothing was changed\n");
+  expect_clean_and_locked_as(b_);
+  EXPECT_EQ(dists(gens_ / "1"), dists_of(a_));
+  EXPECT_FALSE(fs::exists(gens_ / "2"));
+  EXPECT_FALSE(fs::exists(gens_ / "rolling-back"));
+
+  // A note from a kill before the first rename (the prefix is still there): only the note goes.
+  envlock::testing::spit(gens_ / "rolling-back", R"({"from": 2, "to": 1, "tree": "1"})" "\n");
+  h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.err, "");
+  auto gc = envlock("gc --keep 5 -p " + q(prefix_));
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(gc.err, "");
+  EXPECT_FALSE(fs::exists(gens_ / "rolling-back"));
+  expect_clean_and_locked_as(b_);
+  EXPECT_EQ(dists(gens_ / "1"), dists_of(a_));
+}
+
+}  // namespace
