@@ -749,6 +749,13 @@ void remove_path(const fs::path& p, CacheCleanReport& report) {
   if (ec) report.failures.push_back(Error{ErrorKind::Io, p.string(), "cannot remove: " + ec.message()});
 }
 
+/// Counts `path` (its size, tree_bytes) into `u`; with CleanMode::Remove also deletes it.
+void count_item(CacheKindUsage& u, const fs::path& path, CleanMode mode, CacheCleanReport& report) {
+  ++u.items;
+  u.bytes += tree_bytes(path);
+  if (mode == CleanMode::Remove) remove_path(path, report);
+}
+
 CacheKindUsage clean_repodata(const fs::path& dir, CleanMode mode, CacheCleanReport& report) {
   CacheKindUsage u{"repodata", dir, 0, 0};
   std::error_code ec;
@@ -769,9 +776,7 @@ CacheKindUsage clean_repodata(const fs::path& dir, CleanMode mode, CacheCleanRep
       report.in_use.push_back(f);
       continue;
     }
-    ++u.items;
-    u.bytes += tree_bytes(f);
-    if (mode == CleanMode::Remove) remove_path(f, report);
+    count_item(u, f, mode, report);
   }
   return u;
 }
@@ -797,6 +802,16 @@ std::optional<std::pair<std::string, bool>> entry_of(const fs::directory_entry& 
   return std::make_pair(strip_extension(base), true);
 }
 
+/// The entries of package cache folder `dir` (entry_of()), each with its paths and whether each
+/// is an archive; sorted by name, the order their locks are taken in.
+std::map<std::string, std::vector<std::pair<fs::path, bool>>> cache_entries(const fs::path& dir) {
+  std::map<std::string, std::vector<std::pair<fs::path, bool>>> entries;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (auto which = entry_of(e)) entries[which->first].emplace_back(e.path(), which->second);
+  return entries;
+}
+
 }  // namespace
 
 CacheCleanReport clean_caches(const fs::path& repodata_dir, const std::vector<fs::path>& pkgs_dirs, CleanMode mode) {
@@ -806,11 +821,7 @@ CacheCleanReport clean_caches(const fs::path& repodata_dir, const std::vector<fs
     CacheKindUsage archives{"archives", dir, 0, 0}, packages{"packages", dir, 0, 0};
     std::error_code ec;
     if (fs::is_directory(dir, ec) && package_cache_folder_writable(dir)) {
-      std::map<std::string, std::vector<std::pair<fs::path, bool>>> entries;  // sorted: the lock order
-      for (const auto& e : fs::directory_iterator(dir, ec)) {
-        if (auto which = entry_of(e)) entries[which->first].emplace_back(e.path(), which->second);
-      }
-      for (auto& [dist, paths] : entries) {
+      for (auto& [dist, paths] : cache_entries(dir)) {
         const auto lock = EntryLock::exclusive_if_free(dir / (dist + ".lock"), mode == CleanMode::Remove);
         if (!lock) {
           report.in_use.push_back(dir / dist);
@@ -822,10 +833,7 @@ CacheCleanReport clean_caches(const fs::path& repodata_dir, const std::vector<fs
             ++report.linked;
             continue;
           }
-          CacheKindUsage& u = is_archive ? archives : packages;
-          ++u.items;
-          u.bytes += tree_bytes(path);
-          if (mode == CleanMode::Remove) remove_path(path, report);
+          count_item(is_archive ? archives : packages, path, mode, report);
         }
       }
     }
@@ -842,10 +850,7 @@ CacheCleanReport gc_package_cache(const std::vector<fs::path>& pkgs_dirs, const 
     CacheKindUsage archives{"archives", dir, 0, 0}, packages{"packages", dir, 0, 0};
     std::error_code ec;
     if (fs::is_directory(dir, ec) && package_cache_folder_writable(dir)) {
-      std::map<std::string, std::vector<std::pair<fs::path, bool>>> entries;  // sorted: the lock order
-      for (const auto& e : fs::directory_iterator(dir, ec))
-        if (auto which = entry_of(e)) entries[which->first].emplace_back(e.path(), which->second);
-      for (auto& [dist, paths] : entries) {
+      for (auto& [dist, paths] : cache_entries(dir)) {
         if (keep.count(dist)) continue;  // a kept generation or a lockfile names it
         const auto lock = EntryLock::exclusive_if_free(dir / (dist + ".lock"), mode == CleanMode::Remove);
         if (!lock) {
@@ -861,10 +866,7 @@ CacheCleanReport gc_package_cache(const std::vector<fs::path>& pkgs_dirs, const 
         }
         std::sort(paths.begin(), paths.end());
         for (const auto& [path, is_archive] : paths) {
-          CacheKindUsage& u = is_archive ? archives : packages;
-          ++u.items;
-          u.bytes += tree_bytes(path);
-          if (mode == CleanMode::Remove) remove_path(path, report);
+          count_item(is_archive ? archives : packages, path, mode, report);
         }
       }
     }
