@@ -94,11 +94,25 @@ struct RollbackReport {
 /// atomic step, under the prefix lock (after the rollback of an interrupted install, as every
 /// install does first). No network, no solve, no script runs. The tree that was current becomes
 /// generation `from` in the generations folder (a tree made before generations gets the next
-/// number first). Refused (ErrorKind::Io, nothing changed): no such generation; a tree recorded
-/// for another prefix path (the folder was moved: its files name the old path); a tree not owned
-/// by this user; a filesystem without RENAME_EXCHANGE; a prefix whose envs/ holds environments
-/// (they would go back with the base).
+/// number first). On a filesystem without RENAME_EXCHANGE it takes two renames (see the file
+/// comment). Refused (ErrorKind::Io, nothing changed): no such generation; a tree recorded for
+/// another prefix path (the folder was moved: its files name the old path); a tree not owned by
+/// this user; a prefix whose envs/ holds environments (they would go back with the base).
 Result<RollbackReport> rollback_generation(const std::filesystem::path& prefix, std::optional<std::uint64_t> to);
+
+/// The generation a rollback in two renames was moving to when it was killed between them: the
+/// prefix holds no tree and `<gens>/rolling-back` names it (the next command that takes the
+/// prefix lock finishes it). nullopt otherwise. Read only.
+std::optional<std::uint64_t> interrupted_rollback(const std::filesystem::path& prefix);
+
+/// A test seam of rollback_generation(): `no_exchange` makes it roll back as on a filesystem
+/// without RENAME_EXCHANGE (two renames); `between_renames`, when set, is called between the two
+/// (a test kills the process there). Tests only: process-wide, not thread-safe.
+struct RollbackSeam {
+  bool no_exchange = false;
+  std::function<void()> between_renames;
+};
+void set_rollback_seam_for_tests(RollbackSeam seam);
 
 /// What gc_generations() did (or, with DryRun::Yes, would do).
 struct GenerationGcReport {
