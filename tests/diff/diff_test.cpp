@@ -359,6 +359,43 @@ TEST(Diff, HashesThatGoAndEncodedFileNamesAreRedFlags) {
             std::vector<std::string>{"sha256 ffffffffffff… removed: the archive would be installed unverified"});
 }
 
+// A locked wheel's sha256 is what install verifies, whatever its source's spelling: a relative
+// path (find-links wheels are locked as one) moved to another folder or host, or a pin whose
+// `requirement` still names the old path while its `url` and sha256 were swapped (install fetches
+// `url`). Attack 23 F1 ("no changes", exit 0) and F4 (only source-changed).
+TEST(Diff, ASwappedLocalWheelIsAHashChangeWhateverItsSourceSays) {
+  auto pip_lock = [](std::string url, std::string sha256, std::string requirement = "") {
+    Lockfile l = make({{"python", "3.11.9", "h_0"}});
+    PipPackage okpkg{"okpkg", "1.0", std::move(url), std::move(sha256)};
+    okpkg.requirement = std::move(requirement);
+    l.environments["default"].platforms["linux-64"].pip = {okpkg};
+    return l;
+  };
+  const std::string wheel = "okpkg-1.0-py3-none-any.whl";
+  const std::string a(64, 'a'), b(64, 'b');
+  // F1: the requirement is unchanged, the url and sha256 are not.
+  auto f1 = diff_lockfiles(pip_lock("./wheels/" + wheel, a, "okpkg @ ./wheels/" + wheel),
+                           pip_lock("./evil/" + wheel, b, "okpkg @ ./wheels/" + wheel));
+  ASSERT_EQ(f1.total, 1u);
+  EXPECT_EQ(f1.groups[0].changes[0].kind, ChangeKind::HashChanged);
+  EXPECT_EQ(f1.groups[0].changes[0].notes,
+            std::vector<std::string>{"same file okpkg-1.0-py3-none-any.whl, sha256 aaaaaaaaaaaa… -> bbbbbbbbbbbb…"});
+  // F4: the path moved to a sub-folder, and to another host.
+  for (const std::string& to : {"./wheels/sub/" + wheel, "https://evil.example.com/" + wheel}) {
+    SCOPED_TRACE(to);
+    auto f4 = diff_lockfiles(pip_lock("./wheels/" + wheel, a), pip_lock(to, b));
+    ASSERT_EQ(f4.total, 1u);
+    const auto& ch = f4.groups[0].changes[0];
+    EXPECT_EQ(ch.kind, ChangeKind::HashChanged);
+    EXPECT_TRUE(ch.red_flag());
+    EXPECT_EQ(ch.notes.front(), "same file okpkg-1.0-py3-none-any.whl, sha256 aaaaaaaaaaaa… -> bbbbbbbbbbbb…");
+  }
+  // The same path, another sha256: re-uploaded, as before.
+  auto same = diff_lockfiles(pip_lock("./wheels/" + wheel, a), pip_lock("./wheels/" + wheel, b));
+  ASSERT_EQ(same.total, 1u);
+  EXPECT_EQ(same.groups[0].changes[0].kind, ChangeKind::ReUploaded);
+}
+
 // pip local labels are variants (`+cu121` -> `+cpu`, `+rocm5.6`, or the /whl/<variant>/ index
 // folder), and versions compare in PEP 440 order: a local label sorts after the same public
 // version without one ("Local version identifiers"), so `2.1.2+cu121 -> 2.1.2` is a downgrade.
