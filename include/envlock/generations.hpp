@@ -117,6 +117,9 @@ void set_rollback_seam_for_tests(RollbackSeam seam);
 /// What gc_generations() did (or, with DryRun::Yes, would do).
 struct GenerationGcReport {
   std::vector<std::uint64_t> removed;  ///< generations deleted, by number
+  /// Their trees, as listed: deleted, or with DryRun::Yes still there (`envlock gc --dry-run`
+  /// counts their links as gone, so its package cache line is the real run's).
+  std::vector<std::filesystem::path> removed_trees;
   std::vector<Generation> kept;        ///< the generations left, current included, by number
   std::size_t lockfiles_removed = 0;   ///< kept lockfile copies no generation left names
   std::vector<std::string> warnings;   ///< a tree that could not all be deleted

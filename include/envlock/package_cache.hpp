@@ -34,9 +34,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "envlock/extract.hpp"
@@ -148,9 +150,13 @@ CacheCleanReport clean_caches(const std::filesystem::path& repodata_dir,
 /// whose dist name ("name-version-build") is not in `keep` (the packages of the generations left
 /// and of the lockfiles kept with them or named). Each entry under its lock, as clean_caches(),
 /// never waited for. The repodata cache is left alone. `linked` counts the entries kept because
-/// they are linked.
+/// they are linked. `going`: links that are about to go, (st_dev, st_ino) -> how many links of
+/// that file the trees to be deleted hold (`envlock gc --dry-run`: the generations it would
+/// remove still link their packages); a file whose other links are all counted there is not
+/// linked, so the dry run counts what the real run removes.
+using LinksGoing = std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t>;
 CacheCleanReport gc_package_cache(const std::vector<std::filesystem::path>& pkgs_dirs,
-                                  const std::set<std::string>& keep, CleanMode mode);
+                                  const std::set<std::string>& keep, CleanMode mode, const LinksGoing& going = {});
 
 class PackageCache {
  public:

@@ -716,13 +716,16 @@ std::uint64_t tree_bytes(const fs::path& p) {
   return total;
 }
 
-/// Whether a regular file under `dir` has another hard link (conda clean's test for a package in use).
-bool has_linked_file(const fs::path& dir) {
+/// Whether a regular file under `dir` has another hard link (conda clean's test for a package in
+/// use), not counting the links `going` says are about to go (gc_package_cache()).
+bool has_linked_file(const fs::path& dir, const LinksGoing& going = {}) {
   std::error_code ec;
   struct stat st {};
   for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
        !ec && it != end; it.increment(ec)) {
-    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1) return true;
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink <= 1) continue;
+    const auto gone = going.find({static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)});
+    if (st.st_nlink > 1 + (gone == going.end() ? 0 : gone->second)) return true;
   }
   return false;
 }
@@ -844,7 +847,7 @@ CacheCleanReport clean_caches(const fs::path& repodata_dir, const std::vector<fs
 }
 
 CacheCleanReport gc_package_cache(const std::vector<fs::path>& pkgs_dirs, const std::set<std::string>& keep,
-                                  CleanMode mode) {
+                                  CleanMode mode, const LinksGoing& going) {
   CacheCleanReport report;
   for (const auto& dir : pkgs_dirs) {
     CacheKindUsage archives{"archives", dir, 0, 0}, packages{"packages", dir, 0, 0};
@@ -858,8 +861,8 @@ CacheCleanReport gc_package_cache(const std::vector<fs::path>& pkgs_dirs, const 
           continue;
         }
         // An entry an environment links (a file of its folder has another hard link) stays whole.
-        if (std::any_of(paths.begin(), paths.end(), [](const auto& p) {
-              return !p.second && p.first.filename().string().front() != '.' && has_linked_file(p.first);
+        if (std::any_of(paths.begin(), paths.end(), [&going](const auto& p) {
+              return !p.second && p.first.filename().string().front() != '.' && has_linked_file(p.first, going);
             })) {
           ++report.linked;
           continue;

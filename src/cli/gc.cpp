@@ -3,6 +3,8 @@
 // the K newest others: gc_generations(), envlock/generations.hpp), then the package cache entries
 // that no environment links and no kept generation or named lockfile uses (gc_package_cache(),
 // envlock/package_cache.hpp).
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -59,6 +61,22 @@ Status add_lockfile_dists(const fs::path& lockfile, std::set<std::string>& keep)
   return ok_status();
 }
 
+/// The hard links of `trees` to files that have others: (st_dev, st_ino) -> how many. The trees
+/// a dry run would remove still link their packages; counted as gone, the package cache line of
+/// `gc --dry-run` is the real run's.
+LinksGoing links_in(const std::vector<fs::path>& trees) {
+  LinksGoing going;
+  struct stat st {};
+  for (const auto& tree : trees) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(tree, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end; it.increment(ec))
+      if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1)
+        ++going[{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)}];
+  }
+  return going;
+}
+
 int run_gc(const Context& ctx, const GcArgs& args) {
   auto prefix = generation_prefix(args.target);
   if (!prefix) return report_error(ctx, prefix.error());
@@ -79,7 +97,8 @@ int run_gc(const Context& ctx, const GcArgs& args) {
   }
   auto dirs = default_package_cache_dirs();
   if (!dirs) return report_error(ctx, dirs.error());
-  const CacheCleanReport cache = gc_package_cache(*dirs, keep, args.dry_run ? CleanMode::DryRun : CleanMode::Remove);
+  const CacheCleanReport cache = gc_package_cache(*dirs, keep, args.dry_run ? CleanMode::DryRun : CleanMode::Remove,
+                                                  args.dry_run ? links_in(report->removed_trees) : LinksGoing{});
   std::size_t items = 0;
   std::uint64_t bytes = 0;
   for (const auto& k : cache.kinds) items += k.kind == "packages" ? k.items : 0, bytes += k.bytes;

@@ -548,6 +548,7 @@ Result<GenerationGcReport> gc_generations(const fs::path& prefix_in, std::size_t
     }
     for (const auto& g : gone) {
       report.removed.push_back(g.number);
+      report.removed_trees.push_back(g.tree);
       if (dry_run == DryRun::Yes) continue;
       // Out of the listing in one rename, then deleted: a kill leaves it whole or gone.
       const fs::path aside = gens / (".removing-" + std::to_string(g.number) + "-" + std::to_string(::getpid()));

@@ -221,21 +221,26 @@ TEST_F(Generations, GcKeepsCurrentPinnedAndNewestAndFreesWhatNothingUses) {
   const std::string greet = packages_.at("envlock-greet").dist_name(), demo = packages_.at("envlock-demo").dist_name();
   ASSERT_TRUE(fs::is_directory(pkgs / greet));
 
+  // The dry run counts what the real run frees, byte for byte: generation 2 still links its
+  // packages while it is only listed for removal, and those links count as gone.
   auto dry = envlock("gc --keep 0 -p " + q(prefix_) + " --dry-run");
   EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(dry.err, "");
+  const std::string size = dry.out.substr(dry.out.find('(') + 1, dry.out.find(')') - dry.out.find('(') - 1);
+  EXPECT_TRUE(std::regex_match(size, std::regex("[0-9]+\\.[0-9] KiB"))) << dry.out;
   EXPECT_EQ(dry.out, prefix_.string() + ": would remove generation 2; kept 1, 3\n"
-                     "package cache: would remove 0 packages and 0 archives (0 B) that no environment links and no "
-                     "kept generation or lockfile names\n"
-                     "dry run: nothing was removed\n")
-      << "generation 2 still links its packages during a dry run";
+                     "package cache: would remove 2 packages and 2 archives (" + size + ") that no environment links "
+                     "and no kept generation or lockfile names\n"
+                     "dry run: nothing was removed\n");
   EXPECT_TRUE(fs::is_directory(gens_ / "2"));
+  EXPECT_TRUE(fs::is_directory(pkgs / greet));
 
   auto gc = envlock("gc --keep 0 -p " + q(prefix_));
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
   EXPECT_EQ(gc.err, "");
-  const std::string first = gc.out.substr(0, gc.out.find('\n') + 1);
-  EXPECT_EQ(first, prefix_.string() + ": removed generation 2; kept 1, 3\n");
-  EXPECT_NE(gc.out.find("package cache: removed 2 packages and 2 archives ("), std::string::npos) << gc.out;
+  EXPECT_EQ(gc.out, prefix_.string() + ": removed generation 2; kept 1, 3\n"
+                    "package cache: removed 2 packages and 2 archives (" + size + ") that no environment links "
+                    "and no kept generation or lockfile names\n");
   EXPECT_FALSE(fs::exists(gens_ / "2"));
   EXPECT_FALSE(fs::exists(pkgs / greet)) << "only generation 2 used it";
   EXPECT_FALSE(fs::exists(pkgs / demo));
@@ -248,17 +253,26 @@ TEST_F(Generations, GcKeepsCurrentPinnedAndNewestAndFreesWhatNothingUses) {
   expect_clean_and_locked_as(a_);
   // Unpinned and not current any more: gc --keep 0 removes generation 3 and 1 stays as current.
   EXPECT_EQ(envlock("history -p " + q(prefix_) + " --unpin 1").exit_code, 0);
-  // A lockfile named with -l keeps its packages in the cache though nothing links them.
+  // A lockfile named with -l keeps its packages in the cache though nothing links them. The dry
+  // run's JSON is the real run's but for dry_run.
+  dry = envlock("gc --keep 0 -p " + q(prefix_) + " -l " + q(c_) + " --json --dry-run");
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  auto would = nlohmann::json::parse(dry.out);
+  EXPECT_EQ(would["dry_run"], true);
   gc = envlock("gc --keep 0 -p " + q(prefix_) + " -l " + q(c_) + " --json");
   ASSERT_EQ(gc.exit_code, 0) << gc.err;
   const auto j = nlohmann::json::parse(gc.out);
+  would["dry_run"] = false;
+  EXPECT_EQ(would, j);
   EXPECT_EQ(j["removed"], nlohmann::json::array({3}));
   EXPECT_EQ(j["kept"], nlohmann::json::array({1}));
   EXPECT_EQ(j["lockfiles_removed"], 1);  // c.lock's copy (b.lock's went with generation 2)
   EXPECT_EQ(j["cache"]["packages"], 0);
   EXPECT_TRUE(fs::is_directory(pkgs / packages_.at("python").dist_name()));
+  dry = envlock("gc --keep 0 -p " + q(prefix_) + " --dry-run");
   gc = envlock("gc --keep 0 -p " + q(prefix_));
   EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(std::regex_replace(dry.out, std::regex("would remove"), "removed"), gc.out + "dry run: nothing was removed\n");
   EXPECT_EQ(gc.out, prefix_.string() + ": no generation to remove; kept 1\n"
                     "package cache: removed 1 package and 1 archive (" + gc.out.substr(gc.out.find('(') + 1, gc.out.find(')') - gc.out.find('(') - 1) +
                     ") that no environment links and no kept generation or lockfile names\n");
