@@ -180,6 +180,19 @@ struct InstalledWheel {
 /// process (kill(pid, 0) fails with ESRCH); never follows a link. Returns their names, sorted.
 std::vector<std::string> remove_stale_wheel_staging(const std::filesystem::path& prefix);
 
+/// Removes the installed distribution whose prefix-relative `.dist-info` folder is `dist_info`
+/// from `prefix` (a conda prefix of CPython `python_xy`), as `pip uninstall` does (pip's
+/// req_uninstall: RECORD-driven): every file its RECORD lists, and for each `.py` file its
+/// bytecode in `__pycache__` (`<stem>.cpython-XY.pyc`, `.opt-1`, `.opt-2`), then the folders they
+/// leave empty — never a scheme folder (site-packages, bin, include/pythonX.Y, the prefix). Every
+/// row is resolved beneath the prefix (as WheelInstallOptions::replaces): a row that leads outside
+/// it, or through a link out of it, is refused before anything is removed (ErrorKind::Integrity);
+/// the files move aside into `.envlock-wheel-<pid>-<n>.old` first, so a failure puts them back.
+/// Returns how many files were removed. Errors: ErrorKind::Io (no readable RECORD, cannot move),
+/// ErrorKind::Parse (a RECORD row that cannot be read), ErrorKind::Integrity.
+Result<std::size_t> uninstall_distribution(const std::filesystem::path& prefix, const std::string& dist_info,
+                                           const std::string& python_xy);
+
 /// Installs the wheel at local path `wheel` into the existing prefix folder `prefix`:
 ///   1. reads WHEEL (Wheel-Version 1.x), RECORD and entry_points.txt from the one top-level
 ///      `.dist-info` folder, whose name must be the file name's distribution (PEP 503 normalised);

@@ -406,7 +406,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
     warn(report->clobbered[i] + " is installed by more than one package: " + report->clobbered_owners[i] +
          " (the later in the lockfile's order wins; only its record lists the path)");
   // The locked wheels, after the conda packages (their python); each wheel is all or nothing.
-  auto pip_report = install_fetched_wheels(request.prefix, *wheels);
+  auto pip_report = install_fetched_wheels(request.prefix, *wheels, locked->pip);
   if (!pip_report) return report_error(ctx, pip_report.error());
   // The other pip entries (unresolved requirements, VCS and editable sources, pins without a
   // wheel URL, e.g. from `envlock snapshot lock`) are named, never dropped silently.
@@ -440,8 +440,9 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
     j["messages"] = report->messages;
     j["warnings"] = report->warnings;
     j["clobbered"] = report->clobbered;
-    if (!wheels->empty()) {
-      j["pip"] = {{"installed", pip_report->installed}, {"kept", pip_report->kept}, {"replaced", pip_report->replaced}};
+    if (!wheels->empty() || !pip_report->removed.empty()) {
+      j["pip"] = {{"installed", pip_report->installed}, {"kept", pip_report->kept}, {"replaced", pip_report->replaced},
+                  {"removed", pip_report->removed}};
     }
     j["host_mismatches_ignored"] = nlohmann::json::array();
     for (const auto& m : mismatches) j["host_mismatches_ignored"].push_back(m.to_string());
@@ -452,9 +453,10 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
               << "  " << report->installed.size() << " installed, " << report->kept.size() << " unchanged, "
               << report->removed.size() << " removed; files: " << report->files_linked << " linked, "
               << report->files_copied << " copied, " << report->files_relocated << " relocated\n";
-    if (!wheels->empty()) {
+    if (!wheels->empty() || !pip_report->removed.empty()) {
       std::cout << "  pip: " << pip_report->installed.size() << " installed, " << pip_report->kept.size() << " unchanged"
-                << (pip_report->replaced.empty() ? "" : ", " + std::to_string(pip_report->replaced.size()) + " replaced") << "\n";
+                << (pip_report->replaced.empty() ? "" : ", " + std::to_string(pip_report->replaced.size()) + " replaced")
+                << (pip_report->removed.empty() ? "" : ", " + std::to_string(pip_report->removed.size()) + " removed") << "\n";
     }
   }
   return 0;

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <system_error>
 
@@ -127,13 +128,14 @@ Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPacka
   return out;
 }
 
-Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const std::vector<FetchedWheel>& wheels) {
+Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const std::vector<FetchedWheel>& wheels,
+                                                const std::vector<PipPackage>& locked) {
   PipInstallReport report;
   // What a wheel install killed mid-way left (its staging folder) goes first (attack 22 A10).
   std::error_code exists_ec;
   if (fs::is_directory(prefix, exists_ec)) remove_stale_wheel_staging(prefix);
-  if (wheels.empty()) return report;
   auto xy = prefix_python_xy(prefix);
+  if (wheels.empty() && !xy) return report;  // no python: no pip package to install or remove
   if (!xy) {
     Error e = xy.error();
     e.kind = ErrorKind::Incompatible;  // the lockfile's environment, not the command line
@@ -150,6 +152,31 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     auto dist = read_dist_info(dir, site_rel + "/" + dir.filename().string(), DistInfoParts::WithoutRecord);
     if (dist) present.emplace(pep503_normalize(dist->name), std::move(*dist));
   }
+  // A distribution an earlier envlock install put there (INSTALLER `envlock`) that the lockfile no
+  // longer names goes first, RECORD-driven as `pip uninstall` removes it (uninstall_distribution):
+  // so that a wheel that takes over its files (a renamed project) finds none. What pip, uv or
+  // conda installed is the user's, never removed here.
+  std::set<std::string> named;
+  for (const PipPackage& p : locked)
+    if (!p.name.empty()) named.insert(pep503_normalize(p.name));
+  for (auto it = present.begin(); it != present.end();) {
+    const PipDistribution& dist = it->second;
+    if (dist.installer != "envlock" || named.count(it->first)) {
+      ++it;
+      continue;
+    }
+    auto removed = uninstall_distribution(prefix, dist.dist_info, *xy);
+    if (!removed) {
+      Error e = removed.error();
+      e.detail += std::string(e.detail.empty() ? "" : "\n") + "pip package: " + dist.name + "==" + dist.version +
+                  ", which the lockfile no longer holds\nthe conda packages are installed; no pip package was installed";
+      return e;
+    }
+    report.removed.push_back(dist.name + "==" + dist.version);
+    it = present.erase(it);
+  }
+  std::sort(report.removed.begin(), report.removed.end());
+  if (wheels.empty()) return report;
   // Plan each wheel (kept, new, or replacing another version), then install them in parallel:
   // the unpacking runs on every core, the moves into the prefix one at a time (commit_lock).
   struct Job {

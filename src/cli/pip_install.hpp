@@ -42,9 +42,15 @@ struct PipInstallReport {
   std::vector<std::string> installed;  ///< "name==version"
   std::vector<std::string> kept;       ///< already there: a dist-info of that name and version
   std::vector<std::string> replaced;   ///< "name==version" of another version a wheel replaced
+  std::vector<std::string> removed;    ///< "name==version" the lockfile no longer holds, removed; sorted
 };
 
-/// Installs each fetched wheel into `prefix` (which has a python: prefix_python_xy()). A
+/// Removes from `prefix` each distribution an earlier envlock install put there (INSTALLER
+/// `envlock`) whose PEP 503 name no entry of `locked` (the platform's pip entries) names, as
+/// `pip uninstall` does (uninstall_distribution(), envlock/wheel.hpp: its RECORD's files and their
+/// bytecode); distributions pip, uv or conda installed are left alone. Then installs each fetched
+/// wheel into `prefix` (which has a python: prefix_python_xy(); with no wheels and no python,
+/// nothing is done). A
 /// distribution of the same PEP 503 name and version already in site-packages is kept; another
 /// version of it is replaced (WheelInstallOptions::replaces: its RECORD's files go, all or nothing);
 /// two other versions of it are an error.
@@ -53,6 +59,7 @@ struct PipInstallReport {
 /// wheels unpack in parallel (up to 8 threads), and each moves into the prefix alone
 /// (WheelInstallOptions::commit_lock). One that fails is reported, the first in the lockfile's
 /// order, after the others have finished.
-Result<PipInstallReport> install_fetched_wheels(const std::filesystem::path& prefix, const std::vector<FetchedWheel>& wheels);
+Result<PipInstallReport> install_fetched_wheels(const std::filesystem::path& prefix, const std::vector<FetchedWheel>& wheels,
+                                                const std::vector<PipPackage>& locked);
 
 }  // namespace envlock::cli

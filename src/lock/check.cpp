@@ -10,6 +10,7 @@
 #include "envlock/match_spec.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/url.hpp"
+#include "pypi_step.hpp"
 
 namespace envlock {
 
@@ -348,7 +349,9 @@ class Checker {
 }  // namespace
 
 std::vector<StaleReason> check_lockfile(const Manifest& manifest, const Lockfile& lockfile) {
-  return Checker(manifest, lockfile).run();
+  std::vector<StaleReason> out = Checker(manifest, lockfile).run();
+  check_pypi_requirements(manifest, lockfile, out);  // per PyPI requirement (src/lock/pypi.cpp, issue 20)
+  return out;
 }
 
 std::vector<std::string> relative_channel_urls(const Manifest& manifest) {

@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
 
 #include "envlock/pypi_index.hpp"
 #include "envlock/pypi_name.hpp"
 #include "envlock/pypi_resolve.hpp"
+#include "envlock/pypi_version.hpp"
 #include "envlock/url.hpp"
 
 namespace envlock {
@@ -96,6 +100,114 @@ std::vector<std::string> relative_find_links_urls(const Manifest& manifest) {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+namespace {
+
+std::string where_written(const SourceLocation& at) {
+  std::string file = std::filesystem::path(at.file).filename().string();
+  if (file.empty()) file = "manifest";
+  return at.line > 0 ? file + " line " + std::to_string(at.line) : file;
+}
+
+/// What meets a requirement on one name: a pip pin or a conda record.
+struct Provider {
+  std::string version;
+  std::string shown;  ///< "demo-app 1.2" or "conda package six 1.16.0"
+};
+
+}  // namespace
+
+void check_pypi_requirements(const Manifest& manifest, const Lockfile& lockfile, std::vector<StaleReason>& out) {
+  using K = StaleReason::Kind;
+  for (const auto& [env_name, env] : manifest.environments) {
+    const auto locked_env = lockfile.environments.find(env_name);
+    if (locked_env == lockfile.environments.end()) continue;  // missing-environment says it
+    std::set<std::string> wanted;
+    std::vector<std::pair<const PypiRequested*, Pep508Requirement>> requests;
+    for (const auto& r : env.pypi_dependencies) {
+      auto req = Pep508Requirement::parse(r.text);
+      if (!req) continue;  // `envlock lock` names it at its line
+      wanted.insert(req->normalized_name());
+      requests.emplace_back(&r, std::move(*req));
+    }
+    for (const auto& [platform, lp] : locked_env->second.platforms) {
+      const std::vector<std::string> platforms = manifest.platforms_for(env);
+      if (std::find(platforms.begin(), platforms.end(), platform) == platforms.end()) continue;
+      const std::string ctx = env_name + "/" + platform;
+      // Pins the lock made for a requirement the manifest no longer has.
+      for (const auto& p : lp.pip) {
+        if (p.version.empty() || std::find(p.required_by.begin(), p.required_by.end(), "(manifest)") == p.required_by.end()) continue;
+        if (wanted.count(pep503_normalize(p.name))) continue;
+        bool needed = false;  // still pulled in by another pin
+        for (const auto& by : p.required_by) needed = needed || by != "(manifest)";
+        out.push_back({K::ManifestHash, env_name, platform, "pypi:" + p.name,
+                       ctx + ": PyPI package " + p.name + " " + p.version + " is locked for a requirement the manifest no longer has" +
+                           (needed ? " (other pins still require it)" : "")});
+      }
+      if (requests.empty()) continue;
+      const LockedPackage* python = nullptr;
+      for (const auto& r : lp.packages)
+        if (r.name == "python") python = &r;
+      if (python == nullptr) continue;  // the lock names it (no python for pypi-dependencies)
+      auto target = PypiTarget::for_conda(python->version.to_string(), python->build, platform, lp.virtual_packages);
+      if (!target) continue;
+      std::map<std::string, Provider> providers;
+      std::map<std::string, const PipPackage*> pins;
+      for (const auto& r : lp.packages)
+        if (auto c = conda_pypi_provides(r)) providers[c->name] = {c->version, "conda package " + r.name + " " + c->version};
+      for (const auto& p : lp.pip)
+        if (!p.name.empty() && !p.version.empty()) {
+          providers[pep503_normalize(p.name)] = {p.version, p.name + " " + p.version};
+          pins[pep503_normalize(p.name)] = &p;
+        }
+      // Whether `req` is met; the reason's text when not ("" when met).
+      auto unmet = [&](const Pep508Requirement& req) -> std::optional<std::string> {
+        const auto it = providers.find(req.normalized_name());
+        if (it == providers.end()) return std::string();
+        auto v = Pep440Version::parse(it->second.version);
+        if (!v || req.specifier.contains(*v, true)) return std::nullopt;
+        return it->second.shown;
+      };
+      // The extras each name is asked for, by the manifest and by the pins' requirements.
+      std::map<std::string, std::set<std::string>> extras;
+      for (const auto& [r, req] : requests)
+        if (req.applies(target->markers)) extras[req.normalized_name()].insert(req.extras.begin(), req.extras.end());
+      for (const auto& [name, p] : pins)
+        for (const auto& text : p->requires_dist)
+          if (auto req = Pep508Requirement::parse(text); req && req->applies(target->markers))
+            extras[req->normalized_name()].insert(req->extras.begin(), req->extras.end());
+      for (const auto& [r, req] : requests) {
+        if (!req.url.empty() || !req.applies(target->markers)) continue;
+        const auto why = unmet(req);
+        if (!why) continue;
+        out.push_back({K::SpecNotSatisfied, env_name, platform, "pypi:" + req.normalized_name(),
+                       why->empty() ? r->text + " (" + where_written(r->location) + ") is not satisfied: no PyPI package " +
+                                          req.normalized_name() + " is locked for " + ctx
+                                    : r->text + " (" + where_written(r->location) + ") is not satisfied by locked " + *why + " (" +
+                                          ctx + ")"});
+      }
+      for (const auto& [name, p] : pins) {
+        const std::set<std::string>& asked = extras[name];
+        for (const auto& text : p->requires_dist) {
+          auto req = Pep508Requirement::parse(text);
+          if (!req) continue;
+          bool applies = req->applies(target->markers);
+          for (const auto& e : asked) applies = applies || req->applies(target->markers, e);
+          if (!applies || !req->url.empty()) continue;
+          const auto why = unmet(*req);
+          if (!why) continue;
+          const std::string pin = p->name + " " + p->version;
+          if (why->empty())
+            out.push_back({K::DependencyMissing, env_name, platform, "pypi:" + p->name,
+                           ctx + ": PyPI package " + pin + " requires '" + text + "' but no " + req->normalized_name() + " is locked"});
+          else
+            out.push_back({K::DependencyNotSatisfied, env_name, platform, "pypi:" + p->name,
+                           ctx + ": PyPI package " + pin + " requires '" + text + "', not satisfied by locked " + *why});
+        }
+      }
+    }
+  }
 }
 
 }  // namespace envlock

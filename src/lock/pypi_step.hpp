@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "envlock/lock.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
 #include "envlock/repodata.hpp"
@@ -29,5 +30,18 @@ std::string find_links_location_url(const std::string& location);
 /// so lock_manifest lists them in Lockfile::relative_channels and the lockfile writes them and
 /// their wheels' URLs relative to its own folder (docs/lockfile.md, "Local channels").
 std::vector<std::string> relative_find_links_urls(const Manifest& manifest);
+
+/// lock --check for PyPI requirements (check_lockfile's last step), per requirement and with no
+/// network, as the conda specs are checked: for each environment x platform that is locked, with
+/// markers evaluated for the locked python (PypiTarget::for_conda):
+///   * each `pypi-dependencies` requirement that applies is met by a pip pin of its name, or by
+///     the conda record that provides it (conda_pypi_provides), of a version its specifier
+///     contains — else spec-not-satisfied, naming the requirement, where it is written and the pin;
+///   * each `requires_dist` entry of a pin that applies (with the extras its dependents ask for)
+///     is met likewise — else dependency-missing / dependency-not-satisfied;
+///   * a pin the lock made for a manifest requirement (`required_by` holds `(manifest)`) whose
+///     name the manifest no longer requires — manifest-hash, naming it.
+/// The reasons are appended to `out`. The package of a reason is `pypi:<name>`.
+void check_pypi_requirements(const Manifest& manifest, const Lockfile& lockfile, std::vector<StaleReason>& out);
 
 }  // namespace envlock

@@ -317,6 +317,13 @@ class StagedFile {
   Hasher hasher_{HashAlgorithm::Sha256};
 };
 
+/// `.envlock-wheel-<pid>-<n>`: a staging folder's name, unique in this process (what
+/// remove_stale_wheel_staging() recognises once the pid is dead).
+std::string next_staging_name() {
+  static std::atomic<unsigned> counter{0};
+  return ".envlock-wheel-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
 /// The staging folder inside the prefix, removed on destruction unless released.
 struct Staging {
   fs::path dir;
@@ -410,8 +417,11 @@ class SetAside {
   }
 
   /// Moves every file the RECORD of `dist_info` (prefix-relative) lists out of `prefix` into
-  /// `dir`. A row that leads outside the prefix is refused before anything moves.
-  Status take(const fs::path& prefix, const std::string& dist_info, const fs::path& dir) {
+  /// `dir`. A row that leads outside the prefix is refused before anything moves. With
+  /// `bytecode_tag` ("cpython-311"), each `.py` row's bytecode goes too, as pip's uninstall adds
+  /// importlib's cache_from_source() of it: `__pycache__/<stem>.<tag>.pyc` and its `.opt-1`,
+  /// `.opt-2` forms, those that are there.
+  Status take(const fs::path& prefix, const std::string& dist_info, const fs::path& dir, const std::string& bytecode_tag = {}) {
     prefix_ = prefix;
     dir_ = dir;
     const std::string record_file = dist_info + "/RECORD";
@@ -430,6 +440,13 @@ class SetAside {
                      "the RECORD was altered; remove the distribution by hand"};
       }
       paths.push_back(rel);
+      if (!bytecode_tag.empty() && rel.ends_with(".py")) {
+        const std::size_t slash = rel.rfind('/');
+        const std::string folder = slash == std::string::npos ? "" : rel.substr(0, slash + 1);
+        const std::string stem = rel.substr(folder.size(), rel.size() - folder.size() - 3);
+        for (const char* opt : {"", ".opt-1", ".opt-2"})
+          paths.push_back(folder + "__pycache__/" + stem + "." + bytecode_tag + opt + ".pyc");
+      }
     }
     // Each row is resolved beneath the prefix, as the conda linker writes (detail::Tree): a
     // folder on the way that is a link out of the prefix (site-packages/foo -> /elsewhere) is
@@ -459,6 +476,9 @@ class SetAside {
     }
     return ok_status();
   }
+
+  /// How many files were moved aside.
+  [[nodiscard]] std::size_t size() const { return moved_.size(); }
 
   /// Keeps the removal: the folders the old files leave empty go too (never `keep`).
   void commit(const std::set<fs::path>& keep) {
@@ -894,9 +914,8 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
     }
   }
 
-  static std::atomic<unsigned> counter{0};
   Staging staging;
-  staging.dir = prefix / (".envlock-wheel-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  staging.dir = prefix / next_staging_name();
   if (std::error_code ec; !fs::create_directory(staging.dir, ec)) {
     return io_error(prefix.string(), "cannot create the staging folder " + staging.dir.filename().string(), ec ? ec.value() : EEXIST);
   }
@@ -1054,6 +1073,22 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   result.dist_info = join(root_dir, dist_info);
   for (RecordRow& row : out_rows) result.files.push_back({std::move(row.path), std::move(row.record_path), std::move(row.sha256), row.size});
   return result;
+}
+
+Result<std::size_t> uninstall_distribution(const fs::path& prefix, const std::string& dist_info, const std::string& python_xy) {
+  std::string tag;
+  if (const auto dot = python_xy.find('.'); dot != std::string::npos)
+    tag = "cpython-" + python_xy.substr(0, dot) + python_xy.substr(dot + 1);
+  SetAside old;
+  if (auto s = old.take(prefix, dist_info, prefix / (next_staging_name() + ".old"), tag); !s) return s.error();
+  const WheelScheme scheme = conda_wheel_scheme(python_xy, "");
+  std::set<fs::path> keep{prefix};
+  for (const std::string* dir : {&scheme.purelib, &scheme.platlib, &scheme.scripts, &scheme.data})
+    keep.insert(dir->empty() ? prefix : prefix / *dir);
+  keep.insert(prefix / fs::path(scheme.headers).parent_path());  // include/pythonX.Y, not a distribution's folder in it
+  const std::size_t files = old.size();
+  old.commit(keep);
+  return files;
 }
 
 }  // namespace envlock

@@ -186,5 +186,45 @@ TEST_F(PypiLockCli, PinsWheelsForTheSolvedPythonAndLeavesCondaProvidedOnes) {
   EXPECT_NE(r.err.find("srconly has only sdists (srconly-1.0.tar.gz): envlock installs wheels only"), std::string::npos) << r.err;
 }
 
+// `lock --check` names each PyPI requirement the lockfile no longer meets, as it names conda specs.
+TEST_F(PypiLockCli, CheckReportsEachPypiRequirement) {
+  spit(dir_ / "envlock.yaml", kManifest);
+  ASSERT_EQ(envlock_in(dir_, "lock -f envlock.yaml").exit_code, 0);
+  const std::string lock = slurp(dir_ / "envlock.lock");
+  // A requirement the locked pin does not meet, and one nothing pins.
+  spit(dir_ / "envlock.yaml", std::string(kManifest).replace(std::string(kManifest).find("[demo-app]"), 10, "[demo-app, helper<2, extra-tool]"));
+  auto r = envlock_in(dir_, "lock --check -f envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(without_manifest_hashes(r.err),
+            "error: envlock.lock no longer satisfies envlock.yaml (3 reasons):\n"
+            "  - the manifest changed since the lock (lockfile has HASH, the manifest now hashes to HASH); every spec, channel, "
+            "platform, virtual package and base the lockfile records is unchanged, so the change is in the channel priority, a "
+            "selector or a pip entry\n"
+            "  - [default/linux-64] helper<2 (envlock.yaml line 5) is not satisfied by locked helper 2.0 (default/linux-64)\n"
+            "  - [default/linux-64] extra-tool (envlock.yaml line 5) is not satisfied: no PyPI package extra-tool is locked for default/linux-64\n"
+            "hint: run `envlock lock -f envlock.yaml` to update the lockfile\n");
+  // A pin's requirement left unmet (helper's pin dropped by hand), and a pin for a requirement
+  // the manifest no longer has.
+  std::string edited = lock.substr(0, lock.find("          - name: helper\n"));
+  spit(dir_ / "envlock.lock", edited);
+  spit(dir_ / "envlock.yaml", std::string(kManifest).replace(std::string(kManifest).find("[demo-app]"), 10, "[]"));
+  r = envlock_in(dir_, "lock --check -f envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(without_manifest_hashes(r.err),
+            "error: envlock.lock no longer satisfies envlock.yaml (2 reasons):\n"
+            "  - the manifest changed since the lock (lockfile has HASH, the manifest now hashes to HASH); every spec, channel, "
+            "platform, virtual package and base the lockfile records is unchanged, so the change is in the channel priority, a "
+            "selector or a pip entry\n"
+            "  - default/linux-64: PyPI package demo-app 1.2 is locked for a requirement the manifest no longer has\n"
+            "hint: run `envlock lock -f envlock.yaml` to update the lockfile\n");
+  spit(dir_ / "envlock.yaml", kManifest);
+  r = envlock_in(dir_, "lock --check -f envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "error: envlock.lock no longer satisfies envlock.yaml (1 reason):\n"
+            "  - default/linux-64: PyPI package demo-app 1.2 requires 'helper>=1; python_version >= '3.9'' but no helper is locked\n"
+            "hint: run `envlock lock -f envlock.yaml` to update the lockfile\n");
+}
+
 }  // namespace
 }  // namespace envlock

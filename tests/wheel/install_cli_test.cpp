@@ -153,7 +153,7 @@ TEST_F(PipInstallCli, InstallsTheLockedWheelsAfterTheCondaPackages) {
   auto json = envlock("--json install -l " + q(lock) + " -p " + q(prefix));
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto doc = nlohmann::json::parse(json.out);
-  EXPECT_EQ(doc["pip"], nlohmann::json::parse(R"({"installed": [], "kept": ["demo_pkg==1.0"], "replaced": []})"));
+  EXPECT_EQ(doc["pip"], nlohmann::json::parse(R"({"installed": [], "kept": ["demo_pkg==1.0"], "replaced": [], "removed": []})"));
 }
 
 // A lockfile that pins another version: the old one's files go (by its RECORD), all or nothing.
@@ -421,6 +421,74 @@ TEST_F(PipInstallCli, AWheelWhoseMetadataNamesAnotherProjectIsRefused) {
   EXPECT_FALSE(fs::exists(site / di));
 }
 
+/// `text` with every occurrence of `from` replaced by `to` (a path filter for whole outputs).
+std::string replaced_all(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); !from.empty() && at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+// A pip package that a new lockfile drops goes, as `pip uninstall` removes it: every file its
+// RECORD lists (the console script in bin/ too) and its bytecode, the folders left empty; a
+// distribution pip installed (INSTALLER `pip`) is the user's and stays (issue 20).
+TEST_F(PipInstallCli, APipPackageTheNewLockfileDropsIsRemovedByItsRecord) {
+  const fs::path demo = write_demo_wheel(root_ / "wheels");
+  const std::string di = "keeper-1.0.dist-info";
+  std::vector<testing::ZipEntry> files = {{"keeper/__init__.py", "K = 1\n"},
+                                          {di + "/METADATA", "Metadata-Version: 2.1\nName: keeper\nVersion: 1.0\n"},
+                                          {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n"}};
+  std::string record;
+  for (const auto& f : files) record += f.name + "," + record_hash(f.data) + "," + std::to_string(f.data.size()) + "\n";
+  files.push_back({di + "/RECORD", record + di + "/RECORD,,\n"});
+  const fs::path keeper = root_ / "wheels/keeper-1.0-py3-none-any.whl";
+  testing::write_zip(keeper, files);
+  const PipPackage keep{"keeper", "1.0", "file://" + keeper.string(), hash_file(keeper, HashAlgorithm::Sha256).value(), "", {}, "", false};
+  const PipPackage drop{"demo-pkg", "1.0", "file://" + demo.string(), hash_file(demo, HashAlgorithm::Sha256).value(), "", {}, "", false};
+  const fs::path prefix = root_ / "env";
+  ASSERT_EQ(envlock("install -l " + q(write_lock({drop, keep}, "both.lock")) + " -p " + q(prefix)).exit_code, 0);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  const std::string xy = site.parent_path().filename().string().substr(6);  // "3.11"
+  const std::string tag = "cpython-" + xy.substr(0, xy.find('.')) + xy.substr(xy.find('.') + 1);
+  // What an import would have written, and a project pip installed by hand.
+  testing::spit(site / "demo_pkg/__pycache__" / ("__init__." + tag + ".pyc"), "bytecode");
+  testing::spit(site / "demo_pkg/old/__pycache__" / ("old." + tag + ".opt-1.pyc"), "bytecode");
+  testing::spit(site / "byhand.py", "B = 1\n");
+  testing::spit(site / "byhand-2.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: byhand\nVersion: 2.0\n");
+  testing::spit(site / "byhand-2.0.dist-info/INSTALLER", "pip\n");
+  testing::spit(site / "byhand-2.0.dist-info/RECORD", "byhand.py,,\nbyhand-2.0.dist-info/METADATA,,\nbyhand-2.0.dist-info/INSTALLER,,\n"
+                                                    "byhand-2.0.dist-info/RECORD,,\n");
+  ASSERT_TRUE(fs::exists(prefix / "bin/demo-cli"));
+
+  auto r = envlock("install -l " + q(write_lock({keep}, "keeper.lock")) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string abs = fs::absolute(prefix).lexically_normal().string();
+  EXPECT_EQ(replaced_all(r.out, abs, "PREFIX"),
+            "environment 'default' (linux-64) is ready in PREFIX\n"
+            "  0 installed, 1 unchanged, 0 removed; files: 0 linked, 0 copied, 0 relocated\n"
+            "  pip: 0 installed, 1 unchanged, 1 removed\n");
+  EXPECT_FALSE(fs::exists(site / "demo_pkg")) << "its files, its bytecode and the folders they leave empty";
+  EXPECT_FALSE(fs::exists(site / "demo_pkg-1.0.dist-info"));
+  EXPECT_FALSE(fs::exists(prefix / "bin/demo-cli"));
+  EXPECT_TRUE(fs::is_directory(prefix / "bin")) << "a scheme folder stays";
+  EXPECT_TRUE(fs::exists(site / "keeper/__init__.py"));
+  EXPECT_TRUE(fs::exists(site / "byhand.py")) << "pip's install is the user's";
+  EXPECT_TRUE(fs::exists(site / "byhand-2.0.dist-info/RECORD"));
+
+  // Again: nothing left to remove; --json says what went.
+  auto again = envlock("--json install -l " + q(write_lock({keep}, "keeper.lock")) + " -p " + q(prefix));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["pip"],
+            nlohmann::json::parse(R"({"installed": [], "kept": ["keeper==1.0"], "replaced": [], "removed": []})"));
+  // A lockfile with no pip entry at all removes the last one.
+  auto none = envlock("--json install -l " + q(write_lock({}, "none.lock")) + " -p " + q(prefix));
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(nlohmann::json::parse(none.out)["pip"],
+            nlohmann::json::parse(R"({"installed": [], "kept": [], "replaced": [], "removed": ["keeper==1.0"]})"));
+  EXPECT_FALSE(fs::exists(site / "keeper"));
+  EXPECT_TRUE(fs::exists(site / "byhand.py"));
+}
+
 // The installed METADATA version and the locked one are compared as PEP 440 versions, as pip
 // compares them ("Requirement already satisfied"): 1.0 installed is the locked 1.0.0, kept.
 TEST_F(PipInstallCli, AnInstalledVersionEqualUnderPep440IsKept) {
@@ -434,7 +502,7 @@ TEST_F(PipInstallCli, AnInstalledVersionEqualUnderPep440IsKept) {
                    " -p " + q(prefix));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["pip"],
-            nlohmann::json::parse(R"({"installed": [], "kept": ["demo_pkg==1.0.0"], "replaced": []})"));
+            nlohmann::json::parse(R"({"installed": [], "kept": ["demo_pkg==1.0.0"], "replaced": [], "removed": []})"));
   fs::path site;
   for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
   EXPECT_TRUE(fs::exists(site / "demo_pkg-1.0.dist-info")) << "the installed distribution stays as it is";

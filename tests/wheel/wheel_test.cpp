@@ -733,5 +733,80 @@ TEST(InstallWheel, FileNamesAndPythonVersion) {
   EXPECT_EQ(s.purelib, "lib/python3.12/site-packages");
 }
 
+// ---------------------------------------------------------------------------------------------
+// uninstall_distribution(): what `pip uninstall` removes (Debian's pip 23 as the oracle)
+
+/// Two prefixes (bin/python3.11 and a file of another project in site-packages, as a conda prefix
+/// has) with `wheel` installed by install_wheel() and compiled by Debian's python 3.11
+/// (compileall, optimisation level 0: what an import writes).
+bool have_pip() { return testing::run_command("/usr/bin/python3 -m pip --version").exit_code == 0; }
+
+TEST(UninstallDistribution, RemovesWhatPipUninstallRemoves) {
+  const auto wheels = debian_wheels();
+  if (wheels.empty()) GTEST_SKIP() << "no wheels in " << kDebianWheels << " (apt-get install python3-pip-whl python3-setuptools-whl python3-wheel-whl)";
+  if (!have_pip()) GTEST_SKIP() << "Debian's pip is absent (apt-get install python3-pip): no oracle to compare with";
+  for (const fs::path& wheel : wheels) {
+    if (wheel.filename().string().starts_with("pip-")) continue;  // pip would uninstall the pip running it
+    TempDir dir;
+    std::string dist_info;
+    for (const char* side : {"envlock", "pip"}) {
+      const fs::path prefix = make_prefix(dir.path() / side);
+      fs::create_directories(prefix / "bin");
+      testing::spit(prefix / "bin/python3.11", "#!/bin/sh\n");
+      testing::spit(prefix / "lib/python3.11/site-packages/other.pth", "/opt/other\n");
+      auto installed = install_wheel(wheel, prefix, options_for_target());
+      ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+      dist_info = installed->dist_info;
+      auto compiled = testing::run_command("/usr/bin/python3 -m compileall -q '" + (prefix / "lib/python3.11/site-packages").string() + "'");
+      ASSERT_EQ(compiled.exit_code, 0) << compiled.out << compiled.err;
+    }
+    const fs::path ours = dir.path() / "envlock", theirs = dir.path() / "pip";
+    const auto before = tree(ours);
+    auto removed = uninstall_distribution(ours, dist_info, "3.11");
+    ASSERT_TRUE(removed.ok()) << removed.error().to_string();
+    const std::string project = wheel.filename().string().substr(0, wheel.filename().string().find('-'));
+    auto pip = testing::run_command("cd '" + theirs.string() + "' && PYTHONPATH='" + (theirs / "lib/python3.11/site-packages").string() +
+                                    "' PIP_DISABLE_PIP_VERSION_CHECK=1 /usr/bin/python3 -m pip uninstall -y --break-system-packages " +
+                                    project);
+    ASSERT_EQ(pip.exit_code, 0) << pip.out << pip.err;
+    ASSERT_NE(pip.out.find("Successfully uninstalled"), std::string::npos) << pip.out;
+    const auto left = tree(ours), pips = tree(theirs);
+    for (const auto& [path, kind] : left)
+      EXPECT_TRUE(pips.count(path)) << wheel << ": envlock leaves " << path << " (" << kind << "), pip removes it";
+    for (const auto& [path, kind] : pips)
+      EXPECT_TRUE(left.count(path)) << wheel << ": pip leaves " << path << " (" << kind << "), envlock removes it";
+    EXPECT_EQ(left, pips) << wheel;
+    // Only what was there before and is left is the other project's (and their bytecode).
+    const auto after = tree(ours);
+    EXPECT_EQ(after.count("bin/python3.11"), 1u);
+    EXPECT_EQ(after.count("lib/python3.11/site-packages/other.pth"), 1u);
+    auto files = [](const std::map<std::string, std::string>& t) {
+      return static_cast<std::size_t>(std::count_if(t.begin(), t.end(), [](const auto& e) { return !e.second.starts_with("dir "); }));
+    };
+    EXPECT_EQ(*removed, files(before) - files(after)) << "every file removed is counted";
+  }
+}
+
+// A RECORD row that leads outside the prefix: nothing is removed, the RECORD is named.
+TEST(UninstallDistribution, ARecordRowOutsideThePrefixRemovesNothing) {
+  TempDir dir;
+  const fs::path prefix = make_prefix(dir.path() / "env");
+  GenWheel g;
+  g.files = {{"demo/__init__.py", "X = 1\n"}};
+  auto installed = install_wheel(g.write(dir.path()), prefix, options_for_target());
+  ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+  const fs::path record = prefix / installed->dist_info / "RECORD";
+  testing::spit(record, slurp(record) + "../../../../outside.txt,,\n");
+  testing::spit(dir.path() / "outside.txt", "keep\n");
+  const auto before = tree(prefix);
+  auto removed = uninstall_distribution(prefix, installed->dist_info, "3.11");
+  ASSERT_FALSE(removed.ok());
+  EXPECT_EQ(removed.error().kind, ErrorKind::Integrity);
+  EXPECT_EQ(removed.error().where, installed->dist_info + "/RECORD");
+  EXPECT_EQ(removed.error().message, "lists '../../../../outside.txt', outside the prefix: nothing is removed");
+  EXPECT_EQ(tree(prefix), before);
+  EXPECT_EQ(slurp(dir.path() / "outside.txt"), "keep\n");
+}
+
 }  // namespace
 }  // namespace envlock
