@@ -37,6 +37,7 @@ int run_run(const Context& ctx, const RunArgs& args) {
 void setup(CLI::App& sub, Context& ctx) {
   auto args = std::make_shared<RunArgs>();
   add_activation_options(sub, args->target);
+  args->target.command = "run";  // what conda-meta/history records when run installs
   // Everything from the first word that is not one of run's options (or after `--`) is the
   // command and its arguments, passed on untouched: once a positional word is read, every later
   // word is positional (positionals_at_end), and none falls through to envlock's own options.

@@ -59,6 +59,7 @@ int run_shell_hook(const Context& ctx, const ShellHookArgs& args) {
 void setup(CLI::App& sub, Context& ctx) {
   auto args = std::make_shared<ShellHookArgs>();
   add_activation_options(sub, args->target);
+  args->target.command = "shell-hook";  // what conda-meta/history records when it installs
   sub.add_option("--shell", args->shell, "bash, zsh, fish or posix (default: $SHELL's, else posix)");
   sub.callback([&ctx, args] { ctx.exit_code = run_shell_hook(ctx, *args); });
 }

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "support/files.hpp"
@@ -289,6 +290,31 @@ TEST_F(RunCli, RunFromAManifestCreatesFirstThenReuses) {
   EXPECT_EQ(relocked.exit_code, 0) << relocked.err;
   EXPECT_NE(relocked.out.find("Hello from an environment that envlock made."), std::string::npos) << relocked.out;
   EXPECT_NE(relocked.err.find("the lockfile is stale"), std::string::npos) << relocked.err;
+  // Each install run made is a generation, recorded with its command; rollback undoes the update.
+  const auto untimed = [](const std::string& text) {
+    return std::regex_replace(text, std::regex("\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d"), "TIME");
+  };
+  auto history = envlock("history -f " + q(manifest));
+  EXPECT_EQ(history.exit_code, 0) << history.err;
+  EXPECT_EQ(untimed(history.out), prefix.string() + ": 2 generations (* current)\n"
+                                  "     1  TIME  2 packages  envlock run -f envlock.yaml -e default\n"
+                                  "*    2  TIME  4 packages  envlock run -f envlock.yaml -e default\n");
+  auto back = envlock("rollback -f " + q(manifest));
+  EXPECT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(back.out, "rolled back " + prefix.string() + " from generation 2 to generation 1 (2 packages); generation 2 "
+                      "is kept: envlock rollback --to 2 returns to it\n");
+  auto rolled = envlock("run -p " + q(prefix) + " -- sh -c 'command -v envlock-demo || echo none'");
+  EXPECT_EQ(rolled.out, "none\n");
+  // A rollback changes the environment, not the lockfile: run from the manifest makes the prefix
+  // the lockfile's environment again, a new generation (docs/environments.md, "Generations").
+  auto again = envlock("run -f " + q(manifest) + " -- envlock-demo");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("is ready in " + prefix.string()), std::string::npos) << again.err;
+  history = envlock("history -f " + q(manifest));
+  EXPECT_EQ(untimed(history.out), prefix.string() + ": 3 generations (* current)\n"
+                                  "     1  TIME  2 packages  envlock run -f envlock.yaml -e default\n"
+                                  "     2  TIME  4 packages  envlock run -f envlock.yaml -e default\n"
+                                  "*    3  TIME  4 packages  envlock run -f envlock.yaml -e default\n");
 
   // shell-hook from the manifest: the variables, quoted so that bash gets them literally.
   auto hook = run_command("bash --norc -c " + q("eval \"$(" + envlock_cmd() + " shell-hook --shell bash -f " +
