@@ -18,8 +18,6 @@
 #include <string>
 #include <vector>
 
-#include <libxml/parser.h>
-#include <libxml/xpath.h>
 
 #include <memory>
 
@@ -27,6 +25,7 @@
 #include "envlock/process.hpp"
 #include "envlock/text.hpp"
 #include "envlock/virtual_packages.hpp"
+#include "nvidia_smi_xml.hpp"
 
 namespace envlock {
 namespace {
@@ -553,28 +552,6 @@ NvmlQuery query_nvml(const std::string& library, int timeout_ms) {
   return query_nvml({{library, DriverLayout::Override}}, timeout_ms);
 }
 
-namespace {
-
-struct XmlDocFree {
-  void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
-};
-struct XPathContextFree {
-  void operator()(xmlXPathContext* c) const { xmlXPathFreeContext(c); }
-};
-
-// The trimmed string value of an XPath expression; "N/A" (nvidia-smi's "unknown") as empty.
-std::string xpath_string(xmlXPathContext* ctx, const char* expression) {
-  xmlXPathObject* value = xmlXPathEvalExpression(BAD_CAST expression, ctx);
-  std::string out;
-  if (value != nullptr && value->type == XPATH_STRING && value->stringval != nullptr) {
-    out = trim(reinterpret_cast<const char*>(value->stringval));
-  }
-  xmlXPathFreeObject(value);
-  return out == "N/A" ? std::string() : out;
-}
-
-}  // namespace
-
 NvidiaSmiAnswer query_nvidia_smi(const std::string& program, int timeout_ms, const std::filesystem::path& root) {
   NvidiaSmiAnswer answer;
   answer.command = unroot(root, program) + " -q -x";
@@ -599,20 +576,14 @@ NvidiaSmiAnswer query_nvidia_smi(const std::string& program, int timeout_ms, con
                    (out.exit_status == 9 ? " (NVIDIA_SMI_ERROR_DRIVER_NOT_LOADED: no driver)" : "");
   }
   if (!answer.error.empty()) return answer;
-  // No network, no DTD, no entity expansion: the output is untrusted.
-  std::unique_ptr<xmlDoc, XmlDocFree> doc(xmlReadMemory(out.out.data(), static_cast<int>(out.out.size()), "nvidia-smi.xml",
-                                                        nullptr, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
-  if (!doc) {
+  // The one reader of this XML (snapshot capture's parse_nvidia_smi_xml reads through it too).
+  const host_detail::SmiXmlRead xml = host_detail::read_nvidia_smi_xml(out.out, "nvidia-smi.xml", false);
+  if (xml.state == host_detail::SmiXml::NotXml) {
     answer.error = "the output is not XML";
     return answer;
   }
-  std::unique_ptr<xmlXPathContext, XPathContextFree> ctx(xmlXPathNewContext(doc.get()));
-  if (!ctx) {
-    answer.error = "out of memory reading the XML";
-    return answer;
-  }
-  answer.driver_version = xpath_string(ctx.get(), "string(/nvidia_smi_log/driver_version)");
-  answer.cuda_version = xpath_string(ctx.get(), "string(/nvidia_smi_log/cuda_version)");
+  answer.driver_version = xml.facts.driver_version;
+  answer.cuda_version = xml.facts.cuda_version;
   if (answer.driver_version.empty() && answer.cuda_version.empty()) {
     answer.error = "no <driver_version> or <cuda_version> under <nvidia_smi_log>";
   }

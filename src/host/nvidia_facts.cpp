@@ -10,6 +10,7 @@
 #include "envlock/probe.hpp"
 #include "envlock/text.hpp"
 #include "envlock/host_facts.hpp"
+#include "nvidia_smi_xml.hpp"
 
 namespace envlock {
 
@@ -48,25 +49,29 @@ Result<std::string> parse_nvidia_proc_version(std::string_view text, const std::
   return version;
 }
 
-Result<NvidiaFacts> parse_nvidia_smi_xml(std::string_view text, const std::string& source, bool include_ids) {
+namespace host_detail {
+
+SmiXmlRead read_nvidia_smi_xml(std::string_view text, const std::string& source, bool include_ids) {
+  SmiXmlRead r;
   // No network, no external DTD loading, no entity expansion: the input is untrusted.
   std::unique_ptr<xmlDoc, DocFree> doc(xmlReadMemory(text.data(), static_cast<int>(text.size()), source.c_str(), nullptr,
                                                      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
   if (!doc) {
     const xmlError* err = xmlGetLastError();
-    const std::string where = source + (err != nullptr && err->line > 0 ? ":" + std::to_string(err->line) : "");
+    r.error_line = err != nullptr && err->line > 0 ? err->line : 0;
     std::string msg = err != nullptr && err->message != nullptr ? err->message : "malformed XML";
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    return Error{ErrorKind::Parse, where, "not valid nvidia-smi XML: " + msg, "", "capture it again with `nvidia-smi -q -x`"};
+    r.error = std::move(msg);
+    return r;
   }
   xmlNode* root = xmlDocGetRootElement(doc.get());
   if (root == nullptr || xmlStrcmp(root->name, BAD_CAST "nvidia_smi_log") != 0) {
-    return Error{ErrorKind::Parse, source,
-                 "the root element is <" + std::string(root != nullptr ? reinterpret_cast<const char*>(root->name) : "") +
-                     ">, not <nvidia_smi_log>",
-                 "", "pass the output of `nvidia-smi -q -x`"};
+    r.state = SmiXml::OtherRoot;
+    r.root = root != nullptr ? reinterpret_cast<const char*>(root->name) : "";
+    return r;
   }
-  NvidiaFacts nv;
+  r.state = SmiXml::Ok;
+  NvidiaFacts& nv = r.facts;
   nv.driver_version = text_of(child(root, "driver_version"));
   nv.cuda_version = text_of(child(root, "cuda_version"));
   for (xmlNode* g = root->children; g != nullptr; g = g->next) {
@@ -85,7 +90,24 @@ Result<NvidiaFacts> parse_nvidia_smi_xml(std::string_view text, const std::strin
     }
     nv.gpus.push_back(std::move(gpu));
   }
-  return nv;
+  return r;
+}
+
+}  // namespace host_detail
+
+Result<NvidiaFacts> parse_nvidia_smi_xml(std::string_view text, const std::string& source, bool include_ids) {
+  host_detail::SmiXmlRead r = host_detail::read_nvidia_smi_xml(text, source, include_ids);
+  switch (r.state) {
+    case host_detail::SmiXml::NotXml: {
+      const std::string where = source + (r.error_line > 0 ? ":" + std::to_string(r.error_line) : "");
+      return Error{ErrorKind::Parse, where, "not valid nvidia-smi XML: " + r.error, "", "capture it again with `nvidia-smi -q -x`"};
+    }
+    case host_detail::SmiXml::OtherRoot:
+      return Error{ErrorKind::Parse, source, "the root element is <" + r.root + ">, not <nvidia_smi_log>", "",
+                   "pass the output of `nvidia-smi -q -x`"};
+    case host_detail::SmiXml::Ok: break;
+  }
+  return std::move(r.facts);
 }
 
 }  // namespace envlock

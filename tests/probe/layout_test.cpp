@@ -296,6 +296,25 @@ TEST_F(Layout, NvidiaSmiThatFailsIsNamedWithItsExitStatus) {
   EXPECT_FALSE(j.at("driver").contains("cuda_version"));
 }
 
+// query_nvidia_smi reads the XML through the reader snapshot capture uses (parse_nvidia_smi_xml):
+// what it answers for output that is no XML, XML of another root, and "N/A" is what its own XPath
+// reader answered.
+TEST_F(Layout, NvidiaSmiOutputThatSaysNothingIsNamed) {
+  auto answer = [&](const std::string& xml) {
+    write("/usr/bin/nvidia-smi", "#!/bin/sh\ncat <<'EOF'\n" + xml + "EOF\n");
+    fs::permissions(root_ / "usr/bin/nvidia-smi", fs::perms::owner_all);
+    const NvidiaSmiAnswer a = query_nvidia_smi((root_ / "usr/bin/nvidia-smi").string(), 10000, root_);
+    return std::vector<std::string>{a.command, a.driver_version, a.cuda_version, a.error};
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(answer("NVIDIA-SMI <has failed\n"), (V{"/usr/bin/nvidia-smi -q -x", "", "", "the output is not XML"}));
+  EXPECT_EQ(answer("<?xml version=\"1.0\" ?>\n<log><driver_version>550.54.14</driver_version></log>\n"),
+            (V{"/usr/bin/nvidia-smi -q -x", "", "", "no <driver_version> or <cuda_version> under <nvidia_smi_log>"}));
+  EXPECT_EQ(answer("<nvidia_smi_log>\n<driver_version> N/A </driver_version>\n<cuda_version>\n 12.4 </cuda_version>\n"
+                   "</nvidia_smi_log>\n"),
+            (V{"/usr/bin/nvidia-smi -q -x", "", "12.4", ""}));
+}
+
 TEST_F(Layout, NvmlWithoutLibcudaGivesTheCudaVersion) {
   write("/proc/driver/nvidia/version", kModule550);
   nodes({"nvidiactl", "nvidia-uvm", "nvidia0"});
