@@ -14,17 +14,11 @@
 
 #include "envlock/hash.hpp"
 #include "envlock/snapshot.hpp"
+#include "support/corpus.hpp"
 
 namespace envlock::testing {
 
 namespace fs = std::filesystem;
-
-inline fs::path corpus_dir() { return fs::path(ENVLOCK_SHARED_DIR) / "corpus"; }
-inline bool have_corpus() { return fs::is_directory(corpus_dir() / "prefix"); }
-#define SKIP_WITHOUT_CORPUS()                                                                 \
-  if (!::envlock::testing::have_corpus())                                                     \
-  GTEST_SKIP() << "the shared corpus is absent (looked in " << ::envlock::testing::corpus_dir().string() \
-               << "; set ENVLOCK_SHARED_DIR): corpus-based snapshot tests need it"
 
 inline std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
