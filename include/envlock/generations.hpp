@@ -49,6 +49,10 @@
 
 namespace envlock {
 
+/// The highest generation number (9 digits): `--to`, `--pin`, `--unpin` and `--keep` accept no
+/// more.
+inline constexpr std::uint64_t kMaxGenerationNumber = 999'999'999;
+
 /// `<parent>/.<name>.envlock-generations` of `prefix` (absolute, normalised); nothing is read.
 std::filesystem::path generations_folder(const std::filesystem::path& prefix);
 
@@ -128,8 +132,10 @@ struct GenerationGcReport {
 /// Removes the old generations of `prefix`: keeps the current one, every pinned one and the
 /// `keep` newest of the others; deletes the rest (each renamed out of the listing first, so a
 /// kill leaves it either listed whole or gone) and the lockfile copies no kept generation names.
-/// Under the prefix lock. The package cache is not touched (the CLI's `envlock gc` does that
-/// after, see gc_package_cache() in envlock/package_cache.hpp).
+/// Under the prefix lock. Errors: a prefix that is no environment and has no generations
+/// (ErrorKind::Io, as list_generations(); no lock file is made beside it). The package cache is
+/// not touched (the CLI's `envlock gc` does that after, see gc_package_cache() in
+/// envlock/package_cache.hpp).
 Result<GenerationGcReport> gc_generations(const std::filesystem::path& prefix, std::size_t keep,
                                           DryRun dry_run = DryRun::No);
 

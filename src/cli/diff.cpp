@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -197,6 +198,7 @@ void split_base_layers(Lockfile& a, Lockfile& b) {
       if (e == l->environments.end()) continue;
       LockedEnvironment base;
       base.name = name + " (base layer)";
+      base.base_lockfile = std::exchange(e->second.base_lockfile, std::nullopt);  // which base: its section's
       for (auto& [platform, lp] : e->second.platforms) {
         LockedPlatform bp = lp;
         bp.pip.clear();

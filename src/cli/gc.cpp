@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 struct GcArgs {
   GenerationTarget target;
-  std::size_t keep = 0;
+  std::uint64_t keep = 0;
   std::vector<std::string> lockfiles;
   bool dry_run = false;
 };
@@ -141,7 +141,8 @@ int run_gc(const Context& ctx, const GcArgs& args) {
 void setup(CLI::App& sub, Context& ctx) {
   auto args = std::make_shared<GcArgs>();
   add_generation_target(sub, args->target);
-  sub.add_option("--keep", args->keep, "how many generations to keep besides the current one and the pinned ones")
+  add_whole_number_option(sub, "--keep", args->keep, 0, kMaxGenerationNumber,
+                          "how many generations to keep besides the current one and the pinned ones")
       ->required();
   sub.add_option("-l,--lockfile", args->lockfiles, "a lockfile whose packages stay in the package cache (repeatable)");
   sub.add_flag("--dry-run", args->dry_run, "say what would be removed; remove nothing");

@@ -8,6 +8,7 @@
 
 #include "create_run.hpp"
 #include "envlock/generations.hpp"
+#include "envlock/text.hpp"
 #include "registry.hpp"
 
 namespace envlock::cli {
@@ -22,6 +23,27 @@ inline void add_generation_target(CLI::App& sub, GenerationTarget& t) {
   sub.add_option("-p,--prefix", t.prefix, "the environment (default: the project's .envlock/envs/ENV)");
   sub.add_option("-e,--environment", t.environment, "the project's environment (default: default)");
   sub.add_option("-f,--file", t.manifest, "the manifest whose project holds the environment (default: envlock.yaml)");
+}
+
+/// A whole-number option of history, rollback and gc (`--to N`, `--pin N`, `--keep K`) from `min`
+/// to `max`, or a usage error naming the option and the range: decimal digits only, as CLI11
+/// reads integers with strtoull(.., 0) (`0x3` would be 3, `010` 8, `-1` a wrap, `''` 0: `gc
+/// --keep "$UNSET"` removed every old generation) and saturates what is too large.
+inline CLI::Option* add_whole_number_option(CLI::App& sub, const std::string& name, std::uint64_t& value,
+                                            std::uint64_t min, std::uint64_t max, const std::string& help) {
+  const CLI::Validator range(
+      [min, max](std::string& v) -> std::string {
+        const bool digits = !v.empty() && v.size() <= 18 && v.find_first_not_of("0123456789") == std::string::npos;
+        if (digits && std::stoull(v, nullptr, 10) >= min && std::stoull(v, nullptr, 10) <= max) return "";
+        return "'" + printable(v.substr(0, 40)) + (v.size() > 40 ? "..." : "") + "' is not a whole number from " +
+               std::to_string(min) + " to " + std::to_string(max) + " (decimal digits)";
+      },
+      "");
+  return sub
+      .add_option_function<std::string>(
+          name, [&value](const std::string& v) { value = std::stoull(v, nullptr, 10); }, help)
+      ->type_name("N")
+      ->check(range);
 }
 
 /// -p as given; else `.envlock/envs/<-e or default>` beside the manifest (refused, as create

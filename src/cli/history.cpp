@@ -87,8 +87,8 @@ int run_history(const Context& ctx, const HistoryArgs& args) {
 void setup(CLI::App& sub, Context& ctx) {
   auto args = std::make_shared<HistoryArgs>();
   add_generation_target(sub, args->target);
-  sub.add_option("--pin", args->pin, "pin generation N: envlock gc never removes it")->check(CLI::PositiveNumber);
-  sub.add_option("--unpin", args->unpin, "unpin generation N")->check(CLI::PositiveNumber);
+  add_whole_number_option(sub, "--pin", args->pin, 1, kMaxGenerationNumber, "pin generation N: envlock gc never removes it");
+  add_whole_number_option(sub, "--unpin", args->unpin, 1, kMaxGenerationNumber, "unpin generation N");
   sub.callback([&ctx, args] { ctx.exit_code = run_history(ctx, *args); });
 }
 

@@ -48,8 +48,8 @@ int run_rollback(const Context& ctx, const RollbackArgs& args) {
 void setup(CLI::App& sub, Context& ctx) {
   auto args = std::make_shared<RollbackArgs>();
   add_generation_target(sub, args->target);
-  sub.add_option("--to", args->to, "the generation to make current (default: the newest one older than the current)")
-      ->check(CLI::PositiveNumber);
+  add_whole_number_option(sub, "--to", args->to, 1, kMaxGenerationNumber,
+                          "the generation to make current (default: the newest one older than the current)");
   sub.callback([&ctx, args] { ctx.exit_code = run_rollback(ctx, *args); });
 }
 

@@ -728,9 +728,27 @@ void finish_change(PackageChange& c, std::set<ChangeKind> kinds) {
   c.flags.assign(kinds.begin(), kinds.end());
 }
 
+// The base lockfile two sides were locked on (envlock.lock's `base-lockfile`, issue 18), when
+// both record one and it differs: one inputs-changed change, `base lockfile`, naming each side's
+// file, environment and sha256 (the base's pins are compared as records; a base whose bytes
+// changed while no pin did is a change of the lock's input all the same).
+void diff_base_lockfile(PlatformDiff& out, const std::optional<LockedBase>& o, const std::optional<LockedBase>& n) {
+  if (!o || !n || *o == *n) return;
+  auto named = [](const LockedBase& b) {
+    return redact_url(b.lockfile) + " (environment " + b.environment + ", sha256 " + b.sha256.substr(0, 12) + "…)";
+  };
+  PackageChange c;
+  c.name = "base lockfile";
+  c.input = true;
+  c.kind = ChangeKind::InputsChanged;
+  c.notes.push_back("base " + named(*o) + " -> " + named(*n));
+  out.changes.push_back(std::move(c));
+}
+
 void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedPlatform* new_p,
                    const std::vector<std::string>& old_requested,
-                   const std::vector<std::string>& new_requested, const RecordedFields& both) {
+                   const std::vector<std::string>& new_requested, const RecordedFields& both,
+                   const std::optional<LockedBase>& old_base, const std::optional<LockedBase>& new_base) {
   static const std::vector<LockedPackage> kNoPackages;
   static const std::vector<PipPackage> kNoPip;
   const auto& old_pkgs = old_p ? old_p->packages : kNoPackages;
@@ -982,6 +1000,7 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
   }
 
   if (old_p && new_p) diff_inputs(out, *old_p, *new_p, both);
+  if (old_p && new_p) diff_base_lockfile(out, old_base, new_base);
   std::sort(out.changes.begin(), out.changes.end(), [](const PackageChange& a, const PackageChange& b) {
     return std::make_tuple(!a.red_flag(), a.kind, a.pypi, a.name) <
            std::make_tuple(!b.red_flag(), b.kind, b.pypi, b.name);
@@ -1126,7 +1145,10 @@ LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock, cons
     const LockedPlatform* new_p;
     const std::vector<std::string>* old_requested;
     const std::vector<std::string>* new_requested;
+    const std::optional<LockedBase>* old_base;
+    const std::optional<LockedBase>* new_base;
   };
+  static const std::optional<LockedBase> kNoBase;
   std::vector<Work> work;
   for (const auto& pair : pairs) {
     std::set<std::string> plats;
@@ -1148,7 +1170,9 @@ LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock, cons
                             : (op ? PlatformDiff::Presence::OnlyOld : PlatformDiff::Presence::OnlyNew);
       diff.groups.push_back(std::move(g));
       work.push_back({op, np, pair.old_env ? &pair.old_env->requested : &kNone,
-                      pair.new_env ? &pair.new_env->requested : &kNone});
+                      pair.new_env ? &pair.new_env->requested : &kNone,
+                      pair.old_env ? &pair.old_env->base_lockfile : &kNoBase,
+                      pair.new_env ? &pair.new_env->base_lockfile : &kNoBase});
     }
   }
   // Each environment x platform is compared on its own, so the groups run in parallel (they
@@ -1157,7 +1181,8 @@ LockDiff diff_lockfiles(const Lockfile& old_lock, const Lockfile& new_lock, cons
   auto worker = [&] {
     for (std::size_t i = next++; i < work.size(); i = next++)
       diff_platform(diff.groups[i], work[i].old_p, work[i].new_p, *work[i].old_requested, *work[i].new_requested,
-                    both_hold(of ? *of : held_fields(work[i].old_p), nf ? *nf : held_fields(work[i].new_p)));
+                    both_hold(of ? *of : held_fields(work[i].old_p), nf ? *nf : held_fields(work[i].new_p)),
+                    *work[i].old_base, *work[i].new_base);
   };
   const std::size_t threads = std::min<std::size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;

@@ -533,10 +533,16 @@ Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optio
 
 Result<GenerationGcReport> gc_generations(const fs::path& prefix_in, std::size_t keep, DryRun dry_run) {
   GenerationGcReport report;
+  // Not an environment, no generations: refused as history refuses it, before a lock file is
+  // made beside it (`gc -p /etc` said "no generation to remove" and the CLI cleaned the cache).
+  if (auto listed = list_generations(prefix_in); !listed) return listed.error();
   auto done = detail::with_prefix_locked(prefix_in, report.warnings, [&](const fs::path& prefix) -> Status {
     repair(prefix, report.warnings);
     const fs::path gens = generations_folder(prefix);
     auto listing = all_generations(prefix);
+    if (listing.empty())
+      return Error{ErrorKind::Io, prefix.string(), "is not an environment and has no generations", "",
+                   "check the path given with -p"};
     std::size_t others = 0;
     std::vector<Generation> gone;
     for (auto g = listing.rbegin(); g != listing.rend(); ++g) {  // newest first

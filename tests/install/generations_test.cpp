@@ -460,6 +460,73 @@ TEST_F(Generations, TheProjectsEnvironmentIsTheDefaultAndBadTargetsAreRefused) {
 
 namespace {
 
+// Every number option of history, rollback and gc is decimal digits in range or a usage error
+// naming the option and the range (attack 23 F3): `gc --keep ''` (an unset variable) was --keep 0
+// and removed every old generation, `-1` wrapped, a 20-digit number saturated, `0x3` was 3, and
+// `--to 0` printed a 309-digit range. gc of a folder that is no environment fails as history does,
+// and leaves the package cache alone.
+TEST_F(Generations, NumberOptionsAreDecimalsInRangeAndGcOfNoEnvironmentFails) {
+  install(a_);
+  install(b_);
+  install(c_);
+  const struct {
+    std::string command, option, value, range;
+  } bad[] = {{"gc", "--keep", "", "0 to 999999999"},
+             {"gc", "--keep", "-1", "0 to 999999999"},
+             {"gc", "--keep", "99999999999999999999", "0 to 999999999"},
+             {"gc", "--keep", "1000000000", "0 to 999999999"},
+             {"gc", "--keep", "0x3", "0 to 999999999"},
+             {"gc", "--keep", " 1", "0 to 999999999"},
+             {"rollback", "--to", "0", "1 to 999999999"},
+             {"rollback", "--to", "0x3", "1 to 999999999"},
+             {"rollback", "--to", "3abc", "1 to 999999999"},
+             {"rollback", "--to", "+2", "1 to 999999999"},
+             {"rollback", "--to", "99999999999999999999", "1 to 999999999"},
+             {"history", "--pin", "0", "1 to 999999999"},
+             {"history", "--pin", "", "1 to 999999999"},
+             {"history", "--unpin", "-1", "1 to 999999999"}};
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.command + " " + b.option + " '" + b.value + "'");
+    auto r = envlock(b.command + " -p " + q(prefix_) + " " + b.option + " " + q(b.value));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "error: " + b.command + ": " + b.option + ": '" + b.value + "' is not a whole number from " +
+                         b.range + " (decimal digits)\nhint: run `envlock " + b.command + " --help` for its options\n");
+  }
+  auto r = envlock("history -p " + q(prefix_) + " --pin " + q("1\x1b[31m"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: history: --pin: '1\\x1b[31m' is not a whole number from 1 to 999999999 (decimal digits)\n"
+                   "hint: run `envlock history --help` for its options\n");
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 3 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "     2  TIME  4 packages  envlock install -l b.lock -e default\n"
+                            "*    3  TIME  2 packages  envlock install -l c.lock -e default\n")
+      << "nothing was removed";
+  r = envlock("rollback -p " + q(prefix_) + " --to 2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "rolled back " + prefix_.string() + " from generation 3 to generation 2 (4 packages); generation 3 "
+                   "is kept: envlock rollback --to 3 returns to it\n");
+
+  // gc of a folder that is no environment: history's error, exit 1, the package cache untouched
+  // (the packages no generation of this prefix links would otherwise go).
+  const fs::path pkgs = root_ / "pkgs";
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(pkgs)) ++entries;
+  for (const fs::path& nothing : {root_ / "nothing", root_ / "channel"}) {
+    SCOPED_TRACE(nothing.string());
+    r = envlock("gc --keep 0 -p " + q(nothing));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "error: " + nothing.string() + ": is not an environment and has no generations\n"
+                     "hint: check the path given with -p\n");
+    EXPECT_FALSE(fs::exists(root_ / ("." + nothing.filename().string() + ".envlock-lock"))) << "no lock file made";
+  }
+  std::size_t after = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(pkgs)) ++after;
+  EXPECT_EQ(after, entries);
+}
+
 // A prefix made before generations (no number in its conda-meta/envlock, no generations folder)
 // is listed as `-`; its first update numbers it 1 and keeps it.
 TEST_F(Generations, AnEnvironmentMadeBeforeGenerationsBecomesGenerationOneAtItsFirstUpdate) {

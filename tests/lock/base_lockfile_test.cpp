@@ -191,14 +191,17 @@ TEST(BaseLockfile, DiffShowsBaseChangesInTheirOwnSection) {
   t.write_app(kBase, "tool, extra");
   ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
   fs::copy_file(t.dir() / "app" / "envlock.lock", t.dir() / "app" / "before.lock");
+  const std::string sha1 = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
   t.write_base("libbase 2.0");
   ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  const std::string sha2 = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
   t.write_app(kBase, "tool >=2, extra");  // the project moves too, now that the base allows it
   ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
   auto r = t.envlock("diff app/before.lock app/envlock.lock");
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The base's section also says which base each side was locked on (its base-lockfile record).
   EXPECT_EQ(r.out,
-            "2 changes: 2 upgraded; size +0 B\n"
+            "3 changes: 2 upgraded, 1 inputs-changed; size +0 B\n"
             "old: app/before.lock (envlock.lock v1)\n"
             "new: app/envlock.lock (envlock.lock v1)\n"
             "\n"
@@ -206,10 +209,33 @@ TEST(BaseLockfile, DiffShowsBaseChangesInTheirOwnSection) {
             "    upgraded                      tool  1.0 0 -> 2.0 0\n"
             "                                  pulled by: tool\n"
             "\n"
-            "default (base layer) / linux-64: 1 change, size +0 B (1 -> 1 packages)\n"
-            "    upgraded                      libbase  1.0 0 -> 2.0 0\n"
-            "                                  pulled by: libbase\n");
+            "default (base layer) / linux-64: 2 changes, size +0 B (1 -> 1 packages)\n"
+            "    upgraded                      libbase        1.0 0 -> 2.0 0\n"
+            "                                  pulled by: libbase\n"
+            "    inputs-changed                base lockfile\n"
+            "                                  base ../platform/envlock.lock (environment runtime, sha256 " + sha1.substr(0, 12) +
+                "\u2026) -> ../platform/envlock.lock (environment runtime, sha256 " + sha2.substr(0, 12) + "\u2026)\n");
   EXPECT_EQ(r.err, "");
+  // A base that moved to another file with the same pins is a change of its own: never "no changes".
+  std::string moved = slurp(t.dir() / "app" / "envlock.lock");
+  const std::string record = "      lockfile: \"../platform/envlock.lock\"\n";
+  ASSERT_NE(moved.find(record), std::string::npos) << moved;
+  moved.replace(moved.find(record), record.size(), "      lockfile: \"../platform-next/envlock.lock\"\n");
+  spit(t.dir() / "app" / "moved.lock", moved);
+  r = t.envlock("diff app/envlock.lock app/moved.lock --fail-on inputs-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out,
+            "1 change: 1 inputs-changed; size unknown\n"
+            "old: app/envlock.lock (envlock.lock v1)\n"
+            "new: app/moved.lock (envlock.lock v1)\n"
+            "\n"
+            "default / linux-64: no changes (2 packages)\n"
+            "\n"
+            "default (base layer) / linux-64: 1 change, size unknown (1 -> 1 packages)\n"
+            "    inputs-changed                base lockfile\n"
+            "                                  base ../platform/envlock.lock (environment runtime, sha256 " + sha2.substr(0, 12) +
+                "\u2026) -> ../platform-next/envlock.lock (environment runtime, sha256 " + sha2.substr(0, 12) + "\u2026)\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 inputs-changed) (--fail-on inputs-changed)\n");
 }
 
 TEST(BaseLockfile, ConflictWithABasePinNamesBothWaysOut) {
