@@ -31,11 +31,15 @@
 
 namespace envlock {
 
-/// Detects this host's virtual packages with overrides applied, sorted by name.
+/// Detects the virtual packages of `host` with overrides applied, sorted by name: from its
+/// kernel_release, glibc_version, microarchitecture and cuda_driver_version (asked only when no
+/// CONDA_OVERRIDE_CUDA decides), the overrides through its getenv (envlock/host.hpp); an empty
+/// part leaves its package out (`__unix` is always there). `envlock install` and `info` pass
+/// Host::system(), a snapshot's compatibility check a Host holding the target's facts.
 /// Errors: ErrorKind::Parse for an unparsable CONDA_OVERRIDE_* value, naming the variable; a
 /// version override (CUDA, GLIBC, LINUX) must also start with a digit ("CONDA_OVERRIDE_GLIBC=banana
 /// is not a version").
-Result<std::vector<VirtualPackage>> detect_virtual_packages(const Host& probe);
+Result<std::vector<VirtualPackage>> detect_virtual_packages(const Host& host);
 
 /// x86-64 psABI level of this CPU from CPUID ("x86_64_v1".."x86_64_v4"); on other machines the
 /// uname machine name.
