@@ -18,10 +18,14 @@
 //     key is created in the environment's map, in that map's style.
 //   * rm NAME: every entry of that name is deleted: a block entry with its whole lines (its
 //     trailing comment included; comment lines around it stay), a flow entry with one comma.
-//   * DependencyKind::Pypi works on the environment's `pip:` list inside `dependencies`
-//     (conda's environment.yml spelling, the one envlock.yaml reads: docs/manifest.md): a
-//     missing `- pip:` entry is created at the end of `dependencies`; one left empty by rm is
-//     deleted.
+//   * DependencyKind::Pypi works on the environment's `pypi-dependencies:` list and its `pip:`
+//     list inside `dependencies` (conda's environment.yml spelling; both read as docs/manifest.md
+//     says), found in the text whether or not the manifest names an index (the parse moves a
+//     `pip:` list's PEP 508 lines to pypi_dependencies once it does). add replaces an entry of
+//     that name in whichever list holds it; a new one goes to `pypi-dependencies:` when the
+//     environment has that key and the spec is a named PEP 508 requirement (as `pixi add --pypi`
+//     writes pypi-dependencies), else to the `pip:` list: a missing `- pip:` entry is created at
+//     the end of `dependencies`; one left empty by rm is deleted. rm deletes the name from both.
 //
 // A new scalar is written plain when YAML reads it back unchanged there (no `: `, ` #`, leading
 // indicator, and in a flow list no `,[]{}`), else double-quoted; a new entry of a list whose last
@@ -41,7 +45,7 @@ namespace envlock {
 /// Which list of an environment an edit works on.
 enum class DependencyKind {
   Conda,  ///< `dependencies:` (MatchSpecs)
-  Pypi,   ///< the `- pip:` list inside `dependencies:` (pip requirement lines)
+  Pypi,   ///< `pypi-dependencies:` and the `- pip:` list inside `dependencies:` (pip requirement lines)
 };
 
 /// One change made to the manifest text.
@@ -52,6 +56,7 @@ struct DependencyEdit {
   std::string spec;      ///< the entry written (Added, Replaced) or deleted (Removed), unquoted
   std::string previous;  ///< Replaced: the entry it replaced
   int line = 0;          ///< 1-based line of the entry: in the new text (Added, Replaced), in the old (Removed)
+  bool pypi_dependencies = false;  ///< Pypi: the entry is in `pypi-dependencies:`, not in a `pip:` list
 };
 
 /// The outcome of add_dependencies / remove_dependencies.

@@ -46,6 +46,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "envlock/extract.hpp"  // ExtractLimits
@@ -128,6 +129,14 @@ std::string direct_url_json(const DirectUrl& origin);
 /// only pulled in as a dependency.
 enum class Requested : bool { No, Yes };
 
+/// The prefix-relative paths conda records own (every `files` entry of conda-meta/*.json), each
+/// with the dist name of its record ("python-3.11.7-0").
+using CondaOwnedFiles = std::unordered_map<std::string, std::string>;
+
+/// Reads the CondaOwnedFiles of `prefix` (read_conda_meta(), envlock/package_record.hpp); none
+/// when it has no conda-meta/ folder. An unreadable record is an error naming it (ErrorKind::Parse).
+Result<CondaOwnedFiles> conda_owned_files(const std::filesystem::path& prefix);
+
 /// How install_wheel() installs.
 struct WheelInstallOptions {
   /// The environment's Python "X.Y"; empty: prefix_python_xy() of the prefix.
@@ -150,8 +159,13 @@ struct WheelInstallOptions {
   /// the new files move in, put back when the install fails, and deleted with the folders it
   /// leaves empty when it succeeds (as pip uninstalls the old version, but all or nothing).
   /// A RECORD row that leads outside the prefix is refused (ErrorKind::Integrity) before anything
-  /// moves.
+  /// moves. A row naming what the installer never writes — the environment's records
+  /// (`conda-meta/`), envlock's own files (`.envlock-*`), a file a conda record lists (`files` of
+  /// a conda-meta/*.json) — is left in place and named in InstalledWheel::left_in_place.
   std::string replaces;
+  /// With `replaces`: the files conda records own (conda_owned_files() of the prefix), read once
+  /// for many installs; nullptr: read from the prefix's conda-meta when a version is replaced.
+  const CondaOwnedFiles* conda_files = nullptr;
   /// Installs running in parallel into one prefix share one mutex here: their step 4 (checking
   /// the prefix, moving in, and putting back on failure) runs under it, one at a time, so that no
   /// install undoes a move into a folder another one has just merged into. The unpacking (steps
@@ -173,6 +187,10 @@ struct InstalledWheel {
   std::string version;
   std::string dist_info;  ///< prefix-relative `.dist-info` folder
   std::vector<InstalledWheelFile> files;  ///< in RECORD's order, RECORD last
+  /// What the replaced version's RECORD listed that was left in place (WheelInstallOptions::
+  /// replaces), each with why: "bin/python3.11 (a file of conda package python-3.11.7-0)",
+  /// "conda-meta/x.json (the environment's records)", ".envlock-x (envlock's own file)".
+  std::vector<std::string> left_in_place;
 };
 
 /// Removes the staging folders (`.envlock-wheel-<pid>-<n>`, and `<that>.old` of a replaced version's

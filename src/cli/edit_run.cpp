@@ -274,7 +274,12 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
     text_out += std::string("✔ ") + verb + " " + spec +
                 (e.action == DependencyEdit::Action::Replaced ? " (was " + was + ")" : "") + "\n";
   }
-  if (kind == DependencyKind::Pypi) text_out += std::string(verb) + " these as pip requirements.\n";
+  // pixi's closing line (add.rs: "Added these as pypi-dependencies."), naming the list edited.
+  if (kind == DependencyKind::Pypi) {
+    const bool all_pypi_dependencies = std::all_of(edited->edits.begin(), edited->edits.end(),
+                                                   [](const DependencyEdit& e) { return e.pypi_dependencies; });
+    text_out += std::string(verb) + " these as " + (all_pypi_dependencies ? "pypi-dependencies" : "pip requirements") + ".\n";
+  }
   text_out += (lock_changed ? "locked " : "unchanged ") + lock_path.string() + "\n" + summary.text;
 
   j["manifest"] = manifest_path.string();

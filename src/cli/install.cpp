@@ -408,6 +408,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   // The locked wheels, after the conda packages (their python); each wheel is all or nothing.
   auto pip_report = install_fetched_wheels(request.prefix, *wheels, locked->pip);
   if (!pip_report) return report_error(ctx, pip_report.error());
+  report->warnings.insert(report->warnings.end(), pip_report->warnings.begin(), pip_report->warnings.end());
   // The other pip entries (unresolved requirements, VCS and editable sources, pins without a
   // wheel URL, e.g. from `envlock snapshot lock`) are named, never dropped silently.
   if (!pip_plan.others.empty()) {

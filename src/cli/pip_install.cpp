@@ -184,6 +184,17 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     std::string pin, replaced;
     WheelInstallOptions options;
     std::optional<Error> error;
+    std::vector<std::string> left_in_place;  // of the replaced version's RECORD
+  };
+  // The files conda records own, read once: a replaced version's RECORD row naming one is left
+  // in place (WheelInstallOptions::conda_files).
+  std::optional<CondaOwnedFiles> conda_files;
+  auto read_conda_files = [&]() -> Status {
+    if (conda_files) return ok_status();
+    auto files = conda_owned_files(prefix);
+    if (!files) return files.error();
+    conda_files = std::move(*files);
+    return ok_status();
   };
   std::mutex commit_lock;
   std::vector<Job> jobs;
@@ -214,6 +225,10 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     }
     Job job{&w, name->distribution + "==" + name->version, replaced, {}, std::nullopt};
     job.options.replaces = replaces;
+    if (!replaces.empty()) {
+      if (auto st = read_conda_files(); !st) return st.error();
+      job.options.conda_files = &*conda_files;
+    }
     job.options.python_xy = *xy;
     job.options.target_prefix = fs::absolute(prefix).lexically_normal().string();
     job.options.commit_lock = &commit_lock;
@@ -232,6 +247,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     for (std::size_t i = next++; i < jobs.size(); i = next++) {
       auto installed = install_wheel(jobs[i].wheel->path, prefix, jobs[i].options);
       if (!installed) jobs[i].error = installed.error();
+      else jobs[i].left_in_place = std::move(installed->left_in_place);
     }
   };
   const std::size_t threads = std::min<std::size_t>(jobs.size(), std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
@@ -251,6 +267,12 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     }
     report.installed.push_back(job.pin);
     if (!job.replaced.empty()) report.replaced.push_back(job.replaced);
+    if (!job.left_in_place.empty()) {
+      std::string list;
+      for (const std::string& f : job.left_in_place) list += (list.empty() ? "" : ", ") + f;
+      report.warnings.push_back("replacing " + job.replaced + " by " + job.pin + " left " + std::to_string(job.left_in_place.size()) +
+                                " file(s) its RECORD lists in place, which are no pip package's to remove: " + list);
+    }
   }
   return report;
 }

@@ -42,6 +42,7 @@ struct PipInstallReport {
   std::vector<std::string> installed;  ///< "name==version"
   std::vector<std::string> kept;       ///< already there: a dist-info of that name and version
   std::vector<std::string> replaced;   ///< "name==version" of another version a wheel replaced
+  std::vector<std::string> warnings;   ///< what a replaced version's RECORD listed and was left in place
   std::vector<std::string> removed;    ///< "name==version" the lockfile no longer holds, removed; sorted
 };
 
@@ -52,7 +53,9 @@ struct PipInstallReport {
 /// wheel into `prefix` (which has a python: prefix_python_xy(); with no wheels and no python,
 /// nothing is done). A
 /// distribution of the same PEP 503 name and version already in site-packages is kept; another
-/// version of it is replaced (WheelInstallOptions::replaces: its RECORD's files go, all or nothing);
+/// version of it is replaced (WheelInstallOptions::replaces: its RECORD's files go, all or nothing,
+/// but for what no pip package owns — conda-meta/, .envlock-*, a conda record's file —, left in
+/// place and named in the report's warnings);
 /// two other versions of it are an error.
 /// A wheel from a direct reference (`name @ URL`) gets PEP 610 direct_url.json; every wheel is
 /// REQUESTED (the lockfile does not say which were asked for). Each wheel is all or nothing. The

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "envlock/text.hpp"
+#include "envlock/url.hpp"
 #include "emit.hpp"
 #include "yaml_source.hpp"
 
@@ -265,7 +266,7 @@ Slot find_key(const YAML::Node& map, std::string_view name) {
 std::optional<Slot> dependencies_slot(const YAML::Node& root, std::string_view env) {
   if (env == "default") {
     Slot top = find_key(root, "dependencies");
-    if (top.present) return top;
+    if (top.present || find_key(root, "pypi-dependencies").present) return top;
   }
   Slot envs = find_key(root, "environments");
   if (!envs.present || !envs.value.IsMap()) return std::nullopt;
@@ -282,6 +283,8 @@ struct Entry {
   std::size_t ordinal = 0;///< its place in ManifestEnvironment::dependencies or ::pip
   std::string name;
   std::string text;
+  /// Pypi: true for an entry of `pypi-dependencies:`, false for one of a `pip:` list.
+  bool pypi_dependencies = false;
 };
 
 /// The `- pip:` entry of a `dependencies` list: (index, its pip slot).
@@ -295,35 +298,94 @@ std::optional<std::pair<std::size_t, Slot>> pip_entry(const YAML::Node& deps) {
   return std::nullopt;
 }
 
-/// Every entry of the environment's list of `kind`, in the order the parser read them.
+/// Every conda entry of the environment's `dependencies` list, in the order the parser read them
+/// (`kind` Pypi: none; pypi_entries reads those).
 std::vector<Entry> entries_of(const YAML::Node& deps, const ManifestEnvironment& env, DependencyKind kind) {
   std::vector<Entry> out;
-  if (!deps.IsSequence()) return out;
-  std::size_t conda = 0, pip = 0;
+  if (!deps.IsSequence() || kind != DependencyKind::Conda) return out;
+  std::size_t conda = 0;
   for (std::size_t i = 0; i < deps.size(); ++i) {
     const YAML::Node item = deps[i];
     if (item.IsMap() && item.size() == 1 && item.begin()->first.IsScalar() &&
         item.begin()->first.Scalar().starts_with("sel(")) {
-      if (kind == DependencyKind::Conda && conda < env.dependencies.size()) {
+      if (conda < env.dependencies.size()) {
         const auto& rs = env.dependencies[conda];
-        out.push_back({deps, i, item.begin()->second, conda, ascii_lower(rs.spec.exact_name()), rs.text});
+        out.push_back({deps, i, item.begin()->second, conda, ascii_lower(rs.spec.exact_name()), rs.text, false});
       }
       ++conda;
     } else if (item.IsMap()) {
-      const YAML::Node list = item["pip"];
-      if (!list.IsSequence()) continue;
-      for (std::size_t j = 0; j < list.size(); ++j, ++pip)
-        if (kind == DependencyKind::Pypi && pip < env.pip.size())
-          out.push_back({list, j, list[j], pip, env.pip[pip].name, env.pip[pip].requirement});
+      continue;  // a `- pip:` entry
     } else {
-      if (kind == DependencyKind::Conda && conda < env.dependencies.size()) {
+      if (conda < env.dependencies.size()) {
         const auto& rs = env.dependencies[conda];
-        out.push_back({deps, i, item, conda, ascii_lower(rs.spec.exact_name()), rs.text});
+        out.push_back({deps, i, item, conda, ascii_lower(rs.spec.exact_name()), rs.text, false});
       }
       ++conda;
     }
   }
   return out;
+}
+
+/// The `pypi-dependencies:` slot of an environment, found as dependencies_slot finds
+/// `dependencies:` (the top level's for `default`, else `environments: {NAME: {...}}`).
+std::optional<Slot> pypi_dependencies_slot(const YAML::Node& root, std::string_view env) {
+  if (env == "default") {
+    Slot top = find_key(root, "pypi-dependencies");
+    if (top.present || find_key(root, "dependencies").present) return top;
+  }
+  Slot envs = find_key(root, "environments");
+  if (!envs.present || !envs.value.IsMap()) return std::nullopt;
+  Slot body = find_key(envs.value, env);
+  if (!body.present || !body.value.IsMap()) return std::nullopt;
+  return find_key(body.value, "pypi-dependencies");
+}
+
+/// Every PyPI entry of the environment, read from the text's tree (not from the parse, which
+/// moves the PEP 508 lines of a `pip:` list to pypi_dependencies once the manifest names an index
+/// or find-links, and drops its index options; attack 23 F14): the `pypi-dependencies:` list's
+/// entries, then each `pip:` list's. `text` is what the parse holds for the entry
+/// (pypi_dependencies' redacted text, a pip line's requirement), `name` its PEP 503 name.
+std::vector<Entry> pypi_entries(const YAML::Node& root, std::string_view environment) {
+  std::vector<Entry> out;
+  if (auto slot = pypi_dependencies_slot(root, environment); slot && slot->present && slot->value.IsSequence())
+    for (std::size_t i = 0; i < slot->value.size(); ++i) {
+      const YAML::Node item = slot->value[i];
+      if (!item.IsScalar()) continue;
+      const std::string text = redact_text(trim(item.Scalar()));
+      out.push_back({slot->value, i, item, 0, parse_pip_requirement(text).name, text, true});
+    }
+  auto deps = dependencies_slot(root, environment);
+  if (!deps || !deps->present || !deps->value.IsSequence()) return out;
+  for (std::size_t i = 0; i < deps->value.size(); ++i) {
+    const YAML::Node item = deps->value[i];
+    if (!item.IsMap() || item.size() != 1 || !item.begin()->first.IsScalar() || item.begin()->first.Scalar() != "pip")
+      continue;
+    const YAML::Node list = item.begin()->second;
+    if (!list.IsSequence()) continue;
+    for (std::size_t j = 0; j < list.size(); ++j) {
+      if (!list[j].IsScalar()) continue;
+      const PipPackage p = parse_pip_requirement(trim(list[j].Scalar()));
+      out.push_back({list, j, list[j], 0, p.name, p.requirement, false});
+    }
+  }
+  return out;
+}
+
+/// True for a pip line that is one of pip's index options (`--find-links ./wheels`): the parse
+/// consumes those as pypi_indexes / find_links once the environment resolves its pip lines.
+bool index_option(std::string_view line) {
+  for (std::string_view flag : {"--index-url", "-i", "--extra-index-url", "--find-links", "-f"})
+    if (line.size() > flag.size() && line.starts_with(flag) &&
+        (line[flag.size()] == ' ' || line[flag.size()] == '\t' || line[flag.size()] == '='))
+      return true;
+  return false;
+}
+
+/// True for a pip requirement that names a project by PEP 508 alone (no path, URL, `-e` or other
+/// option): what `pypi-dependencies:` may hold (the parser sends paths and URLs to a `pip:` list).
+bool named_requirement(std::string_view spec) {
+  return !spec.empty() && std::string_view("-./~").find(spec.front()) == std::string_view::npos &&
+         spec.find("://") == std::string_view::npos;
 }
 
 // ---- the edits ------------------------------------------------------------------------------
@@ -432,23 +494,33 @@ std::vector<Splice> remove_from(const Text& t, const YAML::Node& seq, std::size_
 
 // ---- checks ---------------------------------------------------------------------------------
 
-std::string names_of(const ManifestEnvironment& env, DependencyKind kind) {
+/// The names an error lists: the conda specs of the parse, or the PyPI entries of the text
+/// (`pypi-dependencies:` and `pip:` lists, index options left out), in the text's order.
+std::string names_of(const ManifestEnvironment& env, const std::vector<Entry>& pypi, DependencyKind kind) {
   std::string out;
   if (kind == DependencyKind::Conda) {
     for (const auto& d : env.dependencies) out += (out.empty() ? "" : ", ") + d.text;
   } else {
-    for (const auto& p : env.pip) out += (out.empty() ? "" : ", ") + p.requirement;
+    for (const auto& e : pypi)
+      if (!index_option(e.text)) out += (out.empty() ? "" : ", ") + e.text;
   }
   return out.empty() ? "none" : out;
 }
 
+/// What the read-back check compares: the conda specs in order; for Pypi every PyPI requirement
+/// the parse holds (pypi_dependencies, from either list, and the carried pip lines; index options
+/// left out, as the parse drops them once it resolves), sorted: which of the two fields a pip
+/// line lands in depends on whether the manifest names an index, not on the edit.
 std::vector<std::string> texts_of(const ManifestEnvironment& env, DependencyKind kind) {
   std::vector<std::string> out;
   if (kind == DependencyKind::Conda) {
     for (const auto& d : env.dependencies) out.push_back(d.text);
-  } else {
-    for (const auto& p : env.pip) out.push_back(p.requirement);
+    return out;
   }
+  for (const auto& r : env.pypi_dependencies) out.push_back(r.text);
+  for (const auto& p : env.pip)
+    if (!index_option(p.requirement)) out.push_back(p.requirement);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -553,7 +625,8 @@ Error internal(const State& s, const std::string& what) {
 /// Applies `splices` and checks that the environment's list now reads `expected` and every other
 /// list as before.
 Status commit(State& s, std::string_view env, DependencyKind kind, const std::vector<Splice>& splices,
-              const std::vector<std::string>& expected) {
+              std::vector<std::string> expected) {
+  if (kind == DependencyKind::Pypi) std::sort(expected.begin(), expected.end());
   std::string next = spliced(s.text, splices);
   auto m = reparse(s, next);
   if (!m) return internal(s, "the edited text does not read: " + m.error().to_string());
@@ -651,11 +724,29 @@ Result<EditedManifest> remove_dependencies(const Manifest& manifest, const std::
 
 namespace {
 
+/// `expected` without one entry reading `text` (a Pypi list, compared sorted), or false when it
+/// holds none (a bug: the tree and the parse disagree).
+bool erase_one(std::vector<std::string>& expected, const std::string& text) {
+  auto it = std::find(expected.begin(), expected.end(), text);
+  if (it == expected.end()) return false;
+  expected.erase(it);
+  return true;
+}
+
+/// The entries of `kind` in the environment's lists, as the text's tree holds them.
+std::vector<Entry> entries_in(const State& s, std::string_view environment, const ManifestEnvironment& env,
+                              DependencyKind kind) {
+  if (kind == DependencyKind::Pypi) return pypi_entries(s.root, environment);
+  auto slot = dependencies_slot(s.root, environment);
+  return slot ? entries_of(slot->value, env, kind) : std::vector<Entry>{};
+}
+
 Result<EditedManifest> add_to_text(const Manifest& manifest, const std::string& text, std::string_view environment,
                                    const std::vector<std::string>& specs, DependencyKind kind) {
   State s{manifest, text, {}, {}};
   auto names = begin_edit(s, environment, specs, kind);
   if (!names) return names.error();
+  const bool pypi = kind == DependencyKind::Pypi;
   std::vector<DependencyEdit> edits;
   for (std::size_t n = 0; n < specs.size(); ++n) {
     const std::string spec = trim(specs[n]);
@@ -666,15 +757,18 @@ Result<EditedManifest> add_to_text(const Manifest& manifest, const std::string& 
     const Text t(s.text);
     auto slot = dependencies_slot(s.root, environment);
     if (!slot) return internal(s, "environment '" + std::string(environment) + "' is not where it was read");
+    // pixi's `pixi add --pypi` writes [pypi-dependencies]: an environment that has the key gets
+    // its named requirements there; paths, URLs and options (and every environment without the
+    // key) go to the `pip:` list, conda's environment.yml spelling.
+    const auto pypi_slot = pypi ? pypi_dependencies_slot(s.root, environment) : std::nullopt;
     std::vector<std::string> expected = texts_of(*env, kind);
-    const std::string written = kind == DependencyKind::Pypi ? parse_pip_requirement(spec).requirement : spec;
     DependencyEdit edit;
     edit.name = name;
     edit.spec = spec;
     std::vector<Splice> splices;
 
     std::vector<Entry> found;
-    for (auto& e : entries_of(slot->value, *env, kind))
+    for (auto& e : entries_in(s, environment, *env, kind))
       if (e.name == name) found.push_back(std::move(e));
     if (found.size() > 1) {
       std::string lines;
@@ -682,8 +776,19 @@ Result<EditedManifest> add_to_text(const Manifest& manifest, const std::string& 
       return Error{ErrorKind::Incompatible, s.source(),
                    "environment '" + std::string(environment) + "' lists '" + name + "' " + std::to_string(found.size()) +
                        " times (lines " + lines + ")",
-                   "", "edit those lines by hand, or `envlock rm " + name + "` first"};
+                   "", "edit those lines by hand, or `envlock rm " + std::string(pypi ? "--pypi " : "") + name + "` first"};
     }
+    const bool into_pypi_dependencies =
+        found.size() == 1 ? found.front().pypi_dependencies
+                          : pypi_slot && pypi_slot->present && named_requirement(spec);
+    if (into_pypi_dependencies && !named_requirement(spec))
+      return Error{ErrorKind::Usage, s.source(),
+                   "'" + printable(redact_text(spec)) + "' is a path, URL or pip option, and '" + name +
+                       "' is listed in pypi-dependencies (line " + std::to_string(found.front().scalar.Mark().line + 1) +
+                       "), which holds PEP 508 requirements only",
+                   "", "`envlock rm --pypi " + name + "` first, then add it again: it goes to the `pip:` list"};
+    const std::string written = !pypi ? spec : into_pypi_dependencies ? redact_text(spec) : parse_pip_requirement(spec).requirement;
+    edit.pypi_dependencies = into_pypi_dependencies;
     if (found.size() == 1) {
       const Entry& e = found.front();
       const bool flow = e.list.Style() == YAML::EmitterStyle::Flow;
@@ -692,12 +797,16 @@ Result<EditedManifest> add_to_text(const Manifest& manifest, const std::string& 
       splices.push_back({start, end - start, yaml_scalar(spec, quote_of(t, start), flow)});
       edit.action = DependencyEdit::Action::Replaced;
       edit.previous = e.text;
-      expected[e.ordinal] = written;
+      if (!pypi) expected[e.ordinal] = written;
+      else if (!erase_one(expected, e.text)) return internal(s, "the entry '" + e.text + "' is not in the list read");
+      if (pypi) expected.push_back(written);
     } else {
       edit.action = DependencyEdit::Action::Added;
       expected.push_back(written);
       NewItem item{spec, false, 0};
-      if (kind == DependencyKind::Pypi) {
+      if (into_pypi_dependencies) {
+        splices = pypi_slot->value.IsSequence() ? append_to(t, pypi_slot->value, item) : fill_null(t, *pypi_slot, item);
+      } else if (pypi) {
         auto pip = slot->present ? pip_entry(slot->value) : std::nullopt;
         if (pip && pip->second.value.IsSequence()) {
           splices = append_to(t, pip->second.value, item);
@@ -715,12 +824,23 @@ Result<EditedManifest> add_to_text(const Manifest& manifest, const std::string& 
     }
     if (auto st = commit(s, environment, kind, splices, expected); !st) return st.error();
     // The entry's line in the new text: the one entry of that name now.
-    if (auto now = dependencies_slot(s.root, environment))
-      for (const auto& e : entries_of(now->value, *s.manifest.environment(environment), kind))
-        if (e.name == name) edit.line = e.scalar.Mark().line + 1;
+    for (const auto& e : entries_in(s, environment, *s.manifest.environment(environment), kind))
+      if (e.name == name) edit.line = e.scalar.Mark().line + 1;
     edits.push_back(std::move(edit));
   }
   return finish_edit(s, std::move(edits));
+}
+
+/// The index in the `dependencies` sequence `deps` of the `- pip:` entry whose list is `list`.
+std::optional<std::size_t> pip_wrapper_of(const YAML::Node& deps, const YAML::Node& list) {
+  if (!deps.IsSequence()) return std::nullopt;
+  for (std::size_t i = 0; i < deps.size(); ++i) {
+    const YAML::Node item = deps[i];
+    if (item.IsMap() && item.size() == 1 && item.begin()->first.IsScalar() && item.begin()->first.Scalar() == "pip" &&
+        item.begin()->second.IsSequence() && item.begin()->second.Mark().pos == list.Mark().pos)
+      return i;
+  }
+  return std::nullopt;
 }
 
 Result<EditedManifest> remove_from_text(const Manifest& manifest, const std::string& text, std::string_view environment,
@@ -728,6 +848,7 @@ Result<EditedManifest> remove_from_text(const Manifest& manifest, const std::str
   State s{manifest, text, {}, {}};
   auto packages = begin_edit(s, environment, names, kind);
   if (!packages) return packages.error();
+  const bool pypi = kind == DependencyKind::Pypi;
   std::vector<DependencyEdit> edits;
   for (const auto& name : *packages) {
     bool any = false;
@@ -736,17 +857,16 @@ Result<EditedManifest> remove_from_text(const Manifest& manifest, const std::str
       if (!current) return current.error();
       const ManifestEnvironment* env = *current;
       auto slot = dependencies_slot(s.root, environment);
-      std::vector<Entry> entries = slot ? entries_of(slot->value, *env, kind) : std::vector<Entry>{};
+      std::vector<Entry> entries = entries_in(s, environment, *env, kind);
       auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; });
       if (it == entries.end()) {
         if (any) break;
-        const bool conda = kind == DependencyKind::Conda;
         return Error{ErrorKind::Incompatible, s.source(),
                      "environment '" + std::string(environment) + "' has no " +
-                         (conda ? "dependency" : "pip requirement") + " '" + name + "'",
-                     std::string(conda ? "its dependencies: " : "its pip requirements: ") + names_of(*env, kind),
-                     conda ? "name one of them, or `--pypi` for a pip requirement"
-                           : "name one of them, or drop --pypi for a conda dependency"};
+                         (pypi ? "pip requirement" : "dependency") + " '" + name + "'",
+                     std::string(pypi ? "its pip requirements: " : "its dependencies: ") + names_of(*env, entries, kind),
+                     pypi ? "name one of them, or drop --pypi for a conda dependency"
+                          : "name one of them, or `--pypi` for a pip requirement"};
       }
       const Text t(s.text);
       DependencyEdit edit;
@@ -754,16 +874,16 @@ Result<EditedManifest> remove_from_text(const Manifest& manifest, const std::str
       edit.name = name;
       edit.spec = it->text;
       edit.line = it->scalar.Mark().line + 1;
+      edit.pypi_dependencies = it->pypi_dependencies;
       std::vector<std::string> expected = texts_of(*env, kind);
-      expected.erase(expected.begin() + static_cast<std::ptrdiff_t>(it->ordinal));
+      if (!pypi) expected.erase(expected.begin() + static_cast<std::ptrdiff_t>(it->ordinal));
+      else if (!erase_one(expected, it->text)) return internal(s, "the entry '" + it->text + "' is not in the list read");
       std::vector<Splice> splices;
-      auto pip = kind == DependencyKind::Pypi ? pip_entry(slot->value) : std::nullopt;
-      if (kind == DependencyKind::Pypi && it->list.size() == 1 && pip && pip->second.value.IsSequence() &&
-          pip->second.value.Mark().pos == it->list.Mark().pos) {
-        splices = remove_from(t, slot->value, pip->first);  // the `- pip:` entry left empty goes too
-      } else {
-        splices = remove_from(t, it->list, it->index);
-      }
+      const auto wrapper = pypi && !it->pypi_dependencies && it->list.size() == 1 && slot
+                               ? pip_wrapper_of(slot->value, it->list)
+                               : std::nullopt;
+      if (wrapper) splices = remove_from(t, slot->value, *wrapper);  // the `- pip:` entry left empty goes too
+      else splices = remove_from(t, it->list, it->index);
       if (auto st = commit(s, environment, kind, splices, expected); !st) return st.error();
       edits.push_back(std::move(edit));
       any = true;

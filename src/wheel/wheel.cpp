@@ -25,6 +25,7 @@
 #include "envlock/encoding.hpp"
 #include "envlock/hash.hpp"
 #include "envlock/install.hpp"  // python_shebang
+#include "envlock/package_record.hpp"  // read_conda_meta
 #include "envlock/pip.hpp"      // parse_record
 #include "envlock/pypi_name.hpp"
 #include "envlock/text.hpp"
@@ -453,6 +454,12 @@ class SetAside {
     // refused before anything moves, never followed to delete there (attack 22 A3).
     auto tree = detail::Tree::open(prefix);
     if (!tree) return tree.error();
+    // The installer's boundary holds for its uninstall half (attack 23 F9): a row naming the
+    // environment's records (conda-meta/), envlock's own files (.envlock-*) or a file a conda
+    // record lists is left where it is and named, as conda reports a path two packages claim
+    // (a clobber) instead of deleting the other's file; pip trusts RECORD and would delete it.
+    std::optional<CondaOwnedFiles> read_owned;
+    const CondaOwnedFiles* owned = conda_files_;
     std::vector<std::pair<std::string, struct stat>> found;
     for (const std::string& rel : paths) {
       struct stat st {};
@@ -461,7 +468,22 @@ class SetAside {
         return Error{ErrorKind::Integrity, prefix.string(), record_file + " lists '" + rel + "', which leads outside the prefix through a link: nothing was changed",
                      "", "a folder of the installed distribution is a link out of the prefix; remove it by hand"};
       }
-      if (*there && !S_ISDIR(st.st_mode)) found.emplace_back(rel, st);
+      if (!*there || S_ISDIR(st.st_mode)) continue;
+      if (owned == nullptr) {
+        auto files = conda_owned_files(prefix);
+        if (!files) return files.error();
+        owned = &read_owned.emplace(std::move(*files));
+      }
+      const std::string top = rel.substr(0, rel.find('/'));
+      if (top == detail::kGuardedFolder) {
+        left_.push_back(rel + " (the environment's records)");
+      } else if (top.starts_with(".envlock-") || top.starts_with(".envlock.")) {
+        left_.push_back(rel + " (envlock's own file)");
+      } else if (auto it = owned->find(rel); it != owned->end()) {
+        left_.push_back(rel + " (a file of conda package " + it->second + ")");
+      } else {
+        found.emplace_back(rel, st);
+      }
     }
     std::error_code ec;
     if (!fs::create_directory(dir_, ec)) return io_error(prefix.string(), "cannot create " + dir_.filename().string(), ec ? ec.value() : EEXIST);
@@ -476,6 +498,12 @@ class SetAside {
     }
     return ok_status();
   }
+
+  /// The files conda records own (nullptr: read from the prefix's conda-meta when needed).
+  void set_conda_files(const CondaOwnedFiles* files) { conda_files_ = files; }
+
+  /// The rows take() left in place, each with why (InstalledWheel::left_in_place).
+  [[nodiscard]] const std::vector<std::string>& left_in_place() const { return left_; }
 
   /// How many files were moved aside.
   [[nodiscard]] std::size_t size() const { return moved_.size(); }
@@ -499,6 +527,8 @@ class SetAside {
  private:
   fs::path prefix_, dir_;
   std::vector<std::pair<fs::path, fs::path>> moved_;  // (original, aside)
+  const CondaOwnedFiles* conda_files_ = nullptr;
+  std::vector<std::string> left_;
   bool committed_ = false;
 };
 
@@ -540,6 +570,17 @@ Result<WheelFileName> parse_wheel_file_name(std::string_view file_name) {
 WheelScheme conda_wheel_scheme(std::string_view python_xy, std::string_view distribution) {
   const std::string site = "lib/python" + std::string(python_xy) + "/site-packages";
   return WheelScheme{site, site, "include/python" + std::string(python_xy) + "/" + std::string(distribution), "bin", ""};
+}
+
+Result<CondaOwnedFiles> conda_owned_files(const fs::path& prefix) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(prefix / detail::kGuardedFolder, ec))) return CondaOwnedFiles{};  // no conda package
+  auto records = read_conda_meta(prefix);
+  if (!records) return records.error();
+  CondaOwnedFiles owned;
+  for (const PrefixRecord& r : *records)
+    for (const std::string& f : r.files) owned.emplace(f, r.dist_name());
+  return owned;
 }
 
 namespace {
@@ -1020,6 +1061,7 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   // The version this one replaces, moved aside first (put back if anything below fails).
   SetAside old;
   if (!options.replaces.empty()) {
+    old.set_conda_files(options.conda_files);
     if (auto s = old.take(prefix, options.replaces, fs::path(staging.dir.string() + ".old")); !s) return s.error();
   }
 
@@ -1072,6 +1114,7 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   result.version = file_name->version;
   result.dist_info = join(root_dir, dist_info);
   for (RecordRow& row : out_rows) result.files.push_back({std::move(row.path), std::move(row.record_path), std::move(row.sha256), row.size});
+  result.left_in_place = old.left_in_place();
   return result;
 }
 

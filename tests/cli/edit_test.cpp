@@ -20,6 +20,7 @@
 #include "envlock/lockfile.hpp"
 #include "support/files.hpp"
 #include "support/run_command.hpp"
+#include "wheel/zip_writer.hpp"
 
 namespace envlock {
 namespace {
@@ -462,6 +463,89 @@ TEST_F(EditCli, PypiAddsToThePipList) {
   auto secret_json = envlock("--json rm --pypi mylib --no-install");
   EXPECT_EQ(secret_json.exit_code, 0) << secret_json.err;
   EXPECT_EQ(secret_json.out.find("tok3n"), std::string::npos) << secret_json.out;
+}
+
+/// A pure-Python wheel `dist`-`version` (py3-none-any) at `path`: what a find-links folder holds.
+void make_wheel(const fs::path& path, const std::string& dist, const std::string& version) {
+  const std::string di = dist + "-" + version + ".dist-info";
+  envlock::testing::write_zip(path, {{di + "/METADATA", "Metadata-Version: 2.1\nName: " + dist + "\nVersion: " + version + "\n"},
+                                     {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+                                     {di + "/RECORD", ""}});
+}
+
+// A manifest with `find-links:` resolves its pip lines, and --pypi still edits them: the `pip:`
+// list, or `pypi-dependencies:` when the environment has that key (pixi's `pixi add --pypi`
+// writes pypi-dependencies); the lock pins the wheels (attack 23, F14: add was refused as "does
+// not read back as written", rm said "its pip requirements: none").
+TEST_F(EditCli, PypiEditsTheListOfAManifestThatResolvesPipLines) {
+  const nlohmann::json python = {{"name", "python"}, {"version", "3.11.2"}, {"build", "h0_cpython"}, {"build_number", 0},
+                                 {"depends", nlohmann::json::array()}, {"subdir", "linux-64"}};
+  spit(root_ / "chan/linux-64/repodata.json",
+       nlohmann::json{{"info", {{"subdir", "linux-64"}}}, {"packages", nlohmann::json::object()},
+                      {"packages.conda", {{"python-3.11.2-h0_cpython.conda", python}}}}.dump());
+  spit(root_ / "chan/noarch/repodata.json", R"({"info": {"subdir": "noarch"}, "packages": {}})");
+  fs::create_directories(root_ / "wheels");
+  make_wheel(root_ / "wheels/okpkg-1.0-py3-none-any.whl", "okpkg", "1.0");
+  make_wheel(root_ / "wheels/other-1.0-py3-none-any.whl", "other", "1.0");
+  auto pins = [&] {
+    std::string names;
+    auto lock = Lockfile::read(lockfile());
+    if (!lock) return lock.error().to_string();
+    for (const auto& p : lock->find("default", "linux-64")->pip) names += p.name + "=" + p.version + " ";
+    return names;
+  };
+  const std::string head = "channels: [../chan]\nplatforms: [linux-64]\nfind-links: [../wheels]\n";
+
+  spit(manifest(), head + "dependencies:\n  - python 3.11.*\n  - pip:\n    - okpkg\n");
+  auto add = envlock("add --pypi other --no-install");
+  EXPECT_EQ(add.exit_code, 0) << add.err;
+  EXPECT_EQ(add.err, "");
+  EXPECT_EQ(add.out,
+            "✔ Added other\n"
+            "Added these as pip requirements.\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 1 packages\n");
+  EXPECT_EQ(slurp(manifest()), head + "dependencies:\n  - python 3.11.*\n  - pip:\n    - okpkg\n    - other\n");
+  EXPECT_EQ(pins(), "okpkg=1.0 other=1.0 ");
+  auto rm = envlock("rm --pypi okpkg --no-install");
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_EQ(rm.err, "");
+  EXPECT_EQ(rm.out,
+            "✔ Removed okpkg\n"
+            "Removed these as pip requirements.\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 1 packages (0 added, 0 removed, 0 changed)\n");
+  EXPECT_EQ(slurp(manifest()), head + "dependencies:\n  - python 3.11.*\n  - pip:\n    - other\n");
+  EXPECT_EQ(pins(), "other=1.0 ");
+
+  fs::remove(lockfile());
+  spit(manifest(), head + "dependencies: [python 3.11.*]\npypi-dependencies: [okpkg]\n");
+  auto add2 = envlock("add --pypi 'other>=1' --no-install");
+  EXPECT_EQ(add2.exit_code, 0) << add2.err;
+  EXPECT_EQ(add2.err, "");
+  EXPECT_EQ(add2.out,
+            "✔ Added other>=1\n"
+            "Added these as pypi-dependencies.\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 1 packages\n");
+  EXPECT_EQ(slurp(manifest()), head + "dependencies: [python 3.11.*]\npypi-dependencies: [okpkg, other>=1]\n");
+  EXPECT_EQ(pins(), "okpkg=1.0 other=1.0 ");
+  auto rm2 = envlock("rm --pypi okpkg --no-install");
+  EXPECT_EQ(rm2.exit_code, 0) << rm2.err;
+  EXPECT_EQ(rm2.out,
+            "✔ Removed okpkg\n"
+            "Removed these as pypi-dependencies.\n"
+            "locked envlock.lock\n"
+            "  default / linux-64: 1 packages (0 added, 0 removed, 0 changed)\n");
+  EXPECT_EQ(slurp(manifest()), head + "dependencies: [python 3.11.*]\npypi-dependencies: [other>=1]\n");
+  EXPECT_EQ(pins(), "other=1.0 ");
+  auto missing = envlock("rm --pypi okpkg --no-install");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_EQ(missing.err,
+            "error: envlock.yaml: environment 'default' has no pip requirement 'okpkg'\n"
+            "its pip requirements: other>=1\n"
+            "hint: name one of them, or drop --pypi for a conda dependency\n");
 }
 
 // The install comes after both files are written: when it fails (here: the manifest locks no

@@ -233,6 +233,86 @@ TEST(ManifestEdit, PipRequirementsGoToThePipList) {
             "channels: [./chan]\ndependencies: [python, {pip: [rich]}]\n");
 }
 
+// A manifest that names an index or find-links resolves its pip lines (the parse moves a `pip:`
+// list's PEP 508 lines to pypi_dependencies): --pypi still edits the list the text holds, and
+// an environment with `pypi-dependencies:` gets its new named requirements there, as `pixi add
+// --pypi` writes pypi-dependencies (attack 23, F14: every such add was refused as not reading
+// back, every rm said "its pip requirements: none").
+TEST(ManifestEdit, PypiEditsTheListTheEnvironmentUsesWhenItResolvesPipLines) {
+  const auto pypi = DependencyKind::Pypi;
+  for (const std::string key : {"find-links: [./wheels]\n", "pypi-indexes: [https://pypi.org/simple]\n"}) {
+    const std::string text = "channels: [./chan]\n" + key + "dependencies:\n  - python\n  - pip:\n    - okpkg\n";
+    EXPECT_EQ(add(text, {"other>=1"}, "default", pypi),
+              "channels: [./chan]\n" + key + "dependencies:\n  - python\n  - pip:\n    - okpkg\n    - other>=1\n");
+    EXPECT_EQ(add(text, {"OKPKG==2"}, "default", pypi),
+              "channels: [./chan]\n" + key + "dependencies:\n  - python\n  - pip:\n    - OKPKG==2\n");
+    EXPECT_EQ(rm(text, {"okpkg"}, "default", pypi), "channels: [./chan]\n" + key + "dependencies:\n  - python\n");
+  }
+  // The pip list's own index option: kept where it is; a path stays in the pip list.
+  const std::string option = "channels: [./chan]\ndependencies:\n  - python\n  - pip:\n    - --find-links ./w\n    - okpkg\n";
+  EXPECT_EQ(add(option, {"./w/other-1.0-py3-none-any.whl"}, "default", pypi),
+            "channels: [./chan]\ndependencies:\n  - python\n  - pip:\n    - --find-links ./w\n    - okpkg\n"
+            "    - ./w/other-1.0-py3-none-any.whl\n");
+  EXPECT_EQ(rm(option, {"okpkg"}, "default", pypi),
+            "channels: [./chan]\ndependencies:\n  - python\n  - pip:\n    - --find-links ./w\n");
+  EXPECT_EQ(rm(option, {"other"}, "default", pypi),
+            "error: envlock.yaml: environment 'default' has no pip requirement 'other'\nits pip requirements: okpkg\n"
+            "hint: name one of them, or drop --pypi for a conda dependency");
+
+  // pypi-dependencies, flow at the top level: appended, replaced, removed.
+  const std::string flow = "channels: [./chan]\nfind-links: [./wheels]\ndependencies: [python]\npypi-dependencies: [okpkg]\n";
+  EXPECT_EQ(add(flow, {"other>=1"}, "default", pypi),
+            "channels: [./chan]\nfind-links: [./wheels]\ndependencies: [python]\npypi-dependencies: [okpkg, other>=1]\n");
+  EXPECT_EQ(add(flow, {"okpkg>=2"}, "default", pypi),
+            "channels: [./chan]\nfind-links: [./wheels]\ndependencies: [python]\npypi-dependencies: [okpkg>=2]\n");
+  EXPECT_EQ(rm(flow, {"okpkg"}, "default", pypi),
+            "channels: [./chan]\nfind-links: [./wheels]\ndependencies: [python]\npypi-dependencies: []\n");
+  // ... without find-links (pip's default index), and left empty it takes the next one.
+  EXPECT_EQ(add("channels: [./chan]\ndependencies: [python]\npypi-dependencies: []\n", {"okpkg"}, "default", pypi),
+            "channels: [./chan]\ndependencies: [python]\npypi-dependencies: [okpkg]\n");
+  EXPECT_EQ(add("channels: [./chan]\ndependencies: [python]\npypi-dependencies:\n", {"okpkg"}, "default", pypi),
+            "channels: [./chan]\ndependencies: [python]\npypi-dependencies:\n  - okpkg\n");
+  // A path or URL is not PEP 508 alone: it goes to the pip list, made when missing.
+  EXPECT_EQ(add(flow, {"./wheels/other-1.0-py3-none-any.whl"}, "default", pypi),
+            "channels: [./chan]\nfind-links: [./wheels]\ndependencies: [python, {pip: [./wheels/other-1.0-py3-none-any.whl]}]\n"
+            "pypi-dependencies: [okpkg]\n");
+  EXPECT_EQ(add(flow, {"okpkg @ https://host/okpkg-1.0-py3-none-any.whl"}, "default", pypi),
+            "error: envlock.yaml: 'okpkg @ https://host/okpkg-1.0-py3-none-any.whl' is a path, URL or pip option, and "
+            "'okpkg' is listed in pypi-dependencies (line 4), which holds PEP 508 requirements only\n"
+            "hint: `envlock rm --pypi okpkg` first, then add it again: it goes to the `pip:` list");
+
+  // Both lists, in an environment's block map: a name is replaced where it is, rm takes it
+  // from either, and its error lists both.
+  const std::string both =
+      "channels: [./chan]\n"
+      "find-links: [./wheels]\n"
+      "environments:\n"
+      "  train:\n"
+      "    dependencies:\n"
+      "      - python\n"
+      "      - pip:\n"
+      "        - piponly==1\n"
+      "    pypi-dependencies:\n"
+      "      - okpkg   # from the index\n";
+  EXPECT_EQ(add(both, {"piponly==2", "other"}, "train", pypi),
+            "channels: [./chan]\nfind-links: [./wheels]\nenvironments:\n  train:\n    dependencies:\n      - python\n"
+            "      - pip:\n        - piponly==2\n    pypi-dependencies:\n      - okpkg   # from the index\n      - other\n");
+  EXPECT_EQ(rm(both, {"okpkg", "piponly"}, "train", pypi),
+            "channels: [./chan]\nfind-links: [./wheels]\nenvironments:\n  train:\n    dependencies:\n      - python\n"
+            "    pypi-dependencies:\n");
+  EXPECT_EQ(rm(both, {"numpy"}, "train", pypi),
+            "error: envlock.yaml: environment 'train' has no pip requirement 'numpy'\nits pip requirements: okpkg, "
+            "piponly==1\nhint: name one of them, or drop --pypi for a conda dependency");
+  // The edit says which list it wrote.
+  auto r = add_dependencies(parsed(both), both, "train", {"piponly==2", "other"}, pypi);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_EQ(r->edits.size(), 2u);
+  EXPECT_FALSE(r->edits[0].pypi_dependencies);
+  EXPECT_EQ(r->edits[0].line, 8);
+  EXPECT_TRUE(r->edits[1].pypi_dependencies);
+  EXPECT_EQ(r->edits[1].line, 11);
+}
+
 TEST(ManifestEdit, AFileWithoutAFinalNewlineKeepsIt) {
   EXPECT_EQ(add("channels: [./chan]\ndependencies:\n- a\n- b", {"c"}), "channels: [./chan]\ndependencies:\n- a\n- b\n- c");
   EXPECT_EQ(rm("channels: [./chan]\ndependencies:\n- a\n- b", {"b"}), "channels: [./chan]\ndependencies:\n- a");

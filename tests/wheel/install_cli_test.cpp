@@ -515,5 +515,48 @@ TEST_F(PipInstallCli, AnInstalledVersionEqualUnderPep440IsKept) {
   EXPECT_NE(other.out.find("\n  pip: 1 installed, 0 unchanged, 1 replaced\n"), std::string::npos) << other.out;
 }
 
+// Attack 23 F9: replacing a version never deletes what its RECORD lists beyond what a pip package
+// owns: a row naming a conda package's file (bin/pythonX.Y) or the environment's records
+// (conda-meta/) is left in place and named, as conda reports a path two packages claim (a clobber)
+// instead of deleting the other's file; pip trusts RECORD and would delete them. The environment
+// verifies clean after.
+TEST_F(PipInstallCli, ReplacingAVersionLeavesWhatItsRecordListsOfCondaInPlace) {
+  const fs::path v1 = write_demo_wheel(root_ / "wheels", "1.0");
+  const fs::path v2 = write_demo_wheel(root_ / "wheels", "2.0");
+  const fs::path prefix = root_ / "env";
+  auto lock1 = write_lock({{"demo-pkg", "1.0", "file://" + v1.string(), hash_file(v1, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v1.lock");
+  ASSERT_EQ(envlock("install -l " + q(lock1) + " -p " + q(prefix)).exit_code, 0);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  const std::string python = "python" + site.parent_path().filename().string().substr(6);  // python3.11
+  std::string record_json;
+  for (const auto& e : fs::directory_iterator(prefix / "conda-meta"))
+    if (e.path().extension() == ".json") record_json = e.path().filename().string();
+  ASSERT_TRUE(fs::exists(prefix / "bin" / python));
+  std::ofstream(site / "demo_pkg-1.0.dist-info/RECORD", std::ios::app) << "../../../bin/" << python << ",,\n../../../conda-meta/" << record_json << ",,\n";
+  auto lock2 = write_lock({{"demo-pkg", "2.0", "file://" + v2.string(), hash_file(v2, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v2.lock");
+  auto r = envlock("install -l " + q(lock2) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string abs = fs::absolute(prefix).lexically_normal().string();
+  const std::string dist = record_json.substr(0, record_json.size() - 5);
+  EXPECT_EQ(r.out,
+            "environment 'default' (linux-64) is ready in " + abs + "\n"
+            "  0 installed, 1 unchanged, 0 removed; files: 0 linked, 0 copied, 0 relocated\n"
+            "  pip: 1 installed, 0 unchanged, 1 replaced\n");
+  EXPECT_EQ(r.err, "packages: 1 (0 downloaded, 1 from the package cache)\n"
+                   "warning: replacing demo-pkg==1.0 by demo_pkg==2.0 left 2 file(s) its RECORD lists in place, which are no pip "
+                   "package's to remove: bin/" + python + " (a file of conda package " + dist + "), conda-meta/" + record_json +
+                       " (the environment's records)\n");
+  EXPECT_TRUE(fs::exists(prefix / "bin" / python));
+  EXPECT_TRUE(fs::exists(prefix / "conda-meta" / record_json));
+  EXPECT_FALSE(fs::exists(site / "demo_pkg-1.0.dist-info"));
+  EXPECT_FALSE(fs::exists(site / "demo_pkg/old")) << "the old version's own files still go";
+  EXPECT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg 2.0 says hello\n");
+  auto verify = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_EQ(verify.err, "");
+  EXPECT_EQ(verify.out, abs + ": 1 packages, 11 files checked (8 of them pip-installed): no drift\n");
+}
+
 }  // namespace
 }  // namespace envlock

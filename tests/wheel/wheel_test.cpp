@@ -706,6 +706,53 @@ TEST(InstallWheel, RefusesToReplaceThroughARecordThatLeavesThePrefix) {
   EXPECT_FALSE(fs::exists(prefix / "lib/python3.11/site-packages/demo"));
 }
 
+// Attack 23 F9: the replaced version's RECORD rows that name what the installer never writes —
+// conda-meta/, an .envlock-* name, a file a conda record lists — are left in place and named
+// (InstalledWheel::left_in_place), read from the prefix's conda-meta or from options.conda_files.
+TEST(InstallWheel, ReplacingLeavesWhatNoPipPackageOwnsInPlace) {
+  TempDir dir;
+  const fs::path prefix = make_prefix(dir.path() / "env");
+  fs::create_directories(prefix / "conda-meta");
+  fs::create_directories(prefix / "bin");
+  std::ofstream(prefix / "conda-meta/tool-1.0-0.json") << R"({"name": "tool", "version": "1.0", "build": "0", "build_number": 0,
+    "files": ["bin/tool"]})";
+  std::ofstream(prefix / "bin/tool") << "conda's\n";
+  std::ofstream(prefix / ".envlock-note") << "envlock's\n";
+  const fs::path old = prefix / "lib/python3.11/site-packages/demo-0.9.dist-info";
+  fs::create_directories(old);
+  std::ofstream(prefix / "lib/python3.11/site-packages/old.py") << "O = 1\n";
+  std::ofstream(old / "RECORD") << "../../../bin/tool,,\n../../../conda-meta/tool-1.0-0.json,,\n../../../.envlock-note,,\nold.py,,\n"
+                                   "../../../bin/absent,,\ndemo-0.9.dist-info/RECORD,,\n";
+  WheelInstallOptions o = options_for_target();
+  o.replaces = "lib/python3.11/site-packages/demo-0.9.dist-info";
+  GenWheel w;
+  w.files = {{"demo/__init__.py", ""}};
+  const fs::path wheel = w.write(dir.path());
+  auto r = install_wheel(wheel, prefix, o);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->left_in_place, (std::vector<std::string>{"bin/tool (a file of conda package tool-1.0-0)",
+                                                        "conda-meta/tool-1.0-0.json (the environment's records)",
+                                                        ".envlock-note (envlock's own file)"}));
+  EXPECT_EQ(slurp(prefix / "bin/tool"), "conda's\n");
+  EXPECT_TRUE(fs::exists(prefix / "conda-meta/tool-1.0-0.json"));
+  EXPECT_EQ(slurp(prefix / ".envlock-note"), "envlock's\n");
+  EXPECT_FALSE(fs::exists(prefix / "lib/python3.11/site-packages/old.py")) << "the old version's own file goes";
+  EXPECT_FALSE(fs::exists(old));
+
+  // The owners given by the caller (read once for many wheels) are the ones asked.
+  GenWheel w2;
+  w2.version = "2.0";
+  w2.files = {{"demo/__init__.py", "V = 2\n"}};
+  std::ofstream(prefix / r->dist_info / "RECORD", std::ios::app) << "../../../bin/tool,,\n";
+  const CondaOwnedFiles none;
+  o.replaces = r->dist_info;
+  o.conda_files = &none;
+  auto again = install_wheel(w2.write(dir.path()), prefix, o);
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(again->left_in_place, std::vector<std::string>{});
+  EXPECT_FALSE(fs::exists(prefix / "bin/tool")) << "no record owns it here: a pip file, removed";
+}
+
 TEST(InstallWheel, FileNamesAndPythonVersion) {
   auto w = parse_wheel_file_name("/x/torch-2.4.1+cu121-1build-cp311-cp311-linux_x86_64.whl");
   ASSERT_TRUE(w.ok());
