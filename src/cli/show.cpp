@@ -35,6 +35,8 @@ int run_show(const Context& ctx, const std::string& arg) {
         // The solve inputs diff compares (shown_platform_fields, as the text view prints them).
         nlohmann::json pj = {{"environment", env_name}, {"platform", key}};
         for (const auto& f : shown_platform_fields()) pj[std::string(f.name)] = f.values(plat);
+        if (const auto& b = env.base_lockfile)  // the base lockfile it was locked on (issue 18), as diff compares it
+          pj["base_lockfile"] = {{"lockfile", redact_url(b->lockfile)}, {"environment", b->environment}, {"sha256", b->sha256}};
         j["platforms"].push_back(std::move(pj));
         for (const auto& p : plat.packages) {
           j["packages"].push_back({{"environment", env_name}, {"platform", key}, {"source", "conda"},

@@ -456,6 +456,12 @@ std::string render_show(const Lockfile& lock, bool with_categories) {
   for (const auto& [env_name, env] : lock.environments) {
     for (const auto& [key, plat] : env.platforms) {
       const std::string prefix = clean(env_name + "/" + key) + " ";
+      // The base lockfile the environment was locked on (issue 18), which diff compares as a solve
+      // input: `<env>/<platform>  base-lockfile FILE ENVIRONMENT sha256:HASH`, on each platform so
+      // that `git diff` names where it applies.
+      if (const auto& b = env.base_lockfile)
+        out << prefix << " base-lockfile " << clean(redact_url(b->lockfile)) << " " << clean(b->environment) << " sha256:"
+            << clean(b->sha256) << "\n";
       // The platform's solve inputs first (`<env>/<platform>  channel URL`), in their order.
       for (const auto& f : shown_platform_fields())
         for (const auto& v : f.values(plat)) out << prefix << " " << f.name << " " << clean(v) << "\n";

@@ -238,6 +238,112 @@ TEST(BaseLockfile, DiffShowsBaseChangesInTheirOwnSection) {
   EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 inputs-changed) (--fail-on inputs-changed)\n");
 }
 
+// `show` (git's textconv, docs/review.md) prints the base lockfile an environment was locked on,
+// as diff compares it: a line per platform in the text view, `base_lockfile` of each platform in
+// --json, so `git diff` of a project's lockfile shows a base that moved even when no pin did.
+TEST(BaseLockfile, ShowPrintsTheBaseItWasLockedOn) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  const std::string sha = hash_bytes(slurp(t.dir() / "platform" / "envlock.lock"), HashAlgorithm::Sha256);
+  t.write_app(kBase, "tool");
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  auto r = t.envlock("show app/envlock.lock");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "default/linux-64  base-lockfile ../platform/envlock.lock runtime sha256:" + sha + "\n"
+            "default/linux-64  channel ../channel\n"
+            "default/linux-64  virtual_package __archspec=1=x86_64\n"
+            "default/linux-64  virtual_package __glibc=2.31=0\n"
+            "default/linux-64  virtual_package __linux=4.18=0\n"
+            "default/linux-64  virtual_package __unix=0=0\n"
+            "default/linux-64 libbase 1.0 0 ../channel sha256:c3147bef3604b912222d2f9af5cdf29257de3ff6c8a37ad454ea1e409c506ac8\n"
+            "default/linux-64 libbase  url ../channel/linux-64/libbase-1.0-0.tar.bz2\n"
+            "default/linux-64 libbase  size 100\n"
+            "default/linux-64 tool 1.0 0 ../channel sha256:554b08c9b58b97341a6f46d93a72f5e55df52ac8eca4008ba22dc5e4382cfc3d\n"
+            "default/linux-64 tool  url ../channel/linux-64/tool-1.0-0.tar.bz2\n"
+            "default/linux-64 tool  size 100\n"
+            "default/linux-64 tool  depends libbase >=1\n");
+  r = t.envlock("show --json app/envlock.lock");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "{\n"
+            "  \"format\": \"envlock.lock v1\",\n"
+            "  \"packages\": [\n"
+            "    {\n"
+            "      \"build\": \"0\",\n"
+            "      \"build_number\": 0,\n"
+            "      \"category\": null,\n"
+            "      \"channel\": \"../channel\",\n"
+            "      \"constrains\": [],\n"
+            "      \"depends\": [],\n"
+            "      \"environment\": \"default\",\n"
+            "      \"file_name\": \"libbase-1.0-0.tar.bz2\",\n"
+            "      \"license\": \"\",\n"
+            "      \"md5\": \"\",\n"
+            "      \"name\": \"libbase\",\n"
+            "      \"noarch\": \"\",\n"
+            "      \"platform\": \"linux-64\",\n"
+            "      \"python_site_packages_path\": \"\",\n"
+            "      \"sha256\": \"c3147bef3604b912222d2f9af5cdf29257de3ff6c8a37ad454ea1e409c506ac8\",\n"
+            "      \"size\": 100,\n"
+            "      \"source\": \"conda\",\n"
+            "      \"subdir\": \"linux-64\",\n"
+            "      \"track_features\": [],\n"
+            "      \"url\": \"../channel/linux-64/libbase-1.0-0.tar.bz2\",\n"
+            "      \"version\": \"1.0\"\n"
+            "    },\n"
+            "    {\n"
+            "      \"build\": \"0\",\n"
+            "      \"build_number\": 0,\n"
+            "      \"category\": null,\n"
+            "      \"channel\": \"../channel\",\n"
+            "      \"constrains\": [],\n"
+            "      \"depends\": [\n"
+            "        \"libbase >=1\"\n"
+            "      ],\n"
+            "      \"environment\": \"default\",\n"
+            "      \"file_name\": \"tool-1.0-0.tar.bz2\",\n"
+            "      \"license\": \"\",\n"
+            "      \"md5\": \"\",\n"
+            "      \"name\": \"tool\",\n"
+            "      \"noarch\": \"\",\n"
+            "      \"platform\": \"linux-64\",\n"
+            "      \"python_site_packages_path\": \"\",\n"
+            "      \"sha256\": \"554b08c9b58b97341a6f46d93a72f5e55df52ac8eca4008ba22dc5e4382cfc3d\",\n"
+            "      \"size\": 100,\n"
+            "      \"source\": \"conda\",\n"
+            "      \"subdir\": \"linux-64\",\n"
+            "      \"track_features\": [],\n"
+            "      \"url\": \"../channel/linux-64/tool-1.0-0.tar.bz2\",\n"
+            "      \"version\": \"1.0\"\n"
+            "    }\n"
+            "  ],\n"
+            "  \"platforms\": [\n"
+            "    {\n"
+            "      \"base_lockfile\": {\n"
+            "        \"environment\": \"runtime\",\n"
+            "        \"lockfile\": \"../platform/envlock.lock\",\n"
+            "        \"sha256\": \"" + sha + "\"\n"
+            "      },\n"
+            "      \"channel\": [\n"
+            "        \"../channel\"\n"
+            "      ],\n"
+            "      \"environment\": \"default\",\n"
+            "      \"platform\": \"linux-64\",\n"
+            "      \"pypi_index\": [],\n"
+            "      \"virtual_package\": [\n"
+            "        \"__archspec=1=x86_64\",\n"
+            "        \"__glibc=2.31=0\",\n"
+            "        \"__linux=4.18=0\",\n"
+            "        \"__unix=0=0\"\n"
+            "      ]\n"
+            "    }\n"
+            "  ]\n"
+            "}\n");
+}
+
 TEST(BaseLockfile, ConflictWithABasePinNamesBothWaysOut) {
   Team t;
   ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
