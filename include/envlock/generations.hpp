@@ -59,7 +59,14 @@ std::filesystem::path generations_folder(const std::filesystem::path& prefix);
 /// One generation of a prefix.
 struct Generation {
   std::uint64_t number = 0;
-  bool current = false;      ///< its tree is the prefix
+  /// Its tree is the prefix; or, while the prefix holds an interrupted install (`interrupted`
+  /// below), it is the tree that install replaced, which the next command taking the lock puts
+  /// back (`tree` names where it waits).
+  bool current = false;
+  /// The tree at the prefix is an install that did not finish (conda-meta/envlock-pending: killed,
+  /// or stopped while its post-link scripts ran): never committed, not current; the next command
+  /// that takes the prefix lock rolls it back and deletes it.
+  bool interrupted = false;
   bool pinned = false;       ///< `<N>.pinned` exists: gc never removes it
   std::string time;          ///< "YYYY-MM-DD HH:MM:SS" (UTC) of the install that made the tree
   std::string command;       ///< "envlock install -l envlock.lock -e default", from conda-meta/history
@@ -76,7 +83,9 @@ struct Generation {
 /// Every generation of `prefix`, by number; read only (no lock is taken). The current tree is
 /// listed even when it has no number yet (made before generations, or by a library install that
 /// keeps none): number 0. A folder in the generations folder that is not a tree envlock keeps
-/// (not a folder named by digits, no conda-meta/envlock, another owner) is left out.
+/// (not a folder named by digits, no conda-meta/envlock, another owner) is left out. While the
+/// prefix holds an interrupted install, its tree is listed `interrupted` and the tree it replaced
+/// (waiting beside the prefix) `current`.
 /// Errors: an empty prefix (ErrorKind::Usage), a prefix that is no environment and has no
 /// generations (ErrorKind::Io).
 Result<std::vector<Generation>> list_generations(const std::filesystem::path& prefix);
@@ -90,13 +99,18 @@ Status set_generation_pinned(const std::filesystem::path& prefix, std::uint64_t 
 struct RollbackReport {
   std::uint64_t from = 0;  ///< the generation that was current (kept as a generation)
   std::uint64_t to = 0;    ///< the one now current (== from: it was current already; nothing moved)
+  /// Without `to`, the prefix held an interrupted install (Generation::interrupted): it was
+  /// rolled back to the generation before it, and the rollback stopped there: `from` is the
+  /// interrupted install's number (not kept), `to` the generation current again.
+  bool interrupted_install = false;
   std::size_t packages = 0;
   std::vector<std::string> warnings;  ///< an interrupted install rolled back first, leftovers
 };
 
 /// Makes generation `to` (default: the newest one older than the current) current, in one
 /// atomic step, under the prefix lock (after the rollback of an interrupted install, as every
-/// install does first). No network, no solve, no script runs. The tree that was current becomes
+/// install does first; without `to`, that rollback is the one step: the generation it restores,
+/// the one `envlock history` marks current, stays current). No network, no solve, no script runs. The tree that was current becomes
 /// generation `from` in the generations folder (a tree made before generations gets the next
 /// number first). On a filesystem without RENAME_EXCHANGE it takes two renames (see the file
 /// comment). Refused (ErrorKind::Io, nothing changed): no such generation; a tree recorded for

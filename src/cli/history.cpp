@@ -20,6 +20,7 @@ nlohmann::json generation_json(const Generation& g) {
   auto text_or_null = [](const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); };
   return {{"number", g.number},
           {"current", g.current},
+          {"interrupted", g.interrupted},
           {"pinned", g.pinned},
           {"time", text_or_null(g.time)},
           {"command", text_or_null(g.command)},
@@ -42,6 +43,7 @@ std::string generation_line(const Generation& g) {
                      std::to_string(g.packages) + (g.packages == 1 ? " package " : " packages") + "  " +
                      (g.command.empty() ? std::string("(command unknown)") : g.command);
   if (g.pinned) line += "  (pinned)";
+  if (g.interrupted) line += "  (interrupted: never committed)";
   return printable(line);
 }
 
@@ -72,6 +74,12 @@ int run_history(const Context& ctx, const HistoryArgs& args) {
   std::uint64_t current = 0;
   for (const auto& g : *gens)
     if (g.current) current = g.number;
+  for (const auto& g : *gens)
+    if (g.interrupted)
+      warn(prefix->string() + ": an install did not finish (conda-meta/envlock-pending: killed, or stopped while its "
+           "post-link scripts ran): generation " + (g.number == 0 ? std::string("-") : std::to_string(g.number)) +
+           " was never committed; the next envlock command that takes its lock (install, rollback, gc) rolls it "
+           "back" + (current != 0 ? " to generation " + std::to_string(current) : std::string()));
   if (ctx.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& g : *gens) list.push_back(generation_json(g));

@@ -20,18 +20,27 @@ int run_rollback(const Context& ctx, const RollbackArgs& args) {
   auto report = rollback_generation(*prefix, args.to == 0 ? std::nullopt : std::optional<std::uint64_t>(args.to));
   if (!report) return report_error(ctx, report.error());
   for (const auto& w : report->warnings) warn(w);
-  const bool changed = report->from != report->to;
+  const bool changed = report->from != report->to || report->interrupted_install;
   if (ctx.json) {
     std::cout << json_text({{"prefix", prefix->string()},
                             {"from", report->from},
                             {"to", report->to},
                             {"changed", changed},
+                            {"interrupted_install", report->interrupted_install},
                             {"packages", report->packages},
                             {"warnings", report->warnings}})
               << "\n";
     return 0;
   }
-  if (!changed)
+  const auto n = [](std::uint64_t g) { return g == 0 ? std::string("-") : std::to_string(g); };
+  if (report->interrupted_install)
+    std::cout << terminal_text("rolled back " + prefix->string() + " from generation " + n(report->from) +
+                               ", an install that did not finish (never committed; not kept), to generation " +
+                               n(report->to) + " (" + std::to_string(report->packages) +
+                               (report->packages == 1 ? " package" : " packages") +
+                               "), the one before it; `envlock rollback` again goes back further")
+              << "\n";
+  else if (!changed)
     std::cout << terminal_text(prefix->string() + ": generation " + std::to_string(report->to) +
                                " is the current one already; nothing was changed")
               << "\n";

@@ -14,12 +14,22 @@ namespace envlock::detail {
 
 // ---- provided by transaction.cpp ----------------------------------------------------------
 
+/// What with_prefix_locked() found under the lock before `body` ran.
+struct FoundUnderLock {
+  /// The prefix held an install left unfinished (conda-meta/envlock-pending: killed, or stopped
+  /// while its post-link scripts ran), which was rolled back to the tree before it.
+  bool rolled_back_install = false;
+  std::uint64_t install_generation = 0;  ///< the number that install's tree had (0: none)
+};
+
 /// Runs `body` with the prefix checked (not empty, not `/`, not a link; absolute and normalised:
 /// the path `body` gets) and its lock held, with the locks of the environments nested in its
 /// envs/, after the leftovers of a killed install are dealt with (an interrupted install rolled
-/// back, staging trees deleted), as every install does first; warnings of that go to `warnings`.
+/// back, staging trees deleted), as every install does first; warnings of that go to `warnings`,
+/// and what was rolled back to `found`, when given.
 Status with_prefix_locked(const std::filesystem::path& prefix, std::vector<std::string>& warnings,
-                          const std::function<Status(const std::filesystem::path& prefix)>& body);
+                          const std::function<Status(const std::filesystem::path& prefix)>& body,
+                          FoundUnderLock* found = nullptr);
 
 // ---- provided by generations.cpp ----------------------------------------------------------
 

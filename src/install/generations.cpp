@@ -224,6 +224,27 @@ fs::path waiting_tree(const fs::path& prefix, std::uint64_t& previous) {
   return {};
 }
 
+/// The tree an install left pending at `prefix` replaced (its marker's `previous`, as the
+/// transaction's rollback of it reads them: a folder beside the prefix named `.<name>.envlock-*`,
+/// itself not pending); empty when there is none (a first install).
+fs::path replaced_by_pending(const fs::path& prefix) {
+  auto text = detail::read_file(prefix / kPending);
+  if (!text) return {};
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("previous") || !j["previous"].is_array()) return {};
+  const std::string mine = "." + prefix.filename().string() + ".envlock-";
+  std::error_code ec;
+  for (const auto& name : j["previous"]) {
+    if (!name.is_string()) continue;
+    const std::string n = name.get<std::string>();
+    if (n.find('/') != std::string::npos || !n.starts_with(mine)) continue;
+    const fs::path tree = prefix.parent_path() / n;
+    if (fs::is_directory(fs::symlink_status(tree, ec)) && !fs::exists(fs::symlink_status(tree / kPending, ec)))
+      return tree;
+  }
+  return {};
+}
+
 std::vector<Generation> all_generations(const fs::path& prefix) {
   const fs::path gens = generations_folder(prefix);
   std::vector<Generation> out;
@@ -232,16 +253,30 @@ std::vector<Generation> all_generations(const fs::path& prefix) {
   if (fs::is_directory(fs::symlink_status(prefix / "conda-meta", ec))) {
     current = tree_number(prefix);
     out.push_back(describe(prefix, gens, current, true));
+    // An install left pending (killed during its post-link scripts): its tree is not current,
+    // the one it replaced is (the next command that takes the lock puts it back).
+    if (fs::exists(fs::symlink_status(prefix / kPending, ec))) {
+      out.back().current = false;
+      out.back().interrupted = true;
+      current = 0;
+      if (const fs::path replaced = replaced_by_pending(prefix); !replaced.empty()) {
+        current = tree_number(replaced);
+        out.push_back(describe(replaced, gens, current, true));
+      }
+    }
   }
   if (own_folder(gens)) {
     std::set<std::uint64_t> seen{current};
+    for (const auto& g : out) seen.insert(g.number);
     for (const auto& s : stored_trees(gens))
       if (seen.insert(s.number).second) out.push_back(describe(s.tree, gens, s.number, false));
     std::uint64_t waiting = 0;  // killed before it was moved in: still a generation
     if (const fs::path tree = waiting_tree(prefix, waiting); !tree.empty() && seen.insert(waiting).second)
       out.push_back(describe(tree, gens, waiting, false));
   }
-  std::sort(out.begin(), out.end(), [](const Generation& a, const Generation& b) { return a.number < b.number; });
+  std::sort(out.begin(), out.end(), [](const Generation& a, const Generation& b) {
+    return a.number != b.number ? a.number < b.number : !a.interrupted && b.interrupted;  // the same number: the interrupted one last
+  });
   return out;
 }
 
@@ -371,6 +406,24 @@ void finish_rollback(const fs::path& prefix, std::vector<std::string>* warnings)
   (void)fsync_dir(gens);
 }
 
+/// The warning of a command that found an interrupted install at the prefix and rolled it back
+/// before its own work (`current`: the generation at the prefix now).
+void say_rolled_back_install(const fs::path& prefix, const detail::FoundUnderLock& found, std::uint64_t current,
+                             std::vector<std::string>& warnings) {
+  if (!found.rolled_back_install) return;
+  std::error_code ec;
+  const bool there = fs::is_directory(fs::symlink_status(prefix / "conda-meta", ec));
+  warnings.push_back("rolled back an install into " + prefix.string() +
+                     " that did not finish (conda-meta/envlock-pending: killed, or stopped while its post-link "
+                     "scripts ran)" +
+                     (found.install_generation != 0 ? ": generation " + std::to_string(found.install_generation) +
+                                                          " was never committed"
+                                                    : std::string()) +
+                     (!there ? std::string("; it was the first install, so there is no environment now")
+                      : current != 0 ? "; generation " + std::to_string(current) + " is current again"
+                                     : std::string("; the environment before it is current again")));
+}
+
 }  // namespace
 
 void set_rollback_seam_for_tests(RollbackSeam seam) { rollback_seam() = std::move(seam); }
@@ -435,6 +488,7 @@ Status set_generation_pinned(const fs::path& prefix_in, std::uint64_t number, bo
 
 Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optional<std::uint64_t> to) {
   RollbackReport report;
+  detail::FoundUnderLock found;
   auto done = detail::with_prefix_locked(prefix_in, report.warnings, [&](const fs::path& prefix) -> Status {
     std::error_code ec;
     if (!fs::is_directory(fs::symlink_status(prefix / "conda-meta", ec)))
@@ -444,6 +498,17 @@ Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optio
     const fs::path gens = generations_folder(prefix);
     const auto stored = own_folder(gens) ? stored_trees(gens) : std::vector<Stored>{};
     std::uint64_t current = tree_number(prefix);
+    // An interrupted install was rolled back first (history marked the tree it replaced current):
+    // without --to that is the step back, and it stops there (attack 23 F2: it went on to the
+    // generation before, two steps from what history showed).
+    if (found.rolled_back_install && !to) {
+      report.interrupted_install = true;
+      report.from = found.install_generation;
+      report.to = current;
+      report.packages = generation_dists(prefix).size();
+      return ok_status();
+    }
+    say_rolled_back_install(prefix, found, current, report.warnings);
     auto listing = all_generations(prefix);
     // The target: --to N, else the newest generation older than the current one.
     std::uint64_t target = 0;
@@ -526,7 +591,7 @@ Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optio
     report.to = target;
     report.packages = generation_dists(prefix).size();
     return ok_status();
-  });
+  }, &found);
   if (!done) return done.error();
   return report;
 }
@@ -536,7 +601,9 @@ Result<GenerationGcReport> gc_generations(const fs::path& prefix_in, std::size_t
   // Not an environment, no generations: refused as history refuses it, before a lock file is
   // made beside it (`gc -p /etc` said "no generation to remove" and the CLI cleaned the cache).
   if (auto listed = list_generations(prefix_in); !listed) return listed.error();
+  detail::FoundUnderLock found;
   auto done = detail::with_prefix_locked(prefix_in, report.warnings, [&](const fs::path& prefix) -> Status {
+    say_rolled_back_install(prefix, found, tree_number(prefix), report.warnings);
     repair(prefix, report.warnings);
     const fs::path gens = generations_folder(prefix);
     auto listing = all_generations(prefix);
@@ -578,7 +645,7 @@ Result<GenerationGcReport> gc_generations(const fs::path& prefix_in, std::size_t
       if (dry_run == DryRun::No) ::unlink(it->path().c_str());
     }
     return ok_status();
-  });
+  }, &found);
   if (!done) return done.error();
   return report;
 }

@@ -2464,7 +2464,7 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
 }
 
 Status detail::with_prefix_locked(const fs::path& prefix_in, std::vector<std::string>& warnings,
-                                  const std::function<Status(const fs::path& prefix)>& body) {
+                                  const std::function<Status(const fs::path& prefix)>& body, FoundUnderLock* found) {
   auto checked = checked_prefix(prefix_in);
   if (!checked) return checked.error();
   const fs::path prefix = *checked;
@@ -2477,7 +2477,13 @@ Status detail::with_prefix_locked(const fs::path& prefix_in, std::vector<std::st
   auto nested = lock_nested_environments(prefix, {});
   if (!nested) return nested.error();
   detail::adopt_kept_tree(prefix, &warnings);
+  const fs::path marker = prefix / "conda-meta" / kPendingFile;
+  const bool pending = fs::exists(fs::symlink_status(marker, ec));
+  std::uint64_t pending_number = 0;
+  if (auto origin = read_prefix_origin(prefix); pending && origin && *origin) pending_number = (*origin)->generation;
   if (auto st = recover(prefix, warnings); !st) return st;
+  if (found != nullptr && pending && !fs::exists(fs::symlink_status(marker, ec)))
+    *found = FoundUnderLock{true, pending_number};
   return body(prefix);
 }
 

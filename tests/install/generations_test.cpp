@@ -175,7 +175,8 @@ TEST_F(Generations, AnUpdateKeepsThePreviousTreeAndRollbackRestoresItExactly) {
   r = envlock("rollback -p " + q(prefix_) + " --to 2 --json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out),
-            nlohmann::json({{"prefix", prefix_.string()}, {"from", 1}, {"to", 2}, {"changed", true}, {"packages", 4},
+            nlohmann::json({{"prefix", prefix_.string()}, {"from", 1}, {"to", 2}, {"changed", true},
+                            {"interrupted_install", false}, {"packages", 4},
                             {"warnings", nlohmann::json::array()}}));
   expect_clean_and_locked_as(b_);
   EXPECT_EQ(slurp(prefix_ / "conda-meta/history"), b_history);
@@ -525,6 +526,95 @@ TEST_F(Generations, NumberOptionsAreDecimalsInRangeAndGcOfNoEnvironmentFails) {
   std::size_t after = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(pkgs)) ++after;
   EXPECT_EQ(after, entries);
+}
+
+// An install killed while its post-link scripts ran leaves its tree at the prefix, marked pending,
+// and the tree it replaced beside it (attack 23 F2): history marked the never-committed tree
+// current and left the good one out, and a plain rollback, after rolling the interrupted install
+// back, went on to the generation before: two steps from what history showed. Now history lists
+// the replaced tree as current and the pending one as interrupted, and the rollback stops at the
+// generation it restores; with --to, and in gc, the rollback of the interrupted install is named.
+TEST_F(Generations, AfterAnInterruptedInstallHistoryMarksTheRestoredGenerationAndRollbackStopsThere) {
+  install(a_);
+  install(b_);
+  install(c_);
+  const fs::path stage = root_ / ".env.envlock-stage-1-2";
+  const auto interrupt = [&] {  // what a kill during post-link leaves (an install of generation 4)
+    ASSERT_EQ(run_command("cp -a " + q(prefix_) + " " + q(stage)).exit_code, 0);
+    auto origin = nlohmann::json::parse(slurp(prefix_ / "conda-meta/envlock"));
+    origin["generation"] = 4;
+    envlock::testing::spit(prefix_ / "conda-meta/envlock", origin.dump(2) + "\n");
+    envlock::testing::spit(prefix_ / "conda-meta/envlock-pending",
+                           R"({"previous": [".env.envlock-stage-1-2", ".env.envlock-old-1"]})" "\n");
+  };
+  interrupt();
+  const std::string warning = "warning: " + prefix_.string() + ": an install did not finish (conda-meta/envlock-pending: "
+                              "killed, or stopped while its post-link scripts ran): generation 4 was never committed; "
+                              "the next envlock command that takes its lock (install, rollback, gc) rolls it back to "
+                              "generation 3\n";
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(h.err, warning);
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 4 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "     2  TIME  4 packages  envlock install -l b.lock -e default\n"
+                            "*    3  TIME  2 packages  envlock install -l c.lock -e default\n"
+                            "     4  TIME  2 packages  envlock install -l c.lock -e default  (interrupted: never committed)\n");
+  h = envlock("history -p " + q(prefix_) + " --json");
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  auto j = nlohmann::json::parse(h.out);
+  EXPECT_EQ(j["current"], 3);
+  ASSERT_EQ(j["generations"].size(), 4u);
+  EXPECT_EQ(j["generations"][2]["tree"], stage.string());
+  EXPECT_EQ(j["generations"][2]["current"], true);
+  EXPECT_EQ(j["generations"][2]["interrupted"], false);
+  EXPECT_EQ(j["generations"][3]["tree"], prefix_.string());
+  EXPECT_EQ(j["generations"][3]["current"], false);
+  EXPECT_EQ(j["generations"][3]["interrupted"], true);
+
+  // A plain rollback undoes the interrupted install and stops at generation 3.
+  auto r = envlock("rollback -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "rolled back " + prefix_.string() + " from generation 4, an install that did not finish (never "
+                   "committed; not kept), to generation 3 (2 packages), the one before it; `envlock rollback` again "
+                   "goes back further\n");
+  EXPECT_FALSE(fs::exists(stage));
+  expect_clean_and_locked_as(c_);
+  h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.err, "");
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 3 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "     2  TIME  4 packages  envlock install -l b.lock -e default\n"
+                            "*    3  TIME  2 packages  envlock install -l c.lock -e default\n");
+  interrupt();
+  r = envlock("rollback -p " + q(prefix_) + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out),
+            nlohmann::json({{"prefix", prefix_.string()}, {"from", 4}, {"to", 3}, {"changed", true},
+                            {"interrupted_install", true}, {"packages", 2}, {"warnings", nlohmann::json::array()}}));
+  expect_clean_and_locked_as(c_);
+
+  // --to N goes on to N, and says what it rolled back first; so does gc.
+  const std::string rolled = "warning: rolled back an install into " + prefix_.string() + " that did not finish "
+                             "(conda-meta/envlock-pending: killed, or stopped while its post-link scripts ran): "
+                             "generation 4 was never committed; generation 3 is current again\n";
+  interrupt();
+  r = envlock("rollback -p " + q(prefix_) + " --to 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, rolled);
+  EXPECT_EQ(r.out, "rolled back " + prefix_.string() + " from generation 3 to generation 1 (1 package); generation 3 "
+                   "is kept: envlock rollback --to 3 returns to it\n");
+  expect_clean_and_locked_as(a_);
+  r = envlock("rollback -p " + q(prefix_) + " --to 3");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  interrupt();
+  auto gc = envlock("gc --keep 5 -p " + q(prefix_));
+  EXPECT_EQ(gc.exit_code, 0) << gc.err;
+  EXPECT_EQ(gc.err, rolled);
+  EXPECT_EQ(gc.out.substr(0, gc.out.find('\n') + 1), prefix_.string() + ": no generation to remove; kept 1, 2, 3\n");
+  EXPECT_FALSE(fs::exists(stage));
+  expect_clean_and_locked_as(c_);
 }
 
 // A prefix made before generations (no number in its conda-meta/envlock, no generations folder)
