@@ -343,6 +343,10 @@ std::string pip_source_change(const PipPackage& o, const PipPackage& n) {
   // `subdirectory`; pixi compares it too: GitSubdirectoryMismatch, pixi_record's pinned_source.rs).
   if (a.subdirectory != b.subdirectory) return "source " + a.to_string() + " -> " + b.to_string();
   if (registry(a.kind) && registry(b.kind)) return {};
+  // Two pins listed by one index or find-links folder (envlock.lock's `index`, issue 20): the
+  // file changes with the version, the source does not (another index is the `index` field's).
+  auto wheel_file = [](K k) { return k == K::Index || k == K::Url || k == K::Path; };
+  if (!o.index.empty() && redact_url(o.index) == redact_url(n.index) && wheel_file(a.kind) && wheel_file(b.kind)) return {};
   if (a.kind == b.kind) {
     if (a.kind == K::Vcs) {
       if (a.location == b.location && (a.commit == b.commit || a.commit.empty() || b.commit.empty())) return {};

@@ -323,6 +323,7 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
           for (const auto& p : plat.packages) known = known || p.name == name;
     for (const auto& [en, env] : manifest.environments)
       for (const auto& d : env.dependencies) known = known || d.spec.exact_name() == name;
+    known = known || pypi_name_known(manifest, options.previous ? &*options.previous : nullptr, name);  // issue 20
     if (!known)
       return Error{ErrorKind::Usage, name, "--update names a package that is neither locked nor requested", "",
                    "check the spelling against `envlock list`"};

@@ -41,9 +41,12 @@ Status lock_pypi(const Manifest& manifest, const ManifestEnvironment& env, const
   }
   for (const auto* r : solution)
     if (auto c = conda_pypi_provides(*r)) in.conda.push_back(*c);
+  std::set<std::string> freed;  // --update names, as PEP 503 compares them (`Helper` is `helper`)
+  for (const auto& u : update) freed.insert(pep503_normalize(u));
   if (previous != nullptr)
     for (const auto& p : previous->pip)
-      if (!p.version.empty() && !p.sha256.empty() && update.count(p.name) == 0) in.preferred[pep503_normalize(p.name)] = p.version;
+      if (!p.version.empty() && !p.sha256.empty() && freed.count(pep503_normalize(p.name)) == 0)
+        in.preferred[pep503_normalize(p.name)] = p.version;
   PypiSources sources;
   for (const auto& l : manifest.pypi_indexes_for(env)) sources.indexes.push_back(l.url);
   for (const auto& l : manifest.find_links_for(env)) sources.find_links.push_back(l.url);
@@ -76,6 +79,19 @@ Status lock_pypi(const Manifest& manifest, const ManifestEnvironment& env, const
   }
   std::sort(out.pip.begin(), out.pip.end(), [](const PipPackage& a, const PipPackage& b) { return a.name < b.name; });
   return ok_status();
+}
+
+bool pypi_name_known(const Manifest& manifest, const Lockfile* previous, const std::string& name) {
+  const std::string n = pep503_normalize(name);
+  if (previous != nullptr)
+    for (const auto& [env_name, env] : previous->environments)
+      for (const auto& [platform, lp] : env.platforms)
+        for (const auto& p : lp.pip)
+          if (!p.name.empty() && pep503_normalize(p.name) == n) return true;
+  for (const auto& [env_name, env] : manifest.environments)
+    for (const auto& r : env.pypi_dependencies)
+      if (auto req = Pep508Requirement::parse(r.text); req && req->normalized_name() == n) return true;
+  return false;
 }
 
 std::string find_links_location_url(const std::string& location) {

@@ -13,12 +13,16 @@ namespace envlock {
 
 /// Resolves `env`'s pypi_dependencies for the python of `solution` on `platform` and appends the
 /// pins to `out.pip` (sorted by name); nothing when it has none. `previous` (the last lock of this
-/// environment x platform) gives the pins kept unless named in `update`. Errors: Usage (no python
-/// in the solution), Parse (a requirement that is not PEP 508, at its line), those of resolve_pypi.
+/// environment x platform) gives the pins kept unless named in `update` (PEP 503 normalised).
+/// Errors: Usage (no python in the solution), Parse (a requirement that is not PEP 508, at its line), those of resolve_pypi.
 Status lock_pypi(const Manifest& manifest, const ManifestEnvironment& env, const std::string& platform,
                  const std::vector<VirtualPackage>& vps, const std::vector<const RepoDataRecord*>& solution,
                  const LockedPlatform* previous, const std::set<std::string>& update, const RepodataOptions& repodata,
                  LockedPlatform& out);
+
+/// Whether `name` (as `--update` spells it) is a PyPI name, PEP 503 normalised: a pip pin of
+/// `previous` or a `pypi-dependencies` requirement of `manifest`.
+bool pypi_name_known(const Manifest& manifest, const Lockfile* previous, const std::string& name);
 
 /// The `file://` URL a find-links folder is recorded by (a pin's `index`, the folder of its
 /// wheel's URL): file_url_from_path() of the absolute folder, without a trailing '/'; any other

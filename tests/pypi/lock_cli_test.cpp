@@ -226,5 +226,50 @@ TEST_F(PypiLockCli, CheckReportsEachPypiRequirement) {
             "hint: run `envlock lock -f envlock.yaml` to update the lockfile\n");
 }
 
+// `lock --update helper` moves a PyPI pin to the newest wheel; `envlock diff` of the two lockfiles
+// shows the upgrade with its size, and a pin whose index changed is channel-changed.
+TEST_F(PypiLockCli, UpdateMovesAPinAndDiffShowsIt) {
+  spit(dir_ / "envlock.yaml", kManifest);
+  ASSERT_EQ(envlock_in(dir_, "lock -f envlock.yaml").exit_code, 0);
+  fs::copy_file(dir_ / "envlock.lock", dir_ / "old.lock");
+  make_wheel(dir_ / "wheels/helper-3.0-py3-none-any.whl", "helper", "3.0", "Requires-Python: >=3.9\n");
+  auto r = envlock_in(dir_, "lock -f envlock.yaml");  // the pin is kept while it fits
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(slurp(dir_ / "envlock.lock"), slurp(dir_ / "old.lock"));
+  r = envlock_in(dir_, "lock -f envlock.yaml --update helper");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(slurp(dir_ / "envlock.lock").find("            version: \"3.0\"\n            url: \"./wheels/helper-3.0-py3-none-any.whl\"\n"),
+            std::string::npos);
+  r = envlock_in(dir_, "diff old.lock envlock.lock");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "1 change: 1 upgraded; size +23 B\n"
+            "old: old.lock (envlock.lock v1)\n"
+            "new: envlock.lock (envlock.lock v1)\n"
+            "\n"
+            "default / linux-64: 1 change, size +23 B (4 -> 4 packages)\n"
+            "    upgraded                      pypi:helper  2.0 -> 3.0  +23 B\n");
+  // The same wheels served by another index: channel-changed, naming both.
+  std::string moved = slurp(dir_ / "envlock.lock");
+  const std::string local = "index: \"./wheels\"";
+  for (std::size_t at = moved.find(local); at != std::string::npos; at = moved.find(local, at))
+    moved.replace(at, local.size(), "index: https://pypi.example.org/simple");
+  spit(dir_ / "other-index.lock", moved);
+  r = envlock_in(dir_, "diff envlock.lock other-index.lock");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out,
+            "2 changes: 2 channel-changed; size +0 B\n"
+            "old: envlock.lock (envlock.lock v1)\n"
+            "new: other-index.lock (envlock.lock v1)\n"
+            "\n"
+            "default / linux-64: 2 changes, size +0 B (4 -> 4 packages)\n"
+            "    channel-changed               pypi:demo-app  1.2 -> 1.2\n"
+            "                                  index ./wheels -> https://pypi.example.org/simple\n"
+            "    channel-changed               pypi:helper    3.0 -> 3.0\n"
+            "                                  index ./wheels -> https://pypi.example.org/simple\n");
+}
+
 }  // namespace
 }  // namespace envlock
