@@ -6,9 +6,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "envlock/manifest.hpp"
 #include "envlock/input_file.hpp"
@@ -238,6 +241,189 @@ PipPackage pip_requirement(const std::string& line) {
 PipPackage parse_pip_requirement(const std::string& line) { return pip_requirement(line); }
 
 namespace {
+
+// ---- what a manifest's scalars may hold ---------------------------------------------------
+
+/// At most this many bytes of a value a user wrote are echoed in an error (escaped, cut in the
+/// middle with `…`): a 1 MB dependency is named, not printed (attack 22 A8).
+constexpr std::size_t kEchoBytes = 120;
+
+/// The length of the UTF-8 character that starts with byte `c` (1 for anything else).
+std::size_t utf8_length(unsigned char c) {
+  return c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+}
+
+/// `text` cut to about `max` bytes on UTF-8 character boundaries: its start, `…`, its end (a
+/// third of what is kept), so both ends of a long value stay recognisable.
+std::string cut_middle(std::string_view text, std::size_t max) {
+  if (text.size() <= max) return std::string(text);
+  const std::size_t tail_want = max / 3;
+  std::size_t head = 0;
+  while (head < text.size() && head + utf8_length(static_cast<unsigned char>(text[head])) <= max - tail_want)
+    head += utf8_length(static_cast<unsigned char>(text[head]));
+  std::size_t tail = text.size() - std::min(tail_want, text.size());
+  while (tail < text.size() && (static_cast<unsigned char>(text[tail]) & 0xc0) == 0x80) ++tail;  // a character's start
+  return std::string(text.substr(0, head)) + "…" + std::string(text.substr(tail));
+}
+
+/// A value a user wrote, as an error quotes it: controls and invisible characters escaped
+/// (printable), cut to kEchoBytes.
+std::string echo(std::string_view value) { return cut_middle(printable(value), kEchoBytes); }
+
+/// At most this many bytes of a line of an error (message, hint, detail) are shown; a longer
+/// line is cut in the middle (a message keeps its start and its reason) and an excerpt with a
+/// caret below it is shown as a window around the caret.
+constexpr std::size_t kLineBytes = 240;
+
+/// The start of the UTF-8 character at or before byte `i`.
+std::size_t char_start(std::string_view s, std::size_t i) {
+  while (i > 0 && i < s.size() && (static_cast<unsigned char>(s[i]) & 0xc0) == 0x80) --i;
+  return i;
+}
+
+/// `line` (an excerpt, "  " + text) and the caret line below it, as a window of at most
+/// kLineBytes around the caret, each cut end marked `…`; the caret under the same character.
+/// Escaped with printable(), as the rest of an error is.
+std::pair<std::string, std::string> window(std::string_view line, std::string_view caret_line) {
+  const std::size_t caret = caret_line.size() - 1;  // the '^'
+  const std::size_t indent = std::min<std::size_t>(2, line.size());
+  const std::size_t at = std::min(caret, line.size());
+  std::size_t from = at > kLineBytes / 3 + indent ? char_start(line, at - kLineBytes / 3) : indent;
+  std::size_t to = std::min(line.size(), from + kLineBytes);
+  to = to < line.size() ? char_start(line, to) : to;
+  const std::string before = printable(line.substr(from, at - from));
+  std::string shown = std::string(line.substr(0, indent)) + (from > indent ? "…" : "") + before +
+                      printable(line.substr(at, to - at)) + (to < line.size() ? "…" : "");
+  std::string under(indent + (from > indent ? 1 : 0), ' ');
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const auto c = static_cast<unsigned char>(before[i]);
+    if ((c & 0xc0) != 0x80) under += before[i] == '\t' ? '\t' : ' ';
+  }
+  return {shown, under + "^"};
+}
+
+/// `text` (lines of an error) with every line at most about `limit` bytes (see window()).
+std::string bounded_lines(const std::string& text, std::size_t limit = kLineBytes) {
+  std::vector<std::string_view> lines;
+  for (std::size_t start = 0;;) {
+    const std::size_t end = text.find('\n', start);
+    lines.push_back(std::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  auto is_caret = [](std::string_view l) {
+    return !l.empty() && l.back() == '^' && l.find_first_not_of(" \t") == l.size() - 1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (i > 0) out += '\n';
+    if (i + 1 < lines.size() && is_caret(lines[i + 1]) && (lines[i].size() > limit || lines[i + 1].size() > limit)) {
+      const auto [shown, under] = window(lines[i], lines[i + 1]);
+      out += shown + "\n" + under;
+      ++i;
+    } else if (lines[i].size() > limit) {
+      out += cut_middle(printable(lines[i]), limit);
+    } else {
+      out += lines[i];
+    }
+  }
+  return out;
+}
+
+/// `e` as parse_manifest() returns it: no line of it longer than about kLineBytes, whatever
+/// value it quotes (attack 22 A8: a 1 MB dependency was printed whole, three times).
+Error bounded(Error e) {
+  e.message = bounded_lines(e.message);
+  e.detail = bounded_lines(e.detail);
+  e.hint = bounded_lines(e.hint, 2 * kLineBytes);  // envlock's own advice, rarely quoting a value
+  return e;
+}
+
+/// The first control character (is_control_at) of a text; tab is text.
+struct Control {
+  std::string code;        ///< U+XXXX; empty when there is none
+  std::size_t character;   ///< which character it is (1-based, UTF-8 characters)
+  std::size_t byte;        ///< its offset
+};
+Control first_control(std::string_view s) {
+  std::size_t chars = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xc0) != 0x80) ++chars;
+    if (s[i] == '\t' || !is_control_at(s, i)) continue;
+    const auto c = static_cast<unsigned char>(s[i]);
+    const unsigned cp = c == 0xc2 ? static_cast<unsigned char>(s[i + 1]) : c;
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "U+%04X", cp);
+    return {buf, chars, i};
+  }
+  return {"", 0, 0};
+}
+
+/// Refuses a key or scalar value of the document that holds a control character once YAML has
+/// unescaped it: a double-quoted "\x07", "\e", "\u0085" or "\n", a raw C1 (U+0080-U+009F), a
+/// line break a block scalar keeps. parse_manifest() refuses raw C0 bytes; this is the same rule
+/// for what escapes write (attack 22 A17): names, channels, specs and variables reach lockfiles,
+/// activation scripts and terminals, where a control character hides or forges text.
+/// The error is at the scalar's file:line:col and names its key path (`environments.gpu.
+/// dependencies[1]`). An explicit stack: no recursion however deep the document (yaml-cpp
+/// itself refuses nesting past 500 levels).
+Status check_scalars(const yaml::Source& src, const YAML::Node& root) {
+  struct Item {
+    YAML::Node node;
+    std::string path;
+    bool is_key = false;
+    int level = 0;             ///< 1: a top-level key's value
+    std::string variable;      ///< the variable a `variables:` value sets
+  };
+  std::vector<Item> todo{{root, "", false, 0, ""}};
+  while (!todo.empty()) {
+    Item item = std::move(todo.back());
+    todo.pop_back();
+    const YAML::Node& n = item.node;
+    if (n.IsScalar()) {
+      const std::string& text = n.Scalar();
+      const Control found = first_control(text);
+      if (found.code.empty()) continue;
+      const char c = text[found.byte];
+      const bool line_char = c == '\n' || c == '\r' || c == '\0';
+      const std::string named = !line_char ? "the control character " + found.code + " (character " +
+                                                 std::to_string(found.character) + (item.is_key ? " of the key" : " of the value") +
+                                                 ", as YAML reads it)"
+                                : c == '\n' ? "a newline"
+                                : c == '\r' ? "a carriage return"
+                                            : "a NUL byte";
+      if (!item.variable.empty() && line_char)
+        return src.error_at(n, "the value of variable '" + item.variable + "' holds " + named,
+                            "a variable's value is one line of text (a NUL cannot be in an environment variable; "
+                            "a line break would not survive every shell's activation script)");
+      const std::string what = item.is_key ? "the key '" + echo(text) + "'" + (item.path.empty() ? "" : " of `" + item.path + "`")
+                               : !item.variable.empty() ? "the value of variable '" + item.variable + "'"
+                               : item.path.empty()      ? std::string("the document")
+                                                        : "the value of `" + item.path + "`";
+      return src.error_at(n, what + " holds " + named,
+                          "manifest keys and values are printable text: remove the escape (\\a, \\e, \\n, \\x.., "
+                          "\\u..) or the line break from the string");
+    }
+    std::vector<Item> kids;  // in document order; taken from the stack in that order
+    if (n.IsSequence()) {
+      std::size_t i = 0;
+      for (const auto& child : n)
+        kids.push_back({child, item.path + "[" + std::to_string(i++) + "]", false, item.level + 1, ""});
+    } else if (n.IsMap()) {
+      // `variables:` at the top level (level 1) or of an environment (`environments.NAME.variables`, level 3).
+      const bool variables = (item.level == 1 && item.path == "variables") ||
+                             (item.level == 3 && item.path.starts_with("environments.") && item.path.ends_with(".variables"));
+      for (const auto& kv : n) {
+        kids.push_back({kv.first, item.path, true, item.level + 1, ""});
+        const std::string key = kv.first.IsScalar() ? echo(kv.first.Scalar()) : std::string("?");
+        kids.push_back({kv.second, item.path.empty() ? key : item.path + "." + key, false, item.level + 1,
+                        variables ? key : std::string()});
+      }
+    }
+    todo.insert(todo.end(), std::make_move_iterator(kids.rbegin()), std::make_move_iterator(kids.rend()));
+  }
+  return ok_status();
+}
 
 class Parser {
  public:
@@ -800,6 +986,12 @@ Result<PypiLocation> Parser::pypi_location(const YAML::Node& at, const std::stri
     }
     return PypiLocation{t, redact_url(t)};
   }
+  // User info on plain http (`http://user:token@127.0.0.1/simple`): named as the reason, not the
+  // host (attack 23, F5); the base lockfile's rule (docs/manifest.md).
+  if (t.starts_with("http://") && t.substr(7, t.find_first_of("/?#", 7) - 7).find('@') != std::string::npos)
+    return src_.error_at(at, what + " over plain http:// cannot carry user info (a name or token before `@`): it would be sent unencrypted",
+                         "use https:// for an index that needs credentials; plain http:// is allowed for 127.0.0.1 "
+                         "and localhost, without user info");
   if (t.find("://") != std::string::npos)
     return src_.error_at(at, what + " must be an https:// or file:// URL" + std::string(index ? "" : " or a folder"),
                          "plain http:// is allowed for 127.0.0.1 and localhost only");
@@ -923,6 +1115,7 @@ Result<Manifest> Parser::parse(std::optional<Manifest::Format> format) {
     return src_.error_at(root, "a manifest must be a YAML map at the top level, found " + kind_name(root),
                          "start with `channels:` and `dependencies:`; see docs/manifest.md");
   if (auto st = yaml::check_unique_keys(src_, root); !st) return st.error();
+  if (auto st = check_scalars(src_, root); !st) return st.error();
 
   if (format) {
     m_.format = *format;
@@ -1079,7 +1272,10 @@ Result<Manifest> parse_manifest(const std::string& text, const std::string& sour
   }
   yaml::Source src(text, source);
   Parser parser(src, directory);
-  return parser.parse(format);
+  auto m = parser.parse(format);
+  if (!m) return bounded(m.error());
+  for (auto& w : m->warnings) w = bounded_lines(w);
+  return m;
 }
 
 Result<Manifest> load_manifest(const std::filesystem::path& path) {

@@ -440,6 +440,35 @@ TEST_F(Cli, EnvlockCacheDirHoldsThePackageCacheThatInfoNames) {
   EXPECT_FALSE(fs::exists(root_ / "third"));
 }
 
+// Attack 22 A17 and A8, as a user sees them: a control character written as a YAML escape is
+// refused naming the file, line, column and key, with nothing raw on the terminal, and a 1 MB
+// value is quoted cut; nothing is written.
+TEST_F(Cli, ManifestEscapesAndHugeValuesAreRefusedReadably) {
+  const fs::path project = root_ / "project";
+  spit(project / "envlock.yaml", "name: x\nchannels: [conda-forge]\nplatforms: [linux-64]\n"
+                                 "dependencies: [numpy, \"python\\e]0;owned\\a\"]\n");
+  auto r = envlock("lock -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + (project / "envlock.yaml").string() +
+                       ":4:23: the value of `dependencies[1]` holds the control character U+001B (character 7 of the "
+                       "value, as YAML reads it)\n  dependencies: [numpy, \"python\\e]0;owned\\a\"]\n"
+                       "                        ^\nhint: manifest keys and values are printable text: remove the escape "
+                       "(\\a, \\e, \\n, \\x.., \\u..) or the line break from the string\n");
+  spit(project / "envlock.yaml", "name: x\nchannels: [conda-forge]\nplatforms: [linux-" + std::string(1'000'000, 'a') +
+                                     "]\ndependencies: [numpy]\n");
+  r = envlock("lock -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  const std::string a(1000, 'a');
+  EXPECT_LT(r.err.size(), 1200u);
+  EXPECT_EQ(r.err.substr(0, r.err.find("\nhint: ")),
+            "error: " + (project / "envlock.yaml").string() + ":3:13: unknown platform (conda subdir) 'linux-" +
+                a.substr(0, 121) + "…" + a.substr(0, 79) + "'\n  platforms: [linux-" + a.substr(0, 222) + "…\n" +
+                std::string(14, ' ') + "^");
+  EXPECT_FALSE(fs::exists(project / "envlock.lock"));
+}
+
 // A channel folder, a project and prefixes whose paths hold a space (and '#', '%', non-ASCII):
 // lock, create, install, and a bundle deployed with a cold package cache. Channel URLs are
 // percent-encoded (envlock/url.hpp); before, libcurl refused the raw space ("URL using

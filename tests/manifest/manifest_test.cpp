@@ -592,5 +592,96 @@ TEST(PypiManifest, DependenciesIndexesAndFindLinks) {
   auto http = parse_manifest("channels: [c]\ndependencies: [python]\npypi-indexes: [http://pypi.example.com/simple]\n", "envlock.yaml", "/proj");
   ASSERT_FALSE(http.ok());
 }
+
+// Attack 22 A17: a control character written as a YAML escape in a double-quoted scalar (or a raw
+// C1, or a block scalar's line break) passed the check that refuses raw control bytes, and went
+// on into names, specs, lockfiles and terminals. Refused after unescaping, at file:line:col,
+// naming the key path; the error quotes nothing raw.
+TEST(Manifest, ControlCharactersWrittenAsEscapesAreRefusedNamingTheKey) {
+  const std::string head = "channels: [conda-forge]\nplatforms: [linux-64]\n";
+  struct Case {
+    std::string text, error;
+  };
+  const std::vector<Case> cases = {
+      {"name: \"ex\\x07ample\"\n" + head + "dependencies: [numpy]\n",
+       "envlock.yaml:1:7: the value of `name` holds the control character U+0007 (character 3 of the value, as YAML "
+       "reads it)\n  name: \"ex\\x07ample\"\n        ^"},
+      {head + "dependencies: [numpy]\nenvironments:\n  gpu:\n    dependencies: [numpy, \"py\\ethon\"]\n",
+       "envlock.yaml:6:27: the value of `environments.gpu.dependencies[1]` holds the control character U+001B "
+       "(character 3 of the value, as YAML reads it)\n      dependencies: [numpy, \"py\\ethon\"]\n                  "
+       "          ^"},
+      {head + "dependencies: [\"numpy\\u0085\"]\n",
+       "envlock.yaml:3:16: the value of `dependencies[0]` holds the control character U+0085 (character 6 of the "
+       "value, as YAML reads it)\n  dependencies: [\"numpy\\u0085\"]\n                 ^"},
+      {head + "dependencies: [numpy]\nvariables:\n  \"A\\u009bB\": \"1\"\n",
+       "envlock.yaml:5:3: the key 'A\\xc2\\x9bB' of `variables` holds the control character U+009B (character 2 of "
+       "the key, as YAML reads it)\n    \"A\\u009bB\": \"1\"\n    ^"},
+      {head + "dependencies: [numpy]\nvariables:\n  A: \"x\\x1b]0;title\\x07\"\n",
+       "envlock.yaml:5:6: the value of variable 'A' holds the control character U+001B (character 2 of the value, as "
+       "YAML reads it)\n    A: \"x\\x1b]0;title\\x07\"\n       ^"},
+      {"name: \"a\\nerror: forged\"\n" + head + "dependencies: [numpy]\n",
+       "envlock.yaml:1:7: the value of `name` holds a newline\n  name: \"a\\nerror: forged\"\n        ^"},
+  };
+  for (const auto& c : cases) {
+    auto m = parse(c.text);
+    ASSERT_FALSE(m.ok()) << c.text;
+    EXPECT_EQ(m.error().kind, ErrorKind::Parse);
+    EXPECT_EQ(m.error().to_string(),
+              c.error + "\nhint: manifest keys and values are printable text: remove the escape (\\a, \\e, \\n, \\x.., "
+                        "\\u..) or the line break from the string")
+        << c.text;
+  }
+  // A tab is text; a raw C1 byte pair is refused as its escape is.
+  EXPECT_TRUE(parse(head + "name: \"a\\tb\"\ndependencies: [numpy]\n").ok());
+  EXPECT_FALSE(parse(head + "name: \"a\xc2\x85" "b\"\ndependencies: [numpy]\n").ok());
+}
+
+// Attack 22 A8: an error quotes a value cut to a readable length (its start, `…`, its end), and an
+// excerpt is a window around the caret: a 1 MB dependency was printed whole, three times.
+TEST(Manifest, ALongValueIsQuotedCutInErrors) {
+  const std::string big(1'000'000, '>');
+  auto m = parse("channels: [conda-forge]\nplatforms: [linux-64]\ndependencies:\n  - \"numpy " + big + "\"\n");
+  ASSERT_FALSE(m.ok());
+  const std::string text = m.error().to_string();
+  EXPECT_LT(text.size(), 1500u) << text.size();
+  std::size_t longest = 0;
+  for (std::size_t start = 0, end; start <= text.size(); start = end + 1) {
+    end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    longest = std::max(longest, end - start);
+  }
+  EXPECT_LE(longest, 270u);  // file:line:col, then at most 240 bytes and an ellipsis
+  const std::string g(135, '>'), t(13, '>'), w(234, '>');
+  EXPECT_EQ(text, "envlock.yaml:4:5: invalid MatchSpec 'numpy " + g + "…" + t +
+                      "' at character 1: invalid operator; use one of == != < <= > >= ~= =\n"
+                      "    - \"numpy " + std::string(229, '>') + "…\n      ^\n"
+                      "  numpy " + w + "…\n        ^\n"
+                      "hint: a match spec looks like 'numpy >=1.26,<2', 'numpy=1.26=py312*', "
+                      "'conda-forge::numpy 1.26.* py312*' or 'numpy[version=\">=1.26\"]'");
+  // A long key far along its line: the window starts with `…` and the caret stays under it.
+  auto k = parse("channels: [conda-forge]\n" + std::string(100'000, 'k') + ": 1\ndependencies: [x]\n");
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.error().to_string().substr(k.error().to_string().find('\n') + 1),
+            "  …" + std::string(80, 'k') + ": 1\n" + std::string(83, ' ') + "^\nhint: fix the YAML syntax at this place");
+}
+
+// Attack 22 A8: YAML nested 100,000 levels deep is a clear error, never a stack overflow
+// (yaml-cpp 0.7 stops at 500 levels; the manifest's own walk of the tree keeps an explicit stack).
+TEST(Manifest, DeeplyNestedYamlIsAClearError) {
+  for (const std::string& text : {"name: x\nchannels: " + std::string(100'000, '[') + "\n",
+                                  "name: x\nchannels: " + std::string(100'000, '{') + "\n",
+                                  "name: x\nchannels: [" + std::string(3000, '[') + std::string(3000, ']') + "]\n"}) {
+    auto m = parse(text);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.error().message, "invalid YAML: lists and maps nested more than 500 levels deep");
+    EXPECT_EQ(m.error().hint, "no manifest, lockfile or snapshot nests this deep: is this the right file?");
+    EXPECT_LE(m.error().to_string().size(), 800u);
+  }
+  // 400 levels are YAML yaml-cpp reads: refused by the manifest's rules, not by a crash.
+  auto m = parse("name: x\nchannels: [conda-forge]\ndependencies: [numpy]\nvariables: " + std::string(400, '[') +
+                 std::string(400, ']') + "\n");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message, "variables must be a map of name -> value, found a list");
+}
 }  // namespace
 }  // namespace envlock
