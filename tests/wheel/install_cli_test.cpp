@@ -442,7 +442,8 @@ TEST_F(PipInstallCli, APipPackageTheNewLockfileDropsIsRemovedByItsRecord) {
   files.push_back({di + "/RECORD", record + di + "/RECORD,,\n"});
   const fs::path keeper = root_ / "wheels/keeper-1.0-py3-none-any.whl";
   testing::write_zip(keeper, files);
-  const PipPackage keep{"keeper", "1.0", "file://" + keeper.string(), hash_file(keeper, HashAlgorithm::Sha256).value(), "", {}, "", false};
+  PipPackage keep{"keeper", "1.0", "file://" + keeper.string(), hash_file(keeper, HashAlgorithm::Sha256).value(), "", {}, "", false};
+  keep.required_by = {"demo-pkg"};  // a dependency: no REQUESTED (PEP 376), as pip writes it
   const PipPackage drop{"demo-pkg", "1.0", "file://" + demo.string(), hash_file(demo, HashAlgorithm::Sha256).value(), "", {}, "", false};
   const fs::path prefix = root_ / "env";
   ASSERT_EQ(envlock("install -l " + q(write_lock({drop, keep}, "both.lock")) + " -p " + q(prefix)).exit_code, 0);
@@ -459,6 +460,8 @@ TEST_F(PipInstallCli, APipPackageTheNewLockfileDropsIsRemovedByItsRecord) {
   testing::spit(site / "byhand-2.0.dist-info/RECORD", "byhand.py,,\nbyhand-2.0.dist-info/METADATA,,\nbyhand-2.0.dist-info/INSTALLER,,\n"
                                                     "byhand-2.0.dist-info/RECORD,,\n");
   ASSERT_TRUE(fs::exists(prefix / "bin/demo-cli"));
+  EXPECT_TRUE(fs::exists(site / "demo_pkg-1.0.dist-info/REQUESTED")) << "no required_by: marked, as before";
+  EXPECT_FALSE(fs::exists(site / "keeper-1.0.dist-info/REQUESTED")) << "required by demo-pkg only";
 
   auto r = envlock("install -l " + q(write_lock({keep}, "keeper.lock")) + " -p " + q(prefix));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
