@@ -129,7 +129,7 @@ Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPacka
 }
 
 Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const std::vector<FetchedWheel>& wheels,
-                                                const std::vector<PipPackage>& locked, const fs::path& target_prefix) {
+                                                const std::vector<PipPackage>& locked) {
   PipInstallReport report;
   // What a wheel install killed mid-way left (its staging folder) goes first (attack 22 A10).
   std::error_code exists_ec;
@@ -169,7 +169,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     if (!removed) {
       Error e = removed.error();
       e.detail += std::string(e.detail.empty() ? "" : "\n") + "pip package: " + dist.name + "==" + dist.version +
-                  ", which the lockfile no longer holds\nnothing was installed; the prefix was not touched";
+                  ", which the lockfile no longer holds\nthe conda packages are installed; no pip package was installed";
       return e;
     }
     report.removed.push_back(dist.name + "==" + dist.version);
@@ -230,7 +230,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
       job.options.conda_files = &*conda_files;
     }
     job.options.python_xy = *xy;
-    job.options.target_prefix = fs::absolute(target_prefix.empty() ? prefix : target_prefix).lexically_normal().string();
+    job.options.target_prefix = fs::absolute(prefix).lexically_normal().string();
     job.options.commit_lock = &commit_lock;
     // PEP 376 REQUESTED for what the manifest asked for, as pip writes it for its command line's
     // requirements only: a pin whose required_by names no `(manifest)` is a dependency (a
@@ -267,7 +267,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
       if (const std::string cached = job.wheel->path.string(); e.where.starts_with(cached))
         e.where = tilde_path(job.wheel->path, home_folder()) + e.where.substr(cached.size());
       e.detail += std::string(e.detail.empty() ? "" : "\n") + "pip package: " + job.pin +
-                  "\nnothing was installed; the prefix was not touched";
+                  "\nthe conda packages are installed, and the other pip packages were installed beside it";
       return e;
     }
     report.installed.push_back(job.pin);
@@ -280,34 +280,6 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     }
   }
   return report;
-}
-
-bool pip_step_changes(const fs::path& prefix, const std::vector<FetchedWheel>& wheels,
-                      const std::vector<PipPackage>& locked) {
-  std::error_code ec;
-  if (!fs::is_directory(fs::symlink_status(prefix / "conda-meta", ec))) return false;
-  auto xy = prefix_python_xy(prefix);
-  if (!xy) return !wheels.empty();
-  const std::string site_rel = "lib/python" + *xy + "/site-packages";
-  std::multimap<std::string, PipDistribution> present;  // as install_fetched_wheels() reads them
-  for (const fs::path& dir : dist_info_dirs(prefix / site_rel)) {
-    auto dist = read_dist_info(dir, site_rel + "/" + dir.filename().string(), DistInfoParts::WithoutRecord);
-    if (dist) present.emplace(pep503_normalize(dist->name), std::move(*dist));
-  }
-  std::set<std::string> named;
-  for (const PipPackage& p : locked)
-    if (!p.name.empty()) named.insert(pep503_normalize(p.name));
-  for (const auto& entry : present)
-    if (entry.second.installer == "envlock" && !named.count(entry.first)) return true;  // removed
-  for (const FetchedWheel& w : wheels) {
-    auto name = parse_wheel_file_name(w.path.filename().string());
-    if (!name) return true;
-    const auto range = present.equal_range(pep503_normalize(name->distribution));
-    if (std::none_of(range.first, range.second,
-                     [&](const auto& d) { return same_pep440_version(d.second.version, name->version); }))
-      return true;  // installed or replaced
-  }
-  return false;
 }
 
 }  // namespace envlock::cli
