@@ -146,8 +146,20 @@ struct ArchiveName {
 };
 std::optional<ArchiveName> parse_archive_name(std::string_view file_name);
 
+/// The most bytes of one `conda-meta/*.json` record envlock reads: 64 MiB, as for a lockfile
+/// (kMaxLockfileBytes). The largest real records (a package of 100,000 files, paths_data for
+/// each) are a few tens of MB; a prefix is another user's or a pull request's bundle at times.
+inline constexpr std::uintmax_t kMaxCondaMetaRecordBytes = 64u << 20;
+
+/// The text of the conda-meta record `file`, read as every input is (read_input_file,
+/// envlock/input_file.hpp: a regular file, outside /proc, /sys and /dev, at most
+/// kMaxCondaMetaRecordBytes): else an error at `file` saying why (ErrorKind::Io), nothing of
+/// its text quoted.
+Result<std::string> read_conda_meta_record_text(const std::filesystem::path& file);
+
 /// Reads every `conda-meta/*.json` of an environment prefix (conda, mamba, pixi or envlock made),
-/// sorted by name. A record that cannot be read is an error naming the file (ErrorKind::Parse).
+/// sorted by name. A record that cannot be read is an error naming the file (ErrorKind::Parse;
+/// ErrorKind::Io for what read_conda_meta_record_text() refuses).
 Result<std::vector<PrefixRecord>> read_conda_meta(const std::filesystem::path& prefix);
 
 }  // namespace envlock

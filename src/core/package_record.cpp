@@ -3,11 +3,13 @@
 #include "envlock/package_record.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "envlock/input_file.hpp"
 #include "envlock/text.hpp"
 
 namespace envlock {
@@ -377,6 +379,21 @@ std::optional<ArchiveName> parse_archive_name(std::string_view file_name) {
   return out;
 }
 
+Result<std::string> read_conda_meta_record_text(const std::filesystem::path& file) {
+  InputFile in = read_input_file(file, kMaxCondaMetaRecordBytes);
+  std::string why;
+  switch (in.problem) {
+    case InputFile::Problem::None: return std::move(in.text);
+    case InputFile::Problem::Open: why = std::string("cannot be opened: ") + std::strerror(in.error_number); break;
+    case InputFile::Problem::Refused: why = in.message; break;
+    case InputFile::Problem::TooLarge:
+      why = "is larger than 64 MiB, the most envlock reads of a conda-meta record; it is not read";
+      break;
+    case InputFile::Problem::Read: why = std::string("cannot be read: ") + std::strerror(in.error_number); break;
+  }
+  return Error{ErrorKind::Io, file.string(), why, "", "the record is damaged; reinstall the package or remove the file"};
+}
+
 Result<std::vector<PrefixRecord>> read_conda_meta(const std::filesystem::path& prefix) {
   namespace fs = std::filesystem;
   const fs::path dir = prefix / "conda-meta";
@@ -403,17 +420,9 @@ Result<std::vector<PrefixRecord>> read_conda_meta(const std::filesystem::path& p
   std::sort(files.begin(), files.end());
   std::vector<PrefixRecord> out;
   for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream buf;
-    buf << in.rdbuf();
-    if (!in) {
-      Error e;
-      e.kind = ErrorKind::Io;
-      e.where = f.string();
-      e.message = "cannot read the file";
-      return e;
-    }
-    const std::string text = buf.str();
+    auto read = read_conda_meta_record_text(f);
+    if (!read) return read.error();
+    const std::string& text = *read;
     json j;
     try {
       j = json::parse(text);

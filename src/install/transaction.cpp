@@ -162,7 +162,7 @@ std::vector<PrefixRecord> read_records_tolerant(const fs::path& prefix, std::vec
     if (it->path().extension() == ".json" && it->is_regular_file(ec)) files.push_back(it->path());
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    auto text = detail::read_file(f);
+    auto text = read_conda_meta_record_text(f);  // a regular file of at most 64 MiB (attack 22 A16)
     std::string why;
     if (!text) {
       why = text.error().message;

@@ -469,6 +469,52 @@ TEST_F(Cli, ManifestEscapesAndHugeValuesAreRefusedReadably) {
   EXPECT_FALSE(fs::exists(project / "envlock.lock"));
 }
 
+// Attack 22 A16: a conda-meta/*.json record of a prefix is read as every input is
+// (read_input_file): at most 64 MiB (one byte more, a sparse file, is refused by its size), never
+// through a link into /proc. verify and list stop naming the record; install skips it with a
+// warning; nothing of /proc/self/environ is read or printed.
+TEST_F(Cli, ACondaMetaRecordOverTheCapOrLinkedIntoProcIsNotRead) {
+  const fs::path channel = make_fixture_channel();
+  const fs::path project = root_ / "project";
+  spit(project / "envlock.yaml", "name: example\nchannels: [" + channel.string() +
+                                     "]\nplatforms: [linux-64]\ndependencies:\n  - envlock-demo >=1.0\n");
+  ASSERT_EQ(envlock("create -f " + q(project / "envlock.yaml")).exit_code, 0);
+  const fs::path prefix = project / ".envlock/envs/default";
+  const fs::path big = prefix / "conda-meta/zz-big-1-0.json";
+  { std::ofstream(big, std::ios::binary); }
+  fs::resize_file(big, (64u << 20) + 1);
+  const std::string hint = "\nhint: the record is damaged; reinstall the package or remove the file\n";
+  for (const std::string command : {"verify", "list"}) {
+    const auto r = envlock(command + " -p " + q(prefix));
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_EQ(r.out, "") << command;
+    EXPECT_EQ(r.err, "error: " + big.string() +
+                         ": is larger than 64 MiB, the most envlock reads of a conda-meta record; it is not read" + hint)
+        << command;
+  }
+  fs::remove(big);
+  const fs::path environ_link = prefix / "conda-meta/zz-env-1-0.json";
+  fs::create_symlink("/proc/self/environ", environ_link);
+  auto r = envlock("verify -p " + q(prefix), {{"ENVLOCK_TEST_SECRET", "hunter2"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + environ_link.string() + ": is in /proc, not a file of a project; it is not read" + hint);
+  // install skips what it cannot read, as it does a damaged record, and says so.
+  { std::ofstream(big, std::ios::binary); }
+  fs::resize_file(big, (64u << 20) + 1);
+  r = envlock("install -l " + q(project / "envlock.lock") + " -p " + q(prefix), {{"ENVLOCK_TEST_SECRET", "hunter2"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("hunter2"), std::string::npos);
+  const std::string tail = r.err.substr(r.err.find("packages: 3 "));
+  EXPECT_EQ(tail, "packages: 3 (0 downloaded, 3 from the package cache)\n"
+                  "warning: conda-meta/zz-big-1-0.json is larger than 64 MiB, the most envlock reads of a conda-meta "
+                  "record; it is not read; skipped (its files are treated as not owned by any package)\n"
+                  "warning: conda-meta/zz-env-1-0.json is in /proc, not a file of a project; it is not read; skipped "
+                  "(its files are treated as not owned by any package)\n");
+  EXPECT_EQ(r.out, "environment 'default' (linux-64) is ready in " + prefix.string() +
+                       "\n  0 installed, 3 unchanged, 0 removed; files: 0 linked, 0 copied, 0 relocated\n");
+}
+
 // A channel folder, a project and prefixes whose paths hold a space (and '#', '%', non-ASCII):
 // lock, create, install, and a bundle deployed with a cold package cache. Channel URLs are
 // percent-encoded (envlock/url.hpp); before, libcurl refused the raw space ("URL using
