@@ -348,6 +348,32 @@ Result<std::string> PypiIndex::fetch_text(const std::string& url, const std::str
   return read_text(dest);
 }
 
+namespace {
+
+/// True when a file URL that the page at `page_url` lists may be fetched and pinned: the policy
+/// of the index URLs themselves (docs/pypi.md) applied to every link, as pip ignores a link to a
+/// host that is neither secure nor trusted ("is not a trusted or secure host and is being
+/// ignored", pip/_internal/index/collector.py, PackageFinder._is_secure_origin): https://; http://
+/// only on 127.0.0.1 or localhost; file:// only from a page that is itself a file (a file index or
+/// find-links page on this machine), never from a page served over the network (attack 23, F5).
+bool link_allowed(const std::string& page_url, const std::string& file_url) {
+  if (file_url.starts_with("https://")) return true;
+  if (file_url.starts_with("file:")) return page_url.starts_with("file:");
+  if (!file_url.starts_with("http://")) return false;
+  std::string authority = file_url.substr(7, file_url.find_first_of("/?#", 7) - 7);
+  if (const std::size_t at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
+  const std::string host = ascii_lower(authority.substr(0, authority.find(':')));
+  return host == "127.0.0.1" || host == "localhost";
+}
+
+std::vector<PypiFile> allowed_links(std::vector<PypiFile> files, const std::string& page_url) {
+  files.erase(std::remove_if(files.begin(), files.end(), [&](const PypiFile& f) { return !link_allowed(page_url, f.url); }),
+              files.end());
+  return files;
+}
+
+}  // namespace
+
 Result<std::vector<PypiFile>> PypiIndex::index_page(const std::string& index, const std::string& name) {
   std::string base = index;
   while (base.ends_with('/')) base.pop_back();
@@ -366,6 +392,7 @@ Result<std::vector<PypiFile>> PypiIndex::index_page(const std::string& index, co
   } else {
     files = parse_simple_html(*text, url);
   }
+  files = allowed_links(std::move(files), url);
   for (auto& f : files) f.index = index;
   return files;
 }
@@ -399,7 +426,7 @@ Result<std::vector<PypiFile>> PypiIndex::find_links_files(const std::string& loc
     bool missing = false;
     auto text = fetch_text(location, "text/html", false, missing);
     if (!text) return text.error();
-    files = parse_simple_html(*text, location);
+    files = allowed_links(parse_simple_html(*text, location), location);
     for (auto& f : files) f.index = location;
   }
   find_links_[location] = files;

@@ -591,6 +591,17 @@ TEST(PypiManifest, DependenciesIndexesAndFindLinks) {
   EXPECT_EQ(bad.error().where, "envlock.yaml:3:21");
   auto http = parse_manifest("channels: [c]\ndependencies: [python]\npypi-indexes: [http://pypi.example.com/simple]\n", "envlock.yaml", "/proj");
   ASSERT_FALSE(http.ok());
+  // User info on plain http is the reason named, not the host (attack 23, F5); the token is not echoed.
+  auto userinfo = parse_manifest("channels: [c]\ndependencies: [python]\npypi-indexes: [\"http://user:s3cr3t@127.0.0.1:8/simple\"]\n",
+                                 "envlock.yaml", "/proj");
+  ASSERT_FALSE(userinfo.ok());
+  EXPECT_EQ(userinfo.error().to_string(),
+            "envlock.yaml:3:16: a PyPI index over plain http:// cannot carry user info (a name or token before "
+            "`@`): it would be sent unencrypted\n"
+            "  pypi-indexes: [\"http://127.0.0.1:8/simple\"]\n"
+            "                 ^\n"
+            "hint: use https:// for an index that needs credentials; plain http:// is allowed for 127.0.0.1 and "
+            "localhost, without user info");
 }
 
 // Attack 22 A17: a control character written as a YAML escape in a double-quoted scalar (or a raw

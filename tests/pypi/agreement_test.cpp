@@ -155,5 +155,38 @@ TEST_F(PipAgreement, SameAnswersAsPipOnEveryRequirementSet) {
             "into a find-links folder");
 }
 
+// The index URL policy applies to every file URL a page lists (attack 23, F5), as pip ignores a
+// link to a host that is neither secure nor trusted ("is not a trusted or secure host and is
+// being ignored"): a page served from 127.0.0.1 keeps its https links, its own host's and
+// localhost's http links, and drops plain http to another host, file:// and other schemes; a page
+// that is itself a file keeps its file:// links.
+TEST(PypiIndexLinks, ThePolicyOfIndexUrlsAppliesToEveryLinkAPageLists) {
+  const fs::path root = fs::temp_directory_path() / ("envlock-pypi-links-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const std::string sha = "#sha256=" + std::string(64, 'a');
+  auto link = [&](const std::string& href) { return "<a href=\"" + href + sha + "\">x</a>\n"; };
+  testing::spit(root / "simple/okpkg/index.html",
+                link("http://192.0.2.2:18790/files/okpkg-1.0-py3-none-any.whl") +
+                    link("file:///srv/wheels/okpkg-2.0-py3-none-any.whl") + link("ftp://files.example/okpkg-3.0-py3-none-any.whl") +
+                    link("https://files.example/okpkg-4.0-py3-none-any.whl") + link("../../files/okpkg-5.0-py3-none-any.whl") +
+                    link("http://localhost:1/okpkg-6.0-py3-none-any.whl") +
+                    link("http://localhost@192.0.2.2/okpkg-7.0-py3-none-any.whl"));
+  testing::spit(root / "links.html", link("file:///srv/wheels/okpkg-8.0-py3-none-any.whl") +
+                                         link("http://192.0.2.2/okpkg-9.0-py3-none-any.whl"));
+  testing::HttpServer server(root);
+  ASSERT_TRUE(server.ok()) << server.error();
+  PypiIndexOptions o;
+  o.cache_dir = root / "cache";
+  PypiIndex index({{server.url("/simple")}, {"file://" + (root / "links.html").string()}}, o);
+  auto files = index.files("okpkg");
+  ASSERT_TRUE(files.ok()) << files.error().to_string();
+  std::string listed;
+  for (const auto& f : *files) listed += f.filename + "\n";
+  EXPECT_EQ(listed,
+            "okpkg-4.0-py3-none-any.whl\nokpkg-5.0-py3-none-any.whl\nokpkg-6.0-py3-none-any.whl\n"
+            "okpkg-8.0-py3-none-any.whl\n");
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace envlock
