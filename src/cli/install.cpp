@@ -391,6 +391,9 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   // Every install through the CLI keeps the tree it replaces as a generation, with the lockfile
   // (envlock/generations.hpp; `envlock history`, `rollback`, `gc`).
   options.keep_generations = KeepGenerations::Yes;
+  // The pip step changes the environment too: a wheel upgrade alone keeps the tree it replaces,
+  // which rollback makes current again (attack 23 F6).
+  options.stage_differs = pip_step_changes(request.prefix, *wheels, locked->pip);
   if (std::ifstream in(request.lockfile_path, std::ios::binary); in)
     options.lockfile_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   auto report = install_packages(request.prefix, packages, options);

@@ -282,4 +282,32 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
   return report;
 }
 
+bool pip_step_changes(const fs::path& prefix, const std::vector<FetchedWheel>& wheels,
+                      const std::vector<PipPackage>& locked) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(prefix / "conda-meta", ec))) return false;
+  auto xy = prefix_python_xy(prefix);
+  if (!xy) return !wheels.empty();
+  const std::string site_rel = "lib/python" + *xy + "/site-packages";
+  std::multimap<std::string, PipDistribution> present;  // as install_fetched_wheels() reads them
+  for (const fs::path& dir : dist_info_dirs(prefix / site_rel)) {
+    auto dist = read_dist_info(dir, site_rel + "/" + dir.filename().string(), DistInfoParts::WithoutRecord);
+    if (dist) present.emplace(pep503_normalize(dist->name), std::move(*dist));
+  }
+  std::set<std::string> named;
+  for (const PipPackage& p : locked)
+    if (!p.name.empty()) named.insert(pep503_normalize(p.name));
+  for (const auto& entry : present)
+    if (entry.second.installer == "envlock" && !named.count(entry.first)) return true;  // removed
+  for (const FetchedWheel& w : wheels) {
+    auto name = parse_wheel_file_name(w.path.filename().string());
+    if (!name) return true;
+    const auto range = present.equal_range(pep503_normalize(name->distribution));
+    if (std::none_of(range.first, range.second,
+                     [&](const auto& d) { return same_pep440_version(d.second.version, name->version); }))
+      return true;  // installed or replaced
+  }
+  return false;
+}
+
 }  // namespace envlock::cli

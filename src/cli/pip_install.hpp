@@ -65,4 +65,13 @@ struct PipInstallReport {
 Result<PipInstallReport> install_fetched_wheels(const std::filesystem::path& prefix, const std::vector<FetchedWheel>& wheels,
                                                 const std::vector<PipPackage>& locked);
 
+/// Whether install_fetched_wheels() would change `prefix` (an environment already there): a wheel
+/// whose PEP 503 name and PEP 440 version no installed distribution has, or a distribution an
+/// earlier envlock install put there that `locked` no longer names. Read only. An install that
+/// changes only pip packages is then a change of the environment, so it keeps the tree it
+/// replaces as a generation (InstallOptions::stage_differs; attack 23 F6). False for a prefix
+/// that holds no environment yet.
+bool pip_step_changes(const std::filesystem::path& prefix, const std::vector<FetchedWheel>& wheels,
+                      const std::vector<PipPackage>& locked);
+
 }  // namespace envlock::cli

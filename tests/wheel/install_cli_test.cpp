@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -175,6 +176,53 @@ TEST_F(PipInstallCli, AnotherLockedVersionReplacesTheInstalledOne) {
   EXPECT_TRUE(fs::exists(site / "demo_pkg-2.0.dist-info/RECORD"));
   EXPECT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg 2.0 says hello\n");
   EXPECT_EQ(envlock("verify -p " + q(prefix)).exit_code, 0);
+}
+
+// A wheel upgrade alone (the conda packages unchanged) is a change of the environment (attack 23
+// F6): it keeps the tree it replaces as a generation, whose record still names the lockfile it
+// was installed from, and rollback brings the old version back; installing the same lockfile again
+// keeps no generation. It kept none, rewrote generation 1's record to the new lockfile, and
+// `rollback` said there was no older generation.
+TEST_F(PipInstallCli, AWheelUpgradeAloneKeepsAGenerationThatRollbackUndoes) {
+  const fs::path v1 = write_demo_wheel(root_ / "wheels", "1.0");
+  const fs::path v2 = write_demo_wheel(root_ / "wheels", "2.0");
+  const fs::path prefix = root_ / "env";
+  auto lock1 = write_lock({{"demo-pkg", "1.0", "file://" + v1.string(), hash_file(v1, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v1.lock");
+  auto lock2 = write_lock({{"demo-pkg", "2.0", "file://" + v2.string(), hash_file(v2, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v2.lock");
+  ASSERT_EQ(envlock("install -l " + q(lock1) + " -p " + q(prefix)).exit_code, 0);
+  auto r = envlock("install -l " + q(lock2) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\n  0 installed, 1 unchanged, 0 removed; files: 0 linked, 0 copied, 0 relocated\n"
+                       "  pip: 1 installed, 0 unchanged, 1 replaced\n"),
+            std::string::npos)
+      << r.out;
+  ASSERT_EQ(envlock("install -l " + q(lock2) + " -p " + q(prefix)).exit_code, 0) << "the same again: no generation";
+  const auto untimed = [](const std::string& text) {
+    return std::regex_replace(text, std::regex("\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d"), "TIME");
+  };
+  auto h = envlock("history -p " + q(prefix));
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(h.err, "");
+  EXPECT_EQ(untimed(h.out), prefix.string() + ": 2 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l v1.lock -e default\n"
+                            "*    2  TIME  1 package   envlock install -l v2.lock -e default\n");
+  h = envlock("history -p " + q(prefix) + " --json");
+  const auto j = nlohmann::json::parse(h.out);
+  ASSERT_EQ(j["generations"].size(), 2u);
+  EXPECT_EQ(j["generations"][0]["lockfile_hash"], "sha256:" + hash_file(lock1, HashAlgorithm::Sha256).value());
+  EXPECT_EQ(j["generations"][1]["lockfile_hash"], "sha256:" + hash_file(lock2, HashAlgorithm::Sha256).value());
+  EXPECT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg 2.0 says hello\n");
+
+  r = envlock("rollback -p " + q(prefix));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "rolled back " + prefix.string() + " from generation 2 to generation 1 (1 package); generation 2 is "
+                   "kept: envlock rollback --to 2 returns to it\n");
+  EXPECT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg 1.0 says hello\n");
+  auto verify = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(prefix / "conda-meta/envlock"))["lockfile_hash"],
+            "sha256:" + hash_file(lock1, HashAlgorithm::Sha256).value());
 }
 
 // Wheels of one namespace package (PEP 420: `nspace/` has no __init__.py and each wheel adds a
