@@ -382,6 +382,25 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   options.origin.manifest = request.manifest;
   options.foreign = request.foreign;
   options.on_lock_wait = say_lock_wait;
+  // The locked wheels go into the installer's stage after the conda packages (their python),
+  // before its one swap (InstallOptions::finish_stage, as `snapshot deploy` adds its pip files): a
+  // pip step that fails leaves the prefix as it was, so its conda-meta/envlock never names a
+  // lockfile whose pip packages are not there and `run` installs again (attack 23 F11), as pixi
+  // installs again a prefix that does not match the lock.
+  std::optional<PipInstallReport> pip_report;
+  options.finish_stage = [&](const std::filesystem::path& stage) -> Status {
+    auto done = install_fetched_wheels(stage, *wheels, locked->pip, request.prefix);
+    if (!done) {
+      Error e = done.error();
+      // The stage is deleted: a path in it is named as the path it was to have.
+      const std::string staged = stage.string(), shown = std::filesystem::path(request.prefix).string();
+      for (std::string* text : {&e.where, &e.message, &e.detail})
+        for (std::size_t at; (at = text->find(staged)) != std::string::npos;) text->replace(at, staged.size(), shown);
+      return e;
+    }
+    pip_report = std::move(*done);
+    return ok_status();
+  };
   if (progress) {
     options.progress = [](std::size_t i, std::size_t n, const RepoDataRecord& r) {
       std::fprintf(stderr, "\r\033[Klink %zu/%zu %s", i + 1, n, r.dist_name().c_str());
@@ -408,9 +427,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   for (std::size_t i = 0; i < report->clobbered.size(); ++i)
     warn(report->clobbered[i] + " is installed by more than one package: " + report->clobbered_owners[i] +
          " (the later in the lockfile's order wins; only its record lists the path)");
-  // The locked wheels, after the conda packages (their python); each wheel is all or nothing.
-  auto pip_report = install_fetched_wheels(request.prefix, *wheels, locked->pip);
-  if (!pip_report) return report_error(ctx, pip_report.error());
+  if (!pip_report) pip_report.emplace();  // finish_stage runs on every install that succeeds
   report->warnings.insert(report->warnings.end(), pip_report->warnings.begin(), pip_report->warnings.end());
   // The other pip entries (unresolved requirements, VCS and editable sources, pins without a
   // wheel URL, e.g. from `envlock snapshot lock`) are named, never dropped silently.

@@ -129,7 +129,7 @@ Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPacka
 }
 
 Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const std::vector<FetchedWheel>& wheels,
-                                                const std::vector<PipPackage>& locked) {
+                                                const std::vector<PipPackage>& locked, const fs::path& target_prefix) {
   PipInstallReport report;
   // What a wheel install killed mid-way left (its staging folder) goes first (attack 22 A10).
   std::error_code exists_ec;
@@ -169,7 +169,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     if (!removed) {
       Error e = removed.error();
       e.detail += std::string(e.detail.empty() ? "" : "\n") + "pip package: " + dist.name + "==" + dist.version +
-                  ", which the lockfile no longer holds\nthe conda packages are installed; no pip package was installed";
+                  ", which the lockfile no longer holds\nnothing was installed; the prefix was not touched";
       return e;
     }
     report.removed.push_back(dist.name + "==" + dist.version);
@@ -230,7 +230,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
       job.options.conda_files = &*conda_files;
     }
     job.options.python_xy = *xy;
-    job.options.target_prefix = fs::absolute(prefix).lexically_normal().string();
+    job.options.target_prefix = fs::absolute(target_prefix.empty() ? prefix : target_prefix).lexically_normal().string();
     job.options.commit_lock = &commit_lock;
     // PEP 376 REQUESTED for what the manifest asked for, as pip writes it for its command line's
     // requirements only: a pin whose required_by names no `(manifest)` is a dependency (a
@@ -267,7 +267,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
       if (const std::string cached = job.wheel->path.string(); e.where.starts_with(cached))
         e.where = tilde_path(job.wheel->path, home_folder()) + e.where.substr(cached.size());
       e.detail += std::string(e.detail.empty() ? "" : "\n") + "pip package: " + job.pin +
-                  "\nthe conda packages are installed, and the other pip packages were installed beside it";
+                  "\nnothing was installed; the prefix was not touched";
       return e;
     }
     report.installed.push_back(job.pin);

@@ -61,9 +61,12 @@ struct PipInstallReport {
 /// REQUESTED unless its entry's required_by names dependents only (no `(manifest)`). Each wheel is all or nothing. The
 /// wheels unpack in parallel (up to 8 threads), and each moves into the prefix alone
 /// (WheelInstallOptions::commit_lock). One that fails is reported, the first in the lockfile's
-/// order, after the others have finished.
+/// order, after the others have finished. `envlock install` runs this in the installer's stage
+/// (InstallOptions::finish_stage), so a failure leaves the prefix as it was; `target_prefix` is
+/// then the path the prefix has when it runs (written into shebangs; empty: `prefix`).
 Result<PipInstallReport> install_fetched_wheels(const std::filesystem::path& prefix, const std::vector<FetchedWheel>& wheels,
-                                                const std::vector<PipPackage>& locked);
+                                                const std::vector<PipPackage>& locked,
+                                                const std::filesystem::path& target_prefix = {});
 
 /// Whether install_fetched_wheels() would change `prefix` (an environment already there): a wheel
 /// whose PEP 503 name and PEP 440 version no installed distribution has, or a distribution an

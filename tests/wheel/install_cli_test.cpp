@@ -307,7 +307,7 @@ TEST_F(PipInstallCli, ReplacingAVersionNeverFollowsALinkOutOfThePrefix) {
                    "error: " + prefix.string() + ": " + site_rel + "/demo_pkg-1.0.dist-info/RECORD lists '" + site_rel +
                        "/demo_pkg/__init__.py', which leads outside the prefix through a link: nothing was changed\n"
                        "pip package: demo_pkg==2.0\n"
-                       "the conda packages are installed, and the other pip packages were installed beside it\n"
+                       "nothing was installed; the prefix was not touched\n"
                        "hint: a folder of the installed distribution is a link out of the prefix; remove it by hand\n");
   EXPECT_EQ(slurp(outside / "__init__.py"), before) << "the file outside is neither deleted nor replaced";
   EXPECT_TRUE(fs::exists(outside / "old/old.py"));
@@ -316,8 +316,8 @@ TEST_F(PipInstallCli, ReplacingAVersionNeverFollowsALinkOutOfThePrefix) {
 }
 
 // Attack 22 A10: an install killed (SIGKILL) while a big wheel unpacks leaves its staging folder
-// `.envlock-wheel-<pid>-<n>`; verify does not count it, and the next install removes it (its pid is
-// dead) and installs the wheel, as the conda side removes a stale stage.
+// `.envlock-wheel-<pid>-<n>`, inside the installer's stage; verify of the prefix is clean, and the
+// next install removes the stale stage (its pid is dead) and installs the wheel.
 TEST_F(PipInstallCli, AStagingFolderOfAKilledInstallIsRemovedByTheNextInstall) {
   const std::string di = "big-1.0.dist-info";
   std::vector<testing::ZipEntry> files;
@@ -333,22 +333,28 @@ TEST_F(PipInstallCli, AStagingFolderOfAKilledInstallIsRemovedByTheNextInstall) {
   const fs::path lock = write_lock({{"big", "1.0", "file://" + wheel.string(), hash_file(wheel, HashAlgorithm::Sha256).value(), "", {}, "", false}});
   const fs::path prefix = root_ / "env";
   ASSERT_EQ(envlock("install -l " + q(write_lock({}, "conda.lock")) + " -p " + q(prefix)).exit_code, 0);
-  // Started in the background, killed once its staging folder holds files.
+  // Started in the background, killed once its staging folder holds files. The wheels install
+  // into the installer's stage beside the prefix (attack 23 F11), so the wheel's staging folder
+  // is in there: the prefix itself is untouched.
+  const std::string stages = q(root_) + "/.env.envlock-stage-*";
   auto killed = run_command(testing::envlock_cmd() + " install -l " + q(lock) + " -p " + q(prefix) + " >/dev/null 2>&1 & pid=$!; "
-                            "for i in $(seq 4000); do n=$(find " + q(prefix) + "/.envlock-wheel-* -type f 2>/dev/null | head -50 | wc -l); "
+                            "for i in $(seq 4000); do n=$(find " + stages + "/.envlock-wheel-* -type f 2>/dev/null | head -50 | wc -l); "
                             "[ \"$n\" -ge 50 ] && break; sleep 0.005; done; kill -9 $pid; wait $pid; echo \"rc=$?\"",
                             env_);
   EXPECT_EQ(killed.out, "rc=137\n") << killed.err;
-  std::string staging;
-  for (const auto& e : fs::directory_iterator(prefix))
-    if (e.path().filename().string().starts_with(".envlock-wheel-")) staging = e.path().filename().string();
+  fs::path staging;
+  for (const auto& e : fs::directory_iterator(root_))
+    if (e.path().filename().string().starts_with(".env.envlock-stage-"))
+      for (const auto& w : fs::directory_iterator(e.path()))
+        if (w.path().filename().string().starts_with(".envlock-wheel-")) staging = w.path();
   ASSERT_FALSE(staging.empty()) << "the kill came while the wheel was staged";
+  for (const auto& e : fs::directory_iterator(prefix)) EXPECT_FALSE(e.path().filename().string().starts_with(".envlock-wheel-")) << e.path();
   auto verify = envlock("verify -p " + q(prefix));
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
   auto again = envlock("install -l " + q(lock) + " -p " + q(prefix));
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_NE(again.out.find("\n  pip: 1 installed, 0 unchanged\n"), std::string::npos) << again.out;
-  EXPECT_FALSE(fs::exists(prefix / staging));
+  EXPECT_FALSE(fs::exists(staging.parent_path())) << "the killed install's stage is removed";
   for (const auto& e : fs::directory_iterator(prefix)) EXPECT_FALSE(e.path().filename().string().starts_with(".envlock-wheel-")) << e.path();
   verify = envlock("verify -p " + q(prefix));
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
@@ -439,8 +445,8 @@ TEST_F(PipInstallCli, AWheelWhoseTagsTheEnvironmentCannotRunIsRefused) {
   }
 }
 
-// Attack 22 A12: a locked wheel whose METADATA names another project is refused, the conda
-// packages stay, no file of the wheel is in the prefix (pip and uv: inconsistent name).
+// Attack 22 A12: a locked wheel whose METADATA names another project is refused, nothing is
+// installed (the wheels go into the installer's stage: attack 23 F11) (pip and uv: inconsistent name).
 TEST_F(PipInstallCli, AWheelWhoseMetadataNamesAnotherProjectIsRefused) {
   env_["HOME"] = root_.string();
   const std::string di = "demo_pkg-1.0.dist-info";
@@ -463,10 +469,7 @@ TEST_F(PipInstallCli, AWheelWhoseMetadataNamesAnotherProjectIsRefused) {
   EXPECT_NE(r.err.find("error: " + cached + ": its METADATA names 'requests' version '9.9', not demo_pkg 1.0 as its file name\n"
                        "pip package: demo_pkg==1.0\n"),
             std::string::npos) << r.err;
-  fs::path site;
-  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
-  EXPECT_FALSE(fs::exists(site / "demo_pkg"));
-  EXPECT_FALSE(fs::exists(site / di));
+  EXPECT_FALSE(fs::exists(prefix)) << "a new environment whose pip step failed is not made";
 }
 
 /// `text` with every occurrence of `from` replaced by `to` (a path filter for whole outputs).
@@ -607,6 +610,67 @@ TEST_F(PipInstallCli, ReplacingAVersionLeavesWhatItsRecordListsOfCondaInPlace) {
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
   EXPECT_EQ(verify.err, "");
   EXPECT_EQ(verify.out, abs + ": 1 packages, 11 files checked (8 of them pip-installed): no drift\n");
+}
+
+// Attack 23 F11: the wheels install into the installer's stage before its one swap, so a pip step
+// that fails leaves the prefix as it was: a new environment is not made, an existing one keeps
+// its packages and its conda-meta/envlock (which names the lockfile installed), and `envlock run`
+// of the project installs again and fails with the same error instead of running without the
+// pip package (pixi installs again a prefix that does not match the lock).
+TEST_F(PipInstallCli, APipStepThatFailsLeavesThePrefixAsItWasAndRunInstallsAgain) {
+  const std::string di = "clash-1.0.dist-info";
+  std::vector<testing::ZipEntry> files = {{"clash/__init__.py", "C = 1\n"},
+                                          {"clash-1.0.data/data/bin/python3", "not python\n"},
+                                          {di + "/METADATA", "Metadata-Version: 2.1\nName: clash\nVersion: 1.0\n"},
+                                          {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n"}};
+  std::string record;
+  for (const auto& f : files) record += f.name + "," + record_hash(f.data) + "," + std::to_string(f.data.size()) + "\n";
+  files.push_back({di + "/RECORD", record + di + "/RECORD,,\n"});
+  fs::create_directories(root_ / "wheels");
+  const fs::path wheel = root_ / "wheels/clash-1.0-py3-none-any.whl";
+  testing::write_zip(wheel, files);
+  const fs::path lock = write_lock({{"clash", "1.0", "./wheels/clash-1.0-py3-none-any.whl", hash_file(wheel, HashAlgorithm::Sha256).value(),
+                                     "", {}, "", false}}, "envlock.lock");
+  const fs::path prefix = root_ / "env";
+  const std::string error = "error: " + prefix.string() + ": the wheel clash-1.0-py3-none-any.whl would overwrite 1 file(s) already in the prefix\n"
+                            "  bin/python3\n"
+                            "pip package: clash==1.0\n"
+                            "nothing was installed; the prefix was not touched\n"
+                            "hint: another package owns them; remove it first (nothing of this wheel was installed)\n";
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "packages: 1 (1 downloaded, 0 from the package cache)\n" + error);
+  EXPECT_FALSE(fs::exists(prefix)) << "a new environment whose pip step failed is not made";
+  for (const auto& e : fs::directory_iterator(root_)) EXPECT_FALSE(e.path().filename().string().starts_with(".env.envlock-stage-")) << e.path();
+
+  // Over an environment there: it stays as it was, its record of the lockfile installed too.
+  const fs::path demo = write_demo_wheel(root_ / "wheels");
+  ASSERT_EQ(envlock("install -l " + q(write_lock({{"demo-pkg", "1.0", "file://" + demo.string(), hash_file(demo, HashAlgorithm::Sha256).value(),
+                                                    "", {}, "", false}}, "demo.lock")) + " -p " + q(prefix)).exit_code, 0);
+  const std::string origin = slurp(prefix / "conda-meta/envlock");
+  r = envlock("install -l " + q(lock) + " -p " + q(prefix));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "packages: 1 (0 downloaded, 1 from the package cache)\n" + error);
+  EXPECT_EQ(slurp(prefix / "conda-meta/envlock"), origin);
+  EXPECT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg 1.0 says hello\n");
+  auto verify = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+
+  // `run` of the project (its lockfile as it is): installs, fails the same way, every time.
+  testing::spit(root_ / "envlock.yaml", "name: proj\nchannels: [\"file://" + channel_.string() + "\"]\nplatforms: [linux-64]\n"
+                                             "dependencies: [python]\n");
+  const fs::path run_prefix = root_ / "run-env";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto run = envlock("run --frozen -f " + q(root_ / "envlock.yaml") + " -p " + q(run_prefix) + " -- true");
+    EXPECT_EQ(run.exit_code, 1) << attempt << run.out << run.err;
+    EXPECT_EQ(run.out, "") << attempt;
+    EXPECT_EQ(run.err, "packages: 1 (0 downloaded, 1 from the package cache)\n" +
+                           replaced_all(error, prefix.string(), run_prefix.string()))
+        << attempt;
+    EXPECT_FALSE(fs::exists(run_prefix)) << attempt;
+  }
 }
 
 }  // namespace
