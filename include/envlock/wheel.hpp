@@ -152,6 +152,11 @@ struct WheelInstallOptions {
   Requested requested = Requested::Yes;
   /// Written as direct_url.json when set (PEP 610).
   std::optional<DirectUrl> direct_url;
+  /// The wheel file's sha256 (lower-case hex), written as `<dist-info>/ENVLOCK_SHA256` (one line)
+  /// when set, envlock's record of which build of the version is installed, as conda-meta records
+  /// an archive's sha256 (PEP 376 lets an installer add its own files; listed in RECORD); empty:
+  /// not written (installed_wheel_sha256()).
+  std::string archive_sha256;
   /// Caps on the archive (entries, total content), as for conda packages.
   ExtractLimits limits;
   /// The prefix-relative `.dist-info` folder of an installed distribution this wheel replaces
@@ -192,6 +197,12 @@ struct InstalledWheel {
   /// "conda-meta/x.json (the environment's records)", ".envlock-x (envlock's own file)".
   std::vector<std::string> left_in_place;
 };
+
+/// The sha256 of the wheel a distribution was installed from, as recorded in its `.dist-info`
+/// folder `dist_info` (a local path): envlock's ENVLOCK_SHA256, else PEP 610 direct_url.json's
+/// `archive_info.hashes.sha256` (`archive_info.hash` `sha256=`), as pip and uv write it for URL
+/// installs; empty when neither records one (an index install by pip or uv).
+std::string installed_wheel_sha256(const std::filesystem::path& dist_info);
 
 /// Removes the staging folders (`.envlock-wheel-<pid>-<n>`, and `<that>.old` of a replaced version's
 /// files) that install_wheel() runs killed mid-way left in `prefix`, those whose pid is not a live

@@ -48,6 +48,16 @@ bool same_pep440_version(const std::string& a, const std::string& b) {
   return va && vb && *va == *vb;
 }
 
+/// Whether the installed `dist` (in `prefix`) is the locked wheel's build: the same PEP 440
+/// version and, when it records the sha256 of the wheel it came from (installed_wheel_sha256():
+/// envlock's ENVLOCK_SHA256, PEP 610 direct_url.json), that sha256 (attack 23 F8), as uv pip sync
+/// installs again a URL distribution whose recorded hash is not the locked one.
+bool same_build(const fs::path& prefix, const PipDistribution& dist, const std::string& version, const std::string& sha256) {
+  if (!same_pep440_version(dist.version, version)) return false;
+  const std::string recorded = installed_wheel_sha256(prefix / dist.dist_info);
+  return recorded.empty() || recorded == ascii_lower(sha256);
+}
+
 }  // namespace
 
 PipPlan plan_pip(const std::vector<PipPackage>& pip) {
@@ -206,11 +216,11 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     const auto [from, to] = present.equal_range(pep503_normalize(name->distribution));
     for (auto it = from; it != to; ++it) {
       const PipDistribution* dist = &it->second;
-      if (same_pep440_version(dist->version, name->version)) {
+      if (same_build(prefix, *dist, name->version, w.package.sha256)) {
         kept = true;
         break;
       }
-      // Another version: replaced, all or nothing (pip uninstalls it first).
+      // Another version, or another build of it: replaced, all or nothing (pip uninstalls it first).
       if (!replaces.empty()) {
         return Error{ErrorKind::Incompatible, prefix.string(),
                      "pip package " + dist->name + " is installed more than once (" + replaced + ", " + dist->version + ")", "",
@@ -229,6 +239,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
       if (auto st = read_conda_files(); !st) return st.error();
       job.options.conda_files = &*conda_files;
     }
+    job.options.archive_sha256 = ascii_lower(w.package.sha256);
     job.options.python_xy = *xy;
     job.options.target_prefix = fs::absolute(target_prefix.empty() ? prefix : target_prefix).lexically_normal().string();
     job.options.commit_lock = &commit_lock;
@@ -304,7 +315,7 @@ bool pip_step_changes(const fs::path& prefix, const std::vector<FetchedWheel>& w
     if (!name) return true;
     const auto range = present.equal_range(pep503_normalize(name->distribution));
     if (std::none_of(range.first, range.second,
-                     [&](const auto& d) { return same_pep440_version(d.second.version, name->version); }))
+                     [&](const auto& d) { return same_build(prefix, d.second, name->version, w.package.sha256); }))
       return true;  // installed or replaced
   }
   return false;

@@ -572,6 +572,27 @@ WheelScheme conda_wheel_scheme(std::string_view python_xy, std::string_view dist
   return WheelScheme{site, site, "include/python" + std::string(python_xy) + "/" + std::string(distribution), "bin", ""};
 }
 
+std::string installed_wheel_sha256(const fs::path& dist_info) {
+  std::ifstream own(dist_info / "ENVLOCK_SHA256", std::ios::binary);
+  std::string line;
+  if (own && std::getline(own, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return ascii_lower(line);
+  }
+  std::ifstream in(dist_info / "direct_url.json", std::ios::binary);
+  if (!in) return {};
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (!j.is_object() || !j.contains("archive_info") || !j["archive_info"].is_object()) return {};
+  const auto& info = j["archive_info"];
+  if (info.contains("hashes") && info["hashes"].is_object() && info["hashes"].contains("sha256") && info["hashes"]["sha256"].is_string())
+    return ascii_lower(info["hashes"]["sha256"].get<std::string>());
+  if (info.contains("hash") && info["hash"].is_string() && info["hash"].get<std::string>().starts_with("sha256="))
+    return ascii_lower(info["hash"].get<std::string>().substr(7));
+  return {};
+}
+
 Result<CondaOwnedFiles> conda_owned_files(const fs::path& prefix) {
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(prefix / detail::kGuardedFolder, ec))) return CondaOwnedFiles{};  // no conda package
@@ -1041,6 +1062,9 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   }
   if (options.requested == Requested::Yes) {
     if (auto s = write_generated(root_scheme, dist_info + "/REQUESTED", "", false); !s) return s.error();
+  }
+  if (!options.archive_sha256.empty()) {
+    if (auto s = write_generated(root_scheme, dist_info + "/ENVLOCK_SHA256", options.archive_sha256 + "\n", false); !s) return s.error();
   }
   std::string record_out;
   for (const RecordRow& row : out_rows) {

@@ -33,11 +33,12 @@ std::string record_hash(const std::string& data) {
   return "sha256=" + base64_encode(*hex_decode(hash_bytes(data, HashAlgorithm::Sha256)), Base64Alphabet::UrlSafe, Base64Padding::No);
 }
 
-/// demo_pkg VERSION: a module and a console script that prints from it; 1.0 also has old.py.
-fs::path write_demo_wheel(const fs::path& dir, const std::string& version = "1.0") {
+/// demo_pkg VERSION: a module and a console script that prints from it (`says`: another build);
+/// 1.0 also has old.py.
+fs::path write_demo_wheel(const fs::path& dir, const std::string& version = "1.0", const std::string& says = "says hello") {
   const std::string di = "demo_pkg-" + version + ".dist-info";
   std::vector<testing::ZipEntry> files = {
-      {"demo_pkg/__init__.py", "def main():\n    print('demo_pkg " + version + " says hello')\n"},
+      {"demo_pkg/__init__.py", "def main():\n    print('demo_pkg " + version + " " + says + "')\n"},
       {di + "/METADATA", "Metadata-Version: 2.1\nName: demo-pkg\nVersion: " + version + "\n"},
       {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
       {di + "/entry_points.txt", "[console_scripts]\ndemo-cli = demo_pkg:main\n"},
@@ -383,7 +384,7 @@ TEST_F(PipInstallCli, VerifyReportsARecordRowOutsideThePrefixAndAPipFileLinkedOu
   EXPECT_EQ(r.out, "modified  " + site_rel + "/demo_pkg-1.0.dist-info/RECORD  (pip:demo_pkg-1.0: row " + std::to_string(rows + 1) +
                        " leads outside the prefix (the RECORD was altered))\n"
                        "modified  " + site_rel + "/demo_pkg/__init__.py  (pip:demo_pkg-1.0: not a regular file (a link to outside the prefix))\n" +
-                       prefix.string() + ": 1 packages, 12 files checked (9 of them pip-installed): 2 drifted\n");
+                       prefix.string() + ": 1 packages, 13 files checked (10 of them pip-installed): 2 drifted\n");
 }
 
 // Attack 22 A9: a locked wheel's local url that is a link to /proc/self/environ is refused by
@@ -550,6 +551,9 @@ TEST_F(PipInstallCli, AnInstalledVersionEqualUnderPep440IsKept) {
   const fs::path prefix = root_ / "env";
   ASSERT_EQ(envlock("install -l " + q(write_lock({{"demo-pkg", "1.0", "file://" + v1.string(), hash_file(v1, HashAlgorithm::Sha256).value(),
                                                     "", {}, "", false}}, "v1.lock")) + " -p " + q(prefix)).exit_code, 0);
+  // As pip installs it: no record of which wheel (ENVLOCK_SHA256, direct_url.json), so the
+  // version alone is compared; a recorded other build is replaced (attack 23 F8).
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) fs::remove(e.path() / "site-packages/demo_pkg-1.0.dist-info/ENVLOCK_SHA256");
   const fs::path v100 = write_demo_wheel(root_ / "other", "1.0.0");
   auto r = envlock("--json install -l " + q(write_lock({{"demo-pkg", "1.0.0", "file://" + v100.string(),
                                                            hash_file(v100, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "v100.lock")) +
@@ -609,7 +613,7 @@ TEST_F(PipInstallCli, ReplacingAVersionLeavesWhatItsRecordListsOfCondaInPlace) {
   auto verify = envlock("verify -p " + q(prefix));
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
   EXPECT_EQ(verify.err, "");
-  EXPECT_EQ(verify.out, abs + ": 1 packages, 11 files checked (8 of them pip-installed): no drift\n");
+  EXPECT_EQ(verify.out, abs + ": 1 packages, 12 files checked (9 of them pip-installed): no drift\n");
 }
 
 // Attack 23 F11: the wheels install into the installer's stage before its one swap, so a pip step
@@ -671,6 +675,40 @@ TEST_F(PipInstallCli, APipStepThatFailsLeavesThePrefixAsItWasAndRunInstallsAgain
         << attempt;
     EXPECT_FALSE(fs::exists(run_prefix)) << attempt;
   }
+}
+
+// Attack 23 F8: envlock records the sha256 of the wheel it installed (ENVLOCK_SHA256 in the
+// dist-info, listed in RECORD; PEP 610 direct_url.json's archive_info hashes are read too), so a
+// prefix holding another build of the locked name and version is replaced by the locked build,
+// as uv pip sync installs again a distribution whose recorded hash differs; the locked build
+// installed again is kept.
+TEST_F(PipInstallCli, AnotherBuildOfTheLockedVersionIsReplacedByTheLockedOne) {
+  const fs::path good = write_demo_wheel(root_ / "good", "1.0");
+  const fs::path evil = write_demo_wheel(root_ / "evil", "1.0", "says EVIL");
+  const std::string good_sha = hash_file(good, HashAlgorithm::Sha256).value();
+  const fs::path prefix = root_ / "env";
+  auto evil_lock = write_lock({{"demo-pkg", "1.0", "file://" + evil.string(), hash_file(evil, HashAlgorithm::Sha256).value(), "", {}, "", false}}, "evil.lock");
+  auto good_lock = write_lock({{"demo-pkg", "1.0", "file://" + good.string(), good_sha, "", {}, "", false}}, "good.lock");
+  ASSERT_EQ(envlock("install -l " + q(evil_lock) + " -p " + q(prefix)).exit_code, 0);
+  ASSERT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg 1.0 says EVIL\n");
+  auto r = envlock("install -l " + q(good_lock) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string abs = fs::absolute(prefix).lexically_normal().string();
+  EXPECT_EQ(r.out, "environment 'default' (linux-64) is ready in " + abs + "\n"
+                   "  0 installed, 1 unchanged, 0 removed; files: 0 linked, 0 copied, 0 relocated\n"
+                   "  pip: 1 installed, 0 unchanged, 1 replaced\n");
+  EXPECT_EQ(r.err, "packages: 1 (0 downloaded, 1 from the package cache)\n");
+  EXPECT_EQ(run_command(q(prefix / "bin/demo-cli")).out, "demo_pkg 1.0 says hello\n");
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  EXPECT_EQ(slurp(site / "demo_pkg-1.0.dist-info/ENVLOCK_SHA256"), good_sha + "\n");
+  EXPECT_NE(slurp(site / "demo_pkg-1.0.dist-info/RECORD").find("demo_pkg-1.0.dist-info/ENVLOCK_SHA256,sha256="), std::string::npos);
+  auto again = envlock("--json install -l " + q(good_lock) + " -p " + q(prefix));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["pip"],
+            nlohmann::json::parse(R"({"installed": [], "kept": ["demo_pkg==1.0"], "replaced": [], "removed": []})"));
+  auto verify = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
 }  // namespace
