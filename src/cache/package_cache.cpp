@@ -21,6 +21,7 @@
 
 #include "envlock/atomic_file.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/input_file.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
@@ -647,6 +648,23 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
   if (!to_download.empty()) {
     std::vector<FetchRequest> reqs;
     reqs.reserve(to_download.size());
+    std::vector<std::size_t> fetching;
+    for (std::size_t i : to_download) {
+      // A local package is read only where read_input_file() reads (attack 22 A9, as pip install's
+      // wheels): a file:// url that is, or links into, /proc, /sys or /dev is refused unread, so no
+      // digest or size of /proc/self/environ reaches the mismatch error.
+      if (std::string_view(records[i].url).starts_with("file:")) {
+        if (auto local = path_from_file_url(records[i].url); local) {
+          if (const std::string why = system_file_refusal(*local); !why.empty()) {
+            results[i] = Error{ErrorKind::Io, plans[i].file_name, "its url " + records[i].url + " " + why, "",
+                               "a locked package's url names a package file of a channel or a download"};
+            continue;
+          }
+        }
+      }
+      fetching.push_back(i);
+    }
+    to_download = std::move(fetching);
     for (std::size_t i : to_download) {
       FetchRequest q;
       q.url = records[i].url;

@@ -515,6 +515,35 @@ TEST_F(Cli, ACondaMetaRecordOverTheCapOrLinkedIntoProcIsNotRead) {
                        "\n  0 installed, 3 unchanged, 0 removed; files: 0 linked, 0 copied, 0 relocated\n");
 }
 
+// Attack 22 A9, the conda half (the wheel half is PipInstallCli.AWheelUrlLinkedIntoProcIsNotRead):
+// a locked package whose file:// url is a link into /proc is refused unread (system_file_refusal),
+// so neither the digest nor the size of /proc/self/environ reaches the mismatch error; nothing is
+// installed or cached.
+TEST_F(Cli, APackageUrlLinkedIntoProcIsNotRead) {
+  const fs::path channel = make_fixture_channel();
+  const fs::path project = root_ / "project";
+  spit(project / "envlock.yaml", "name: example\nchannels: [../channel]\nplatforms: [linux-64]\n"
+                                 "dependencies:\n  - envlock-hello\n");
+  ASSERT_EQ(envlock("lock -f " + q(project / "envlock.yaml")).exit_code, 0);
+  const fs::path archive = channel / "linux-64/envlock-hello-1.0.0-0.conda";
+  fs::remove(archive);
+  fs::create_symlink("/proc/self/environ", archive);
+  const std::string url = "file://" + archive.string();
+  const auto r = envlock("install -l " + q(project / "envlock.lock") + " -p " + q(root_ / "p"),
+                         {{"ENVLOCK_TEST_SECRET", "hunter2"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "warning: 1 package(s) come from file://" + channel.string() +
+                       ", a local folder outside the lockfile's folder " + project.string() +
+                       " (check that it is the one meant): envlock-hello-1.0.0-0\n"
+                       "error: envlock-hello-1.0.0-0.conda: its url " + url +
+                       " is in /proc, not a file of a project; it is not read\npackage: envlock-hello-1.0.0-0 from " + url +
+                       "\nnothing was installed; the prefix was not touched\nhint: a locked package's url names a "
+                       "package file of a channel or a download\n");
+  EXPECT_FALSE(fs::exists(root_ / "p"));
+  EXPECT_FALSE(fs::exists(root_ / "pkgs/envlock-hello-1.0.0-0.conda"));
+}
+
 // A channel folder, a project and prefixes whose paths hold a space (and '#', '%', non-ASCII):
 // lock, create, install, and a bundle deployed with a cold package cache. Channel URLs are
 // percent-encoded (envlock/url.hpp); before, libcurl refused the raw space ("URL using
