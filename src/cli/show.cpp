@@ -54,6 +54,7 @@ int run_show(const Context& ctx, const std::string& arg) {
           pj_out["python_site_packages_path"] = p.python_site_packages_path;
           pj_out["size"] = p.size ? nlohmann::json(*p.size) : nlohmann::json(nullptr);
           pj_out["license"] = p.license;
+          pj_out["features"] = split_features(p.features);
         }
         for (const auto& p : plat.pip) {
           // A pip line that names no project (`-e .`) is named by its text, as in the text view; the

@@ -265,6 +265,20 @@ std::optional<ChangeKind> unmet_requirement(const PipPackage& req, const PipPack
 
 std::string short_hash(const std::string& h) { return h.size() > 12 ? h.substr(0, 12) : h; }
 
+// Two digests as a note shows them, `<a>… -> <b>…`: 12 hex digits each, or as many more as it
+// takes for the two to read differently (four past the first digit that differs), so two hashes
+// that share their first 12 digits never print as "X -> X" (attack 24, A5). Whole when short.
+std::size_t hash_digits(const std::string& a, const std::string& b) {
+  std::size_t differ = 0;
+  while (differ < a.size() && differ < b.size() && a[differ] == b[differ]) ++differ;
+  return differ == a.size() && differ == b.size() ? 12 : std::max<std::size_t>(12, differ + 4);
+}
+std::string cut_hash(const std::string& h, std::size_t digits) { return h.size() > digits ? h.substr(0, digits) + "…" : h; }
+std::string hash_change(const std::string& a, const std::string& b) {
+  const std::size_t digits = hash_digits(a, b);
+  return cut_hash(a, digits) + " -> " + cut_hash(b, digits);
+}
+
 // A MatchSpec or requirement as compared between formats: runs of white space as one space, a
 // bare `*` version dropped (conda-lock writes `{name: '*'}` for what repodata has as `name`).
 std::string comparable_spec(std::string_view spec) {
@@ -455,7 +469,7 @@ void pip_file_change(const PipPackage& o, const PipPackage& n, bool pip_hashes, 
     kinds.insert(ChangeKind::HashChanged);
     notes.push_back("sha256 " + short_hash(o.sha256) + "… removed: the archive would be installed unverified");
   }
-  const std::string hashes = "sha256 " + short_hash(o.sha256) + "… -> " + short_hash(n.sha256) + "…";
+  const std::string hashes = "sha256 " + hash_change(o.sha256, n.sha256);
   // Another host is an archive's business: of a VCS, path or editable source, source-changed tells it.
   const std::string oh = pip_url_host(o.url), nh = pip_url_host(n.url);
   if (archive(o) && archive(n) && !same_url && oh != nh && !oh.empty() && !nh.empty()) {  // an index install names none
@@ -738,8 +752,9 @@ void finish_change(PackageChange& c, std::set<ChangeKind> kinds) {
 // changed while no pin did is a change of the lock's input all the same).
 void diff_base_lockfile(PlatformDiff& out, const std::optional<LockedBase>& o, const std::optional<LockedBase>& n) {
   if (!o || !n || *o == *n) return;
-  auto named = [](const LockedBase& b) {
-    return redact_url(b.lockfile) + " (environment " + b.environment + ", sha256 " + b.sha256.substr(0, 12) + "…)";
+  const std::size_t digits = hash_digits(o->sha256, n->sha256);
+  auto named = [digits](const LockedBase& b) {
+    return redact_url(b.lockfile) + " (environment " + b.environment + ", sha256 " + cut_hash(b.sha256, digits) + ")";
   };
   PackageChange c;
   c.name = "base lockfile";
@@ -845,8 +860,8 @@ void diff_platform(PlatformDiff& out, const LockedPlatform* old_p, const LockedP
           // The same URL serving another archive is a re-upload: the pin no longer names one file.
           const bool same_url = redact_url(o->url) == redact_url(n->url);
           kinds.insert(same_url ? ChangeKind::ReUploaded : ChangeKind::HashChanged);
-          c.notes.push_back(std::string(same_url ? "re-uploaded: same URL, " : "") + "sha256 " + short_hash(o->sha256) +
-                            "… -> " + short_hash(n->sha256) + "…");
+          c.notes.push_back(std::string(same_url ? "re-uploaded: same URL, " : "") + "sha256 " +
+                            hash_change(o->sha256, n->sha256));
         } else if ((o->sha256.empty() || n->sha256.empty()) && !o->md5.empty() && !n->md5.empty() &&
                    o->md5 != n->md5) {
           const bool same_url = redact_url(o->url) == redact_url(n->url);
@@ -1304,6 +1319,12 @@ const std::vector<ShownRecordField>& shown_record_fields() {
        ChangeKind::LicenseChanged, nullptr, true},
       {"track_features", [](P p) { return sorted_texts(p.track_features, false); }, false,
        [](P o, P n) { return list_change("track_features", o.track_features, n.track_features); },
+       ChangeKind::MetadataChanged, &RecordedFields::track_features},
+      // The legacy `features` a record asks for: the solver weighs them (conda's feature
+      // de-prioritisation, as track_features), so another set is another choice of build (attack
+      // 24, A4). Held where track_features are: the formats that keep one keep the other.
+      {"features", [](P p) { return sorted_texts(split_features(p.features), false); }, false,
+       [](P o, P n) { return list_change("features", split_features(o.features), split_features(n.features)); },
        ChangeKind::MetadataChanged, &RecordedFields::track_features},
       {"depends", [](P p) { return sorted_texts(p.depends, true); }, false,
        [](P o, P n) { return list_change("depends", o.depends, n.depends); }, ChangeKind::MetadataChanged,

@@ -396,6 +396,25 @@ TEST(Diff, ASwappedLocalWheelIsAHashChangeWhateverItsSourceSays) {
   EXPECT_EQ(same.groups[0].changes[0].kind, ChangeKind::ReUploaded);
 }
 
+// Two sha256 that share their first 12 digits are printed long enough to read differently
+// (attack 24 A5: `ddc51e6219a8… -> ddc51e6219a8…`), and a record's legacy `features`, which the
+// solver weighs as track_features, is compared (attack 24 A4: it was "no changes").
+TEST(Diff, LookalikeHashesReadDifferentlyAndFeaturesAreCompared) {
+  Lockfile old_lock = make({{"zlib", "1.3.1", "h0_2"}});
+  Lockfile new_lock = old_lock;
+  auto& o = old_lock.environments["default"].platforms["linux-64"].packages[0];
+  auto& n = new_lock.environments["default"].platforms["linux-64"].packages[0];
+  o.sha256 = "ddc51e6219a8" + std::string(52, '1');
+  n.sha256 = "ddc51e6219a8" + std::string(2, '1') + std::string(50, '2');
+  n.features = "mkl";
+  auto d = diff_lockfiles(old_lock, new_lock);
+  ASSERT_EQ(d.total, 1u);
+  EXPECT_EQ(change(d, "zlib")->kind, ChangeKind::ReUploaded);
+  EXPECT_EQ(change(d, "zlib")->notes,
+            (std::vector<std::string>{"re-uploaded: same URL, sha256 ddc51e6219a8111111… -> ddc51e6219a8112222…",
+                                      "features +mkl"}));
+}
+
 // pip local labels are variants (`+cu121` -> `+cpu`, `+rocm5.6`, or the /whl/<variant>/ index
 // folder), and versions compare in PEP 440 order: a local label sorts after the same public
 // version without one ("Local version identifiers"), so `2.1.2+cu121 -> 2.1.2` is a downgrade.
@@ -937,6 +956,7 @@ TEST(Diff, ShowPrintsEveryFieldDiffCompares) {
       {"size", [](LockedPlatform&, LockedPackage& p) { p.size = 101; }},
       {"license", [](LockedPlatform&, LockedPackage& p) { p.license = "MIT"; }},
       {"track_features", [](LockedPlatform&, LockedPackage& p) { p.track_features = {"mkl"}; }},
+      {"features", [](LockedPlatform&, LockedPackage& p) { p.features = "mkl"; }},
       {"depends", [](LockedPlatform&, LockedPackage& p) { p.depends.push_back("evil"); }},
       {"constrains", [](LockedPlatform&, LockedPackage& p) { p.constrains = {"zlib-ng <0a0"}; }},
       {"category", [](LockedPlatform&, LockedPackage& p) { p.layer = "dev"; }},
