@@ -187,7 +187,10 @@ std::vector<PypiFile> parse_simple_html(std::string_view html, const std::string
     const std::string lower = ascii_lower(std::string(tag.substr(0, 5)));
     if (lower.starts_with("base") && (lower.size() == 4 || std::isspace(static_cast<unsigned char>(lower[4])))) {
       auto attrs = attributes(tag);
-      if (auto h = attrs.find("href"); h != attrs.end() && !h->second.empty()) base = resolve_url(page_url, h->second);
+      // A base that resolves to no hierarchical URL (`https:!/x`) cannot resolve a relative
+      // link: the page's own URL stays the base, as a browser keeps the document's URL then.
+      if (auto h = attrs.find("href"); h != attrs.end() && !h->second.empty())
+        if (std::string b = resolve_url(page_url, h->second); b.find("://") != std::string::npos) base = std::move(b);
       continue;
     }
     if (!(lower.starts_with("a") && lower.size() > 1 && std::isspace(static_cast<unsigned char>(lower[1])))) continue;

@@ -582,7 +582,15 @@ Result<Pep508Requirement> Pep508Requirement::parse(std::string_view text_in) {
       const std::size_t s = i;
       while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '-' || text[i] == '_' || text[i] == '.'))
         ++i;
-      if (i > s) extras.insert(pep503_normalize(text.substr(s, i - s)));
+      if (i > s) {
+        // PEP 508's identifier: a letter or digit at both ends (`_` alone, `-x`, `x.` are none;
+        // normalised they would print as an extra no parser reads back).
+        if (!std::isalnum(static_cast<unsigned char>(text[s])) || !std::isalnum(static_cast<unsigned char>(text[i - 1]))) {
+          i = s;
+          return fail("an extra's name is letters, digits, '-', '_', '.', starting and ending with a letter or digit");
+        }
+        extras.insert(pep503_normalize(text.substr(s, i - s)));
+      }
       ws();
       if (i < text.size() && text[i] == ',' && i > s) {
         ++i;

@@ -76,6 +76,11 @@ TEST(Pep508, RequirementsAndMarkers) {
   auto direct = Pep508Requirement::parse("pkg @ https://h/pkg-1.0-py3-none-any.whl ; os_name == 'posix'").value();
   EXPECT_EQ(direct.url, "https://h/pkg-1.0-py3-none-any.whl");
   EXPECT_TRUE(direct.applies(env));
+  // An extra's name is a PEP 508 identifier, a letter or digit at both ends, as packaging 23
+  // (Debian's pip, vendored) reads it: `1[_]`, `x[a_]`, `x[_a]`, `x[a.]` are InvalidRequirement
+  // there; `_` alone normalised to `-` printed an extra nothing reads back (fuzz_pypi_requirement).
+  for (const char* text : {"1[_]", "x[a_]", "x[_a]", "x[a.]"}) EXPECT_FALSE(Pep508Requirement::parse(text).ok()) << text;
+  EXPECT_EQ(Pep508Requirement::parse("x[a-b]").value().to_string(), "x[a-b]");
 }
 
 TEST(SimpleApi, HtmlAndJsonPages) {
@@ -101,6 +106,11 @@ TEST(SimpleApi, HtmlAndJsonPages) {
   EXPECT_EQ((*json)[0].url, "https://u:p@host/f/demo-1.0-py3-none-any.whl");
   EXPECT_EQ((*json)[0].size, 12u);
   EXPECT_TRUE((*json)[0].has_metadata);
+  // A <base href> that resolves to no hierarchical URL cannot resolve a relative link: the
+  // page's URL stays the base, and every listed URL is absolute (fuzz_pypi_index).
+  auto odd_base = parse_simple_html("<base href=\"https:!/x\"><a href=\"demo-1.0.tar.gz\">d</a>", "https://h/simple/demo/");
+  ASSERT_EQ(odd_base.size(), 1u);
+  EXPECT_EQ(odd_base[0].url, "https://h/simple/demo/demo-1.0.tar.gz");
   auto v2 = parse_simple_json(R"({"meta": {"api-version": "2.0"}, "files": []})", "https://u:secret@host/simple/demo/");
   ASSERT_FALSE(v2.ok());
   EXPECT_EQ(v2.error().to_string().find("secret"), std::string::npos) << v2.error().to_string();
