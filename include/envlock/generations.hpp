@@ -80,6 +80,10 @@ struct Generation {
   std::filesystem::path lockfile_copy;  ///< the kept copy of its lockfile; empty when there is none
 };
 
+/// `on_lock_wait` of set_generation_pinned(), rollback_generation() and gc_generations(): called
+/// once, naming the prefix, when another process holds its lock and the call waits (the CLI says
+/// so on stderr, as install does: docs/install.md).
+
 /// Every generation of `prefix`, by number; read only (no lock is taken). The current tree is
 /// listed even when it has no number yet (made before generations, or by a library install that
 /// keeps none): number 0. A folder in the generations folder that is not a tree envlock keeps
@@ -93,7 +97,8 @@ Result<std::vector<Generation>> list_generations(const std::filesystem::path& pr
 /// Pins (`pinned` true) or unpins generation `number` of `prefix`, under the prefix lock. A
 /// pinned generation is never removed by gc_generations(). Errors: no such generation
 /// (ErrorKind::Io, naming the ones there are).
-Status set_generation_pinned(const std::filesystem::path& prefix, std::uint64_t number, bool pinned);
+Status set_generation_pinned(const std::filesystem::path& prefix, std::uint64_t number, bool pinned,
+                             const LockWait& on_lock_wait = {});
 
 /// What rollback_generation() did.
 struct RollbackReport {
@@ -116,7 +121,14 @@ struct RollbackReport {
 /// comment). Refused (ErrorKind::Io, nothing changed): no such generation; a tree recorded for
 /// another prefix path (the folder was moved: its files name the old path); a tree not owned by
 /// this user; a prefix whose envs/ holds environments (they would go back with the base).
-Result<RollbackReport> rollback_generation(const std::filesystem::path& prefix, std::optional<std::uint64_t> to);
+Result<RollbackReport> rollback_generation(const std::filesystem::path& prefix, std::optional<std::uint64_t> to,
+                                           const LockWait& on_lock_wait = {});
+
+/// When the generations folder of `prefix` is there but is not a folder of this user's (a link, a
+/// file, another owner's), the reason, as an install gives it when it cannot keep a generation
+/// there; nullopt otherwise. Read only. history warns with it; rollback and gc refuse with it
+/// (ErrorKind::Io), as nothing in such a folder is listed, followed or deleted.
+std::optional<Error> unusable_generations_folder(const std::filesystem::path& prefix);
 
 /// The generation a rollback in two renames was moving to when it was killed between them: the
 /// prefix holds no tree and `<gens>/rolling-back` names it (the next command that takes the
@@ -151,7 +163,7 @@ struct GenerationGcReport {
 /// not touched (the CLI's `envlock gc` does that after, see gc_package_cache() in
 /// envlock/package_cache.hpp).
 Result<GenerationGcReport> gc_generations(const std::filesystem::path& prefix, std::size_t keep,
-                                          DryRun dry_run = DryRun::No);
+                                          DryRun dry_run = DryRun::No, const LockWait& on_lock_wait = {});
 
 /// The dist names ("name-version-build") of the packages of `tree` (its conda-meta/*.json file
 /// names), sorted; empty when it has none.

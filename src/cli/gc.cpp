@@ -84,7 +84,7 @@ int run_gc(const Context& ctx, const GcArgs& args) {
   std::set<std::string> keep;
   for (const auto& l : args.lockfiles)  // read first: a bad one changes nothing
     if (auto st = add_lockfile_dists(l, keep); !st) return report_error(ctx, st.error());
-  auto report = gc_generations(*prefix, args.keep, dry);
+  auto report = gc_generations(*prefix, args.keep, dry, say_lock_wait);
   if (!report) return report_error(ctx, report.error());
   std::vector<std::uint64_t> kept;
   for (const auto& g : report->kept) {

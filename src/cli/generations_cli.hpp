@@ -9,6 +9,7 @@
 #include "create_run.hpp"
 #include "envlock/generations.hpp"
 #include "envlock/text.hpp"
+#include "install_run.hpp"
 #include "registry.hpp"
 
 namespace envlock::cli {

@@ -55,7 +55,7 @@ int run_history(const Context& ctx, const HistoryArgs& args) {
   if (args.pin != 0 || args.unpin != 0) {
     const bool pin = args.pin != 0;
     const std::uint64_t n = pin ? args.pin : args.unpin;
-    if (auto st = set_generation_pinned(*prefix, n, pin); !st) return report_error(ctx, st.error());
+    if (auto st = set_generation_pinned(*prefix, n, pin, say_lock_wait); !st) return report_error(ctx, st.error());
     if (ctx.json)
       std::cout << json_text({{"prefix", prefix->string()}, {"generation", n}, {"pinned", pin}}) << "\n";
     else
@@ -66,6 +66,8 @@ int run_history(const Context& ctx, const HistoryArgs& args) {
   }
   auto gens = list_generations(*prefix);
   if (!gens) return report_error(ctx, gens.error());
+  if (const auto bad = unusable_generations_folder(*prefix))  // its trees are not listed: say why
+    warn(bad->where + ": " + bad->message + "; " + bad->detail + ": no generation in it is listed (" + bad->hint + ")");
   if (const auto to = interrupted_rollback(*prefix))
     warn(prefix->string() + " holds no environment: a rollback to generation " + std::to_string(*to) +
          " was stopped between its two renames (its filesystem cannot swap two folders in one step); the next envlock "

@@ -17,7 +17,8 @@ struct RollbackArgs {
 int run_rollback(const Context& ctx, const RollbackArgs& args) {
   auto prefix = generation_prefix(args.target);
   if (!prefix) return report_error(ctx, prefix.error());
-  auto report = rollback_generation(*prefix, args.to == 0 ? std::nullopt : std::optional<std::uint64_t>(args.to));
+  auto report =
+      rollback_generation(*prefix, args.to == 0 ? std::nullopt : std::optional<std::uint64_t>(args.to), say_lock_wait);
   if (!report) return report_error(ctx, report.error());
   for (const auto& w : report->warnings) warn(w);
   const bool changed = report->from != report->to || report->interrupted_install;

@@ -26,10 +26,11 @@ struct FoundUnderLock {
 /// the path `body` gets) and its lock held, with the locks of the environments nested in its
 /// envs/, after the leftovers of a killed install are dealt with (an interrupted install rolled
 /// back, staging trees deleted), as every install does first; warnings of that go to `warnings`,
-/// and what was rolled back to `found`, when given.
+/// and what was rolled back to `found`, when given. `on_wait` is called when another process holds
+/// the lock (LockWait).
 Status with_prefix_locked(const std::filesystem::path& prefix, std::vector<std::string>& warnings,
                           const std::function<Status(const std::filesystem::path& prefix)>& body,
-                          FoundUnderLock* found = nullptr);
+                          FoundUnderLock* found = nullptr, const LockWait& on_wait = {});
 
 // ---- provided by generations.cpp ----------------------------------------------------------
 

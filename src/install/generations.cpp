@@ -39,9 +39,9 @@ fs::path normalized(const fs::path& prefix) {
   return p.has_filename() ? p : p.parent_path();
 }
 
-/// A generation folder's name: decimal digits, no leading zero.
+/// A generation folder's name: decimal digits, no leading zero, 1 to kMaxGenerationNumber.
 std::optional<std::uint64_t> number_of_name(const std::string& name) {
-  if (name.empty() || name.size() > 18 || (name.size() > 1 && name[0] == '0')) return std::nullopt;
+  if (name.empty() || name.size() > 9 || name[0] == '0') return std::nullopt;
   if (!std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
   return std::stoull(name);
 }
@@ -54,12 +54,15 @@ std::optional<nlohmann::json> read_origin(const fs::path& tree) {
   return j;
 }
 
-/// The number a tree records (`"generation"` in its conda-meta/envlock); 0 when none.
+/// The number a tree records (`"generation"` in its conda-meta/envlock); 0 when none, or when it
+/// is above kMaxGenerationNumber (a hand edit: 2^64-1 wrapped the next number to 0 and hid the
+/// tree, attack 23 F15), as for a non-number: the tree is numbered again above the others.
 std::uint64_t tree_number(const fs::path& tree) {
   const auto j = read_origin(tree);
   if (!j) return 0;
   const auto it = j->find("generation");
-  return it != j->end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+  const std::uint64_t n = it != j->end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+  return n <= kMaxGenerationNumber ? n : 0;
 }
 
 /// Writes `data` to `path` through a new sibling and rename(2), flushed: readers see the old or
@@ -102,14 +105,17 @@ bool own_folder(const fs::path& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid();
 }
 
+Error not_own_folder(const fs::path& prefix, const fs::path& gens) {
+  return Error{ErrorKind::Io, gens.string(), "is not a folder of this user's (a link, a file, or another owner's)",
+               "envlock keeps the generations of " + prefix.string() + " there, and uses nothing it did not make",
+               "remove it, then run the command again"};
+}
+
 /// The generations folder, made when missing (a folder of this user's, never through a link).
 Result<fs::path> made_folder(const fs::path& prefix) {
   const fs::path gens = generations_folder(prefix);
   if (::mkdir(gens.c_str(), 0755) != 0 && errno != EEXIST) return io_error(gens, "cannot create", errno);
-  if (!own_folder(gens))
-    return Error{ErrorKind::Io, gens.string(), "is not a folder of this user's (a link, a file, or another owner's)",
-                 "envlock keeps the generations of " + prefix.string() + " there, and uses nothing it did not make",
-                 "remove it, then run the command again"};
+  if (!own_folder(gens)) return not_own_folder(prefix, gens);
   return gens;
 }
 
@@ -292,12 +298,19 @@ Error no_such_generation(const fs::path& prefix, std::uint64_t number, const std
                "generations: " + numbers_text(gens), "list them with `envlock history -p " + prefix.string() + "`"};
 }
 
+Error numbers_used_up(const fs::path& prefix) {
+  return Error{ErrorKind::Io, prefix.string(),
+               "has a generation numbered " + std::to_string(kMaxGenerationNumber) + ", the highest there is",
+               "no next number can be given", "remove that generation (`envlock gc`), or install into a new prefix"};
+}
+
 /// Gives the tree at the prefix a number when it has none (made before generations, or by an
 /// install that keeps none), above every stored one: written into its conda-meta/envlock.
 Result<std::uint64_t> number_current(const fs::path& prefix, std::uint64_t highest) {
   auto j = read_origin(prefix);
   if (!j) return Error{ErrorKind::Io, (prefix / kOrigin).string(), "cannot be read as envlock's JSON", "",
                        "install the environment again"};
+  if (highest >= kMaxGenerationNumber) return numbers_used_up(prefix);
   const std::uint64_t number = highest + 1;
   (*j)["generation"] = number;
   if (auto st = put_file(prefix / kOrigin, j->dump(2) + "\n"); !st) return st.error();
@@ -428,6 +441,14 @@ void say_rolled_back_install(const fs::path& prefix, const detail::FoundUnderLoc
 
 void set_rollback_seam_for_tests(RollbackSeam seam) { rollback_seam() = std::move(seam); }
 
+std::optional<Error> unusable_generations_folder(const fs::path& prefix_in) {
+  const fs::path prefix = normalized(prefix_in);
+  const fs::path gens = generations_folder(prefix);
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(gens, ec)) || own_folder(gens)) return std::nullopt;
+  return not_own_folder(prefix, gens);
+}
+
 std::optional<std::uint64_t> interrupted_rollback(const fs::path& prefix_in) {
   const fs::path prefix = normalized(prefix_in);
   const fs::path gens = generations_folder(prefix);
@@ -465,7 +486,7 @@ Result<std::vector<Generation>> list_generations(const fs::path& prefix_in) {
   return out;
 }
 
-Status set_generation_pinned(const fs::path& prefix_in, std::uint64_t number, bool pinned) {
+Status set_generation_pinned(const fs::path& prefix_in, std::uint64_t number, bool pinned, const LockWait& on_lock_wait) {
   std::vector<std::string> warnings;
   return detail::with_prefix_locked(prefix_in, warnings, [&](const fs::path& prefix) -> Status {
     repair(prefix, warnings);
@@ -483,10 +504,11 @@ Status set_generation_pinned(const fs::path& prefix_in, std::uint64_t number, bo
       return io_error(pin, "cannot remove", errno);
     }
     return fsync_dir(*folder);
-  });
+  }, nullptr, on_lock_wait);
 }
 
-Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optional<std::uint64_t> to) {
+Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optional<std::uint64_t> to,
+                                           const LockWait& on_lock_wait) {
   RollbackReport report;
   detail::FoundUnderLock found;
   auto done = detail::with_prefix_locked(prefix_in, report.warnings, [&](const fs::path& prefix) -> Status {
@@ -509,6 +531,9 @@ Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optio
       return ok_status();
     }
     say_rolled_back_install(prefix, found, current, report.warnings);
+    // A generations folder that is a link (or a file, or another user's) holds nothing envlock
+    // uses: its reason, not "no generation older" (attack 23 F17).
+    if (auto bad = unusable_generations_folder(prefix)) return *bad;
     auto listing = all_generations(prefix);
     // The target: --to N, else the newest generation older than the current one.
     std::uint64_t target = 0;
@@ -591,12 +616,13 @@ Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optio
     report.to = target;
     report.packages = generation_dists(prefix).size();
     return ok_status();
-  }, &found);
+  }, &found, on_lock_wait);
   if (!done) return done.error();
   return report;
 }
 
-Result<GenerationGcReport> gc_generations(const fs::path& prefix_in, std::size_t keep, DryRun dry_run) {
+Result<GenerationGcReport> gc_generations(const fs::path& prefix_in, std::size_t keep, DryRun dry_run,
+                                          const LockWait& on_lock_wait) {
   GenerationGcReport report;
   // Not an environment, no generations: refused as history refuses it, before a lock file is
   // made beside it (`gc -p /etc` said "no generation to remove" and the CLI cleaned the cache).
@@ -604,6 +630,7 @@ Result<GenerationGcReport> gc_generations(const fs::path& prefix_in, std::size_t
   detail::FoundUnderLock found;
   auto done = detail::with_prefix_locked(prefix_in, report.warnings, [&](const fs::path& prefix) -> Status {
     say_rolled_back_install(prefix, found, tree_number(prefix), report.warnings);
+    if (auto bad = unusable_generations_folder(prefix)) return *bad;  // not "no generation to remove"
     repair(prefix, report.warnings);
     const fs::path gens = generations_folder(prefix);
     auto listing = all_generations(prefix);
@@ -645,7 +672,7 @@ Result<GenerationGcReport> gc_generations(const fs::path& prefix_in, std::size_t
       if (dry_run == DryRun::No) ::unlink(it->path().c_str());
     }
     return ok_status();
-  }, &found);
+  }, &found, on_lock_wait);
   if (!done) return done.error();
   return report;
 }
@@ -664,6 +691,7 @@ Result<GenerationPlan> plan_generation(const fs::path& prefix, bool has_old, con
   std::uint64_t current = has_old ? tree_number(prefix) : 0;
   highest = std::max(highest, current);
   if (!has_old || old_records.empty()) {  // nothing there worth keeping
+    if (highest >= kMaxGenerationNumber) return numbers_used_up(prefix);
     plan.number = highest + 1;
     return plan;
   }
@@ -676,6 +704,7 @@ Result<GenerationPlan> plan_generation(const fs::path& prefix, bool has_old, con
     plan.number = current;
     return plan;
   }
+  if (highest >= kMaxGenerationNumber) return numbers_used_up(prefix);
   plan.previous = current;
   plan.keep_previous = true;
   plan.number = highest + 1;

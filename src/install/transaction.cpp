@@ -1782,11 +1782,14 @@ Status write_records(StageBuild& b, std::vector<const PackageToLink*>& post_link
   }
   if (!history.empty() && !history.ends_with('\n')) history += '\n';
   history += "==> " + utc_now() + " <==\n";
-  history += "# cmd: envlock " + options.origin.command;
-  if (!options.origin.manifest.empty()) history += " -f " + options.origin.manifest;
+  // The command line escaped (printable(): `\n`, `\x1b`): a newline in a file name would start a
+  // line that conda's History parser reads as a package of the revision (attack 23 F12).
+  std::string cmd = "envlock " + options.origin.command;
+  if (!options.origin.manifest.empty()) cmd += " -f " + options.origin.manifest;
   else if (!options.origin.lockfile.empty())  // `snapshot deploy` names its file as an argument
-    history += (options.origin.command.starts_with("snapshot ") ? " " : " -l ") + options.origin.lockfile;
-  if (!options.origin.environment.empty()) history += " -e " + options.origin.environment;
+    cmd += (options.origin.command.starts_with("snapshot ") ? " " : " -l ") + options.origin.lockfile;
+  if (!options.origin.environment.empty()) cmd += " -e " + options.origin.environment;
+  history += "# cmd: " + printable(cmd);
   history += "\n# envlock version: " + std::string(ENVLOCK_INSTALL_VERSION) + "\n";
   std::vector<std::string> lines;
   for (const auto& r : b.old_records)
@@ -2464,7 +2467,8 @@ Result<RemoveReport> remove_environment(const fs::path& prefix_in, RunScripts sc
 }
 
 Status detail::with_prefix_locked(const fs::path& prefix_in, std::vector<std::string>& warnings,
-                                  const std::function<Status(const fs::path& prefix)>& body, FoundUnderLock* found) {
+                                  const std::function<Status(const fs::path& prefix)>& body, FoundUnderLock* found,
+                                  const LockWait& on_wait) {
   auto checked = checked_prefix(prefix_in);
   if (!checked) return checked.error();
   const fs::path prefix = *checked;
@@ -2472,9 +2476,9 @@ Status detail::with_prefix_locked(const fs::path& prefix_in, std::vector<std::st
   if (!fs::is_directory(prefix.parent_path(), ec))
     return Error{ErrorKind::Io, prefix.string(), "is not an environment (its folder " + prefix.parent_path().string() +
                  " does not exist)", "", "check the path given with -p"};
-  auto lock = PrefixLock::acquire(prefix);
+  auto lock = PrefixLock::acquire(prefix, on_wait);
   if (!lock) return lock.error();
-  auto nested = lock_nested_environments(prefix, {});
+  auto nested = lock_nested_environments(prefix, on_wait);
   if (!nested) return nested.error();
   detail::adopt_kept_tree(prefix, &warnings);
   const fs::path marker = prefix / "conda-meta" / kPendingFile;

@@ -617,6 +617,78 @@ TEST_F(Generations, AfterAnInterruptedInstallHistoryMarksTheRestoredGenerationAn
   expect_clean_and_locked_as(c_);
 }
 
+// Attack 23 F15, F17, F13, F12: a hand-edited generation number above 999999999 counts as none
+// (2^64-1 wrapped the next number to 0 and hid the kept tree); a generations folder that is a
+// link is named by history (a warning), rollback and gc (an error), as install names it, instead
+// of "no generations"; rollback and gc say once on stderr that they wait for a held prefix lock;
+// a newline or ESC in the command line is written escaped into conda-meta/history's `# cmd:`.
+TEST_F(Generations, OutOfRangeNumbersLinkedFoldersHeldLocksAndControlBytesAreHandled) {
+  install(a_);
+  auto origin = nlohmann::json::parse(slurp(prefix_ / "conda-meta/envlock"));
+  origin["generation"] = 18446744073709551615ull;
+  envlock::testing::spit(prefix_ / "conda-meta/envlock", origin.dump(2) + "\n");
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 1 generation (* current)\n"
+                            "*    -  TIME  1 package   envlock install -l a.lock -e default\n");
+  install(b_);
+  h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 2 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "*    2  TIME  4 packages  envlock install -l b.lock -e default\n");
+
+  // A held lock: one line on stderr, then the command runs.
+  const std::string waiting = "waiting for another envlock command that installs or removes " + prefix_.string() + "\n";
+  for (const std::string& cmd : {"rollback -p " + q(prefix_) + " --to 1", "gc --keep 0 --dry-run -p " + q(prefix_),
+                                "history --unpin 1 -p " + q(prefix_)}) {
+    SCOPED_TRACE(cmd);
+    auto r = run_command("(flock " + q(root_ / ".env.envlock-lock") + " sleep 1 & sleep 0.3; " + envlock_cmd() + " " + cmd +
+                             "; rc=$?; wait; exit $rc)",
+                         env_);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err, waiting);
+  }
+  EXPECT_EQ(envlock("rollback -p " + q(prefix_) + " --to 2").exit_code, 0);
+
+  // The generations folder moved elsewhere and linked back: named, never followed.
+  const fs::path elsewhere = root_ / "elsewhere";
+  fs::rename(gens_, elsewhere);
+  fs::create_directory_symlink(elsewhere, gens_);
+  const std::string why = gens_.string() + ": is not a folder of this user's (a link, a file, or another owner's)";
+  h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_EQ(h.err, "warning: " + why + "; envlock keeps the generations of " + prefix_.string() + " there, and uses "
+                   "nothing it did not make: no generation in it is listed (remove it, then run the command again)\n");
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 1 generation (* current)\n"
+                            "*    2  TIME  4 packages  envlock install -l b.lock -e default\n");
+  for (const std::string& cmd : {std::string("rollback"), std::string("gc --keep 0")}) {
+    SCOPED_TRACE(cmd);
+    auto r = envlock(cmd + " -p " + q(prefix_));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "error: " + why + "\nenvlock keeps the generations of " + prefix_.string() + " there, and uses "
+                     "nothing it did not make\nhint: remove it, then run the command again\n");
+  }
+  EXPECT_TRUE(fs::is_directory(elsewhere / "1")) << "nothing in it deleted";
+  fs::remove(gens_);
+  fs::rename(elsewhere, gens_);
+
+  // A newline and an ESC in the lockfile's name: escaped in the `# cmd:` line, no line of its own.
+  const fs::path evil = root_ / "evil\n+defaults::openssl-0.9.8-0 \x1b[31m.lock";
+  fs::copy_file(a_, evil);
+  install(evil);
+  const std::string history = slurp(prefix_ / "conda-meta/history");
+  EXPECT_NE(history.find("\n# cmd: envlock install -l evil\\x0a+defaults::openssl-0.9.8-0 \\x1b[31m.lock -e default\n"),
+            std::string::npos)
+      << history;
+  EXPECT_EQ(history.find("\n+defaults::openssl"), std::string::npos) << history;
+  h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 3 generations (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default\n"
+                            "     2  TIME  4 packages  envlock install -l b.lock -e default\n"
+                            "*    3  TIME  1 package   envlock install -l evil\\x0a+defaults::openssl-0.9.8-0 "
+                            "\\x1b[31m.lock -e default\n");
+}
+
 // A prefix made before generations (no number in its conda-meta/envlock, no generations folder)
 // is listed as `-`; its first update numbers it 1 and keeps it.
 TEST_F(Generations, AnEnvironmentMadeBeforeGenerationsBecomesGenerationOneAtItsFirstUpdate) {
