@@ -215,6 +215,20 @@ int fail(const Context& ctx, const Error& e) {
   return 2;
 }
 
+// A note `LABEL OLD -> NEW` whose two sides read the same once shown as written says why they
+// differ instead of printing `./wheels -> ./wheels` (attack 23, F18): a relative location is
+// compared resolved against each file's folder, as install reads it (a conda channel `./chan`
+// and a find-links wheel `./wheels/x.whl` alike), and shown as the file holds it (issue 17
+// point 2), so two lockfiles in different folders name another folder in the same text.
+std::string same_sides_said(const std::string& note) {
+  const std::size_t arrow = note.find(" -> ");
+  if (arrow == std::string::npos || note.find(" -> ", arrow + 4) != std::string::npos) return note;
+  const std::string left = note.substr(0, arrow), right = note.substr(arrow + 4);
+  if (right.empty() || left.size() <= right.size() || !left.ends_with(right) || left[left.size() - right.size() - 1] != ' ')
+    return note;
+  return left + " in both files, resolved against each file's folder to another location";
+}
+
 // The locations of each side as its file holds them (docs/review.md, "Output"): a relative local
 // channel is compared resolved (as install reads it) but shown as written (`../channel`, not the
 // folder the file was read from), a file:// URL under the home folder as `~/…`. Notes name both
@@ -231,7 +245,7 @@ void show_locations_as_written(LockDiff& diff, const LockInput& old_in, const Lo
     for (auto& c : g.changes) {
       respell(c.old_side, old_spelling);
       respell(c.new_side, new_spelling);
-      for (auto& n : c.notes) n = new_spelling(old_spelling(n));
+      for (auto& n : c.notes) n = same_sides_said(new_spelling(old_spelling(n)));
     }
   }
 }

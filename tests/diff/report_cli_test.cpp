@@ -226,6 +226,49 @@ TEST(DiffReport, LocationsAsWrittenAndSolveInputsAreChanges) {
   EXPECT_TRUE(r.out.starts_with("no changes\n")) << r.out;
 }
 
+// Two lockfiles in different folders that hold the same relative locations (`../chan-a`, a
+// find-links wheel `./wheels/...`): compared resolved against each file's folder, as install
+// reads them (a conda channel and a pip source alike), so another folder is channel-changed and
+// source-changed; a note never prints two sides that read the same, it says why they differ; the
+// swapped sha256 is the red flag (attack 23, F18).
+TEST(DiffReport, TheSameRelativeLocationsInTwoFoldersSayWhyTheyDiffer) {
+  TempDir dir;
+  const std::string pip = "        pip:\n"
+                          "          - name: goodpkg\n"
+                          "            version: \"1.0\"\n"
+                          "            url: \"./wheels/goodpkg-1.0-py3-none-any.whl\"\n"
+                          "            sha256: " + std::string(64, 'c') + "\n"
+                          "            index: ./wheels\n";
+  dir.write("proj/envlock.lock", kLocalLock + pip);
+  dir.write("proj/pr/envlock.lock", kLocalLock + replace_all(pip, std::string(64, 'c'), std::string(64, 'd')));
+  auto r = run_command("cd " + q(dir.path() / "proj") + " && " + envlock_cmd() +
+                       " diff envlock.lock pr/envlock.lock --fail-on hash-changed");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out,
+            "4 changes: 1 hash-changed, 1 channel-changed, 2 inputs-changed; size unknown; 1 red flag\n"
+            "old: envlock.lock (envlock.lock v1)\n"
+            "new: pr/envlock.lock (envlock.lock v1)\n"
+            "\n"
+            "default / linux-64: 4 changes, size unknown (2 -> 2 packages)\n"
+            "  ! hash-changed+channel-changed+source-changed pypi:goodpkg   1.0 -> 1.0\n"
+            "                                  same file goodpkg-1.0-py3-none-any.whl, sha256 cccccccccccc… -> dddddddddddd…\n"
+            "                                  source path ./wheels/goodpkg-1.0-py3-none-any.whl in both files, resolved "
+            "against each file's folder to another location\n"
+            "                                  index ./wheels in both files, resolved against each file's folder to another "
+            "location\n"
+            "    channel-changed               tool           1.2 h0_0 -> 1.2 h0_0\n"
+            "                                  channel ../chan-a in both files, resolved against each file's folder to another "
+            "location\n"
+            "                                  pulled by: tool\n"
+            "    inputs-changed                channel names\n"
+            "                                  ../chan-a: name local -> (none)\n"
+            "                                  ../chan-a: name (none) -> local\n"
+            "    inputs-changed                channels\n"
+            "                                  channels ../chan-a, https://conda.anaconda.org/conda-forge in both files, "
+            "resolved against each file's folder to another location\n");
+  EXPECT_EQ(r.err, "envlock diff: failing on 1 change (1 hash-changed) (--fail-on hash-changed)\n");
+}
+
 // pixi.lock's PyPI `indexes` are where every pip package is resolved from: another index is a
 // change, not "no changes".
 TEST(DiffReport, APixiIndexesChangeIsAChange) {
