@@ -248,6 +248,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   std::vector<std::string> early_warnings;
   if (auto st = check_records(records, request.lockfile_path, request.allow_unverified, early_warnings); !st)
     return report_error(ctx, st.error());
+  for (auto& w : outside_wheel_warnings(plan_pip(locked->pip).wheels, request.lockfile_path)) early_warnings.push_back(std::move(w));
   const Host probe = Host::system();
   auto host = detect_virtual_packages(probe);
   if (!host) return report_error(ctx, host.error());

@@ -69,6 +69,38 @@ PipPlan plan_pip(const std::vector<PipPackage>& pip) {
   return plan;
 }
 
+std::vector<std::string> outside_wheel_warnings(const std::vector<PipPackage>& wheels, const fs::path& lockfile_path) {
+  std::error_code ec;
+  fs::path folder = fs::weakly_canonical(fs::absolute(lockfile_path), ec).parent_path();
+  if (ec) folder = fs::absolute(lockfile_path).lexically_normal().parent_path();
+  std::map<std::string, std::vector<std::string>> outside;  // the folder's file:// URL -> its wheels
+  for (const PipPackage& p : wheels) {
+    const std::string url = url_without_fragment(p.url);
+    std::optional<fs::path> local;
+    if (url.starts_with("file:")) {
+      if (auto path = path_from_file_url(url)) local = fs::path(*path);
+    } else if (url.find("://") == std::string::npos) {
+      local = fs::path(url).is_relative() ? fs::absolute(lockfile_path).parent_path() / url : fs::path(url);
+    }
+    if (!local) continue;  // downloaded: the lockfile's sha256 is the check
+    std::error_code wec;
+    const fs::path real = fs::weakly_canonical(*local, wec);
+    const fs::path rel = wec ? fs::path() : real.lexically_relative(folder);
+    if (!wec && !rel.empty() && *rel.begin() != "..") continue;
+    if (!system_file_refusal(*local).empty()) continue;  // refused unread when fetched, named there
+    outside[redact_url(file_url_from_path((wec ? local->lexically_normal() : real).parent_path().string()))].push_back(url_file_name(url));
+  }
+  std::vector<std::string> out;
+  for (auto& [where, names] : outside) {
+    std::sort(names.begin(), names.end());
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    out.push_back(std::to_string(names.size()) + " package(s) come from " + where + ", a local folder outside the lockfile's folder " +
+                  folder.string() + " (check that it is the one meant): " + list);
+  }
+  return out;
+}
+
 Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPackage>& wheels, const fs::path& lockfile_path,
                                                       const WheelTarget& target) {
   std::vector<FetchedWheel> out;

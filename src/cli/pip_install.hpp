@@ -37,6 +37,13 @@ PipPlan plan_pip(const std::vector<PipPackage>& pip);
 Result<std::vector<FetchedWheel>> fetch_locked_wheels(const std::vector<PipPackage>& wheels,
                                                       const std::filesystem::path& lockfile_path, const WheelTarget& target);
 
+/// The warnings check_records() gives conda packages from a local folder outside the lockfile's
+/// folder, for the locked wheels (attack 23 F16): one per folder, naming its wheels' file names,
+/// "N package(s) come from file:///srv/w, a local folder outside the lockfile's folder /p (check
+/// that it is the one meant): a-1.0-py3-none-any.whl". A wheel's url is local when it is file://
+/// or a path (relative: to the lockfile's folder); downloads are checked by their sha256 only.
+std::vector<std::string> outside_wheel_warnings(const std::vector<PipPackage>& wheels, const std::filesystem::path& lockfile_path);
+
 /// What install_fetched_wheels() did.
 struct PipInstallReport {
   std::vector<std::string> installed;  ///< "name==version"

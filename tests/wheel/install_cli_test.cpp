@@ -711,5 +711,36 @@ TEST_F(PipInstallCli, AnotherBuildOfTheLockedVersionIsReplacedByTheLockedOne) {
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
+// Attack 23 F16: a locked wheel from a local folder outside the lockfile's folder gets the warning
+// a conda package from such a folder gets, naming the folder and the wheel; one inside does not.
+TEST_F(PipInstallCli, AWheelFromAFolderOutsideTheLockfilesFolderIsNamedInAWarning) {
+  const fs::path inside = write_demo_wheel(root_ / "proj/wheels", "1.0");
+  const fs::path outside = write_demo_wheel(root_ / "elsewhere", "2.0");
+  fs::create_directories(root_ / "proj");
+  const std::string rel_outside = "../elsewhere/" + outside.filename().string();
+  auto lock = write_lock({{"demo-pkg", "2.0", rel_outside, hash_file(outside, HashAlgorithm::Sha256).value(), "", {}, "", false}},
+                         "proj/outside.lock");
+  const fs::path prefix = root_ / "env";
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string root = fs::weakly_canonical(root_).string();
+  EXPECT_EQ(r.err, "warning: 1 package(s) come from file://" + root + "/channel, a local folder outside the lockfile's folder " + root +
+                       "/proj (check that it is the one meant): " + [&] {
+                         std::string dist;
+                         for (const auto& e : fs::directory_iterator(channel_ / "linux-64"))
+                           if (e.path().filename().string().starts_with("python-")) dist = e.path().filename().string();
+                         return dist.substr(0, dist.find(".tar.bz2") != std::string::npos ? dist.find(".tar.bz2") : dist.find(".conda"));
+                       }() + "\n"
+                       "warning: 1 package(s) come from file://" + root + "/elsewhere, a local folder outside the lockfile's folder " + root +
+                       "/proj (check that it is the one meant): " + outside.filename().string() + "\n"
+                       "packages: 1 (1 downloaded, 0 from the package cache)\n");
+  auto in_lock = write_lock({{"demo-pkg", "1.0", "./wheels/" + inside.filename().string(), hash_file(inside, HashAlgorithm::Sha256).value(), "", {},
+                              "", false}}, "proj/inside.lock");
+  auto again = envlock("install -l " + q(in_lock) + " -p " + q(prefix));
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(again.err.find("elsewhere"), std::string::npos) << again.err;
+  EXPECT_EQ(again.err.find("wheels"), std::string::npos) << again.err;
+}
+
 }  // namespace
 }  // namespace envlock
