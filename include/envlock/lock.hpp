@@ -217,10 +217,15 @@ inline constexpr int kMaxBaseChain = 8;
 /// itself, A on B on A, A on B on C on B): each lock in a loop changes the file the next was
 /// locked on, so none could stay up to date; a chain of more than kMaxBaseChain base lockfiles.
 /// `environment` is the project's environment on `base`; `own_lockfile` the lockfile being
-/// locked or checked (empty: envlock.lock beside the manifest).
+/// locked or checked (empty: envlock.lock beside the manifest). `unchecked`, when given, receives
+/// the link the walk ended at without reading it and why ("" when it read every link), for a
+/// warning: "up to date" must not read the same for a chain checked and one cut short (attack 24,
+/// A1). check_base_lockfiles walks with options.offline: a URL link is read from the cache only,
+/// so a line in another team's lockfile cannot make every project's `lock --check` wait on the
+/// network (docs/manifest.md: a path base is checked with no network).
 Result<std::optional<std::string>> walk_base_chain(const Manifest& manifest, const std::string& environment,
                                                    const BaseLockfile& base, const std::filesystem::path& own_lockfile,
-                                                   const RepodataOptions& options = {});
+                                                   const RepodataOptions& options = {}, std::string* unchecked = nullptr);
 
 /// The platforms an environment on a base lockfile is locked for: the base environment's, or the
 /// subset the manifest names (the environment's `platforms`, else the manifest's when written).

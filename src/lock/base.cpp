@@ -375,7 +375,8 @@ Result<BaseLockfile> load_base_lockfile(const Manifest& manifest, const Manifest
 
 Result<std::optional<std::string>> walk_base_chain(const Manifest& manifest, const std::string& environment,
                                                    const BaseLockfile& base, const fs::path& own_lockfile,
-                                                   const RepodataOptions& options) {
+                                                   const RepodataOptions& options, std::string* unchecked) {
+  if (unchecked != nullptr) unchecked->clear();
   // One entry per lockfile of the chain: how it is named (as the lockfile above wrote it; the
   // project's own as the command spelled it), the environment, and which file it is.
   struct Link {
@@ -404,8 +405,16 @@ Result<std::optional<std::string>> walk_base_chain(const Manifest& manifest, con
     if (env == lockfile->environments.end() || !env->second.base_lockfile) break;
     const LockedBase link = *env->second.base_lockfile;  // a copy: `next` is replaced below
     const std::string identity = chain_identity(directory, link.lockfile);
-    if (identity.empty()) break;  // a relative path in an https:// base: no folder to resolve it in
     const std::string named = redact_url(link.lockfile);
+    auto cut_short = [&](const std::string& why) {
+      if (unchecked != nullptr)
+        *unchecked = "the base " + above + " (environment " + above_env + ") is built on " + named +
+                     " (environment " + link.environment + "), which " + why + ": the chain below it was not checked";
+    };
+    if (identity.empty()) {  // a relative path in an https:// base: no folder to resolve it in
+      cut_short("is a relative path inside a base read from a URL");
+      break;
+    }
     chain.push_back({named, link.environment, identity});
     const std::size_t last = chain.size() - 1;
     for (std::size_t i = 0; i < last; ++i) {
@@ -432,7 +441,10 @@ Result<std::optional<std::string>> walk_base_chain(const Manifest& manifest, con
     m.path = above;
     ExternalBase b{link.lockfile, link.environment, "", {}};
     auto bytes = read_bytes(m, b, options);
-    if (!bytes) break;
+    if (!bytes) {
+      cut_short("cannot be read here (" + bytes.error().message + ")");
+      break;
+    }
     const std::string sha = hash_bytes(bytes->first, HashAlgorithm::Sha256);
     if (sha != link.sha256 && !changed)
       changed = "the base " + above + " (environment " + above_env + ") is built on " + named + " (environment " +
@@ -440,7 +452,10 @@ Result<std::optional<std::string>> walk_base_chain(const Manifest& manifest, con
                 " then, " + sha + " now)";
     // Walked on past a change: the chain as it stands now may still close a loop.
     auto parsed = Lockfile::parse(bytes->first, named, bytes->second);
-    if (!parsed) break;
+    if (!parsed) {
+      cut_short("is not an envlock.lock");
+      break;
+    }
     next = std::move(*parsed);
     lockfile = &next;
     above = named;
@@ -518,7 +533,9 @@ Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, 
                          "environment '" + name + "': " + base->describe() + " changed since the lock (sha256 " +
                              recorded.sha256 + " then, " + base->sha256 + " now): " + what});
     }
-    auto chain = walk_base_chain(manifest, name, *base, lockfile_path, options);
+    RepodataOptions cached_links = options;  // a URL link from the cache only (walk_base_chain)
+    cached_links.offline = true;
+    auto chain = walk_base_chain(manifest, name, *base, lockfile_path, cached_links);
     if (!chain) return chain.error();
     if (*chain)
       reasons.push_back({K::BaseChainChanged, name, "", "", "environment '" + name + "': " + **chain +

@@ -372,10 +372,12 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
       auto b = load_base_lockfile(manifest, env, options.repodata);
       if (!b) return b.error();
       external = std::move(*b);
-      auto chain = walk_base_chain(manifest, env.name, *external, options.lockfile, options.repodata);
+      std::string unchecked;
+      auto chain = walk_base_chain(manifest, env.name, *external, options.lockfile, options.repodata, &unchecked);
       if (!chain) return chain.error();
       if (*chain)  // its owners', not ours, to fix
         diag.warnings.push_back(**chain + ": this lock keeps the pins it passes on as they are; ask its owners to lock it again");
+      if (!unchecked.empty()) diag.warnings.push_back(printable(unchecked));
       auto p = base_platforms_for(manifest, env, *external);
       if (!p) return p.error();
       platforms = std::move(*p);

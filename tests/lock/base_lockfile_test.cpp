@@ -901,6 +901,38 @@ TEST(BaseLockfile, ChainedBaseIsCheckedLinkByLink) {
   EXPECT_EQ(r.out, "app/envlock.lock is up to date with app/envlock.yaml\n");
 }
 
+// Attack 24, A1: a base's own `base-lockfile` link (another team's line, or a pull request's)
+// naming a URL made `lock --check` of every project on it go to the network — four minutes on a
+// server that never answers — and then say "up to date" as if the chain had been checked. The
+// check reads a URL link from the cache only (no network for a path base, docs/manifest.md), and
+// `lock` says which link it could not read instead of passing over it.
+TEST(BaseLockfile, AChainLinkThatCannotBeReadIsNamedAndTheCheckStaysOffTheNetwork) {
+  Team t;
+  ASSERT_EQ(t.envlock("lock -f platform/envlock.yaml").exit_code, 0);
+  t.write_app(kBase, "extra");
+  ASSERT_EQ(t.envlock("lock -f app/envlock.yaml").exit_code, 0);
+  // The platform team's lockfile gains a link to a closed port of this machine.
+  std::string base = slurp(t.dir() / "platform" / "envlock.lock");
+  const std::string at = "  runtime:\n";
+  ASSERT_NE(base.find(at), std::string::npos);
+  base.replace(base.find(at), at.size(),
+               at + "    base-lockfile:\n      lockfile: \"http://127.0.0.1:9/gone.lock\"\n      environment: runtime\n"
+                    "      sha256: " + std::string(64, 'a') + "\n");
+  spit(t.dir() / "platform" / "envlock.lock", base);
+  auto r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.starts_with("warning: the base ../platform/envlock.lock (environment runtime) is built on "
+                                "http://127.0.0.1:9/gone.lock (environment runtime), which cannot be read here "
+                                "(cannot fetch the base lockfile http://127.0.0.1:9/gone.lock: "))
+      << r.err;
+  EXPECT_TRUE(r.err.ends_with("): the chain below it was not checked\n")) << r.err;
+  // The check needs no network: the link is not in the cache, so it is left as lock named it.
+  r = t.envlock("lock -f app/envlock.yaml --check --connect-timeout 1 --retries 0");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "app/envlock.lock is up to date with app/envlock.yaml\n");
+  EXPECT_EQ(r.err, "");
+}
+
 }  // namespace
 }  // namespace envlock
 
