@@ -915,18 +915,25 @@ Status Parser::base_lockfile(const YAML::Node& n, ManifestEnvironment& env) {
       // http:// only on this machine (a test server, a local proxy): elsewhere https:// is required.
       // The host itself, not a prefix of the text: `http://127.0.0.1.example.com/` and
       // `http://localhost@example.com/` leave the machine (attack on issue 18, A1).
-      bool loopback = false;
+      bool loopback = false, userinfo = false;
       if (value.starts_with("http://")) {
-        const std::string authority = value.substr(7, value.find_first_of("/?#", 7) - 7);
-        const bool userinfo = authority.find('@') != std::string::npos;
+        std::string authority = value.substr(7, value.find_first_of("/?#", 7) - 7);
+        userinfo = authority.find('@') != std::string::npos;
+        if (userinfo) authority = authority.substr(authority.rfind('@') + 1);  // the host follows the last `@`
         std::string host = authority.starts_with("[") ? authority.substr(0, authority.find(']') + 1)
                                                       : authority.substr(0, authority.find(':'));
         const std::string rest = authority.substr(host.size());
         const bool port_only = rest.empty() || (rest[0] == ':' && rest.find_first_not_of("0123456789", 1) == std::string::npos);
-        loopback = !userinfo && port_only && (host == "127.0.0.1" || host == "localhost" || host == "[::1]");
+        loopback = port_only && (host == "127.0.0.1" || host == "localhost" || host == "[::1]");
       }
+      // User info on plain http is named as the reason, not the host (attack 24, A2), as a PyPI
+      // index's is: it would be sent unencrypted.
+      if (loopback && userinfo)
+        return src_.error_at(kv.second, "base lockfile '" + value + "' over plain http:// cannot carry user info (a name or token before `@`): it would be sent unencrypted",
+                             "use https:// for a base that needs credentials; plain http:// is allowed for 127.0.0.1 "
+                             "and localhost, without user info");
       if (value.find("://") != std::string::npos && !value.starts_with("file://") && !value.starts_with("https://") &&
-          !loopback)
+          !(loopback && !userinfo))
         return src_.error_at(kv.second, "base lockfile '" + value + "' is not a path, a file:// or an https:// URL",
                              "name the lockfile by a path relative to the manifest, or an https:// URL "
                              "(http:// only for 127.0.0.1 or localhost)");

@@ -485,6 +485,15 @@ TEST(BaseLockfile, Errors) {
               "error: app/envlock.yaml:4:22: base lockfile '" + shown + "' is not a path, a file:// or an https:// URL")
         << r.err;
   }
+  // User info on plain http to this machine: that is the reason named, not the host (attack 24 A2).
+  t.write_app("{lockfile: 'http://alice:pw@127.0.0.1:9/b.lock', environment: runtime}", "extra");
+  r = t.envlock("lock -f app/envlock.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+            "error: app/envlock.yaml:4:22: base lockfile 'http://127.0.0.1:9/b.lock' over plain http:// cannot carry "
+            "user info (a name or token before `@`): it would be sent unencrypted")
+      << r.err;
+  EXPECT_EQ(r.err.find("pw"), std::string::npos) << r.err;
 }
 
 TEST(BaseLockfile, UrlBaseServedOnLoopbackWithPin) {
