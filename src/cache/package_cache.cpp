@@ -653,8 +653,10 @@ std::vector<Result<CacheEntry>> PackageCache::ensure_all(const std::vector<RepoD
       // A local package is read only where read_input_file() reads (attack 22 A9, as pip install's
       // wheels): a file:// url that is, or links into, /proc, /sys or /dev is refused unread, so no
       // digest or size of /proc/self/environ reaches the mismatch error.
+      // (A FIFO or device is fetch's to refuse, naming what it is.)
       if (std::string_view(records[i].url).starts_with("file:")) {
-        if (auto local = path_from_file_url(records[i].url); local) {
+        struct stat st {};
+        if (auto local = path_from_file_url(records[i].url); local && ::stat(local->c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
           if (const std::string why = system_file_refusal(*local); !why.empty()) {
             results[i] = Error{ErrorKind::Io, plans[i].file_name, "its url " + records[i].url + " " + why, "",
                                "a locked package's url names a package file of a channel or a download"};
