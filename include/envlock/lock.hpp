@@ -249,9 +249,12 @@ Status check_base_is_not_the_lockfile(const Manifest& manifest, const std::files
 /// reason when the recorded lockfile or environment is not the manifest's; MissingPlatform /
 /// ExtraPlatform against base_platforms_for(); BaseChainChanged from walk_base_chain() with
 /// `lockfile_path` (empty: envlock.lock beside the manifest). Errors: those of
-/// load_base_lockfile and walk_base_chain (a loop of bases, a chain too long).
+/// load_base_lockfile and walk_base_chain (a loop of bases, a chain too long). `warnings`, when
+/// given, receives one line per chain whose walk ended at a link it could not read (the
+/// `unchecked` of walk_base_chain): no reason to fail, but "up to date" then covers less.
 Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, const RepodataOptions& options,
-                            std::vector<StaleReason>& reasons, const std::filesystem::path& lockfile_path = {});
+                            std::vector<StaleReason>& reasons, const std::filesystem::path& lockfile_path = {},
+                            std::vector<std::string>* warnings = nullptr);
 
 /// Locks every environment of `manifest` for each of its platforms. The result's
 /// relative_channels are relative_channel_urls(manifest) and each base's

@@ -61,12 +61,15 @@ int run_check(const Context& ctx, const Manifest& manifest, const fs::path& lock
     return report_error(ctx, vps.error());
   RepodataOptions base_options;  // a path base is read, an https:// one fetched (cached copy with --offline)
   base_options.offline = offline;
-  if (auto st = check_base_lockfiles(manifest, *lock, base_options, reasons, lock_path); !st)
+  std::vector<std::string> warnings;  // a chain of bases cut short (attack 24, A1)
+  if (auto st = check_base_lockfiles(manifest, *lock, base_options, reasons, lock_path, &warnings); !st)
     return report_error(ctx, st.error());
+  for (const auto& w : warnings) std::cerr << "warning: " << terminal_text(w) << "\n";
   if (ctx.json) {
     nlohmann::json j;
     j["lockfile"] = lock_path.string();
     j["fresh"] = reasons.empty();
+    j["warnings"] = warnings;
     j["reasons"] = nlohmann::json::array();
     for (const auto& r : reasons)
       j["reasons"].push_back({{"kind", std::string(to_string(r.kind))},

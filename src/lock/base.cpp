@@ -480,7 +480,8 @@ Result<std::vector<std::string>> base_platforms_for(const Manifest& manifest, co
 }
 
 Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, const RepodataOptions& options,
-                            std::vector<StaleReason>& reasons, const fs::path& lockfile_path) {
+                            std::vector<StaleReason>& reasons, const fs::path& lockfile_path,
+                            std::vector<std::string>* warnings) {
   using K = StaleReason::Kind;
   for (const auto& [name, env] : manifest.environments) {
     if (!env.base_lockfile) continue;
@@ -535,8 +536,10 @@ Status check_base_lockfiles(const Manifest& manifest, const Lockfile& lockfile, 
     }
     RepodataOptions cached_links = options;  // a URL link from the cache only (walk_base_chain)
     cached_links.offline = true;
-    auto chain = walk_base_chain(manifest, name, *base, lockfile_path, cached_links);
+    std::string unchecked;
+    auto chain = walk_base_chain(manifest, name, *base, lockfile_path, cached_links, &unchecked);
     if (!chain) return chain.error();
+    if (warnings != nullptr && !unchecked.empty()) warnings->push_back("environment '" + name + "': " + unchecked);
     if (*chain)
       reasons.push_back({K::BaseChainChanged, name, "", "", "environment '" + name + "': " + **chain +
                                                                   ": the pins it passes on are stale until its owners "
