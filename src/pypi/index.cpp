@@ -133,7 +133,10 @@ Result<std::string> read_text(const fs::path& p) {
 std::string resolve_url(const std::string& base_in, const std::string& href) {
   static const std::string_view kSchemeChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-";
   const std::size_t colon = href.find(':');
-  if (colon != std::string::npos && colon > 0 && href.find_first_not_of(kSchemeChars) == colon) return href;
+  // RFC 3986 3.1: a scheme is a letter, then letters, digits, `+`, `-`, `.` (`.x:y` is a path).
+  if (colon != std::string::npos && colon > 0 && std::isalpha(static_cast<unsigned char>(href[0])) &&
+      href.find_first_not_of(kSchemeChars) == colon)
+    return href;
   const std::string base = base_in.substr(0, base_in.find('#'));
   const std::size_t scheme_end = base.find("://");
   if (scheme_end == std::string::npos) return href;

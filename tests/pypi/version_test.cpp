@@ -111,6 +111,9 @@ TEST(SimpleApi, HtmlAndJsonPages) {
   auto odd_base = parse_simple_html("<base href=\"https:!/x\"><a href=\"demo-1.0.tar.gz\">d</a>", "https://h/simple/demo/");
   ASSERT_EQ(odd_base.size(), 1u);
   EXPECT_EQ(odd_base[0].url, "https://h/simple/demo/demo-1.0.tar.gz");
+  // A scheme starts with a letter (RFC 3986 3.1): `.x:1/demo-1.0.tar.gz` is a relative path.
+  EXPECT_EQ(resolve_url("https://h/simple/demo/", ".x:1/demo-1.0.tar.gz"), "https://h/simple/demo/.x:1/demo-1.0.tar.gz");
+  EXPECT_EQ(resolve_url("https://h/simple/demo/", "x+y:demo"), "x+y:demo");
   auto v2 = parse_simple_json(R"({"meta": {"api-version": "2.0"}, "files": []})", "https://u:secret@host/simple/demo/");
   ASSERT_FALSE(v2.ok());
   EXPECT_EQ(v2.error().to_string().find("secret"), std::string::npos) << v2.error().to_string();
