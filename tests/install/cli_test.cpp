@@ -1120,7 +1120,7 @@ TEST_F(BadInput, EveryCommandWithDashESaysTheSameOfAnEnvironmentTheLockfileLacks
                                "environments in it: default\nhint: pass one of them with -e\n";
   for (const std::string& args :
        {"export -e nosuchenv -l " + q(lock), "list -e nosuchenv -l " + q(lock), "probe -e nosuchenv -l " + q(lock),
-        "verify --reference -e nosuchenv -l " + q(lock) + " -p " + q(prefix_),
+        "verify --reference -e nosuchenv -l " + q(lock) + " -p " + q(prefix_), "verify -e nosuchenv -l " + q(lock) + " -p " + q(prefix_),
         "reference record -e nosuchenv -l " + q(lock) + " -p " + q(prefix_),
         "install -e nosuchenv -l " + q(lock) + " -p " + q(prefix_)}) {
     SCOPED_TRACE(args);
@@ -1150,17 +1150,15 @@ TEST_F(BadInput, EveryCommandWithDashESaysTheSameOfAnEnvironmentTheLockfileLacks
                      "them with -e\",\n    \"kind\": \"incompatible\",\n    \"message\": \"has no environment "
                      "'nosuchenv'\",\n    \"where\": " + nlohmann::json(lock.string()).dump() + "\n  }\n}\n");
   }
-  // verify reads -e and -l only with --reference or --clean: without them it ignored them and said
-  // "no drift", exit 0, whatever -e named. A usage error now (as run and shell-hook refuse -e
-  // without a manifest).
-  for (const std::string& args : {"verify -e nosuchenv -l " + q(lock) + " -p " + q(prefix_),
-                                  "verify -e default -p " + q(prefix_)}) {
-    SCOPED_TRACE(args);
-    auto r = envlock(args);
+  // verify reads -e only with -l (its pip packages' wheel sha256 against the lockfile's, issue 20),
+  // --reference or --clean: without them it ignored it and said "no drift", exit 0, whatever -e
+  // named. A usage error now (as run and shell-hook refuse -e without a manifest).
+  {
+    auto r = envlock("verify -e default -p " + q(prefix_));
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "");
-    EXPECT_EQ(r.err, "error: verify: -e and -l are read only with --reference or --clean\n"
-                     "hint: drop them to check the files of -p PREFIX against its records, or add --reference or "
+    EXPECT_EQ(r.err, "error: verify: -e is read only with -l, --reference or --clean\n"
+                     "hint: drop it to check the files of -p PREFIX against its records, or add -l LOCKFILE, --reference or "
                      "--clean\n");
   }
   expect_intact();
@@ -1303,13 +1301,20 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesTheOldOrTheNewEnvironment) {
     // whole new tree (maybe pending), and the next run recovers it.
     const bool fresh = run % 10 == 4;
     if (fresh) fs::remove_all(prefix);
+    // A first install an earlier run killed in its post-link scripts left no environment to go
+    // back to: this run starts by rolling it back (moving the whole tree aside), so a kill here
+    // may leave nothing, as after a fresh run (seen in CI, stop 32: run 5 after run 4).
+    const bool after_first_pending = [&] {
+      auto p = interrupted_install(prefix);
+      return p.ok() && p->has_value() && (*p)->empty();
+    }();
     std::uniform_int_distribution<long> delay(0, static_cast<long>(full_us * 1.2));
     pid = spawn(target);
     ::usleep(static_cast<useconds_t>(delay(rng)));
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);
     SCOPED_TRACE("run " + std::to_string(run) + (fresh ? " (first install)" : ""));
-    if (fresh && !fs::exists(fs::symlink_status(prefix))) {
+    if ((fresh || after_first_pending) && !fs::exists(fs::symlink_status(prefix))) {
       ++saw_fresh_nothing;
       continue;
     }
