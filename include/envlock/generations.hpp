@@ -95,10 +95,13 @@ struct Generation {
 Result<std::vector<Generation>> list_generations(const std::filesystem::path& prefix);
 
 /// Pins (`pinned` true) or unpins generation `number` of `prefix`, under the prefix lock. A
-/// pinned generation is never removed by gc_generations(). Errors: no such generation
-/// (ErrorKind::Io, naming the ones there are).
-Status set_generation_pinned(const std::filesystem::path& prefix, std::uint64_t number, bool pinned,
-                             const LockWait& on_lock_wait = {});
+/// pinned generation is never removed by gc_generations(). Taking the lock finishes what a killed
+/// command left (an interrupted install is rolled back first, as rollback_generation() does):
+/// the returned warnings say what was done, for the caller to show.
+/// Errors: a prefix that is no environment and has no generations (ErrorKind::Io, before any lock
+/// file is made beside it), no such generation (ErrorKind::Io, naming the ones there are).
+Result<std::vector<std::string>> set_generation_pinned(const std::filesystem::path& prefix, std::uint64_t number,
+                                                       bool pinned, const LockWait& on_lock_wait = {});
 
 /// What rollback_generation() did.
 struct RollbackReport {
@@ -108,6 +111,9 @@ struct RollbackReport {
   /// rolled back to the generation before it, and the rollback stopped there: `from` is the
   /// interrupted install's number (not kept), `to` the generation current again.
   bool interrupted_install = false;
+  /// With `interrupted_install`: false when the interrupted install was the prefix's first (no
+  /// tree before it), so rolling it back left no environment (`to` is 0, `packages` 0).
+  bool environment_left = true;
   std::size_t packages = 0;
   std::vector<std::string> warnings;  ///< an interrupted install rolled back first, leftovers
 };

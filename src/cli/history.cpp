@@ -55,9 +55,12 @@ int run_history(const Context& ctx, const HistoryArgs& args) {
   if (args.pin != 0 || args.unpin != 0) {
     const bool pin = args.pin != 0;
     const std::uint64_t n = pin ? args.pin : args.unpin;
-    if (auto st = set_generation_pinned(*prefix, n, pin, say_lock_wait); !st) return report_error(ctx, st.error());
+    auto warnings = set_generation_pinned(*prefix, n, pin, say_lock_wait);
+    if (!warnings) return report_error(ctx, warnings.error());
+    for (const auto& w : *warnings) warn(w);
     if (ctx.json)
-      std::cout << json_text({{"prefix", prefix->string()}, {"generation", n}, {"pinned", pin}}) << "\n";
+      std::cout << json_text({{"prefix", prefix->string()}, {"generation", n}, {"pinned", pin}, {"warnings", *warnings}})
+                << "\n";
     else
       std::cout << terminal_text((pin ? "pinned generation " : "unpinned generation ") + std::to_string(n) + " of " +
                                  prefix->string() + (pin ? " (envlock gc keeps it)" : ""))
@@ -74,18 +77,25 @@ int run_history(const Context& ctx, const HistoryArgs& args) {
          "command that takes its lock finishes it: envlock rollback -p " + prefix->string() + " --to " +
          std::to_string(*to));
   std::uint64_t current = 0;
+  bool has_current = false;  // false while an interrupted first install is all there is
   for (const auto& g : *gens)
-    if (g.current) current = g.number;
+    if (g.current) current = g.number, has_current = true;
   for (const auto& g : *gens)
     if (g.interrupted)
       warn(prefix->string() + ": an install did not finish (conda-meta/envlock-pending: killed, or stopped while its "
            "post-link scripts ran): generation " + (g.number == 0 ? std::string("-") : std::to_string(g.number)) +
            " was never committed; the next envlock command that takes its lock (install, rollback, gc) rolls it "
-           "back" + (current != 0 ? " to generation " + std::to_string(current) : std::string()));
+           "back" +
+           (current != 0   ? " to generation " + std::to_string(current)
+            : has_current ? std::string(" to the environment before it")
+                          : std::string("; it was the first install into it, so that leaves no environment")));
   if (ctx.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& g : *gens) list.push_back(generation_json(g));
-    std::cout << json_text({{"prefix", prefix->string()}, {"current", current}, {"generations", list}}) << "\n";
+    std::cout << json_text({{"prefix", prefix->string()},
+                            {"current", has_current ? nlohmann::json(current) : nlohmann::json(nullptr)},
+                            {"generations", list}})
+              << "\n";
     return 0;
   }
   std::cout << terminal_text(prefix->string()) << ": " << gens->size() << (gens->size() == 1 ? " generation" : " generations")

@@ -28,13 +28,19 @@ int run_rollback(const Context& ctx, const RollbackArgs& args) {
                             {"to", report->to},
                             {"changed", changed},
                             {"interrupted_install", report->interrupted_install},
+                            {"environment_left", report->environment_left},
                             {"packages", report->packages},
                             {"warnings", report->warnings}})
               << "\n";
     return 0;
   }
   const auto n = [](std::uint64_t g) { return g == 0 ? std::string("-") : std::to_string(g); };
-  if (report->interrupted_install)
+  if (report->interrupted_install && !report->environment_left)
+    std::cout << terminal_text("rolled back " + prefix->string() + " from generation " + n(report->from) +
+                               ", an install that did not finish (never committed; not kept); it was the first "
+                               "install into it, so no environment is left: run the install again to make it")
+              << "\n";
+  else if (report->interrupted_install)
     std::cout << terminal_text("rolled back " + prefix->string() + " from generation " + n(report->from) +
                                ", an install that did not finish (never committed; not kept), to generation " +
                                n(report->to) + " (" + std::to_string(report->packages) +

@@ -486,9 +486,13 @@ Result<std::vector<Generation>> list_generations(const fs::path& prefix_in) {
   return out;
 }
 
-Status set_generation_pinned(const fs::path& prefix_in, std::uint64_t number, bool pinned, const LockWait& on_lock_wait) {
+Result<std::vector<std::string>> set_generation_pinned(const fs::path& prefix_in, std::uint64_t number, bool pinned,
+                                                       const LockWait& on_lock_wait) {
   std::vector<std::string> warnings;
-  return detail::with_prefix_locked(prefix_in, warnings, [&](const fs::path& prefix) -> Status {
+  if (auto listed = list_generations(prefix_in); !listed) return listed.error();  // before any lock file
+  detail::FoundUnderLock found;
+  auto done = detail::with_prefix_locked(prefix_in, warnings, [&](const fs::path& prefix) -> Status {
+    say_rolled_back_install(prefix, found, tree_number(prefix), warnings);
     repair(prefix, warnings);
     const auto gens = all_generations(prefix);
     if (number == 0 || std::none_of(gens.begin(), gens.end(), [&](const Generation& g) { return g.number == number; }))
@@ -504,16 +508,31 @@ Status set_generation_pinned(const fs::path& prefix_in, std::uint64_t number, bo
       return io_error(pin, "cannot remove", errno);
     }
     return fsync_dir(*folder);
-  }, nullptr, on_lock_wait);
+  }, &found, on_lock_wait);
+  if (!done) return done.error();
+  return warnings;
 }
 
 Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optional<std::uint64_t> to,
                                            const LockWait& on_lock_wait) {
   RollbackReport report;
+  // Not an environment, no generations: refused before the lock file is made beside it, as gc
+  // and history --pin refuse it (`rollback -p /etc` had created /.etc.envlock-lock, a write
+  // outside any prefix).
+  if (auto listed = list_generations(prefix_in); !listed) return listed.error();
   detail::FoundUnderLock found;
   auto done = detail::with_prefix_locked(prefix_in, report.warnings, [&](const fs::path& prefix) -> Status {
     std::error_code ec;
-    if (!fs::is_directory(fs::symlink_status(prefix / "conda-meta", ec)))
+    const bool environment = fs::is_directory(fs::symlink_status(prefix / "conda-meta", ec));
+    // The interrupted install rolled back was the first into the prefix: that was the step, and
+    // no environment is left (it had said "holds no environment", exit 1, after doing it).
+    if (found.rolled_back_install && !environment && !to) {
+      report.interrupted_install = true;
+      report.environment_left = false;
+      report.from = found.install_generation;
+      return ok_status();
+    }
+    if (!environment)
       return Error{ErrorKind::Io, prefix.string(), "holds no environment (no conda-meta/)", "",
                    "check the path given with -p"};
     repair(prefix, report.warnings);

@@ -176,7 +176,7 @@ TEST_F(Generations, AnUpdateKeepsThePreviousTreeAndRollbackRestoresItExactly) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out),
             nlohmann::json({{"prefix", prefix_.string()}, {"from", 1}, {"to", 2}, {"changed", true},
-                            {"interrupted_install", false}, {"packages", 4},
+                            {"interrupted_install", false}, {"environment_left", true}, {"packages", 4},
                             {"warnings", nlohmann::json::array()}}));
   expect_clean_and_locked_as(b_);
   EXPECT_EQ(slurp(prefix_ / "conda-meta/history"), b_history);
@@ -446,8 +446,8 @@ TEST_F(Generations, TheProjectsEnvironmentIsTheDefaultAndBadTargetsAreRefused) {
                    "hint: check the path given with -p\n");
   r = envlock("rollback -p " + q(root_ / "no/such/env"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "error: " + (root_ / "no/such/env").string() + ": is not an environment (its folder " +
-                       (root_ / "no/such").string() + " does not exist)\nhint: check the path given with -p\n");
+  EXPECT_EQ(r.err, "error: " + (root_ / "no/such/env").string() + ": is not an environment and has no generations\n"
+                   "hint: check the path given with -p\n");
   EXPECT_FALSE(fs::exists(root_ / "no"));
   r = envlock("rollback -p " + q(env));
   EXPECT_EQ(r.exit_code, 1);
@@ -514,15 +514,18 @@ TEST_F(Generations, NumberOptionsAreDecimalsInRangeAndGcOfNoEnvironmentFails) {
   const fs::path pkgs = root_ / "pkgs";
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(pkgs)) ++entries;
-  for (const fs::path& nothing : {root_ / "nothing", root_ / "channel"}) {
-    SCOPED_TRACE(nothing.string());
-    r = envlock("gc --keep 0 -p " + q(nothing));
-    EXPECT_EQ(r.exit_code, 1);
-    EXPECT_EQ(r.out, "");
-    EXPECT_EQ(r.err, "error: " + nothing.string() + ": is not an environment and has no generations\n"
-                     "hint: check the path given with -p\n");
-    EXPECT_FALSE(fs::exists(root_ / ("." + nothing.filename().string() + ".envlock-lock"))) << "no lock file made";
-  }
+  // rollback and history --pin refuse it the same way, before a lock file is made beside it
+  // (`rollback -p /etc` had created /.etc.envlock-lock, issue 21).
+  for (const fs::path& nothing : {root_ / "nothing", root_ / "channel"})
+    for (const std::string cmd : {"gc --keep 0", "rollback", "rollback --to 1", "history --pin 1", "history --unpin 1"}) {
+      SCOPED_TRACE(cmd + " " + nothing.string());
+      r = envlock(cmd + " -p " + q(nothing));
+      EXPECT_EQ(r.exit_code, 1);
+      EXPECT_EQ(r.out, "");
+      EXPECT_EQ(r.err, "error: " + nothing.string() + ": is not an environment and has no generations\n"
+                       "hint: check the path given with -p\n");
+      EXPECT_FALSE(fs::exists(root_ / ("." + nothing.filename().string() + ".envlock-lock"))) << "no lock file made";
+    }
   std::size_t after = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(pkgs)) ++after;
   EXPECT_EQ(after, entries);
@@ -592,7 +595,7 @@ TEST_F(Generations, AfterAnInterruptedInstallHistoryMarksTheRestoredGenerationAn
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out),
             nlohmann::json({{"prefix", prefix_.string()}, {"from", 4}, {"to", 3}, {"changed", true},
-                            {"interrupted_install", true}, {"packages", 2}, {"warnings", nlohmann::json::array()}}));
+                            {"interrupted_install", true}, {"environment_left", true}, {"packages", 2}, {"warnings", nlohmann::json::array()}}));
   expect_clean_and_locked_as(c_);
 
   // --to N goes on to N, and says what it rolled back first; so does gc.
@@ -615,6 +618,56 @@ TEST_F(Generations, AfterAnInterruptedInstallHistoryMarksTheRestoredGenerationAn
   EXPECT_EQ(gc.out.substr(0, gc.out.find('\n') + 1), prefix_.string() + ": no generation to remove; kept 1, 2, 3\n");
   EXPECT_FALSE(fs::exists(stage));
   expect_clean_and_locked_as(c_);
+  // history --pin takes the lock too, and says so (issue 21: it rolled the install back silently).
+  interrupt();
+  auto pin = envlock("history --pin 2 -p " + q(prefix_));
+  EXPECT_EQ(pin.exit_code, 0) << pin.err;
+  EXPECT_EQ(pin.err, rolled);
+  EXPECT_EQ(pin.out, "pinned generation 2 of " + prefix_.string() + " (envlock gc keeps it)\n");
+  EXPECT_FALSE(fs::exists(stage));
+  expect_clean_and_locked_as(c_);
+}
+
+// An interrupted first install has no tree before it (issue 21): history marked nothing current
+// yet printed `"current": 0`, and rollback, having rolled it back, failed with "holds no
+// environment". Now history says the rollback leaves no environment, and rollback says it did.
+TEST_F(Generations, AnInterruptedFirstInstallHasNoCurrentGenerationAndRollbackSaysNothingIsLeft) {
+  const auto interrupt = [&] {  // what a kill during the post-link scripts of a first install leaves
+    install(a_);
+    envlock::testing::spit(prefix_ / "conda-meta/envlock-pending", R"({"previous": []})" "\n");
+  };
+  interrupt();
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(h.err, "warning: " + prefix_.string() + ": an install did not finish (conda-meta/envlock-pending: killed, "
+                   "or stopped while its post-link scripts ran): generation 1 was never committed; the next envlock "
+                   "command that takes its lock (install, rollback, gc) rolls it back; it was the first install into "
+                   "it, so that leaves no environment\n");
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 1 generation (* current)\n"
+                            "     1  TIME  1 package   envlock install -l a.lock -e default  (interrupted: never committed)\n");
+  h = envlock("history --json -p " + q(prefix_));
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  auto j = nlohmann::json::parse(h.out);
+  EXPECT_TRUE(j["current"].is_null()) << h.out;
+  EXPECT_EQ(j["generations"][0]["interrupted"], true);
+
+  auto r = envlock("rollback -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "rolled back " + prefix_.string() + " from generation 1, an install that did not finish (never "
+                   "committed; not kept); it was the first install into it, so no environment is left: run the "
+                   "install again to make it\n");
+  EXPECT_FALSE(fs::exists(prefix_));
+  interrupt();
+  r = envlock("rollback --json -p " + q(prefix_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out),
+            nlohmann::json({{"prefix", prefix_.string()}, {"from", 1}, {"to", 0}, {"changed", true},
+                            {"interrupted_install", true}, {"environment_left", false}, {"packages", 0},
+                            {"warnings", nlohmann::json::array()}}));
+  EXPECT_FALSE(fs::exists(prefix_));
+  install(a_);  // and the install makes it again
+  expect_clean_and_locked_as(a_);
 }
 
 // Attack 23 F15, F17, F13, F12: a hand-edited generation number above 999999999 counts as none
