@@ -46,17 +46,14 @@ struct PypiFile {
   std::string index;            ///< the index URL or find-links location it was listed by (as configured)
 };
 
-/// The files of a PEP 503 HTML page fetched from `page_url` (relative hrefs resolved against it,
-/// `<base href>` honoured). Anchors whose href has no file name are skipped. Never fails on HTML
-/// it cannot make sense of: it lists what it can read.
+/// The files of a PEP 503 HTML page fetched from `page_url` (relative hrefs resolved against it
+/// by resolve_url(), envlock/url.hpp; `<base href>` honoured). Anchors whose href has no file
+/// name are skipped. Never fails on HTML it cannot make sense of: it lists what it can read.
 std::vector<PypiFile> parse_simple_html(std::string_view html, const std::string& page_url);
 
 /// The files of a PEP 691 JSON page. Errors: ErrorKind::Parse (not JSON, no `files` list, a
 /// `meta.api-version` whose major version is not 1), `where` = page_url redacted.
 Result<std::vector<PypiFile>> parse_simple_json(std::string_view json, const std::string& page_url);
-
-/// `href` resolved against `base` (RFC 3986 section 5.2, for the http(s) and file URLs indexes use).
-std::string resolve_url(const std::string& base, const std::string& href);
 
 /// The fields of a core metadata file (PEP 566 / 643: METADATA, PKG-INFO) the resolver reads.
 struct CoreMetadata {

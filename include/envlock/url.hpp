@@ -53,6 +53,27 @@ bool url_has_credentials(std::string_view url);
 /// Joins a base URL and a relative path with exactly one '/' between them.
 std::string url_join(std::string_view base, std::string_view path);
 
+/// `reference` resolved against `base` as RFC 3986 section 5.2 says (5.2.2 with a strict parser:
+/// a reference with a scheme is taken as it is, dot segments removed; a network-path `//host/p`
+/// takes the base's scheme; an absolute path the base's authority; a relative path is merged with
+/// the base's path (5.2.3) and its dot segments removed (5.2.4); an empty path keeps the base's
+/// path and, without a query of its own, its query; the fragment is always the reference's).
+/// The components are split as Appendix B's regular expression splits them, except that a scheme
+/// is only what section 3.1 calls one, a letter then letters, digits, `+`, `-`, `.` (as pip's and
+/// the WHATWG parser read it): `.x:1/a.whl` is a relative path, not a URL of scheme `.x`.
+/// A `base` without a scheme is no absolute URI (5.1), so nothing resolves against it: the
+/// reference is returned as written. Nothing is percent-encoded, decoded or lower-cased.
+/// The one resolver for every module: CEP-16 shard URLs (channel), PEP 503/691 index links (pypi).
+/// Examples (base "http://a/b/c/d;p?q", RFC 3986 5.4): "g" -> "http://a/b/c/g",
+/// "../g" -> "http://a/b/g", "//g" -> "http://g", "?y" -> "http://a/b/c/d;p?y",
+/// "" -> "http://a/b/c/d;p?q", "../../../g" -> "http://a/g", "g:h" -> "g:h".
+std::string resolve_url(std::string_view base, std::string_view reference);
+
+/// RFC 3986 section 5.2.4 remove_dot_segments: `.` and `..` segments of a path taken out, a `..`
+/// taking the segment before it, never above the root. "/a/b/c/./../../g" -> "/a/g",
+/// "mid/content=5/../6" -> "mid/6", "/.." -> "/".
+std::string remove_dot_segments(std::string_view path);
+
 /// `url` with its host written in ASCII when it is not: a host that holds non-ASCII text (also
 /// once percent-decoded, `pyp%D1%96.org`) becomes its IDNA A-labels `xn--…` (IDNA2008, RFC 5891
 /// section 4, with the RFC 3492 Punycode encoding, through libidn2; ASCII letters lower-cased

@@ -102,13 +102,6 @@ Result<std::string> read_all(const fs::path& p) {
   return ss.str();
 }
 
-std::string scheme_host(const std::string& url) {
-  auto s = url.find("://");
-  if (s == std::string::npos) return {};
-  auto slash = url.find('/', s + 3);
-  return slash == std::string::npos ? url : url.substr(0, slash);
-}
-
 /// Shards over fetch_all into a content-addressed cache.
 class FetchedShards final : public RepodataShardSource {
  public:
@@ -290,37 +283,8 @@ Status prefetch_together(const std::vector<const RepodataShardSource*>& sources,
   return ok_status();
 }
 
-std::string resolve_url(const std::string& base, const std::string& reference) {
-  if (reference.find("://") != std::string::npos) return reference;
-  const std::string root = scheme_host(base);
-  std::string merged;
-  if (reference.starts_with("/")) {
-    merged = reference;
-  } else {
-    std::string path = base.substr(root.size());
-    merged = path.substr(0, path.rfind('/') + 1) + reference;  // RFC 3986 §5.2.3
-  }
-  // §5.2.4 remove_dot_segments, on '/'-separated segments.
-  std::vector<std::string_view> out;
-  std::string_view in(merged);
-  bool trailing = false;
-  while (!in.empty()) {
-    if (in.front() == '/') in.remove_prefix(1);
-    auto slash = in.find('/');
-    std::string_view seg = in.substr(0, slash);
-    in = slash == std::string_view::npos ? std::string_view() : in.substr(slash);
-    trailing = in.empty() && (seg == "." || seg == ".." || seg.empty());
-    if (seg == "..") {
-      if (!out.empty()) out.pop_back();
-    } else if (seg != "." && !seg.empty()) {
-      out.push_back(seg);
-    }
-  }
-  if (merged.ends_with("/")) trailing = true;
-  std::string result = root;
-  for (auto seg : out) (result += '/') += seg;
-  if (trailing || out.empty()) result += '/';
-  return result;
+std::string resolve_shard_url(const std::string& index_url, const std::string& reference) {
+  return resolve_url(index_url, reference.empty() ? "." : reference);
 }
 
 Result<ShardIndex> parse_shard_index(std::string_view compressed, const std::string& source) {
@@ -379,12 +343,12 @@ std::shared_ptr<const RepodataShardSource> make_shard_source(ShardIndex index, c
                                                              const std::string& public_index_url,
                                                              std::string index_hash, fs::path cache_dir,
                                                              FetchOptions options) {
-  std::string shards_base = resolve_url(index_url, index.shards_base_url);
+  std::string shards_base = resolve_shard_url(index_url, index.shards_base_url);
   if (!shards_base.ends_with("/")) shards_base += "/";
   // Records' base: absent or empty means the subdir itself (what repodata.json's default gives).
   std::string base;
   if (!index.base_url.empty()) {
-    base = redact_url(resolve_url(public_index_url, index.base_url));
+    base = redact_url(resolve_shard_url(public_index_url, index.base_url));
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     if (base + "/" == public_index_url.substr(0, public_index_url.rfind('/') + 1)) base.clear();
   }

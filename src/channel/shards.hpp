@@ -45,9 +45,11 @@ Result<ShardIndex> parse_shard_index(std::string_view compressed, const std::str
 Result<std::string> shard_to_repodata_json(std::string_view compressed, const std::string& source,
                                            const std::string& base_url);
 
-/// `reference` resolved against `base` (RFC 3986 §5.2, for the forms CEP-16 uses: absolute
-/// `scheme://...`, host-absolute `/path`, and relative paths with `.` and `..` segments).
-std::string resolve_url(const std::string& base, const std::string& reference);
+/// A CEP-16 `shards_base_url` or `base_url` resolved against the shard index's URL: resolve_url()
+/// (envlock/url.hpp, RFC 3986 section 5.2), except that an empty reference names the index's
+/// folder (`.`), as an empty `shards_base_url` means the shards sit beside the index.
+/// Example: ("https://h/c/linux-64/repodata_shards.msgpack.zst", "") -> "https://h/c/linux-64/".
+std::string resolve_shard_url(const std::string& index_url, const std::string& reference);
 
 /// A shard source over http(s):// or file://: shards are fetched through envlock/fetch.hpp
 /// (with `options`: credentials, retries, timeouts) into `cache_dir/<hex>.msgpack.zst`, verified

@@ -7,6 +7,7 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 namespace envlock {
@@ -267,6 +268,132 @@ std::string url_join(std::string_view base, std::string_view path) {
   while (!path.empty() && path.front() == '/') path.remove_prefix(1);
   out += '/';
   out += path;
+  return out;
+}
+
+std::string remove_dot_segments(std::string_view path) {
+  // The loop of RFC 3986 5.2.4, step by step (A to E), on a view of what is left of the input.
+  std::string_view in = path;
+  std::string out;
+  auto drop_last_segment = [&out] {
+    const std::size_t slash = out.rfind('/');
+    out.erase(slash == std::string::npos ? 0 : slash);
+  };
+  while (!in.empty()) {
+    if (in.starts_with("../")) {  // A
+      in.remove_prefix(3);
+    } else if (in.starts_with("./")) {  // A
+      in.remove_prefix(2);
+    } else if (in.starts_with("/./")) {  // B: "/./" -> "/"
+      in.remove_prefix(2);
+    } else if (in == "/.") {  // B: "/." -> "/"
+      in = "/";
+    } else if (in.starts_with("/../")) {  // C: "/../" -> "/", one segment of the output dropped
+      in.remove_prefix(3);
+      drop_last_segment();
+    } else if (in == "/..") {  // C
+      in = "/";
+      drop_last_segment();
+    } else if (in == "." || in == "..") {  // D
+      in = {};
+    } else {  // E: the first segment, with its leading '/', moves to the output
+      const std::size_t end = in.find('/', 1);
+      const std::size_t n = end == std::string_view::npos ? in.size() : end;
+      out.append(in.substr(0, n));
+      in.remove_prefix(n);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// A URI reference split into its five components (RFC 3986 Appendix B), each a view of the
+/// text; an undefined component (no `scheme:`, no `//`, no `?`, no `#`) is nullopt, as 5.2.1 and
+/// 5.3 tell an undefined one from an empty one.
+struct UriParts {
+  std::optional<std::string_view> scheme, authority;
+  std::string_view path;
+  std::optional<std::string_view> query, fragment;
+};
+
+UriParts split_uri(std::string_view s) {
+  UriParts u;
+  // A scheme (RFC 3986 3.1): ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) before the first ':'
+  // that comes before any '/', '?' or '#'.
+  const std::size_t colon = s.find_first_of(":/?#");
+  if (colon != std::string_view::npos && s[colon] == ':' && colon > 0 &&
+      std::isalpha(static_cast<unsigned char>(s[0])) != 0 &&
+      std::all_of(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(colon), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '-' || c == '.';
+      })) {
+    u.scheme = s.substr(0, colon);
+    s.remove_prefix(colon + 1);
+  }
+  if (s.starts_with("//")) {
+    const std::size_t end = s.find_first_of("/?#", 2);
+    u.authority = s.substr(2, (end == std::string_view::npos ? s.size() : end) - 2);
+    s.remove_prefix(end == std::string_view::npos ? s.size() : end);
+  }
+  const std::size_t hash = s.find('#');
+  if (hash != std::string_view::npos) {
+    u.fragment = s.substr(hash + 1);
+    s = s.substr(0, hash);
+  }
+  const std::size_t question = s.find('?');
+  if (question != std::string_view::npos) {
+    u.query = s.substr(question + 1);
+    s = s.substr(0, question);
+  }
+  u.path = s;
+  return u;
+}
+
+}  // namespace
+
+std::string resolve_url(std::string_view base_text, std::string_view reference) {
+  const UriParts r = split_uri(reference);
+  const UriParts base = split_uri(base_text);
+  if (!base.scheme) return std::string(reference);  // no absolute URI to resolve against (5.1)
+  // RFC 3986 5.2.2, strict: the target's components (T) from the reference's (R) and the base's.
+  std::optional<std::string_view> scheme = r.scheme, authority, query;
+  std::string path;
+  if (r.scheme) {
+    authority = r.authority;
+    path = remove_dot_segments(r.path);
+    query = r.query;
+  } else {
+    scheme = base.scheme;
+    if (r.authority) {
+      authority = r.authority;
+      path = remove_dot_segments(r.path);
+      query = r.query;
+    } else {
+      authority = base.authority;
+      if (r.path.empty()) {
+        path = std::string(base.path);
+        query = r.query ? r.query : base.query;
+      } else {
+        if (r.path.starts_with('/')) {
+          path = remove_dot_segments(r.path);
+        } else if (base.authority && base.path.empty()) {  // 5.2.3 merge, a base of "//host"
+          path = remove_dot_segments("/" + std::string(r.path));
+        } else {  // 5.2.3 merge: the base's path up to its last '/', then the reference's
+          const std::size_t slash = base.path.rfind('/');
+          const std::string_view dir = slash == std::string_view::npos ? std::string_view() : base.path.substr(0, slash + 1);
+          path = remove_dot_segments(std::string(dir) + std::string(r.path));
+        }
+        query = r.query;
+      }
+    }
+  }
+  // 5.3 component recomposition.
+  std::string out;
+  if (scheme) (out += *scheme) += ':';
+  if (authority) (out += "//") += *authority;
+  out += path;
+  if (query) (out += '?') += *query;
+  if (r.fragment) (out += '#') += *r.fragment;
   return out;
 }
 

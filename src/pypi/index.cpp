@@ -130,54 +130,6 @@ Result<std::string> read_text(const fs::path& p) {
 
 }  // namespace
 
-std::string resolve_url(const std::string& base_in, const std::string& href) {
-  static const std::string_view kSchemeChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-";
-  const std::size_t colon = href.find(':');
-  // RFC 3986 3.1: a scheme is a letter, then letters, digits, `+`, `-`, `.` (`.x:y` is a path).
-  if (colon != std::string::npos && colon > 0 && std::isalpha(static_cast<unsigned char>(href[0])) &&
-      href.find_first_not_of(kSchemeChars) == colon)
-    return href;
-  const std::string base = base_in.substr(0, base_in.find('#'));
-  const std::size_t scheme_end = base.find("://");
-  if (scheme_end == std::string::npos) return href;
-  if (href.starts_with("//")) return base.substr(0, scheme_end + 1) + href;
-  const std::size_t path_start = base.find('/', scheme_end + 3);
-  const std::string origin = path_start == std::string::npos ? base : base.substr(0, path_start);
-  std::string path;
-  if (href.starts_with('/')) {
-    path = href;
-  } else {
-    std::string bpath = path_start == std::string::npos ? "/" : base.substr(path_start);
-    bpath = bpath.substr(0, bpath.find('?'));
-    if (href.starts_with('?') || href.starts_with('#') || href.empty()) return origin + bpath + href;
-    path = bpath.substr(0, bpath.rfind('/') + 1) + href;
-  }
-  // Remove dot segments (RFC 3986 5.2.4), keeping the query and fragment as they are.
-  const std::size_t q = path.find_first_of("?#");
-  const std::string tail = q == std::string::npos ? "" : path.substr(q);
-  path = path.substr(0, q);
-  std::vector<std::string> segs;
-  std::size_t s = 1;
-  while (s <= path.size()) {
-    std::size_t e = path.find('/', s);
-    if (e == std::string::npos) e = path.size();
-    const std::string seg = path.substr(s, e - s);
-    if (seg == "..") {
-      if (!segs.empty()) segs.pop_back();
-      if (e == path.size()) segs.emplace_back();
-    } else if (seg == ".") {
-      if (e == path.size()) segs.emplace_back();
-    } else {
-      segs.push_back(seg);
-    }
-    s = e + 1;
-  }
-  std::string out;
-  for (const auto& seg : segs) out += "/" + seg;
-  if (out.empty()) out = "/";
-  return origin + out + tail;
-}
-
 std::vector<PypiFile> parse_simple_html(std::string_view html, const std::string& page_url) {
   std::vector<PypiFile> out;
   std::string base = page_url;

@@ -240,12 +240,12 @@ TEST(Shards, IndexThatIsNotCep16IsAParseErrorNamingIt) {
 
 TEST(Shards, RelativeUrlsResolveAgainstTheIndex) {
   const std::string idx = "https://h/c/linux-64/repodata_shards.msgpack.zst";
-  EXPECT_EQ(detail::resolve_url(idx, ""), "https://h/c/linux-64/");
-  EXPECT_EQ(detail::resolve_url(idx, "./shards/"), "https://h/c/linux-64/shards/");
-  EXPECT_EQ(detail::resolve_url(idx, "../shards/"), "https://h/c/shards/");
-  EXPECT_EQ(detail::resolve_url(idx, "/other/"), "https://h/other/");
-  EXPECT_EQ(detail::resolve_url(idx, "https://cdn/x/"), "https://cdn/x/");
-  EXPECT_EQ(detail::resolve_url(idx, "../../../../x"), "https://h/x");
+  EXPECT_EQ(detail::resolve_shard_url(idx, ""), "https://h/c/linux-64/");
+  EXPECT_EQ(detail::resolve_shard_url(idx, "./shards/"), "https://h/c/linux-64/shards/");
+  EXPECT_EQ(detail::resolve_shard_url(idx, "../shards/"), "https://h/c/shards/");
+  EXPECT_EQ(detail::resolve_shard_url(idx, "/other/"), "https://h/other/");
+  EXPECT_EQ(detail::resolve_shard_url(idx, "https://cdn/x/"), "https://cdn/x/");
+  EXPECT_EQ(detail::resolve_shard_url(idx, "../../../../x"), "https://h/x");
 }
 
 TEST(RepodataCache, DamagedCopyIsFetchedAgainWhateverA304Says) {

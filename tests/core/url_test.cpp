@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "envlock/url.hpp"
 
@@ -96,6 +98,71 @@ TEST(RedactText, LeavesTextWithoutCredentialsAlone) {
   const std::string once = redact_text("see https://a:b@h/t/tok/c and https://c:d@i/");
   EXPECT_EQ(redact_text(once), once);
   EXPECT_EQ(once, "see https://h/c and https://i/");
+}
+
+// The one reference resolver (RFC 3986 section 5.2): the RFC's own examples, section 5.4.1
+// (normal) and 5.4.2 (abnormal), against its base.
+TEST(ResolveUrl, TheExamplesOfRfc3986Section54) {
+  const std::string base = "http://a/b/c/d;p?q";
+  const std::pair<const char*, const char*> normal[] = {
+      {"g:h", "g:h"},           {"g", "http://a/b/c/g"},       {"./g", "http://a/b/c/g"},
+      {"g/", "http://a/b/c/g/"}, {"/g", "http://a/g"},          {"//g", "http://g"},
+      {"?y", "http://a/b/c/d;p?y"}, {"g?y", "http://a/b/c/g?y"}, {"#s", "http://a/b/c/d;p?q#s"},
+      {"g#s", "http://a/b/c/g#s"}, {"g?y#s", "http://a/b/c/g?y#s"}, {";x", "http://a/b/c/;x"},
+      {"g;x", "http://a/b/c/g;x"}, {"g;x?y#s", "http://a/b/c/g;x?y#s"}, {"", "http://a/b/c/d;p?q"},
+      {".", "http://a/b/c/"},    {"./", "http://a/b/c/"},       {"..", "http://a/b/"},
+      {"../", "http://a/b/"},    {"../g", "http://a/b/g"},      {"../..", "http://a/"},
+      {"../../", "http://a/"},   {"../../g", "http://a/g"}};
+  for (const auto& [reference, want] : normal) EXPECT_EQ(resolve_url(base, reference), want) << reference;
+  const std::pair<const char*, const char*> abnormal[] = {
+      {"../../../g", "http://a/g"},   {"../../../../g", "http://a/g"}, {"/./g", "http://a/g"},
+      {"/../g", "http://a/g"},        {"g.", "http://a/b/c/g."},        {".g", "http://a/b/c/.g"},
+      {"g..", "http://a/b/c/g.."},    {"..g", "http://a/b/c/..g"},      {"./../g", "http://a/b/g"},
+      {"./g/.", "http://a/b/c/g/"},   {"g/./h", "http://a/b/c/g/h"},    {"g/../h", "http://a/b/c/h"},
+      {"g;x=1/./y", "http://a/b/c/g;x=1/y"}, {"g;x=1/../y", "http://a/b/c/y"},
+      {"g?y/./x", "http://a/b/c/g?y/./x"},   {"g?y/../x", "http://a/b/c/g?y/../x"},
+      {"g#s/./x", "http://a/b/c/g#s/./x"},   {"g#s/../x", "http://a/b/c/g#s/../x"},
+      {"http:g", "http:g"}};  // a strict parser's answer
+  for (const auto& [reference, want] : abnormal) EXPECT_EQ(resolve_url(base, reference), want) << reference;
+}
+
+TEST(ResolveUrl, RemoveDotSegmentsIsTheLoopOfSection524) {
+  EXPECT_EQ(remove_dot_segments("/a/b/c/./../../g"), "/a/g");
+  EXPECT_EQ(remove_dot_segments("mid/content=5/../6"), "mid/6");
+  EXPECT_EQ(remove_dot_segments("/.."), "/");
+  EXPECT_EQ(remove_dot_segments("/a/b/.."), "/a/");
+  EXPECT_EQ(remove_dot_segments("../../x"), "x");
+  EXPECT_EQ(remove_dot_segments(""), "");
+}
+
+// What its two callers need: CEP-16 shard URLs against a shard index (channel; an empty
+// shards_base_url is passed as "." there) and PEP 503/691 links against an index page (pypi).
+TEST(ResolveUrl, TheCasesOfShardIndexesAndPackageIndexes) {
+  const std::string index = "https://h/c/linux-64/repodata_shards.msgpack.zst";
+  EXPECT_EQ(resolve_url(index, "."), "https://h/c/linux-64/");
+  EXPECT_EQ(resolve_url(index, "./shards/"), "https://h/c/linux-64/shards/");
+  EXPECT_EQ(resolve_url(index, "../shards/"), "https://h/c/shards/");
+  EXPECT_EQ(resolve_url(index, "/other/"), "https://h/other/");
+  EXPECT_EQ(resolve_url(index, "https://cdn/x/"), "https://cdn/x/");
+  EXPECT_EQ(resolve_url(index, "../../../../x"), "https://h/x");
+  EXPECT_EQ(resolve_url("https://u:p@h/c/noarch/repodata_shards.msgpack.zst?x=1", "./s/"), "https://u:p@h/c/noarch/s/");
+  EXPECT_EQ(resolve_url("file:///srv/chan/linux-64/repodata_shards.msgpack.zst", "shards/"),
+            "file:///srv/chan/linux-64/shards/");
+  const std::string page = "https://h/simple/demo/";
+  EXPECT_EQ(resolve_url(page, "../../files/demo-1.0.whl#sha256=ab"), "https://h/files/demo-1.0.whl#sha256=ab");
+  EXPECT_EQ(resolve_url(page, "//cdn.example/demo-1.0.whl"), "https://cdn.example/demo-1.0.whl");
+  EXPECT_EQ(resolve_url("https://h", "demo-1.0.whl"), "https://h/demo-1.0.whl");  // 5.2.3: a base without a path
+  EXPECT_EQ(resolve_url("http://127.0.0.1:9/simple/demo/#top", "demo-1.0.whl"), "http://127.0.0.1:9/simple/demo/demo-1.0.whl");
+  // A scheme starts with a letter (RFC 3986 3.1): `.x:1/...` and `1x:` are relative paths (pip
+  // and the WHATWG parser read them so); `x+y:demo` and `https:!/x` have a scheme and are taken
+  // as they are (no `//`: pypi's <base href> check then keeps the page's URL).
+  EXPECT_EQ(resolve_url(page, ".x:1/demo-1.0.tar.gz"), "https://h/simple/demo/.x:1/demo-1.0.tar.gz");
+  EXPECT_EQ(resolve_url(page, "1x:demo"), "https://h/simple/demo/1x:demo");
+  EXPECT_EQ(resolve_url(page, "x+y:demo"), "x+y:demo");
+  EXPECT_EQ(resolve_url(page, "https:!/x"), "https:!/x");
+  // A base without a scheme is no absolute URI: the reference stays as written.
+  EXPECT_EQ(resolve_url("/srv/wheels/", "demo-1.0.whl"), "demo-1.0.whl");
+  EXPECT_EQ(resolve_url("", "../x"), "../x");
 }
 
 TEST(PercentEncode, EncodesAllButTheUnreservedSetAndKeep) {

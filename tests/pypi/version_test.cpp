@@ -5,6 +5,7 @@
 #include "envlock/pypi_index.hpp"
 #include "envlock/pypi_resolve.hpp"
 #include "envlock/pypi_version.hpp"
+#include "envlock/url.hpp"
 
 namespace envlock {
 namespace {
