@@ -250,6 +250,12 @@ struct InstallReport {
   std::vector<std::string> installed;  ///< linked from the package cache
   std::vector<std::string> removed;    ///< were in the old prefix, not in the new one
   std::vector<std::string> kept;       ///< unchanged, carried over from the old prefix
+  /// Of `kept`, sorted: the same archive (dist name and hash) whose files are carried over as
+  /// they are, but whose conda-meta record is rewritten to the lockfile's, as record-only fields
+  /// differed (depends, constrains, license, url, channel, size, ...: what a repodata patch or a
+  /// mirror changes). A change of a field that steers where files go (noarch, or python's
+  /// placement of noarch: python files) links the package again instead (in `installed`).
+  std::vector<std::string> rewritten;
   std::uint64_t files_linked = 0;      ///< hard links made to the package cache
   std::uint64_t files_copied = 0;      ///< copies, including every relocated file
   std::uint64_t files_relocated = 0;   ///< files whose placeholders were replaced
@@ -303,6 +309,13 @@ struct TransactionPlan {
 };
 TransactionPlan plan_transaction(const std::filesystem::path& prefix, const std::vector<RepoDataRecord>& records);
 
+/// One record an install rewrites without linking its package again (InstallPreview::rewritten):
+/// its dist name and the conda-meta keys whose values differ from the lockfile's.
+struct RecordRewrite {
+  std::string dist;                 ///< "name-version-build"
+  std::vector<std::string> fields;  ///< conda-meta keys that differ ("depends", "url", ...), in a fixed order
+};
+
 /// What install_packages() would say about the paths of `prefix` that no record owns, were it
 /// given `packages`: the same warnings (a package replacing such a path; such a path that is a
 /// package's folder now; the prefix moved since it was installed) or the same refusal (files no
@@ -321,9 +334,15 @@ struct InstallPreview {
   /// Dist names, sorted, that plan_transaction() calls unchanged but the install links again from
   /// the package cache (relink_clobber_losers' rule and kept_record's): a package that lost a
   /// path to a clobber whose winner goes now (its copy is put back; known only when the package
-  /// is in the cache), one whose files are not all in the prefix, every package of a prefix that
-  /// was moved. A dry run lists them as `relinked`, not `unchanged`.
+  /// is in the cache), one whose files are not all in the prefix, one whose files go elsewhere now
+  /// (its `noarch` changed, or it is noarch: python and python's X.Y or python_site_packages_path
+  /// did), every package of a prefix that was moved. A dry run lists them as `relinked`, not
+  /// `unchanged`.
   std::vector<std::string> relinked;
+  /// Of what plan_transaction() calls unchanged and the install keeps (its files carried over),
+  /// those whose record the install rewrites (InstallReport::rewritten), with the fields that
+  /// differ by their conda-meta key (`depends`, `url`, ...). A dry run lists them as `record`.
+  std::vector<RecordRewrite> rewritten;
 };
 Result<InstallPreview> preview_install(const std::filesystem::path& prefix, const std::vector<PackageToLink>& packages);
 

@@ -82,18 +82,27 @@ std::vector<PackageToLink> cached_packages(const LockedEnvironment& env, const s
 }
 
 /// The text and JSON of a --dry-run: what would change, nothing changed.
-int print_dry_run(const Context& ctx, TransactionPlan plan, const std::vector<std::string>& relinked,
-                  const std::string& prefix, const std::string& env, const std::string& platform,
-                  const std::vector<std::string>& warnings) {
+int print_dry_run(const Context& ctx, TransactionPlan plan, const InstallPreview& preview, const std::string& prefix,
+                  const std::string& env, const std::string& platform, const std::vector<std::string>& warnings) {
+  const std::vector<std::string>& relinked = preview.relinked;
   // What the install links again is not unchanged (attack 20, I1: the clobber's loser was listed
-  // unchanged, and the install relinked it).
+  // unchanged, and the install relinked it); nor is a package whose record it rewrites.
   std::erase_if(plan.unchanged, [&](const std::string& d) {
-    return std::find(relinked.begin(), relinked.end(), d) != relinked.end();
+    return std::find(relinked.begin(), relinked.end(), d) != relinked.end() ||
+           std::any_of(preview.rewritten.begin(), preview.rewritten.end(),
+                       [&](const RecordRewrite& r) { return r.dist == d; });
   });
+  auto joined = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+    return out;
+  };
   for (const auto& w : warnings) warn(w);
   if (ctx.json) {
     nlohmann::json changed = nlohmann::json::array();
     for (const auto& [from, to] : plan.changed) changed.push_back({{"from", from}, {"to", to}});
+    nlohmann::json record = nlohmann::json::array();
+    for (const auto& r : preview.rewritten) record.push_back({{"dist", r.dist}, {"fields", r.fields}});
     std::cout << json_text({{"dry_run", true},
                             {"prefix", prefix},
                             {"environment", env},
@@ -103,6 +112,7 @@ int print_dry_run(const Context& ctx, TransactionPlan plan, const std::vector<st
                             {"changed", changed},
                             {"unchanged", plan.unchanged},
                             {"relinked", relinked},
+                            {"record", record},
                             {"warnings", warnings}})
               << "\n";
     return 0;
@@ -113,10 +123,14 @@ int print_dry_run(const Context& ctx, TransactionPlan plan, const std::vector<st
   for (const auto& d : plan.removed) out += "  removed    " + d + "\n";
   for (const auto& [from, to] : plan.changed) out += "  changed    " + from + " -> " + to + "\n";
   for (const auto& d : relinked) out += "  relinked   " + d + "\n";
+  for (const auto& r : preview.rewritten) out += "  record     " + r.dist + " (" + joined(r.fields) + ")\n";
   for (const auto& d : plan.unchanged) out += "  unchanged  " + d + "\n";
   out += "  " + std::to_string(plan.added.size()) + " added, " + std::to_string(plan.removed.size()) + " removed, " +
          std::to_string(plan.changed.size()) + " changed, " +
          (relinked.empty() ? std::string() : std::to_string(relinked.size()) + " relinked, ") +
+         (preview.rewritten.empty() ? std::string()
+                                    : std::to_string(preview.rewritten.size()) +
+                                          (preview.rewritten.size() == 1 ? " record" : " records") + " rewritten, ") +
          std::to_string(plan.unchanged.size()) + " unchanged\n";
   std::cout << terminal_text(out);
   return 0;
@@ -277,9 +291,8 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
                                "were not compared with the paths of the new packages (the install downloads them "
                                "first): " + names);
     }
-    return print_dry_run(ctx, plan, preview->relinked,
-                         std::filesystem::absolute(request.prefix).lexically_normal().string(), *env_name, platform,
-                         early_warnings);
+    return print_dry_run(ctx, plan, *preview, std::filesystem::absolute(request.prefix).lexically_normal().string(),
+                         *env_name, platform, early_warnings);
   }
   for (const auto& w : early_warnings) warn(w);
 
@@ -456,6 +469,7 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
     j["installed"] = report->installed;
     j["removed"] = report->removed;
     j["kept"] = report->kept;
+    j["rewritten"] = report->rewritten;
     j["files"] = {{"linked", report->files_linked},
                   {"copied", report->files_copied},
                   {"relocated", report->files_relocated}};
@@ -472,8 +486,13 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
   } else {
     for (const auto& m : report->messages) std::cout << terminal_text(m) << (m.ends_with('\n') ? "" : "\n");
     std::cout << terminal_text("environment '" + *env_name + "' (" + platform + ") is ready in " + prefix) << "\n"
-              << "  " << report->installed.size() << " installed, " << report->kept.size() << " unchanged, "
-              << report->removed.size() << " removed; files: " << report->files_linked << " linked, "
+              << "  " << report->installed.size() << " installed, "
+              << (report->rewritten.empty()
+                      ? std::string()
+                      : std::to_string(report->rewritten.size()) +
+                            (report->rewritten.size() == 1 ? " record" : " records") + " rewritten, ")
+              << report->kept.size() - report->rewritten.size() << " unchanged, " << report->removed.size()
+              << " removed; files: " << report->files_linked << " linked, "
               << report->files_copied << " copied, " << report->files_relocated << " relocated\n";
     if (!wheels->empty() || !pip_report->removed.empty()) {
       std::cout << "  pip: " << pip_report->installed.size() << " installed, " << pip_report->kept.size() << " unchanged"

@@ -695,6 +695,84 @@ bool same_package(const PrefixRecord& installed, const RepoDataRecord& wanted) {
   return false;
 }
 
+/// The fields, by their conda-meta key, in which the installed record of an archive and the
+/// lockfile's record of the same archive (same_package()) differ: what a repodata patch, a
+/// mirror or a re-lock changes without changing the archive. Empty when the prefix's record says
+/// what the lockfile says. "record" stands for a difference no key below names.
+std::vector<std::string> record_differences(const RepoDataRecord& installed, const RepoDataRecord& wanted) {
+  std::vector<std::string> out;
+  auto field = [&](bool differs, const char* key) {
+    if (differs) out.emplace_back(key);
+  };
+  field(installed.build_number != wanted.build_number, "build_number");
+  field(installed.subdir != wanted.subdir, "subdir");
+  field(installed.depends != wanted.depends, "depends");
+  field(installed.constrains != wanted.constrains, "constrains");
+  field(installed.track_features != wanted.track_features, "track_features");
+  field(installed.features != wanted.features, "features");
+  field(installed.license != wanted.license, "license");
+  field(installed.license_family != wanted.license_family, "license_family");
+  field(installed.md5 != wanted.md5, "md5");
+  field(installed.sha256 != wanted.sha256, "sha256");
+  field(installed.size != wanted.size, "size");
+  field(installed.timestamp != wanted.timestamp, "timestamp");
+  field(installed.noarch != wanted.noarch, "noarch");
+  field(installed.arch != wanted.arch, "arch");
+  field(installed.platform != wanted.platform, "platform");
+  field(installed.python_site_packages_path != wanted.python_site_packages_path, "python_site_packages_path");
+  field(installed.url != wanted.url, "url");
+  field(installed.file_name != wanted.file_name, "fn");
+  field(installed.channel != wanted.channel, "channel");
+  if (out.empty() && !(installed == wanted)) out.emplace_back("record");
+  return out;
+}
+
+/// Where the noarch: python files of a tree go: the python record's X.Y and its site-packages
+/// folder (CEP-17 python_site_packages_path, else lib/pythonX.Y/site-packages); empty without a
+/// python record. set_python() places the new tree's files by the same rule.
+std::pair<std::string, std::string> python_placement(const std::vector<const RepoDataRecord*>& records) {
+  for (const auto* r : records) {
+    if (r->name != "python") continue;
+    const std::string xy = python_xy(*r);
+    return {xy, r->python_site_packages_path.empty() ? "lib/python" + xy + "/site-packages" : r->python_site_packages_path};
+  }
+  return {};
+}
+
+/// Whether the files of `package`, installed as `installed` (the same archive), would go
+/// elsewhere now: its own `noarch` changed (it decides whether site-packages/ and python-scripts/
+/// move), or it is a noarch: python package and the environment's python places those files
+/// elsewhere than in the tree installed (`python_moved`: another X.Y, or another
+/// python_site_packages_path). Such a package is linked again, as conda (core/solve.py
+/// diff_for_unlink_link_precs) and rattler (install/transaction.rs, Reinstall) relink every
+/// noarch: python package when python's X.Y changes.
+bool placement_changed(const PrefixRecord& installed, const RepoDataRecord& package, bool python_moved) {
+  if (installed.noarch != package.noarch) return true;
+  return python_moved && package.noarch == NoArchKind::Python;
+}
+
+/// Whether the python of the old tree (`old_records`) and that of the new one (`packages`) place
+/// noarch: python files differently (both have python, and X.Y or site-packages differ).
+bool python_placement_moved(const std::vector<PrefixRecord>& old_records, const std::vector<PackageToLink>& packages) {
+  std::vector<const RepoDataRecord*> old_view, new_view;
+  for (const auto& r : old_records) old_view.push_back(&r);
+  for (const auto& p : packages) new_view.push_back(&p.record);
+  const auto before = python_placement(old_view), after = python_placement(new_view);
+  return !before.first.empty() && !after.first.empty() && before != after;
+}
+
+/// Whether installing `packages` over `old_records` rewrites a record of an archive that stays
+/// (record_differences() not empty): a change of the environment, as much as a new package.
+bool rewrites_a_record(const std::vector<PrefixRecord>& old_records, const std::vector<PackageToLink>& packages) {
+  std::map<std::string, const PrefixRecord*> old_by_name;
+  for (const auto& r : old_records) old_by_name[r.name] = &r;
+  return std::any_of(packages.begin(), packages.end(), [&](const PackageToLink& p) {
+    const auto it = old_by_name.find(p.record.name);
+    return it != old_by_name.end() && same_package(*it->second, p.record) &&
+           !record_differences(*it->second, p.record).empty();
+  });
+}
+
 /// Hard-links (or re-creates, for symlinks) `rel` from the old prefix into the stage, writing only
 /// beneath the stage (`stage`, a Tree: a link a new package made is never written through). A
 /// folder is made (its attributes are the caller's: Tree::set_folder_attributes() and
@@ -1457,11 +1535,14 @@ Status set_python(detail::LinkContext& ctx, const std::vector<PackageToLink>& pa
 }
 
 /// The old record `package` stays as (its files carried over, not linked again): the same dist
-/// name and archive hash (same_package()), every file still there, and the prefix not moved.
+/// name and archive hash (same_package()), every file still there, the prefix not moved, and its
+/// files placed where they go now (placement_changed()). Its record-only fields may differ: the
+/// record written is then the lockfile's (link_stage()).
 const PrefixRecord* kept_record(const fs::path& prefix, const std::map<std::string, const PrefixRecord*>& old_by_name,
-                                const PackageToLink& package, bool moved) {
+                                const PackageToLink& package, bool moved, bool python_moved) {
   const auto it = old_by_name.find(package.record.name);
   if (moved || it == old_by_name.end() || !same_package(*it->second, package.record)) return nullptr;
+  if (placement_changed(*it->second, package.record, python_moved)) return nullptr;
   std::error_code ec;
   for (const auto& f : it->second->files)
     if (!detail::safe_relative_path(f) || !fs::exists(fs::symlink_status(prefix / f, ec))) return nullptr;
@@ -1485,6 +1566,9 @@ struct StageBuild {
   bool moved;
   const std::vector<PackageToLink>& packages;
   const InstallOptions& options;
+  /// The new tree's python places noarch: python files elsewhere than the old one's
+  /// (python_placement_moved()): every noarch: python package is linked again.
+  bool python_moved = false;
   detail::LinkContext ctx{};
   std::optional<detail::Tree> tree{};
   /// Per package: the old record it stays as (carried over), or the plan to link it.
@@ -1560,6 +1644,7 @@ Status plan_stage(StageBuild& b, const fs::path& stage) {
   b.tree.emplace(std::move(*tree));
   b.ctx.tree = &*b.tree;
   if (auto st = set_python(b.ctx, b.packages); !st) return st;
+  b.python_moved = python_placement_moved(b.old_records, b.packages);
 
   std::map<std::string, const PrefixRecord*> old_by_name;
   for (const auto& r : b.old_records) old_by_name[r.name] = &r;
@@ -1569,7 +1654,7 @@ Status plan_stage(StageBuild& b, const fs::path& stage) {
   for (std::size_t i = 0; i < packages.size(); ++i) {
     const PackageToLink& p = packages[i];
     if (b.options.progress) b.options.progress(i, packages.size(), p.record);
-    if ((b.kept_of[i] = kept_record(b.prefix, old_by_name, p, b.moved)) != nullptr) continue;
+    if ((b.kept_of[i] = kept_record(b.prefix, old_by_name, p, b.moved, b.python_moved)) != nullptr) continue;
     b.plans[i] = detail::plan_package(b.ctx, packages[i]);
     b.all_planned = b.all_planned && b.plans[i]->ok();
   }
@@ -1621,6 +1706,13 @@ Status link_stage(StageBuild& b) {
           if (auto st = carry_path(b.prefix, tree, f); !st) return st;
       PrefixRecord kept = *b.kept_of[i];
       kept.requested_spec = p.requested_spec;
+      // The same archive, its files carried over as they are; what the record says of it is the
+      // lockfile's (a repodata patch's depends, another channel's url): the prefix says what the
+      // lockfile says, and the files (paths_data, the cache folder they came from) stay.
+      if (!record_differences(kept, p.record).empty()) {
+        static_cast<RepoDataRecord&>(kept) = p.record;
+        b.report.rewritten.push_back(p.record.dist_name());
+      }
       b.records.push_back(std::move(kept));
       b.report.kept.push_back(p.record.dist_name());
       continue;
@@ -1673,8 +1765,11 @@ Status unlink_removed(StageBuild& b) {
     if (new_names.count(r.name) &&
         std::find(b.report.kept.begin(), b.report.kept.end(), r.dist_name()) == b.report.kept.end() &&
         !b.relinked.count(r.dist_name()) &&
-        !(b.moved && std::any_of(b.packages.begin(), b.packages.end(),
-                                 [&](const PackageToLink& p) { return same_package(r, p.record); })))
+        !std::any_of(b.packages.begin(), b.packages.end(), [&](const PackageToLink& p) {
+          // The same archive linked again where its files go now (a moved prefix, another
+          // placement of noarch: python files): a reinstall, not a removal.
+          return same_package(r, p.record) && (b.moved || placement_changed(r, p.record, b.python_moved));
+        }))
       b.report.removed.push_back(r.dist_name());
   if (!b.has_old || b.options.scripts != RunScripts::Yes) return ok_status();
   for (const auto& r : b.old_records) {
@@ -1810,6 +1905,7 @@ Status write_records(StageBuild& b, std::vector<const PackageToLink*>& post_link
   std::sort(b.report.installed.begin(), b.report.installed.end());
   std::sort(b.report.removed.begin(), b.report.removed.end());
   std::sort(b.report.kept.begin(), b.report.kept.end());
+  std::sort(b.report.rewritten.begin(), b.report.rewritten.end());
   return ok_status();
 }
 
@@ -1888,26 +1984,34 @@ Result<InstallPreview> preview_install(const fs::path& prefix_in, const std::vec
   detail::LinkContext& ctx = b.ctx;
   ctx.target_prefix = prefix.string();
   if (auto st = set_python(ctx, packages); !st) return st.error();
+  b.python_moved = python_placement_moved(old_records, packages);
   std::map<std::string, const PrefixRecord*> old_by_name;
   for (const auto& r : old_records) old_by_name[r.name] = &r;
   b.kept_of.assign(packages.size(), nullptr);
   b.plans.resize(packages.size());
   for (std::size_t i = 0; i < packages.size(); ++i) {
-    if ((b.kept_of[i] = kept_record(prefix, old_by_name, packages[i], moved)) != nullptr) continue;
+    if ((b.kept_of[i] = kept_record(prefix, old_by_name, packages[i], moved, b.python_moved)) != nullptr) continue;
     if (packages[i].extracted_dir.empty()) continue;
     b.plans[i] = detail::plan_package(ctx, packages[i]);
     if (!b.plans[i]->ok()) return b.plans[i]->error();
   }
   relink_clobber_losers(b);
   // What plan_transaction() calls unchanged (the same dist name and archive hash) and the install
-  // links again: a clobber's loser whose winner goes, one whose files are not all there, every
-  // package of a moved prefix.
+  // links again: a clobber's loser whose winner goes, one whose files are not all there, one whose
+  // files go elsewhere now (its noarch, or python's placement of noarch: python files, changed),
+  // every package of a moved prefix. Of those kept, the ones whose record the install rewrites.
   for (std::size_t i = 0; i < packages.size(); ++i) {
     const auto it = old_by_name.find(packages[i].record.name);
-    if (b.kept_of[i] == nullptr && it != old_by_name.end() && same_package(*it->second, packages[i].record))
+    if (it == old_by_name.end() || !same_package(*it->second, packages[i].record)) continue;
+    if (b.kept_of[i] == nullptr) {
       out.relinked.push_back(packages[i].record.dist_name());
+    } else if (auto fields = record_differences(*b.kept_of[i], packages[i].record); !fields.empty()) {
+      out.rewritten.push_back({packages[i].record.dist_name(), std::move(fields)});
+    }
   }
   std::sort(out.relinked.begin(), out.relinked.end());
+  std::sort(out.rewritten.begin(), out.rewritten.end(),
+            [](const RecordRewrite& x, const RecordRewrite& y) { return x.dist < y.dist; });
   // The new tree as linking would make it, package after package (kept ones from the prefix).
   PlannedTree tree;
   std::vector<std::string> names;
@@ -2173,7 +2277,10 @@ Result<InstallReport> install_locked(const fs::path& prefix, const std::vector<P
   // it replaces is kept.
   detail::GenerationPlan generation;
   if (options.keep_generations == KeepGenerations::Yes) {
-    auto planned = detail::plan_generation(prefix, has_old, old_records, packages, options.stage_differs);
+    // A record rewritten (the same archive, other record fields) changes the environment too: the
+    // tree it replaces is kept, so a rollback brings the old record back.
+    auto planned = detail::plan_generation(prefix, has_old, old_records, packages,
+                                           options.stage_differs || rewrites_a_record(old_records, packages));
     if (!planned) return planned.error();
     generation = *planned;
   }

@@ -1854,3 +1854,146 @@ TEST_F(Installer, PlanTransactionNamesAddedRemovedChangedAndUnchangedWritingNoth
   EXPECT_TRUE(fs::exists(prefix_ / "share/a"));
   EXPECT_TRUE(siblings().empty());
 }
+
+/// The JSON of the conda-meta record of `dist` in `prefix`.
+static nlohmann::json record_json(const fs::path& prefix, const std::string& dist) {
+  return nlohmann::json::parse(slurp(prefix / "conda-meta" / (dist + ".json")));
+}
+
+/// `record`'s fields as the lockfile's record `r` says them (what the install writes of it).
+static nlohmann::json with_fields_of(nlohmann::json record, const RepoDataRecord& r) {
+  nlohmann::json fields;
+  r.to_json(fields);
+  for (const char* key : {"depends", "constrains", "license", "url", "channel", "size", "track_features",
+                          "python_site_packages_path", "noarch"}) {
+    record.erase(key);
+    if (fields.contains(key)) record[key] = fields[key];
+  }
+  return record;
+}
+
+// The same archive (dist name and sha256) with other record fields in the lockfile — a repodata
+// patch's depends and constrains, a license, a mirror's url and channel, a size (issue 23): the
+// install kept the old conda-meta record, so the prefix no longer said what the lockfile says.
+// It is rewritten now, whole, to the lockfile's fields, its files left as they are (the same
+// inodes, paths_data kept); the dry run's preview names the fields; a second install finds
+// nothing to rewrite. conda (records.py _pkey: channel, subdir, name, version, build_number,
+// build) relinks a package whose channel changed and keeps the old record for a depends-only
+// patch; rattler (install/transaction.rs describe_same_content) keeps the old record for any
+// record-only change and rewrites only requested_specs (installer/mod.rs
+// update_existing_records); envlock rewrites every record-only field, as rattler rewrites
+// requested_specs.
+TEST_F(Installer, ARecordOnlyChangeRewritesTheRecordAndKeepsTheFiles) {
+  auto a = make_package("a", "1", {{"share/a.txt", "a\n"}, {"bin/a", "#!/bin/sh\necho " + kTextPh + "\n", true, "text", kTextPh}});
+  auto b = make_package("b", "1", {{"share/b.txt", "b\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {a, b}, options()).ok());
+  const nlohmann::json before = record_json(prefix_, "a-1-0");
+  struct stat data_before {}, script_before {};
+  ASSERT_EQ(::stat((prefix_ / "share/a.txt").c_str(), &data_before), 0);
+  ASSERT_EQ(::stat((prefix_ / "bin/a").c_str(), &script_before), 0);
+
+  auto patched = a;
+  patched.record.depends = {"libzlib >=1.3,<2.0a0"};
+  patched.record.constrains = {"b >=1"};
+  patched.record.license = "MIT";
+  patched.record.size = 4096;
+  patched.record.channel = "https://mirror.example/conda-forge";
+  patched.record.url = "https://mirror.example/conda-forge/linux-64/a-1-0.conda";
+  auto preview = preview_install(prefix_, {patched, b});
+  ASSERT_TRUE(preview.ok()) << preview.error().to_string();
+  EXPECT_EQ(preview->relinked, std::vector<std::string>{});
+  ASSERT_EQ(preview->rewritten.size(), 1u);
+  EXPECT_EQ(preview->rewritten[0].dist, "a-1-0");
+  EXPECT_EQ(preview->rewritten[0].fields,
+            (std::vector<std::string>{"depends", "constrains", "license", "size", "url", "channel"}));
+  EXPECT_EQ(plan_transaction(prefix_, {patched.record, b.record}).unchanged, (std::vector<std::string>{"a-1-0", "b-1-0"}));
+
+  auto r = install_packages(prefix_, {patched, b}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->installed, std::vector<std::string>{});
+  EXPECT_EQ(r->kept, (std::vector<std::string>{"a-1-0", "b-1-0"}));
+  EXPECT_EQ(r->rewritten, std::vector<std::string>{"a-1-0"});
+  EXPECT_EQ(r->removed, std::vector<std::string>{});
+  EXPECT_EQ(r->files_linked + r->files_copied, 0u) << "nothing is linked again";
+  EXPECT_EQ(record_json(prefix_, "a-1-0"), with_fields_of(before, patched.record));
+  struct stat data_after {}, script_after {};
+  ASSERT_EQ(::stat((prefix_ / "share/a.txt").c_str(), &data_after), 0);
+  ASSERT_EQ(::stat((prefix_ / "bin/a").c_str(), &script_after), 0);
+  EXPECT_EQ(data_after.st_ino, data_before.st_ino);
+  EXPECT_EQ(script_after.st_ino, script_before.st_ino) << "the relocated copy is carried, not written again";
+  EXPECT_TRUE(verify_prefix(prefix_)->clean());
+
+  auto again = install_packages(prefix_, {patched, b}, options());
+  ASSERT_TRUE(again.ok()) << again.error().to_string();
+  EXPECT_EQ(again->rewritten, std::vector<std::string>{});
+  auto preview_again = preview_install(prefix_, {patched, b});
+  ASSERT_TRUE(preview_again.ok());
+  EXPECT_TRUE(preview_again->rewritten.empty());
+}
+
+// A record rewrite is part of the transaction: when the install fails after it (a new package's
+// post-link script exits 3), the previous tree is swapped back and the old record is there,
+// byte for byte.
+TEST_F(Installer, ARecordRewriteIsRolledBackWithTheInstallThatFails) {
+  auto a = make_package("a", "1", {{"share/a.txt", "a\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {a}, options()).ok());
+  const std::string before = slurp(prefix_ / "conda-meta/a-1-0.json");
+  auto patched = a;
+  patched.record.depends = {"python >=3.9"};
+  auto bad = make_package("broken", "1", {{"bin/.broken-post-link.sh", "exit 3\n", true}});
+  auto r = install_packages(prefix_, {patched, bad}, options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(slurp(prefix_ / "conda-meta/a-1-0.json"), before);
+  EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/broken-1-0.json"));
+  EXPECT_TRUE(siblings().empty());
+}
+
+// A field that steers where files go is no record-only change: a noarch: python package whose
+// python places site-packages elsewhere now (CEP-17 python_site_packages_path added to python's
+// record, the same python archive) is linked again into the new folder, and python's own record
+// is rewritten; a package whose `noarch` changed is linked again too. conda
+// (core/solve.py diff_for_unlink_link_precs) and rattler (install/transaction.rs, Reinstall)
+// relink noarch: python packages when python's X.Y changes; another X.Y relinks them here too.
+TEST_F(Installer, AChangedPlacementLinksThePackageAgainInItsNewPlace) {
+  auto python = make_package("python", "3.13.0", {{"bin/python3.13", "#!/bin/sh\n", true}});
+  auto demo = make_package("demo", "1.0", {{"site-packages/demo/__init__.py", "x = 1\n"}}, "python", {}, "pyh_0");
+  auto gen = make_package("gen", "1", {{"share/gen.txt", "g\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {python, demo, gen}, options()).ok());
+  ASSERT_TRUE(fs::exists(prefix_ / "lib/python3.13/site-packages/demo/__init__.py"));
+
+  auto free_threaded = python;
+  free_threaded.record.python_site_packages_path = "lib/python3.13t/site-packages";
+  auto generic = gen;
+  generic.record.noarch = NoArchKind::Generic;
+  auto preview = preview_install(prefix_, {free_threaded, demo, generic});
+  ASSERT_TRUE(preview.ok()) << preview.error().to_string();
+  EXPECT_EQ(preview->relinked, (std::vector<std::string>{"demo-1.0-pyh_0", "gen-1-0"}));
+  ASSERT_EQ(preview->rewritten.size(), 1u);
+  EXPECT_EQ(preview->rewritten[0].dist, "python-3.13.0-0");
+  EXPECT_EQ(preview->rewritten[0].fields, std::vector<std::string>{"python_site_packages_path"});
+
+  auto r = install_packages(prefix_, {free_threaded, demo, generic}, options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->installed, (std::vector<std::string>{"demo-1.0-pyh_0", "gen-1-0"}));
+  EXPECT_EQ(r->kept, std::vector<std::string>{"python-3.13.0-0"});
+  EXPECT_EQ(r->rewritten, std::vector<std::string>{"python-3.13.0-0"});
+  EXPECT_EQ(r->removed, std::vector<std::string>{}) << "linked again, not removed";
+  EXPECT_EQ(slurp(prefix_ / "lib/python3.13t/site-packages/demo/__init__.py"), "x = 1\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "lib/python3.13/site-packages/demo"));
+  EXPECT_EQ(record_json(prefix_, "python-3.13.0-0")["python_site_packages_path"], "lib/python3.13t/site-packages");
+  EXPECT_EQ(record_json(prefix_, "gen-1-0")["noarch"], "generic");
+  EXPECT_EQ(record_json(prefix_, "demo-1.0-pyh_0")["files"],
+            nlohmann::json::array({"lib/python3.13t/site-packages/demo/__init__.py"}));
+  EXPECT_TRUE(verify_prefix(prefix_)->clean());
+
+  // Another X.Y of python (a new python archive) moves them again.
+  auto newer = make_package("python", "3.14.0", {{"bin/python3.14", "#!/bin/sh\n", true}});
+  auto up = install_packages(prefix_, {newer, demo, generic}, options());
+  ASSERT_TRUE(up.ok()) << up.error().to_string();
+  EXPECT_EQ(up->installed, (std::vector<std::string>{"demo-1.0-pyh_0", "python-3.14.0-0"}));
+  EXPECT_EQ(up->kept, std::vector<std::string>{"gen-1-0"});
+  EXPECT_EQ(up->removed, std::vector<std::string>{"python-3.13.0-0"});
+  EXPECT_EQ(slurp(prefix_ / "lib/python3.14/site-packages/demo/__init__.py"), "x = 1\n");
+  EXPECT_FALSE(fs::exists(prefix_ / "lib/python3.13t"));
+  EXPECT_TRUE(verify_prefix(prefix_)->clean());
+}
