@@ -217,10 +217,19 @@ std::vector<std::string> remove_stale_wheel_staging(const std::filesystem::path&
 /// row is resolved beneath the prefix (as WheelInstallOptions::replaces): a row that leads outside
 /// it, or through a link out of it, is refused before anything is removed (ErrorKind::Integrity);
 /// the files move aside into `.envlock-wheel-<pid>-<n>.old` first, so a failure puts them back.
-/// Returns how many files were removed. Errors: ErrorKind::Io (no readable RECORD, cannot move),
-/// ErrorKind::Parse (a RECORD row that cannot be read), ErrorKind::Integrity.
-Result<std::size_t> uninstall_distribution(const std::filesystem::path& prefix, const std::string& dist_info,
-                                           const std::string& python_xy);
+/// A row naming what the installer never writes — the environment's records (`conda-meta/`),
+/// envlock's own files (`.envlock-*`), a file a conda record lists — is left in place and named,
+/// as WheelInstallOptions::replaces leaves it (pip trusts RECORD and would delete it).
+/// Errors: ErrorKind::Io (no readable RECORD, cannot move), ErrorKind::Parse (a RECORD row that
+/// cannot be read), ErrorKind::Integrity.
+struct UninstalledDistribution {
+  std::size_t files = 0;  ///< how many files were removed
+  /// What its RECORD listed that was left in place, each with why, as InstalledWheel::left_in_place:
+  /// "bin/python3.11 (a file of conda package python-3.11.7-0)".
+  std::vector<std::string> left_in_place;
+};
+Result<UninstalledDistribution> uninstall_distribution(const std::filesystem::path& prefix, const std::string& dist_info,
+                                                       const std::string& python_xy);
 
 /// Installs the wheel at local path `wheel` into the existing prefix folder `prefix`:
 ///   1. reads WHEEL (Wheel-Version 1.x), RECORD and entry_points.txt from the one top-level

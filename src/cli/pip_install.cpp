@@ -215,6 +215,13 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
       return e;
     }
     report.removed.push_back(dist.name + "==" + dist.version);
+    if (!removed->left_in_place.empty()) {  // as a replaced version's rows are named (attack 23 F9)
+      std::string list;
+      for (const std::string& f : removed->left_in_place) list += (list.empty() ? "" : ", ") + f;
+      report.warnings.push_back("removing " + dist.name + "==" + dist.version + ", which the lockfile no longer holds, left " +
+                                std::to_string(removed->left_in_place.size()) +
+                                " file(s) its RECORD lists in place, which are no pip package's to remove: " + list);
+    }
     it = present.erase(it);
   }
   std::sort(report.removed.begin(), report.removed.end());

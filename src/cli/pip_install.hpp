@@ -49,7 +49,7 @@ struct PipInstallReport {
   std::vector<std::string> installed;  ///< "name==version"
   std::vector<std::string> kept;       ///< already there: a dist-info of that name and version
   std::vector<std::string> replaced;   ///< "name==version" of another version a wheel replaced
-  std::vector<std::string> warnings;   ///< what a replaced version's RECORD listed and was left in place
+  std::vector<std::string> warnings;   ///< what a replaced or removed version's RECORD listed and was left in place
   std::vector<std::string> removed;    ///< "name==version" the lockfile no longer holds, removed; sorted
 };
 

@@ -1142,7 +1142,7 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   return result;
 }
 
-Result<std::size_t> uninstall_distribution(const fs::path& prefix, const std::string& dist_info, const std::string& python_xy) {
+Result<UninstalledDistribution> uninstall_distribution(const fs::path& prefix, const std::string& dist_info, const std::string& python_xy) {
   std::string tag;
   if (const auto dot = python_xy.find('.'); dot != std::string::npos)
     tag = "cpython-" + python_xy.substr(0, dot) + python_xy.substr(dot + 1);
@@ -1153,9 +1153,9 @@ Result<std::size_t> uninstall_distribution(const fs::path& prefix, const std::st
   for (const std::string* dir : {&scheme.purelib, &scheme.platlib, &scheme.scripts, &scheme.data})
     keep.insert(dir->empty() ? prefix : prefix / *dir);
   keep.insert(prefix / fs::path(scheme.headers).parent_path());  // include/pythonX.Y, not a distribution's folder in it
-  const std::size_t files = old.size();
+  UninstalledDistribution out{old.size(), old.left_in_place()};
   old.commit(keep);
-  return files;
+  return out;
 }
 
 }  // namespace envlock

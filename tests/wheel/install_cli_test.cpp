@@ -616,6 +616,79 @@ TEST_F(PipInstallCli, ReplacingAVersionLeavesWhatItsRecordListsOfCondaInPlace) {
   EXPECT_EQ(verify.out, abs + ": 1 packages, 12 files checked (9 of them pip-installed): no drift\n");
 }
 
+// Issue 20 (remove by RECORD): a pip package the new lockfile drops is removed by its RECORD as a
+// replaced version is — what no pip package owns (a conda record's file, conda-meta/) is left in
+// place and named in a warning (it was left silently), a RECORD row with `..` out of the prefix or
+// an absolute path removes nothing and is named, and `envlock remove` of the environment takes the
+// pip files with the prefix.
+TEST_F(PipInstallCli, ADroppedPipPackageIsRemovedByItsRecordAndWhatItDoesNotOwnIsNamed) {
+  const fs::path v1 = write_demo_wheel(root_ / "wheels", "1.0");
+  const fs::path prefix = root_ / "env";
+  const PipPackage demo{"demo-pkg", "1.0", "file://" + v1.string(), hash_file(v1, HashAlgorithm::Sha256).value(), "", {}, "", false};
+  const fs::path with = write_lock({demo}, "with.lock"), without = write_lock({}, "without.lock");
+  ASSERT_EQ(envlock("install -l " + q(with) + " -p " + q(prefix)).exit_code, 0);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  const std::string python = "python" + site.parent_path().filename().string().substr(6);  // python3.11
+  std::string record_json;
+  for (const auto& e : fs::directory_iterator(prefix / "conda-meta"))
+    if (e.path().extension() == ".json") record_json = e.path().filename().string();
+  const std::string dist = record_json.substr(0, record_json.size() - 5);
+  const fs::path record = site / "demo_pkg-1.0.dist-info/RECORD";
+  const std::string original = slurp(record);
+  const std::string abs = fs::absolute(prefix).lexically_normal().string();
+
+  // Rows out of the prefix: refused, nothing removed, the row named.
+  testing::spit(root_ / "outside.txt", "keep\n");
+  for (const std::string& row : {std::string("../../../../outside.txt"), (root_ / "outside.txt").string()}) {
+    SCOPED_TRACE(row);
+    testing::spit(record, original + row + ",,\n");
+    auto r = envlock("install -l " + q(without) + " -p " + q(prefix));
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "packages: 1 (0 downloaded, 1 from the package cache)\n"
+                     "error: " + site.lexically_relative(prefix).string() + "/demo_pkg-1.0.dist-info/RECORD: lists '" + row +
+                         "', outside the prefix: nothing is removed\n"
+                         "pip package: demo-pkg==1.0, which the lockfile no longer holds\n"
+                         "nothing was installed; the prefix was not touched\n"
+                         "hint: the RECORD was altered; remove the distribution by hand\n");
+    EXPECT_EQ(slurp(root_ / "outside.txt"), "keep\n");
+    EXPECT_TRUE(fs::exists(site / "demo_pkg/__init__.py"));
+    EXPECT_TRUE(fs::exists(prefix / "bin/demo-cli"));
+  }
+
+  // Rows of conda's files: left in place and named; the rest goes, the dist-info and the folders
+  // left empty with it.
+  testing::spit(record, original + "../../../bin/" + python + ",,\n../../../conda-meta/" + record_json + ",,\n");
+  auto r = envlock("install -l " + q(without) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "environment 'default' (linux-64) is ready in " + abs + "\n"
+                   "  0 installed, 1 unchanged, 0 removed; files: 0 linked, 0 copied, 0 relocated\n"
+                   "  pip: 0 installed, 0 unchanged, 1 removed\n");
+  EXPECT_EQ(r.err, "packages: 1 (0 downloaded, 1 from the package cache)\n"
+                   "warning: removing demo-pkg==1.0, which the lockfile no longer holds, left 2 file(s) its RECORD lists in place, "
+                   "which are no pip package's to remove: bin/" + python + " (a file of conda package " + dist + "), conda-meta/" +
+                       record_json + " (the environment's records)\n");
+  EXPECT_TRUE(fs::exists(prefix / "bin" / python));
+  EXPECT_TRUE(fs::exists(prefix / "conda-meta" / record_json));
+  EXPECT_FALSE(fs::exists(site / "demo_pkg-1.0.dist-info"));
+  EXPECT_FALSE(fs::exists(site / "demo_pkg"));
+  EXPECT_FALSE(fs::exists(prefix / "bin/demo-cli"));
+  auto verify = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_EQ(verify.out, abs + ": 1 packages, 3 files checked: no drift\n");
+
+  // envlock remove: the whole prefix, pip files included, and nothing beside it.
+  ASSERT_EQ(envlock("install -l " + q(with) + " -p " + q(prefix)).exit_code, 0);
+  ASSERT_TRUE(fs::exists(site / "demo_pkg/__init__.py"));
+  auto removed = envlock("remove -p " + q(prefix));
+  EXPECT_EQ(removed.exit_code, 0) << removed.out << removed.err;
+  EXPECT_EQ(removed.out, "removed " + prefix.string() + " (1 packages)\n");
+  EXPECT_EQ(removed.err, "");
+  EXPECT_FALSE(fs::exists(fs::symlink_status(prefix)));
+  EXPECT_EQ(slurp(root_ / "outside.txt"), "keep\n");
+}
+
 // Attack 23 F11: the wheels install into the installer's stage before its one swap, so a pip step
 // that fails leaves the prefix as it was: a new environment is not made, an existing one keeps
 // its packages and its conda-meta/envlock (which names the lockfile installed), and `envlock run`
