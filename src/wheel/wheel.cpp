@@ -1115,13 +1115,33 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   std::vector<std::string> conflicts;
   find_conflicts(staging.dir, prefix, "", conflicts);
   if (!conflicts.empty()) {
+    // Each path a conda record lists is named with that record's dist name, as conda names the
+    // package a clobbered path belongs to (attack 23 F19): "bin/python3 (a file of conda package
+    // python-3.11.7-0)". pip would overwrite it silently (ZipBackedFile.save unlinks it first).
+    std::sort(conflicts.begin(), conflicts.end());  // as RECORD and every listing: not in directory order
+    std::optional<CondaOwnedFiles> read_owned;
+    const CondaOwnedFiles* owned = options.conda_files;
+    if (owned == nullptr) {
+      if (auto files = conda_owned_files(prefix)) owned = &read_owned.emplace(std::move(*files));
+    }
+    std::set<std::string> owners;
     std::string detail;
-    for (std::size_t i = 0; i < conflicts.size() && i < 10; ++i) detail += (i ? "\n  " : "  ") + conflicts[i];
+    for (std::size_t i = 0; i < conflicts.size(); ++i) {
+      const auto it = owned == nullptr ? CondaOwnedFiles::const_iterator() : owned->find(conflicts[i]);
+      const bool conda = owned != nullptr && it != owned->end();
+      if (conda) owners.insert(it->second);
+      if (i < 10) detail += (i ? "\n  " : "  ") + printable(conflicts[i]) + (conda ? " (a file of conda package " + it->second + ")" : "");
+    }
     if (conflicts.size() > 10) detail += "\n  ... and " + std::to_string(conflicts.size() - 10) + " more";
+    std::string owner_list;
+    for (const std::string& o : owners) owner_list += (owner_list.empty() ? "" : ", ") + o;
     return Error{ErrorKind::Io, prefix.string(),
                  "the wheel " + wheel.filename().string() + " would overwrite " + std::to_string(conflicts.size()) +
-                     " file(s) already in the prefix",
-                 detail, "another package owns them; remove it first (nothing of this wheel was installed)"};
+                     " file(s) already in the prefix" + (owners.empty() ? "" : " (of conda package " + owner_list + ")"),
+                 detail,
+                 owners.empty() ? "another package owns them; remove it first (nothing of this wheel was installed)"
+                                : "the conda package and the wheel install the same file(s): drop one of them from the environment "
+                                  "and lock again (nothing of this wheel was installed)"};
   }
   std::vector<std::pair<fs::path, fs::path>> moved;
   if (auto s = move_tree(staging.dir, prefix, "", moved); !s) {

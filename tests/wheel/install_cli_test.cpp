@@ -689,6 +689,47 @@ TEST_F(PipInstallCli, ADroppedPipPackageIsRemovedByItsRecordAndWhatItDoesNotOwnI
   EXPECT_EQ(slurp(root_ / "outside.txt"), "keep\n");
 }
 
+// Attack 23 F19: a wheel that would overwrite a file a conda package installed names that package
+// (its dist name) beside the wheel and the path, as conda names the package of a clobbered path;
+// a file no package owns is named alone.
+TEST_F(PipInstallCli, AWheelThatWouldOverwriteACondaFileNamesTheCondaPackage) {
+  const std::string di = "clash-1.0.dist-info";
+  std::vector<testing::ZipEntry> files = {{"clash/__init__.py", "C = 1\n"},
+                                          {"clash-1.0.data/data/bin/python3", "not python\n"},
+                                          {"clash-1.0.data/data/share/notes.txt", "mine\n"},
+                                          {di + "/METADATA", "Metadata-Version: 2.1\nName: clash\nVersion: 1.0\n"},
+                                          {di + "/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n"}};
+  std::string record;
+  for (const auto& f : files) record += f.name + "," + record_hash(f.data) + "," + std::to_string(f.data.size()) + "\n";
+  files.push_back({di + "/RECORD", record + di + "/RECORD,,\n"});
+  fs::create_directories(root_ / "wheels");
+  const fs::path wheel = root_ / "wheels/clash-1.0-py3-none-any.whl";
+  testing::write_zip(wheel, files);
+  const fs::path prefix = root_ / "env";
+  ASSERT_EQ(envlock("install -l " + q(write_lock({}, "plain.lock")) + " -p " + q(prefix)).exit_code, 0);
+  testing::spit(prefix / "share/notes.txt", "the user's\n");
+  std::string record_json;
+  for (const auto& e : fs::directory_iterator(prefix / "conda-meta"))
+    if (e.path().extension() == ".json") record_json = e.path().filename().string();
+  const std::string dist = record_json.substr(0, record_json.size() - 5);
+  const fs::path lock = write_lock({{"clash", "1.0", "./wheels/clash-1.0-py3-none-any.whl", hash_file(wheel, HashAlgorithm::Sha256).value(),
+                                     "", {}, "", false}}, "envlock.lock");
+  auto r = envlock("install -l " + q(lock) + " -p " + q(prefix));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "packages: 1 (0 downloaded, 1 from the package cache)\n"
+                   "error: " + prefix.string() + ": the wheel clash-1.0-py3-none-any.whl would overwrite 2 file(s) already in the prefix "
+                   "(of conda package " + dist + ")\n"
+                   "  bin/python3 (a file of conda package " + dist + ")\n"
+                   "  share/notes.txt\n"
+                   "pip package: clash==1.0\n"
+                   "nothing was installed; the prefix was not touched\n"
+                   "hint: the conda package and the wheel install the same file(s): drop one of them from the environment and lock "
+                   "again (nothing of this wheel was installed)\n");
+  EXPECT_EQ(slurp(prefix / "share/notes.txt"), "the user's\n");
+  for (const auto& e : fs::recursive_directory_iterator(prefix)) EXPECT_EQ(e.path().string().find("clash"), std::string::npos) << e.path();
+}
+
 // Attack 23 F11: the wheels install into the installer's stage before its one swap, so a pip step
 // that fails leaves the prefix as it was: a new environment is not made, an existing one keeps
 // its packages and its conda-meta/envlock (which names the lockfile installed), and `envlock run`
@@ -709,11 +750,17 @@ TEST_F(PipInstallCli, APipStepThatFailsLeavesThePrefixAsItWasAndRunInstallsAgain
   const fs::path lock = write_lock({{"clash", "1.0", "./wheels/clash-1.0-py3-none-any.whl", hash_file(wheel, HashAlgorithm::Sha256).value(),
                                      "", {}, "", false}}, "envlock.lock");
   const fs::path prefix = root_ / "env";
-  const std::string error = "error: " + prefix.string() + ": the wheel clash-1.0-py3-none-any.whl would overwrite 1 file(s) already in the prefix\n"
-                            "  bin/python3\n"
+  std::string dist;  // the fixture's python, whose bin/python3 the wheel would overwrite (attack 23 F19)
+  for (const auto& e : fs::directory_iterator(channel_ / "linux-64"))
+    if (const std::string f = e.path().filename().string(); f.starts_with("python-") && f.ends_with(".tar.bz2"))
+      dist = f.substr(0, f.size() - 8);
+  const std::string error = "error: " + prefix.string() + ": the wheel clash-1.0-py3-none-any.whl would overwrite 1 file(s) already in the prefix "
+                            "(of conda package " + dist + ")\n"
+                            "  bin/python3 (a file of conda package " + dist + ")\n"
                             "pip package: clash==1.0\n"
                             "nothing was installed; the prefix was not touched\n"
-                            "hint: another package owns them; remove it first (nothing of this wheel was installed)\n";
+                            "hint: the conda package and the wheel install the same file(s): drop one of them from the environment and "
+                            "lock again (nothing of this wheel was installed)\n";
   auto r = envlock("install -l " + q(lock) + " -p " + q(prefix));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(r.out, "");
