@@ -28,6 +28,7 @@
 #include "envlock/package_record.hpp"  // read_conda_meta
 #include "envlock/pip.hpp"      // parse_record
 #include "envlock/pypi_name.hpp"
+#include "envlock/pypi_version.hpp"  // Pep440Version: METADATA's Version against the file name's
 #include "envlock/text.hpp"
 #include "../install/fs_util.hpp"  // detail::Tree: the install module's guard against links out of the prefix
 
@@ -741,7 +742,19 @@ Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFile
 
   // METADATA names the distribution every reader (list, diff, snapshot, the next install) trusts:
   // it must be the one the file name names (pip: "has inconsistent name" / "inconsistent
-  // version"; uv refuses it too). Name compared PEP 503 normalised, Version as written.
+  // version"; uv refuses it too). Name compared PEP 503 normalised; Version as pip 23/24 compare
+  // them (LinkCandidate._check_metadata_consistency, src/pip/_internal/resolution/resolvelib/
+  // candidates.py: packaging Version objects, the file name's `_` read as `-` by models/wheel.py),
+  // so `1.0` in the file name is METADATA's `1.0.0`, `2.0rc1` its `2.0-RC1`; a text that is no PEP 440
+  // version must be the same text.
+  auto same_version = [](const std::string& meta, const std::string& file) {
+    std::string from_file = file;
+    std::replace(from_file.begin(), from_file.end(), '_', '-');
+    if (meta == file || meta == from_file) return true;
+    auto a = Pep440Version::parse(meta);
+    auto b = Pep440Version::parse(from_file);
+    return a && b && *a == *b;
+  };
   {
     auto meta_it = metadata.find(dist_info + "/METADATA");
     if (meta_it == metadata.end()) return bad_wheel(wheel, "has no " + dist_info + "/METADATA", "a wheel's dist-info holds METADATA (PEP 427)");
@@ -750,7 +763,7 @@ Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFile
     const auto ver_it = meta.find("Version");
     const std::string meta_name = name_it == meta.end() ? "" : name_it->second;
     const std::string meta_version = ver_it == meta.end() ? "" : ver_it->second;
-    if (pep503_normalize(meta_name) != pep503_normalize(file_name.distribution) || meta_version != file_name.version) {
+    if (pep503_normalize(meta_name) != pep503_normalize(file_name.distribution) || !same_version(meta_version, file_name.version)) {
       return bad_wheel(wheel,
                        "its METADATA names '" + printable(meta_name) + "' version '" + printable(meta_version) + "', not " +
                            file_name.distribution + " " + file_name.version + " as its file name",

@@ -550,6 +550,48 @@ TEST(InstallWheel, RefusesAWheelWhoseMetadataIsAnotherDistribution) {
   EXPECT_EQ(r.error.message, "has no demo-1.0.dist-info/METADATA");
 }
 
+// A wheel's METADATA Version is compared with its file name's as pip 23/24 compare them
+// (LinkCandidate._check_metadata_consistency, pip/_internal/resolution/resolvelib/candidates.py:
+// packaging Version objects): spellings of one PEP 440 version install, another version (a local
+// label, a post-release, an epoch) is refused. Debian's pip's packaging is the oracle when present.
+TEST(InstallWheel, MetadataVersionIsComparedAsAPep440VersionAsPipDoes) {
+  struct Case {
+    std::string file_version, meta_version;
+    bool same;
+  };
+  const std::vector<Case> cases = {{"1.0", "1.0.0", true},      {"2.0rc1", "2.0-RC1", true},    {"1.0.post1", "1.0-1", true},
+                                   {"1.0", "1.0+cpu", false},   {"1.0", "1.0.post0", false},    {"1.0", "1!1.0", false},
+                                   {"1.0", "not a version", false}};
+  const bool oracle = testing::run_command("/usr/bin/python3 -c 'import pip._vendor.packaging.version'").exit_code == 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file_version + " / " + c.meta_version);
+    if (oracle) {
+      auto pip = testing::run_command("/usr/bin/python3 -c 'import sys; from pip._vendor.packaging.version import Version as V, InvalidVersion\n"
+                                      "try: print(V(sys.argv[1]) == V(sys.argv[2]))\nexcept InvalidVersion: print(False)' '" +
+                                      c.file_version + "' '" + c.meta_version + "'");
+      EXPECT_EQ(pip.out, c.same ? "True\n" : "False\n") << pip.err;
+    }
+    TempDir dir;
+    GenWheel w;
+    w.version = c.file_version;
+    w.metadata = "Metadata-Version: 2.1\nName: demo\nVersion: " + c.meta_version + "\n";
+    const fs::path wheel = w.write(dir.path());
+    if (c.same) {
+      auto installed = install_wheel(wheel, make_prefix(dir.path() / "env"), options_for_target());
+      ASSERT_TRUE(installed.ok()) << installed.error().to_string();
+      EXPECT_EQ(installed->version, c.file_version);
+      EXPECT_EQ(installed->dist_info, "lib/python3.11/site-packages/demo-" + c.file_version + ".dist-info");
+    } else {
+      auto r = install_refused(wheel, dir.path());
+      EXPECT_TRUE(r.prefix_unchanged);
+      EXPECT_EQ(r.error.to_string(), wheel.string() + ": its METADATA names 'demo' version '" + c.meta_version + "', not demo " +
+                                         c.file_version + " as its file name\n"
+                                         "hint: the wheel is not the distribution it claims to be; pip and uv refuse it "
+                                         "(inconsistent name or version)");
+    }
+  }
+}
+
 // Attack 22 A13: a wheel's `.data/data/` is the prefix itself; a member landing in conda-meta/ (the
 // environment's records, envlock's marker) or on a name envlock owns is refused, nothing written.
 TEST(InstallWheel, RefusesAMemberLandingInCondaMeta) {
