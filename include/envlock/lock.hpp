@@ -64,11 +64,12 @@ struct LockOptions {
   bool update_all = false;
   /// Offline mode, cache folder and netrc for repodata.
   RepodataOptions repodata;
-  /// Reads environment variables (CONDA_OVERRIDE_*); null: the process environment.
-  std::function<std::optional<std::string>(const std::string&)> getenv;
-  /// The host's CUDA driver version, only used for the GPU hint; null: detected with
-  /// detect_cuda_driver_version() when some platform declares no `__cuda`.
-  std::function<std::optional<std::string>()> cuda_driver_version;
+  /// The machine the lock asks, through the one host seam (envlock/host.hpp): its environment
+  /// lookup for CONDA_OVERRIDE_* (lock_virtual_packages) and its cuda_driver_version for the GPU
+  /// hint, asked only when some linux or win platform declares no `__cuda`; an empty part reads
+  /// as nothing set, no driver. Null: Host::system(), the process environment and the driver
+  /// `install` detects. Nothing the host answers enters the lockfile but the overrides.
+  const Host* host = nullptr;
   /// Receives hints, warnings and the structured conflict; may be null.
   LockDiagnostics* diagnostics = nullptr;
   /// The lockfile this lock is for (`envlock lock -o`), where a chain of bases that leads back to

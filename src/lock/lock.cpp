@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "envlock/host.hpp"
 #include "envlock/paths.hpp"
 #include "pypi_step.hpp"
 #include "envlock/text.hpp"
@@ -310,6 +311,9 @@ Status check_assumed_virtual_packages(const Manifest& manifest, const Lockfile& 
 Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& options) {
   LockDiagnostics scratch;
   LockDiagnostics& diag = options.diagnostics != nullptr ? *options.diagnostics : scratch;
+  std::optional<Host> system_host;
+  const Host& host = options.host != nullptr ? *options.host : system_host.emplace(Host::system());
+  const Getenv host_env = [&host](const std::string& name) { return host.env(name); };
 
   const Lockfile* previous = (options.previous && !options.update_all) ? &*options.previous : nullptr;
   std::set<std::string> update(options.update.begin(), options.update.end());
@@ -340,7 +344,7 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
       cuda_declared_everywhere = cuda_declared_everywhere && has;
     }
   if (!cuda_declared_everywhere) {
-    auto driver = options.cuda_driver_version ? options.cuda_driver_version() : detect_cuda_driver_version();
+    auto driver = host.cuda_driver_version ? host.cuda_driver_version() : std::nullopt;
     if (driver)
       diag.hints.push_back("this host has an NVIDIA driver supporting CUDA " + *driver +
                            ", but the manifest declares no __cuda: the lock assumes no GPU; add "
@@ -389,7 +393,7 @@ Result<Lockfile> lock_manifest(const Manifest& manifest, const LockOptions& opti
 
     for (const auto& platform : platforms) {
       std::map<std::string, std::string> vp_origins;
-      auto vps = lock_virtual_packages(manifest, platform, options.getenv, &vp_origins);
+      auto vps = lock_virtual_packages(manifest, platform, host_env, &vp_origins);
       if (!vps) return vps.error();
       const LockedPlatform* external_platform =
           external ? &external->environment().platforms.at(platform) : nullptr;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "channel/corpus_channel.hpp"
+#include "envlock/host.hpp"
 #include "envlock/lock.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
@@ -687,8 +688,9 @@ TEST(LockLibrary, GpuHintWhenTheHostHasADriverAndNoCudaIsDeclared) {
   LockDiagnostics diag;
   LockOptions o;
   o.diagnostics = &diag;
-  o.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-  o.cuda_driver_version = []() -> std::optional<std::string> { return std::string("12.4"); };
+  Host host;  // no environment; a driver supporting CUDA 12.4
+  host.cuda_driver_version = []() -> std::optional<std::string> { return std::string("12.4"); };
+  o.host = &host;
   auto lock = lock_manifest(m, o);
   ASSERT_TRUE(lock.ok()) << lock.error().to_string();
   ASSERT_EQ(diag.hints.size(), 1u);
@@ -696,11 +698,59 @@ TEST(LockLibrary, GpuHintWhenTheHostHasADriverAndNoCudaIsDeclared) {
   // Without a driver: no hint; and the lock is the same either way.
   LockDiagnostics quiet;
   o.diagnostics = &quiet;
-  o.cuda_driver_version = []() -> std::optional<std::string> { return std::nullopt; };
+  host.cuda_driver_version = []() -> std::optional<std::string> { return std::nullopt; };
   auto lock2 = lock_manifest(m, o);
   ASSERT_TRUE(lock2.ok());
   EXPECT_TRUE(quiet.hints.empty());
   EXPECT_EQ(lock->to_yaml(), lock2->to_yaml());
+}
+
+// The lock reads the machine through the one host seam (issue 19 step 3): the GPU hint asks the
+// Host's cuda_driver_version, only when some platform declares no __cuda, and CONDA_OVERRIDE_*
+// come from the Host's environment, not the process's.
+TEST(LockLibrary, TheGpuHintAndTheOverridesAreAskedOfTheHost) {
+  TempDir tmp("lock");
+  write_channel(tmp.path() / "ch", {{"a-1.0-0.conda", {{"name", "a"}, {"version", "1.0"}, {"build", "0"},
+                                                       {"build_number", 0}, {"depends", nlohmann::json::array()},
+                                                       {"subdir", "linux-64"}}}});
+  int asked = 0;
+  Host host;
+  host.getenv = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "CONDA_OVERRIDE_GLIBC") return std::string("2.17");
+    return std::nullopt;
+  };
+  host.cuda_driver_version = [&asked]() -> std::optional<std::string> {
+    ++asked;
+    return std::string("12.2");
+  };
+  LockDiagnostics diag;
+  LockOptions o;
+  o.diagnostics = &diag;
+  o.host = &host;
+  o.repodata.cache_dir = tmp.path() / "cache";
+  auto plain = lock_manifest(manifest_from("channels: [./ch]\nplatforms: [linux-64]\ndependencies: [a]\n", tmp.path()), o);
+  ASSERT_TRUE(plain.ok()) << plain.error().to_string();
+  EXPECT_EQ(asked, 1);
+  const std::string glibc_hint =
+      "CONDA_OVERRIDE_GLIBC=2.17 decides __glibc for linux-64: the lockfile records it, and a check or lock without it "
+      "assumes otherwise (`envlock lock --check` calls the lockfile stale); declare `virtual-packages: {linux-64: "
+      "[__glibc=2.17]}` in the manifest to make it the project's";
+  EXPECT_EQ(diag.hints, (std::vector<std::string>{
+                            "this host has an NVIDIA driver supporting CUDA 12.2, but the manifest declares no __cuda: "
+                            "the lock assumes no GPU; add `virtual-packages: {linux-64: [__cuda=12.2]}` to lock GPU builds",
+                            glibc_hint}));
+  std::vector<std::string> vps;
+  for (const auto& vp : plain->environments.at("default").platforms.at("linux-64").virtual_packages)
+    vps.push_back(vp.to_string());
+  EXPECT_EQ(vps, (std::vector<std::string>{"__archspec=1=x86_64", "__glibc=2.17=0", "__linux=4.18=0", "__unix=0=0"}));
+  // __cuda declared for every platform: the driver is not asked, and no GPU hint.
+  LockDiagnostics declared;
+  o.diagnostics = &declared;
+  auto gpu = lock_manifest(manifest_from("channels: [./ch]\nplatforms: [linux-64]\nvirtual-packages: {linux-64: "
+                                         "[__cuda=12.0]}\ndependencies: [a]\n", tmp.path()), o);
+  ASSERT_TRUE(gpu.ok()) << gpu.error().to_string();
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(declared.hints, std::vector<std::string>{glibc_hint});
 }
 
 TEST(LockLibrary, PytorchChannelAboveCondaForgeSubset) {
@@ -713,7 +763,9 @@ TEST(LockLibrary, PytorchChannelAboveCondaForgeSubset) {
                          tmp.path());
   LockOptions o;
   o.repodata.cache_dir = tmp.path() / "cache";
-  o.cuda_driver_version = []() -> std::optional<std::string> { return std::nullopt; };
+  Host host = Host::system();  // the process environment, no driver
+  host.cuda_driver_version = []() -> std::optional<std::string> { return std::nullopt; };
+  o.host = &host;
   auto lock = lock_manifest(m, o);
   ASSERT_TRUE(lock.ok()) << lock.error().to_string();
   const auto& lp = lock->environments.at("default").platforms.at("linux-64");
