@@ -38,16 +38,6 @@ std::string url_without_fragment(const std::string& url) { return url.substr(0, 
 
 std::string pin(const PipPackage& p) { return p.name + (p.version.empty() ? "" : "==" + p.version); }
 
-/// Two versions of one distribution compared as PEP 440 does (envlock/pypi_version.hpp), as pip
-/// and uv compare an installed METADATA `Version` with what is asked for: `1.0` and `1.0.0`, or
-/// `2.0-rc1` and `2.0rc1`, are one version. A text that is no PEP 440 version is compared as written.
-bool same_pep440_version(const std::string& a, const std::string& b) {
-  if (a == b) return true;
-  auto va = Pep440Version::parse(a);
-  auto vb = Pep440Version::parse(b);
-  return va && vb && *va == *vb;
-}
-
 /// Whether the installed `dist` (in `prefix`) is the locked wheel's build: the same PEP 440
 /// version and, when it records the sha256 of the wheel it came from (installed_wheel_sha256():
 /// envlock's ENVLOCK_SHA256, PEP 610 direct_url.json), that sha256 (attack 23 F8), as uv pip sync
@@ -59,6 +49,13 @@ bool same_build(const fs::path& prefix, const PipDistribution& dist, const std::
 }
 
 }  // namespace
+
+bool same_pep440_version(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  auto va = Pep440Version::parse(a);
+  auto vb = Pep440Version::parse(b);
+  return va && vb && *va == *vb;
+}
 
 PipPlan plan_pip(const std::vector<PipPackage>& pip) {
   PipPlan plan;

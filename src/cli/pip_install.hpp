@@ -27,6 +27,11 @@ struct PipPlan {
 };
 PipPlan plan_pip(const std::vector<PipPackage>& pip);
 
+/// Two versions of one distribution compared as PEP 440 does (envlock/pypi_version.hpp), as pip
+/// and uv compare an installed METADATA `Version` with what is asked for: `1.0` and `1.0.0`, or
+/// `2.0-rc1` and `2.0rc1`, are one version. A text that is no PEP 440 version is compared as written.
+bool same_pep440_version(const std::string& a, const std::string& b);
+
 /// Brings every wheel of `wheels` into the wheel cache: a cached file is used when its sha256 is
 /// the locked one (hashed again on every reuse), else the URL (https://, http://, file://, an
 /// absolute path, or a path relative to the lockfile's folder) is downloaded, checked against

@@ -420,6 +420,23 @@ Status complete_record_from_url(RepoDataRecord& record, const std::string& where
   return ok_status();
 }
 
+namespace {
+/// The 64 lower-case hex digits of `<dist_info>/ENVLOCK_SHA256` (one line, as install_wheel()
+/// writes it), read as every input is (read_input_file: a regular file, never a FIFO or /proc);
+/// empty when there is none or it holds anything else.
+std::string envlock_wheel_sha256(const std::filesystem::path& dist_info) {
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(dist_info / "ENVLOCK_SHA256", ec))) return {};
+  InputFile f = read_input_file(dist_info / "ENVLOCK_SHA256", 256);
+  if (f.problem != InputFile::Problem::None) return {};
+  std::string line = f.text.substr(0, f.text.find('\n'));
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.size() != 64 || !std::all_of(line.begin(), line.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+    return {};
+  return line;
+}
+}  // namespace
+
 Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<std::string>* warnings) {
   auto records = read_conda_meta(prefix);
   if (!records) return records.error();
@@ -574,7 +591,14 @@ Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<st
                           s.stale.version + ") beside " + s.kept + "; left out of the pip packages (remove the stale folder)");
     }
   }
-  for (const auto& d : pip) plat.pip.push_back(to_pip_package(d));
+  for (const auto& d : pip) {
+    PipPackage pp = to_pip_package(d);
+    // The sha256 of the wheel envlock installed it from (ENVLOCK_SHA256, envlock/wheel.hpp), so a
+    // prefix compares with its lockfile's pin by hash as well as by version (issue 20): another
+    // build of the locked version reads as hash-changed. pip's index installs record none.
+    if (pp.sha256.empty()) pp.sha256 = envlock_wheel_sha256(prefix / d.dist_info);
+    plat.pip.push_back(std::move(pp));
+  }
   // A conda record whose project pip installed over stays: its conda-meta record is still there
   // (pixi's install leaves it too, pip's wheel over it), and the lockfile made from such a prefix
   // pins both (`snapshot lock`, pixi.lock), so the prefix reads as that lockfile

@@ -831,6 +831,68 @@ TEST_F(PipInstallCli, AnotherBuildOfTheLockedVersionIsReplacedByTheLockedOne) {
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
 }
 
+// Issue 20: `verify -l LOCKFILE` compares each pip package's recorded wheel sha256 (ENVLOCK_SHA256)
+// with the lockfile's pin, as install does before it keeps one, and `diff LOCKFILE PREFIX` reads
+// the prefix's recorded sha256: another build of the locked version was "no drift" / "no changes".
+TEST_F(PipInstallCli, VerifyAndDiffCompareTheInstalledWheelsSha256WithTheLockfiles) {
+  const fs::path good = write_demo_wheel(root_ / "good", "1.0");
+  const fs::path evil = write_demo_wheel(root_ / "evil", "1.0", "says EVIL");
+  const std::string good_sha = hash_file(good, HashAlgorithm::Sha256).value();
+  const std::string evil_sha = hash_file(evil, HashAlgorithm::Sha256).value();
+  const fs::path prefix = root_ / "env";
+  auto evil_lock = write_lock({{"demo-pkg", "1.0", "file://" + evil.string(), evil_sha, "", {}, "", false}}, "evil.lock");
+  auto good_lock = write_lock({{"demo-pkg", "1.0", "file://" + good.string(), good_sha, "", {}, "", false}}, "good.lock");
+  ASSERT_EQ(envlock("install -l " + q(evil_lock) + " -p " + q(prefix)).exit_code, 0);
+  fs::path site;
+  for (const auto& e : fs::directory_iterator(prefix / "lib")) site = e.path() / "site-packages";
+  const std::string site_rel = site.lexically_relative(prefix).string();
+
+  auto plain = envlock("verify -p " + q(prefix));
+  EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  EXPECT_EQ(plain.out, prefix.string() + ": 1 packages, 13 files checked (10 of them pip-installed): no drift\n");
+  auto same = envlock("verify -p " + q(prefix) + " -l " + q(evil_lock));
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_EQ(same.out, plain.out);
+  EXPECT_EQ(same.err, "");
+
+  auto r = envlock("verify -p " + q(prefix) + " -l " + q(good_lock));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out, "modified  " + site_rel + "/demo_pkg-1.0.dist-info/ENVLOCK_SHA256  (pip:demo_pkg-1.0: installed from the wheel of sha256 " +
+                       evil_sha.substr(0, 12) + "…, the lockfile pins " + good_sha.substr(0, 12) + "… (good.lock))\n" +
+                       prefix.string() + ": 1 packages, 13 files checked (10 of them pip-installed): 1 drifted\n");
+  EXPECT_EQ(r.err, "");
+  auto j = envlock("--json verify -p " + q(prefix) + " -l " + q(good_lock) + " -e default");
+  EXPECT_EQ(j.exit_code, 1) << j.out << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out)["modified"],
+            nlohmann::json::parse("[{\"path\": \"" + site_rel + "/demo_pkg-1.0.dist-info/ENVLOCK_SHA256\", \"package\": \"pip:demo_pkg-1.0\", "
+                                  "\"reason\": \"installed from the wheel of sha256 " + evil_sha.substr(0, 12) + "…, the lockfile pins " +
+                                  good_sha.substr(0, 12) + "… (good.lock)\"}]"));
+
+  // The lockfile's pin names a path (file://), the prefix's install an index: source-changed
+  // either way; the swapped build is hash-changed, a red flag, only with the prefix's sha256.
+  const std::string header = "old: " + root_.string() + "/LOCK (envlock.lock v1)\nnew: " + prefix.string() + " (conda-meta prefix)\n\n"
+                             "default / linux-64: 1 change, size unknown (2 -> 2 packages)\n";
+  const std::string source = "source path file://" + root_.string() + "/DIR/demo_pkg-1.0-py3-none-any.whl -> index\n";
+  auto d = envlock("diff " + q(good_lock) + " " + q(prefix));
+  EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
+  EXPECT_EQ(d.out, "1 change: 1 hash-changed; size unknown; 1 red flag\n" + replaced_all(header, "LOCK", "good.lock") +
+                       "  ! hash-changed+source-changed   pypi:demo-pkg  1.0 -> 1.0\n"
+                       "                                  sha256 " + good_sha.substr(0, 12) + "… -> " + evil_sha.substr(0, 12) + "…\n"
+                       "                                  " + replaced_all(source, "DIR", "good"));
+  EXPECT_EQ(d.err, "");
+  auto d_same = envlock("diff " + q(evil_lock) + " " + q(prefix));
+  EXPECT_EQ(d_same.exit_code, 0) << d_same.out << d_same.err;
+  EXPECT_EQ(d_same.out, "1 change: 1 source-changed; size unknown\n" + replaced_all(header, "LOCK", "evil.lock") +
+                            "    source-changed                pypi:demo-pkg  1.0 -> 1.0\n"
+                            "                                  " + replaced_all(source, "DIR", "evil"));
+
+  // Installed again from the good lockfile, both agree.
+  ASSERT_EQ(envlock("install -l " + q(good_lock) + " -p " + q(prefix)).exit_code, 0);
+  auto fixed = envlock("verify -p " + q(prefix) + " -l " + q(good_lock));
+  EXPECT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
+  EXPECT_EQ(fixed.out, plain.out);
+}
+
 // Attack 23 F16: a locked wheel from a local folder outside the lockfile's folder gets the warning
 // a conda package from such a folder gets, naming the folder and the wheel; one inside does not.
 TEST_F(PipInstallCli, AWheelFromAFolderOutsideTheLockfilesFolderIsNamedInAWarning) {
