@@ -333,8 +333,8 @@ struct InstallPreview {
   std::vector<std::string> unchecked;  ///< dist names of packages to link that have no extracted_dir, sorted
   /// Dist names, sorted, that plan_transaction() calls unchanged but the install links again from
   /// the package cache (relink_clobber_losers' rule and kept_record's): a package that lost a
-  /// path to a clobber whose winner goes now (its copy is put back; known only when the package
-  /// is in the cache), one whose files are not all in the prefix, one whose files go elsewhere now
+  /// path to a clobber whose winner goes now (its copy is put back; what the cache cannot decide
+  /// is in `undecided`), one whose files are not all in the prefix, one whose files go elsewhere now
   /// (its `noarch` changed, or it is noarch: python and python's X.Y or python_site_packages_path
   /// did), every package of a prefix that was moved. A dry run lists them as `relinked`, not
   /// `unchanged`.
@@ -343,6 +343,14 @@ struct InstallPreview {
   /// those whose record the install rewrites (InstallReport::rewritten), with the fields that
   /// differ by their conda-meta key (`depends`, `url`, ...). A dry run lists them as `record`.
   std::vector<RecordRewrite> rewritten;
+  /// Dist names, sorted, of packages plan_transaction() calls unchanged whose fate the package
+  /// cache as it is cannot decide, neither in `relinked` nor kept: a package that goes owned a
+  /// path no other package of the new tree is known to have, and whether this one lost that path
+  /// to a clobber (and is linked again to put its copy back) needs its paths.json, which is not in
+  /// the cache; or it lost such a path while a package to link, not in the cache, may have the
+  /// path (or after such an undecided one). The install, which fetches every package first,
+  /// decides. A dry run lists them as `undecided` and says why.
+  std::vector<std::string> undecided;
 };
 Result<InstallPreview> preview_install(const std::filesystem::path& prefix, const std::vector<PackageToLink>& packages);
 

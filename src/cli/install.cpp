@@ -89,6 +89,7 @@ int print_dry_run(const Context& ctx, TransactionPlan plan, const InstallPreview
   // unchanged, and the install relinked it); nor is a package whose record it rewrites.
   std::erase_if(plan.unchanged, [&](const std::string& d) {
     return std::find(relinked.begin(), relinked.end(), d) != relinked.end() ||
+           std::find(preview.undecided.begin(), preview.undecided.end(), d) != preview.undecided.end() ||
            std::any_of(preview.rewritten.begin(), preview.rewritten.end(),
                        [&](const RecordRewrite& r) { return r.dist == d; });
   });
@@ -113,6 +114,7 @@ int print_dry_run(const Context& ctx, TransactionPlan plan, const InstallPreview
                             {"unchanged", plan.unchanged},
                             {"relinked", relinked},
                             {"record", record},
+                            {"undecided", preview.undecided},
                             {"warnings", warnings}})
               << "\n";
     return 0;
@@ -124,6 +126,7 @@ int print_dry_run(const Context& ctx, TransactionPlan plan, const InstallPreview
   for (const auto& [from, to] : plan.changed) out += "  changed    " + from + " -> " + to + "\n";
   for (const auto& d : relinked) out += "  relinked   " + d + "\n";
   for (const auto& r : preview.rewritten) out += "  record     " + r.dist + " (" + joined(r.fields) + ")\n";
+  for (const auto& d : preview.undecided) out += "  undecided  " + d + "\n";
   for (const auto& d : plan.unchanged) out += "  unchanged  " + d + "\n";
   out += "  " + std::to_string(plan.added.size()) + " added, " + std::to_string(plan.removed.size()) + " removed, " +
          std::to_string(plan.changed.size()) + " changed, " +
@@ -131,6 +134,7 @@ int print_dry_run(const Context& ctx, TransactionPlan plan, const InstallPreview
          (preview.rewritten.empty() ? std::string()
                                     : std::to_string(preview.rewritten.size()) +
                                           (preview.rewritten.size() == 1 ? " record" : " records") + " rewritten, ") +
+         (preview.undecided.empty() ? std::string() : std::to_string(preview.undecided.size()) + " undecided, ") +
          std::to_string(plan.unchanged.size()) + " unchanged\n";
   std::cout << terminal_text(out);
   return 0;
@@ -290,6 +294,15 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
                                " package(s) to link are not in the package cache, so the files of the environment "
                                "were not compared with the paths of the new packages (the install downloads them "
                                "first): " + names);
+    }
+    if (!preview->undecided.empty()) {
+      // The install fetches every package first and then decides; the dry run says it cannot.
+      std::string names;
+      for (const auto& n : preview->undecided) names += (names.empty() ? "" : ", ") + n;
+      early_warnings.push_back("whether the install keeps " + std::to_string(preview->undecided.size()) +
+                               " package(s) as they are or links them again, to put back a file that a package which "
+                               "goes took from them (a clobber), depends on packages that are not in the package "
+                               "cache (the install downloads them first and decides): " + names);
     }
     return print_dry_run(ctx, plan, *preview, std::filesystem::absolute(request.prefix).lexically_normal().string(),
                          *env_name, platform, early_warnings);

@@ -26,6 +26,7 @@
 #include "envlock/atomic_file.hpp"
 #include "envlock/install.hpp"
 #include "envlock/process.hpp"
+#include "envlock/settings.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "fs_util.hpp"
@@ -983,8 +984,8 @@ Status fsync_tree(const fs::path& root) {
 /// warm-install benchmark), so the default is `written`.
 Status sync_before_swap(const fs::path& stage, const std::vector<PackageToLink>& packages,
                         detail::WrittenFiles& written) {
-  const char* mode_env = std::getenv("ENVLOCK_INSTALL_SYNC");
-  const std::string mode = mode_env != nullptr && *mode_env != '\0' ? mode_env : "written";
+  const std::string set = settings().install_sync;
+  const std::string mode = set.empty() ? "written" : set;
   if (mode == "none") return ok_status();
   if (auto st = written.sync(32); !st) return st;
   if (mode == "written") return fsync_dir(stage / "conda-meta");
@@ -1597,19 +1598,40 @@ struct StageBuild {
 /// reads what a kept package lost from its own paths.json (the paths it would link, less those
 /// its record lists). Only paths the going records owned are looked at, so an update that keeps
 /// every package reads nothing more.
-void relink_clobber_losers(StageBuild& b) {
+///
+/// The install has every package in the package cache; a dry run has only those already there.
+/// With `undecided` (a dry run), a kept package whose fate depends on what is not in the cache
+/// goes there, neither kept nor relinked: one not in the cache itself while a path the going
+/// records owned is not known to be in the new tree (its paths.json would say whether it lost that
+/// path), and one that lost such a path while a package to link is not in the cache (its paths
+/// could hold the path, keeping the loser as it is) or after an undecided one (whose relink could
+/// have put the path back).
+void relink_clobber_losers(StageBuild& b, std::vector<std::size_t>* undecided = nullptr) {
   std::unordered_set<std::string> freed, had;
   for (const auto& r : b.old_records)
     if (std::find(b.kept_of.begin(), b.kept_of.end(), &r) == b.kept_of.end()) freed.insert(r.files.begin(), r.files.end());
   if (freed.empty()) return;
+  bool unknown_paths = false;  // a package of the new tree whose paths are not known (not in the cache)
   for (std::size_t i = 0; i < b.packages.size(); ++i) {
-    if (b.kept_of[i] != nullptr) had.insert(b.kept_of[i]->files.begin(), b.kept_of[i]->files.end());
-    else if (b.plans[i] && b.plans[i]->ok())
+    if (b.kept_of[i] != nullptr) {
+      had.insert(b.kept_of[i]->files.begin(), b.kept_of[i]->files.end());
+    } else if (b.plans[i] && b.plans[i]->ok()) {
       for (const auto& [path, file] : (*b.plans[i])->targets)
         if (file) had.insert(path);
+    } else {
+      unknown_paths = true;
+    }
   }
+  const bool open_path = std::any_of(freed.begin(), freed.end(), [&](const std::string& f) { return !had.count(f); });
   for (std::size_t i = 0; i < b.packages.size(); ++i) {
-    if (b.kept_of[i] == nullptr || b.packages[i].extracted_dir.empty()) continue;
+    if (b.kept_of[i] == nullptr) continue;
+    if (b.packages[i].extracted_dir.empty()) {
+      if (undecided != nullptr && open_path) {
+        undecided->push_back(i);
+        unknown_paths = true;
+      }
+      continue;
+    }
     auto plan = detail::plan_package(b.ctx, b.packages[i]);
     if (!plan) continue;  // kept as it is; nothing better to do
     const std::set<std::string> listed_files(b.kept_of[i]->files.begin(), b.kept_of[i]->files.end());
@@ -1617,6 +1639,10 @@ void relink_clobber_losers(StageBuild& b) {
       return t.second && !listed_files.count(t.first) && freed.count(t.first) && !had.count(t.first);
     });
     if (!lost_one) continue;
+    if (undecided != nullptr && unknown_paths) {
+      undecided->push_back(i);
+      continue;  // unknown_paths stays: whether this one's paths are in the tree is not known either
+    }
     b.relinked.insert(b.kept_of[i]->dist_name());
     b.kept_of[i] = nullptr;
     b.plans[i] = std::move(plan);
@@ -1995,7 +2021,10 @@ Result<InstallPreview> preview_install(const fs::path& prefix_in, const std::vec
     b.plans[i] = detail::plan_package(ctx, packages[i]);
     if (!b.plans[i]->ok()) return b.plans[i]->error();
   }
-  relink_clobber_losers(b);
+  std::vector<std::size_t> undecided;
+  relink_clobber_losers(b, &undecided);
+  for (const std::size_t i : undecided) out.undecided.push_back(packages[i].record.dist_name());
+  std::sort(out.undecided.begin(), out.undecided.end());
   // What plan_transaction() calls unchanged (the same dist name and archive hash) and the install
   // links again: a clobber's loser whose winner goes, one whose files are not all there, one whose
   // files go elsewhere now (its noarch, or python's placement of noarch: python files, changed),
@@ -2003,6 +2032,7 @@ Result<InstallPreview> preview_install(const fs::path& prefix_in, const std::vec
   for (std::size_t i = 0; i < packages.size(); ++i) {
     const auto it = old_by_name.find(packages[i].record.name);
     if (it == old_by_name.end() || !same_package(*it->second, packages[i].record)) continue;
+    if (std::find(undecided.begin(), undecided.end(), i) != undecided.end()) continue;
     if (b.kept_of[i] == nullptr) {
       out.relinked.push_back(packages[i].record.dist_name());
     } else if (auto fields = record_differences(*b.kept_of[i], packages[i].record); !fields.empty()) {

@@ -1997,3 +1997,53 @@ TEST_F(Installer, AChangedPlacementLinksThePackageAgainInItsNewPlace) {
   EXPECT_FALSE(fs::exists(prefix_ / "lib/python3.13t"));
   EXPECT_TRUE(verify_prefix(prefix_)->clean());
 }
+
+// A dry run decides from the package cache as it is (issue 23): whether a clobber's loser is
+// linked again when its winner goes needs the loser's paths.json, and whether a package to link
+// takes the path over needs that package's. The preview kept a loser that was not in the cache
+// (the install, which fetches it, linked it again) and relinked one whose path a package to link,
+// not in the cache, has (the install kept it). Such a package is `undecided` now; where the cache
+// holds what it takes, or no path is left open, the preview decides as the install does.
+TEST_F(Installer, APreviewThatCannotDecideAClobberLosersFateFromTheCacheSaysSo) {
+  auto a = make_package("a", "1", {{"share/common.txt", "from a\n"}, {"share/a.txt", "a\n"}});
+  auto b = make_package("b", "1", {{"share/common.txt", "from b\n"}});
+  auto c = make_package("c", "1", {{"share/common.txt", "from c\n"}, {"share/c.txt", "c\n"}});
+  ASSERT_TRUE(install_packages(prefix_, {a, b}, options()).ok());
+  ASSERT_EQ(slurp(prefix_ / "share/common.txt"), "from b\n");
+  auto uncached = [](PackageToLink p) {
+    p.extracted_dir.clear();
+    p.archive_path.clear();
+    return p;
+  };
+  struct Case {
+    std::string what;
+    std::vector<PackageToLink> preview;
+    std::vector<std::string> relinked, undecided;
+  };
+  const std::vector<Case> cases = {
+      {"the loser in the cache, b goes: relinked", {a}, {"a-1-0"}, {}},
+      {"the loser not in the cache, b goes: undecided", {uncached(a)}, {}, {"a-1-0"}},
+      {"the loser in the cache, c (not in it) may take the path: undecided", {a, uncached(c)}, {}, {"a-1-0"}},
+      {"both in the cache: c takes the path, a is kept", {a, c}, {}, {}},
+      {"the loser not in the cache, c (in it) takes the only path b had: kept", {uncached(a), c}, {}, {}},
+  };
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.what);
+    auto preview = preview_install(prefix_, k.preview);
+    ASSERT_TRUE(preview.ok()) << preview.error().to_string();
+    EXPECT_EQ(preview->relinked, k.relinked);
+    EXPECT_EQ(preview->undecided, k.undecided);
+  }
+  // What the install does in the undecided cases, with every package in the cache.
+  auto with_c = install_packages(prefix_, {a, c}, options());
+  ASSERT_TRUE(with_c.ok()) << with_c.error().to_string();
+  EXPECT_EQ(with_c->kept, std::vector<std::string>{"a-1-0"});
+  EXPECT_EQ(with_c->installed, std::vector<std::string>{"c-1-0"});
+  EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from c\n");
+  ASSERT_TRUE(remove_environment(prefix_).ok());
+  ASSERT_TRUE(install_packages(prefix_, {a, b}, options()).ok());
+  auto only_a = install_packages(prefix_, {a}, options());
+  ASSERT_TRUE(only_a.ok()) << only_a.error().to_string();
+  EXPECT_EQ(only_a->installed, std::vector<std::string>{"a-1-0"});
+  EXPECT_EQ(slurp(prefix_ / "share/common.txt"), "from a\n");
+}

@@ -163,4 +163,55 @@ TEST_F(TransactionCli, ARecordOnlyChangeIsShownByTheDryRunAndRewrittenByTheInsta
                            "\n  0 added, 0 removed, 0 changed, 2 unchanged\n");
 }
 
+// A dry run whose package cache lacks a clobber's loser (the cache was cleaned since the install)
+// cannot know that the install links the loser again to put its copy back when the winner goes
+// (that needs the loser's paths.json): conda's test recipes clobber-a and clobber-b both ship
+// bin/clobber-test-file, b wins it, and a lockfile without b makes the install link a again. The
+// dry run listed a as unchanged without a word; it lists it as undecided and says why, and the
+// install (which downloads a first) relinks it.
+TEST_F(TransactionCli, ADryRunWithoutTheLoserInTheCacheSaysItCannotDecide) {
+  const fs::path recipes = kCorpus / "packages/conda__conda";
+  if (!fs::exists(recipes)) GTEST_SKIP() << "the shared corpus is absent (looked in " << kCorpus.string() << ")";
+  const fs::path dir = root_ / "channels/test-recipes";
+  fs::create_directories(dir / "noarch");
+  const std::string stem = "tests__data__test-recipes__noarch__";
+  for (const auto& e : fs::directory_iterator(recipes)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with(stem)) fs::copy_file(e.path(), dir / "noarch" / name.substr(stem.size()));
+  }
+  std::vector<LockedPackage> both;
+  for (const auto& r : channel_records(dir, "noarch", "file://" + dir.string()))
+    if (r.name == "clobber-a" || r.name == "clobber-b") both.push_back(r);
+  ASSERT_EQ(both.size(), 2u);
+  ASSERT_EQ(envlock("install -l " + q(write_lock(make_lockfile(both), "both.lock")) + " -p " + q(prefix_)).exit_code, 0);
+  both.erase(both.begin() + 1);
+  const std::string only_a = q(write_lock(make_lockfile(both), "a.lock"));
+  fs::remove_all(root_ / "pkgs");
+
+  auto dry = envlock("install --dry-run -l " + only_a + " -p " + q(prefix_));
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(dry.out, dry_run_head() + "  removed    clobber-b-1.0-0\n"
+                                      "  undecided  clobber-a-1.0-0\n"
+                                      "  0 added, 1 removed, 0 changed, 1 undecided, 0 unchanged\n");
+  EXPECT_EQ(dry.err, "warning: whether the install keeps 1 package(s) as they are or links them again, to put back a "
+                     "file that a package which goes took from them (a clobber), depends on packages that are not in "
+                     "the package cache (the install downloads them first and decides): clobber-a-1.0-0\n");
+  auto json = envlock("install --dry-run --json -l " + only_a + " -p " + q(prefix_));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["undecided"], nlohmann::json::array({"clobber-a-1.0-0"}));
+  EXPECT_EQ(j["unchanged"], nlohmann::json::array());
+  EXPECT_EQ(j["relinked"], nlohmann::json::array());
+
+  auto real = envlock("install -l " + only_a + " -p " + q(prefix_));
+  EXPECT_EQ(real.exit_code, 0) << real.err;
+  EXPECT_EQ(real.out, "environment 'default' (linux-64) is ready in " + prefix_.string() +
+                          "\n  1 installed, 0 unchanged, 1 removed; files: 1 linked, 0 copied, 0 relocated\n");
+  EXPECT_EQ(slurp(prefix_ / "bin/clobber-test-file"), slurp(root_ / "pkgs/clobber-a-1.0-0/bin/clobber-test-file"));
+  // With the loser in the cache again, the dry run decides: nothing goes now, a is unchanged.
+  auto after = envlock("install --dry-run -l " + only_a + " -p " + q(prefix_));
+  EXPECT_EQ(after.out, dry_run_head() + "  unchanged  clobber-a-1.0-0\n  0 added, 0 removed, 0 changed, 1 unchanged\n");
+  EXPECT_EQ(after.err, "");
+}
+
 }  // namespace
