@@ -23,6 +23,7 @@
 #include "envlock/hash.hpp"
 #include "envlock/input_file.hpp"
 #include "envlock/paths.hpp"
+#include "envlock/settings.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
@@ -381,15 +382,10 @@ Result<CacheEntry> extract_entry(const Plan& p, const fs::path& source, const Re
   return e;
 }
 
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
-}
-
 }  // namespace
 
 Result<std::vector<fs::path>> default_package_cache_dirs() {
-  const std::string list = env_or_empty("ENVLOCK_PKGS_DIRS");
+  const std::string list = settings().pkgs_dirs;
   if (list.empty()) {
     auto one = package_cache_dir();  // envlock/paths.hpp: the one place the folder is decided
     if (!one.ok()) return one.error();
@@ -460,7 +456,7 @@ Result<PackageCache> PackageCache::open(const std::vector<fs::path>& dirs) {
 }
 
 Result<PackageCache> PackageCache::open_default() {
-  if (!env_or_empty("ENVLOCK_PKGS_DIRS").empty()) {
+  if (!settings().pkgs_dirs.empty()) {
     auto dirs = default_package_cache_dirs();
     if (!dirs.ok()) return dirs.error();
     return open(*dirs);

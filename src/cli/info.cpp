@@ -8,6 +8,7 @@
 #include "envlock/package_cache.hpp"
 #include "envlock/paths.hpp"
 #include "envlock/platform.hpp"
+#include "envlock/settings.hpp"
 #include "envlock/text.hpp"
 #include "envlock/solver_info.hpp"
 #include "envlock/virtual_packages.hpp"
@@ -25,10 +26,7 @@ int run_info(const Context& ctx) {
   // The package cache folders every install uses (docs/cache.md): ENVLOCK_PKGS_DIRS's folders in
   // search order when it is set, else the one folder of package_cache_dir() (ENVLOCK_PKGS_DIR,
   // ENVLOCK_CACHE_DIR/pkgs, ...). Where none can be placed, info says so and still succeeds.
-  const bool listed = [] {
-    const char* list = std::getenv("ENVLOCK_PKGS_DIRS");
-    return list != nullptr && *list != '\0';
-  }();
+  const bool listed = !settings().pkgs_dirs.empty();
   std::vector<std::string> pkgs_dirs;
   std::string no_cache;
   if (auto dirs = default_package_cache_dirs(); dirs) {

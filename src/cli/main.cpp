@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envlock/build_info.hpp"
+#include "envlock/settings.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "registry.hpp"
@@ -222,6 +223,10 @@ void on_broken_pipe(int) {}      // the write then fails with EPIPE: `cannot wri
 
 int main(int argc, char** argv) {
   using namespace envlock::cli;
+  // The one read of envlock's environment variables, at the edge (envlock/settings.hpp): the
+  // library's readers (cache folders, network, credentials, install sync, NVIDIA libraries) ask
+  // these from here on.
+  envlock::use_settings(envlock::Settings::from_environment());
   // A file-size limit (`ulimit -f`) would otherwise kill envlock by SIGXFSZ mid-write, with no
   // message. Python (so conda) ignores it; envlock catches it instead, so that every write over
   // the limit fails with "File too large" and the install rolls back, while child processes

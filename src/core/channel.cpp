@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "envlock/channel.hpp"
+#include "envlock/settings.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 
@@ -86,8 +87,8 @@ Result<Channel> resolve_channel(std::string_view spelling, const std::filesystem
     ch.kind = Channel::Kind::LocalDirectory;
     std::filesystem::path p;
     if (text.starts_with("~/")) {
-      const char* home = std::getenv("HOME");
-      if (home == nullptr || *home == '\0')
+      const std::string home = settings().home;
+      if (home.empty())
         return Error{ErrorKind::Parse, "", "channel '" + text + "' starts with ~ but HOME is not set", "",
                      "write the absolute path of the channel directory"};
       p = std::filesystem::path(home) / text.substr(2);

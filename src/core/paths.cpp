@@ -1,41 +1,36 @@
 #include "envlock/paths.hpp"
+#include "envlock/settings.hpp"
 
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <optional>
 #include <string>
 
 namespace envlock {
-namespace {
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return (v != nullptr && *v != '\0') ? v : nullptr;
-}
-}  // namespace
 
 namespace {
 /// The cache root the environment names, when it names one: $ENVLOCK_CACHE_DIR, else
 /// $XDG_CACHE_HOME/envlock (an absolute value only: the XDG Base Directory spec says a relative
 /// one is ignored), else $HOME/.cache/envlock.
-std::optional<std::filesystem::path> cache_root_from_env() {
-  if (const char* v = env("ENVLOCK_CACHE_DIR")) return std::filesystem::path(v);
-  if (const char* v = env("XDG_CACHE_HOME"); v != nullptr && *v == '/') return std::filesystem::path(v) / "envlock";
-  if (const char* v = env("HOME")) return std::filesystem::path(v) / ".cache" / "envlock";
+std::optional<std::filesystem::path> cache_root_from_env(const Settings& s) {
+  if (!s.cache_dir.empty()) return std::filesystem::path(s.cache_dir);
+  if (s.xdg_cache_home.starts_with('/')) return std::filesystem::path(s.xdg_cache_home) / "envlock";
+  if (!s.home.empty()) return std::filesystem::path(s.home) / ".cache" / "envlock";
   return std::nullopt;
 }
 }  // namespace
 
 std::filesystem::path cache_root() {
-  if (auto root = cache_root_from_env()) return *root;
+  if (auto root = cache_root_from_env(settings())) return *root;
   return std::filesystem::temp_directory_path() / "envlock-cache";
 }
 
 Result<std::filesystem::path> package_cache_dir() {
-  if (const char* v = env("ENVLOCK_PKGS_DIR")) return std::filesystem::path(v);
+  const Settings s = settings();
+  if (!s.pkgs_dir.empty()) return std::filesystem::path(s.pkgs_dir);
   // Never a folder under /tmp that another user could have made first: packages from it are
   // linked into environments.
-  if (auto root = cache_root_from_env()) return *root / "pkgs";
+  if (auto root = cache_root_from_env(s)) return *root / "pkgs";
   return Error{ErrorKind::Usage, "", "cannot place the package cache: none of ENVLOCK_PKGS_DIR, ENVLOCK_CACHE_DIR, "
                "XDG_CACHE_HOME or HOME is set", "", "set ENVLOCK_PKGS_DIR (or ENVLOCK_CACHE_DIR) to a writable folder"};
 }
@@ -43,8 +38,8 @@ Result<std::filesystem::path> package_cache_dir() {
 std::filesystem::path repodata_cache_dir() { return cache_root() / "repodata"; }
 
 std::filesystem::path home_folder() {
-  const char* v = env("HOME");
-  if (v == nullptr || *v != '/') return {};
+  const std::string v = settings().home;
+  if (!v.starts_with('/')) return {};
   std::string home = std::filesystem::path(v).lexically_normal().string();
   while (home.size() > 1 && home.back() == '/') home.pop_back();
   return home == "/" ? std::filesystem::path() : std::filesystem::path(home);

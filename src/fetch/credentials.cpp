@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "envlock/settings.hpp"
 #include "envlock/text.hpp"
 
 namespace envlock {
@@ -96,15 +97,15 @@ Result<CredentialStore> CredentialStore::load(const std::filesystem::path& path,
 }
 
 std::filesystem::path CredentialStore::default_path() {
-  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x != nullptr && *x == '/')
-    return std::filesystem::path(x) / "envlock" / "credentials.json";
-  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0')
-    return std::filesystem::path(h) / ".config" / "envlock" / "credentials.json";
+  const Settings env = settings();
+  if (env.xdg_config_home.starts_with('/'))
+    return std::filesystem::path(env.xdg_config_home) / "envlock" / "credentials.json";
+  if (!env.home.empty()) return std::filesystem::path(env.home) / ".config" / "envlock" / "credentials.json";
   return {};
 }
 
 Result<CredentialStore> CredentialStore::from_environment() {
-  if (const char* f = std::getenv("ENVLOCK_AUTH_FILE"); f != nullptr && *f != '\0') return load(f, true);
+  if (const std::string f = settings().auth_file; !f.empty()) return load(f, true);
   auto p = default_path();
   if (p.empty()) return CredentialStore{};
   return load(p, false);

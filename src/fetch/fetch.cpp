@@ -25,6 +25,7 @@
 #include "envlock/build_info.hpp"
 #include "envlock/credentials.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/settings.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
 #include "curl_api.hpp"
@@ -519,13 +520,13 @@ bool hash_existing(Transfer& t, std::uint64_t bytes) {
   return true;
 }
 
-/// `name` as a whole number of at most 6 digits, or nullopt (unset, empty, not a number).
-std::optional<long> env_number(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0' || std::strlen(v) > 6) return std::nullopt;
-  for (const char* c = v; *c != '\0'; ++c)
-    if (*c < '0' || *c > '9') return std::nullopt;
-  return std::strtol(v, nullptr, 10);
+/// A setting's value (envlock/settings.hpp) as a whole number of at most 6 digits, or nullopt
+/// (unset, empty, not a number).
+std::optional<long> env_number(const std::string& v) {
+  if (v.empty() || v.size() > 6) return std::nullopt;
+  for (char c : v)
+    if (c < '0' || c > '9') return std::nullopt;
+  return std::strtol(v.c_str(), nullptr, 10);
 }
 
 std::mutex g_settings_mu;
@@ -534,13 +535,13 @@ NetworkSettings g_settings;  // set_network_settings()
 /// The options with the environment's network settings applied, then the command line's
 /// (envlock/fetch.hpp).
 FetchOptions with_environment(FetchOptions o) {
-  if (auto s = env_number("ENVLOCK_CONNECT_TIMEOUT"); s && *s > 0) o.connect_timeout = std::chrono::seconds(*s);
-  if (auto s = env_number("ENVLOCK_READ_TIMEOUT"); s && *s > 0) o.low_speed_time = std::chrono::seconds(*s);
-  if (auto n = env_number("ENVLOCK_RETRIES")) o.max_retries = static_cast<unsigned>(*n);
-  if (auto n = env_number("ENVLOCK_LOW_SPEED_LIMIT"); n && *n > 0) o.low_speed_limit = static_cast<std::uint64_t>(*n);
-  if (auto s = env_number("ENVLOCK_MAX_TIME"); s && *s > 0) o.max_time = std::chrono::seconds(*s);
-  if (const char* ca = std::getenv("ENVLOCK_CA_BUNDLE"); ca != nullptr && *ca != '\0' && o.ca_bundle.empty())
-    o.ca_bundle = ca;
+  const Settings env = settings();
+  if (auto s = env_number(env.connect_timeout); s && *s > 0) o.connect_timeout = std::chrono::seconds(*s);
+  if (auto s = env_number(env.read_timeout); s && *s > 0) o.low_speed_time = std::chrono::seconds(*s);
+  if (auto n = env_number(env.retries)) o.max_retries = static_cast<unsigned>(*n);
+  if (auto n = env_number(env.low_speed_limit); n && *n > 0) o.low_speed_limit = static_cast<std::uint64_t>(*n);
+  if (auto s = env_number(env.max_time); s && *s > 0) o.max_time = std::chrono::seconds(*s);
+  if (!env.ca_bundle.empty() && o.ca_bundle.empty()) o.ca_bundle = env.ca_bundle;
   std::lock_guard lock(g_settings_mu);
   if (g_settings.connect_timeout) o.connect_timeout = *g_settings.connect_timeout;
   if (g_settings.read_timeout) o.low_speed_time = *g_settings.read_timeout;
@@ -854,7 +855,7 @@ Batch::StartOutcome Batch::start(Transfer& t) {
     lc().easy_setopt(e, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
     std::string netrc = options_.netrc_file.string();
     if (netrc.empty()) {
-      if (const char* env = std::getenv("NETRC"); env != nullptr && *env != '\0') netrc = env;
+      netrc = settings().netrc;
     }
     if (!netrc.empty()) lc().easy_setopt(e, CURLOPT_NETRC_FILE, netrc.c_str());
   }
@@ -1251,8 +1252,8 @@ std::vector<Result<FetchResult>> Batch::run() {
 
 Result<std::uint64_t> unknown_size_cap(const FetchOptions& options) {
   if (options.max_unknown_size) return *options.max_unknown_size;
-  const char* env = std::getenv("ENVLOCK_MAX_DOWNLOAD_SIZE");
-  if (env == nullptr || *env == '\0') return kDefaultMaxUnknownDownload;
+  const std::string env = settings().max_download_size;
+  if (env.empty()) return kDefaultMaxUnknownDownload;
   const std::string_view v(env);
   std::uint64_t n = 0;
   std::size_t i = 0;
@@ -1288,28 +1289,29 @@ std::vector<std::string> network_environment_problems() {
   auto quoted = [](std::string_view v) {
     return "'" + std::string(v.substr(0, 40)) + (v.size() > 40 ? "...'" : "'");
   };
+  const Settings env = settings();
   const struct {
     const char* name;
+    const std::string& value;
     const char* unit;  // of the number: " of seconds", ""
     const char* one;   // its least value, spelled: "1 second"; nullptr: 0 is allowed
-  } numbers[] = {{"ENVLOCK_CONNECT_TIMEOUT", " of seconds", "1 second"},
-                 {"ENVLOCK_READ_TIMEOUT", " of seconds", "1 second"},
-                 {"ENVLOCK_RETRIES", "", nullptr},
-                 {"ENVLOCK_LOW_SPEED_LIMIT", " of bytes per second", "1 byte per second"},
-                 {"ENVLOCK_MAX_TIME", " of seconds", "1 second"}};
-  for (const auto& [name, unit, one] : numbers) {
-    const char* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') continue;
-    const auto n = env_number(name);
+  } numbers[] = {{"ENVLOCK_CONNECT_TIMEOUT", env.connect_timeout, " of seconds", "1 second"},
+                 {"ENVLOCK_READ_TIMEOUT", env.read_timeout, " of seconds", "1 second"},
+                 {"ENVLOCK_RETRIES", env.retries, "", nullptr},
+                 {"ENVLOCK_LOW_SPEED_LIMIT", env.low_speed_limit, " of bytes per second", "1 byte per second"},
+                 {"ENVLOCK_MAX_TIME", env.max_time, " of seconds", "1 second"}};
+  for (const auto& [name, v, unit, one] : numbers) {
+    if (v.empty()) continue;
+    const auto n = env_number(v);
     if (!n) {
       out.push_back(std::string(name) + "=" + quoted(v) + " is not a whole number" + unit + " (at most 6 digits); ignored");
     } else if (one != nullptr && *n == 0) {
       out.push_back(std::string(name) + "=" + quoted(v) + " is not at least " + one + "; ignored");
     }
   }
-  if (const char* ca = std::getenv("ENVLOCK_CA_BUNDLE"); ca != nullptr && *ca != '\0') {
+  if (const std::string& ca = env.ca_bundle; !ca.empty()) {
     struct stat st {};
-    if (::stat(ca, &st) != 0 || !S_ISREG(st.st_mode) || ::access(ca, R_OK) != 0)
+    if (::stat(ca.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(ca.c_str(), R_OK) != 0)
       out.push_back(std::string("ENVLOCK_CA_BUNDLE=") + quoted(ca) +
                     " is not a readable file; https transfers will fail to verify certificates");
   }

@@ -7,13 +7,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <system_error>
 
 #include "envlock/probe.hpp"
 #include "envlock/process.hpp"
+#include "envlock/settings.hpp"
 #include "envlock/virtual_packages.hpp"
 
 namespace envlock {
@@ -21,12 +21,6 @@ namespace envlock {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::optional<std::string> process_getenv(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
-}
 
 std::string join_argv(const std::vector<std::string>& argv) {
   std::string s;
@@ -61,12 +55,13 @@ Host Host::system() {
   Host host;
   host.root = "/";
   host.live = true;
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') host.home_dirs.emplace_back(home);
+  const Settings env = settings();
+  if (!env.home.empty()) host.home_dirs.emplace_back(env.home);
   host.getenv = process_getenv;
   host.run = [](const std::vector<std::string>& argv) { return run_command(argv, 20000); };
-  if (const char* lib = std::getenv("ENVLOCK_LIBCUDA"); lib != nullptr && *lib != '\0') host.libcuda = lib;
-  if (const char* lib = std::getenv("ENVLOCK_LIBNVML"); lib != nullptr && *lib != '\0') host.libnvml = lib;
-  if (const char* smi = std::getenv("ENVLOCK_NVIDIA_SMI"); smi != nullptr && *smi != '\0') host.nvidia_smi = smi;
+  host.libcuda = env.libcuda;
+  host.libnvml = env.libnvml;
+  host.nvidia_smi = env.nvidia_smi;
 
   host.kernel_release = [] {
     struct utsname u {};

@@ -23,6 +23,7 @@
 #include <system_error>
 
 #include "envlock/hash.hpp"
+#include "envlock/settings.hpp"
 
 namespace envlock::detail {
 
@@ -78,8 +79,7 @@ Result<std::string> read_file(const std::filesystem::path& path) {
 
 bool fsync_written_files() {
   static const bool enabled = [] {
-    const char* mode = std::getenv("ENVLOCK_INSTALL_SYNC");
-    return mode == nullptr || std::string_view(mode) != "none";
+    return settings().install_sync != "none";
   }();
   return enabled;
 }

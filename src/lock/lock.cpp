@@ -10,6 +10,7 @@
 
 #include "envlock/host.hpp"
 #include "envlock/paths.hpp"
+#include "envlock/settings.hpp"
 #include "pypi_step.hpp"
 #include "envlock/text.hpp"
 #include "envlock/url.hpp"
@@ -19,12 +20,6 @@ namespace envlock {
 namespace {
 
 using Getenv = std::function<std::optional<std::string>(const std::string&)>;
-
-std::optional<std::string> process_getenv(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
-}
 
 /// The __archspec build of a subdir's CPU family.
 std::string archspec_of(const std::string& platform) {

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "envlock/process.hpp"
+#include "envlock/settings.hpp"
 #include "envlock/text.hpp"
 #include "envlock/reference.hpp"
 
@@ -122,9 +123,7 @@ const char* to_string(ReferenceStatus status) {
 
 std::vector<std::string> reference_environment(const ReferenceRunOptions& options) {
   auto env = [&](const std::string& name) -> std::optional<std::string> {
-    if (options.getenv) return options.getenv(name);
-    const char* v = std::getenv(name.c_str());
-    return v ? std::optional<std::string>(v) : std::nullopt;
+    return options.getenv ? options.getenv(name) : process_getenv(name);
   };
   std::map<std::string, std::string> vars;
   std::set<std::string> pass(std::begin(kDefaultPassThrough), std::end(kDefaultPassThrough));
