@@ -37,8 +37,9 @@ struct LockedPlatform {
   std::vector<std::string> channel_names;
   std::vector<VirtualPackage> virtual_packages;  ///< assumed when solving for this platform
   /// The PyPI indexes the environment's pip packages were resolved against, primary first
-  /// (pixi.lock 4-7's environment `indexes`); empty when the format records none. envlock.lock
-  /// does not write it.
+  /// (pixi.lock 4-7's environment `indexes`; envlock.lock's `pypi_indexes`, written by `envlock
+  /// lock` for a platform it pinned PyPI packages for), credential-free; empty when the format
+  /// records none (an envlock.lock without PyPI pins, or written before it was recorded).
   std::vector<std::string> pypi_indexes;
   std::vector<LockedPackage> packages;           ///< sorted by name
   std::vector<PipPackage> pip;                   ///< sorted by name

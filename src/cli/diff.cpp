@@ -110,7 +110,7 @@ RecordedFields recorded_fields(const FormatInfo& f) {
   switch (f.format) {
     case LockFormat::Envlock:
       r.requires_dist = r.requires_python = false;  // unless its pins say so (compared_fields)
-      r.pypi_indexes = false;
+      r.pypi_indexes = false;  // unless a platform records them (compared_fields)
       break;
     case LockFormat::CondaMeta:
       r.sha256 = r.pip_hashes = false;
@@ -153,6 +153,14 @@ std::pair<RecordedFields, RecordedFields> compared_fields(const LockInput& a, co
       for (const auto& [plat, lp] : env.platforms)
         for (const auto& p : lp.pip)
           if (!p.file_name.empty()) f->requires_dist = f->requires_python = true;
+  }
+  // One whose platforms record `pypi_indexes` (written by `envlock lock` since issue 20 for a
+  // platform pinned from an index) holds them; an older one does not, and is not compared on them.
+  for (auto [in, f] : {std::pair{&a, &fa}, std::pair{&b, &fb}}) {
+    if (in->read.format.format != LockFormat::Envlock) continue;
+    for (const auto& [env_name, env] : in->read.lockfile.environments)
+      for (const auto& [plat, lp] : env.platforms)
+        if (!lp.pypi_indexes.empty()) f->pypi_indexes = true;
   }
   for (auto [in, f] : {std::pair{&a, &fa}, std::pair{&b, &fb}}) {
     if (one_format && in->snapshot_text.empty()) continue;

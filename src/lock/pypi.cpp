@@ -78,6 +78,11 @@ Status lock_pypi(const Manifest& manifest, const ManifestEnvironment& env, const
     out.pip.push_back(std::move(p));
   }
   std::sort(out.pip.begin(), out.pip.end(), [](const PipPackage& a, const PipPackage& b) { return a.name < b.name; });
+  // The indexes resolved against, primary first (pixi.lock writes them as `indexes`), so a relock
+  // or a review sees where the pins came from: written only for a platform with PyPI pins.
+  out.pypi_indexes.clear();
+  if (!res->pins.empty())
+    for (const auto& ix : sources.indexes) out.pypi_indexes.push_back(redact_url(ix));
   return ok_status();
 }
 

@@ -230,6 +230,13 @@ std::string Lockfile::to_yaml(const std::filesystem::path& directory) const {
       for (const auto* vp : sorted(lp.virtual_packages, [](const VirtualPackage& v) { return v.name; }))
         vps.push_back(vp->to_string());
       w.list("virtual_packages", vps);
+      // The PyPI indexes the pins were resolved against, primary first (pixi.lock's environment
+      // `indexes`), written only when there are some: a lockfile without them reads as before.
+      if (!lp.pypi_indexes.empty()) {
+        std::vector<std::string> indexes;
+        for (const auto& u : lp.pypi_indexes) indexes.push_back(local.channel(redact_url(u)));
+        w.list("pypi_indexes", indexes);  // priority order: not sorted
+      }
       auto pkgs = sorted(lp.packages, [](const LockedPackage& p) { return std::tie(p.name, p.subdir, p.build); });
       w.open("packages", pkgs.empty(), "[]");
       for (const auto* p : pkgs) emit_package(w, *p, local);

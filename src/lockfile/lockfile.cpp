@@ -384,7 +384,7 @@ Result<PipPackage> Reader::pip(const Node& n) {
 
 Result<LockedPlatform> Reader::platform(const std::string& name, const Node& n) {
   const std::string where = "platform " + name;
-  static constexpr std::string_view kKeys[] = {"channels", "virtual_packages", "packages", "pip", "channel_names"};
+  static constexpr std::string_view kKeys[] = {"channels", "virtual_packages", "packages", "pip", "channel_names", "pypi_indexes"};
   static constexpr std::string_view kRequired[] = {"channels", "packages"};
   Node f[std::size(kKeys)];
   if (auto st = keys(n, where, kKeys, kRequired, f); !st) return st.error();
@@ -411,6 +411,12 @@ Result<LockedPlatform> Reader::platform(const std::string& name, const Node& n) 
         return at(key, "channel_names of " + where + " names '" + *k + "', which is not one of its channels");
       if (v->empty()) return at(value, "the channel name of '" + *k + "' is empty");
       lp.channel_names[static_cast<std::size_t>(it - lp.channels.begin())] = *v;
+    }
+  }
+  if (const Node& ix = f[5]) {  // the PyPI indexes the pins were resolved against, primary first
+    if (!ix.IsSequence()) return at(ix, "pypi_indexes of " + where + " must be a list, found " + kind_name(ix));
+    for (Node item : ix.items()) {
+      if (auto st = url(item, What("a PyPI index of ", where), lp.pypi_indexes.emplace_back()); !st) return st.error();
     }
   }
   if (const Node& vps = f[1]) {
@@ -645,6 +651,7 @@ void resolve_relative_channels(Lockfile& lf, const std::filesystem::path& direct
       }
       // A pip source under the home folder (`url: ~/src/mylib`, `mylib @ ~/src/mylib`): its
       // file:// URL against this reader's home folder, as to_yaml spelled it.
+      for (auto& ix : lp.pypi_indexes) resolve_channel(ix);  // a local index folder, as a pin's `index`
       for (auto& pip : lp.pip) {
         if (is_home_reference(pip.url) && resolvable(pip.url)) pip.url = resolve_path(pip.url);
         // A wheel of a find-links folder that travels with the project (`index: ./wheels`,

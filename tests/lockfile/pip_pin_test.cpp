@@ -178,5 +178,53 @@ TEST(LockfilePip, AFileNameThatIsNotTheUrlsFileIsRefusedAtItsLine) {
   EXPECT_EQ(r.error().message, "pip size must be a non-negative integer, found a scalar 'big'");
 }
 
+// Issue 20: the PyPI indexes a platform's pins were resolved against are written as
+// `pypi_indexes` (pixi.lock writes them as an environment's `indexes`), in priority order after
+// `virtual_packages`, credential-free, a local index folder relative to the lockfile as a local
+// channel is; read back equal. A lockfile without them (an older envlock, or no PyPI pins) reads
+// as before and is written byte for byte as it was.
+TEST(LockfilePip, TheIndexesThePinsWereResolvedAgainstAreWrittenAndReadBack) {
+  const fs::path project = "/srv/team/project";
+  // Old text: no key, no index read, the same bytes written.
+  auto old = Lockfile::parse(kPinnedYaml, "envlock.lock", project);
+  ASSERT_TRUE(old.ok()) << old.error().to_string();
+  EXPECT_EQ(old->find("default", "linux-64")->pypi_indexes, std::vector<std::string>{});
+  EXPECT_EQ(old->to_yaml(project), kPinnedYaml);
+
+  Lockfile lf = pinned(project);
+  lf.environments["default"].platforms["linux-64"].pypi_indexes = {
+      "https://user:s3cr3t@pypi.corp.example.com/simple", "https://pypi.org/simple",
+      file_url_from_path((project / "simple").string())};
+  lf.relative_channels.push_back(file_url_from_path((project / "simple").string()));
+  std::sort(lf.relative_channels.begin(), lf.relative_channels.end());
+  std::string want = kPinnedYaml;
+  const std::string after = "        virtual_packages: []\n";
+  want.insert(want.find(after) + after.size(),
+              "        pypi_indexes:\n"
+              "          - https://pypi.corp.example.com/simple\n"
+              "          - https://pypi.org/simple\n"
+              "          - \"./simple\"\n");
+  const std::string text = lf.to_yaml(project);
+  EXPECT_EQ(text, want);
+  EXPECT_EQ(text.find("s3cr3t"), std::string::npos);
+  auto back = Lockfile::parse(text, "envlock.lock", project);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->find("default", "linux-64")->pypi_indexes,
+            (std::vector<std::string>{"https://pypi.corp.example.com/simple", "https://pypi.org/simple", "file:///srv/team/project/simple"}));
+  EXPECT_EQ(back->to_yaml(project), want);
+
+  // Credentials in the file are refused as in every other URL of it; a non-list is named.
+  std::string token = want;
+  token.replace(token.find("https://pypi.org/simple\n"), 24, "https://u:tok@pypi.org/simple\n");
+  auto refused = Lockfile::parse(token, "envlock.lock", project);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "a PyPI index of platform linux-64 carries credentials");
+  std::string scalar = kPinnedYaml;
+  scalar.insert(scalar.find(after) + after.size(), "        pypi_indexes: https://pypi.org/simple\n");
+  auto bad = Lockfile::parse(scalar, "envlock.lock", project);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "pypi_indexes of platform linux-64 must be a list, found a scalar 'https://pypi.org/simple'");
+}
+
 }  // namespace
 }  // namespace envlock

@@ -186,6 +186,55 @@ TEST_F(PypiLockCli, PinsWheelsForTheSolvedPythonAndLeavesCondaProvidedOnes) {
   EXPECT_NE(r.err.find("srconly has only sdists (srconly-1.0.tar.gz): envlock installs wheels only"), std::string::npos) << r.err;
 }
 
+// Issue 20: the lock records the indexes its pins were resolved against (`pypi_indexes`, primary
+// first, after virtual_packages), as pixi.lock records an environment's `indexes`; a relock writes
+// the same bytes and `lock --check` reads it; a lockfile with no PyPI pin has no such key.
+TEST_F(PypiLockCli, TheIndexesThePinsWereResolvedAgainstAreWritten) {
+  const std::string index = "file://" + (dir_ / "simple").string();
+  spit(dir_ / "simple/helper/index.html",
+       "<html><body><a href=\"../../wheels/helper-2.0-py3-none-any.whl#sha256=" + sha("helper-2.0-py3-none-any.whl") +
+           "\">helper-2.0-py3-none-any.whl</a></body></html>\n");
+  spit(dir_ / "envlock.yaml", "channels: [./chan]\nplatforms: [linux-64]\npypi-indexes: [\"" + index +
+                                  "\"]\ndependencies: [python 3.11.*]\npypi-dependencies: [helper]\n");
+  auto r = envlock_in(dir_, "lock -f envlock.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string lock = slurp(dir_ / "envlock.lock");
+  const std::string block = "          - __unix=0=0\n        pypi_indexes:\n          - " + index + "\n        packages:\n";
+  EXPECT_NE(lock.find(block), std::string::npos) << lock;
+  EXPECT_NE(lock.find("            index: " + index + "\n"), std::string::npos) << lock;
+  r = envlock_in(dir_, "lock --check -f envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "envlock.lock is up to date with envlock.yaml\n");
+  r = envlock_in(dir_, "lock -f envlock.yaml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(slurp(dir_ / "envlock.lock"), lock);
+  // A review sees a swapped index (diff's solve inputs); a lockfile without the key (an older
+  // envlock) is not compared on it.
+  std::string other = lock;
+  other.replace(other.find("          - " + index + "\n"), 12 + index.size() + 1, "          - https://pypi.example.com/simple\n");
+  spit(dir_ / "other.lock", other);
+  r = envlock_in(dir_, "diff envlock.lock other.lock");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1 change: 1 inputs-changed; size unknown\nold: envlock.lock (envlock.lock v1)\nnew: other.lock (envlock.lock v1)\n\n"
+                   "default / linux-64: 1 change, size unknown (2 -> 2 packages)\n"
+                   "    inputs-changed                pypi indexes\n"
+                   "                                  indexes " + index + " -> https://pypi.example.com/simple\n");
+  std::string older = lock;
+  older.erase(older.find("        pypi_indexes:\n"), std::string("        pypi_indexes:\n          - \n").size() + index.size());
+  spit(dir_ / "older.lock", older);
+  r = envlock_in(dir_, "diff envlock.lock older.lock");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "no changes\nold: envlock.lock (envlock.lock v1)\nnew: older.lock (envlock.lock v1)\n\n"
+                   "default / linux-64: no changes (2 packages)\n");
+
+  // No PyPI requirement: no pin, no key.
+  spit(dir_ / "envlock.yaml", "channels: [./chan]\nplatforms: [linux-64]\npypi-indexes: [\"" + index +
+                                  "\"]\ndependencies: [python 3.11.*]\n");
+  r = envlock_in(dir_, "lock -f envlock.yaml");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(slurp(dir_ / "envlock.lock").find("pypi_indexes"), std::string::npos) << slurp(dir_ / "envlock.lock");
+}
+
 // `lock --check` names each PyPI requirement the lockfile no longer meets, as it names conda specs.
 TEST_F(PypiLockCli, CheckReportsEachPypiRequirement) {
   spit(dir_ / "envlock.yaml", kManifest);
