@@ -2,7 +2,9 @@
 // drift (modified, unowned and missing files).
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 
 #include "text_util.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/input_file.hpp"
 #include "envlock/install.hpp"
 #include "envlock/pypi_name.hpp"
 #include "envlock/text.hpp"
@@ -157,25 +160,49 @@ class CondaMetaFileReader {
  public:
   CondaMetaFileReader() : buf_(1 << 16) {}
 
-  // `name` in the open folder `dir_fd`, which is `<prefix>/conda-meta` (named in a problem).
-  MetaRecordOutcome read(int dir_fd, const std::string& name, const fs::path& prefix) {
-    std::size_t size = 0;
-    bool read_ok = false;
-    if (const int fd = dir_fd < 0 ? -1 : ::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-      read_ok = true;
-      for (;;) {
-        if (buf_.size() < size + 4096 + PrefixRecordReader::padding()) buf_.resize(buf_.size() * 2);
-        const ssize_t n = ::read(fd, buf_.data() + size, buf_.size() - size - PrefixRecordReader::padding());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) read_ok = false;
-        if (n <= 0) break;
-        size += static_cast<std::size_t>(n);
-      }
-      ::close(fd);
-    }
-    if (!read_ok) return {std::nullopt, {(prefix / "conda-meta" / name).string(), "cannot read the record"}};
-    if (auto fast = reader_.read(buf_.data(), size, buf_.size())) return {std::move(fast), {}};
+  // `name` in the open folder `dir_fd`, which is `<prefix>/conda-meta` (named in a problem) and,
+  // on this machine, `meta_dir`; `link`: the entry is a symbolic link. Read as every conda-meta
+  // record is (read_conda_meta_record_text's rules, envlock/input_file.hpp, over the open
+  // folder): never through a link into /proc, /sys or /dev nor from a proc or sysfs file system,
+  // opened O_NONBLOCK (a FIFO that took the place of a file since the listing never blocks) and
+  // read only when fstat calls it a regular file, at most kMaxCondaMetaRecordBytes, counted while
+  // reading.
+  MetaRecordOutcome read(int dir_fd, const std::string& name, const fs::path& prefix, const std::string& meta_dir,
+                         bool link) {
     const std::string where = (prefix / "conda-meta" / name).string();
+    auto refused = [&](const std::string& why) {
+      return MetaRecordOutcome{std::nullopt, {where, why + ", and the package it describes is left out"}};
+    };
+    if (link)
+      if (const std::string why = system_file_refusal(fs::path(meta_dir) / name); !why.empty()) return refused(why);
+    const int fd = dir_fd < 0 ? -1 : ::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return {std::nullopt, {where, "cannot read the record"}};
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return {std::nullopt, {where, "cannot read the record"}};
+    if (!S_ISREG(st.st_mode)) {
+      return {std::nullopt, {where, "is not a regular file (a FIFO, device, socket or broken link); not read, the package it "
+                                    "describes is left out"}};
+    }
+    if (struct statfs sfs {}; ::fstatfs(fd, &sfs) == 0 && (sfs.f_type == PROC_SUPER_MAGIC || sfs.f_type == SYSFS_MAGIC))
+      return refused("is on a proc or sysfs file system, not a file of a project; it is not read");
+    const std::string too_large = "is larger than " + std::to_string(kMaxCondaMetaRecordBytes >> 20) +
+                                  " MiB, the most envlock reads of a conda-meta record; it is not read";
+    if (static_cast<std::uintmax_t>(st.st_size) > kMaxCondaMetaRecordBytes) return refused(too_large);
+    std::size_t size = 0;
+    for (;;) {
+      if (buf_.size() < size + 4096 + PrefixRecordReader::padding()) buf_.resize(buf_.size() * 2);
+      const ssize_t n = ::read(fd, buf_.data() + size, buf_.size() - size - PrefixRecordReader::padding());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return {std::nullopt, {where, "cannot read the record"}};
+      if (n == 0) break;
+      size += static_cast<std::size_t>(n);
+      if (size > kMaxCondaMetaRecordBytes) return refused(too_large);  // it grew while read
+    }
+    if (auto fast = reader_.read(buf_.data(), size, buf_.size())) return {std::move(fast), {}};
     const auto j = nlohmann::json::parse(std::string_view(buf_.data(), size), nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
       return {std::nullopt, {where, "not valid JSON: the package it describes is left out of the snapshot"}};
@@ -399,17 +426,19 @@ Result<CapturedEnvironment> capture_prefix(const Host& seam, const fs::path& pre
   // first, then reads records too, and this one goes on with ownership and pip while the walk may
   // still run. Each record's outcome goes to its own slot, so the order stays the files'.
   std::vector<std::string> meta_files;
+  std::vector<char> meta_links;  // per meta_files entry: it is a symbolic link (its target is checked)
   std::vector<std::string> odd_meta;  // *.json entries that are no regular file (a FIFO, a device link)
   std::vector<MetaRecordOutcome> outcomes;
   std::atomic<bool> listed{false};
   std::atomic<std::size_t> next_record{0};
   std::atomic<std::size_t> records_done{0};
   int meta_fd = -1;
+  const std::string meta_dir = meta_opt->string();
   auto read_records = [&] {
     listed.wait(false);
     CondaMetaFileReader reader;
     for (std::size_t i; (i = next_record.fetch_add(1)) < meta_files.size();) {
-      outcomes[i] = reader.read(meta_fd, meta_files[i], prefix);
+      outcomes[i] = reader.read(meta_fd, meta_files[i], prefix, meta_dir, meta_links[i] != 0);
       if (records_done.fetch_add(1) + 1 == meta_files.size()) records_done.notify_all();
     }
   };
@@ -427,7 +456,6 @@ Result<CapturedEnvironment> capture_prefix(const Host& seam, const fs::path& pre
     if (!options.hash_files) walker.stat_regular_files(local_str, next_stat);
   });
   try {
-    const std::string meta_dir = meta_opt->string();
     meta_fd = ::open(meta_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (meta_fd >= 0) {
       std::vector<DirEntryName> entries;
@@ -436,23 +464,39 @@ Result<CapturedEnvironment> capture_prefix(const Host& seam, const fs::path& pre
         // fs::path::extension() == ".json": a name longer than ".json" that ends with it.
         if (e.name.size() <= 5 || !e.name.ends_with(".json")) continue;
         bool regular = e.type == DT_REG;
+        bool link = e.type == DT_LNK;
         if (e.type == DT_LNK || e.type == DT_UNKNOWN) {
           struct stat st {};
+          if (e.type == DT_UNKNOWN)
+            link = ::fstatat(meta_fd, e.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
           regular = ::fstatat(meta_fd, e.name.c_str(), &st, 0) == 0 && S_ISREG(st.st_mode);
         }
         if (regular) {
           meta_files.push_back(std::move(e.name));
+          meta_links.push_back(link ? 1 : 0);
         } else if (e.type != DT_DIR) {
           struct stat st {};
           if (::fstatat(meta_fd, e.name.c_str(), &st, 0) != 0 || !S_ISDIR(st.st_mode))
             odd_meta.push_back(std::move(e.name));
         }
       }
-      std::sort(meta_files.begin(), meta_files.end());
+      // Sorted by name, each keeping whether it is a link.
+      std::vector<std::size_t> order(meta_files.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return meta_files[x] < meta_files[y]; });
+      std::vector<std::string> names;
+      std::vector<char> links;
+      for (const std::size_t i : order) {
+        names.push_back(std::move(meta_files[i]));
+        links.push_back(meta_links[i]);
+      }
+      meta_files = std::move(names);
+      meta_links = std::move(links);
     }
     outcomes.resize(meta_files.size());
   } catch (...) {
     meta_files.clear();  // the helper must not wait for a listing that never comes
+    meta_links.clear();
     listed.store(true);
     listed.notify_all();
     throw;

@@ -649,3 +649,44 @@ TEST(SnapshotCli, SnapshotDiffPrintsNoHomePaths) {
 
 }  // namespace
 }  // namespace envlock
+
+namespace envlock {
+namespace {
+
+// conda-meta/*.json of a prefix given to `snapshot capture` is read as install, verify and list
+// read it (issue 23, read_conda_meta_record_text's rules): at most 64 MiB, never through a link
+// into /proc, /sys or /dev, never from a FIFO (opened O_NONBLOCK, read only when fstat calls it a
+// regular file). A 65 MiB record (valid JSON) was read whole and captured, and a record linked to
+// /proc/self/environ was read (then refused as not JSON); each is a problem naming the file now,
+// the package left out, the snapshot partial (exit 3), and the other packages are captured.
+TEST(SnapshotCli, ACondaMetaRecordOverTheCapALinkIntoProcAndAFifoAreNotRead) {
+  SKIP_WITHOUT_CORPUS();
+  CliHost h;
+  const fs::path out = h.host.root() / "snap.yaml";
+  const auto clean = run_command(h.capture_cmd(out));
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  const std::string meta = "/opt/conda/envs/train/conda-meta/";
+  h.host.write(meta + "big-1.0-0.json", R"({"name": "big", "version": "1.0", "build": "0", "build_number": 0, )"
+                                        R"("subdir": "noarch", "files": [], "license": ")" +
+                                            std::string((65u << 20), 'x') + "\"}");
+  fs::create_symlink("/proc/self/environ", h.host.local(meta + "environ-1.0-0.json"));
+  ASSERT_EQ(::mkfifo(h.host.local(meta + "fifo-1.0-0.json").c_str(), 0644), 0);
+  const auto r = run_command(h.capture_cmd(out));
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, clean.err +
+                       "warning: the snapshot is PARTIAL: 3 fact(s) could not be captured:\n"
+                       "  " + meta + "big-1.0-0.json: is larger than 64 MiB, the most envlock reads of a conda-meta "
+                       "record; it is not read, and the package it describes is left out\n"
+                       "  " + meta + "environ-1.0-0.json: is in /proc, not a file of a project; it is not read, and the "
+                       "package it describes is left out\n"
+                       "  " + meta + "fifo-1.0-0.json: is not a regular file (a FIFO, device, socket or broken link); not "
+                       "read, the package it describes is left out\n");
+  const auto s = Snapshot::read(out);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  ASSERT_EQ(s->environments.size(), 1u);
+  EXPECT_EQ(s->environments[0].packages.size(), 16u);
+}
+
+}  // namespace
+}  // namespace envlock
