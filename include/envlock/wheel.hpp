@@ -201,7 +201,9 @@ struct InstalledWheel {
 /// The sha256 of the wheel a distribution was installed from, as recorded in its `.dist-info`
 /// folder `dist_info` (a local path): envlock's ENVLOCK_SHA256, else PEP 610 direct_url.json's
 /// `archive_info.hashes.sha256` (`archive_info.hash` `sha256=`), as pip and uv write it for URL
-/// installs; empty when neither records one (an index install by pip or uv).
+/// installs; empty when neither records one (an index install by pip or uv), or when what it
+/// records is not 64 hex digits. Each file is read as every input is (read_input_file(): a regular
+/// file, never a FIFO or a link into /proc; at most 256 bytes and 1 MiB).
 std::string installed_wheel_sha256(const std::filesystem::path& dist_info);
 
 /// Removes the staging folders (`.envlock-wheel-<pid>-<n>`, and `<that>.old` of a replaced version's

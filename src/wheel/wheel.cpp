@@ -24,6 +24,7 @@
 
 #include "envlock/encoding.hpp"
 #include "envlock/hash.hpp"
+#include "envlock/input_file.hpp"  // read_input_file
 #include "envlock/install.hpp"  // python_shebang
 #include "envlock/package_record.hpp"  // read_conda_meta
 #include "envlock/pip.hpp"      // parse_record
@@ -574,23 +575,34 @@ WheelScheme conda_wheel_scheme(std::string_view python_xy, std::string_view dist
 }
 
 std::string installed_wheel_sha256(const fs::path& dist_info) {
-  std::ifstream own(dist_info / "ENVLOCK_SHA256", std::ios::binary);
-  std::string line;
-  if (own && std::getline(own, line)) {
+  // Read as every input is (read_input_file: a regular file, never a FIFO, which blocked install
+  // and verify forever, nor a link into /proc), capped; only 64 hex digits count as a hash.
+  auto read_small = [](const fs::path& p, std::uintmax_t cap) -> std::optional<std::string> {
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(p, ec))) return std::nullopt;
+    InputFile f = read_input_file(p, cap);
+    if (f.problem != InputFile::Problem::None) return std::string();
+    return std::move(f.text);
+  };
+  auto hex64 = [](std::string h) {
+    h = ascii_lower(h);
+    const bool ok = h.size() == 64 && std::all_of(h.begin(), h.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+    return ok ? h : std::string();
+  };
+  if (auto own = read_small(dist_info / "ENVLOCK_SHA256", 256)) {
+    std::string line = own->substr(0, own->find('\n'));
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    return ascii_lower(line);
+    return hex64(line);
   }
-  std::ifstream in(dist_info / "direct_url.json", std::ios::binary);
-  if (!in) return {};
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+  auto text = read_small(dist_info / "direct_url.json", 1u << 20);
+  if (!text) return {};
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   if (!j.is_object() || !j.contains("archive_info") || !j["archive_info"].is_object()) return {};
   const auto& info = j["archive_info"];
   if (info.contains("hashes") && info["hashes"].is_object() && info["hashes"].contains("sha256") && info["hashes"]["sha256"].is_string())
-    return ascii_lower(info["hashes"]["sha256"].get<std::string>());
+    return hex64(info["hashes"]["sha256"].get<std::string>());
   if (info.contains("hash") && info["hash"].is_string() && info["hash"].get<std::string>().starts_with("sha256="))
-    return ascii_lower(info["hash"].get<std::string>().substr(7));
+    return hex64(info["hash"].get<std::string>().substr(7));
   return {};
 }
 

@@ -822,6 +822,31 @@ TEST(InstallWheel, FileNamesAndPythonVersion) {
   EXPECT_EQ(s.purelib, "lib/python3.12/site-packages");
 }
 
+// installed_wheel_sha256(), which install (same_build) and verify -l trust: 64 hex digits of a
+// regular file only. A FIFO named ENVLOCK_SHA256 blocked both forever (an ifstream), and any text
+// there was taken for a hash.
+TEST(InstalledWheelSha256, ReadsOnlyARegularFileOf64HexDigits) {
+  TempDir dir;
+  const fs::path di = dir.path() / "demo-1.0.dist-info";
+  fs::create_directories(di);
+  const std::string hex(64, 'a');
+  EXPECT_EQ(installed_wheel_sha256(di), "");
+  testing::spit(di / "direct_url.json", R"({"archive_info": {"hashes": {"sha256": ")" + std::string(64, 'B') + R"("}}, "url": "file:///w.whl"})");
+  EXPECT_EQ(installed_wheel_sha256(di), std::string(64, 'b'));
+  testing::spit(di / "ENVLOCK_SHA256", hex + "\r\n");
+  EXPECT_EQ(installed_wheel_sha256(di), hex) << "ENVLOCK_SHA256 first";
+  testing::spit(di / "ENVLOCK_SHA256", "not a hash\n");
+  EXPECT_EQ(installed_wheel_sha256(di), "");
+  testing::spit(di / "ENVLOCK_SHA256", hex.substr(0, 63) + "\n");
+  EXPECT_EQ(installed_wheel_sha256(di), "");
+  fs::remove(di / "ENVLOCK_SHA256");
+  ASSERT_EQ(::mkfifo((di / "ENVLOCK_SHA256").c_str(), 0644), 0);
+  EXPECT_EQ(installed_wheel_sha256(di), "") << "a FIFO is not read (it blocked)";
+  fs::remove(di / "ENVLOCK_SHA256");
+  testing::spit(di / "direct_url.json", R"({"archive_info": {"hash": "sha256=xyz"}, "url": "file:///w.whl"})");
+  EXPECT_EQ(installed_wheel_sha256(di), "");
+}
+
 // ---------------------------------------------------------------------------------------------
 // uninstall_distribution(): what `pip uninstall` removes (Debian's pip 23 as the oracle)
 
