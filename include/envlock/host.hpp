@@ -94,4 +94,33 @@ struct Host {
   [[nodiscard]] std::optional<std::filesystem::path> resolve(const std::filesystem::path& host_path) const;
 };
 
+/// What read_host_file_as() found at a path.
+struct HostFileRead {
+  std::optional<std::string> text;  ///< the bytes read; nullopt when absent or refused
+  std::string refused;              ///< why it was not read ("is a FIFO, not a regular file, so it is not read");
+                                    ///< empty when read or absent (ENOENT, ENOTDIR)
+};
+
+/// How read_host_file_as() reads.
+struct HostFileOptions {
+  std::size_t max_bytes = 64 * 1024;  ///< the most it reads (counted while reading: /proc files report size 0)
+  bool refuse_larger = false;         ///< a larger file: refused ("is larger than N MiB"); false: its first max_bytes
+  bool follow_last_link = true;       ///< false: a link at the path's end is refused (O_NOFOLLOW), for a
+                                      ///< path Host::resolve() returned inside a host tree
+};
+
+/// The one reader of host files (/proc and /sys files, /etc/os-release, the dpkg database, a
+/// driver's version file, a prefix's dist-info files in a capture): opens with O_NONBLOCK (a FIFO
+/// never blocks the open), fstat()s the open descriptor and reads only a regular file, at most
+/// `options.max_bytes`. Absent (ENOENT, ENOTDIR): text and refused both empty; anything else not
+/// read (a FIFO, a device, a folder, a link when not followed, an open or read error, too large
+/// when refused): `refused` says why. probe's read_host_file() and snapshot's read_regular_file()
+/// are this reader.
+HostFileRead read_host_file_as(const std::filesystem::path& path, const HostFileOptions& options);
+
+/// The first `max_bytes` of `path` when it is a regular file (procfs files are); nullopt when it
+/// is absent, cannot be opened or read, or is anything else — a FIFO, a device, a folder — so a
+/// planted FIFO cannot block the probe: read_host_file_as() with its default options.
+std::optional<std::string> read_host_file(const std::filesystem::path& path, std::size_t max_bytes = 64 * 1024);
+
 }  // namespace envlock

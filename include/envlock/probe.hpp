@@ -258,10 +258,8 @@ struct HiddenDevices {
 std::optional<HiddenDevices> hidden_devices(const DriverFacts& facts, const std::optional<std::string>& cuda_visible_devices,
                                             const std::optional<std::string>& nvidia_visible_devices);
 
-/// The first `max_bytes` of `path` when it is a regular file (procfs files are); nullopt when it
-/// cannot be opened or is anything else — a FIFO, a device, a folder — so a planted FIFO cannot
-/// block the probe (opened with O_NONBLOCK, checked with fstat before reading).
-std::optional<std::string> read_host_file(const std::filesystem::path& path, std::size_t max_bytes = 64 * 1024);
+/// (read_host_file(), the reader of /proc/driver/nvidia/version and the other driver files, is
+/// declared with the one reader of host files in envlock/host.hpp.)
 
 /// The driver release in an `NVRM version:` line of /proc/driver/nvidia/version:
 /// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 ..." and

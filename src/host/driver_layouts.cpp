@@ -128,28 +128,6 @@ std::string describe_query(const char* what, const std::string& library, VendorO
 
 }  // namespace
 
-std::optional<std::string> read_host_file(const fs::path& path, std::size_t max_bytes) {
-  // O_NONBLOCK: opening a FIFO for reading does not wait for a writer; fstat then refuses it.
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return std::nullopt;
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return std::nullopt;
-  }
-  std::string text(max_bytes, '\0');
-  std::size_t got = 0;
-  while (got < max_bytes) {
-    const ssize_t n = read(fd, text.data() + got, max_bytes - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  close(fd);
-  text.resize(got);
-  return text;
-}
-
 std::string parse_kernel_module_version(std::string_view line) {
   constexpr std::string_view key = "Module";
   // The release after whitespace at `at`, or empty.

@@ -2,10 +2,14 @@
 // Host::tree() a host tree; resolve() finds a host path under the root.
 #include "envlock/host.hpp"
 
+#include <fcntl.h>
 #include <gnu/libc-version.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -105,6 +109,84 @@ Host Host::tree(const fs::path& root) {
   std::sort(homes.begin(), homes.end());
   host.home_dirs.insert(host.home_dirs.end(), homes.begin(), homes.end());
   return host;
+}
+
+namespace {
+
+// What a file of this mode is, for a refusal: "a FIFO", "a character device", ...
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+}  // namespace
+
+HostFileRead read_host_file_as(const fs::path& path, const HostFileOptions& options) {
+  HostFileRead r;
+  const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (options.follow_last_link ? 0 : O_NOFOLLOW);
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return r;
+    r.refused = err == ELOOP && !options.follow_last_link ? "is a symbolic link where a file was resolved, so it is not read"
+                                                          : std::string("cannot be opened: ") + std::strerror(err);
+    return r;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    r.refused = std::string("cannot be examined: ") + std::strerror(errno);
+    ::close(fd);
+    return r;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    r.refused = std::string("is ") + file_kind(st.st_mode) + ", not a regular file, so it is not read";
+    ::close(fd);
+    return r;
+  }
+  const std::size_t max = options.max_bytes;
+  const std::string too_large = "is larger than " + std::to_string(max >> 20) + " MiB, so it is not read";
+  if (options.refuse_larger && static_cast<std::uintmax_t>(st.st_size) > max) {
+    r.refused = too_large;
+    ::close(fd);
+    return r;
+  }
+  std::string text;
+  if (st.st_size > 0) text.reserve(std::min(static_cast<std::size_t>(st.st_size), max));
+  char buf[65536];
+  for (;;) {
+    // Truncating: never more than what is left to max_bytes. Refusing: one byte past it tells.
+    const std::size_t room = options.refuse_larger ? sizeof buf : std::min(sizeof buf, max - text.size());
+    if (room == 0) break;
+    const ssize_t n = ::read(fd, buf, room);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      r.refused = std::string("cannot be read: ") + std::strerror(errno);
+      ::close(fd);
+      return r;
+    }
+    if (n == 0) break;
+    // /proc files report size 0 and a file may grow while read: the cap is counted here too.
+    if (options.refuse_larger && text.size() + static_cast<std::size_t>(n) > max) {
+      r.refused = too_large;
+      ::close(fd);
+      return r;
+    }
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  r.text = std::move(text);
+  return r;
+}
+
+std::optional<std::string> read_host_file(const fs::path& path, std::size_t max_bytes) {
+  HostFileOptions options;
+  options.max_bytes = max_bytes;
+  return read_host_file_as(path, options).text;
 }
 
 std::optional<std::string> Host::env(const std::string& name) const { return getenv ? getenv(name) : std::nullopt; }

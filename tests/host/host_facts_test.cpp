@@ -3,12 +3,14 @@
 // nvidia-smi -q -x. Capturing them through the seam is tested in tests/snapshot.
 #include <gnu/libc-version.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
 #include <regex>
 
+#include "envlock/host.hpp"
 #include "envlock/host_facts.hpp"
 #include "support/corpus.hpp"
 #include "support/files.hpp"
@@ -19,6 +21,54 @@ namespace {
 using testing::corpus_dir;
 using testing::slurp;
 namespace fs = std::filesystem;
+
+// ----- the one reader of host files -------------------------------------------------------
+// read_host_file_as() (envlock/host.hpp): probe's read_host_file (driver and /proc files, the
+// first max_bytes) and snapshot's read_regular_file (every file capture reads, a larger file
+// refused, a link at the end of a resolved path refused) are this reader.
+TEST(HostFile, OneReaderForProbesFilesAndCapturesFiles) {
+  const fs::path dir = fs::temp_directory_path() / ("envlock-hostfile-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path file = dir / "version";
+  std::ofstream(file) << "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14\n";
+  HostFileOptions whole;
+  auto r = read_host_file_as(file, whole);
+  EXPECT_EQ(r.text, "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14\n");
+  EXPECT_EQ(r.refused, "");
+  // probe's: the first max_bytes of a larger file.
+  EXPECT_EQ(read_host_file(file, 4), "NVRM");
+  // snapshot's: a larger file is refused, naming the cap.
+  HostFileOptions capped;
+  capped.max_bytes = 1u << 20;
+  capped.refuse_larger = true;
+  std::ofstream(dir / "big") << std::string((1u << 20) + 1, 'x');
+  r = read_host_file_as(dir / "big", capped);
+  EXPECT_EQ(r.text, std::nullopt);
+  EXPECT_EQ(r.refused, "is larger than 1 MiB, so it is not read");
+  EXPECT_EQ(read_host_file_as(file, capped).text, std::optional<std::string>(slurp(file)));
+  // Absent: nothing, and no reason.
+  r = read_host_file_as(dir / "none", whole);
+  EXPECT_EQ(r.text, std::nullopt);
+  EXPECT_EQ(r.refused, "");
+  EXPECT_EQ(read_host_file_as(file / "below", whole).refused, "");  // ENOTDIR
+  // A FIFO is refused without waiting for a writer; a folder too.
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  r = read_host_file_as(dir / "fifo", whole);
+  EXPECT_EQ(r.text, std::nullopt);
+  EXPECT_EQ(r.refused, "is a FIFO, not a regular file, so it is not read");
+  EXPECT_EQ(read_host_file(dir / "fifo"), std::nullopt);
+  EXPECT_EQ(read_host_file_as(dir, whole).refused, "is a folder, not a regular file, so it is not read");
+  // A link at the end: followed for a host file, refused for a path resolved inside a tree.
+  fs::create_symlink(file, dir / "link");
+  EXPECT_EQ(read_host_file_as(dir / "link", whole).text, std::optional<std::string>(slurp(file)));
+  HostFileOptions resolved;
+  resolved.follow_last_link = false;
+  r = read_host_file_as(dir / "link", resolved);
+  EXPECT_EQ(r.text, std::nullopt);
+  EXPECT_EQ(r.refused, "is a symbolic link where a file was resolved, so it is not read");
+  fs::remove_all(dir);
+}
 
 // ----- ELF ----------------------------------------------------------------------------------
 
