@@ -176,6 +176,21 @@ struct WheelInstallOptions {
   /// install undoes a move into a folder another one has just merged into. The unpacking (steps
   /// 1-3, nearly all the time) runs in parallel. nullptr for an install on its own.
   std::mutex* commit_lock = nullptr;
+  /// The unpacked-wheel cache (uv's archive cache; docs/pypi.md "The unpacked-wheel cache"):
+  /// empty: none, every member is written from the .whl. Otherwise the wheel is unpacked once into
+  /// `<unpacked_cache>/<sha256>/` (the wheel's sha256: archive_sha256, else hashed here), every
+  /// member checked against RECORD while it is written, and the entry renamed into place whole;
+  /// an install then hard-links the members from it into the staging folder (copies them where
+  /// the cache is on another file system, or where a cached file's mode is not the one the install
+  /// writes) and writes as new files only what is the prefix's: `#!python` scripts, entry points,
+  /// INSTALLER, REQUESTED, direct_url.json, ENVLOCK_SHA256 and RECORD. The installed tree and
+  /// RECORD are those of an install without the cache, byte for byte. An entry is used only when
+  /// each of its files exists with its recorded size (and executable bit); a damaged one is
+  /// unpacked again from the wheel. A cache that cannot be written is not used.
+  std::filesystem::path unpacked_cache;
+  /// With unpacked_cache: each cached file's sha256 is compared with its record on every reuse
+  /// too (reads every byte), as `--extra-safety-checks` checks a conda package's files.
+  bool verify_unpacked_hashes = false;
 };
 
 /// One file install_wheel() wrote, as its RECORD lists it.

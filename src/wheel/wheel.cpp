@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -673,18 +674,38 @@ struct WheelContents {
   std::vector<EntryPoint> entry_points;
 };
 
-/// Reads `wheel`'s member names and kinds and its dist-info metadata (docs/pypi.md, step 1) and
-/// checks RECORD against the members (step 2), as pypa/installer's validate_record does.
-Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFileName& file_name, const ExtractLimits& limits) {
-  // Pass 1: names, kinds and the dist-info metadata; nothing is written.
+/// What the first reading of a wheel gathers: its file members (central-directory order), its
+/// top-level `.dist-info` folders and their metadata files (WHEEL, RECORD, entry_points.txt,
+/// METADATA) — from the .whl, or from an unpacked-cache entry.
+struct WheelListing {
   struct Member {
     std::string name;
     bool executable = false;
   };
   std::vector<Member> members;
-  std::set<std::string> names;
   std::set<std::string> dist_infos;
   std::map<std::string, std::string> metadata;  // "<x>.dist-info/WHEEL" ... -> text
+};
+
+/// Whether member `name` is one of the dist-info metadata files a listing reads.
+bool listed_metadata(const std::string& name) {
+  const std::size_t slash = name.find('/');
+  if (slash == std::string::npos || !name.substr(0, slash).ends_with(".dist-info")) return false;
+  const std::string rest = name.substr(slash + 1);
+  return rest == "WHEEL" || rest == "RECORD" || rest == "entry_points.txt" || rest == "METADATA";
+}
+
+Result<WheelContents> check_wheel_contents(const fs::path& wheel, const WheelFileName& file_name, WheelListing listing);
+
+/// Reads `wheel`'s member names and kinds and its dist-info metadata (docs/pypi.md, step 1) and
+/// checks RECORD against the members (step 2), as pypa/installer's validate_record does.
+Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFileName& file_name, const ExtractLimits& limits) {
+  // Pass 1: names, kinds and the dist-info metadata; nothing is written.
+  WheelListing listing;
+  std::vector<WheelListing::Member>& members = listing.members;
+  std::set<std::string> names;
+  std::set<std::string>& dist_infos = listing.dist_infos;
+  std::map<std::string, std::string>& metadata = listing.metadata;
   auto pass1 = read_zip(wheel, [&](const ZipMember& m, ZipMemberReader& data) -> Status {
     if (const std::string bad = unsafe_name(m.name); !bad.empty()) {
       return bad_wheel(wheel, "refused member '" + m.name + "': " + bad, "the wheel is malformed or malicious");
@@ -714,7 +735,16 @@ Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFile
     return ok_status();
   }, limits);
   if (!pass1) return pass1.error();
+  return check_wheel_contents(wheel, file_name, std::move(listing));
+}
 
+/// Checks a listing (read_wheel_contents' pass 1, or an unpacked-cache entry's): one dist-info
+/// folder of the file name's distribution, WHEEL 1.x, METADATA's name and version, entry points,
+/// and RECORD covering every member.
+Result<WheelContents> check_wheel_contents(const fs::path& wheel, const WheelFileName& file_name, WheelListing listing) {
+  const std::vector<WheelListing::Member>& members = listing.members;
+  const std::set<std::string>& dist_infos = listing.dist_infos;
+  std::map<std::string, std::string>& metadata = listing.metadata;
   if (dist_infos.size() != 1) {
     return bad_wheel(wheel, dist_infos.empty() ? "has no .dist-info folder" : "has " + std::to_string(dist_infos.size()) + " .dist-info folders",
                      "a wheel holds exactly one {distribution}-{version}.dist-info folder (PEP 427)");
@@ -790,7 +820,7 @@ Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFile
 
   // RECORD covers every member (installer's WheelFile.validate_record), checked before writing.
   const std::string record_member = dist_info + "/RECORD";
-  for (const Member& m : members) {
+  for (const WheelListing::Member& m : members) {
     const bool signature = m.name == dist_info + "/RECORD.jws" || m.name == dist_info + "/RECORD.p7s";
     auto it = record.find(m.name);
     if (signature) {
@@ -812,6 +842,249 @@ Result<WheelContents> read_wheel_contents(const fs::path& wheel, const WheelFile
   }
 
   return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The unpacked-wheel cache (WheelInstallOptions::unpacked_cache; uv's archive cache,
+// crates/uv-cache and crates/uv-install-wheel/src/linker.rs): `<cache>/<sha256>/` holds `files/`,
+// every file member of the wheel as it is in the wheel (a `#!python` script unchanged), each with
+// the mode an install writes, and `MEMBERS`, the list install needs, written last.
+
+constexpr std::string_view kUnpackedHeader = "envlock-unpacked-wheel 1";
+
+/// One file member of a cached wheel, in the wheel's central-directory order.
+struct CachedMember {
+  std::string name;
+  std::uint64_t size = 0;
+  std::string sha256;          // of its bytes (RECORD's, checked when it was unpacked)
+  bool executable = false;     // an executable bit in the wheel
+  bool python_script = false;  // starts with `#!python`
+  bool mode_ok = true;         // the cached file has the mode an install writes (else it is copied)
+};
+
+/// The process's umask, read without changing it (umask(2) would race the threads writing files).
+mode_t process_umask() {
+  static const mode_t mask = [] {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.starts_with("Umask:")) return static_cast<mode_t>(std::stoul(std::string(trim_view(line.substr(6))), nullptr, 8));
+    }
+    const mode_t old = ::umask(022);
+    ::umask(old);
+    return old;
+  }();
+  return mask;
+}
+
+/// The mode StagedFile gives a member (installer's make_file_executable for an executable one).
+mode_t installed_mode(bool executable) {
+  const mode_t u = process_umask();
+  return executable ? ((0777 & ~u) | 0111) : (0666 & ~u);
+}
+
+bool hex64(std::string_view h) {
+  return h.size() == 64 && std::all_of(h.begin(), h.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+/// The members of the cache entry `entry` when it is whole: MEMBERS reads, and each file it lists
+/// exists, regular, with its recorded size and executable bit (and sha256 with `verify_hashes`).
+/// nullopt otherwise (absent or damaged: unpacked again).
+std::optional<std::vector<CachedMember>> load_unpacked(const fs::path& entry, bool verify_hashes) {
+  std::ifstream in(entry / "MEMBERS", std::ios::binary);
+  std::string line;
+  if (!in || !std::getline(in, line) || line != kUnpackedHeader) return std::nullopt;
+  std::vector<CachedMember> out;
+  std::set<std::string_view> names;
+  const std::string files = (entry / "files").string() + "/";
+  while (std::getline(in, line)) {
+    // "<size> <sha256> <x> <py> <name>"
+    CachedMember m;
+    const auto parts = split(line, ' ');
+    if (parts.size() < 5) return std::nullopt;
+    const auto [end, ec] = std::from_chars(parts[0].data(), parts[0].data() + parts[0].size(), m.size);
+    if (ec != std::errc() || end != parts[0].data() + parts[0].size() || !hex64(parts[1]) || parts[2].size() != 1 || parts[3].size() != 1)
+      return std::nullopt;
+    m.sha256 = parts[1];
+    m.executable = parts[2] == "1";
+    m.python_script = parts[3] == "1";
+    m.name = line.substr(parts[0].size() + parts[1].size() + 6);
+    if (!unsafe_name(m.name).empty() || m.name.ends_with("/")) return std::nullopt;
+    struct stat st {};
+    const std::string path = files + m.name;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != m.size ||
+        ((st.st_mode & 0100) != 0) != m.executable)
+      return std::nullopt;
+    m.mode_ok = (st.st_mode & 07777) == installed_mode(m.executable);
+    if (verify_hashes) {
+      auto digest = hash_file(path, HashAlgorithm::Sha256);
+      if (!digest || *digest != m.sha256) return std::nullopt;
+    }
+    out.push_back(std::move(m));
+  }
+  for (const CachedMember& m : out)
+    if (!names.insert(m.name).second) return std::nullopt;
+  return out;
+}
+
+/// The listing of a cache entry, for check_wheel_contents(): its members and their metadata files,
+/// read from `files/`. nullopt when one cannot be read (damaged).
+std::optional<WheelListing> unpacked_listing(const fs::path& entry, const std::vector<CachedMember>& members) {
+  WheelListing listing;
+  for (const CachedMember& m : members) {
+    listing.members.push_back({m.name, m.executable});
+    const std::string top = m.name.substr(0, m.name.find('/'));
+    if (top.ends_with(".dist-info") && top.size() < m.name.size()) listing.dist_infos.insert(top);
+    if (!listed_metadata(m.name)) continue;
+    if (m.size > kMetadataCap) return std::nullopt;
+    std::ifstream in(entry / "files" / m.name, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) return std::nullopt;
+    if (text.size() != m.size) return std::nullopt;
+    listing.metadata[m.name] = std::move(text);
+  }
+  return listing;
+}
+
+/// A cache entry made by fill_unpacked(): where its files are (the entry, or a temporary folder
+/// when another one could not be moved out of its way), and its members.
+struct UnpackedEntry {
+  fs::path dir;
+  bool temporary = false;  // removed once the install has linked from it
+  std::vector<CachedMember> members;
+};
+
+std::string next_cache_temp_name(std::string_view kind) {
+  static std::atomic<unsigned> counter{0};
+  return ".envlock-" + std::string(kind) + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+/// Unpacks `wheel` into `<cache>/<key>/`: into a temporary folder of the cache, each member
+/// checked against `record` as it is written (the same errors as an install without the cache),
+/// MEMBERS written last, then renamed into place (a damaged entry there is moved away first).
+/// nullopt when the cache cannot be written, or `key` is not the wheel's sha256: the install then
+/// goes without it.
+Result<std::optional<UnpackedEntry>> fill_unpacked(const fs::path& wheel, const fs::path& cache, const std::string& key,
+                                                   const std::map<std::string, RecordEntry>& record, const ExtractLimits& limits) {
+  if (auto digest = hash_file(wheel, HashAlgorithm::Sha256); !digest || *digest != key) return std::optional<UnpackedEntry>();
+  std::error_code ec;
+  fs::create_directories(cache, ec);
+  if (ec) return std::optional<UnpackedEntry>();
+  Staging tmp;  // removed unless released
+  tmp.dir = cache / next_cache_temp_name("unpack");
+  if (!fs::create_directory(tmp.dir, ec) || ec) return std::optional<UnpackedEntry>();
+  UnpackedEntry entry;
+  std::set<fs::path> made{tmp.dir};
+  bool cache_failed = false;
+  const fs::path files = tmp.dir / "files";
+  auto unpacked = read_zip(wheel, [&](const ZipMember& m, ZipMemberReader& data) -> Status {
+    if (m.kind != ZipMember::Kind::File || m.name.ends_with("/")) return ok_status();
+    if (m.name.find('\n') != std::string::npos) {  // MEMBERS is one line per member
+      cache_failed = true;
+      return Error{ErrorKind::Io, m.name, "not cached", "", ""};
+    }
+    const bool executable = (m.mode & 0111) != 0;
+    StagedFile f;
+    if (auto s = f.open(files / m.name, m.name, executable, made); !s) {
+      cache_failed = true;
+      return s;
+    }
+    std::string head;
+    for (;;) {
+      auto block = data.next();
+      if (!block) return block.error();
+      if (block->empty()) break;
+      if (head.size() < 8) head.append(block->substr(0, 8 - head.size()));
+      if (auto s = f.write(*block); !s) {
+        cache_failed = true;
+        return s;
+      }
+    }
+    auto done = f.close();
+    if (!done) {
+      cache_failed = true;
+      return done.error();
+    }
+    const auto& [sha, size] = *done;
+    auto it = record.find(m.name);
+    // RECORD itself and a signature file (RECORD.jws, .p7s) are listed without a hash, checked before.
+    if (it != record.end() && it->second.size && (sha != it->second.sha256 || size != *it->second.size)) {
+      return Error{ErrorKind::Integrity, wheel.string(), "member '" + m.name + "' does not match its RECORD row",
+                   "  expected sha256 " + it->second.sha256 + ", " + std::to_string(*it->second.size) + " bytes\n  actual   sha256 " +
+                       sha + ", " + std::to_string(size) + " bytes",
+                   "the wheel was altered or damaged; download it again and check its sha256"};
+    }
+    entry.members.push_back({m.name, size, sha, executable, head.starts_with("#!python"), true});
+    return ok_status();
+  }, limits);
+  if (!unpacked) {
+    if (cache_failed) return std::optional<UnpackedEntry>();
+    return unpacked.error();
+  }
+  {
+    std::string text = std::string(kUnpackedHeader) + "\n";
+    for (const CachedMember& m : entry.members)
+      text += std::to_string(m.size) + " " + m.sha256 + " " + (m.executable ? "1" : "0") + " " + (m.python_script ? "1" : "0") + " " + m.name + "\n";
+    StagedFile f;
+    if (!f.open(tmp.dir / "MEMBERS", "MEMBERS", false, made) || !f.write(text) || !f.close()) return std::optional<UnpackedEntry>();
+  }
+  const fs::path final_dir = cache / key;
+  if (::rename(tmp.dir.c_str(), final_dir.c_str()) != 0) {
+    // A damaged entry (or one another process has just made) is in the way: moved away, then removed.
+    const fs::path away = cache / next_cache_temp_name("damaged");
+    if (::rename(final_dir.c_str(), away.c_str()) == 0) {
+      fs::remove_all(away, ec);
+      if (::rename(tmp.dir.c_str(), final_dir.c_str()) == 0) {
+        tmp.dir.clear();
+        entry.dir = final_dir;
+        return std::optional<UnpackedEntry>(std::move(entry));
+      }
+    }
+    entry.dir = tmp.dir;  // linked from where it is, removed after the install
+    entry.temporary = true;
+    tmp.dir.clear();
+    return std::optional<UnpackedEntry>(std::move(entry));
+  }
+  tmp.dir.clear();
+  entry.dir = final_dir;
+  return std::optional<UnpackedEntry>(std::move(entry));
+}
+
+/// Puts the cached file `from` at `to` in the staging tree: a hard link, or a copy (written with
+/// the install's mode) across file systems, where links are refused, or when `copy` is asked.
+Status link_or_copy(const fs::path& from, const fs::path& to, const std::string& shown, bool executable, bool copy,
+                    std::set<fs::path>& made) {
+  if (!copy) {
+    if (fs::path parent = to.parent_path(); !made.count(parent)) {
+      std::error_code ec;
+      fs::create_directories(parent, ec);
+      if (ec) return io_error(shown, "cannot create its folder", ec.value());
+      made.insert(std::move(parent));
+    }
+    if (::link(from.c_str(), to.c_str()) == 0) return ok_status();
+    if (errno == EEXIST) {
+      return Error{ErrorKind::Integrity, shown, "the wheel installs this file twice", "",
+                   "the wheel is malformed (a member and an entry point or generated file share a path)"};
+    }
+    if (errno != EXDEV && errno != EPERM && errno != EMLINK && errno != ENOTSUP && errno != EACCES) return io_error(shown, "cannot link", errno);
+  }
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return io_error(from.string(), "cannot read the cached file", errno);
+  StagedFile f;
+  Status s = f.open(to, shown, executable, made);
+  f.skip_hashing();
+  std::vector<char> buffer(1 << 16);
+  while (s) {
+    const ssize_t n = ::read(in, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) s = io_error(from.string(), "cannot read the cached file", errno);
+    if (n <= 0) break;
+    s = f.write(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+  }
+  ::close(in);
+  if (!s) return s;
+  if (auto done = f.close(); !done) return done.error();
+  return ok_status();
 }
 
 }  // namespace
@@ -940,7 +1213,30 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   const std::string interpreter = options.interpreter.empty() ? target_prefix + "/bin/python" + python_xy : options.interpreter;
   const WheelScheme scheme = conda_wheel_scheme(python_xy, file_name->distribution);
 
-  auto contents = read_wheel_contents(wheel, *file_name, options.limits);
+  // The unpacked-wheel cache's entry of this wheel, when it is whole (else made below).
+  std::string cache_key;
+  std::optional<UnpackedEntry> unpacked;
+  if (!options.unpacked_cache.empty()) {
+    cache_key = ascii_lower(options.archive_sha256);
+    if (cache_key.empty()) {
+      if (auto digest = hash_file(wheel, HashAlgorithm::Sha256)) cache_key = *digest;
+    }
+    if (!hex64(cache_key)) cache_key.clear();
+  }
+  std::optional<Result<WheelContents>> from_cache;
+  if (!cache_key.empty()) {
+    const fs::path entry = options.unpacked_cache / cache_key;
+    if (auto members = load_unpacked(entry, options.verify_unpacked_hashes)) {
+      if (auto listing = unpacked_listing(entry, *members)) {
+        auto checked = check_wheel_contents(wheel, *file_name, std::move(*listing));
+        if (checked) {  // an entry that does not pass is damaged: unpacked again from the wheel
+          from_cache.emplace(std::move(checked));
+          unpacked = UnpackedEntry{entry, false, std::move(*members)};
+        }
+      }
+    }
+  }
+  auto contents = from_cache ? std::move(*from_cache) : read_wheel_contents(wheel, *file_name, options.limits);
   if (!contents) return contents.error();
   const std::string& dist_info = contents->dist_info;
   const std::string& stem = contents->stem;
@@ -1001,6 +1297,14 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
     }
   }
 
+  if (!cache_key.empty() && !unpacked) {
+    auto filled = fill_unpacked(wheel, options.unpacked_cache, cache_key, record, options.limits);
+    if (!filled) return filled.error();
+    unpacked = std::move(*filled);
+  }
+  Staging temporary_entry;  // an entry that could not be moved into place, removed after the install
+  if (unpacked && unpacked->temporary) temporary_entry.dir = unpacked->dir;
+
   Staging staging;
   staging.dir = prefix / next_staging_name();
   if (std::error_code ec; !fs::create_directory(staging.dir, ec)) {
@@ -1030,8 +1334,40 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
     if (::stat(p.c_str(), &st) == 0) ::chmod(p.c_str(), (st.st_mode & 07777) | ((st.st_mode & 0444) >> 2));
   }
 
+  // From the unpacked cache: each member linked (or copied) from its entry, in the wheel's order;
+  // a `#!python` script is the prefix's own, written new.
+  if (unpacked) {
+    const fs::path files = unpacked->dir / "files";
+    for (const CachedMember& m : unpacked->members) {
+      if (m.name == record_member) continue;
+      auto where_to = place(m.name);
+      if (!where_to) return where_to.error();
+      const auto& [scheme_name, dir, path] = *where_to;
+      const std::string rel = join(dir, path);
+      if (scheme_name == "scripts" && m.size > kMetadataCap) {
+        return bad_wheel(wheel, "member '" + m.name + "' is over 64 MiB, too large for metadata");  // as read_member()
+      }
+      if (scheme_name == "scripts" && m.python_script) {
+        std::ifstream in(files / m.name, std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (text.size() != m.size) return io_error((files / m.name).string(), "cannot read the cached file", EIO);
+        const std::size_t eol = text.find('\n');
+        text.replace(0, eol == std::string::npos ? text.size() : eol + 1, shebang);
+        StagedFile f;
+        if (auto s = f.open(staging.dir / rel, rel, m.executable, made); !s) return s.error();
+        if (auto s = f.write(text); !s) return s.error();
+        auto done = f.close();
+        if (!done) return done.error();
+        out_rows.push_back({rel, row_path(scheme_name, path), done->first, done->second});
+        continue;
+      }
+      if (auto s = link_or_copy(files / m.name, staging.dir / rel, rel, m.executable, !m.mode_ok, made); !s) return s.error();
+      out_rows.push_back({rel, row_path(scheme_name, path), m.sha256, m.size});
+    }
+  }
+
   // Pass 2: every member into the staging tree, hashed as written and checked against RECORD.
-  auto pass2 = read_zip(wheel, [&](const ZipMember& m, ZipMemberReader& data) -> Status {
+  auto pass2 = unpacked ? ok_status() : read_zip(wheel, [&](const ZipMember& m, ZipMemberReader& data) -> Status {
     if (m.kind != ZipMember::Kind::File || m.name.ends_with("/") || m.name == record_member) return ok_status();
     auto where_to = place(m.name);
     if (!where_to) return where_to.error();

@@ -923,5 +923,174 @@ TEST(UninstallDistribution, ARecordRowOutsideThePrefixRemovesNothing) {
   EXPECT_EQ(slurp(dir.path() / "outside.txt"), "keep\n");
 }
 
+// ---------------------------------------------------------------------------------------------
+// The unpacked-wheel cache (WheelInstallOptions::unpacked_cache, uv's archive cache)
+
+WheelInstallOptions cached_options(const fs::path& wheel, const fs::path& cache) {
+  WheelInstallOptions o = options_for_target();
+  o.unpacked_cache = cache;
+  o.archive_sha256 = hash_file(wheel, HashAlgorithm::Sha256).value();
+  return o;
+}
+
+ino_t inode_of(const fs::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return 0;
+  return st.st_ino;
+}
+
+// Filled by the first install, linked from by the next; both trees are an install's without the
+// cache, byte for byte (and installer's, where it is there).
+TEST(UnpackedWheelCache, ReuseLinksTheCachedFilesAndInstallsTheSameTree) {
+  TempDir dir;
+  const fs::path wheel = data_wheel().write(dir.path());
+  const fs::path cache = dir.path() / "cache";
+  const WheelInstallOptions o = cached_options(wheel, cache);
+  WheelInstallOptions plain = options_for_target();
+  plain.archive_sha256 = o.archive_sha256;
+  const fs::path without = make_prefix(dir.path() / "without");
+  ASSERT_TRUE(install_wheel(wheel, without, plain).ok());
+  const fs::path first = make_prefix(dir.path() / "first");
+  auto a = install_wheel(wheel, first, o);
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  const fs::path entry = cache / o.archive_sha256;
+  EXPECT_TRUE(fs::is_regular_file(entry / "MEMBERS"));
+  const fs::path second = make_prefix(dir.path() / "second");
+  auto b = install_wheel(wheel, second, o);
+  ASSERT_TRUE(b.ok()) << b.error().to_string();
+  EXPECT_EQ(tree(first), tree(without));
+  EXPECT_EQ(tree(second), tree(without));
+  const std::string site = "lib/python3.11/site-packages/";
+  for (const fs::path& prefix : {first, second}) {
+    EXPECT_EQ(inode_of(prefix / site / "demo/tool.py"), inode_of(entry / "files/demo/tool.py"));
+    EXPECT_EQ(inode_of(prefix / "bin/demo-sh"), inode_of(entry / "files/demo-1.0.data/scripts/demo-sh"));
+    EXPECT_EQ(inode_of(prefix / site / "demo-1.0.dist-info/METADATA"), inode_of(entry / "files/demo-1.0.dist-info/METADATA"));
+    // What is the prefix's own is written new: a `#!python` script, RECORD, INSTALLER.
+    EXPECT_NE(inode_of(prefix / "bin/demo-run"), inode_of(entry / "files/demo-1.0.data/scripts/demo-run"));
+    EXPECT_NE(inode_of(prefix / site / "demo-1.0.dist-info/RECORD"), inode_of(entry / "files/demo-1.0.dist-info/RECORD"));
+  }
+  EXPECT_EQ(slurp(entry / "files/demo-1.0.data/scripts/demo-run"), "#!python\nimport demo\nprint(demo.VALUE)\n");
+  EXPECT_EQ(a->files.size(), b->files.size());
+  for (const auto& e : fs::directory_iterator(cache)) EXPECT_FALSE(e.path().filename().string().starts_with(".")) << e.path();
+}
+
+TEST(UnpackedWheelCache, InstallsDebianWheelsAsInstallerInstallsThem) {
+  const auto wheels = debian_wheels();
+  if (wheels.empty()) GTEST_SKIP() << "no wheels in " << kDebianWheels;
+  if (!have_oracle()) GTEST_SKIP() << "python3-installer is absent (apt-get install python3-installer): no oracle to compare with";
+  TempDir dir;
+  for (const fs::path& wheel : wheels) {
+    WheelInstallOptions o = cached_options(wheel, dir.path() / "cache");
+    o.archive_sha256.clear();  // hashed by install_wheel() for its key
+    expect_same_as_oracle(wheel, o);  // fills the entry
+    expect_same_as_oracle(wheel, o);  // links from it
+    EXPECT_TRUE(fs::is_regular_file(dir.path() / "cache" / hash_file(wheel, HashAlgorithm::Sha256).value() / "MEMBERS")) << wheel;
+  }
+}
+
+// A cache entry whose file is gone, truncated (or, with verify_unpacked_hashes, altered at its
+// size) is unpacked again from the wheel, never linked from.
+TEST(UnpackedWheelCache, ADamagedEntryIsUnpackedAgain) {
+  TempDir dir;
+  const fs::path wheel = data_wheel().write(dir.path());
+  const fs::path cache = dir.path() / "cache";
+  WheelInstallOptions o = cached_options(wheel, cache);
+  const fs::path entry = cache / o.archive_sha256;
+  const fs::path tool = entry / "files/demo/tool.py";
+  const std::string site = "lib/python3.11/site-packages/";
+  ASSERT_TRUE(install_wheel(wheel, make_prefix(dir.path() / "p0"), o).ok());
+  const auto expected = tree(dir.path() / "p0");
+  int n = 1;
+  auto install_again = [&](const std::string& why) {
+    const fs::path prefix = make_prefix(dir.path() / ("p" + std::to_string(n++)));
+    auto r = install_wheel(wheel, prefix, o);
+    ASSERT_TRUE(r.ok()) << why << ": " << r.error().to_string();
+    EXPECT_EQ(tree(prefix), expected) << why;
+    EXPECT_EQ(slurp(tool), "def main():\n    return 0\n") << why;
+    EXPECT_EQ(inode_of(prefix / site / "demo/tool.py"), inode_of(tool)) << why;
+  };
+  fs::remove(tool);
+  install_again("a file removed");
+  ::truncate(tool.c_str(), 3);
+  install_again("a file truncated");
+  fs::remove(entry / "MEMBERS");
+  install_again("MEMBERS removed");
+  testing::spit(entry / "files/demo-1.0.dist-info/WHEEL", std::string(slurp(entry / "files/demo-1.0.dist-info/WHEEL").size(), 'x'));
+  install_again("WHEEL unreadable at its size");
+  // An edit that keeps the size passes the size check (as the package cache's Files check); the
+  // hash check finds it.
+  fs::remove(tool);
+  testing::spit(tool, "def main():\n    return 1\n");
+  fs::permissions(tool, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  o.verify_unpacked_hashes = true;
+  install_again("a file altered at its size, hashes checked");
+}
+
+// A cache on another file system than the prefix: the members are copied, the same tree.
+TEST(UnpackedWheelCache, ACacheOnAnotherFileSystemIsCopiedFrom) {
+  TempDir dir;
+  const fs::path shm = "/dev/shm";
+  struct stat a {}, b {};
+  if (::stat(shm.c_str(), &a) != 0 || ::stat(dir.path().c_str(), &b) != 0 || a.st_dev == b.st_dev || ::access(shm.c_str(), W_OK) != 0)
+    GTEST_SKIP() << "no writable " << shm << " on another file system than " << dir.path();
+  const fs::path cache = shm / ("envlock-wheel-test-cache-" + std::to_string(::getpid()));
+  fs::remove_all(cache);
+  const fs::path wheel = data_wheel().write(dir.path());
+  const WheelInstallOptions o = cached_options(wheel, cache);
+  const fs::path without = make_prefix(dir.path() / "without");
+  WheelInstallOptions plain = options_for_target();
+  plain.archive_sha256 = o.archive_sha256;
+  ASSERT_TRUE(install_wheel(wheel, without, plain).ok());
+  for (const char* name : {"first", "second"}) {
+    const fs::path prefix = make_prefix(dir.path() / name);
+    auto r = install_wheel(wheel, prefix, o);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    EXPECT_EQ(tree(prefix), tree(without)) << name;
+    struct stat st {};
+    ::lstat((prefix / "lib/python3.11/site-packages/demo/tool.py").c_str(), &st);
+    EXPECT_EQ(st.st_nlink, 1u) << name;
+  }
+  EXPECT_TRUE(fs::is_regular_file(cache / o.archive_sha256 / "MEMBERS"));
+  fs::remove_all(cache);
+}
+
+// Once the entry is there, an install reads nothing of the .whl: one made unreadable (garbage at
+// its path) installs the same tree from the cache.
+TEST(UnpackedWheelCache, ASecondInstallReadsNothingFromTheWheel) {
+  TempDir dir;
+  const fs::path wheel = data_wheel().write(dir.path());
+  const WheelInstallOptions o = cached_options(wheel, dir.path() / "cache");
+  const fs::path first = make_prefix(dir.path() / "first");
+  ASSERT_TRUE(install_wheel(wheel, first, o).ok());
+  testing::spit(wheel, "not a zip\n");
+  const fs::path second = make_prefix(dir.path() / "second");
+  auto r = install_wheel(wheel, second, o);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(tree(second), tree(first));
+  // Without the cache, the same call reads the .whl and refuses it.
+  WheelInstallOptions plain = o;
+  plain.unpacked_cache.clear();
+  EXPECT_FALSE(install_wheel(wheel, make_prefix(dir.path() / "third"), plain).ok());
+}
+
+// A wheel that fails RECORD's check is refused as without the cache, and leaves no entry.
+TEST(UnpackedWheelCache, AWheelThatFailsItsRecordLeavesNoEntry) {
+  TempDir dir;
+  GenWheel w = data_wheel();
+  w.record_override["demo/tool.py"] = "demo/tool.py," + record_hash("something else") + ",25";
+  const fs::path wheel = w.write(dir.path());
+  const fs::path cache = dir.path() / "cache";
+  const fs::path prefix = make_prefix(dir.path() / "env");
+  auto r = install_wheel(wheel, prefix, cached_options(wheel, cache));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(),
+            wheel.string() + ": member 'demo/tool.py' does not match its RECORD row\n"
+                             "  expected sha256 " + hash_bytes("something else", HashAlgorithm::Sha256) + ", 25 bytes\n"
+                             "  actual   sha256 " + hash_bytes("def main():\n    return 0\n", HashAlgorithm::Sha256) + ", 25 bytes\n"
+                             "hint: the wheel was altered or damaged; download it again and check its sha256");
+  EXPECT_TRUE(fs::is_empty(cache));
+  EXPECT_EQ(tree(prefix), tree(make_prefix(dir.path() / "fresh")));
+}
+
 }  // namespace
 }  // namespace envlock
