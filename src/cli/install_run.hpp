@@ -1,6 +1,6 @@
 #pragma once
-// The install step shared by `envlock install` and `envlock create`: choose the environment and
-// the host's platform in a lockfile, check the host, fill the package cache, link the prefix.
+// The install step shared by `envlock install` and `envlock create` (and the reference run): its
+// flags and the rendering of install_locked_environment()'s report (envlock/provision.hpp).
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -8,27 +8,13 @@
 #include "envlock/install.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/package_cache.hpp"
+#include "envlock/provision.hpp"
 #include "registry.hpp"
 
 namespace envlock::cli {
 
-struct InstallRequest {
-  std::filesystem::path lockfile_path;  ///< the lockfile read (hashed into conda-meta/envlock)
-  std::string environment;              ///< -e; empty: the only environment, else `default`
-  std::filesystem::path prefix;
-  LinkMode link_mode = LinkMode::Hardlink;
-  RunScripts scripts = RunScripts::Yes;
-  bool ignore_host = false;
-  CacheValidation cache_validation = kInstallCacheValidation;  ///< --extra-safety-checks: Hashes
-  std::string command = "install";      ///< recorded in conda-meta/history
-  std::string manifest;                 ///< `create -f`: the manifest's file name, for history
-  /// (channel URL as the lockfile records it, URL to fetch its packages from instead): the
-  /// manifest's channels with their credentials (`create`), `--channel-url` mirrors (`install`).
-  std::vector<std::pair<std::string, std::string>> channel_urls;
-  bool allow_unverified = false;        ///< --allow-unverified: records without sha256 or md5 install
-  ForeignPrefix foreign = ForeignPrefix::Refuse;  ///< --force: Allow
-  DryRun dry_run = DryRun::No;          ///< --dry-run: print the transaction, change nothing
-};
+/// What `install` and `create` ask of the install pipeline (envlock/provision.hpp).
+using InstallRequest = LockedInstallRequest;
 
 /// `--channel-url CHANNEL=URL` values against the lockfile's channels: CHANNEL is a channel URL
 /// the lockfile records, or the last path segments of one (`conda-forge` for
@@ -36,14 +22,6 @@ struct InstallRequest {
 /// that is not http(s):// or file://, or a CHANNEL that matches no channel or more than one.
 Result<std::vector<std::pair<std::string, std::string>>> parse_channel_urls(const Lockfile& lockfile,
                                                                            const std::vector<std::string>& values);
-
-/// The checks of the lockfile's records made before anything is fetched (docs/install.md, "Unverified
-/// content"): a record with neither sha256 nor md5 (or with an empty one) is refused unless
-/// `allow_unverified` (then a warning names it); a `__*` virtual package as a record is refused
-/// always; a record's `fn` that is not a plain file name is refused; a `file://` URL outside the
-/// lockfile's folder tree is a warning naming it. Warnings go to `warnings`.
-Status check_records(const std::vector<RepoDataRecord>& records, const std::filesystem::path& lockfile_path,
-                     bool allow_unverified, std::vector<std::string>& warnings);
 
 /// The flags `install` and `create` share: --allow-unverified, --force, --dry-run.
 void add_install_safety_flags(CLI::App& sub, bool& allow_unverified, bool& force, bool& dry_run);
@@ -54,7 +32,29 @@ inline void say_lock_wait(const std::filesystem::path& prefix) {
   std::cerr << terminal_text("waiting for another envlock command that installs or removes " + prefix.string()) << "\n";
 }
 
-/// Runs the install and prints the outcome (text or JSON). Returns the exit code.
-int run_install(const Context& ctx, const Lockfile& lockfile, const InstallRequest& request);
+/// The flags of `envlock install`.
+struct InstallArgs {
+  std::string lockfile;
+  std::string environment;
+  std::string prefix;
+  bool copy = false;
+  bool ignore_host = false;
+  bool no_scripts = false;
+  bool verify_cache = false;
+  std::vector<std::string> channel_urls;
+  bool allow_unverified = false;
+  bool force = false;
+  bool dry_run = false;
+  bool base_only = false;
+};
+
+/// `envlock install` with `args`: checks the prefix, reads the lockfile (read_envlock_lockfile),
+/// applies --base-only and --channel-url, then run_install() with the summary on `out`. Returns
+/// the exit code. The reference run calls it for its throwaway environment, with `out` stderr.
+int run_install_command(const Context& ctx, const InstallArgs& args, std::ostream& out = std::cout);
+
+/// Runs the install (install_locked_environment()) and prints the outcome (text or JSON): the
+/// summary on `out`, warnings, progress and errors on stderr. Returns the exit code.
+int run_install(const Context& ctx, const Lockfile& lockfile, const InstallRequest& request, std::ostream& out = std::cout);
 
 }  // namespace envlock::cli

@@ -13,7 +13,7 @@
 #include "envlock/platform.hpp"
 #include "envlock/text.hpp"
 #include "envlock/wheel.hpp"
-#include "pip_install.hpp"
+#include "envlock/pip_step.hpp"
 #include "reference_cli.hpp"
 #include "registry.hpp"
 

@@ -1,5 +1,5 @@
-// pip_install.cpp — `envlock install`'s pip step (pip_install.hpp).
-#include "pip_install.hpp"
+// pip_step.cpp — the pip step of install_locked_environment() (envlock/pip_step.hpp).
+#include "envlock/pip_step.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -21,7 +21,7 @@
 #include "envlock/url.hpp"
 #include "envlock/wheel.hpp"
 
-namespace envlock::cli {
+namespace envlock {
 
 namespace fs = std::filesystem;
 
@@ -357,4 +357,4 @@ bool pip_step_changes(const fs::path& prefix, const std::vector<FetchedWheel>& w
   return false;
 }
 
-}  // namespace envlock::cli
+}  // namespace envlock

@@ -1,5 +1,6 @@
 #pragma once
-// pip_install.hpp — `envlock install`'s pip step: the lockfile's pinned wheels (a pip entry with a
+// pip_step.hpp — the pip step of install_locked_environment() (envlock/provision.hpp, module
+// provision; before, src/cli/pip_install.hpp): the lockfile's pinned wheels (a pip entry with a
 // `url` to a `.whl` and its `sha256`) fetched into the wheel cache before the conda transaction,
 // installed with install_wheel() (envlock/wheel.hpp) after it. docs/pypi.md.
 #include <filesystem>
@@ -10,7 +11,7 @@
 #include "envlock/result.hpp"
 #include "envlock/wheel.hpp"
 
-namespace envlock::cli {
+namespace envlock {
 
 /// A locked wheel, in the wheel cache.
 struct FetchedWheel {
@@ -89,4 +90,4 @@ Result<PipInstallReport> install_fetched_wheels(const std::filesystem::path& pre
 bool pip_step_changes(const std::filesystem::path& prefix, const std::vector<FetchedWheel>& wheels,
                       const std::vector<PipPackage>& locked);
 
-}  // namespace envlock::cli
+}  // namespace envlock
