@@ -74,6 +74,16 @@ Status check_project_envs_folder(const fs::path& project) {
   return ok_status();
 }
 
+Status check_project_file_is_no_link(const fs::path& path, const std::string& what) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return ok_status();  // absent, or read as it is
+  return Error{ErrorKind::Io, path.string(),
+               "is a symbolic link: envlock reads and writes a project's " + what +
+                   " in the project's own folder, never through a link (a checkout's link could name any file "
+                   "on the machine)",
+               "", "replace the link with the file it names, or delete it"};
+}
+
 int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan) {
   if (args.locked && args.frozen) {
     return report_error(ctx, Error{ErrorKind::Usage, "", "--locked and --frozen cannot be combined",
@@ -89,6 +99,7 @@ int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan)
   if (args.prefix.empty())
     if (auto st = check_project_envs_folder(dir); !st) return report_error(ctx, st.error());
   const fs::path lock_path = dir / "envlock.lock";
+  if (auto st = check_project_file_is_no_link(lock_path, "lockfile"); !st) return report_error(ctx, st.error());
   if (auto st = check_base_is_not_the_lockfile(*manifest, lock_path); !st) return report_error(ctx, st.error());
   const DryRun dry = args.dry_run ? DryRun::Yes : DryRun::No;
 

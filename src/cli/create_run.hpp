@@ -44,6 +44,15 @@ struct CreatePlan {
 /// the first that is not. Called for every command that puts an environment in its default place.
 Status check_project_envs_folder(const std::filesystem::path& project);
 
+/// Checks that the project's lockfile `lock_path` (`envlock.lock` beside the manifest, the file
+/// create, lock, run, shell-hook, add and rm read and write without being told its name) is not
+/// a symbolic link: an ErrorKind::Io error when it is, before it is read or written. A checkout
+/// that carries it as a link would have root's `envlock create` in CI write a file anywhere on
+/// the machine, or quote a credentials file the link names (attack 30, F0 and F13), as a
+/// `.envlock` link would place the environment anywhere. A lockfile named with `-o` or `-l` is
+/// the user's own choice and is followed. `what` names the file in the message ("lockfile").
+Status check_project_file_is_no_link(const std::filesystem::path& path, const std::string& what);
+
 /// The first step of `create` (see the file comment). Returns 0 with `plan` filled, or the exit
 /// code of the error it reported (report_error()).
 int prepare_create(const Context& ctx, const CreateArgs& args, CreatePlan& plan);

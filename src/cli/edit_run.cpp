@@ -136,6 +136,14 @@ int run_edit(const Context& ctx, EditCommand command, const EditArgs& args) {
     return report_error(ctx, Error{ErrorKind::Io, "envlock.yaml", "no manifest in the current folder", "",
                                    "run in the project's folder, or pass the manifest with -f"});
   const ProjectLock turn(manifest_path);
+  // add and rm rewrite the manifest and the lockfile beside it: neither through a link.
+  if (auto st = check_project_file_is_no_link(manifest_path, "manifest"); !st) {
+    Error e = st.error();
+    e.hint = "edit the file it names (pass it with -f), or replace the link with it";
+    return report_error(ctx, e);
+  }
+  if (auto st = check_project_file_is_no_link(manifest_path.parent_path() / "envlock.lock", "lockfile"); !st)
+    return report_error(ctx, st.error());
   auto loaded = load_manifest(manifest_path);
   if (!loaded) return report_error(ctx, loaded.error());
   // The install goes where `create` puts it: refused up front, before either file is edited.

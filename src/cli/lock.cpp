@@ -14,6 +14,7 @@
 #include "envlock/url.hpp"
 #include "envlock/lockfile.hpp"
 #include "envlock/manifest.hpp"
+#include "create_run.hpp"
 #include "lock_report.hpp"
 #include "project_lock.hpp"
 #include "network_options.hpp"
@@ -119,6 +120,8 @@ int run_lock(const Context& ctx, const LockArgs& args) {
   // Spelled as the user spelled the manifest's folder, so messages name no home folder.
   fs::path lock_path = args.output.empty() ? fs::path(args.manifest).parent_path() / "envlock.lock"
                                            : fs::path(args.output);
+  if (args.output.empty())  // beside the manifest: never through a link (-o names the user's own)
+    if (auto st = check_project_file_is_no_link(lock_path, "lockfile"); !st) return report_error(ctx, st.error());
   if (auto st = check_base_is_not_the_lockfile(*manifest, lock_path); !st) return report_error(ctx, st.error());
   if (args.check) return run_check(ctx, *manifest, lock_path, args.offline);
 

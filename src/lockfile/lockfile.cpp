@@ -86,6 +86,14 @@ class Reader {
   Error at(const Node& n, const std::string& message, const std::string& hint = {}) const {
     return src().error_at(n.Mark(), message, hint);
   }
+  /// `at` with no text of the file quoted (yaml::Source::error_at_unquoted).
+  Error at_unquoted(const Node& n, const std::string& message, const std::string& hint = {}) const {
+    return src().error_at_unquoted(n.Mark(), message, hint);
+  }
+  /// `at` for a key the file should not have: its line up to the key's `:` (error_at_key).
+  Error at_key(const Node& key, const std::string& message, const std::string& hint = {}) const {
+    return src().error_at_key(key.Mark(), message, hint);
+  }
   /// Checks that `map` has no key twice (as yaml::check_unique_keys).
   Status check_unique_keys(const Node& map) const {
     constexpr std::size_t kSmall = 32;  // small maps compare pairwise, large ones use a set
@@ -182,7 +190,7 @@ class Reader {
         if (it == allowed.end()) {
           std::string list;
           for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-          return at(key, "unknown key '" + std::string(k) + "' in " + what.str(), "allowed keys: " + list);
+          return at_key(key, "unknown key '" + std::string(k) + "' in " + what.str(), "allowed keys: " + list);
         }
         found[it - allowed.begin()] = value;
       }
@@ -557,7 +565,7 @@ Result<Lockfile> Reader::read() {
                  "", "create one with `envlock lock`"};
   // The version first: a newer format is refused by name, whatever else it contains.
   if (!root["version"])
-    return at(root, "not an envlock lockfile: no `version`", "envlock lockfiles start with `version: 1`");
+    return at_unquoted(root, "not an envlock lockfile: no `version`", "envlock lockfiles start with `version: 1`");
   auto v = uint(root["version"], "version");
   if (!v) return v.error();
   if (*v > static_cast<std::uint64_t>(Lockfile::kFormatVersion))

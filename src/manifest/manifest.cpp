@@ -515,7 +515,7 @@ Result<std::vector<Channel>> Parser::channels(const YAML::Node& n) {
       for (const auto& kv : entry) {
         const std::string key = kv.first.Scalar();
         if (key != "url" && key != "name" && key != "subdirs")
-          return src_.error_at(kv.first, "unknown key '" + key + "' in a channel",
+          return src_.error_at_key(kv.first, "unknown key '" + key + "' in a channel",
                                "a channel is a name, a URL, a directory, or {url: URL, name: NAME, subdirs: [...]}");
       }
       if (entry["subdirs"]) {
@@ -747,7 +747,7 @@ Status Parser::environments(const YAML::Node& n) {
     for (const auto& e : body) {
       const std::string key = e.first.Scalar();
       if (!contains(kEnvironmentKeys, key))
-        return src_.error_at(e.first, "unknown key '" + key + "' in environment '" + env_name + "'",
+        return src_.error_at_key(e.first, "unknown key '" + key + "' in environment '" + env_name + "'",
                              "an environment has: " + join(kEnvironmentKeys, ", "));
     }
     if (body["dependencies"]) {
@@ -885,7 +885,7 @@ Status Parser::reference(const YAML::Node& n) {
         return src_.error_at(kv.second, "reference.tolerance must be a finite number >= 0");
       r.tolerance = t;
     } else {
-      return src_.error_at(kv.first, "unknown key '" + key + "' in reference",
+      return src_.error_at_key(kv.first, "unknown key '" + key + "' in reference",
                            "reference has: command, metric, tolerance");
     }
   }
@@ -904,7 +904,7 @@ Status Parser::base_lockfile(const YAML::Node& n, ManifestEnvironment& env) {
   for (const auto& kv : n) {
     const std::string key = kv.first.Scalar();
     if (key != "lockfile" && key != "environment" && key != "sha256")
-      return src_.error_at(kv.first, "unknown key '" + key + "' in the base of environment '" + env.name + "'",
+      return src_.error_at_key(kv.first, "unknown key '" + key + "' in the base of environment '" + env.name + "'",
                            "a base from another lockfile has: lockfile, environment, sha256");
     auto v = scalar(kv.second, "base " + key);
     if (!v) return v.error();
@@ -1145,7 +1145,7 @@ Result<Manifest> Parser::parse(std::optional<Manifest::Format> format) {
                             "' of environment.yml is ignored by envlock");
       continue;
     }
-    return src_.error_at(kv.first, "unknown key '" + key + "'", "envlock.yaml keys are: " + join(kEnvlockKeys, ", "));
+    return src_.error_at_key(kv.first, "unknown key '" + key + "'", "envlock.yaml keys are: " + join(kEnvlockKeys, ", "));
   }
 
   if (root["name"]) {
@@ -1237,7 +1237,7 @@ Result<Manifest> Parser::parse(std::optional<Manifest::Format> format) {
     m_.variables = std::move(*v);
   }
   if (m_.environments.empty())
-    return src_.error_at(root, "nothing to lock: no `dependencies` and no `environments`",
+    return src_.error_at_unquoted(root, "nothing to lock: no `dependencies` and no `environments`",
                          "add `dependencies: [...]` (the environment `default`) or `environments:`");
   if (auto st = check_layers(); !st) return st.error();
   return std::move(m_);

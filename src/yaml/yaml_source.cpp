@@ -157,6 +157,20 @@ Error Source::error_at(const YAML::Mark& mark, const std::string& message, const
   return e;
 }
 
+Error Source::error_at_unquoted(const YAML::Mark& mark, const std::string& message, const std::string& hint) const {
+  return Error{ErrorKind::Parse, where(mark), message, "", hint};
+}
+
+Error Source::error_at_key(const YAML::Mark& mark, const std::string& message, const std::string& hint) const {
+  Error e = error_at_unquoted(mark, message, hint);
+  if (mark.is_null() || mark.line < 0) return e;
+  const std::string_view l = line(mark.line + 1);
+  const auto column = static_cast<std::size_t>(std::max(mark.column, 0));
+  const auto colon = l.find(':', column);
+  if (colon != std::string_view::npos) e.detail = redacted_excerpt(l.substr(0, colon + 1), column);
+  return e;
+}
+
 std::string kind_name(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Map: return "a map";

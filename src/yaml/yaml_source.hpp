@@ -27,6 +27,26 @@ class Source {
                                const std::string& hint = {}) const {
     return error_at(node.Mark(), message, hint);
   }
+  /// The same error with no text of the file quoted: for a key the file should not have (its
+  /// name is in `message`) or a file that is not the kind expected (no `version`), where the line
+  /// is no help and may be someone else's secret: a committed envlock.lock that links to a
+  /// one-line `{"auths": {...}}` credentials file, or a YAML config whose line 1 is
+  /// `oauth_token: ...` (attack 30, F13).
+  [[nodiscard]] Error error_at_unquoted(const YAML::Mark& mark, const std::string& message,
+                                        const std::string& hint = {}) const;
+  /// The error of a map key the file should not have, at the key's `mark`: the line is quoted
+  /// only up to the `:` after the key (the caret under it), never the value, which in a file that
+  /// is not envlock's (a credentials file a committed link names) is the secret (attack 30, F13).
+  [[nodiscard]] Error error_at_key(const YAML::Mark& mark, const std::string& message,
+                                   const std::string& hint = {}) const;
+  [[nodiscard]] Error error_at_key(const YAML::Node& key, const std::string& message,
+                                   const std::string& hint = {}) const {
+    return error_at_key(key.Mark(), message, hint);
+  }
+  [[nodiscard]] Error error_at_unquoted(const YAML::Node& node, const std::string& message,
+                                        const std::string& hint = {}) const {
+    return error_at_unquoted(node.Mark(), message, hint);
+  }
 
   /// "file:line:col" (1-based) of a mark; "file" for a null mark.
   [[nodiscard]] std::string where(const YAML::Mark& mark) const;

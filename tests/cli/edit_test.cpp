@@ -306,13 +306,101 @@ TEST_F(EditCli, ALockfileThatCannotBeWrittenPutsTheManifestBack) {
   publish();
   const std::string text = "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n";
   spit(manifest(), text);
-  fs::create_symlink("/proc/envlock-no-such-folder/envlock.lock", lockfile());
-  auto r = envlock("add tool --no-install");
+  // A file-size limit of one 1024-byte block lets the manifest be written and the lockfile not
+  // (EFBIG; SIGXFSZ ignored, as a shell's `trap '' XFSZ` leaves it for the process it starts).
+  auto r = run_command("cd " + q(root_ / "proj") + " && trap '' XFSZ && ulimit -f 1 && " + envlock_cmd() +
+                           " add tool --no-install",
+                       env_);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("nothing was written: envlock.yaml and envlock.lock are as they were"), std::string::npos) << r.err;
   EXPECT_EQ(slurp(manifest()), text);
-  EXPECT_TRUE(fs::is_symlink(lockfile()));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(lockfile())));
+}
+
+// A checkout that carries envlock.lock (or, for add and rm, envlock.yaml) as a symbolic link
+// (attack 30, F0): root's `envlock create` in CI wrote the new lockfile through it, making a file
+// anywhere on the machine (/etc/profile.d/...). Every command that reads or writes the project's
+// lockfile without being told its name refuses the link first, as a `.envlock` link is refused;
+// nothing is created where it points. A lockfile named with -l is followed, as the user's own.
+TEST_F(EditCli, AProjectLockfileOrManifestThatIsALinkIsNeverReadOrWrittenThrough) {
+  publish();
+  const std::string text = "channels: [../chan]\nplatforms: [linux-64]\ndependencies:\n  - app\n";
+  spit(manifest(), text);
+  fs::create_directories(root_ / "victim");
+  fs::create_symlink(root_ / "victim/zz-envlock.sh", lockfile());
+  const std::string refusal = ": is a symbolic link: envlock reads and writes a project's lockfile in the project's "
+                              "own folder, never through a link (a checkout's link could name any file on the "
+                              "machine)\nhint: replace the link with the file it names, or delete it\n";
+  for (const std::string cmd : {"lock -f envlock.yaml", "lock -f envlock.yaml --check", "add tool --no-install",
+                                 "rm app --no-install", "create -f envlock.yaml", "create -f envlock.yaml --frozen",
+                                 "run -- true", "shell-hook"}) {
+    SCOPED_TRACE(cmd);
+    auto r = envlock(cmd);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    const bool absolute = cmd.starts_with("create") || cmd.starts_with("run") || cmd.starts_with("shell-hook");
+    EXPECT_EQ(filtered(r.err), "error: " + std::string(absolute ? "<ROOT>/proj/" : "") + "envlock.lock" + refusal);
+  }
+  EXPECT_TRUE(fs::is_empty(root_ / "victim")) << "nothing is written where the link points";
+  EXPECT_EQ(slurp(manifest()), text);
+  // -o names the user's own file: followed.
+  auto r = envlock("lock -f envlock.yaml -o envlock.lock");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_regular_file(root_ / "victim/zz-envlock.sh"));
+  fs::remove(lockfile());
+  // A manifest that is a link is not edited through it by add or rm.
+  fs::rename(manifest(), root_ / "victim/envlock.yaml");
+  fs::create_symlink(root_ / "victim/envlock.yaml", manifest());
+  for (const std::string cmd : {"add tool --no-install", "rm app --no-install"}) {
+    SCOPED_TRACE(cmd);
+    r = envlock(cmd);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "error: envlock.yaml: is a symbolic link: envlock reads and writes a project's manifest in the "
+                     "project's own folder, never through a link (a checkout's link could name any file on the "
+                     "machine)\nhint: edit the file it names (pass it with -f), or replace the link with it\n");
+  }
+  EXPECT_EQ(slurp(root_ / "victim/envlock.yaml"), text);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(lockfile())));
+}
+
+// A lockfile or manifest reached through a link to someone's credentials file (attack 30, F13): a
+// one-line JSON auth file passes as a YAML map, and its line was quoted under "no `version`"; a
+// YAML config's first key was quoted under "unknown key". Those errors quote no text of the file.
+TEST_F(EditCli, ErrorsAboutAFileOfAnotherKindQuoteNoneOfItsText) {
+  publish();
+  const std::string secret = "dXNlcjpTRUNSRVQ=";
+  spit(root_ / "config.json", "{\"auths\": {\"ghcr.io\": {\"auth\": \"" + secret + "\"}}}\n");
+  fs::create_symlink(root_ / "config.json", root_ / "proj/other.lock");
+  auto r = envlock("install -l other.lock -p env");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: other.lock:1:1: not an envlock lockfile: no `version`\n"
+                   "hint: envlock lockfiles start with `version: 1`\n");
+  spit(root_ / "ngrok.yml", "version: 1\nauthtoken: " + secret + "\n");
+  fs::remove(root_ / "proj/other.lock");
+  fs::create_symlink(root_ / "ngrok.yml", root_ / "proj/other.lock");
+  r = envlock("install -l other.lock -p env");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.find(secret), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "error: other.lock:2:1: unknown key 'authtoken' in the lockfile");
+  // As a manifest: an unknown key is quoted up to its `:`, and a file with nothing to lock (an
+  // environment.yml's other keys are ignored) not at all.
+  spit(root_ / "envlock-token.yaml", "platforms: [linux-64]\noauth_token: " + secret + "\n");
+  r = envlock("lock -f ../envlock-token.yaml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.substr(0, r.err.find("hint:")), "error: ../envlock-token.yaml:2:1: unknown key 'oauth_token'\n"
+                                                  "  oauth_token:\n"
+                                                  "  ^\n");
+  spit(root_ / "gh.yml", "oauth_token: " + secret + "\n");
+  r = envlock("lock -f ../gh.yml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.find(secret), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "error: ../gh.yml:1:1: nothing to lock: no `dependencies` and no `environments`");
 }
 
 TEST_F(EditCli, JsonIsOneObject) {

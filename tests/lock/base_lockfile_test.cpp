@@ -433,7 +433,7 @@ TEST(BaseLockfile, Errors) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
             "error: app/envlock.yaml:4:48: unknown key 'env' in the base of environment 'default'\n"
-            "      base: {lockfile: ../platform/envlock.lock, env: runtime}\n"
+            "      base: {lockfile: ../platform/envlock.lock, env:\n"
             "                                                 ^\n"
             "hint: a base from another lockfile has: lockfile, environment, sha256\n");
   // Not an envlock.lock.
