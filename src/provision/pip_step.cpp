@@ -279,6 +279,7 @@ Result<PipInstallReport> install_fetched_wheels(const fs::path& prefix, const st
     job.options.python_xy = *xy;
     job.options.target_prefix = fs::absolute(target_prefix.empty() ? prefix : target_prefix).lexically_normal().string();
     job.options.commit_lock = &commit_lock;
+    job.options.unpacked_cache = cache_root() / "wheels-unpacked";  // linked from, as uv installs (envlock/wheel.hpp)
     // PEP 376 REQUESTED for what the manifest asked for, as pip writes it for its command line's
     // requirements only: a pin whose required_by names no `(manifest)` is a dependency (a
     // lockfile without required_by marks every wheel, as before).
