@@ -134,6 +134,8 @@ Result<Lockfile> read_explicit(const std::string& text, const std::string& sourc
 ///    fault is added there (none for a damaged dist-info a conda record owns). Two dist-info
 ///    folders of one project (a pip leftover) give one package, the newest, as snapshot capture
 ///    keeps it (keep_newest_dist_infos); the stale folder is a warning naming it and the one kept.
+/// A prefix holding `conda-meta/envlock-pending` (an install interrupted before its commit) is
+/// refused, ErrorKind::Io: its tree is not the environment (envlock/install.hpp, interrupted_install).
 Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<std::string>* warnings = nullptr);
 
 /// Fills the fields a lockfile format may leave out from the package URL: file_name (last path

@@ -28,9 +28,23 @@ class StdoutToStderr {
 
 /// True when `plan.prefix` holds what the lockfile pins for the environment: conda-meta/envlock
 /// names the environment and the lockfile's sha256, and no install was interrupted there.
+/// Whether `prefix` was installed at another path than where it is now (its conda-meta/envlock
+/// records the prefix written into its files; an older record without it counts as not moved).
+bool moved_from(const fs::path& prefix, const PrefixOrigin& origin) {
+  if (origin.prefix.empty()) return false;
+  std::error_code ec;
+  fs::path here = fs::absolute(prefix, ec).lexically_normal();  // as install_packages() records it
+  if (!here.has_filename()) here = here.parent_path();
+  return !ec && origin.prefix != here.string();
+}
+
 bool up_to_date(const CreatePlan& plan) {
   auto origin = read_prefix_origin(plan.prefix);
   if (!origin || !*origin || (*origin)->environment != plan.environment) return false;
+  // A prefix moved or copied from elsewhere (a restored CI cache, `cp -a` of the project) has
+  // the old path in its files: not current, so create's install links it again where it is
+  // (attack 30, F1: run used it as it was, running the other location's programs).
+  if (moved_from(plan.prefix, **origin)) return false;
   auto digest = hash_file(plan.lock_path, HashAlgorithm::Sha256);
   if (!digest || (*origin)->lockfile_hash != "sha256:" + *digest) return false;
   auto pending = interrupted_install(plan.prefix);
@@ -64,6 +78,25 @@ int resolve_activation(const Context& ctx, const CreateArgs& given, ActivationRe
                  std::to_string(*to) + "` finishes it";
       return report_error(ctx, e);
     }
+    // An environment given by its folder is used as it is, so it must be one: not an install
+    // interrupted before its commit (history, verify and list call the generation before it
+    // current: attack 30, F9), not a tree moved from another path (its programs run the old
+    // path's: F1). Both are refused as verify refuses them; `envlock install` puts them right.
+    auto pending = interrupted_install(given.prefix);
+    if (!pending) return report_error(ctx, pending.error());
+    if (*pending)
+      return report_error(ctx, Error{ErrorKind::Io, given.prefix,
+                                     "an install was interrupted (conda-meta/envlock-pending): the tree there was "
+                                     "never committed",
+                                     "", "run `envlock install` again (or `envlock rollback`); each rolls the "
+                                         "interrupted install back first"});
+    if (auto origin = read_prefix_origin(given.prefix); origin && *origin && moved_from(given.prefix, **origin))
+      return report_error(ctx, Error{ErrorKind::Io, given.prefix,
+                                     "was installed at " + (*origin)->prefix +
+                                         " and moved here: its files name that path, so its programs would run "
+                                         "what is there",
+                                     "", "install it again where it is: `envlock install -l LOCKFILE -p " +
+                                             given.prefix + "` (or `envlock create` in its project)"});
     out.prefix = given.prefix;
     return 0;
   }

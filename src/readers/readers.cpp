@@ -1,4 +1,6 @@
 // Format detection, dispatch, and the URL-derived record fields shared by every reader.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -438,6 +440,14 @@ std::string envlock_wheel_sha256(const std::filesystem::path& dist_info) {
 }  // namespace
 
 Result<Lockfile> read_prefix(const std::filesystem::path& prefix, std::vector<std::string>* warnings) {
+  // A tree whose install was interrupted (killed while its post-link scripts ran) is no
+  // environment yet: history, verify and list call the generation before it current, and the
+  // next install rolls it back; `diff LOCK PREFIX` had called it "no changes" (attack 30, F9).
+  if (struct stat st {}; ::lstat((prefix / "conda-meta/envlock-pending").c_str(), &st) == 0)
+    return Error{ErrorKind::Io, prefix.string(),
+                 "an install was interrupted (conda-meta/envlock-pending): the tree there was never committed", "",
+                 "run `envlock install` again (or `envlock rollback`, `envlock remove`); each rolls the interrupted "
+                 "install back first"};
   auto records = read_conda_meta(prefix);
   if (!records) return records.error();
   auto warn = [&](std::string w) {

@@ -232,6 +232,54 @@ TEST_F(RunCli, ShellHookEvaluatedByZshAndFishWhenInstalled) {
 // The README's main job with `run`: from a manifest, the environment is created on first use
 // (locked, installed: messages on stderr), then used as it is; the manifest's variables are set
 // literally; an environment the manifest lacks, and --frozen without a lockfile, are refused.
+// A project copied to another folder (a restored CI cache, `cp -a`) carries its environment, whose
+// files name the old path (attack 30, F1): `run` from the manifest links it again where it is, as
+// create does, and runs the copy's programs; an environment given with -p alone is refused, as is
+// one whose install was interrupted before its commit (F9: history, verify and list call the
+// generation before it current; run used the uncommitted tree, and diff called it "no changes").
+TEST_F(RunCli, AMovedOrUncommittedEnvironmentIsNeverRunAsItIs) {
+  const fs::path project = project_with_channel();
+  ASSERT_EQ(envlock("create -f " + q(project / "envlock.yaml")).exit_code, 0);
+  const fs::path copy = root_ / "copy";
+  ASSERT_EQ(run_command("cp -a " + q(project) + " " + q(copy)).exit_code, 0);
+  const fs::path moved = copy / ".envlock/envs/default";
+  for (const std::string& cmd : {"run -p " + q(moved) + " -- true", "shell-hook -p " + q(moved)}) {
+    SCOPED_TRACE(cmd);
+    auto r = envlock(cmd);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "error: " + moved.string() + ": was installed at " + (project / ".envlock/envs/default").string() +
+                         " and moved here: its files name that path, so its programs would run what is there\n"
+                         "hint: install it again where it is: `envlock install -l LOCKFILE -p " + moved.string() +
+                         "` (or `envlock create` in its project)\n");
+  }
+  auto r = envlock("run -f " + q(copy / "envlock.yaml") + " -- envlock-greet");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "envlock-greet: prefix is " + moved.string() + "\nHello from an environment that envlock made.\n"
+                   "envlock-hello: running from " + moved.string() + "\n");
+  EXPECT_NE(r.err.find("warning: the environment was moved from " + (project / ".envlock/envs/default").string()),
+            std::string::npos) << r.err;
+  // An install killed while its post-link scripts ran leaves this marker in the tree it made.
+  spit(moved / "conda-meta/envlock-pending", "{\"previous\": []}\n");
+  const std::string pending = ": an install was interrupted (conda-meta/envlock-pending): the tree there was never "
+                              "committed\n";
+  for (const std::string& cmd : {"run -p " + q(moved) + " -- true", "shell-hook -p " + q(moved)}) {
+    SCOPED_TRACE(cmd);
+    r = envlock(cmd);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "error: " + moved.string() + pending +
+                         "hint: run `envlock install` again (or `envlock rollback`); each rolls the interrupted "
+                         "install back first\n");
+  }
+  r = envlock("diff " + q(copy / "envlock.lock") + " " + q(moved) + " --fail-on any");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "error: " + moved.string() + pending +
+                       "hint: run `envlock install` again (or `envlock rollback`, `envlock remove`); each rolls the "
+                       "interrupted install back first\n");
+}
+
 TEST_F(RunCli, RunFromAManifestCreatesFirstThenReuses) {
   const fs::path project = project_with_channel();
   const fs::path manifest = project / "envlock.yaml";
