@@ -897,6 +897,13 @@ std::optional<std::vector<CachedMember>> load_unpacked(const fs::path& entry, bo
   std::vector<CachedMember> out;
   std::set<std::string_view> names;
   const std::string files = (entry / "files").string() + "/";
+  // Each file is stat'ed relative to the open files/ folder: no walk of the cache's path per member.
+  const int dir_fd = ::open(files.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return std::nullopt;
+  struct CloseFd {
+    int fd;
+    ~CloseFd() { ::close(fd); }
+  } close_dir{dir_fd};
   while (std::getline(in, line)) {
     // "<size> <sha256> <x> <py> <name>"
     CachedMember m;
@@ -911,13 +918,12 @@ std::optional<std::vector<CachedMember>> load_unpacked(const fs::path& entry, bo
     m.name = line.substr(parts[0].size() + parts[1].size() + 6);
     if (!unsafe_name(m.name).empty() || m.name.ends_with("/")) return std::nullopt;
     struct stat st {};
-    const std::string path = files + m.name;
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != m.size ||
+    if (::fstatat(dir_fd, m.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != m.size ||
         ((st.st_mode & 0100) != 0) != m.executable)
       return std::nullopt;
     m.mode_ok = (st.st_mode & 07777) == installed_mode(m.executable);
     if (verify_hashes) {
-      auto digest = hash_file(path, HashAlgorithm::Sha256);
+      auto digest = hash_file(files + m.name, HashAlgorithm::Sha256);
       if (!digest || *digest != m.sha256) return std::nullopt;
     }
     out.push_back(std::move(m));
@@ -1052,8 +1058,8 @@ Result<std::optional<UnpackedEntry>> fill_unpacked(const fs::path& wheel, const 
 
 /// Puts the cached file `from` at `to` in the staging tree: a hard link, or a copy (written with
 /// the install's mode) across file systems, where links are refused, or when `copy` is asked.
-Status link_or_copy(const fs::path& from, const fs::path& to, const std::string& shown, bool executable, bool copy,
-                    std::set<fs::path>& made) {
+Status link_or_copy(int from_dir, const std::string& from_name, const fs::path& from, int to_dir, const fs::path& to,
+                    const std::string& shown, bool executable, bool copy, std::set<fs::path>& made) {
   if (!copy) {
     if (fs::path parent = to.parent_path(); !made.count(parent)) {
       std::error_code ec;
@@ -1061,7 +1067,8 @@ Status link_or_copy(const fs::path& from, const fs::path& to, const std::string&
       if (ec) return io_error(shown, "cannot create its folder", ec.value());
       made.insert(std::move(parent));
     }
-    if (::link(from.c_str(), to.c_str()) == 0) return ok_status();
+    // Relative to the open entry and staging folders, so neither path is walked whole per member.
+    if (::linkat(from_dir, from_name.c_str(), to_dir, shown.c_str(), 0) == 0) return ok_status();
     if (errno == EEXIST) {
       return Error{ErrorKind::Integrity, shown, "the wheel installs this file twice", "",
                    "the wheel is malformed (a member and an entry point or generated file share a path)"};
@@ -1338,6 +1345,14 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   // a `#!python` script is the prefix's own, written new.
   if (unpacked) {
     const fs::path files = unpacked->dir / "files";
+    struct Dir {
+      int fd;
+      ~Dir() {
+        if (fd >= 0) ::close(fd);
+      }
+    } from_dir{::open(files.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)}, to_dir{::open(staging.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+    if (from_dir.fd < 0) return io_error(files.string(), "cannot open the unpacked-wheel cache entry", errno);
+    if (to_dir.fd < 0) return io_error(staging.dir.string(), "cannot open the staging folder", errno);
     for (const CachedMember& m : unpacked->members) {
       if (m.name == record_member) continue;
       auto where_to = place(m.name);
@@ -1361,7 +1376,8 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
         out_rows.push_back({rel, row_path(scheme_name, path), done->first, done->second});
         continue;
       }
-      if (auto s = link_or_copy(files / m.name, staging.dir / rel, rel, m.executable, !m.mode_ok, made); !s) return s.error();
+      if (auto s = link_or_copy(from_dir.fd, m.name, files / m.name, to_dir.fd, staging.dir / rel, rel, m.executable, !m.mode_ok, made); !s)
+        return s.error();
       out_rows.push_back({rel, row_path(scheme_name, path), m.sha256, m.size});
     }
   }
