@@ -66,6 +66,11 @@ struct LockedInstallHooks {
   std::function<void(std::size_t packages, std::size_t downloaded, std::size_t cached)> packages_ready;
   LinkProgress link_progress;  ///< InstallOptions::progress
   std::function<void()> linked;  ///< install_packages() returned (done or failed)
+  /// Asked before the package downloads, after them and before the link: true stops the install
+  /// there, the prefix not touched (ErrorKind::Io, "stopped"). The reference run passes
+  /// InterruptScope::received(), so that a SIGINT or SIGTERM it notes ends its throwaway
+  /// environment's build at the next step (the signal no longer kills a child `envlock install`).
+  std::function<bool()> stop;
   LockWait lock_wait;          ///< InstallOptions::on_lock_wait
 };
 

@@ -17,6 +17,7 @@
 #include "envlock/match_spec.hpp"
 #include "envlock/package_cache.hpp"
 #include "envlock/platform.hpp"
+#include "envlock/process.hpp"
 #include "envlock/reference.hpp"
 #include "envlock/url.hpp"
 #include "envlock/virtual_packages.hpp"
@@ -233,7 +234,12 @@ int run_install(const Context& ctx, const Lockfile& lockfile, const InstallReque
     };
   }
   hooks.lock_wait = say_lock_wait;
+  // Only the reference run holds an InterruptScope while it installs (envlock install itself
+  // ends on the signal): what it noted stops the install at its next step, silently, as the
+  // signal ended the child `envlock install` it ran before.
+  hooks.stop = [] { return InterruptScope::received() != 0; };
   auto done = install_locked_environment(lockfile, request, hooks);
+  if (!done && install_interrupted_by() == 0 && InterruptScope::received() != 0) return 128 + InterruptScope::received();
   if (!done) {
     const int code = report_error(ctx, done.error());
     const int sig = install_interrupted_by();

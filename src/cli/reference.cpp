@@ -1,8 +1,12 @@
 // `envlock reference record -l LOCKFILE [-e ENV] [-p PREFIX] [--timeout S] [--keep-env VAR]`:
 // runs the lockfile environment's reference command and records its metric, with this host's
-// probe facts, in the lockfile. Without -p the command runs in a throwaway environment made by
-// `envlock install`. Also implements the --reference/--clean flags of `envlock verify`.
+// probe facts, in the lockfile. Without -p the command runs in a throwaway environment made as
+// `envlock install` makes one (in this process). Also implements the --reference/--clean flags
+// of `envlock verify`.
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -11,6 +15,7 @@
 #include "envlock/process.hpp"
 #include "envlock/reference.hpp"
 #include "envlock/text.hpp"
+#include "install_run.hpp"
 #include "reference_cli.hpp"
 #include "registry.hpp"
 
@@ -19,32 +24,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The installer: this executable's `install -l LOCKFILE -e ENV -p PREFIX`, its output sent to
-// stderr so that --json keeps stdout for the report.
+// The installer: `envlock install -l LOCKFILE [-e ENV] -p PREFIX`, run in this process through the
+// install pipeline (run_install_command(), install_locked_environment()), as a command line without
+// --json would run it: its summary on stderr, so that --json keeps stdout for the report, its
+// warnings, progress and errors on stderr. Before, this executable ran itself (/proc/self/exe) as
+// a child with its stdout sent to stderr; the text is the same, and a failed install still ends
+// with the child's words ("envlock install exited with status N").
 CreateEnvironment installer(const std::string& lockfile, const std::string& environment) {
   return [lockfile, environment](const fs::path& prefix) -> Status {
-    std::error_code ec;
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return Error{ErrorKind::Internal, "/proc/self/exe", "cannot find the envlock executable: " + ec.message(), "", ""};
-    std::vector<std::string> args = {self.string(), "install", "-l", lockfile, "-p", prefix.string()};
-    if (!environment.empty()) {
-      args.push_back("-e");
-      args.push_back(environment);
-    }
-    SpawnOptions spawn;
-    spawn.argv = std::move(args);
-    spawn.input = ChildInput::Inherit;
-    spawn.out = ChildOutput::ToStderr;
-    spawn.err = ChildOutput::Inherit;
-    WaitOptions wait;
-    // SIGTERM sent to envlock alone reaches the installer too (Ctrl-C reaches the whole group).
-    wait.stop = [] { return InterruptScope::received() != 0; };
-    wait.on_stop = OnStop::Terminate;
-    const ChildResult run = run_process(spawn, wait);
-    if (run.start_error) return Error{ErrorKind::Io, run.start_error->step, std::strerror(run.start_error->error_number), "", ""};
-    if (run.succeeded()) return ok_status();
-    const std::string how = run.ending();
-    return Error{ErrorKind::Io, lockfile, "envlock install " + how, "",
+    InstallArgs args;
+    args.lockfile = lockfile;
+    args.environment = environment;
+    args.prefix = prefix.string();
+    // The child's context: no --json; its stdout was this process's stderr.
+    Context child;
+    const char* no_color = std::getenv("NO_COLOR");
+    child.color = isatty(STDERR_FILENO) && (no_color == nullptr || *no_color == '\0');
+    child.stderr_tty = isatty(STDERR_FILENO);
+    const int code = run_install_command(child, args, std::cerr);
+    std::cerr.flush();
+    if (code == 0) return ok_status();
+    return Error{ErrorKind::Io, lockfile, "envlock install exited with status " + std::to_string(code), "",
                  "run `envlock install -l " + lockfile + " -p <prefix>` by hand to see why"};
   };
 }

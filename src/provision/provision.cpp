@@ -205,6 +205,12 @@ Result<LockedInstallReport> install_locked_environment(const Lockfile& lockfile,
     return out;
   }
   if (hooks.checked) hooks.checked(early_warnings);
+  auto stopped = [&](const char* before) -> std::optional<Error> {
+    if (!hooks.stop || !hooks.stop()) return std::nullopt;
+    return Error{ErrorKind::Io, out.prefix, std::string("stopped before ") + before,
+                 "nothing was installed; the prefix was not touched", ""};
+  };
+  if (auto e = stopped("the package downloads")) return *e;
 
   // Package cache: download and extract what is missing.
   CacheOptions cache_options;
@@ -254,6 +260,8 @@ Result<LockedInstallReport> install_locked_environment(const Lockfile& lockfile,
   out.downloaded = downloaded;
   out.cached = hits;
   if (hooks.packages_ready) hooks.packages_ready(records.size(), downloaded, hits);
+
+  if (auto e = stopped("the locked wheels were fetched")) return *e;
 
   // The locked wheels come into the wheel cache before the prefix is touched (docs/pypi.md).
   const PipPlan pip_plan = plan_pip(locked->pip);
@@ -311,6 +319,7 @@ Result<LockedInstallReport> install_locked_environment(const Lockfile& lockfile,
   options.stage_differs = pip_step_changes(request.prefix, *wheels, locked->pip);
   if (std::ifstream in(request.lockfile_path, std::ios::binary); in)
     options.lockfile_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (auto e = stopped("the link")) return *e;
   auto report = install_packages(request.prefix, packages, options);
   if (hooks.linked) hooks.linked();
   if (!report) return report.error();
