@@ -60,6 +60,10 @@ struct Activation {
   std::vector<std::pair<std::string, std::string>> set;
   std::vector<std::filesystem::path> activate_scripts;    ///< etc/conda/activate.d/*.sh, sorted
   std::vector<std::filesystem::path> deactivate_scripts;  ///< etc/conda/deactivate.d/*.sh, reverse sorted
+  /// Scripts of either folder left out because their file name holds a control character (a
+  /// byte below 0x20, or 0x7f): `shell-hook` would print it raw to the terminal that shows the
+  /// script or a CI log (attack 30, F10), and no package names a script so. The CLI warns of each.
+  std::vector<std::filesystem::path> skipped_scripts;
 };
 
 /// Checks that `prefix` is an environment: an existing folder with `conda-meta/` (conda's

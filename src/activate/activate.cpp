@@ -45,13 +45,18 @@ void assign(EnvironmentBlock& env, const std::string& name, const std::optional<
 }
 
 /// The `*.sh` files of `dir`, sorted by name (bytes): conda's sorted(glob(dir/*.sh)).
-std::vector<fs::path> scripts_in(const fs::path& dir) {
+std::vector<fs::path> scripts_in(const fs::path& dir, std::vector<fs::path>& skipped) {
   std::vector<fs::path> out;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.size() > 3 && name.ends_with(".sh") && it->is_regular_file(ec)) out.push_back(it->path());
+    if (name.size() <= 3 || !name.ends_with(".sh") || !it->is_regular_file(ec)) continue;
+    const bool control = std::any_of(name.begin(), name.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    (control ? skipped : out).push_back(it->path());
   }
+  std::sort(skipped.begin(), skipped.end());
   std::sort(out.begin(), out.end(), [](const fs::path& a, const fs::path& b) { return a.string() < b.string(); });
   return out;
 }
@@ -147,8 +152,8 @@ Activation plan_activation(const ActivationRequest& request, const EnvironmentBl
   if (const auto old_prefix = lookup(current, "CONDA_PREFIX"); old_prefix && old_level > 0)
     a.set.emplace_back("CONDA_PREFIX_" + std::to_string(old_level), *old_prefix);
   for (const auto& kv : request.variables) a.set.push_back(kv);
-  a.activate_scripts = scripts_in(a.prefix / "etc/conda/activate.d");
-  a.deactivate_scripts = scripts_in(a.prefix / "etc/conda/deactivate.d");
+  a.activate_scripts = scripts_in(a.prefix / "etc/conda/activate.d", a.skipped_scripts);
+  a.deactivate_scripts = scripts_in(a.prefix / "etc/conda/deactivate.d", a.skipped_scripts);
   std::reverse(a.deactivate_scripts.begin(), a.deactivate_scripts.end());
   return a;
 }
@@ -295,14 +300,14 @@ int run_in_environment(const std::vector<std::string>& argv, const EnvironmentBl
   spawn.out = ChildOutput::Inherit;
   spawn.err = ChildOutput::Inherit;
   spawn.signals = ChildSignals::Reset;  // the child gets SIGINT's default disposition back
-  // A foreground job: Ctrl-C reaches the command (same process group), which decides; envlock
-  // ignores it until the command has ended, and only then puts its own disposition back.
-  struct sigaction ignore {}, old_int{};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  ::sigaction(SIGINT, &ignore, &old_int);
-  const ChildResult ended = run_process(spawn);
-  ::sigaction(SIGINT, &old_int, nullptr);
+  // envlock stands in for the command as tini and dumb-init do (attack 30, F4: a SIGHUP or SIGUSR1
+  // ended envlock and left the command running, re-parented to init): every terminating signal
+  // sent to envlock (HUP, INT, QUIT, TERM, USR1, USR2, ALRM, ...) is passed on to the command,
+  // which decides; envlock's exit code is then the command's own. A foreground job's Ctrl-C
+  // reaches the command from the terminal (same process group) and is not sent twice.
+  WaitOptions wait;
+  wait.interrupts = Interrupts::Relay;
+  const ChildResult ended = run_process(spawn, wait);
   if (ended.start_error) {
     std::cerr << "envlock run: " << printable(cmd) << ": " << std::strerror(ended.start_error->error_number) << "\n";
     return ended.start_error->error_number == ENOENT ? 127 : 126;

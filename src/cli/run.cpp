@@ -27,6 +27,8 @@ int run_run(const Context& ctx, const RunArgs& args) {
   if (const int code = resolve_activation(ctx, args.target, request); code != 0) return code;
   const EnvironmentBlock current = current_environment();
   const Activation activation = plan_activation(request, current);
+  for (const auto& skipped : activation.skipped_scripts)
+    warn(skipped.string() + ": not run: its file name holds a control character (rename it to run it)");
   auto env = activated_environment(activation, current);
   if (!env) return report_error(ctx, env.error());
   std::cout.flush();

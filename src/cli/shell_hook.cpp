@@ -42,6 +42,8 @@ int run_shell_hook(const Context& ctx, const ShellHookArgs& args) {
   if (const int code = resolve_activation(ctx, args.target, request); code != 0) return code;
   const EnvironmentBlock current = current_environment();
   const Activation activation = plan_activation(request, current);
+  for (const auto& skipped : activation.skipped_scripts)
+    warn(skipped.string() + ": not run: its file name holds a control character (rename it to run it)");
   std::vector<std::pair<std::string, std::optional<std::string>>> script_changes;
   if (shell == Shell::Fish && !activation.activate_scripts.empty()) {
     // fish cannot source the .sh scripts: what they set in bash is carried instead.

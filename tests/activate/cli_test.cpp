@@ -280,6 +280,26 @@ TEST_F(RunCli, AMovedOrUncommittedEnvironmentIsNeverRunAsItIs) {
                        "interrupted install back first\n");
 }
 
+// An activate.d script whose file name holds a control character (a package built to do it:
+// attack 30, F10) is neither sourced nor printed: shell-hook's output went raw to the terminal or
+// CI log that shows it. Each command says on stderr, escaped, which script it left out.
+TEST_F(RunCli, AScriptWhoseNameHoldsAControlCharacterIsLeftOutAndNamed) {
+  const fs::path prefix = hand_made_prefix();
+  spit(prefix / "etc/conda/activate.d/\x1b[31mx.sh", "echo 'evil ran'\n");
+  const std::string warning = "warning: " + prefix.string() +
+                              "/etc/conda/activate.d/\\x1b[31mx.sh: not run: its file name holds a control character "
+                              "(rename it to run it)\n";
+  auto hook = envlock("shell-hook --shell bash -p " + q(prefix));
+  EXPECT_EQ(hook.exit_code, 0) << hook.err;
+  EXPECT_EQ(hook.err, warning);
+  EXPECT_EQ(hook.out.find('\x1b'), std::string::npos) << hook.out;
+  EXPECT_EQ(hook.out.find("x.sh"), std::string::npos) << hook.out;
+  auto run = envlock("run -p " + q(prefix) + " -- true");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "");
+  EXPECT_EQ(run.err, warning + "cuda activated\n");  // the scripts' output goes to stderr
+}
+
 TEST_F(RunCli, RunFromAManifestCreatesFirstThenReuses) {
   const fs::path project = project_with_channel();
   const fs::path manifest = project / "envlock.yaml";
