@@ -8,6 +8,7 @@
 
 #include "create_run.hpp"
 #include "envlock/generations.hpp"
+#include "envlock/manifest.hpp"
 #include "envlock/text.hpp"
 #include "install_run.hpp"
 #include "registry.hpp"
@@ -66,6 +67,24 @@ inline Result<std::filesystem::path> generation_prefix(const GenerationTarget& t
     return Error{ErrorKind::Usage, "-e " + env, "is not an environment name ([A-Za-z0-9][A-Za-z0-9._-]*)", "",
                  "pass the environment's name as the manifest spells it"};
   const fs::path manifest = fs::absolute(t.manifest.empty() ? "envlock.yaml" : t.manifest).lexically_normal();
+  // No manifest, no project: said as run says it, not as "check the path given with -p" of a
+  // folder the user never named (attack 30, F10 item 1).
+  std::error_code ec;
+  if (!fs::exists(manifest, ec))
+    return t.manifest.empty()
+               ? Error{ErrorKind::Io, "envlock.yaml", "no manifest in the current folder", "",
+                       "run in the project's folder, or pass the manifest with -f or the environment with -p"}
+               : Error{ErrorKind::Io, t.manifest, "no such manifest", "",
+                       "pass the project's envlock.yaml with -f, or the environment with -p"};
+  // An environment the manifest does not have is named as run names it (a manifest that cannot
+  // be read is no reason to refuse: only its folder is used).
+  if (!env.empty())
+    if (auto m = load_manifest(manifest); m && m->environment(env) == nullptr) {
+      std::string names;
+      for (const auto& [name, e] : m->environments) names += (names.empty() ? "" : ", ") + name;
+      return Error{ErrorKind::Incompatible, t.manifest.empty() ? std::string("envlock.yaml") : t.manifest,
+                   "has no environment '" + env + "'", "environments in it: " + names, "pass one of them with -e"};
+    }
   const fs::path project = manifest.parent_path();
   if (auto st = check_project_envs_folder(project); !st) return st.error();
   return project / ".envlock" / "envs" / (t.environment.empty() ? "default" : t.environment);

@@ -428,6 +428,23 @@ TEST_F(Generations, TheProjectsEnvironmentIsTheDefaultAndBadTargetsAreRefused) {
   const fs::path project = root_ / "project", env = project / ".envlock/envs/default";
   auto r = envlock("install -l " + q(a_) + " -p " + q(env));
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // No manifest: said as run says it, not as a -p the user never gave (attack 30, F10 item 1).
+  for (const std::string cmd : {"history", "rollback", "gc --keep 1"}) {
+    SCOPED_TRACE(cmd);
+    r = run_command("cd " + q(project) + " && " + envlock_cmd() + " " + cmd, env_);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, "error: envlock.yaml: no manifest in the current folder\n"
+                     "hint: run in the project's folder, or pass the manifest with -f or the environment with -p\n");
+    r = envlock(cmd + " -f " + q(project / "envlock.yaml"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, "error: " + (project / "envlock.yaml").string() + ": no such manifest\n"
+                     "hint: pass the project's envlock.yaml with -f, or the environment with -p\n");
+  }
+  envlock::testing::spit(project / "envlock.yaml", "channels: [x]\nplatforms: [linux-64]\ndependencies: [envlock-hello]\n");
+  r = envlock("history -e gpu -f " + q(project / "envlock.yaml"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "error: " + (project / "envlock.yaml").string() + ": has no environment 'gpu'\n"
+                   "environments in it: default\nhint: pass one of them with -e\n");
   r = envlock("history -f " + q(project / "envlock.yaml"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(untimed(r.out), env.string() + ": 1 generation (* current)\n"
