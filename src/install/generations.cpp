@@ -193,7 +193,9 @@ Generation describe(const fs::path& tree, const fs::path& gens, std::uint64_t nu
   g.packages = generation_dists(tree).size();
   read_history(tree, g);
   std::error_code ec;
-  if (number != 0) g.pinned = fs::exists(fs::symlink_status(gens / (std::to_string(number) + ".pinned"), ec));
+  // A pin is the regular file history --pin makes: a link or anything else planted under its name
+  // is none (attack 30, F10 item 3: a planted link showed as pinned and kept the tree from gc).
+  if (number != 0) g.pinned = fs::is_regular_file(fs::symlink_status(gens / (std::to_string(number) + ".pinned"), ec));
   if (g.lockfile_hash.starts_with("sha256:")) {
     const fs::path copy = gens / "lockfiles" / (g.lockfile_hash.substr(7) + ".lock");
     if (fs::is_regular_file(fs::symlink_status(copy, ec))) g.lockfile_copy = copy;
@@ -501,6 +503,15 @@ Result<std::vector<std::string>> set_generation_pinned(const fs::path& prefix_in
     if (!folder) return folder.error();
     const fs::path pin = *folder / (std::to_string(number) + ".pinned");
     if (pinned) {
+      // Whatever else has the pin's name (a planted link, a folder) is no pin: replaced, never
+      // followed (it said "cannot create: Too many levels of symbolic links").
+      if (struct stat st {}; ::lstat(pin.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) {
+          if (auto gone = detail::remove_tree(pin); !gone) return gone.error();
+        } else if (::unlink(pin.c_str()) != 0) {
+          return io_error(pin, "is not the pin envlock makes and cannot be removed", errno);
+        }
+      }
       const int fd = ::open(pin.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
       if (fd < 0) return io_error(pin, "cannot create", errno);
       ::close(fd);

@@ -635,6 +635,15 @@ TEST_F(Generations, AfterAnInterruptedInstallHistoryMarksTheRestoredGenerationAn
   EXPECT_EQ(gc.out.substr(0, gc.out.find('\n') + 1), prefix_.string() + ": no generation to remove; kept 1, 2, 3\n");
   EXPECT_FALSE(fs::exists(stage));
   expect_clean_and_locked_as(c_);
+  // A link planted under a pin's name is no pin, and --pin replaces it (attack 30, F10 item 3).
+  fs::create_symlink(root_ / "elsewhere", gens_ / "1.pinned");
+  auto listed = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(listed.out.find("(pinned)"), std::string::npos) << listed.out;
+  auto pinned = envlock("history --pin 1 -p " + q(prefix_));
+  EXPECT_EQ(pinned.exit_code, 0) << pinned.err;
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(gens_ / "1.pinned")));
+  EXPECT_FALSE(fs::exists(root_ / "elsewhere"));
+  ASSERT_EQ(envlock("history --unpin 1 -p " + q(prefix_)).exit_code, 0);
   // history --pin takes the lock too, and says so (issue 21: it rolled the install back silently).
   interrupt();
   auto pin = envlock("history --pin 2 -p " + q(prefix_));
