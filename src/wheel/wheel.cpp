@@ -970,8 +970,15 @@ std::string next_cache_temp_name(std::string_view kind) {
 /// MEMBERS written last, then renamed into place (a damaged entry there is moved away first).
 /// nullopt when the cache cannot be written, or `key` is not the wheel's sha256: the install then
 /// goes without it.
+/// With `record` nullptr (the wheel not read yet), the one pass also makes the first reading's
+/// checks (read_wheel_contents: names, kinds, then check_wheel_contents over what it wrote, and
+/// every member against the RECORD so read), putting the contents in `checked`, so a first
+/// install reads the ZIP once (each header costs libarchive a mktime). Anything that fails then
+/// gives nullopt, and the install reads the wheel as without the cache, to give its error.
 Result<std::optional<UnpackedEntry>> fill_unpacked(const fs::path& wheel, const fs::path& cache, const std::string& key,
-                                                   const std::map<std::string, RecordEntry>& record, const ExtractLimits& limits) {
+                                                   const std::map<std::string, RecordEntry>* record, const ExtractLimits& limits,
+                                                   const WheelFileName* file_name = nullptr,
+                                                   std::optional<WheelContents>* checked = nullptr) {
   if (auto digest = hash_file(wheel, HashAlgorithm::Sha256); !digest || *digest != key) return std::optional<UnpackedEntry>();
   std::error_code ec;
   fs::create_directories(cache, ec);
@@ -983,7 +990,18 @@ Result<std::optional<UnpackedEntry>> fill_unpacked(const fs::path& wheel, const 
   std::set<fs::path> made{tmp.dir};
   bool cache_failed = false;
   const fs::path files = tmp.dir / "files";
+  const bool one_pass = record == nullptr;
+  WheelListing listing;
+  std::set<std::string> names;
   auto unpacked = read_zip(wheel, [&](const ZipMember& m, ZipMemberReader& data) -> Status {
+    if (one_pass) {  // read_wheel_contents' pass 1, before anything of the member is written
+      const std::string top = m.name.substr(0, m.name.find('/'));
+      if (!unsafe_name(m.name).empty() || !names.insert(m.name).second ||
+          (m.kind != ZipMember::Kind::File && m.kind != ZipMember::Kind::Directory && !m.name.ends_with("/")))
+        return Error{ErrorKind::Integrity, m.name, "read again without the cache", "", ""};
+      if (top.ends_with(".dist-info") && top.size() < m.name.size()) listing.dist_infos.insert(top);
+      if (m.kind == ZipMember::Kind::File && !m.name.ends_with("/")) listing.members.push_back({m.name, (m.mode & 0111) != 0});
+    }
     if (m.kind != ZipMember::Kind::File || m.name.ends_with("/")) return ok_status();
     if (m.name.find('\n') != std::string::npos) {  // MEMBERS is one line per member
       cache_failed = true;
@@ -996,11 +1014,16 @@ Result<std::optional<UnpackedEntry>> fill_unpacked(const fs::path& wheel, const 
       return s;
     }
     std::string head;
+    std::string* text = one_pass && listed_metadata(m.name) ? &listing.metadata[m.name] : nullptr;
     for (;;) {
       auto block = data.next();
       if (!block) return block.error();
       if (block->empty()) break;
       if (head.size() < 8) head.append(block->substr(0, 8 - head.size()));
+      if (text != nullptr) {
+        text->append(*block);
+        if (text->size() > kMetadataCap) return Error{ErrorKind::Integrity, m.name, "read again without the cache", "", ""};
+      }
       if (auto s = f.write(*block); !s) {
         cache_failed = true;
         return s;
@@ -1012,20 +1035,31 @@ Result<std::optional<UnpackedEntry>> fill_unpacked(const fs::path& wheel, const 
       return done.error();
     }
     const auto& [sha, size] = *done;
-    auto it = record.find(m.name);
+    entry.members.push_back({m.name, size, sha, executable, head.starts_with("#!python"), true});
+    if (one_pass) return ok_status();  // checked against RECORD once it is read
+    auto it = record->find(m.name);
     // RECORD itself and a signature file (RECORD.jws, .p7s) are listed without a hash, checked before.
-    if (it != record.end() && it->second.size && (sha != it->second.sha256 || size != *it->second.size)) {
+    if (it != record->end() && it->second.size && (sha != it->second.sha256 || size != *it->second.size)) {
       return Error{ErrorKind::Integrity, wheel.string(), "member '" + m.name + "' does not match its RECORD row",
                    "  expected sha256 " + it->second.sha256 + ", " + std::to_string(*it->second.size) + " bytes\n  actual   sha256 " +
                        sha + ", " + std::to_string(size) + " bytes",
                    "the wheel was altered or damaged; download it again and check its sha256"};
     }
-    entry.members.push_back({m.name, size, sha, executable, head.starts_with("#!python"), true});
     return ok_status();
   }, limits);
   if (!unpacked) {
-    if (cache_failed) return std::optional<UnpackedEntry>();
+    if (cache_failed || one_pass) return std::optional<UnpackedEntry>();
     return unpacked.error();
+  }
+  if (one_pass) {
+    auto contents = check_wheel_contents(wheel, *file_name, std::move(listing));
+    if (!contents) return std::optional<UnpackedEntry>();
+    for (const CachedMember& m : entry.members) {
+      auto it = contents->record.find(m.name);
+      if (it != contents->record.end() && it->second.size && (m.sha256 != it->second.sha256 || m.size != *it->second.size))
+        return std::optional<UnpackedEntry>();
+    }
+    checked->emplace(std::move(*contents));
   }
   {
     std::string text = std::string(kUnpackedHeader) + "\n";
@@ -1243,6 +1277,15 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
       }
     }
   }
+  if (!from_cache && !cache_key.empty()) {
+    // A first install: unpacked into the cache and checked in one reading of the ZIP.
+    std::optional<WheelContents> checked;
+    auto filled = fill_unpacked(wheel, options.unpacked_cache, cache_key, nullptr, options.limits, &*file_name, &checked);
+    if (filled && *filled && checked) {
+      from_cache.emplace(std::move(*checked));
+      unpacked = std::move(**filled);
+    }
+  }
   auto contents = from_cache ? std::move(*from_cache) : read_wheel_contents(wheel, *file_name, options.limits);
   if (!contents) return contents.error();
   const std::string& dist_info = contents->dist_info;
@@ -1305,7 +1348,7 @@ Result<InstalledWheel> install_wheel(const fs::path& wheel, const fs::path& pref
   }
 
   if (!cache_key.empty() && !unpacked) {
-    auto filled = fill_unpacked(wheel, options.unpacked_cache, cache_key, record, options.limits);
+    auto filled = fill_unpacked(wheel, options.unpacked_cache, cache_key, &record, options.limits);
     if (!filled) return filled.error();
     unpacked = std::move(*filled);
   }

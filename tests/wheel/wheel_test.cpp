@@ -399,6 +399,18 @@ Refusal install_refused(const fs::path& wheel, const fs::path& dir) {
   std::ofstream(prefix / "lib/python3.11/site-packages/other.py") << "x = 1\n";
   const auto before = tree(prefix);
   auto r = install_wheel(wheel, prefix, options_for_target());
+  // The same wheel through the unpacked-wheel cache is refused with the same error, byte for byte.
+  {
+    static int n = 0;
+    const fs::path cached_prefix = make_prefix(dir / ("env-cached-" + std::to_string(n)));
+    WheelInstallOptions o = options_for_target();
+    o.unpacked_cache = dir / ("unpacked-" + std::to_string(n++));
+    auto c = install_wheel(wheel, cached_prefix, o);
+    EXPECT_EQ(c.ok(), r.ok()) << wheel;
+    if (!c.ok() && !r.ok()) {
+      EXPECT_EQ(c.error().to_string(), r.error().to_string());
+    }
+  }
   if (r.ok()) return {Error{ErrorKind::Internal, "", "installed", "", ""}, false};
   return {r.error(), tree(prefix) == before};
 }
