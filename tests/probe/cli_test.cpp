@@ -285,6 +285,31 @@ TEST_F(ProbeCli, ReferenceRecordWithoutAReferenceExits1BeforeBuildingAnything) {
   EXPECT_TRUE(fs::is_empty(dir_ / "tmp"));
 }
 
+// The throwaway environment of `reference record` is installed in envlock's own process
+// (install_locked_environment(), issue 19 step 2), its summary on stderr so that --json keeps
+// stdout. Run through the dynamic loader, /proc/self/exe is the loader: the installer that ran
+// /proc/self/exe as `envlock install` ran `ld.so install ...`, which failed.
+TEST_F(ProbeCli, ReferenceRecordInstallsItsThrowawayEnvironmentInItsOwnProcess) {
+  const fs::path loader = "/lib64/ld-linux-x86-64.so.2";
+  if (!fs::exists(loader)) GTEST_SKIP() << "no " << loader;
+  fs::create_directories(dir_ / "tmp");
+  const fs::path lock = hand_lockfile(dir_, "      command: echo '{\"loss\":0.5}'\n      metric: json:loss\n");
+  auto env = fake_env();
+  env["TMPDIR"] = (dir_ / "tmp").string();
+  env["ENVLOCK_CACHE_DIR"] = (dir_ / "cache").string();
+  auto r = run_command("'" + loader.string() + "' " + envlock_cmd() + " reference record --json -l '" + lock.string() + "'", env);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("value"), 0.5);
+  // The throwaway folder's name is mkdtemp's: its six random characters are filtered.
+  const std::string tmp = (dir_ / "tmp" / "envlock-reference-").string();
+  std::string err = r.err;
+  if (const auto at = err.find(tmp); at != std::string::npos) err.replace(at + tmp.size(), 6, "XXXXXX");
+  EXPECT_EQ(err, "packages: 0 (0 downloaded, 0 from the package cache)\n"
+                 "environment 'train' (linux-64) is ready in " + tmp + "XXXXXX/env\n"
+                 "  0 installed, 0 unchanged, 0 removed; files: 0 linked, 0 copied, 0 relocated\n");
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp")) << "the throwaway environment was not removed";
+}
+
 // SIGTERM (or Ctrl-C's SIGINT) while the reference command runs in a throwaway environment: the
 // command's process group is killed, the environment removed, exit 128 + the signal.
 TEST_F(ProbeCli, InterruptedReferenceRecordStopsTheCommandAndRemovesTheThrowawayEnvironment) {
