@@ -228,6 +228,17 @@ Status check_install_target(const fs::path& prefix, ForeignPrefix foreign) {
                  "the programs of the environment could not name it in their #! lines and scripts",
                  "choose a prefix without control characters"};
   }
+  // A prefix is written into the text of relocated shell scripts (`prefix="@PLACEHOLDER@"` made
+  // `prefix="/ci/a";touch x;""`) and into PATH: a character that ends a quoted string, starts a
+  // command or splits PATH would make the environment's scripts run part of the path (attack 30,
+  // F2: CI workspace paths come from branch names). conda refuses os.pathsep (`:`) in a prefix
+  // (conda/cli/main_create.py); envlock refuses the shell's quoting characters too.
+  if (const auto bad = text.find_first_of("\"'`$\\;:"); bad != std::string::npos) {
+    return Error{ErrorKind::Io, prefix.string(), std::string("contains '") + text[bad] + "'",
+                 "the environment's relocated scripts would hold the path in their text, where it ends a quoted "
+                 "string or runs a command, and PATH would split at ':'",
+                 "choose a prefix made of letters, digits, spaces and - _ . / + = @ , % ~"};
+  }
   // The transaction's sibling names (`.<name>.envlock-stage-<pid>-<n>`, the longest) must fit in
   // a file name (255 bytes on every Linux filesystem): checked now, not after the downloads.
   if (const std::size_t name = prefix.filename().native().size(); name > kMaxPrefixName) {

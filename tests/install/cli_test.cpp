@@ -1072,6 +1072,28 @@ TEST_F(BadInput, PrefixLongerThanTheBinaryPlaceholderIsRefused) {
   expect_intact();
 }
 
+// A prefix is written into relocated shell scripts and into PATH (attack 30, F2): a path holding
+// a quote, `$`, a backquote, `\\`, `;` or `:` made envlock-greet's `prefix="..."` line run part of
+// the path as a command. Refused before anything is written, naming the character.
+TEST_F(BadInput, APrefixHoldingShellQuotingCharactersIsRefused) {
+  for (const std::string bad : {"\"", "'", "`", "$", "\\", ";", ":"}) {
+    const fs::path odd = root_ / ("r" + bad + "touch x" + bad) / "env";
+    SCOPED_TRACE(odd.string());
+    spit(root_ / "odd-path", odd.string());  // passed through a file: no shell quoting to get right
+    auto r = run_command(envlock_cmd() + " install -l " + q(root_ / "good.lock") + " -p \"$(cat " +
+                             q(root_ / "odd-path") + ")\"",
+                         env_);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "error: " + odd.string() + ": contains '" + bad + "'\n"
+                     "the environment's relocated scripts would hold the path in their text, where it ends a quoted "
+                     "string or runs a command, and PATH would split at ':'\n"
+                     "hint: choose a prefix made of letters, digits, spaces and - _ . / + = @ , % ~\n");
+    EXPECT_FALSE(fs::exists(odd.parent_path()));
+  }
+  expect_intact();
+}
+
 TEST_F(BadInput, LockfileWithoutThisPlatformIsRefused) {
   auto r = envlock("install -l " + q(write_lock(make_lockfile(good_, "osx-arm64"), "mac.lock")) + " -p " + q(prefix_));
   EXPECT_EQ(r.exit_code, 1);
