@@ -92,9 +92,19 @@ enum class OnStop : bool {
 
 /// What a SIGINT or SIGTERM that envlock receives while it waits does (when WaitOptions::stop is
 /// not set; a caller with its own stop request decides itself).
-enum class Interrupts : bool {
+enum class Interrupts : std::uint8_t {
   Forward,  ///< passed on to the child (its group with ProcessGroup::Own) once; the wait goes on
   Leave,    ///< envlock's own disposition of the signal applies, as if no child ran
+  /// envlock stands in for the child, as tini and dumb-init do (`envlock run`): every signal
+  /// whose default action would end envlock and that a supervisor sends to stop or tell a job
+  /// (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU,
+  /// SIGSTKFLT, SIGIO, SIGPWR) is passed on to the child each time it arrives, from before the
+  /// child starts until it has been reaped, and never ends envlock itself; the caller reports
+  /// the child's own status. A signal envlock ignores stays ignored (nohup, a background job's
+  /// SIGINT), and a SIGINT/SIGQUIT sent by the terminal to the foreground group is not sent
+  /// again to a child in envlock's group (ProcessGroup::Inherit), which has it already.
+  /// Only with run_process; ChildResult::forwarded is the last signal passed on.
+  Relay,
 };
 
 /// Whether what is left of the child's own process group is killed once the child has exited

@@ -300,14 +300,14 @@ int run_in_environment(const std::vector<std::string>& argv, const EnvironmentBl
   spawn.out = ChildOutput::Inherit;
   spawn.err = ChildOutput::Inherit;
   spawn.signals = ChildSignals::Reset;  // the child gets SIGINT's default disposition back
-  // A foreground job: Ctrl-C reaches the command (same process group), which decides; envlock
-  // ignores it until the command has ended, and only then puts its own disposition back.
-  struct sigaction ignore {}, old_int{};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  ::sigaction(SIGINT, &ignore, &old_int);
-  const ChildResult ended = run_process(spawn);
-  ::sigaction(SIGINT, &old_int, nullptr);
+  // envlock stands in for the command as tini and dumb-init do (attack 30, F4: a SIGHUP or SIGUSR1
+  // ended envlock and left the command running, re-parented to init): every terminating signal
+  // sent to envlock (HUP, INT, QUIT, TERM, USR1, USR2, ALRM, ...) is passed on to the command,
+  // which decides; envlock's exit code is then the command's own. A foreground job's Ctrl-C
+  // reaches the command from the terminal (same process group) and is not sent twice.
+  WaitOptions wait;
+  wait.interrupts = Interrupts::Relay;
+  const ChildResult ended = run_process(spawn, wait);
   if (ended.start_error) {
     std::cerr << "envlock run: " << printable(cmd) << ": " << std::strerror(ended.start_error->error_number) << "\n";
     return ended.start_error->error_number == ENOENT ? 127 : 126;

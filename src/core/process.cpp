@@ -43,6 +43,50 @@ void note_interrupt(int sig, siginfo_t* info, void*) {
   g_from_terminal = info != nullptr && info->si_code == SI_KERNEL ? 1 : 0;
 }
 
+// Interrupts::Relay's state: the signals noted and not yet passed on (bit N for signal N),
+// whether the child shares envlock's process group, and the dispositions the relay replaced.
+constexpr int kRelayed[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,   SIGUSR1, SIGUSR2,  SIGALRM,
+                            SIGVTALRM, SIGPROF, SIGXCPU, SIGSTKFLT, SIGIO,   SIGPWR};
+constexpr int kRelayedCount = static_cast<int>(sizeof kRelayed / sizeof kRelayed[0]);
+std::atomic<std::uint32_t> g_relay_pending{0};
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free, "the relay's handler must be async-signal-safe");
+volatile std::sig_atomic_t g_relay_same_group = 0;
+
+void note_relayed(int sig, siginfo_t* info, void*) {
+  // The terminal's Ctrl-C / Ctrl-\ went to the whole foreground group: a child in it has it.
+  const bool from_terminal = info != nullptr && info->si_code == SI_KERNEL && (sig == SIGINT || sig == SIGQUIT);
+  if (from_terminal && g_relay_same_group != 0) return;
+  if (sig > 0 && sig < 32) g_relay_pending.fetch_or(1u << sig);
+}
+
+// Installs the relay's handlers (Interrupts::Relay) for its lifetime; signals envlock ignores
+// are left ignored. Handlers are reset to the default at exec, so the child starts with them.
+class RelayScope {
+ public:
+  explicit RelayScope(ProcessGroup group) {
+    g_relay_pending = 0;
+    g_relay_same_group = group == ProcessGroup::Inherit ? 1 : 0;
+    struct sigaction sa {};
+    sa.sa_sigaction = note_relayed;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: poll returns EINTR and passes the signal on at once
+    for (int i = 0; i < kRelayedCount; ++i) {
+      installed_[i] = ::sigaction(kRelayed[i], nullptr, &old_[i]) == 0 && old_[i].sa_handler != SIG_IGN &&
+                      ::sigaction(kRelayed[i], &sa, nullptr) == 0;
+    }
+  }
+  ~RelayScope() {
+    for (int i = 0; i < kRelayedCount; ++i)
+      if (installed_[i]) ::sigaction(kRelayed[i], &old_[i], nullptr);
+  }
+  RelayScope(const RelayScope&) = delete;
+  RelayScope& operator=(const RelayScope&) = delete;
+
+ private:
+  struct sigaction old_[kRelayedCount] {};
+  bool installed_[kRelayedCount] = {};
+};
+
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
@@ -68,6 +112,17 @@ ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, co
   const bool forwarding = !w.stop && w.interrupts == Interrupts::Forward;
   std::optional<InterruptScope> interrupts;
   if (forwarding) interrupts.emplace();
+  const bool relaying = !w.stop && w.interrupts == Interrupts::Relay;
+  auto relay = [&](bool exited) {
+    if (!relaying) return;
+    const std::uint32_t pending = g_relay_pending.exchange(0);
+    if (pending == 0 || exited) return;
+    for (const int sig : kRelayed) {
+      if ((pending & (1u << sig)) == 0) continue;
+      r.forwarded = sig;
+      ::kill(group == ProcessGroup::Own ? -pid : pid, sig);
+    }
+  };
   auto forward = [&](bool exited) {
     const int sig = InterruptScope::received();
     if (!forwarding || sig == 0 || r.forwarded != 0 || exited) return;
@@ -105,6 +160,7 @@ ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, co
       terminated = true;
     }
     forward(exited);
+    relay(exited);
     const auto now = Clock::now();
     if (has_deadline && now >= deadline) {
       r.timed_out = !exited;  // past the deadline a background child's output is not waited for either
@@ -112,7 +168,7 @@ ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, co
     }
     const bool reading = out_fd >= 0 || err_fd >= 0;
     if (!reading && exited) break;
-    if (!reading && !has_deadline && !forwarding) {
+    if (!reading && !has_deadline && !forwarding && !relaying) {
       // Nothing to read and no deadline: block in waitpid; a signal (EINTR) looks at `stop`.
       if (::waitpid(pid, &status, 0) == pid) {
         exited = true;
@@ -124,7 +180,7 @@ ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, co
     }
     // Unbounded only when end of file or the pidfd is sure to wake the poll and nothing else
     // needs a look meanwhile.
-    milliseconds slice = exited || w.stop || forwarding || pidfd < 0 ? kQuiet : milliseconds(-1);
+    milliseconds slice = exited || w.stop || forwarding || relaying || pidfd < 0 ? kQuiet : milliseconds(-1);
     if (has_deadline) {
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - now) + milliseconds(1);
       slice = slice.count() < 0 ? left : std::min(slice, left);
@@ -303,6 +359,9 @@ ChildResult run_process(const SpawnOptions& spawn, const WaitOptions& wait) {
   }
   char* const* env = spawn.environment ? envp.data() : environ;
   std::fflush(nullptr);  // what envlock printed so far comes before what the child prints
+  // From before the spawn, so that no signal in between ends envlock and leaves the child alone.
+  std::optional<RelayScope> relay;
+  if (!wait.stop && wait.interrupts == Interrupts::Relay) relay.emplace(spawn.group);
   pid_t pid = 0;
   const int rc = spawn.lookup == ProgramLookup::Path ? ::posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), env)
                                                      : ::posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), env);

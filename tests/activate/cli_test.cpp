@@ -119,6 +119,44 @@ TEST_F(RunCli, CtrlCIsTheCommandsToHandle) {
   EXPECT_EQ(r.err, "");
 }
 
+// envlock stands in for the command as tini and dumb-init do: every terminating signal sent to
+// envlock alone (a supervisor's HUP, `timeout -s USR1`, a scheduler's TERM) is passed on to the
+// command, which decides, and envlock's exit code is the command's own: 7 after a trap that exits 7,
+// 128 + N only when signal N ended it (attack 30, F4: HUP, USR1, USR2 and ALRM ended envlock and
+// left the command running; after a forwarded TERM that the command handled, envlock exited 143).
+TEST_F(RunCli, EverySignalIsPassedOnAndTheExitCodeIsTheCommands) {
+  const fs::path p = root_ / "bare";
+  fs::create_directories(p / "conda-meta");
+  const fs::path mark = root_ / "started";
+  // bash, not sh: its background subshell can give SIGINT and SIGQUIT their defaults back, so
+  // that envlock gets them as a supervisor's kill sends them (an ignored signal stays ignored).
+  std::string script;
+  for (const std::string sig : {"HUP", "INT", "QUIT", "TERM", "USR1", "USR2", "ALRM"}) {
+    for (const std::string& handled : {"trap 'echo child got " + sig + "; exit 7' " + sig + "; ", std::string()}) {
+      script += "rm -f " + q(mark) + "\n(trap - INT QUIT; exec " + envlock_cmd() + " run -p " + q(p) + " -- sh -c \"" +
+                handled + "touch " + q(mark) + "; sleep 30 & wait\") &\npid=$!\nwhile [ ! -e " + q(mark) +
+                " ]; do sleep 0.05; done\nkill -" + sig + " $pid\nwait $pid\necho " + sig + " rc=$?\n";
+    }
+  }
+  // A TERM that the command handles by exiting 0 (a checkpoint saved): envlock exits 0.
+  script += "rm -f " + q(mark) + "\n" + envlock_cmd() + " run -p " + q(p) +
+            " -- sh -c \"trap 'exit 0' TERM; touch " + q(mark) + "; sleep 30 & wait\" &\npid=$!\nwhile [ ! -e " +
+            q(mark) + " ]; do sleep 0.05; done\nkill -TERM $pid\nwait $pid\necho TERM handled rc=$?\n";
+  spit(root_ / "signals.sh", script);
+  auto r = run_command("setsid bash " + q(root_ / "signals.sh"), env_);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out,
+            "child got HUP\nHUP rc=7\nHUP rc=129\n"
+            "child got INT\nINT rc=7\nINT rc=130\n"
+            "child got QUIT\nQUIT rc=7\nQUIT rc=131\n"
+            "child got TERM\nTERM rc=7\nTERM rc=143\n"
+            "child got USR1\nUSR1 rc=7\nUSR1 rc=138\n"
+            "child got USR2\nUSR2 rc=7\nUSR2 rc=140\n"
+            "child got ALRM\nALRM rc=7\nALRM rc=142\n"
+            "TERM handled rc=0\n");
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(RunCli, BadInvocations) {
   const fs::path p = hand_made_prefix();
   auto none = envlock("run -p " + q(p));
