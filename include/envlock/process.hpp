@@ -61,7 +61,7 @@ enum class ChildOutput : std::uint8_t {
 enum class ProcessGroup : bool { Inherit, Own };
 
 /// Whether the child starts with an empty signal mask and the default dispositions of SIGINT,
-/// SIGTERM and SIGHUP, whatever envlock blocks or ignores meanwhile.
+/// SIGTERM, SIGHUP and SIGQUIT, whatever envlock blocks or ignores meanwhile.
 enum class ChildSignals : bool { Inherit, Reset };
 
 /// What to start and how to wire it.
@@ -90,7 +90,7 @@ enum class OnStop : bool {
   Terminate,  ///< SIGTERM to the child once, and go on waiting for it to end
 };
 
-/// What a SIGINT or SIGTERM that envlock receives while it waits does (when WaitOptions::stop is
+/// What a SIGINT, SIGTERM or SIGHUP that envlock receives while it waits does (when WaitOptions::stop is
 /// not set; a caller with its own stop request decides itself).
 enum class Interrupts : std::uint8_t {
   Forward,  ///< passed on to the child (its group with ProcessGroup::Own) once; the wait goes on
@@ -169,11 +169,11 @@ struct ChildResult {
   [[nodiscard]] std::string ending() const;
 };
 
-/// While one is alive, SIGINT and SIGTERM do not end envlock at once: the signal is noted
+/// While one is alive, SIGINT, SIGTERM and SIGHUP do not end envlock at once: the signal is noted
 /// (received()), a child the runner waits for gets it passed on (Interrupts::Forward), and the
-/// owner of the scope cleans up and exits 128 + the signal (130, 143), as a shell reports a
+/// owner of the scope cleans up and exits 128 + the signal (130, 143, 129), as a shell reports a
 /// command stopped by it. A signal envlock ignores (a background job's SIGINT, nohup) stays
-/// ignored, as conda leaves it. The calling thread has both unblocked while the scope lives, so
+/// ignored, as conda leaves it. The calling thread has the three unblocked while the scope lives, so
 /// one that waited blocked (an install's swap) is noted at once. Scopes nest, also across
 /// threads: the first installs the handlers, the last restores the previous ones; received()
 /// is reset only when a scope starts where none is alive, and keeps its value after the scopes
@@ -187,7 +187,7 @@ class InterruptScope {
   /// Ends the scope before its destructor (which then does nothing); true when it was the last
   /// one alive, so that the previous handlers are back and a signal noted was nobody else's.
   bool leave();
-  /// The signal received while a scope was alive (SIGINT, SIGTERM), 0 if none.
+  /// The signal received while a scope was alive (SIGINT, SIGTERM, SIGHUP), 0 if none.
   static int received();
   /// True when the latest signal came from the terminal (Ctrl-C: the kernel sent it to the whole
   /// foreground process group, so a child in envlock's group has it already).

@@ -81,9 +81,9 @@ struct RecordOptions {
   std::vector<std::string> keep_env;
 };
 
-// After SIGINT/SIGTERM (InterruptScope): what was stopped and cleaned, exit 128 + the signal.
+// After SIGINT/SIGTERM/SIGHUP (InterruptScope): what was stopped and cleaned, exit 128 + the signal.
 int report_interrupt(const Context& ctx, int sig, const std::string& what) {
-  report_error(ctx, {ErrorKind::Io, sig == SIGINT ? "SIGINT" : "SIGTERM", "interrupted: " + what, "", ""});
+  report_error(ctx, {ErrorKind::Io, signal_name(sig), "interrupted: " + what, "", ""});
   return 128 + sig;
 }
 

@@ -36,7 +36,7 @@ volatile std::sig_atomic_t g_interrupt = 0;
 volatile std::sig_atomic_t g_from_terminal = 0;
 std::mutex g_scopes_mutex;
 int g_scopes = 0;
-struct sigaction g_old_int {}, g_old_term {};
+struct sigaction g_old_int {}, g_old_term {}, g_old_hup {};
 
 void note_interrupt(int sig, siginfo_t* info, void*) {
   g_interrupt = sig;
@@ -108,7 +108,7 @@ int open_pidfd(pid_t pid) {
 // closed here.
 ChildResult wait_child(pid_t pid, int out_fd, int err_fd, ProcessGroup group, const WaitOptions& w) {
   ChildResult r;
-  // A SIGINT/SIGTERM meanwhile is noted and passed on (below), not fatal, until the child is reaped.
+  // A SIGINT/SIGTERM/SIGHUP meanwhile is noted and passed on (below), not fatal, until the child is reaped.
   const bool forwarding = !w.stop && w.interrupts == Interrupts::Forward;
   std::optional<InterruptScope> interrupts;
   if (forwarding) interrupts.emplace();
@@ -248,6 +248,7 @@ InterruptScope::InterruptScope() {
   sigemptyset(&both);
   sigaddset(&both, SIGINT);
   sigaddset(&both, SIGTERM);
+  sigaddset(&both, SIGHUP);
   {
     const std::lock_guard<std::mutex> lock(g_scopes_mutex);
     if (g_scopes++ == 0) {
@@ -259,9 +260,13 @@ InterruptScope::InterruptScope() {
       sa.sa_flags = SA_SIGINFO;  // no SA_RESTART: a blocking waitpid or poll returns EINTR and looks
       ::sigaction(SIGINT, &sa, &g_old_int);
       ::sigaction(SIGTERM, &sa, &g_old_term);
+      // SIGHUP as SIGTERM (attack 30, F11: a hangup during a post-link script neither stopped
+      // the script nor envlock until the script ended by itself).
+      ::sigaction(SIGHUP, &sa, &g_old_hup);
       // A signal the caller ignores (a background job's SIGINT, nohup) stays ignored.
       if (g_old_int.sa_handler == SIG_IGN) ::sigaction(SIGINT, &g_old_int, nullptr);
       if (g_old_term.sa_handler == SIG_IGN) ::sigaction(SIGTERM, &g_old_term, nullptr);
+      if (g_old_hup.sa_handler == SIG_IGN) ::sigaction(SIGHUP, &g_old_hup, nullptr);
     }
   }
   restore_mask_ = ::pthread_sigmask(SIG_UNBLOCK, &both, &old_mask_) == 0;
@@ -278,6 +283,7 @@ bool InterruptScope::leave() {
   if (--g_scopes != 0) return false;
   ::sigaction(SIGINT, &g_old_int, nullptr);
   ::sigaction(SIGTERM, &g_old_term, nullptr);
+  ::sigaction(SIGHUP, &g_old_hup, nullptr);
   return true;
 }
 
@@ -344,6 +350,7 @@ ChildResult run_process(const SpawnOptions& spawn, const WaitOptions& wait) {
     sigaddset(&defaults, SIGINT);
     sigaddset(&defaults, SIGTERM);
     sigaddset(&defaults, SIGHUP);
+    sigaddset(&defaults, SIGQUIT);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &defaults);
     flags |= POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
@@ -393,7 +400,7 @@ ChildResult run_function(const std::function<void(int fd)>& body, ProcessGroup g
     // A new process group, so that a library's helper processes die with the child on a kill.
     if (group == ProcessGroup::Own) ::setpgid(0, 0);
     // A signal passed on ends the child, whatever handler a scope in the parent had set.
-    for (const int sig : {SIGINT, SIGTERM}) {
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
       struct sigaction now {};
       if (::sigaction(sig, nullptr, &now) == 0 && now.sa_handler != SIG_IGN) ::signal(sig, SIG_DFL);
     }

@@ -1560,6 +1560,73 @@ TEST_F(BadInput, SigtermOrCtrlCDuringPreLinkStopsTheScriptAndChangesNothing) {
   }
 }
 
+// A SIGHUP (a terminal or ssh hangup, a CI agent's stop) while a post-link script runs does what a
+// SIGTERM does: it is passed on to the script's process group at once, the previous environment is
+// restored and envlock exits 129 (attack 30, F11: SIGHUP stayed blocked while the script ran, so
+// envlock waited for the script to end by itself, which then wrote into the tree that was
+// restored). What the script runs gets the default dispositions of SIGHUP and SIGQUIT whatever
+// envlock blocked or inherited ignored.
+TEST_F(BadInput, SighupDuringPostLinkStopsTheScriptRestoresTheOldEnvironmentAndExits129) {
+  const fs::path started = root_ / "post-link-started", dispositions = root_ / "post-link-dispositions";
+  auto records = good_;
+  records.push_back(make_post_link_package(
+      root_ / "hup", "envlock-huppost",
+      "set +x\nignored=0x$(sed -n 's/^SigIgn:\\t//p' /proc/self/status)\necho $((ignored & 0x7fffffff)) > '" +
+          dispositions.string() + "'\necho \"$$\" > '" +
+          started.string() + ".tmp'\nmv '" + started.string() + ".tmp' '" + started.string() +
+          "'\nsleep 30\necho late > \"$PREFIX/share/LATE-MARKER\"\n"));
+  const fs::path lock = write_lock(make_lockfile(records), "hup.lock");
+  for (const bool group : {false, true}) {
+    SCOPED_TRACE(group ? "to the group" : "to envlock");
+    fs::remove(started);
+    SpawnOptions spawn;
+    spawn.argv = {ENVLOCK_BINARY, "install", "-l", lock.string(), "-p", prefix_.string()};
+    std::vector<std::string> environment;  // env_ first: getenv(3) takes the first of a name
+    for (const auto& [k, v] : env_) environment.push_back(k + "=" + v);
+    for (char** e = environ; *e != nullptr; ++e) environment.emplace_back(*e);
+    spawn.environment = environment;
+    spawn.group = ProcessGroup::Own;  // envlock leads its group, as a shell's job does
+    spawn.signals = ChildSignals::Reset;
+    pid_t script = 0, envlock_pid = 0;
+    std::thread sender([&] {
+      for (int i = 0; i < 3000 && !fs::exists(started); ++i) ::usleep(10000);
+      std::ifstream in(started);
+      in >> script;
+      std::ifstream stat("/proc/" + std::to_string(script) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      std::istringstream fields(line.substr(line.rfind(')') + 2));
+      std::string state;
+      fields >> state >> envlock_pid;
+      if (envlock_pid > 0) ::kill(group ? -envlock_pid : envlock_pid, SIGHUP);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    const ChildResult r = run_process(spawn);
+    sender.join();
+    ASSERT_GT(script, 0) << "the post-link script never started\n" << r.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20)) << "envlock waited for the script's sleep";
+    EXPECT_EQ(r.exit_status, 129) << r.ending() << "\n" << r.err;
+    EXPECT_EQ(r.out, "");
+    const std::size_t downloaded = group ? 0 : 1;  // the first case fetches huppost
+    EXPECT_EQ(r.err, "packages: " + std::to_string(records.size()) + " (" + std::to_string(downloaded) +
+                         " downloaded, " + std::to_string(records.size() - downloaded) + " from the package cache)\n"
+                         "error: " + prefix_.string() + ": install interrupted by SIGHUP\n"
+                         "hint: the previous environment was restored\n")
+        << r.err;
+    // No signal 1-31 ignored in a program the script runs (SIGQUIT was, when envlock's caller
+    // ignored it; bash itself ignores SIGQUIT while it runs a script, and gives programs it starts
+    // their default back, so /proc/$$/status of the script's own shell shows it ignored).
+    EXPECT_EQ(slurp(dispositions), "0\n");
+    int alive = 0;
+    for (int i = 0; i < 200 && (alive = ::kill(script, 0)) == 0; ++i) ::usleep(10000);
+    EXPECT_NE(alive, 0) << "the post-link script outlived envlock";
+    EXPECT_FALSE(fs::exists(prefix_ / "share/LATE-MARKER"));
+    EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-pending"));
+    EXPECT_FALSE(fs::exists(prefix_ / "conda-meta/envlock-huppost-1.0-0.json"));
+    expect_intact();
+  }
+}
+
 TEST_F(BadInput, AnInterruptedInstallIsReportedByVerifyAndListAndRolledBackByInstallAndRemove) {
   // What a kill during post-link leaves: the new tree marked pending, the old one beside it.
   auto interrupt = [&] {
