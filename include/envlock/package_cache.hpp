@@ -119,7 +119,9 @@ struct CacheCleanReport {
                                               ///< the repodata file is still being written
   std::size_t linked = 0;  ///< extracted packages kept: a file of theirs has other hard links (an
                            ///< environment uses it; conda clean's "unused packages" rule)
-  std::vector<Error> failures;  ///< what could not be removed (ErrorKind::Io, `where` = the path)
+  std::vector<Error> failures;  ///< what could not be removed (ErrorKind::Io, `where` = the path),
+                                ///< not counted in `kinds`: a failed deletion, or an entry kept
+                                ///< whole because it is or holds a mount point (never entered)
 };
 
 /// Frees the repodata cache `repodata_dir` and the package cache folders `pkgs_dirs` (only those

@@ -762,17 +762,63 @@ bool being_written(const fs::path& p) {
   return false;
 }
 
-void remove_path(const fs::path& p, CacheCleanReport& report) {
+bool remove_path(const fs::path& p, CacheCleanReport& report) {
   std::error_code ec;
   fs::remove_all(p, ec);
   if (ec) report.failures.push_back(Error{ErrorKind::Io, p.string(), "cannot remove: " + ec.message()});
+  return !ec;
 }
 
-/// Counts `path` (its size, tree_bytes) into `u`; with CleanMode::Remove also deletes it.
+/// Counts `path` (its size, tree_bytes) into `u`; with CleanMode::Remove deletes it first, and
+/// what could not be deleted is a failure, not counted as removed.
 void count_item(CacheKindUsage& u, const fs::path& path, CleanMode mode, CacheCleanReport& report) {
+  const std::uint64_t bytes = tree_bytes(path);
+  if (mode == CleanMode::Remove && !remove_path(path, report)) return;
   ++u.items;
-  u.bytes += tree_bytes(path);
-  if (mode == CleanMode::Remove) remove_path(path, report);
+  u.bytes += bytes;
+}
+
+/// Which mount `p` (not followed) is on: its statx(2) mount ID, else its device; 0 when unknown.
+std::uint64_t mount_id(const fs::path& p) {
+  struct statx stx {};
+  if (::statx(AT_FDCWD, p.c_str(), AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) != 0) return 0;
+  if (stx.stx_mask & STATX_MNT_ID) return stx.stx_mnt_id;
+  return (static_cast<std::uint64_t>(stx.stx_dev_major) << 32) | stx.stx_dev_minor;
+}
+
+/// The first folder at or below cache entry folder `entry` (links not followed) that is a mount
+/// point: on another mount than the cache folder holding the entry (a bind mount of the same
+/// filesystem has another mount ID). nullopt when there is none.
+std::optional<fs::path> mount_point_in(const fs::path& entry) {
+  const std::uint64_t up = mount_id(entry.parent_path());
+  struct stat st {};
+  if (up == 0 || ::lstat(entry.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  if (const auto here = mount_id(entry); here != 0 && here != up) return entry;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(entry, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) continue;
+    if (const auto here = mount_id(it->path()); here != 0 && here != up) return it->path();
+  }
+  return std::nullopt;
+}
+
+/// Whether the folders among `paths` (one entry's) hold a mount point: then the whole entry is
+/// kept, its archive too, and a failure names the mount (what is mounted is never deleted,
+/// `rm --one-file-system`, as envlock never deletes a mount inside an environment).
+bool kept_for_mount(const std::vector<std::pair<fs::path, bool>>& paths, CacheCleanReport& report) {
+  for (const auto& [path, is_archive] : paths) {
+    if (is_archive) continue;
+    const auto mounted = mount_point_in(path);
+    if (!mounted) continue;
+    report.failures.push_back(Error{
+        ErrorKind::Io, path.string(),
+        (*mounted == path ? std::string("is a mount point") : "holds a mount point (" + mounted->string() + ")") +
+            "; what is mounted is never deleted, so the entry was kept: unmount it, then run the command again"});
+    return true;
+  }
+  return false;
 }
 
 CacheKindUsage clean_repodata(const fs::path& dir, CleanMode mode, CacheCleanReport& report) {
@@ -846,6 +892,7 @@ CacheCleanReport clean_caches(const fs::path& repodata_dir, const std::vector<fs
           report.in_use.push_back(dir / dist);
           continue;
         }
+        if (kept_for_mount(paths, report)) continue;
         std::sort(paths.begin(), paths.end());
         for (const auto& [path, is_archive] : paths) {
           if (!is_archive && path.filename().string().front() != '.' && has_linked_file(path)) {
@@ -876,6 +923,7 @@ CacheCleanReport gc_package_cache(const std::vector<fs::path>& pkgs_dirs, const 
           report.in_use.push_back(dir / dist);
           continue;
         }
+        if (kept_for_mount(paths, report)) continue;
         // An entry an environment links (a file of its folder has another hard link) stays whole.
         if (std::any_of(paths.begin(), paths.end(), [&going](const auto& p) {
               return !p.second && p.first.filename().string().front() != '.' && has_linked_file(p.first, going);

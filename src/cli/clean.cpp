@@ -83,13 +83,17 @@ int run_clean(const Context& ctx, const CleanArgs& args) {
               << " linked into environments\n";
   for (const auto& f : report.failures) warn(f.where + ": " + f.message);
   if (items == 0) {
-    std::cout << "nothing to free\n";
+    std::cout << (report.failures.empty() ? "nothing to free\n" : "nothing freed\n");
   } else if (args.dry_run) {
     std::cout << "would free " << size_text(bytes) << " (" << items << (items == 1 ? " item" : " items")
               << "; dry run: nothing removed)\n";
   } else {
     std::cout << "freed " << size_text(bytes) << " (" << items << (items == 1 ? " item" : " items") << " removed)\n";
   }
+  // One rule for clean and gc (docs/cache.md): what could not be removed is not counted as
+  // removed, is named in a warning and in this summary, and the exit code is 1.
+  if (const auto n = report.failures.size(); n != 0)
+    std::cout << "could not remove " << n << (n == 1 ? " item" : " items") << " (see the warnings)\n";
   return report.failures.empty() ? 0 : 1;
 }
 

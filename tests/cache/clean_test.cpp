@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -209,6 +210,45 @@ TEST_F(Clean, AnExtractedPackageLinkedIntoAnEnvironmentIsKept) {
                        "kept 1 extracted package linked into environments\n" + "freed 100 B (1 item removed)\n");
   EXPECT_TRUE(fs::exists(pkgs_ / "a-1.0-0" / "lib" / "liba.so"));
   EXPECT_FALSE(fs::exists(pkgs_ / "a-1.0-0.conda"));
+}
+
+// A filesystem mounted at a cache entry (a host folder of pre-extracted packages bind-mounted
+// into a container) or inside one: clean emptied the host folder, then said "removed" (attack 30,
+// F8). What is mounted is never deleted: the entry is kept whole (its archive too), a warning
+// names it, the summary says what could not be removed and the exit code is 1 (the rule clean and
+// gc share, docs/cache.md).
+TEST_F(Clean, AnEntryThatIsOrHoldsAMountPointIsKeptAndNamed) {
+  lay_out_cache();
+  spit(pkgs_ / "d-1.0-0" / "info" / "index.json", std::string(20, '{'));
+  spit(pkgs_ / "d-1.0-0" / "lib" / "libd.so", std::string(30, 'd'));
+  fs::create_directories(pkgs_ / "d-1.0-0" / "share" / "data");
+  spit(root_ / "host" / "info" / "index.json", std::string(20, '{'));
+  spit(root_ / "host" / "HOST-NOTES.txt", "host-only file\n");
+  spit(root_ / "data" / "precious.txt", "precious\n");
+  const fs::path at = pkgs_ / "a-1.0-0", inside = pkgs_ / "d-1.0-0" / "share" / "data";
+  if (::mount((root_ / "host").c_str(), at.c_str(), nullptr, MS_BIND, nullptr) != 0)
+    GTEST_SKIP() << "cannot mount here (needs CAP_SYS_ADMIN)";
+  const bool inner = ::mount((root_ / "data").c_str(), inside.c_str(), nullptr, MS_BIND, nullptr) == 0;
+  const auto r = envlock("clean");
+  const bool host_whole = fs::exists(root_ / "host" / "HOST-NOTES.txt") && fs::exists(root_ / "host" / "info");
+  const bool data_whole = fs::exists(root_ / "data" / "precious.txt");
+  const bool d_whole = fs::exists(pkgs_ / "d-1.0-0" / "lib" / "libd.so");
+  ::umount2(at.c_str(), MNT_DETACH);
+  if (inner) ::umount2(inside.c_str(), MNT_DETACH);
+  ASSERT_TRUE(inner);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "warning: " + at.string() +
+                       ": is a mount point; what is mounted is never deleted, so the entry was kept: unmount it, then "
+                       "run the command again\n"
+                       "warning: " + (pkgs_ / "d-1.0-0").string() + ": holds a mount point (" + inside.string() +
+                       "); what is mounted is never deleted, so the entry was kept: unmount it, then run the command "
+                       "again\n");
+  EXPECT_EQ(r.out, kinds({4, "20 B"}, {1, "7 B"}, {1, "4 B"}) + "freed 31 B (6 items removed)\n" +
+                       "could not remove 2 items (see the warnings)\n");
+  EXPECT_TRUE(host_whole);
+  EXPECT_TRUE(data_whole);
+  EXPECT_TRUE(d_whole);
+  EXPECT_EQ(slurp(pkgs_ / "a-1.0-0.conda"), std::string(100, 'a'));
 }
 
 // No cache yet (a fresh machine): nothing to free, and nothing is created (uv's `cache clean`
