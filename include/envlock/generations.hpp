@@ -158,6 +158,12 @@ struct GenerationGcReport {
   std::vector<std::filesystem::path> removed_trees;
   std::vector<Generation> kept;        ///< the generations left, current included, by number
   std::size_t lockfiles_removed = 0;   ///< kept lockfile copies no generation left names
+  /// Generations that were to go but could not be removed (a mount point inside, a failed
+  /// rename or deletion), by number; each is named in `warnings`. A tree that holds a mount point
+  /// is left listed, untouched (what is mounted is never deleted). `envlock gc` says "could not
+  /// remove generation N" and exits 1 (docs/environments.md).
+  std::vector<std::uint64_t> not_removed;
+  std::vector<std::filesystem::path> not_removed_trees;  ///< their trees, as listed
   std::vector<std::string> warnings;   ///< a tree that could not all be deleted
 };
 

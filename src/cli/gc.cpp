@@ -95,6 +95,8 @@ int run_gc(const Context& ctx, const GcArgs& args) {
         report->warnings.push_back("a kept lockfile could not be read, so the packages it names were not all kept: " +
                                    st.error().to_string());
   }
+  for (const auto& tree : report->not_removed_trees)  // still there: its packages stay too
+    for (auto& d : generation_dists(tree)) keep.insert(std::move(d));
   auto dirs = default_package_cache_dirs();
   if (!dirs) return report_error(ctx, dirs.error());
   const CacheCleanReport cache = gc_package_cache(*dirs, keep, args.dry_run ? CleanMode::DryRun : CleanMode::Remove,
@@ -104,6 +106,9 @@ int run_gc(const Context& ctx, const GcArgs& args) {
   for (const auto& k : cache.kinds) items += k.kind == "packages" ? k.items : 0, bytes += k.bytes;
   std::size_t archives = 0;
   for (const auto& k : cache.kinds) archives += k.kind == "archives" ? k.items : 0;
+  // One rule for clean and gc (docs/cache.md): what could not be removed is named in a warning
+  // and in the summary, and the exit code is 1.
+  const int failed = cache.failures.empty() && report->not_removed.empty() ? 0 : 1;
   for (const auto& w : report->warnings) warn(w);
   for (const auto& f : cache.failures) warn(f.where + ": " + f.message);
   if (ctx.json) {
@@ -114,6 +119,7 @@ int run_gc(const Context& ctx, const GcArgs& args) {
     std::cout << json_text({{"prefix", prefix->string()},
                             {"dry_run", args.dry_run},
                             {"removed", report->removed},
+                            {"not_removed", report->not_removed},
                             {"kept", kept},
                             {"lockfiles_removed", report->lockfiles_removed},
                             {"cache", {{"packages", items}, {"archives", archives}, {"bytes", bytes},
@@ -122,20 +128,25 @@ int run_gc(const Context& ctx, const GcArgs& args) {
                             {"warnings", report->warnings},
                             {"failures", failures}})
               << "\n";
-    return cache.failures.empty() ? 0 : 1;
+    return failed;
   }
   const std::string verb = args.dry_run ? "would remove" : "removed";
-  std::cout << terminal_text(prefix->string()) << ": "
-            << (report->removed.empty() ? std::string("no generation to remove")
-                                        : verb + " generation" + (report->removed.size() == 1 ? " " : "s ") +
-                                              numbers(report->removed))
+  std::string done;
+  if (!report->removed.empty())
+    done = verb + " generation" + (report->removed.size() == 1 ? " " : "s ") + numbers(report->removed);
+  if (!report->not_removed.empty())
+    done += (done.empty() ? "" : "; ") + std::string("could not remove generation") +
+            (report->not_removed.size() == 1 ? " " : "s ") + numbers(report->not_removed);
+  std::cout << terminal_text(prefix->string()) << ": " << (done.empty() ? std::string("no generation to remove") : done)
             << "; kept " << (kept.empty() ? std::string("none") : numbers(kept)) << "\n";
   for (const auto& p : cache.in_use) std::cout << "kept " << printable(p.string()) << ": in use by another envlock process\n";
   std::cout << "package cache: " << verb << " " << items << (items == 1 ? " package" : " packages") << " and " << archives
             << (archives == 1 ? " archive" : " archives") << " (" << size_text(bytes) << ") that no environment links and no "
             << "kept generation or lockfile names\n";
+  if (const auto n = cache.failures.size(); n != 0)
+    std::cout << "package cache: could not remove " << n << (n == 1 ? " item" : " items") << " (see the warnings)\n";
   if (args.dry_run) std::cout << "dry run: nothing was removed\n";
-  return cache.failures.empty() ? 0 : 1;
+  return failed;
 }
 
 void setup(CLI::App& sub, Context& ctx) {

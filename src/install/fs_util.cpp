@@ -295,6 +295,31 @@ std::uint64_t mount_of(const std::filesystem::path& path) {
   return (static_cast<std::uint64_t>(stx.stx_dev_major) << 32) | stx.stx_dev_minor;
 }
 
+std::optional<std::filesystem::path> mount_point_below(const std::filesystem::path& root) {
+  struct stat st {};
+  if (::lstat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  const std::uint64_t top = mount_of(root);
+  if (top == 0) return std::nullopt;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(root, std::filesystem::directory_options::skip_permission_denied,
+                                                        ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (!it->is_directory(type_ec) || it->is_symlink(type_ec)) continue;
+    const std::uint64_t here = mount_of(it->path());
+    if (here != 0 && here != top) return it->path();
+  }
+  return std::nullopt;
+}
+
+Error mount_inside_refusal(const std::filesystem::path& mounted) {
+  return Error{ErrorKind::Io, mounted.string(), "is a mount point inside the environment (another filesystem)",
+               "envlock replaces an environment's tree to change it and deletes it to remove it, and never "
+               "copies or deletes what is mounted in it; nothing was changed",
+               "unmount it (or mount it outside the environment and link to it), then run the command again"};
+}
+
 bool immutable_or_append_only(const std::filesystem::path& path) {
   struct stat st {};  // only files and folders are opened: opening a device node can act on the device
   if (::lstat(path.c_str(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return false;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,15 @@ Status remove_tree(const std::filesystem::path& path);
 /// its device; 0 when it cannot be read. A bind mount of a folder of the same filesystem has the
 /// device of its parent but another mount ID.
 std::uint64_t mount_of(const std::filesystem::path& path);
+
+/// The first folder at or below `root` (symbolic links not followed) that is on another mount
+/// than `root` (mount_of(), so a bind mount of the same filesystem counts): a mount point inside
+/// a tree that is to be moved or deleted. nullopt when there is none (or `root` is no folder).
+std::optional<std::filesystem::path> mount_point_below(const std::filesystem::path& root);
+
+/// The refusal of a mount point `mounted` inside an environment (install, remove, rollback):
+/// nothing was changed, what to do.
+Error mount_inside_refusal(const std::filesystem::path& mounted);
 
 /// Whether the file at `path` (not followed when a link) has the immutable or append-only inode
 /// flag (chattr +i / +a, FS_IOC_GETFLAGS): then nothing, root included, may link, rename, write

@@ -612,6 +612,11 @@ Result<RollbackReport> rollback_generation(const fs::path& prefix_in, std::optio
                      "a rollback swaps the whole tree, and would take them back to their state then; nothing was changed",
                      "move them out of " + (prefix / "envs").string() + " first"};
     }
+    // A mount point inside either tree is refused, as install refuses it (walk_folder(),
+    // transaction.cpp): the swap would carry what is mounted into the generations folder, out of
+    // the environment's path (attack 30, F3).
+    for (const fs::path& t : {prefix, tree})
+      if (const auto mounted = detail::mount_point_below(t)) return detail::mount_inside_refusal(*mounted);
     // The tree at the prefix gets a number first when it has none, so that it is kept as one.
     if (current == 0) {
       std::uint64_t highest = 0;
@@ -677,23 +682,46 @@ Result<GenerationGcReport> gc_generations(const fs::path& prefix_in, std::size_t
       gone.insert(gone.begin(), *g);
     }
     for (const auto& g : gone) {
-      report.removed.push_back(g.number);
-      report.removed_trees.push_back(g.tree);
-      if (dry_run == DryRun::Yes) continue;
-      // Out of the listing in one rename, then deleted: a kill leaves it whole or gone.
-      const fs::path aside = gens / (".removing-" + std::to_string(g.number) + "-" + std::to_string(::getpid()));
-      if (::rename(g.tree.c_str(), aside.c_str()) != 0) {
-        report.warnings.push_back(io_error(g.tree, "cannot remove generation " + std::to_string(g.number), errno).to_string());
+      const std::string number = std::to_string(g.number);
+      auto not_removed = [&](std::string why) {
+        report.not_removed.push_back(g.number);
+        report.not_removed_trees.push_back(g.tree);
+        report.warnings.push_back(std::move(why));
+      };
+      // What is mounted in a tree is never moved or deleted (attack 30, F3: gc said "removed
+      // generation 2" of a tree it could not delete): the generation stays listed, whole.
+      if (const auto mounted = detail::mount_point_below(g.tree)) {
+        not_removed(mounted->string() + ": is a mount point inside generation " + number +
+                    " (another filesystem); what is mounted is never deleted, so the generation was kept: unmount "
+                    "it, then run the command again");
         continue;
       }
-      if (auto st = detail::remove_tree(aside); !st)
-        report.warnings.push_back("generation " + std::to_string(g.number) + " could not all be deleted: " +
-                                  st.error().to_string());
+      if (dry_run == DryRun::Yes) {
+        report.removed.push_back(g.number);
+        report.removed_trees.push_back(g.tree);
+        continue;
+      }
+      // Out of the listing in one rename, then deleted: a kill leaves it whole or gone.
+      const fs::path aside = gens / (".removing-" + number + "-" + std::to_string(::getpid()));
+      if (::rename(g.tree.c_str(), aside.c_str()) != 0) {
+        not_removed(io_error(g.tree, "cannot remove generation " + number, errno).to_string());
+        continue;
+      }
+      if (auto st = detail::remove_tree(aside); !st) {
+        not_removed("generation " + number + " could not all be deleted: " + st.error().to_string());
+        continue;
+      }
+      report.removed.push_back(g.number);
+      report.removed_trees.push_back(g.tree);
     }
     // Lockfile copies no generation left names.
     std::set<std::string> named;
     for (const auto& g : report.kept)
       if (!g.lockfile_copy.empty()) named.insert(g.lockfile_copy.filename().string());
+    for (const auto& g : gone)  // a generation that could not be removed keeps its lockfile
+      if (!g.lockfile_copy.empty() &&
+          std::find(report.not_removed.begin(), report.not_removed.end(), g.number) != report.not_removed.end())
+        named.insert(g.lockfile_copy.filename().string());
     std::error_code ec;
     for (fs::directory_iterator it(gens / "lockfiles", ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();

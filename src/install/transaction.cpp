@@ -354,12 +354,7 @@ Status walk_folder(const fs::path& prefix, const fs::path& dir, std::uint64_t ro
     const bool folder = it->is_directory(type_ec) && !it->is_symlink(type_ec);
     if (folder) {
       const std::uint64_t mount = detail::mount_of(path);
-      if (mount != root && mount != 0)
-        return Error{ErrorKind::Io, path.string(),
-                     "is a mount point inside the environment (another filesystem)",
-                     "envlock replaces an environment's tree to change it and deletes it to remove it, and never "
-                     "copies or deletes what is mounted in it; nothing was changed",
-                     "unmount it (or mount it outside the environment and link to it), then run the command again"};
+      if (mount != root && mount != 0) return detail::mount_inside_refusal(path);
     }
     if (auto st = visit(rel, path, folder); !st) return st;
     if (folder)

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -981,6 +982,50 @@ TEST_F(Generations, WithoutRenameExchangeRollbackTakesTwoRenamesAndAKillBetweenT
   EXPECT_FALSE(fs::exists(gens_ / "rolling-back"));
   expect_clean_and_locked_as(b_);
   EXPECT_EQ(dists(gens_ / "1"), dists_of(a_));
+}
+
+// A filesystem mounted inside the environment (a dataset, a scratch tmpfs): install refuses it,
+// but rollback swapped the trees and the mount went into the generations folder, out of the
+// environment's path (attack 30, F3). Rollback refuses it as install does, nothing changed. A
+// generation tree holding a mount cannot be removed: gc said "removed generation 1", exit 0;
+// now it keeps it listed, whole, says it could not remove it, and exits 1 (docs/cache.md's rule).
+TEST_F(Generations, AMountInsideTheEnvironmentIsNeverSwappedAwayNorReportedRemoved) {
+  install(a_);
+  install(c_);
+  const fs::path data = prefix_ / "share" / "data";
+  fs::create_directories(data);
+  if (::mount("tmpfs", data.c_str(), "tmpfs", 0, "size=1m") != 0) GTEST_SKIP() << "cannot mount here (needs CAP_SYS_ADMIN)";
+  envlock::testing::spit(data / "precious.txt", "precious\n");
+  auto rb = envlock("rollback -p " + q(prefix_));
+  const bool still = fs::exists(data / "precious.txt");
+  ::umount2(data.c_str(), MNT_DETACH);
+  EXPECT_EQ(rb.exit_code, 1);
+  EXPECT_EQ(rb.out, "");
+  EXPECT_EQ(rb.err, "error: " + data.string() + ": is a mount point inside the environment (another filesystem)\n"
+                    "envlock replaces an environment's tree to change it and deletes it to remove it, and never copies "
+                    "or deletes what is mounted in it; nothing was changed\n"
+                    "hint: unmount it (or mount it outside the environment and link to it), then run the command "
+                    "again\n");
+  EXPECT_TRUE(still);
+  EXPECT_EQ(dists(prefix_), dists_of(c_));
+
+  const fs::path kept = gens_ / "1" / "share" / "data";
+  fs::create_directories(kept);
+  ASSERT_EQ(::mount("tmpfs", kept.c_str(), "tmpfs", 0, "size=1m"), 0);
+  envlock::testing::spit(kept / "precious.txt", "precious\n");
+  auto gc = envlock("gc --keep 0 -p " + q(prefix_));
+  const bool whole = fs::exists(kept / "precious.txt") && fs::exists(gens_ / "1" / "conda-meta");
+  ::umount2(kept.c_str(), MNT_DETACH);
+  EXPECT_EQ(gc.exit_code, 1);
+  EXPECT_EQ(gc.err, "warning: " + kept.string() + ": is a mount point inside generation 1 (another filesystem); what is "
+                    "mounted is never deleted, so the generation was kept: unmount it, then run the command again\n");
+  EXPECT_EQ(gc.out, prefix_.string() + ": could not remove generation 1; kept 2\n"
+                    "package cache: removed 0 packages and 0 archives (0 B) that no environment links "
+                    "and no kept generation or lockfile names\n");
+  EXPECT_TRUE(whole);
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_NE(h.out.find("2 generations"), std::string::npos) << h.out;
 }
 
 }  // namespace
