@@ -76,6 +76,10 @@ struct SpawnOptions {
   ChildOutput err = ChildOutput::Capture;  ///< ToStderr is not valid here (use Inherit)
   ProcessGroup group = ProcessGroup::Inherit;
   ChildSignals signals = ChildSignals::Inherit;
+  /// When not 0, the signal the child gets when envlock (the thread that started it) dies,
+  /// SIGKILLed included (prctl PR_SET_PDEATHSIG; the child is then started by fork and exec, as
+  /// posix_spawn cannot set it); 0: none, the child outlives envlock.
+  int parent_death_signal = 0;
 };
 
 /// What happens to captured output past WaitOptions::capture_limit.

@@ -305,6 +305,9 @@ int run_in_environment(const std::vector<std::string>& argv, const EnvironmentBl
   // sent to envlock (HUP, INT, QUIT, TERM, USR1, USR2, ALRM, ...) is passed on to the command,
   // which decides; envlock's exit code is then the command's own. A foreground job's Ctrl-C
   // reaches the command from the terminal (same process group) and is not sent twice.
+  // A SIGKILLed envlock cannot pass anything on: the command gets SIGKILL too (PR_SET_PDEATHSIG,
+  // tini's -p), so that it never runs on, re-parented, without the envlock that started it.
+  spawn.parent_death_signal = SIGKILL;
   WaitOptions wait;
   wait.interrupts = Interrupts::Relay;
   const ChildResult ended = run_process(spawn, wait);

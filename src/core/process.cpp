@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/syscall.h>
@@ -241,6 +242,72 @@ ChildResult start_failed(const char* step, int err) {
 // is made by dup2, which clears the flag), so no other child started meanwhile inherits them.
 bool open_pipe(int fds[2]) { return ::pipe2(fds, O_CLOEXEC) == 0; }
 
+// posix_spawn's work done by hand after fork(2), for SpawnOptions::parent_death_signal, which
+// posix_spawn cannot set (prctl PR_SET_PDEATHSIG). Only async-signal-safe calls in the child; an
+// exec that fails sends its errno through a close-on-exec pipe. Returns the child's pid, or
+// -errno.
+pid_t fork_exec(const SpawnOptions& spawn, int out_pipe, int err_pipe, char* const* argv, char* const* env) {
+  int report[2];
+  if (!open_pipe(report)) return -errno;
+  const pid_t parent = ::getpid();
+  const std::string dir = spawn.working_directory.string();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(report[0]);
+    ::close(report[1]);
+    return -e;
+  }
+  if (pid == 0) {
+    auto fail = [&](int e) {
+      (void)!::write(report[1], &e, sizeof e);
+      ::_exit(127);
+    };
+    if (::prctl(PR_SET_PDEATHSIG, spawn.parent_death_signal) != 0) fail(errno);
+    if (::getppid() != parent) ::raise(spawn.parent_death_signal);  // envlock is already gone
+    if (spawn.group == ProcessGroup::Own) ::setpgid(0, 0);
+    if (spawn.signals == ChildSignals::Reset) {
+      for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    }
+    if (spawn.input == ChildInput::Null) {
+      const int fd = ::open("/dev/null", O_RDONLY);
+      if (fd < 0 || ::dup2(fd, STDIN_FILENO) < 0) fail(errno);
+    }
+    auto wire = [&](int fd, ChildOutput mode, int pipe_end) {
+      int from = -1;
+      switch (mode) {
+        case ChildOutput::Capture: from = pipe_end; break;
+        case ChildOutput::Discard: from = ::open("/dev/null", O_WRONLY); break;
+        case ChildOutput::ToStderr: from = STDERR_FILENO; break;
+        case ChildOutput::Merge: from = STDOUT_FILENO; break;
+        case ChildOutput::Inherit: return;
+      }
+      if (from < 0 || ::dup2(from, fd) < 0) fail(errno);
+    };
+    wire(STDOUT_FILENO, spawn.out, out_pipe);
+    wire(STDERR_FILENO, spawn.err, err_pipe);
+    if (!dir.empty() && ::chdir(dir.c_str()) != 0) fail(errno);
+    if (spawn.lookup == ProgramLookup::Path) ::execvpe(argv[0], argv, env);
+    else ::execve(argv[0], argv, env);
+    fail(errno);
+  }
+  ::close(report[1]);
+  int e = 0;
+  ssize_t n;
+  while ((n = ::read(report[0], &e, sizeof e)) < 0 && errno == EINTR) {
+  }
+  ::close(report[0]);
+  if (n == static_cast<ssize_t>(sizeof e)) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return -e;
+  }
+  return pid;
+}
+
 }  // namespace
 
 InterruptScope::InterruptScope() {
@@ -370,8 +437,14 @@ ChildResult run_process(const SpawnOptions& spawn, const WaitOptions& wait) {
   std::optional<RelayScope> relay;
   if (!wait.stop && wait.interrupts == Interrupts::Relay) relay.emplace(spawn.group);
   pid_t pid = 0;
-  const int rc = spawn.lookup == ProgramLookup::Path ? ::posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), env)
-                                                     : ::posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), env);
+  int rc = 0;
+  if (spawn.parent_death_signal != 0) {
+    pid = fork_exec(spawn, out[1], err[1], argv.data(), env);
+    if (pid < 0) rc = -pid;
+  } else {
+    rc = spawn.lookup == ProgramLookup::Path ? ::posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), env)
+                                             : ::posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), env);
+  }
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   close_fd(out[1]);

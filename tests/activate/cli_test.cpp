@@ -157,6 +157,25 @@ TEST_F(RunCli, EverySignalIsPassedOnAndTheExitCodeIsTheCommands) {
   EXPECT_EQ(r.err, "");
 }
 
+// A SIGKILLed envlock (kill -9 of the job's pid, the OOM killer) cannot pass anything on: the
+// command gets SIGKILL too (PR_SET_PDEATHSIG, tini's -p) instead of running on, re-parented to
+// init, holding the GPU (attack 30, F4).
+TEST_F(RunCli, ACommandDoesNotOutliveASigkilledEnvlock) {
+  const fs::path p = root_ / "bare";
+  fs::create_directories(p / "conda-meta");
+  const fs::path mark = root_ / "child-pid";
+  spit(root_ / "kill9.sh", envlock_cmd() + " run -p " + q(p) + " -- sh -c 'echo $$ > " + q(mark) +
+                               ".tmp; mv " + q(mark) + ".tmp " + q(mark) + "; exec sleep 30' &\npid=$!\nwhile [ ! -e " +
+                               q(mark) + " ]; do sleep 0.05; done\nchild=$(cat " + q(mark) +
+                               ")\nkill -KILL $pid\nwait $pid 2>/dev/null  # (sh says \"Killed\" on stderr)\necho envlock rc=$?\ni=0\nwhile kill -0 $child 2>/dev/null "
+                               "&& [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done\nkill -0 $child 2>/dev/null && "
+                               "{ echo child still running; kill $child; } || echo child ended\n");
+  auto r = run_command("sh " + q(root_ / "kill9.sh"), env_);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "envlock rc=137\nchild ended\n");
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(RunCli, BadInvocations) {
   const fs::path p = hand_made_prefix();
   auto none = envlock("run -p " + q(p));
