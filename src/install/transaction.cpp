@@ -143,6 +143,26 @@ Result<fs::path> checked_prefix(const fs::path& given) {
     return Error{ErrorKind::Io, prefix.string(), "is the filesystem root; refusing to use it as an environment", "",
                  "choose a dedicated folder as the prefix"};
   }
+  // A kept generation's tree (`.NAME.envlock-generations/N`, the path `history --json` prints) or
+  // anything in that folder is envlock's, changed only by rollback and gc: as a prefix, an install
+  // or remove there made the generation vanish from NAME's history (attack 30, F5), as a prefix
+  // inside another environment is refused.
+  constexpr std::string_view kGenerations = ".envlock-generations";
+  for (fs::path up = prefix; up.has_relative_path(); up = up.parent_path()) {
+    const std::string n = up.filename().string();
+    if (n.size() <= kGenerations.size() + 1 || n.front() != '.' || !n.ends_with(kGenerations)) continue;
+    const fs::path owner = up.parent_path() / n.substr(1, n.size() - kGenerations.size() - 1);
+    const std::string first = prefix == up ? std::string() : prefix.lexically_relative(up).begin()->string();
+    const bool numbered = !first.empty() && std::all_of(first.begin(), first.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return Error{ErrorKind::Io, prefix.string(),
+                 prefix == up ? "is the generations folder of " + owner.string()
+                              : "is inside " + up.string() + ", the generations folder of " + owner.string(),
+                 "a kept generation is changed only by envlock rollback and gc; used as a prefix it would vanish from "
+                 "the history of " + owner.string() + "; nothing was changed",
+                 numbered ? "to make generation " + first + " current: envlock rollback -p " + owner.string() + " --to " +
+                                first
+                          : "envlock history -p " + owner.string() + " lists its generations"};
+  }
   if (fs::is_symlink(fs::symlink_status(prefix, ec))) {
     const fs::path target = fs::read_symlink(prefix, ec);
     return Error{ErrorKind::Io, prefix.string(), "is a symbolic link (to " + target.string() + ")", "",

@@ -1028,4 +1028,32 @@ TEST_F(Generations, AMountInsideTheEnvironmentIsNeverSwappedAwayNorReportedRemov
   EXPECT_NE(h.out.find("2 generations"), std::string::npos) << h.out;
 }
 
+// A kept generation's tree (the path `history --json` prints) given as a prefix: install linked
+// the lockfile there and remove deleted it, and the generation vanished from the history, pins
+// ignored (attack 30, F5). Refused as a prefix inside another environment is, nothing changed,
+// naming the way to use it.
+TEST_F(Generations, AKeptGenerationsTreeIsRefusedAsAPrefix) {
+  install(a_);
+  install(c_);
+  const fs::path one = gens_ / "1";
+  const std::string refusal = "error: " + one.string() + ": is inside " + gens_.string() +
+                              ", the generations folder of " + prefix_.string() + "\n"
+                              "a kept generation is changed only by envlock rollback and gc; used as a prefix it would "
+                              "vanish from the history of " + prefix_.string() + "; nothing was changed\n"
+                              "hint: to make generation 1 current: envlock rollback -p " + prefix_.string() + " --to 1\n";
+  const auto before = dists(one);
+  for (const std::string& cmd : {"install -l " + q(b_) + " -p " + q(one), "remove -p " + q(one),
+                                 "rollback -p " + q(one), "history --pin 1 -p " + q(one)}) {
+    auto r = envlock(cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_EQ(r.out, "") << cmd;
+    EXPECT_EQ(r.err, refusal) << cmd;
+  }
+  EXPECT_EQ(dists(one), before);
+  EXPECT_FALSE(fs::exists(gens_ / ".1.envlock-generations"));
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_NE(h.out.find("2 generations"), std::string::npos) << h.out;
+}
+
 }  // namespace
