@@ -748,7 +748,13 @@ Result<GenerationPlan> plan_generation(const fs::path& prefix, bool has_old, con
     for (const auto& s : stored_trees(gens)) highest = std::max(highest, s.number);
   std::uint64_t current = has_old ? tree_number(prefix) : 0;
   highest = std::max(highest, current);
-  if (!has_old || old_records.empty()) {  // nothing there worth keeping
+  // A conda environment envlock did not make (no conda-meta/envlock; install --force adopts it,
+  // docs/install.md) is no generation of envlock's: it becomes the lockfile's in place, files no
+  // record owns carried over, and is not kept (numbering it wrote into a file that is not there:
+  // "conda-meta/envlock: cannot be read", attack 30, F6).
+  std::error_code origin_ec;
+  const bool foreign = has_old && !fs::exists(fs::symlink_status(prefix / kOrigin, origin_ec));
+  if (!has_old || old_records.empty() || foreign) {  // nothing there worth keeping
     if (highest >= kMaxGenerationNumber) return numbers_used_up(prefix);
     plan.number = highest + 1;
     return plan;

@@ -1056,4 +1056,35 @@ TEST_F(Generations, AKeptGenerationsTreeIsRefusedAsAPrefix) {
   EXPECT_NE(h.out.find("2 generations"), std::string::npos) << h.out;
 }
 
+// install --force over a conda environment envlock did not make (conda-meta/ holds conda's
+// records, no conda-meta/envlock): it always failed with "conda-meta/envlock: cannot be read as
+// envlock's JSON" about a file that is not there (attack 30, F6). --force adopts it as
+// docs/install.md says: the records are replaced by the lockfile's, a file no record owns stays,
+// and the environment is envlock's from then on (generation 1; the conda tree is not one).
+TEST_F(Generations, ForceAdoptsACondaEnvironmentEnvlockDidNotMake) {
+  envlock::testing::spit(prefix_ / "conda-meta" / "zlib-1.2.13-h166bdaf_4.json",
+                         R"({"name": "zlib", "version": "1.2.13", "build": "h166bdaf_4", "build_number": 4, )"
+                         R"("channel": "https://conda.anaconda.org/conda-forge/linux-64", "subdir": "linux-64", )"
+                         R"("files": ["lib/libz.so.1.2.13"], "paths_data": {"paths_version": 1, "paths": []}})");
+  envlock::testing::spit(prefix_ / "conda-meta" / "history", "==> 2023-01-01 00:00:00 <==\n");
+  envlock::testing::spit(prefix_ / "lib" / "libz.so.1.2.13", "zlib\n");
+  envlock::testing::spit(prefix_ / "share" / "notes.txt", "mine\n");
+  auto refused = envlock("install -l " + q(a_) + " -p " + q(prefix_));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.out, "");
+  auto r = envlock("install -l " + q(a_) + " -p " + q(prefix_) + " --force");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "packages: 1 (1 downloaded, 0 from the package cache)\n");
+  EXPECT_EQ(r.out, "environment 'default' (linux-64) is ready in " + prefix_.string() +
+                       "\n  1 installed, 0 unchanged, 1 removed; files: 1 linked, 1 copied, 1 relocated\n");
+  EXPECT_EQ(dists(prefix_), dists_of(a_));
+  EXPECT_FALSE(fs::exists(prefix_ / "conda-meta" / "zlib-1.2.13-h166bdaf_4.json"));
+  EXPECT_FALSE(fs::exists(prefix_ / "lib" / "libz.so.1.2.13"));
+  EXPECT_EQ(slurp(prefix_ / "share" / "notes.txt"), "mine\n");
+  auto h = envlock("history -p " + q(prefix_));
+  EXPECT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(untimed(h.out), prefix_.string() + ": 1 generation (* current)\n"
+                             "*    1  TIME  1 package   envlock install -l a.lock -e default\n");
+}
+
 }  // namespace
