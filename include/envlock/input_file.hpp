@@ -40,7 +40,10 @@ std::string system_file_refusal(const std::filesystem::path& path);
 /// unless fstat calls it a regular file (a FIFO, a device such as /dev/zero, a socket, a folder).
 /// conda and pixi read a manifest or lockfile with a plain open(); envlock is stricter because a
 /// manifest (base: {lockfile: ...}) or a pull request can name any path on the machine.
-InputFile read_input_file(const std::filesystem::path& path, std::uintmax_t max_bytes);
+/// `system_folders` false leaves out the /proc, /sys and /dev rule on the real path (the proc and
+/// sysfs file-system check, the regular-file check and the cap stay): for a file that is not a
+/// link inside a folder the user chose, such as a conda-meta record of a prefix on `/dev/shm`.
+InputFile read_input_file(const std::filesystem::path& path, std::uintmax_t max_bytes, bool system_folders = true);
 
 /// True when the first line of `text` that is not empty, a `#` comment, a `---` document start or
 /// a `%` directive starts a YAML block map entry (`key:` followed by a space or the end of the

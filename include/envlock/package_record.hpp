@@ -152,9 +152,10 @@ std::optional<ArchiveName> parse_archive_name(std::string_view file_name);
 inline constexpr std::uintmax_t kMaxCondaMetaRecordBytes = 64u << 20;
 
 /// The text of the conda-meta record `file`, read as every input is (read_input_file,
-/// envlock/input_file.hpp: a regular file, outside /proc, /sys and /dev, at most
-/// kMaxCondaMetaRecordBytes): else an error at `file` saying why (ErrorKind::Io), nothing of
-/// its text quoted.
+/// envlock/input_file.hpp: a regular file, not on proc or sysfs, at most
+/// kMaxCondaMetaRecordBytes; a record that is a link must not lead into /proc, /sys or /dev,
+/// while one that is a file is read wherever its prefix is, `/dev/shm` included): else an error
+/// at `file` saying why (ErrorKind::Io), nothing of its text quoted.
 Result<std::string> read_conda_meta_record_text(const std::filesystem::path& file);
 
 /// Reads every `conda-meta/*.json` of an environment prefix (conda, mamba, pixi or envlock made),

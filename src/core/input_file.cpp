@@ -42,14 +42,14 @@ std::string system_file_refusal(const std::filesystem::path& path) {
   return {};
 }
 
-InputFile read_input_file(const std::filesystem::path& path, std::uintmax_t max_bytes) {
+InputFile read_input_file(const std::filesystem::path& path, std::uintmax_t max_bytes, bool system_folders) {
   InputFile out;
   auto refuse = [&](std::string message) {
     out.problem = InputFile::Problem::Refused;
     out.message = std::move(message);
     return out;
   };
-  if (char* real = ::realpath(path.c_str(), nullptr)) {
+  if (char* real = system_folders ? ::realpath(path.c_str(), nullptr) : nullptr) {
     const std::string r = real;
     std::free(real);
     if (in_system_folder(r)) return refuse("is in " + r.substr(0, r.find('/', 1)) + ", not a file of a project; it is not read");

@@ -2,6 +2,9 @@
 // rattler_conda_types::{PackageRecord, RepoDataRecord, PrefixRecord}); read_conda_meta.
 #include "envlock/package_record.hpp"
 
+#include <sys/stat.h>
+
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -380,7 +383,13 @@ std::optional<ArchiveName> parse_archive_name(std::string_view file_name) {
 }
 
 Result<std::string> read_conda_meta_record_text(const std::filesystem::path& file) {
-  InputFile in = read_input_file(file, kMaxCondaMetaRecordBytes);
+  // A record that is a link is refused when it leads into /proc, /sys or /dev; one that is a
+  // file is read wherever its prefix is, `/dev/shm` included, as snapshot capture reads it: every
+  // record of a prefix on /dev/shm had been skipped as "in /dev", so an update there kept no
+  // generation and replaced every file as owned by no package (found by scripts/bench 23-rollback).
+  struct stat st {};
+  const bool link = ::lstat(file.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  InputFile in = read_input_file(file, kMaxCondaMetaRecordBytes, /*system_folders=*/link);
   std::string why;
   switch (in.problem) {
     case InputFile::Problem::None: return std::move(in.text);

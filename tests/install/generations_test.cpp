@@ -697,6 +697,29 @@ TEST_F(Generations, AnInterruptedFirstInstallHasNoCurrentGenerationAndRollbackSa
   expect_clean_and_locked_as(a_);
 }
 
+// A prefix on /dev/shm (a tmpfs CI jobs use for speed): its conda-meta records were refused as
+// "in /dev", so an update there saw no old records, replaced every file as owned by no package
+// and kept no generation (found by scripts/bench 23-rollback). Read as anywhere else.
+TEST_F(Generations, AnEnvironmentOnDevShmIsUpdatedAndRolledBackAsAnyOther) {
+  const fs::path shm = "/dev/shm";
+  if (::access(shm.c_str(), W_OK) != 0) GTEST_SKIP() << "no writable " << shm;
+  const fs::path root = shm / ("envlock-generations-test-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path prefix = root / "env";
+  auto r = envlock("install -l " + q(a_) + " -p " + q(prefix));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = envlock("install -l " + q(c_) + " -p " + q(prefix));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("1 installed, 1 unchanged, 0 removed"), std::string::npos) << r.out;
+  r = envlock("rollback -p " + q(prefix) + " --to 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "rolled back " + prefix.string() + " from generation 2 to generation 1 (1 package); generation 2 "
+                   "is kept: envlock rollback --to 2 returns to it\n");
+  EXPECT_EQ(dists(prefix), dists_of(a_));
+  fs::remove_all(root);
+}
+
 // Attack 23 F15, F17, F13, F12: a hand-edited generation number above 999999999 counts as none
 // (2^64-1 wrapped the next number to 0 and hid the kept tree); a generations folder that is a
 // link is named by history (a warning), rollback and gc (an error), as install names it, instead
