@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -295,12 +297,62 @@ std::uint64_t mount_of(const std::filesystem::path& path) {
   return (static_cast<std::uint64_t>(stx.stx_dev_major) << 32) | stx.stx_dev_minor;
 }
 
+namespace {
+
+/// A mount point field of /proc/self/mountinfo with its octal escapes (`\040` for a space, `\011`,
+/// `\012`, `\134`) read back.
+std::string unescape_mount_field(std::string_view field) {
+  std::string out;
+  for (std::size_t i = 0; i < field.size(); ++i) {
+    const auto octal = [&](std::size_t k) { return k < field.size() && field[k] >= '0' && field[k] <= '7'; };
+    if (field[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
+      out += static_cast<char>(((field[i + 1] - '0') << 6) | ((field[i + 2] - '0') << 3) | (field[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += field[i];
+    }
+  }
+  return out;
+}
+
+/// The mount points strictly below the real path `real`, from /proc/self/mountinfo (field 5):
+/// nullopt when the table cannot be read. Bind mounts of the same filesystem are listed too.
+std::optional<std::vector<std::string>> mounts_below(const std::string& real) {
+  std::ifstream table("/proc/self/mountinfo");
+  if (!table) return std::nullopt;
+  std::vector<std::string> out;
+  const std::string below = real == "/" ? real : real + "/";
+  for (std::string line; std::getline(table, line);) {
+    std::istringstream fields(line);  // mount ID, parent ID, major:minor, root, mount point, ...
+    std::string field, point;
+    for (int k = 0; k < 4 && fields >> field; ++k) {
+    }
+    if (!(fields >> point)) continue;
+    point = unescape_mount_field(point);
+    if (point.size() > below.size() && point.starts_with(below)) out.push_back(point);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
 std::optional<std::filesystem::path> mount_point_below(const std::filesystem::path& root) {
   struct stat st {};
   if (::lstat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
   const std::uint64_t top = mount_of(root);
   if (top == 0) return std::nullopt;
-  std::error_code ec;
+  // The mount table first: one read of /proc/self/mountinfo instead of a walk of every folder
+  // (a rollback of a 28,000-file environment took 300 ms walking both trees, the bench's row 7 ms).
+  if (char* real = ::realpath(root.c_str(), nullptr)) {
+    const std::string r = real;
+    std::free(real);
+    if (auto points = mounts_below(r)) {
+      if (points->empty()) return std::nullopt;
+      return root / std::filesystem::path(points->front().substr(r == "/" ? 1 : r.size() + 1));
+    }
+  }
+  std::error_code ec;  // no mount table (no /proc): every folder's mount ID
   for (std::filesystem::recursive_directory_iterator it(root, std::filesystem::directory_options::skip_permission_denied,
                                                         ec),
        end;
